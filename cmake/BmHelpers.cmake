@@ -1,0 +1,68 @@
+# Small helpers so that per-folder CMakeLists.txt stay short and every test
+# gets a label and a timeout (scaled by BM_TEST_TIMEOUT_MULTIPLIER at
+# configure time, for slow sanitizer builds).
+if(DEFINED ENV{BM_TEST_TIMEOUT_MULTIPLIER})
+    set(BM_TEST_TIMEOUT_MULTIPLIER $ENV{BM_TEST_TIMEOUT_MULTIPLIER})
+elseif(BM_SANITIZE)
+    set(BM_TEST_TIMEOUT_MULTIPLIER 3)
+else()
+    set(BM_TEST_TIMEOUT_MULTIPLIER 1)
+endif()
+
+function(bm_scaled_timeout out seconds)
+    math(EXPR t "${seconds} * ${BM_TEST_TIMEOUT_MULTIPLIER}")
+    set(${out} ${t} PARENT_SCOPE)
+endfunction()
+
+# bm_add_btl(<name> SOURCES ...): adds a transport's sources to the library.
+function(bm_add_btl name)
+    cmake_parse_arguments(A "" "" "SOURCES" ${ARGN})
+    target_sources(bm_objs PRIVATE ${A_SOURCES})
+endfunction()
+
+# bm_add_unit_test(<name> SOURCES ... [LABELS ...] [TIMEOUT s] [LIBS ...])
+# One executable per test, linked against the internal static library.
+function(bm_add_unit_test name)
+    cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;LABELS;LIBS" ${ARGN})
+    if(NOT A_TIMEOUT)
+        set(A_TIMEOUT 60)
+    endif()
+    if(NOT A_LABELS)
+        set(A_LABELS unit)
+    endif()
+    add_executable(${name} ${A_SOURCES})
+    target_link_libraries(${name} PRIVATE bitmover_internal bm_test_harness ${A_LIBS})
+    add_test(NAME ${name} COMMAND ${name})
+    bm_scaled_timeout(t ${A_TIMEOUT})
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${t} LABELS "${A_LABELS}")
+endfunction()
+
+# bm_add_mpi_test(<name> SOURCES ... NP n [BTL list] [TIMEOUT s] [LABELS ...] [ARGS ...])
+# An MPI program run through bmrun. BTL (comma list) is exported as BM_BTL.
+function(bm_add_mpi_test name)
+    cmake_parse_arguments(A "" "NP;BTL;TIMEOUT;TARGET" "SOURCES;LABELS;ARGS;ENV" ${ARGN})
+    if(NOT A_TIMEOUT)
+        set(A_TIMEOUT 120)
+    endif()
+    if(NOT A_LABELS)
+        set(A_LABELS mpi)
+    endif()
+    if(A_TARGET)
+        set(exe ${A_TARGET})
+    else()
+        set(exe ${name})
+        add_executable(${exe} ${A_SOURCES})
+        target_link_libraries(${exe} PRIVATE bitmover)
+    endif()
+    set(env "")
+    if(A_BTL)
+        list(APPEND env "BM_BTL=${A_BTL}")
+    endif()
+    list(APPEND env ${A_ENV})
+    bm_scaled_timeout(t ${A_TIMEOUT})
+    math(EXPR bmrun_t "${t} - 5")
+    add_test(NAME ${name} COMMAND $<TARGET_FILE:bmrun> -n ${A_NP} --timeout ${bmrun_t}
+        $<TARGET_FILE:${exe}> ${A_ARGS})
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${t} LABELS "${A_LABELS}"
+        ENVIRONMENT "${env}")
+endfunction()

@@ -1,0 +1,82 @@
+/* The runtime: who this process is in the job, and the address exchange
+ * ("modex") through which transports publish their addresses to peers.
+ *
+ * Contract for callers (btl, pml, mpi):
+ *  - bm_rte_init() picks a backend from the environment: the bmrun key-value
+ *    service (BMRUN_* variables set by bmrun), PMIx or PMI-1 when those
+ *    launchers started us (later backends), or singleton (no launcher: a
+ *    1-process job that works). Callers never know which.
+ *  - Identity is valid from bm_rte_init() until bm_rte_finalize().
+ *  - Modex: bm_rte_modex_put() any number of (key, blob) pairs, then
+ *    bm_rte_modex_fence() (collective over the job: returns once every
+ *    process has put and committed), then bm_rte_modex_get() any peer's blob.
+ *    Keys are short strings ("btl.sm", "btl.tcp"). A get for a key the peer
+ *    never put returns BM_ERR_NOT_FOUND (the peer lacks that transport).
+ *  - bm_rte_abort() ends the whole job: it tells the launcher (which kills
+ *    every rank and reports the message) and then exits this process.
+ *
+ * Backends implement struct bm_rte_backend_ops; adding PMIx or PMI-1 means
+ * adding one file and one entry in rte.c's backend list, nothing else. */
+#ifndef BM_RUNTIME_RTE_H
+#define BM_RUNTIME_RTE_H
+
+#include "bm_status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bm_rte_proc {
+    int rank;          /* 0 .. size-1 */
+    int size;          /* processes in the job */
+    int local_rank;    /* index among the processes on this node */
+    int local_size;    /* processes on this node */
+    int node;          /* index of this node, 0 .. num_nodes-1 */
+    int num_nodes;     /* nodes in the job */
+    char hostname[256];
+    char jobid[32];    /* unique per job on this machine: used in shared-memory names */
+};
+
+struct bm_rte_backend_ops {
+    const char *name; /* "bmrun", "singleton", "pmix", "pmi1" */
+    /* True when the environment says this backend launched us. */
+    int (*detect)(void);
+    /* Fill proc (rank, size, ...); node_of is filled for every rank after the
+     * first fence at the latest (backends may fill it in init). */
+    bm_status_t (*init)(struct bm_rte_proc *proc);
+    void (*finalize)(void);
+    bm_status_t (*put)(const char *key, const void *data, size_t len);
+    bm_status_t (*commit)(void);
+    bm_status_t (*fence)(void);
+    /* On success *data_out stays valid until finalize (owned by the backend). */
+    bm_status_t (*get)(int rank, const char *key, const void **data_out, size_t *len_out);
+    /* Tell the launcher the job must end; message for the user. Does not return. */
+    void (*abort)(int exit_code, const char *message) __attribute__((noreturn));
+};
+
+/* Start the runtime; idempotent (reference counted). */
+bm_status_t bm_rte_init(void);
+void bm_rte_finalize(void);
+
+/* This process. Valid between init and finalize. */
+const struct bm_rte_proc *bm_rte_self(void);
+/* Node index of any rank (same node <=> same value). Valid after the first fence. */
+int bm_rte_node_of(int rank);
+/* Name of the backend in use ("bmrun", "singleton", ...). */
+const char *bm_rte_backend_name(void);
+
+bm_status_t bm_rte_modex_put(const char *key, const void *data, size_t len);
+bm_status_t bm_rte_modex_commit(void);
+/* Collective: every process of the job must call it the same number of times. */
+bm_status_t bm_rte_modex_fence(void);
+bm_status_t bm_rte_modex_get(int rank, const char *key, const void **data_out, size_t *len_out);
+/* A fence with no data: a job-wide barrier through the launcher (slow; start-up only). */
+bm_status_t bm_rte_barrier(void);
+
+/* End the whole job with this exit code and message. Never returns. */
+void bm_rte_abort(int exit_code, const char *message) __attribute__((noreturn));
+
+/* Register a function run at bm_rte_finalize and at abort (before exit), in
+ * reverse order of registration: transports remove shared-memory files here. */
+void bm_rte_at_exit(void (*fn)(void *arg), void *arg);
+
+#endif
