@@ -1,0 +1,63 @@
+/* Minimal test harness shared by every C test: checks that record failures
+ * with file and line instead of aborting, and a summary line in the form CI
+ * reads ("N passed, N failed"). A test program returns bm_test_summary() from
+ * main, so ctest sees a non-zero exit when any check failed. */
+#ifndef BM_TEST_H
+#define BM_TEST_H
+
+#include <stdio.h>
+#include <string.h>
+
+extern int bm_test_passed;
+extern int bm_test_failed;
+extern const char *bm_test_current;
+
+void bm_test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prints "name: N passed, N failed" and returns the process exit code. */
+int bm_test_summary(const char *name);
+
+#define BM_CHECK(cond)                                                                             \
+    do {                                                                                           \
+        if (cond)                                                                                  \
+            bm_test_passed++;                                                                      \
+        else                                                                                       \
+            bm_test_fail(__FILE__, __LINE__, "check failed: %s", #cond);                          \
+    } while (0)
+
+#define BM_CHECK_MSG(cond, ...)                                                                    \
+    do {                                                                                           \
+        if (cond)                                                                                  \
+            bm_test_passed++;                                                                      \
+        else                                                                                       \
+            bm_test_fail(__FILE__, __LINE__, __VA_ARGS__);                                         \
+    } while (0)
+
+#define BM_CHECK_EQ_INT(a, b)                                                                      \
+    do {                                                                                           \
+        long long bm_a_ = (long long)(a), bm_b_ = (long long)(b);                                  \
+        if (bm_a_ == bm_b_)                                                                        \
+            bm_test_passed++;                                                                      \
+        else                                                                                       \
+            bm_test_fail(__FILE__, __LINE__, "%s == %s failed: %lld != %lld", #a, #b, bm_a_,       \
+                         bm_b_);                                                                   \
+    } while (0)
+
+#define BM_CHECK_STR(a, b)                                                                         \
+    do {                                                                                           \
+        const char *bm_a_ = (a), *bm_b_ = (b);                                                     \
+        if (bm_a_ && bm_b_ && strcmp(bm_a_, bm_b_) == 0)                                           \
+            bm_test_passed++;                                                                      \
+        else                                                                                       \
+            bm_test_fail(__FILE__, __LINE__, "%s == %s failed: '%s' != '%s'", #a, #b,              \
+                         bm_a_ ? bm_a_ : "(null)", bm_b_ ? bm_b_ : "(null)");                      \
+    } while (0)
+
+/* Run one test function, naming it in failure messages. */
+#define BM_RUN(fn)                                                                                 \
+    do {                                                                                           \
+        bm_test_current = #fn;                                                                     \
+        fn();                                                                                      \
+    } while (0)
+
+#endif
