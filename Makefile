@@ -1,0 +1,48 @@
+# Thin wrapper over CMake presets: the two commands of the README.
+#   make demo    install missing packages, build (release), run a 2-process
+#                latency and bandwidth demo over the default transports
+#   make check   install missing packages, build and run the whole test suite
+#                twice: normal (dev) build, then ASan+UBSan build
+#   make install PREFIX=/opt/bitmover
+JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
+CTEST_JOBS ?= 2
+
+.PHONY: all deps build demo check check-dev check-asan tsan install clean
+
+all: build
+
+deps:
+	@tools/install-deps.sh
+
+build: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+
+demo: build
+	tools/demo.sh build/release
+
+check: deps check-dev check-asan
+
+check-dev:
+	cmake --preset dev >/dev/null
+	cmake --build --preset dev -j $(JOBS)
+	ctest --preset dev -j $(CTEST_JOBS)
+
+check-asan:
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(CTEST_JOBS)
+
+tsan: deps
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan -j $(CTEST_JOBS) -L tsan
+
+install: deps
+	cmake -S . -B build/install -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DBUILD_TESTING=OFF >/dev/null
+	cmake --build build/install -j $(JOBS)
+	cmake --install build/install
+
+clean:
+	rm -rf build
