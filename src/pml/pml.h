@@ -1,0 +1,124 @@
+/* The point-to-point layer (PML): the API the MPI layer (and collectives)
+ * use to move tagged messages between processes. It matches messages in MPI
+ * order on (context id, source rank in the communicator, tag) with
+ * wildcards, runs the eager and rendezvous protocols over the transports of
+ * src/btl/btl.h, and drives all progress. It knows nothing of MPI handles:
+ * communicators appear as a context id plus the ranks the caller translated,
+ * datatypes as contiguous byte counts.
+ *
+ * Addressing. A send names the destination by its world rank (to route) and
+ * carries the sender's own rank in the communicator plus the tag (to match
+ * at the receiver). A receive names the source by its rank in the
+ * communicator (or BM_PML_ANY_SOURCE) and the tag (or BM_PML_ANY_TAG).
+ * Tags are >= 0; context ids are any 32-bit value the MPI layer allocates.
+ *
+ * Requests. isend/irecv hand back a request owned by the PML. The caller
+ * tests or waits on it and then frees it with bm_pml_request_free; freeing
+ * a request that is still active is allowed (MPI_Request_free): the PML
+ * finishes it in the background and finalize waits for it. A completed
+ * request's status stays readable until it is freed.
+ *
+ * Threads. The PML supports MPI_THREAD_SINGLE, FUNNELED and SERIALIZED: one
+ * thread at a time calls into it; it takes no lock of its own. */
+#ifndef BM_PML_H
+#define BM_PML_H
+
+#include "bm_status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BM_PML_ANY_SOURCE (-1)
+#define BM_PML_ANY_TAG    (-1)
+#define BM_PML_TAG_MAX    0x7fffffff /* largest valid tag (MPI_TAG_UB) */
+
+/* Send modes. Buffered sends are done above the PML (copy into the attached
+ * buffer, then a standard send of the copy). */
+enum bm_pml_send_mode {
+    BM_PML_SEND_STANDARD,    /* may complete before the receive is matched */
+    BM_PML_SEND_SYNCHRONOUS, /* completes only once the receiver matched it */
+    BM_PML_SEND_READY,       /* the receive is known to be posted; treated as standard */
+};
+
+/* What a completed receive (or a probe) reports. */
+struct bm_pml_status {
+    int source;     /* sender's rank in the communicator */
+    int tag;        /* the message's tag */
+    int error;      /* BM_OK, BM_ERR_TRUNCATE (buffer too small), BM_ERR_CANCELED... */
+    size_t count;   /* bytes delivered into the buffer (probe: the message's length) */
+    bool cancelled; /* the receive was cancelled before it matched */
+};
+
+struct bm_pml_request; /* opaque, owned by the PML */
+struct bm_pml_message; /* a message taken off the unexpected queue by improbe */
+
+/* Start the PML: open the transports (bm_btl_base_open), exchange their
+ * addresses (bm_rte_modex_fence), connect every peer (bm_btl_base_add_procs),
+ * register the receive and error callbacks and read the BM_PML_* parameters.
+ * Call after bm_rte_init. thread_level is the MPI_THREAD_* level granted. */
+bm_status_t bm_pml_init(int thread_level);
+
+/* Complete every outstanding transfer (including freed active requests and
+ * queued control messages), then close the transports. Receives still posted
+ * are dropped. */
+void bm_pml_finalize(void);
+
+/* Poll the transports once and retry queued sends. Returns the number of
+ * events handled (0 when idle). Cheap enough to call in a spin loop. */
+int bm_pml_progress(void);
+
+/* Start a send of bytes contiguous bytes at buf to world rank dst_world.
+ * src_rank is this process's rank in the communicator of context cid (the
+ * receiver matches on it), tag >= 0. buf must stay untouched until the
+ * request completes. */
+bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
+                         int tag, enum bm_pml_send_mode mode, struct bm_pml_request **req_out);
+
+/* Post a receive into buf (capacity bytes) for a message of context cid from
+ * communicator rank src (or BM_PML_ANY_SOURCE) with tag (or BM_PML_ANY_TAG).
+ * A longer message fills the buffer and completes with BM_ERR_TRUNCATE. */
+bm_status_t bm_pml_irecv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
+                         struct bm_pml_request **req_out);
+
+/* Non-blocking check: true when the request has completed (status_out, when
+ * not NULL, is then filled). Progresses once when it has not. */
+bool bm_pml_request_test(struct bm_pml_request *req, struct bm_pml_status *status_out);
+
+/* Progress until the request completes; fills status_out when not NULL. */
+void bm_pml_request_wait(struct bm_pml_request *req, struct bm_pml_status *status_out);
+
+/* True when complete; no progress. */
+bool bm_pml_request_done(const struct bm_pml_request *req);
+
+/* Release the request. When it is still active, the PML completes it in the
+ * background and releases it then (its status is lost). */
+void bm_pml_request_free(struct bm_pml_request *req);
+
+/* Cancel a receive that has not matched yet: it completes at once with
+ * status.cancelled set. A matched receive or any send is left alone (it
+ * completes normally; MPI allows a send cancel to fail). Returns BM_OK. */
+bm_status_t bm_pml_request_cancel(struct bm_pml_request *req);
+
+/* Blocking helpers for collectives and the MPI layer. */
+bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
+                        int tag, enum bm_pml_send_mode mode);
+bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
+                        struct bm_pml_status *status_out);
+
+/* Is a message matching (cid, src, tag) waiting? When yes, *flag_out is true
+ * and status_out describes it (count = its full length). Progresses once. */
+bm_status_t bm_pml_iprobe(uint32_t cid, int src, int tag, bool *flag_out,
+                          struct bm_pml_status *status_out);
+/* Progress until a matching message is waiting, then describe it. */
+bm_status_t bm_pml_probe(uint32_t cid, int src, int tag, struct bm_pml_status *status_out);
+
+/* Like iprobe, but a message found is removed from matching: only
+ * bm_pml_imrecv on *msg_out can receive it (MPI_Improbe/MPI_Mrecv). */
+bm_status_t bm_pml_improbe(uint32_t cid, int src, int tag, bool *flag_out,
+                           struct bm_pml_message **msg_out, struct bm_pml_status *status_out);
+/* Receive a message taken by improbe; consumes msg. */
+bm_status_t bm_pml_imrecv(void *buf, size_t capacity, struct bm_pml_message *msg,
+                          struct bm_pml_request **req_out);
+
+#endif
