@@ -1,0 +1,572 @@
+/* mpi.h: the MPI interface of bitmover, for programs written against the MPI
+ * standard (version 3.1 names and semantics) so that they compile with bmcc
+ * unchanged and run with bmrun. It declares the handle types, the predefined
+ * handles (communicators, datatypes, operations, error handlers), the
+ * constants, and every MPI_ function bitmover implements, each with its PMPI_
+ * twin for profiling tools (MPI_X is a weak alias of PMPI_X inside
+ * libbitmover.so, so a tool may define MPI_X and call PMPI_X). Handles are
+ * pointers to opaque internal structs and the predefined handles are the
+ * addresses of objects exported by the library, so comparing handles with ==
+ * works as the standard requires. MPI_Status has the three public fields plus
+ * two of bitmover's own: the received byte count and the cancelled flag. This
+ * is a plain C header, usable from C99, C11 and C++; only functions that are
+ * declared here exist in the library (no silent stubs). */
+#ifndef BITMOVER_MPI_H
+#define BITMOVER_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BITMOVER_MPI   1
+#define MPI_VERSION    3
+#define MPI_SUBVERSION 1
+
+#if defined(__GNUC__)
+#define BM_MPI_API __attribute__((visibility("default")))
+#else
+#define BM_MPI_API
+#endif
+
+/* ---- Handle and scalar types ------------------------------------------- */
+
+typedef struct bm_mpi_comm *MPI_Comm;
+typedef struct bm_mpi_datatype *MPI_Datatype;
+typedef struct bm_mpi_op *MPI_Op;
+typedef struct bm_mpi_request *MPI_Request;
+typedef struct bm_mpi_errhandler *MPI_Errhandler;
+typedef struct bm_mpi_group *MPI_Group;
+typedef struct bm_mpi_info *MPI_Info;
+
+typedef intptr_t MPI_Aint;
+typedef long long MPI_Offset;
+typedef long long MPI_Count;
+typedef int MPI_Fint;
+
+/* MPI_SOURCE, MPI_TAG and MPI_ERROR are the standard's fields; bm_count is
+ * the received size in bytes (MPI_Get_count divides it by the type size) and
+ * bm_cancelled is set when a cancel succeeded. Programs must not rely on the
+ * bm_ fields. */
+typedef struct MPI_Status {
+    int MPI_SOURCE;
+    int MPI_TAG;
+    int MPI_ERROR;
+    int bm_cancelled;
+    size_t bm_count;
+} MPI_Status;
+
+typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errcode, ...);
+/* MPI-2 name of the same type, still used by older programs. */
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+
+/* ---- Predefined objects (the handles below are their addresses) -------- */
+
+extern BM_MPI_API struct bm_mpi_comm bm_mpi_comm_world_obj;
+extern BM_MPI_API struct bm_mpi_comm bm_mpi_comm_self_obj;
+extern BM_MPI_API struct bm_mpi_errhandler bm_mpi_errors_are_fatal_obj;
+extern BM_MPI_API struct bm_mpi_errhandler bm_mpi_errors_return_obj;
+
+#define MPI_COMM_WORLD       (&bm_mpi_comm_world_obj)
+#define MPI_COMM_SELF        (&bm_mpi_comm_self_obj)
+#define MPI_ERRORS_ARE_FATAL (&bm_mpi_errors_are_fatal_obj)
+#define MPI_ERRORS_RETURN    (&bm_mpi_errors_return_obj)
+
+#define MPI_COMM_NULL       ((MPI_Comm)0)
+#define MPI_DATATYPE_NULL   ((MPI_Datatype)0)
+#define MPI_OP_NULL         ((MPI_Op)0)
+#define MPI_REQUEST_NULL    ((MPI_Request)0)
+#define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
+#define MPI_GROUP_NULL      ((MPI_Group)0)
+#define MPI_INFO_NULL       ((MPI_Info)0)
+
+/* Datatypes. Each predefined datatype is an exported object
+ * bm_mpi_type_<name>_obj; the list is the same X-macro the library uses. */
+#define BM_MPI_PREDEFINED_TYPES(X)                                                                 \
+    X(MPI_CHAR, char)                                                                              \
+    X(MPI_SIGNED_CHAR, signed_char)                                                                \
+    X(MPI_UNSIGNED_CHAR, unsigned_char)                                                            \
+    X(MPI_BYTE, byte)                                                                              \
+    X(MPI_PACKED, packed)                                                                          \
+    X(MPI_WCHAR, wchar)                                                                            \
+    X(MPI_SHORT, short)                                                                            \
+    X(MPI_UNSIGNED_SHORT, unsigned_short)                                                          \
+    X(MPI_INT, int)                                                                                \
+    X(MPI_UNSIGNED, unsigned)                                                                      \
+    X(MPI_LONG, long)                                                                              \
+    X(MPI_UNSIGNED_LONG, unsigned_long)                                                            \
+    X(MPI_LONG_LONG_INT, long_long_int)                                                            \
+    X(MPI_UNSIGNED_LONG_LONG, unsigned_long_long)                                                  \
+    X(MPI_FLOAT, float)                                                                            \
+    X(MPI_DOUBLE, double)                                                                          \
+    X(MPI_LONG_DOUBLE, long_double)                                                                \
+    X(MPI_C_BOOL, c_bool)                                                                          \
+    X(MPI_INT8_T, int8_t)                                                                          \
+    X(MPI_INT16_T, int16_t)                                                                        \
+    X(MPI_INT32_T, int32_t)                                                                        \
+    X(MPI_INT64_T, int64_t)                                                                        \
+    X(MPI_UINT8_T, uint8_t)                                                                        \
+    X(MPI_UINT16_T, uint16_t)                                                                      \
+    X(MPI_UINT32_T, uint32_t)                                                                      \
+    X(MPI_UINT64_T, uint64_t)                                                                      \
+    X(MPI_AINT, aint)                                                                              \
+    X(MPI_OFFSET, offset)                                                                          \
+    X(MPI_COUNT, count)                                                                            \
+    X(MPI_C_FLOAT_COMPLEX, c_float_complex)                                                        \
+    X(MPI_C_DOUBLE_COMPLEX, c_double_complex)                                                      \
+    X(MPI_C_LONG_DOUBLE_COMPLEX, c_long_double_complex)                                            \
+    X(MPI_FLOAT_INT, float_int)                                                                    \
+    X(MPI_DOUBLE_INT, double_int)                                                                  \
+    X(MPI_LONG_INT, long_int)                                                                      \
+    X(MPI_2INT, 2int)                                                                              \
+    X(MPI_SHORT_INT, short_int)                                                                    \
+    X(MPI_LONG_DOUBLE_INT, long_double_int)
+
+#define BM_MPI_TYPE_EXTERN(mpiname, objname)                                                       \
+    extern BM_MPI_API struct bm_mpi_datatype bm_mpi_type_##objname##_obj;
+BM_MPI_PREDEFINED_TYPES(BM_MPI_TYPE_EXTERN)
+#undef BM_MPI_TYPE_EXTERN
+
+#define MPI_CHAR                  (&bm_mpi_type_char_obj)
+#define MPI_SIGNED_CHAR           (&bm_mpi_type_signed_char_obj)
+#define MPI_UNSIGNED_CHAR         (&bm_mpi_type_unsigned_char_obj)
+#define MPI_BYTE                  (&bm_mpi_type_byte_obj)
+#define MPI_PACKED                (&bm_mpi_type_packed_obj)
+#define MPI_WCHAR                 (&bm_mpi_type_wchar_obj)
+#define MPI_SHORT                 (&bm_mpi_type_short_obj)
+#define MPI_UNSIGNED_SHORT        (&bm_mpi_type_unsigned_short_obj)
+#define MPI_INT                   (&bm_mpi_type_int_obj)
+#define MPI_UNSIGNED              (&bm_mpi_type_unsigned_obj)
+#define MPI_LONG                  (&bm_mpi_type_long_obj)
+#define MPI_UNSIGNED_LONG         (&bm_mpi_type_unsigned_long_obj)
+#define MPI_LONG_LONG_INT         (&bm_mpi_type_long_long_int_obj)
+#define MPI_LONG_LONG             MPI_LONG_LONG_INT
+#define MPI_UNSIGNED_LONG_LONG    (&bm_mpi_type_unsigned_long_long_obj)
+#define MPI_FLOAT                 (&bm_mpi_type_float_obj)
+#define MPI_DOUBLE                (&bm_mpi_type_double_obj)
+#define MPI_LONG_DOUBLE           (&bm_mpi_type_long_double_obj)
+#define MPI_C_BOOL                (&bm_mpi_type_c_bool_obj)
+#define MPI_INT8_T                (&bm_mpi_type_int8_t_obj)
+#define MPI_INT16_T               (&bm_mpi_type_int16_t_obj)
+#define MPI_INT32_T               (&bm_mpi_type_int32_t_obj)
+#define MPI_INT64_T               (&bm_mpi_type_int64_t_obj)
+#define MPI_UINT8_T               (&bm_mpi_type_uint8_t_obj)
+#define MPI_UINT16_T              (&bm_mpi_type_uint16_t_obj)
+#define MPI_UINT32_T              (&bm_mpi_type_uint32_t_obj)
+#define MPI_UINT64_T              (&bm_mpi_type_uint64_t_obj)
+#define MPI_AINT                  (&bm_mpi_type_aint_obj)
+#define MPI_OFFSET                (&bm_mpi_type_offset_obj)
+#define MPI_COUNT                 (&bm_mpi_type_count_obj)
+#define MPI_C_FLOAT_COMPLEX       (&bm_mpi_type_c_float_complex_obj)
+#define MPI_C_COMPLEX             MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX      (&bm_mpi_type_c_double_complex_obj)
+#define MPI_C_LONG_DOUBLE_COMPLEX (&bm_mpi_type_c_long_double_complex_obj)
+#define MPI_FLOAT_INT             (&bm_mpi_type_float_int_obj)
+#define MPI_DOUBLE_INT            (&bm_mpi_type_double_int_obj)
+#define MPI_LONG_INT              (&bm_mpi_type_long_int_obj)
+#define MPI_2INT                  (&bm_mpi_type_2int_obj)
+#define MPI_SHORT_INT             (&bm_mpi_type_short_int_obj)
+#define MPI_LONG_DOUBLE_INT       (&bm_mpi_type_long_double_int_obj)
+
+/* Reduction operations. */
+#define BM_MPI_PREDEFINED_OPS(X)                                                                   \
+    X(MPI_MAX, max)                                                                                \
+    X(MPI_MIN, min)                                                                                \
+    X(MPI_SUM, sum)                                                                                \
+    X(MPI_PROD, prod)                                                                              \
+    X(MPI_LAND, land)                                                                              \
+    X(MPI_BAND, band)                                                                              \
+    X(MPI_LOR, lor)                                                                                \
+    X(MPI_BOR, bor)                                                                                \
+    X(MPI_LXOR, lxor)                                                                              \
+    X(MPI_BXOR, bxor)                                                                              \
+    X(MPI_MAXLOC, maxloc)                                                                          \
+    X(MPI_MINLOC, minloc)                                                                          \
+    X(MPI_REPLACE, replace)                                                                        \
+    X(MPI_NO_OP, no_op)
+
+#define BM_MPI_OP_EXTERN(mpiname, objname)                                                         \
+    extern BM_MPI_API struct bm_mpi_op bm_mpi_op_##objname##_obj;
+BM_MPI_PREDEFINED_OPS(BM_MPI_OP_EXTERN)
+#undef BM_MPI_OP_EXTERN
+
+#define MPI_MAX     (&bm_mpi_op_max_obj)
+#define MPI_MIN     (&bm_mpi_op_min_obj)
+#define MPI_SUM     (&bm_mpi_op_sum_obj)
+#define MPI_PROD    (&bm_mpi_op_prod_obj)
+#define MPI_LAND    (&bm_mpi_op_land_obj)
+#define MPI_BAND    (&bm_mpi_op_band_obj)
+#define MPI_LOR     (&bm_mpi_op_lor_obj)
+#define MPI_BOR     (&bm_mpi_op_bor_obj)
+#define MPI_LXOR    (&bm_mpi_op_lxor_obj)
+#define MPI_BXOR    (&bm_mpi_op_bxor_obj)
+#define MPI_MAXLOC  (&bm_mpi_op_maxloc_obj)
+#define MPI_MINLOC  (&bm_mpi_op_minloc_obj)
+#define MPI_REPLACE (&bm_mpi_op_replace_obj)
+#define MPI_NO_OP   (&bm_mpi_op_no_op_obj)
+
+/* ---- Constants --------------------------------------------------------- */
+
+#define MPI_ANY_SOURCE     (-1)
+#define MPI_PROC_NULL      (-2)
+#define MPI_ROOT           (-4)
+#define MPI_ANY_TAG        (-1)
+#define MPI_UNDEFINED      (-32766)
+#define MPI_KEYVAL_INVALID (-1)
+
+#define MPI_STATUS_IGNORE   ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+#define MPI_ERRCODES_IGNORE ((int *)0)
+#define MPI_BOTTOM          ((void *)0)
+/* Distinct from every valid buffer and from MPI_BOTTOM. */
+#define MPI_IN_PLACE ((void *)1)
+
+#define MPI_MAX_PROCESSOR_NAME         256
+#define MPI_MAX_ERROR_STRING           256
+#define MPI_MAX_OBJECT_NAME            64
+#define MPI_MAX_LIBRARY_VERSION_STRING 256
+/* Bytes MPI_Bsend needs per message on top of the data, for MPI_Buffer_attach sizing. */
+#define MPI_BSEND_OVERHEAD 128
+
+/* Thread support levels, ordered. */
+#define MPI_THREAD_SINGLE     0
+#define MPI_THREAD_FUNNELED   1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE   3
+
+/* MPI_Comm_compare results. */
+#define MPI_IDENT     0
+#define MPI_CONGRUENT 1
+#define MPI_SIMILAR   2
+#define MPI_UNEQUAL   3
+
+/* Predefined attribute keys for MPI_Comm_get_attr (the value is an int *). */
+#define MPI_TAG_UB          1
+#define MPI_HOST            2
+#define MPI_IO              3
+#define MPI_WTIME_IS_GLOBAL 4
+#define MPI_UNIVERSE_SIZE   5
+#define MPI_APPNUM          6
+#define MPI_LASTUSEDCODE    7
+
+/* Error classes. Error codes returned by bitmover are error classes. */
+#define MPI_SUCCESS                   0
+#define MPI_ERR_BUFFER                1
+#define MPI_ERR_COUNT                 2
+#define MPI_ERR_TYPE                  3
+#define MPI_ERR_TAG                   4
+#define MPI_ERR_COMM                  5
+#define MPI_ERR_RANK                  6
+#define MPI_ERR_REQUEST               7
+#define MPI_ERR_ROOT                  8
+#define MPI_ERR_GROUP                 9
+#define MPI_ERR_OP                    10
+#define MPI_ERR_TOPOLOGY              11
+#define MPI_ERR_DIMS                  12
+#define MPI_ERR_ARG                   13
+#define MPI_ERR_UNKNOWN               14
+#define MPI_ERR_TRUNCATE              15
+#define MPI_ERR_OTHER                 16
+#define MPI_ERR_INTERN                17
+#define MPI_ERR_IN_STATUS             18
+#define MPI_ERR_PENDING               19
+#define MPI_ERR_ACCESS                20
+#define MPI_ERR_AMODE                 21
+#define MPI_ERR_ASSERT                22
+#define MPI_ERR_BAD_FILE              23
+#define MPI_ERR_BASE                  24
+#define MPI_ERR_CONVERSION            25
+#define MPI_ERR_DISP                  26
+#define MPI_ERR_DUP_DATAREP           27
+#define MPI_ERR_FILE_EXISTS           28
+#define MPI_ERR_FILE_IN_USE           29
+#define MPI_ERR_FILE                  30
+#define MPI_ERR_INFO_KEY              31
+#define MPI_ERR_INFO_NOKEY            32
+#define MPI_ERR_INFO_VALUE            33
+#define MPI_ERR_INFO                  34
+#define MPI_ERR_IO                    35
+#define MPI_ERR_KEYVAL                36
+#define MPI_ERR_LOCKTYPE              37
+#define MPI_ERR_NAME                  38
+#define MPI_ERR_NO_MEM                39
+#define MPI_ERR_NOT_SAME              40
+#define MPI_ERR_NO_SPACE              41
+#define MPI_ERR_NO_SUCH_FILE          42
+#define MPI_ERR_PORT                  43
+#define MPI_ERR_QUOTA                 44
+#define MPI_ERR_READ_ONLY             45
+#define MPI_ERR_RMA_CONFLICT          46
+#define MPI_ERR_RMA_SYNC              47
+#define MPI_ERR_SERVICE               48
+#define MPI_ERR_SIZE                  49
+#define MPI_ERR_SPAWN                 50
+#define MPI_ERR_UNSUPPORTED_DATAREP   51
+#define MPI_ERR_UNSUPPORTED_OPERATION 52
+#define MPI_ERR_WIN                   53
+#define MPI_ERR_RMA_RANGE             54
+#define MPI_ERR_RMA_ATTACH            55
+#define MPI_ERR_RMA_SHARED            56
+#define MPI_ERR_RMA_FLAVOR            57
+#define MPI_ERR_LASTCODE              57
+
+/* ---- Functions --------------------------------------------------------- */
+
+BM_MPI_API double MPI_Wtime(void);
+BM_MPI_API double PMPI_Wtime(void);
+BM_MPI_API double MPI_Wtick(void);
+BM_MPI_API double PMPI_Wtick(void);
+
+/* init.c */
+BM_MPI_API int MPI_Init(int *argc, char ***argv);
+BM_MPI_API int PMPI_Init(int *argc, char ***argv);
+BM_MPI_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+BM_MPI_API int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+BM_MPI_API int MPI_Finalize(void);
+BM_MPI_API int PMPI_Finalize(void);
+BM_MPI_API int MPI_Initialized(int *flag);
+BM_MPI_API int PMPI_Initialized(int *flag);
+BM_MPI_API int MPI_Finalized(int *flag);
+BM_MPI_API int PMPI_Finalized(int *flag);
+BM_MPI_API int MPI_Abort(MPI_Comm comm, int errorcode);
+BM_MPI_API int PMPI_Abort(MPI_Comm comm, int errorcode);
+BM_MPI_API int MPI_Query_thread(int *provided);
+BM_MPI_API int PMPI_Query_thread(int *provided);
+BM_MPI_API int MPI_Is_thread_main(int *flag);
+BM_MPI_API int PMPI_Is_thread_main(int *flag);
+BM_MPI_API int MPI_Get_processor_name(char *name, int *resultlen);
+BM_MPI_API int PMPI_Get_processor_name(char *name, int *resultlen);
+BM_MPI_API int MPI_Get_version(int *version, int *subversion);
+BM_MPI_API int PMPI_Get_version(int *version, int *subversion);
+BM_MPI_API int MPI_Get_library_version(char *version, int *resultlen);
+BM_MPI_API int PMPI_Get_library_version(char *version, int *resultlen);
+BM_MPI_API int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+BM_MPI_API int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+BM_MPI_API int MPI_Free_mem(void *base);
+BM_MPI_API int PMPI_Free_mem(void *base);
+BM_MPI_API int MPI_Pcontrol(const int level, ...);
+BM_MPI_API int PMPI_Pcontrol(const int level, ...);
+
+/* errhandler.c */
+BM_MPI_API int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function,
+                                          MPI_Errhandler *errhandler);
+BM_MPI_API int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function,
+                                           MPI_Errhandler *errhandler);
+BM_MPI_API int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+BM_MPI_API int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+BM_MPI_API int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+BM_MPI_API int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+BM_MPI_API int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+BM_MPI_API int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+BM_MPI_API int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+BM_MPI_API int PMPI_Errhandler_free(MPI_Errhandler *errhandler);
+BM_MPI_API int MPI_Error_string(int errorcode, char *string, int *resultlen);
+BM_MPI_API int PMPI_Error_string(int errorcode, char *string, int *resultlen);
+BM_MPI_API int MPI_Error_class(int errorcode, int *errorclass);
+BM_MPI_API int PMPI_Error_class(int errorcode, int *errorclass);
+
+/* comm.c */
+BM_MPI_API int MPI_Comm_rank(MPI_Comm comm, int *rank);
+BM_MPI_API int PMPI_Comm_rank(MPI_Comm comm, int *rank);
+BM_MPI_API int MPI_Comm_size(MPI_Comm comm, int *size);
+BM_MPI_API int PMPI_Comm_size(MPI_Comm comm, int *size);
+BM_MPI_API int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+BM_MPI_API int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+BM_MPI_API int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+BM_MPI_API int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+BM_MPI_API int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+BM_MPI_API int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+BM_MPI_API int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+BM_MPI_API int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+BM_MPI_API int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+BM_MPI_API int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+BM_MPI_API int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
+BM_MPI_API int PMPI_Comm_test_inter(MPI_Comm comm, int *flag);
+BM_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+BM_MPI_API int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+BM_MPI_API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+BM_MPI_API int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+BM_MPI_API int MPI_Comm_free(MPI_Comm *comm);
+BM_MPI_API int PMPI_Comm_free(MPI_Comm *comm);
+
+/* datatype.c */
+BM_MPI_API int MPI_Type_size(MPI_Datatype datatype, int *size);
+BM_MPI_API int PMPI_Type_size(MPI_Datatype datatype, int *size);
+BM_MPI_API int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+BM_MPI_API int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+BM_MPI_API int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+BM_MPI_API int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+BM_MPI_API int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+BM_MPI_API int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+BM_MPI_API int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
+                                        MPI_Aint *true_extent);
+BM_MPI_API int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
+                                         MPI_Aint *true_extent);
+BM_MPI_API int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
+BM_MPI_API int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
+BM_MPI_API int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+BM_MPI_API int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+BM_MPI_API int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype,
+                                  MPI_Count *count);
+BM_MPI_API int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype,
+                                   MPI_Count *count);
+BM_MPI_API int MPI_Get_address(const void *location, MPI_Aint *address);
+BM_MPI_API int PMPI_Get_address(const void *location, MPI_Aint *address);
+
+/* op.c */
+BM_MPI_API int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
+BM_MPI_API int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
+BM_MPI_API int MPI_Op_free(MPI_Op *op);
+BM_MPI_API int PMPI_Op_free(MPI_Op *op);
+BM_MPI_API int MPI_Op_commutative(MPI_Op op, int *commute);
+BM_MPI_API int PMPI_Op_commutative(MPI_Op op, int *commute);
+BM_MPI_API int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
+                                MPI_Op op);
+BM_MPI_API int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count,
+                                 MPI_Datatype datatype, MPI_Op op);
+
+/* coll.c */
+BM_MPI_API int MPI_Barrier(MPI_Comm comm);
+BM_MPI_API int PMPI_Barrier(MPI_Comm comm);
+BM_MPI_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+BM_MPI_API int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+BM_MPI_API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                          MPI_Op op, int root, MPI_Comm comm);
+BM_MPI_API int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                           MPI_Op op, int root, MPI_Comm comm);
+BM_MPI_API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                             MPI_Op op, MPI_Comm comm);
+BM_MPI_API int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm);
+
+/* p2p.c (engineer pml) */
+BM_MPI_API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                        MPI_Comm comm);
+BM_MPI_API int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm);
+BM_MPI_API int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm);
+BM_MPI_API int PMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm);
+BM_MPI_API int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm);
+BM_MPI_API int PMPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm);
+BM_MPI_API int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm);
+BM_MPI_API int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm);
+BM_MPI_API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                        MPI_Comm comm, MPI_Status *status);
+BM_MPI_API int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                         MPI_Comm comm, MPI_Status *status);
+BM_MPI_API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                           MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                           MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                           MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                         MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                          MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Buffer_attach(void *buffer, int size);
+BM_MPI_API int PMPI_Buffer_attach(void *buffer, int size);
+BM_MPI_API int MPI_Buffer_detach(void *buffer_addr, int *size);
+BM_MPI_API int PMPI_Buffer_detach(void *buffer_addr, int *size);
+BM_MPI_API int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                            int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                            int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+BM_MPI_API int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                             int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                             int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+BM_MPI_API int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
+                                    int sendtag, int source, int recvtag, MPI_Comm comm,
+                                    MPI_Status *status);
+BM_MPI_API int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
+                                     int sendtag, int source, int recvtag, MPI_Comm comm,
+                                     MPI_Status *status);
+BM_MPI_API int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+BM_MPI_API int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+BM_MPI_API int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+BM_MPI_API int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+BM_MPI_API int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+BM_MPI_API int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+BM_MPI_API int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                             MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                              MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                              MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                               MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                              MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                               MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                              MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                               MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                             MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                              MPI_Comm comm, MPI_Request *request);
+
+/* request.c (engineer pml) */
+BM_MPI_API int MPI_Start(MPI_Request *request);
+BM_MPI_API int PMPI_Start(MPI_Request *request);
+BM_MPI_API int MPI_Startall(int count, MPI_Request array_of_requests[]);
+BM_MPI_API int PMPI_Startall(int count, MPI_Request array_of_requests[]);
+BM_MPI_API int MPI_Wait(MPI_Request *request, MPI_Status *status);
+BM_MPI_API int PMPI_Wait(MPI_Request *request, MPI_Status *status);
+BM_MPI_API int MPI_Waitall(int count, MPI_Request array_of_requests[],
+                           MPI_Status array_of_statuses[]);
+BM_MPI_API int PMPI_Waitall(int count, MPI_Request array_of_requests[],
+                            MPI_Status array_of_statuses[]);
+BM_MPI_API int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index,
+                           MPI_Status *status);
+BM_MPI_API int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index,
+                            MPI_Status *status);
+BM_MPI_API int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                            int array_of_indices[], MPI_Status array_of_statuses[]);
+BM_MPI_API int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                             int array_of_indices[], MPI_Status array_of_statuses[]);
+BM_MPI_API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+BM_MPI_API int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+BM_MPI_API int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                           MPI_Status array_of_statuses[]);
+BM_MPI_API int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                            MPI_Status array_of_statuses[]);
+BM_MPI_API int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+                           MPI_Status *status);
+BM_MPI_API int PMPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+                            MPI_Status *status);
+BM_MPI_API int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                            int array_of_indices[], MPI_Status array_of_statuses[]);
+BM_MPI_API int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                             int array_of_indices[], MPI_Status array_of_statuses[]);
+BM_MPI_API int MPI_Request_free(MPI_Request *request);
+BM_MPI_API int PMPI_Request_free(MPI_Request *request);
+BM_MPI_API int MPI_Cancel(MPI_Request *request);
+BM_MPI_API int PMPI_Cancel(MPI_Request *request);
+BM_MPI_API int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+BM_MPI_API int PMPI_Test_cancelled(const MPI_Status *status, int *flag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

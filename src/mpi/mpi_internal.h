@@ -1,0 +1,246 @@
+/* Internals shared by the MPI entry points (the files in src/mpi): the structs behind
+ * the public handles, the library state (initialized or not, thread level),
+ * the error path that applies a communicator's error handler, and argument
+ * checks that every entry point uses so that a bad argument gives the same
+ * error class and the same message everywhere.
+ *
+ * How an entry point is written:
+ *
+ *     int PMPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+ *     {
+ *         static const char fn[] = "MPI_Send";
+ *         int rc;
+ *         if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+ *             (rc = bm_mpi_check_count(comm, count, fn)) || ...)
+ *             return rc;
+ *         ...
+ *     }
+ *     BM_MPI_ALIAS(Send);
+ *
+ * Every check helper returns MPI_SUCCESS (0) or, after reporting through
+ * bm_mpi_error (which ends the job under MPI_ERRORS_ARE_FATAL), the error
+ * class; callers just return a non-zero result. The checks on a communicator
+ * must come first: the others use its error handler.
+ *
+ * Context ids: a communicator owns two matching contexts, context_id for
+ * point-to-point traffic and context_id + 1 for collectives, so collective
+ * messages never match user receives. MPI_COMM_WORLD has 0/1, MPI_COMM_SELF
+ * 2/3; new communicators get even ids from 4 up, agreed by their members. */
+#ifndef BM_MPI_INTERNAL_H
+#define BM_MPI_INTERNAL_H
+
+#include "mpi.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Defines MPI_name as a weak, exported alias of PMPI_name (the profiling
+ * interface): a tool may define MPI_name itself and call PMPI_name. */
+#define BM_MPI_ALIAS(name)                                                                         \
+    extern __typeof__(PMPI_##name) MPI_##name                                                      \
+        __attribute__((weak, alias("PMPI_" #name), visibility("default")))
+
+/* Largest tag (MPI_TAG_UB attribute); the PML carries 32-bit tags. */
+#define BM_MPI_TAG_UB 0x7fffffff
+
+/* Magic numbers in every handle object, so that a handle of the wrong kind
+ * (or a stray pointer to readable memory) is reported, not used. */
+#define BM_MPI_MAGIC_COMM       0x636f6d6dU /* "comm" */
+#define BM_MPI_MAGIC_DATATYPE   0x64747970U /* "dtyp" */
+#define BM_MPI_MAGIC_OP         0x6f706f70U /* "opop" */
+#define BM_MPI_MAGIC_ERRHANDLER 0x65727268U /* "errh" */
+
+/* Context ids of the predefined communicators (collectives use id + 1). */
+#define BM_MPI_CONTEXT_WORLD      0u
+#define BM_MPI_CONTEXT_SELF       2u
+#define BM_MPI_CONTEXT_FIRST_FREE 4u
+
+enum bm_mpi_errhandler_kind {
+    BM_MPI_ERRH_FATAL,  /* print what failed and end the job */
+    BM_MPI_ERRH_RETURN, /* return the error class to the caller */
+    BM_MPI_ERRH_USER,   /* call fn, then return the error class */
+};
+
+struct bm_mpi_errhandler {
+    uint32_t magic;
+    enum bm_mpi_errhandler_kind kind;
+    MPI_Comm_errhandler_function *fn; /* BM_MPI_ERRH_USER only */
+    int refcount;                     /* user handlers: handle + communicators using it */
+    bool predefined;
+};
+
+struct bm_mpi_comm {
+    uint32_t magic;
+    uint32_t context_id; /* point-to-point; context_id + 1 is for collectives */
+    int rank;            /* this process in the communicator */
+    int size;
+    /* World rank of each communicator rank; NULL when rank i is world rank i. */
+    int *world_ranks;
+    MPI_Errhandler errhandler;
+    char name[MPI_MAX_OBJECT_NAME];
+    bool predefined;
+};
+
+/* What a predefined datatype holds, for the reduction kernels. */
+enum bm_mpi_type_kind {
+    BM_MPI_KIND_INT,     /* signed or unsigned integer (C integer types, MPI_AINT...) */
+    BM_MPI_KIND_FLOAT,   /* float, double, long double */
+    BM_MPI_KIND_COMPLEX, /* C complex types */
+    BM_MPI_KIND_BOOL,    /* MPI_C_BOOL */
+    BM_MPI_KIND_BYTE,    /* MPI_BYTE, MPI_PACKED: no arithmetic, only bitwise ops */
+    BM_MPI_KIND_CHAR,    /* MPI_CHAR, MPI_WCHAR: no reduction at all */
+    BM_MPI_KIND_PAIR,    /* value-index pairs for MAXLOC/MINLOC */
+};
+
+/* One entry per predefined datatype (same order as BM_MPI_PREDEFINED_TYPES). */
+enum bm_mpi_type_id {
+#define BM_MPI_TYPE_ID(mpiname, objname) BM_MPI_TYPE_ID_##objname,
+    BM_MPI_PREDEFINED_TYPES(BM_MPI_TYPE_ID)
+#undef BM_MPI_TYPE_ID
+        BM_MPI_TYPE_ID_COUNT
+};
+
+struct bm_mpi_datatype {
+    uint32_t magic;
+    enum bm_mpi_type_id id;
+    enum bm_mpi_type_kind kind;
+    size_t size;     /* bytes of data in one element */
+    MPI_Aint lb;     /* lower bound */
+    MPI_Aint extent; /* stride between consecutive elements */
+    bool is_signed;  /* integers: signed or unsigned arithmetic */
+    bool contiguous; /* the bytes of count elements are one block of count * size */
+    bool predefined;
+    const char *name; /* "MPI_INT" */
+};
+
+/* Internal reduction kernel: inout[i] = in[i] op inout[i] for count elements. */
+typedef void bm_mpi_op_kernel_fn(const void *in, void *inout, size_t count, MPI_Datatype dt);
+
+enum bm_mpi_op_id {
+#define BM_MPI_OP_ID(mpiname, objname) BM_MPI_OP_ID_##objname,
+    BM_MPI_PREDEFINED_OPS(BM_MPI_OP_ID)
+#undef BM_MPI_OP_ID
+        BM_MPI_OP_ID_USER
+};
+
+struct bm_mpi_op {
+    uint32_t magic;
+    enum bm_mpi_op_id id;
+    MPI_User_function *user_fn; /* user ops only */
+    bool commutative;
+    bool predefined;
+    const char *name; /* "MPI_SUM", "user-defined operation" */
+};
+
+/* ---- Library state (init.c) -------------------------------------------- */
+
+enum bm_mpi_state {
+    BM_MPI_STATE_NOT_INITIALIZED = 0,
+    BM_MPI_STATE_RUNNING,
+    BM_MPI_STATE_FINALIZED,
+};
+extern enum bm_mpi_state bm_mpi_state;
+
+/* True between a successful MPI_Init and MPI_Finalize. */
+static inline bool bm_mpi_is_initialized(void)
+{
+    return bm_mpi_state == BM_MPI_STATE_RUNNING;
+}
+
+/* The thread level provided by MPI_Init_thread. */
+int bm_mpi_thread_level(void);
+
+/* ---- Errors (errhandler.c) --------------------------------------------- */
+
+/* Report an error raised by function fn ("MPI_Send") on comm (NULL or an
+ * invalid handle: MPI_COMM_WORLD's handler is used) and apply the error
+ * handler: MPI_ERRORS_ARE_FATAL prints
+ * "MPI_Send on rank 3 (host h): MPI_ERR_RANK: invalid rank 9 (communicator has 4 ranks)"
+ * and ends the job through bm_rte_abort; MPI_ERRORS_RETURN returns errclass;
+ * a user handler is called and errclass returned. Before MPI_Init or after
+ * MPI_Finalize, a fatal error prints the message and exits the process. */
+int bm_mpi_error(MPI_Comm comm, int errclass, const char *fn, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The error reported when fn is called outside Init..Finalize. */
+int bm_mpi_error_not_running(const char *fn);
+
+/* MPI error class for a bitmover status (BM_ERR_TRUNCATE -> MPI_ERR_TRUNCATE...). */
+int bm_mpi_class_of_status(int status);
+
+/* "MPI_ERR_RANK" for a class; "MPI_ERR_UNKNOWN" for anything else. */
+const char *bm_mpi_error_class_name(int errclass);
+
+/* Reference counting of user error handlers, used by communicators. */
+void bm_mpi_errhandler_retain(MPI_Errhandler eh);
+void bm_mpi_errhandler_release(MPI_Errhandler eh);
+
+/* ---- Argument checks: 0, or the class after bm_mpi_error ---------------- */
+
+static inline int bm_mpi_check_initialized(const char *fn)
+{
+    return bm_mpi_state == BM_MPI_STATE_RUNNING ? MPI_SUCCESS : bm_mpi_error_not_running(fn);
+}
+
+/* True when comm is a live communicator (not MPI_COMM_NULL, right magic). */
+static inline bool bm_mpi_comm_valid(MPI_Comm comm)
+{
+    return comm != MPI_COMM_NULL && comm->magic == BM_MPI_MAGIC_COMM;
+}
+
+int bm_mpi_check_comm(MPI_Comm comm, const char *fn);
+/* count >= 0. */
+int bm_mpi_check_count(MPI_Comm comm, int count, const char *fn);
+/* A committed datatype (not MPI_DATATYPE_NULL, right magic). */
+int bm_mpi_check_datatype(MPI_Comm comm, MPI_Datatype dt, const char *fn);
+/* A buffer may be NULL only when it holds no data. */
+int bm_mpi_check_buffer(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, const char *fn);
+/* 0 <= tag <= MPI_TAG_UB, or MPI_ANY_TAG when allow_any (receives, probes). */
+int bm_mpi_check_tag(MPI_Comm comm, int tag, bool allow_any, const char *fn);
+
+#define BM_MPI_RANK_ALLOW_PROC_NULL 0x1 /* MPI_PROC_NULL is a valid peer */
+#define BM_MPI_RANK_ALLOW_ANY       0x2 /* MPI_ANY_SOURCE is valid (receives, probes) */
+/* 0 <= rank < size, or the special values that flags allow. */
+int bm_mpi_check_rank(MPI_Comm comm, int rank, unsigned flags, const char *fn);
+/* 0 <= root < size (MPI_ERR_ROOT). */
+int bm_mpi_check_root(MPI_Comm comm, int root, const char *fn);
+/* A valid operation (MPI_ERR_OP), usable on dt (MPI_ERR_OP when not defined for it). */
+int bm_mpi_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, const char *fn);
+
+/* ---- Communicators (comm.c) -------------------------------------------- */
+
+/* World rank of rank in comm (rank must be valid). */
+static inline int bm_mpi_comm_world_rank(MPI_Comm comm, int rank)
+{
+    return comm->world_ranks ? comm->world_ranks[rank] : rank;
+}
+
+/* Set up MPI_COMM_WORLD and MPI_COMM_SELF from the runtime (MPI_Init). */
+int bm_mpi_comm_init(void);
+/* Free what communicators hold (MPI_Finalize). */
+void bm_mpi_comm_finalize(void);
+
+/* ---- Datatypes (datatype.c) -------------------------------------------- */
+
+/* Bytes of data in count elements of dt. */
+static inline size_t bm_mpi_type_bytes(MPI_Datatype dt, int count)
+{
+    return (size_t)count * dt->size;
+}
+
+/* Number of whole elements of dt in bytes, or MPI_UNDEFINED when bytes is not
+ * a multiple of the type size (what MPI_Get_count returns). A zero-size type
+ * gives 0. Counts beyond INT_MAX also give MPI_UNDEFINED. */
+int bm_mpi_type_count(MPI_Datatype dt, size_t bytes);
+
+/* ---- Operations (op.c) ------------------------------------------------- */
+
+/* True when op is defined on dt (MPI_SUM on MPI_INT: yes; on MPI_2INT: no). */
+bool bm_mpi_op_supports(MPI_Op op, MPI_Datatype dt);
+
+/* inout[i] = in[i] op inout[i], i < count (the MPI order: in is the earlier
+ * rank's contribution). op must support dt. */
+void bm_mpi_op_apply(MPI_Op op, const void *in, void *inout, int count, MPI_Datatype dt);
+
+#endif
