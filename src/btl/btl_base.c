@@ -1,0 +1,594 @@
+/* Transport selection and the per-peer transport sets. bm_btl_base_open reads
+ * BM_BTL (an include list "self,sm" or an exclude list "^tcp,dgram"), asks
+ * every selected transport whether it is usable here and initialises it (its
+ * modules publish their addresses in the modex). After the modex fence,
+ * bm_btl_base_add_procs asks every module which ranks it reaches and builds,
+ * for each peer, the eager, send and RDMA path lists from the modules of the
+ * highest exclusivity that reach it (Open MPI's BML). Everything else is
+ * fan-out: receive and error callbacks go to every module, progress goes to
+ * every component that has something to reach, close tears it all down. */
+#define BM_LOG_SUBSYS "btl"
+#include "btl/btl.h"
+#include "runtime/rte.h"
+#include "util/log.h"
+#include "util/params.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct btl_base_config {
+    const char *selection;
+};
+
+static const struct bm_param btl_base_params[] = {
+    {"BM_BTL", BM_PARAM_STRING, "", 0, 0, NULL,
+     "Transports to use. A comma list includes exactly those (\"self,sm,tcp\"); a list "
+     "starting with ^ excludes those and keeps the rest (\"^dgram,ofi\"). Empty: every "
+     "transport built in and usable here. Include self whenever a process may send to itself.",
+     offsetof(struct btl_base_config, selection), 0},
+};
+static const struct bm_param_table btl_base_table = {"btl", btl_base_params,
+                                                     BM_PARAM_COUNT(btl_base_params)};
+BM_PARAM_TABLE_REGISTER(btl_base_table);
+
+/* Longest peer host name kept in the modex ("btl.host"), for error messages. */
+#define BTL_BASE_HOST_KEY "btl.host"
+
+/* Unreachable peers listed one by one in the start-up error before "and N more". */
+#define BTL_BASE_MAX_REPORTED 8
+
+struct btl_base_component {
+    const struct bm_btl_ops *ops;
+    bool selected;    /* by BM_BTL */
+    bool named;       /* named explicitly in an include list */
+    bool initialised; /* init succeeded: finalize is owed */
+    bool active;      /* has a module that reaches at least one peer: progress it */
+    struct bm_btl_module **modules;
+    int count;
+    char why[192]; /* why it was not used, for the unreachable-peer error */
+};
+
+struct btl_base_module {
+    struct bm_btl_module *module;
+    struct btl_base_component *comp;
+    struct bm_btl_endpoint **endpoints; /* [nprocs], NULL where not reached */
+    struct bm_util_bitmap reach;
+    bool procs_added;
+};
+
+static struct {
+    bool open;
+    struct btl_base_config config;
+    struct btl_base_component *comps; /* [bm_btl_registry_count] */
+    struct btl_base_module *mods;
+    int nmods;
+    int nprocs;
+    int *ranks;
+    struct bm_btl_peer *peers;
+    /* Progress functions of the active components: the only thing the hot
+     * progress loop looks at. */
+    int (*progress[16])(void);
+    int nprogress;
+} base;
+
+/* ---- default callbacks: transports never find a NULL callback ------------ */
+
+static void btl_base_recv_unregistered(struct bm_btl_module *module,
+                                       const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)cbdata;
+    bm_log_ratelimited(BM_LOG_WARN,
+                       "%s: dropped a message with tag %u from rank %d: nothing registered for "
+                       "that tag (a mismatch between the layers above the transports)",
+                       module->name, (unsigned)d->tag, d->peer);
+}
+
+static void btl_base_error_default(struct bm_btl_module *module, const struct bm_btl_error *err,
+                                   void *cbdata)
+{
+    (void)cbdata;
+    if (err->kind == BM_BTL_ERROR_RECOVERED)
+        bm_log_info("%s: path to rank %d works again: %s", module->name, err->peer,
+                    err->what ? err->what : "");
+    else
+        bm_log_error("%s: %s (rank %d): %s", module->name, bm_status_str(err->status), err->peer,
+                     err->what ? err->what : "no details");
+}
+
+/* ---- BM_BTL ---------------------------------------------------------------- */
+
+static int btl_base_find(const char *name, size_t len)
+{
+    for (int i = 0; i < bm_btl_registry_count; i++)
+        if (strlen(bm_btl_registry[i]->name) == len &&
+            strncmp(bm_btl_registry[i]->name, name, len) == 0)
+            return i;
+    return -1;
+}
+
+static const struct bm_btl_absent *btl_base_find_absent(const char *name, size_t len)
+{
+    for (const struct bm_btl_absent *a = bm_btl_registry_absent; a->name; a++)
+        if (strlen(a->name) == len && strncmp(a->name, name, len) == 0)
+            return a;
+    return NULL;
+}
+
+static void btl_base_list_available(char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < bm_btl_registry_count && off < len; i++)
+        off +=
+            (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", bm_btl_registry[i]->name);
+    for (const struct bm_btl_absent *a = bm_btl_registry_absent; a->name && off < len; a++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s (not built: %s)", off ? ", " : "",
+                                a->name, a->why);
+}
+
+/* Mark comps[i].selected / .named from the BM_BTL text. Unknown names are an
+ * error; an excluded transport that is merely not built is fine (so that
+ * "^ofi" works on machines without libfabric), an included one is not. */
+static bm_status_t btl_base_parse_selection(const char *spec, struct btl_base_component *comps)
+{
+    const char *p = spec ? spec : "";
+    while (*p == ' ')
+        p++;
+    bool exclude = (*p == '^');
+    if (exclude)
+        p++;
+    bool any = false;
+    for (int i = 0; i < bm_btl_registry_count; i++) {
+        comps[i].selected = exclude || !*p;
+        comps[i].named = false;
+    }
+    char avail[512];
+    while (*p) {
+        const char *end = p + strcspn(p, ",");
+        const char *s = p, *e = end;
+        while (s < e && (*s == ' ' || *s == '\t'))
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        p = *end ? end + 1 : end;
+        if (s == e)
+            continue;
+        size_t len = (size_t)(e - s);
+        if (*s == '^') {
+            bm_log_error("BM_BTL=%s: '^' may only start the whole list (it makes all of it an "
+                         "exclude list); mixing included and excluded transports is not "
+                         "supported. Example: BM_BTL=self,sm or BM_BTL=^tcp,dgram",
+                         spec);
+            return BM_ERR_BAD_PARAM;
+        }
+        int idx = btl_base_find(s, len);
+        if (idx < 0) {
+            const struct bm_btl_absent *a = btl_base_find_absent(s, len);
+            if (a && exclude)
+                continue;
+            btl_base_list_available(avail, sizeof(avail));
+            if (a)
+                bm_log_error("BM_BTL=%s: transport '%s' is not built into this library: %s. "
+                             "Available: %s",
+                             spec, a->name, a->why, avail);
+            else
+                bm_log_error("BM_BTL=%s: unknown transport '%.*s'. Available: %s", spec, (int)len,
+                             s, avail);
+            return BM_ERR_BAD_PARAM;
+        }
+        any = true;
+        comps[idx].selected = !exclude;
+        comps[idx].named = !exclude;
+    }
+    if (!exclude && !any) {
+        for (int i = 0; i < bm_btl_registry_count; i++)
+            comps[i].selected = true;
+    }
+    return BM_OK;
+}
+
+/* ---- open ------------------------------------------------------------------ */
+
+static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct bm_btl_module *m)
+{
+    struct btl_base_module *mods = realloc(base.mods, (size_t)(base.nmods + 1) * sizeof(*mods));
+    if (!mods)
+        return BM_ERR_NO_MEMORY;
+    base.mods = mods;
+    memset(&mods[base.nmods], 0, sizeof(mods[0]));
+    mods[base.nmods].module = m;
+    mods[base.nmods].comp = comp;
+    base.nmods++;
+    for (int t = 0; t < BM_BTL_TAG_MAX; t++) {
+        m->recv_cb[t].cb = btl_base_recv_unregistered;
+        m->recv_cb[t].cbdata = NULL;
+    }
+    m->error_cb = btl_base_error_default;
+    m->error_cbdata = NULL;
+    return BM_OK;
+}
+
+static void btl_base_set_progress(bool only_active)
+{
+    base.nprogress = 0;
+    for (int i = 0; i < bm_btl_registry_count; i++) {
+        struct btl_base_component *c = &base.comps[i];
+        if (!c->initialised || c->count == 0 || (only_active && !c->active))
+            continue;
+        if (base.nprogress < (int)(sizeof(base.progress) / sizeof(base.progress[0])))
+            base.progress[base.nprogress++] = c->ops->progress;
+    }
+}
+
+bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args)
+{
+    if (base.open) {
+        bm_log_error("internal: bm_btl_base_open called twice without bm_btl_base_close");
+        return BM_ERR_EXISTS;
+    }
+    memset(&base, 0, sizeof(base));
+    bm_status_t rc = bm_util_params_load(&btl_base_table, &base.config);
+    if (rc != BM_OK)
+        return rc;
+    base.comps = calloc((size_t)bm_btl_registry_count + 1, sizeof(*base.comps));
+    if (!base.comps)
+        return BM_ERR_NO_MEMORY;
+    for (int i = 0; i < bm_btl_registry_count; i++)
+        base.comps[i].ops = bm_btl_registry[i];
+    rc = btl_base_parse_selection(base.config.selection, base.comps);
+    if (rc != BM_OK)
+        goto err_comps;
+
+    const struct bm_rte_proc *self = bm_rte_self();
+    rc = bm_rte_modex_put(BTL_BASE_HOST_KEY, self->hostname, strlen(self->hostname) + 1);
+    if (rc != BM_OK) {
+        bm_log_error("could not publish this process's host name in the modex: %s",
+                     bm_status_str(rc));
+        goto err_comps;
+    }
+
+    struct bm_btl_init_args defaults = {0};
+    if (!args)
+        args = &defaults;
+    for (int i = 0; i < bm_btl_registry_count; i++) {
+        struct btl_base_component *c = &base.comps[i];
+        if (!c->selected) {
+            snprintf(c->why, sizeof(c->why), "excluded by BM_BTL");
+            continue;
+        }
+        char why[160] = "";
+        bm_status_t q = c->ops->query(why, sizeof(why));
+        if (q != BM_OK) {
+            snprintf(c->why, sizeof(c->why), "not usable here: %s",
+                     why[0] ? why : bm_status_str(q));
+            if (c->named)
+                bm_log_warn("%s was requested in BM_BTL but is %s", c->ops->name, c->why);
+            else
+                bm_log_debug("%s: %s", c->ops->name, c->why);
+            continue;
+        }
+        struct bm_btl_module **modules = NULL;
+        int count = 0;
+        bm_status_t ir = c->ops->init(args, &modules, &count);
+        if (ir != BM_OK) {
+            snprintf(c->why, sizeof(c->why), "failed to start: %s", bm_status_str(ir));
+            if (bm_status_is_fatal(ir)) {
+                bm_log_error("%s: %s", c->ops->name, c->why);
+                rc = ir;
+                goto err_finalize;
+            }
+            if (c->named)
+                bm_log_warn("%s was requested in BM_BTL but %s", c->ops->name, c->why);
+            continue;
+        }
+        c->initialised = true;
+        c->modules = modules;
+        c->count = count;
+        if (count == 0)
+            snprintf(c->why, sizeof(c->why), "no usable device or peer here");
+        for (int k = 0; k < count; k++) {
+            rc = btl_base_add_module(c, modules[k]);
+            if (rc != BM_OK)
+                goto err_finalize;
+            bm_log_debug("opened %s (exclusivity %u, latency %u, bandwidth %u Mbit/s, caps 0x%x)",
+                         modules[k]->name, modules[k]->exclusivity, modules[k]->latency,
+                         modules[k]->bandwidth, modules[k]->caps);
+        }
+    }
+    btl_base_set_progress(false);
+    base.open = true;
+    return BM_OK;
+
+err_finalize:
+    for (int i = 0; i < bm_btl_registry_count; i++)
+        if (base.comps[i].initialised)
+            base.comps[i].ops->finalize();
+    free(base.mods);
+err_comps:
+    free(base.comps);
+    memset(&base, 0, sizeof(base));
+    return rc;
+}
+
+/* ---- add_procs: per-peer lists ----------------------------------------------- */
+
+static int btl_base_cmp_latency(const void *a, const void *b)
+{
+    const struct bm_btl_path *pa = a, *pb = b;
+    if (pa->module->latency != pb->module->latency)
+        return pa->module->latency < pb->module->latency ? -1 : 1;
+    if (pa->module->bandwidth != pb->module->bandwidth)
+        return pa->module->bandwidth > pb->module->bandwidth ? -1 : 1;
+    return strcmp(pa->module->name, pb->module->name);
+}
+
+static int btl_base_cmp_bandwidth(const void *a, const void *b)
+{
+    const struct bm_btl_path *pa = a, *pb = b;
+    if (pa->module->bandwidth != pb->module->bandwidth)
+        return pa->module->bandwidth > pb->module->bandwidth ? -1 : 1;
+    return btl_base_cmp_latency(a, b);
+}
+
+/* Bandwidth shares; modules that state no bandwidth share equally. */
+static void btl_base_weigh(struct bm_btl_path_list *l)
+{
+    double total = 0;
+    for (int i = 0; i < l->count; i++)
+        total += l->paths[i].module->bandwidth;
+    for (int i = 0; i < l->count; i++)
+        l->paths[i].weight =
+            total > 0 ? l->paths[i].module->bandwidth / total : 1.0 / (double)l->count;
+}
+
+static bm_status_t btl_base_build_list(struct bm_btl_path_list *l, const int *kept, int nkept,
+                                       int rank, uint32_t need_caps,
+                                       int (*cmp)(const void *, const void *))
+{
+    l->paths = calloc((size_t)(nkept ? nkept : 1), sizeof(*l->paths));
+    if (!l->paths)
+        return BM_ERR_NO_MEMORY;
+    l->count = 0;
+    l->next = 0;
+    for (int k = 0; k < nkept; k++) {
+        struct btl_base_module *bm = &base.mods[kept[k]];
+        if (need_caps && !(bm->module->caps & need_caps))
+            continue;
+        l->paths[l->count].module = bm->module;
+        l->paths[l->count].endpoint = bm->endpoints[rank];
+        l->paths[l->count].failed = false;
+        l->count++;
+    }
+    qsort(l->paths, (size_t)l->count, sizeof(*l->paths), cmp);
+    btl_base_weigh(l);
+    return BM_OK;
+}
+
+static const char *btl_base_peer_host(int rank)
+{
+    const void *data = NULL;
+    size_t len = 0;
+    if (bm_rte_modex_get(rank, BTL_BASE_HOST_KEY, &data, &len) == BM_OK && len > 0 &&
+        memchr(data, '\0', len))
+        return data;
+    return "an unknown host";
+}
+
+/* What was tried, for the unreachable-peer error: every transport with the
+ * reason it was not used, or the modules that were asked. */
+static void btl_base_describe_tried(char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < bm_btl_registry_count && off < len; i++) {
+        const struct btl_base_component *c = &base.comps[i];
+        if (c->count > 0) {
+            for (int k = 0; k < c->count && off < len; k++)
+                off += (size_t)snprintf(buf + off, len - off, "%s%s (does not reach it)",
+                                        off ? ", " : "", c->modules[k]->name);
+        } else {
+            off += (size_t)snprintf(buf + off, len - off, "%s%s (%s)", off ? ", " : "",
+                                    c->ops->name, c->why);
+        }
+    }
+}
+
+static void btl_base_report_unreachable(const int *lost, int nlost)
+{
+    const struct bm_rte_proc *self = bm_rte_self();
+    char tried[1024];
+    btl_base_describe_tried(tried, sizeof(tried));
+    const char *sel =
+        base.config.selection && *base.config.selection ? base.config.selection : "(unset: all)";
+    for (int i = 0; i < nlost && i < BTL_BASE_MAX_REPORTED; i++) {
+        int r = lost[i];
+        bool same_node = bm_rte_node_of(r) == self->node;
+        const char *hint;
+        if (r == self->rank)
+            hint = "a process reaches itself only through 'self': add self to BM_BTL";
+        else if (same_node)
+            hint = "processes on one host talk through 'sm' (or a network transport): add sm "
+                   "to BM_BTL";
+        else
+            hint = "processes on different hosts need a network transport (tcp, dgram, ofi) "
+                   "that both hosts can use: check BM_BTL and the transports' interface "
+                   "parameters (bm_info --params)";
+        bm_log_error("rank %d on host %s cannot reach rank %d on host %s: no transport reaches "
+                     "it. Tried: %s. BM_BTL=%s. What to do: %s.",
+                     self->rank, self->hostname, r, btl_base_peer_host(r), tried, sel, hint);
+    }
+    if (nlost > BTL_BASE_MAX_REPORTED)
+        bm_log_error("... and %d more unreachable ranks", nlost - BTL_BASE_MAX_REPORTED);
+}
+
+bm_status_t bm_btl_base_add_procs(int nprocs)
+{
+    if (!base.open) {
+        bm_log_error("internal: bm_btl_base_add_procs before bm_btl_base_open");
+        return BM_ERR_NOT_AVAILABLE;
+    }
+    if (base.peers) {
+        bm_log_error("internal: bm_btl_base_add_procs called twice");
+        return BM_ERR_EXISTS;
+    }
+    if (nprocs <= 0)
+        return BM_ERR_BAD_PARAM;
+    bm_status_t rc = BM_ERR_NO_MEMORY;
+    base.nprocs = nprocs;
+    base.ranks = calloc((size_t)nprocs, sizeof(int));
+    base.peers = calloc((size_t)nprocs, sizeof(*base.peers));
+    int *kept = calloc((size_t)(base.nmods ? base.nmods : 1), sizeof(int));
+    int *lost = calloc((size_t)nprocs, sizeof(int));
+    if (!base.ranks || !base.peers || !kept || !lost)
+        goto out;
+    for (int r = 0; r < nprocs; r++)
+        base.ranks[r] = r;
+
+    for (int k = 0; k < base.nmods; k++) {
+        struct btl_base_module *bm = &base.mods[k];
+        bm->endpoints = calloc((size_t)nprocs, sizeof(*bm->endpoints));
+        if (!bm->endpoints || bm_util_bitmap_init(&bm->reach, (size_t)nprocs) != BM_OK)
+            goto out;
+        bm_status_t ar =
+            bm->module->ops->add_procs(bm->module, nprocs, base.ranks, bm->endpoints, &bm->reach);
+        if (ar != BM_OK) {
+            bm_log_warn("%s: could not add peers (%s); it will not be used", bm->module->name,
+                        bm_status_str(ar));
+            bm_util_bitmap_clear_all(&bm->reach);
+            memset(bm->endpoints, 0, (size_t)nprocs * sizeof(*bm->endpoints));
+            continue;
+        }
+        bm->procs_added = true;
+        if (bm_util_bitmap_count(&bm->reach) > 0)
+            bm->comp->active = true;
+    }
+
+    int nlost = 0;
+    for (int r = 0; r < nprocs; r++) {
+        struct bm_btl_peer *peer = &base.peers[r];
+        peer->rank = r;
+        bool found = false;
+        uint32_t best = 0;
+        for (int k = 0; k < base.nmods; k++) {
+            if (!bm_util_bitmap_test(&base.mods[k].reach, (size_t)r))
+                continue;
+            if (!found || base.mods[k].module->exclusivity > best)
+                best = base.mods[k].module->exclusivity;
+            found = true;
+        }
+        int nkept = 0;
+        for (int k = 0; found && k < base.nmods; k++)
+            if (bm_util_bitmap_test(&base.mods[k].reach, (size_t)r) &&
+                base.mods[k].module->exclusivity == best)
+                kept[nkept++] = k;
+        if (!found)
+            lost[nlost++] = r;
+        if (btl_base_build_list(&peer->eager, kept, nkept, r, 0, btl_base_cmp_latency) != BM_OK ||
+            btl_base_build_list(&peer->send, kept, nkept, r, BM_BTL_CAP_SEND,
+                                btl_base_cmp_bandwidth) != BM_OK ||
+            btl_base_build_list(&peer->rdma, kept, nkept, r, BM_BTL_CAP_PUT | BM_BTL_CAP_GET,
+                                btl_base_cmp_bandwidth) != BM_OK)
+            goto out;
+        for (int i = 0; i < peer->eager.count; i++)
+            bm_log_trace("rank %d: eager path %s (weight %.2f)", r,
+                         peer->eager.paths[i].module->name, peer->eager.paths[i].weight);
+    }
+    btl_base_set_progress(true);
+    if (nlost > 0) {
+        btl_base_report_unreachable(lost, nlost);
+        rc = BM_ERR_UNREACHABLE;
+        goto out;
+    }
+    rc = BM_OK;
+out:
+    if (rc == BM_ERR_NO_MEMORY)
+        bm_log_error("out of memory while selecting transports for %d processes", nprocs);
+    free(kept);
+    free(lost);
+    return rc;
+}
+
+struct bm_btl_peer *bm_btl_base_peer(int rank)
+{
+    if (!base.peers || rank < 0 || rank >= base.nprocs)
+        return NULL;
+    return &base.peers[rank];
+}
+
+/* ---- fan-out ----------------------------------------------------------------- */
+
+void bm_btl_base_register_recv(bm_btl_tag_t tag, bm_btl_recv_cb_fn cb, void *cbdata)
+{
+    if (tag >= BM_BTL_TAG_MAX)
+        return;
+    for (int k = 0; k < base.nmods; k++) {
+        base.mods[k].module->recv_cb[tag].cb = cb ? cb : btl_base_recv_unregistered;
+        base.mods[k].module->recv_cb[tag].cbdata = cb ? cbdata : NULL;
+    }
+}
+
+void bm_btl_base_register_error(bm_btl_error_cb_fn cb, void *cbdata)
+{
+    for (int k = 0; k < base.nmods; k++) {
+        base.mods[k].module->error_cb = cb ? cb : btl_base_error_default;
+        base.mods[k].module->error_cbdata = cb ? cbdata : NULL;
+    }
+}
+
+int bm_btl_base_progress(void)
+{
+    int n = 0;
+    for (int i = 0; i < base.nprogress; i++)
+        n += base.progress[i]();
+    return n;
+}
+
+/* ---- close --------------------------------------------------------------------- */
+
+static void btl_base_free_list(struct bm_btl_path_list *l)
+{
+    free(l->paths);
+    l->paths = NULL;
+    l->count = 0;
+}
+
+void bm_btl_base_close(void)
+{
+    if (!base.open)
+        return;
+    const uint32_t rdma_caps =
+        BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS;
+    for (int k = 0; k < base.nmods; k++) {
+        struct btl_base_module *bm = &base.mods[k];
+        if (bm->procs_added && (bm->module->caps & rdma_caps)) {
+            bm_status_t fr = bm->module->ops->flush(bm->module, NULL);
+            if (fr != BM_OK)
+                bm_log_debug("%s: flush at close: %s", bm->module->name, bm_status_str(fr));
+        }
+    }
+    for (int k = 0; k < base.nmods; k++) {
+        struct btl_base_module *bm = &base.mods[k];
+        if (bm->procs_added)
+            bm->module->ops->del_procs(bm->module, base.nprocs, base.ranks, bm->endpoints);
+    }
+    for (int i = 0; i < bm_btl_registry_count; i++)
+        if (base.comps[i].initialised)
+            base.comps[i].ops->finalize();
+    for (int k = 0; k < base.nmods; k++) {
+        free(base.mods[k].endpoints);
+        if (base.mods[k].reach.words)
+            bm_util_bitmap_fini(&base.mods[k].reach);
+    }
+    for (int r = 0; base.peers && r < base.nprocs; r++) {
+        btl_base_free_list(&base.peers[r].eager);
+        btl_base_free_list(&base.peers[r].send);
+        btl_base_free_list(&base.peers[r].rdma);
+    }
+    free(base.peers);
+    free(base.ranks);
+    free(base.mods);
+    free(base.comps);
+    memset(&base, 0, sizeof(base));
+}

@@ -1,0 +1,100 @@
+/* Internal declarations of the self transport (a process sending to itself):
+ * the module, its one endpoint, the fragments that carry a send from the
+ * call that starts it to the progress call that delivers it, and the queue
+ * of RDMA completions that are reported from progress. */
+#ifndef BM_BTL_SELF_H
+#define BM_BTL_SELF_H
+
+#include "btl/btl.h"
+
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern const struct bm_btl_ops bm_btl_self_ops;
+
+struct bm_btl_self_config {
+    size_t eager_limit;
+    size_t max_send_size;
+    int free_frags; /* fragments kept for reuse per size class */
+};
+
+/* The only endpoint: this process. */
+struct bm_btl_self_endpoint {
+    int rank;
+};
+
+enum bm_btl_self_class {
+    BM_BTL_SELF_CLASS_EAGER, /* capacity eager_limit */
+    BM_BTL_SELF_CLASS_MAX,   /* capacity max_send_size */
+    BM_BTL_SELF_NCLASS,
+};
+
+/* A send in flight. des first, so a descriptor pointer is a fragment pointer. */
+struct bm_btl_self_frag {
+    struct bm_btl_descriptor des;
+    struct bm_btl_self_frag *next; /* free list or delivery queue */
+    size_t cap;                    /* bytes of buf */
+    enum bm_btl_self_class cls;
+    bm_btl_tag_t tag;
+    bool internal; /* made by sendi: freed after delivery, no callback */
+    alignas(16) unsigned char buf[];
+};
+
+/* An RDMA/atomic completion waiting for progress (only with ALWAYS_CALLBACK). */
+struct bm_btl_self_rdma_done {
+    struct bm_btl_self_rdma_done *next;
+    bm_btl_rdma_cb_fn cb;
+    void *local_addr;
+    struct bm_btl_reg_handle *local_handle;
+    void *context;
+    void *cbdata;
+};
+
+struct bm_btl_self_module {
+    struct bm_btl_module super;
+    struct bm_btl_self_config config;
+    struct bm_btl_self_endpoint endpoint;
+    bool endpoint_added;
+    struct bm_btl_self_frag *free_list[BM_BTL_SELF_NCLASS];
+    int nfree[BM_BTL_SELF_NCLASS];
+    struct bm_btl_self_frag *queue_head, *queue_tail; /* sent, not yet delivered */
+    struct bm_btl_self_rdma_done *rdma_head, *rdma_tail;
+};
+
+/* The module (there is at most one); NULL outside init..finalize. */
+extern struct bm_btl_self_module *bm_btl_self_module;
+
+/* self_rdma.c */
+int bm_btl_self_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                    uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                    const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                    uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+int bm_btl_self_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                    uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                    const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                    uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+int bm_btl_self_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoint *ep, uint64_t remote_addr,
+                          const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
+                          uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                          void *context, void *cbdata);
+int bm_btl_self_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                           uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                           const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
+                           uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                           void *context, void *cbdata);
+int bm_btl_self_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                             uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                             const struct bm_btl_reg_handle *remote_handle, uint64_t compare,
+                             uint64_t value, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                             void *context, void *cbdata);
+struct bm_btl_reg_handle *bm_btl_self_register_mem(struct bm_btl_module *m,
+                                                   struct bm_btl_endpoint *ep, void *base,
+                                                   size_t size, uint32_t reg_flags);
+bm_status_t bm_btl_self_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
+bm_status_t bm_btl_self_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
+/* Run queued RDMA callbacks with status; returns how many ran. */
+int bm_btl_self_rdma_progress(struct bm_btl_self_module *sm, int status);
+
+#endif
