@@ -21,6 +21,8 @@ void bm_util_bitmap_fini(struct bm_util_bitmap *b);
 /* Grow (new bits clear); never shrinks. */
 bm_status_t bm_util_bitmap_resize(struct bm_util_bitmap *b, size_t nbits);
 void bm_util_bitmap_clear_all(struct bm_util_bitmap *b);
+/* Set bits 0..nbits-1. */
+void bm_util_bitmap_set_all(struct bm_util_bitmap *b);
 size_t bm_util_bitmap_count(const struct bm_util_bitmap *b);
 /* Index of the first set bit at or after from, or b->nbits when none. */
 size_t bm_util_bitmap_next_set(const struct bm_util_bitmap *b, size_t from);
