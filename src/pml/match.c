@@ -1,0 +1,419 @@
+/* The matching engine: per-context posted and unexpected queues, and the
+ * per-(context, source) sequence numbers that make matching follow MPI's
+ * order even when transports deliver out of order or a peer is reached over
+ * several paths. A MATCH or RNDV fragment is matched only when its sequence
+ * number is the next expected from its source; earlier arrivals wait in a
+ * sorted held list, older ones are duplicates (a resend after a path
+ * failure) and are dropped. Queues are hash tables of FIFO lists keyed by
+ * (source or ANY, tag or ANY); see pml_internal.h for why every operation is
+ * O(1) whatever the number of waiting messages. */
+#define BM_LOG_SUBSYS "pml"
+#include "util/log.h"
+
+#include "pml/pml_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BM_PML_CTX_SLOTS 64
+/* Source ranks above this in a header are corrupt (no communicator is larger
+ * than the job; before init, in unit tests, a generous bound). */
+#define BM_PML_SRC_LIMIT_NOINIT (1 << 20)
+
+static struct bm_pml_ctx *ctx_slots[BM_PML_CTX_SLOTS];
+static struct bm_pml_ctx *ctx_last;
+
+/* ---- queue tables ---------------------------------------------------------- */
+
+static size_t qkey_hash(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return (size_t)k;
+}
+
+static struct bm_pml_qbucket *qt_find(const struct bm_pml_qtable *t, uint64_t key)
+{
+    if (t->nslots == 0)
+        return NULL;
+    for (struct bm_pml_qbucket *b = t->slots[qkey_hash(key) & (t->nslots - 1)]; b; b = b->hnext)
+        if (b->key == key)
+            return b;
+    return NULL;
+}
+
+static bool qt_grow(struct bm_pml_qtable *t)
+{
+    size_t n = t->nslots ? t->nslots * 2 : 16;
+    struct bm_pml_qbucket **slots = calloc(n, sizeof(*slots));
+    if (!slots)
+        return false;
+    for (size_t i = 0; i < t->nslots; i++) {
+        struct bm_pml_qbucket *b = t->slots[i];
+        while (b) {
+            struct bm_pml_qbucket *next = b->hnext;
+            size_t h = qkey_hash(b->key) & (n - 1);
+            b->hnext = slots[h];
+            slots[h] = b;
+            b = next;
+        }
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = n;
+    return true;
+}
+
+static void qt_append(struct bm_pml_qtable *t, uint64_t key, struct bm_pml_qnode *node)
+{
+    struct bm_pml_qbucket *b = qt_find(t, key);
+    if (!b) {
+        if (t->nused >= t->nslots && !qt_grow(t))
+            abort(); /* out of memory while matching: nothing sensible remains */
+        b = calloc(1, sizeof(*b));
+        if (!b)
+            abort();
+        b->key = key;
+        size_t h = qkey_hash(key) & (t->nslots - 1);
+        b->hnext = t->slots[h];
+        t->slots[h] = b;
+        t->nused++;
+    }
+    node->bucket = b;
+    node->next = NULL;
+    node->prev = b->tail;
+    if (b->tail)
+        b->tail->next = node;
+    else
+        b->head = node;
+    b->tail = node;
+}
+
+static void qt_remove(struct bm_pml_qtable *t, struct bm_pml_qnode *node)
+{
+    struct bm_pml_qbucket *b = node->bucket;
+    if (node->prev)
+        node->prev->next = node->next;
+    else
+        b->head = node->next;
+    if (node->next)
+        node->next->prev = node->prev;
+    else
+        b->tail = node->prev;
+    node->bucket = NULL;
+    if (b->head)
+        return;
+    /* Empty lists are dropped so that many distinct tags do not pile up. */
+    struct bm_pml_qbucket **pp = &t->slots[qkey_hash(b->key) & (t->nslots - 1)];
+    while (*pp != b)
+        pp = &(*pp)->hnext;
+    *pp = b->hnext;
+    t->nused--;
+    free(b);
+}
+
+static struct bm_pml_qnode *qt_head(const struct bm_pml_qtable *t, uint64_t key)
+{
+    struct bm_pml_qbucket *b = qt_find(t, key);
+    return b ? b->head : NULL;
+}
+
+static void qt_fini(struct bm_pml_qtable *t)
+{
+    for (size_t i = 0; i < t->nslots; i++) {
+        struct bm_pml_qbucket *b = t->slots[i];
+        while (b) {
+            struct bm_pml_qbucket *next = b->hnext;
+            free(b);
+            b = next;
+        }
+    }
+    free(t->slots);
+    memset(t, 0, sizeof(*t));
+}
+
+/* ---- contexts ---------------------------------------------------------------- */
+
+struct bm_pml_ctx *bm_pml_ctx_get(uint32_t cid)
+{
+    if (ctx_last && ctx_last->cid == cid)
+        return ctx_last;
+    struct bm_pml_ctx **slot = &ctx_slots[cid % BM_PML_CTX_SLOTS];
+    for (struct bm_pml_ctx *c = *slot; c; c = c->hnext)
+        if (c->cid == cid)
+            return ctx_last = c;
+    struct bm_pml_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    c->cid = cid;
+    c->hnext = *slot;
+    *slot = c;
+    return ctx_last = c;
+}
+
+static int grow_len(int have, int need)
+{
+    int n = have ? have : 8;
+    while (n <= need)
+        n *= 2;
+    return n;
+}
+
+uint32_t bm_pml_ctx_next_seq(struct bm_pml_ctx *ctx, int dst_world)
+{
+    if (dst_world >= ctx->nsend) {
+        int n = grow_len(ctx->nsend, dst_world);
+        uint32_t *s = realloc(ctx->send_seq, (size_t)n * sizeof(*s));
+        if (!s)
+            abort();
+        memset(s + ctx->nsend, 0, (size_t)(n - ctx->nsend) * sizeof(*s));
+        ctx->send_seq = s;
+        ctx->nsend = n;
+    }
+    return ctx->send_seq[dst_world]++;
+}
+
+static struct bm_pml_srcstate *ctx_src(struct bm_pml_ctx *ctx, int src)
+{
+    if (src >= ctx->nsrcs) {
+        int n = grow_len(ctx->nsrcs, src);
+        struct bm_pml_srcstate *s = realloc(ctx->srcs, (size_t)n * sizeof(*s));
+        if (!s)
+            abort();
+        memset(s + ctx->nsrcs, 0, (size_t)(n - ctx->nsrcs) * sizeof(*s));
+        ctx->srcs = s;
+        ctx->nsrcs = n;
+    }
+    return &ctx->srcs[src];
+}
+
+/* ---- matching ------------------------------------------------------------------ */
+
+static int qclass(int src, int tag)
+{
+    return (src == BM_PML_ANY_SOURCE ? 2 : 0) + (tag == BM_PML_ANY_TAG ? 1 : 0);
+}
+
+/* The oldest posted receive that matches (src, tag), or NULL. */
+static struct bm_pml_request *find_posted(struct bm_pml_ctx *ctx, int src, int tag)
+{
+    if (ctx->nposted == 0)
+        return NULL;
+    const uint64_t keys[4] = {bm_pml_qkey(src, tag), bm_pml_qkey(src, BM_PML_ANY_TAG),
+                              bm_pml_qkey(BM_PML_ANY_SOURCE, tag),
+                              bm_pml_qkey(BM_PML_ANY_SOURCE, BM_PML_ANY_TAG)};
+    struct bm_pml_request *best = NULL;
+    for (int i = 0; i < 4; i++) {
+        struct bm_pml_qnode *n = qt_head(&ctx->posted, keys[i]);
+        if (!n)
+            continue;
+        struct bm_pml_request *r = BM_PML_CONTAINER_OF(n, struct bm_pml_request, qnode);
+        if (!best || r->post_seq < best->post_seq)
+            best = r;
+    }
+    return best;
+}
+
+static void unexpected_add(struct bm_pml_ctx *ctx, struct bm_pml_uframe *uf)
+{
+    qt_append(&ctx->unexpected, bm_pml_qkey(uf->src, uf->tag), &uf->node[0]);
+    qt_append(&ctx->unexpected, bm_pml_qkey(uf->src, BM_PML_ANY_TAG), &uf->node[1]);
+    qt_append(&ctx->unexpected, bm_pml_qkey(BM_PML_ANY_SOURCE, uf->tag), &uf->node[2]);
+    qt_append(&ctx->unexpected, bm_pml_qkey(BM_PML_ANY_SOURCE, BM_PML_ANY_TAG), &uf->node[3]);
+    ctx->nunexpected++;
+}
+
+void bm_pml_match_remove_unexpected(struct bm_pml_uframe *uf)
+{
+    for (int i = 0; i < 4; i++)
+        qt_remove(&uf->ctx->unexpected, &uf->node[i]);
+    uf->ctx->nunexpected--;
+}
+
+struct bm_pml_uframe *bm_pml_match_find_unexpected(uint32_t cid, int src, int tag)
+{
+    struct bm_pml_ctx *ctx = bm_pml_ctx_get(cid);
+    if (ctx->nunexpected == 0)
+        return NULL;
+    int c = qclass(src, tag);
+    struct bm_pml_qnode *n = qt_head(&ctx->unexpected, bm_pml_qkey(src, tag));
+    return n ? BM_PML_CONTAINER_OF(n - c, struct bm_pml_uframe, node[0]) : NULL;
+}
+
+/* A fragment whose turn has come: give it to a posted receive or queue it. */
+static void match_process(struct bm_pml_ctx *ctx, int peer_world, const struct bm_pml_hdr_match *mh,
+                          const char *frag, size_t len)
+{
+    size_t hlen = sizeof(struct bm_pml_hdr_match);
+    uint64_t msg_len = len - hlen;
+    bm_pml_reqid_t sreq = 0;
+    if (mh->base.type == BM_PML_HDR_RNDV) {
+        struct bm_pml_hdr_rndv rh;
+        memcpy(&rh, frag, sizeof(rh));
+        hlen = sizeof(rh);
+        msg_len = rh.msg_len;
+        sreq = rh.sreq;
+    }
+    const char *data = frag + hlen;
+    size_t data_len = len - hlen;
+
+    struct bm_pml_request *req = find_posted(ctx, mh->src, mh->tag);
+    if (req) {
+        qt_remove(&ctx->posted, &req->qnode);
+        ctx->nposted--;
+        req->ctx = NULL;
+        bm_pml_recv_matched(req, peer_world, mh->base.type, mh->src, mh->tag, msg_len, sreq, data,
+                            data_len);
+        return;
+    }
+    struct bm_pml_uframe *uf = malloc(sizeof(*uf) + data_len);
+    if (!uf)
+        abort();
+    uf->ctx = ctx;
+    uf->src = mh->src;
+    uf->tag = mh->tag;
+    uf->peer_world = peer_world;
+    uf->type = mh->base.type;
+    uf->msg_len = msg_len;
+    uf->sreq = sreq;
+    uf->data_len = data_len;
+    if (data_len)
+        memcpy(uf->data, data, data_len);
+    unexpected_add(ctx, uf);
+}
+
+void bm_pml_match_incoming(int peer_world, const void *frag, size_t len)
+{
+    struct bm_pml_hdr_match mh;
+    if (len < sizeof(mh)) {
+        bm_log_ratelimited(BM_LOG_ERROR,
+                           "dropped a %zu-byte fragment from rank %d: shorter than "
+                           "a MATCH header",
+                           len, peer_world);
+        return;
+    }
+    memcpy(&mh, frag, sizeof(mh));
+    int src_limit = bm_pml_g.world_size > 0 ? bm_pml_g.world_size : BM_PML_SRC_LIMIT_NOINIT;
+    bool ok = (mh.base.type == BM_PML_HDR_MATCH ||
+               (mh.base.type == BM_PML_HDR_RNDV && len >= sizeof(struct bm_pml_hdr_rndv))) &&
+              mh.src >= 0 && mh.src < src_limit && mh.tag >= 0;
+    if (ok && mh.base.type == BM_PML_HDR_RNDV) {
+        struct bm_pml_hdr_rndv rh;
+        memcpy(&rh, frag, sizeof(rh));
+        ok = rh.msg_len >= len - sizeof(rh) && rh.sreq != 0;
+    }
+    if (!ok) {
+        bm_log_ratelimited(BM_LOG_ERROR,
+                           "dropped a malformed fragment from rank %d (type %u, source %d, tag %d, "
+                           "%zu bytes)",
+                           peer_world, mh.base.type, mh.src, mh.tag, len);
+        return;
+    }
+
+    struct bm_pml_ctx *ctx = bm_pml_ctx_get(mh.cid);
+    struct bm_pml_srcstate *st = ctx_src(ctx, mh.src);
+    if (mh.seq != st->expected) {
+        if ((int32_t)(mh.seq - st->expected) < 0) {
+            bm_log_debug(
+                "dropped duplicate fragment seq %u from rank %d (context %u, expecting %u)", mh.seq,
+                peer_world, mh.cid, st->expected);
+            return;
+        }
+        /* Early: keep it, sorted, until the sequence reaches it. */
+        struct bm_pml_held **pp = &st->held;
+        while (*pp && (int32_t)((*pp)->seq - mh.seq) < 0)
+            pp = &(*pp)->next;
+        if (*pp && (*pp)->seq == mh.seq) {
+            bm_log_debug("dropped duplicate early fragment seq %u from rank %d", mh.seq,
+                         peer_world);
+            return;
+        }
+        struct bm_pml_held *h = malloc(sizeof(*h) + len);
+        if (!h)
+            abort();
+        h->seq = mh.seq;
+        h->peer_world = peer_world;
+        h->len = len;
+        memcpy(h->bytes, frag, len);
+        h->next = *pp;
+        *pp = h;
+        return;
+    }
+
+    match_process(ctx, peer_world, &mh, frag, len);
+    st = ctx_src(ctx, mh.src);
+    st->expected++;
+    while (st->held && st->held->seq == st->expected) {
+        struct bm_pml_held *h = st->held;
+        st->held = h->next;
+        struct bm_pml_hdr_match hm;
+        memcpy(&hm, h->bytes, sizeof(hm));
+        match_process(ctx, h->peer_world, &hm, h->bytes, h->len);
+        free(h);
+        st = ctx_src(ctx, mh.src);
+        st->expected++;
+    }
+}
+
+void bm_pml_match_post(struct bm_pml_request *req)
+{
+    struct bm_pml_ctx *ctx = bm_pml_ctx_get(req->cid);
+    struct bm_pml_uframe *uf = bm_pml_match_find_unexpected(req->cid, req->peer, req->tag);
+    if (uf) {
+        bm_pml_match_remove_unexpected(uf);
+        bm_pml_recv_matched(req, uf->peer_world, uf->type, uf->src, uf->tag, uf->msg_len, uf->sreq,
+                            uf->data, uf->data_len);
+        free(uf);
+        return;
+    }
+    req->post_seq = ++ctx->post_counter;
+    req->ctx = ctx;
+    qt_append(&ctx->posted, bm_pml_qkey(req->peer, req->tag), &req->qnode);
+    ctx->nposted++;
+}
+
+bool bm_pml_match_unpost(struct bm_pml_request *req)
+{
+    if (!req->ctx)
+        return false;
+    qt_remove(&req->ctx->posted, &req->qnode);
+    req->ctx->nposted--;
+    req->ctx = NULL;
+    return true;
+}
+
+void bm_pml_match_fini(void)
+{
+    for (int i = 0; i < BM_PML_CTX_SLOTS; i++) {
+        struct bm_pml_ctx *c = ctx_slots[i];
+        while (c) {
+            struct bm_pml_ctx *next = c->hnext;
+            struct bm_pml_qnode *n =
+                qt_head(&c->unexpected, bm_pml_qkey(BM_PML_ANY_SOURCE, BM_PML_ANY_TAG));
+            while (n) {
+                struct bm_pml_qnode *nn = n->next;
+                free(BM_PML_CONTAINER_OF(n - 3, struct bm_pml_uframe, node[0]));
+                n = nn;
+            }
+            for (int s = 0; s < c->nsrcs; s++) {
+                struct bm_pml_held *h = c->srcs[s].held;
+                while (h) {
+                    struct bm_pml_held *hn = h->next;
+                    free(h);
+                    h = hn;
+                }
+            }
+            qt_fini(&c->posted);
+            qt_fini(&c->unexpected);
+            free(c->srcs);
+            free(c->send_seq);
+            free(c);
+            c = next;
+        }
+        ctx_slots[i] = NULL;
+    }
+    ctx_last = NULL;
+}

@@ -1,0 +1,220 @@
+/* Start-up and shutdown of the PML, its tunables, and probes. Init opens the
+ * transports, exchanges addresses, connects every peer and registers the
+ * PML's receive handlers (one BTL tag per header type) and the error
+ * handler; finalize drains every transfer the PML still owes before the
+ * transports close. */
+#define BM_LOG_SUBSYS "pml"
+#include "util/log.h"
+
+#include "pml/pml_internal.h"
+#include "runtime/rte.h"
+#include "util/params.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct bm_param pml_params[] = {
+    {"BM_PML_SENDI_LIMIT", BM_PARAM_SIZE, "256", 0, 1 << 20, NULL,
+     "Largest payload sent with a transport's inline send (no descriptor, lowest latency) "
+     "when the transport offers one; larger eager messages use a descriptor.",
+     offsetof(struct bm_pml_config, sendi_limit), 0},
+    {"BM_PML_PIPELINE_DEPTH", BM_PARAM_INT, "8", 1, 4096, NULL,
+     "Rendezvous fragments (FRAGs) in flight per message. More overlaps copies with "
+     "transfers; fewer uses less transport memory.",
+     offsetof(struct bm_pml_config, pipeline_depth), 0},
+    {"BM_PML_FRAG_SIZE", BM_PARAM_SIZE, "0", 0, 1LL << 30, NULL,
+     "Cap on the payload of one rendezvous fragment; 0 uses each transport's max_send_size.",
+     offsetof(struct bm_pml_config, frag_size_max), 0},
+};
+static const struct bm_param_table pml_table = {"pml", pml_params, BM_PARAM_COUNT(pml_params)};
+BM_PARAM_TABLE_REGISTER(pml_table);
+
+/* Every peer needs a path whose limits can carry the PML's headers. */
+static bm_status_t check_paths(void)
+{
+    for (int r = 0; r < bm_pml_g.world_size; r++) {
+        struct bm_btl_peer *peer = bm_btl_base_peer(r);
+        if (!peer || peer->eager.count == 0 || peer->send.count == 0) {
+            bm_log_error("rank %d has no transport for sending to rank %d; check BM_BTL",
+                         bm_pml_g.my_rank, r);
+            return BM_ERR_UNREACHABLE;
+        }
+        for (int i = 0; i < peer->eager.count; i++) {
+            struct bm_btl_module *m = peer->eager.paths[i].module;
+            if (m->eager_limit < BM_PML_HDR_MAX_SIZE ||
+                m->max_send_size <= sizeof(struct bm_pml_hdr_frag)) {
+                bm_log_error("transport %s has an eager limit of %zu and a max send size of "
+                             "%zu bytes; the point-to-point layer needs at least %zu for its "
+                             "headers. Raise the transport's limits.",
+                             m->name, m->eager_limit, m->max_send_size,
+                             (size_t)BM_PML_HDR_MAX_SIZE + 1);
+                return BM_ERR_BAD_PARAM;
+            }
+        }
+    }
+    return BM_OK;
+}
+
+bm_status_t bm_pml_init(int thread_level)
+{
+    if (bm_pml_g.initialized)
+        return BM_OK;
+    memset(&bm_pml_g, 0, sizeof(bm_pml_g));
+    bm_status_t rc = bm_util_params_load(&pml_table, &bm_pml_g.cfg);
+    if (rc != BM_OK)
+        return rc;
+    const struct bm_rte_proc *self = bm_rte_self();
+    bm_pml_g.world_size = self->size;
+    bm_pml_g.my_rank = self->rank;
+
+    struct bm_btl_init_args args = {.thread_level = thread_level, .progress_threads = false};
+    rc = bm_btl_base_open(&args);
+    if (rc != BM_OK) {
+        bm_log_error("could not open the transports: %s", bm_status_str(rc));
+        return rc;
+    }
+    bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_MATCH), bm_pml_recv_match_cb, NULL);
+    bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_RNDV), bm_pml_recv_match_cb, NULL);
+    bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_ACK), bm_pml_send_ack_cb, NULL);
+    bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_FRAG), bm_pml_recv_frag_cb, NULL);
+    bm_btl_base_register_error(bm_pml_error_cb, NULL);
+
+    rc = bm_rte_modex_fence();
+    if (rc != BM_OK) {
+        bm_log_error("address exchange with the other processes failed: %s", bm_status_str(rc));
+        goto err_close;
+    }
+    rc = bm_btl_base_add_procs(bm_pml_g.world_size);
+    if (rc != BM_OK)
+        goto err_close;
+    rc = check_paths();
+    if (rc != BM_OK)
+        goto err_close;
+    bm_pml_g.path_bytes = calloc((size_t)bm_pml_g.world_size, sizeof(*bm_pml_g.path_bytes));
+    if (!bm_pml_g.path_bytes) {
+        rc = BM_ERR_NO_MEMORY;
+        goto err_close;
+    }
+    for (int r = 0; r < bm_pml_g.world_size; r++) {
+        bm_pml_g.path_bytes[r] =
+            calloc((size_t)bm_btl_base_peer(r)->send.count, sizeof(**bm_pml_g.path_bytes));
+        if (!bm_pml_g.path_bytes[r]) {
+            rc = BM_ERR_NO_MEMORY;
+            goto err_bytes;
+        }
+    }
+    bm_pml_g.initialized = true;
+    return BM_OK;
+
+err_bytes:
+    for (int r = 0; r < bm_pml_g.world_size; r++)
+        free(bm_pml_g.path_bytes[r]);
+    free(bm_pml_g.path_bytes);
+    bm_pml_g.path_bytes = NULL;
+err_close:
+    bm_btl_base_close();
+    return rc;
+}
+
+void bm_pml_finalize(void)
+{
+    if (!bm_pml_g.initialized)
+        return;
+    while (bm_pml_g.inflight > 0 || bm_pml_g.pend_head || bm_pml_g.ctl_head ||
+           bm_pml_g.freed_active > 0)
+        bm_pml_progress();
+    bm_pml_g.initialized = false;
+    bm_btl_base_close();
+    bm_pml_match_fini();
+    bm_pml_request_table_fini();
+    for (int r = 0; r < bm_pml_g.world_size; r++)
+        free(bm_pml_g.path_bytes[r]);
+    free(bm_pml_g.path_bytes);
+    bm_pml_g.path_bytes = NULL;
+}
+
+/* ---- probes ------------------------------------------------------------------- */
+
+struct bm_pml_message {
+    struct bm_pml_uframe *uf;
+};
+
+static void probe_status(const struct bm_pml_uframe *uf, struct bm_pml_status *status_out)
+{
+    if (!status_out)
+        return;
+    memset(status_out, 0, sizeof(*status_out));
+    status_out->source = uf->src;
+    status_out->tag = uf->tag;
+    status_out->count = uf->msg_len;
+    status_out->error = BM_OK;
+}
+
+static bool probe_args_ok(int src, int tag)
+{
+    return (src >= 0 || src == BM_PML_ANY_SOURCE) && (tag >= 0 || tag == BM_PML_ANY_TAG);
+}
+
+bm_status_t bm_pml_iprobe(uint32_t cid, int src, int tag, bool *flag_out,
+                          struct bm_pml_status *status_out)
+{
+    if (!probe_args_ok(src, tag))
+        return BM_ERR_BAD_PARAM;
+    struct bm_pml_uframe *uf = bm_pml_match_find_unexpected(cid, src, tag);
+    if (!uf) {
+        bm_pml_progress();
+        uf = bm_pml_match_find_unexpected(cid, src, tag);
+    }
+    *flag_out = uf != NULL;
+    if (uf)
+        probe_status(uf, status_out);
+    return BM_OK;
+}
+
+bm_status_t bm_pml_probe(uint32_t cid, int src, int tag, struct bm_pml_status *status_out)
+{
+    if (!probe_args_ok(src, tag))
+        return BM_ERR_BAD_PARAM;
+    struct bm_pml_uframe *uf;
+    while (!(uf = bm_pml_match_find_unexpected(cid, src, tag)))
+        bm_pml_progress();
+    probe_status(uf, status_out);
+    return BM_OK;
+}
+
+bm_status_t bm_pml_improbe(uint32_t cid, int src, int tag, bool *flag_out,
+                           struct bm_pml_message **msg_out, struct bm_pml_status *status_out)
+{
+    bm_status_t rc = bm_pml_iprobe(cid, src, tag, flag_out, status_out);
+    if (rc != BM_OK || !*flag_out)
+        return rc;
+    struct bm_pml_message *msg = malloc(sizeof(*msg));
+    if (!msg)
+        return BM_ERR_NO_MEMORY;
+    msg->uf = bm_pml_match_find_unexpected(cid, src, tag);
+    bm_pml_match_remove_unexpected(msg->uf);
+    *msg_out = msg;
+    return BM_OK;
+}
+
+bm_status_t bm_pml_imrecv(void *buf, size_t capacity, struct bm_pml_message *msg,
+                          struct bm_pml_request **req_out)
+{
+    if (!buf && capacity > 0)
+        return BM_ERR_BAD_PARAM;
+    struct bm_pml_uframe *uf = msg->uf;
+    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_RECV);
+    if (!req)
+        return BM_ERR_NO_MEMORY;
+    req->rbuf = buf;
+    req->capacity = capacity;
+    req->cid = uf->ctx->cid;
+    req->peer = uf->src;
+    req->tag = uf->tag;
+    *req_out = req;
+    bm_pml_recv_matched(req, uf->peer_world, uf->type, uf->src, uf->tag, uf->msg_len, uf->sreq,
+                        uf->data, uf->data_len);
+    free(uf);
+    free(msg);
+    return BM_OK;
+}

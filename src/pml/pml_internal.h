@@ -1,0 +1,244 @@
+/* Internal structures of the PML shared by its files: requests and their id
+ * table (request.c), matching contexts with posted and unexpected queues
+ * (match.c), the send and receive protocol engines (send.c, recv.c) and the
+ * progress engine with its retry queues (progress.c). Not for other layers. */
+#ifndef BM_PML_INTERNAL_H
+#define BM_PML_INTERNAL_H
+
+#include "btl/btl.h"
+#include "pml/pml.h"
+#include "pml/pml_proto.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BM_PML_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* ---- configuration (BM_PML_*) -------------------------------------------- */
+
+struct bm_pml_config {
+    size_t sendi_limit;   /* largest payload sent with sendi */
+    int pipeline_depth;   /* FRAG descriptors in flight per rendezvous */
+    size_t frag_size_max; /* cap on FRAG payload (0: the path's max_send_size) */
+};
+
+/* ---- match queues ----------------------------------------------------------
+ * A queue table maps a key (source or ANY, tag or ANY) to a FIFO list. A
+ * posted receive sits in the one list of its own key; an arrival looks at the
+ * heads of the four lists that could match it and takes the oldest post. An
+ * unexpected message sits in four lists at once (exact, any tag, any source,
+ * both) so that any receive finds the oldest matching message at the head of
+ * the list of its own key. Both are O(1) per operation whatever the mix of
+ * sources and tags. */
+
+struct bm_pml_qbucket;
+
+struct bm_pml_qnode {
+    struct bm_pml_qnode *next, *prev;
+    struct bm_pml_qbucket *bucket;
+};
+
+struct bm_pml_qbucket {
+    uint64_t key;
+    struct bm_pml_qbucket *hnext;
+    struct bm_pml_qnode *head, *tail;
+};
+
+struct bm_pml_qtable {
+    struct bm_pml_qbucket **slots;
+    size_t nslots; /* power of two (0 before first use) */
+    size_t nused;  /* buckets in the table */
+};
+
+static inline uint64_t bm_pml_qkey(int src, int tag)
+{
+    return ((uint64_t)(uint32_t)src << 32) | (uint32_t)tag;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+enum bm_pml_req_kind {
+    BM_PML_REQ_SEND = 1,
+    BM_PML_REQ_RECV = 2,
+};
+
+enum bm_pml_req_state {
+    BM_PML_REQ_FREE = 0, /* on the free list */
+    BM_PML_REQ_ACTIVE,   /* in progress */
+    BM_PML_REQ_COMPLETE, /* done; status valid */
+};
+
+struct bm_pml_request {
+    uint32_t index;  /* slot in the id table (fixed) */
+    uint32_t gen;    /* generation of this use */
+    uint8_t kind;    /* enum bm_pml_req_kind */
+    uint8_t state;   /* enum bm_pml_req_state */
+    bool user_freed; /* the owner let go; release on completion */
+    bool pending;    /* on the retry queue */
+    bool acked;      /* send: the receiver's ACK arrived */
+    bool retransmit; /* send: the first fragment is being resent after a path failure */
+    uint8_t nest;    /* a send function is working on it (see send.c) */
+    struct bm_pml_status status;
+
+    uint32_t cid;
+    int tag;
+    int peer; /* send: destination world rank; recv: source comm rank or ANY */
+
+    struct bm_pml_request *pend_next; /* retry queue / free list */
+
+    /* send */
+    const char *sbuf;
+    size_t bytes;
+    int src_rank;   /* this process's rank in the communicator */
+    uint8_t mode;   /* enum bm_pml_send_mode */
+    uint8_t sphase; /* enum bm_pml_send_phase (send.c) */
+    bool rndv;      /* RNDV protocol (else eager MATCH) */
+    uint32_t seq;
+    bm_pml_reqid_t rreq; /* receiver's request once ACKed */
+    size_t first_len;    /* payload bytes carried by the RNDV */
+    size_t frag_next;    /* next byte to put in a FRAG */
+    size_t frag_end;     /* bytes the receiver wants */
+    int outstanding;     /* descriptors in flight */
+
+    /* recv */
+    char *rbuf;
+    size_t capacity;
+    int src_world;             /* sender's world rank once matched */
+    size_t msg_len;            /* length of the matched message */
+    size_t want;               /* bytes of the message that will arrive (rendezvous) */
+    size_t arrived;            /* message bytes arrived so far (rendezvous) */
+    uint64_t post_seq;         /* order of posting, for wildcard fairness */
+    struct bm_pml_qnode qnode; /* in a posted list */
+    struct bm_pml_ctx *ctx;    /* while posted */
+};
+
+/* ---- unexpected messages and held (early) arrivals ---------------------- */
+
+/* An arrived MATCH or RNDV fragment that no posted receive wanted yet. Its
+ * payload (eager data, or the RNDV's first bytes) is copied after it. */
+struct bm_pml_uframe {
+    struct bm_pml_qnode node[4]; /* exact, (src, ANY), (ANY, tag), (ANY, ANY) */
+    struct bm_pml_ctx *ctx;
+    int src, tag;
+    int peer_world;      /* where an ACK goes */
+    uint8_t type;        /* BM_PML_HDR_MATCH or RNDV */
+    uint64_t msg_len;    /* whole message */
+    bm_pml_reqid_t sreq; /* RNDV: the sender's request */
+    size_t data_len;     /* payload bytes stored */
+    char data[];
+};
+
+/* A MATCH or RNDV fragment that arrived before its turn: the whole
+ * fragment (header + payload) is kept until the sequence reaches it. */
+struct bm_pml_held {
+    struct bm_pml_held *next;
+    uint32_t seq;
+    int peer_world;
+    size_t len;
+    char bytes[];
+};
+
+/* Per (context, source rank) receive state. */
+struct bm_pml_srcstate {
+    uint32_t expected;        /* next sequence number to match */
+    struct bm_pml_held *held; /* early arrivals, sorted by sequence */
+};
+
+/* A matching context: one per context id seen. */
+struct bm_pml_ctx {
+    uint32_t cid;
+    struct bm_pml_ctx *hnext;
+    struct bm_pml_srcstate *srcs; /* indexed by source comm rank, grown on demand */
+    int nsrcs;
+    uint32_t *send_seq; /* indexed by destination world rank, grown on demand */
+    int nsend;
+    struct bm_pml_qtable posted;
+    struct bm_pml_qtable unexpected;
+    uint64_t post_counter;
+    size_t nposted, nunexpected;
+};
+
+/* ---- global state -------------------------------------------------------- */
+
+struct bm_pml_ctl; /* a queued control message (progress.c) */
+
+struct bm_pml_state {
+    bool initialized;
+    int world_size;
+    int my_rank;
+    struct bm_pml_config cfg;
+    /* per world rank: bytes sent on each path of its send list (striping) */
+    uint64_t **path_bytes;
+    /* retry queues */
+    struct bm_pml_request *pend_head, *pend_tail;
+    struct bm_pml_ctl *ctl_head, *ctl_tail;
+    int inflight;     /* descriptors handed to transports, not yet called back */
+    int freed_active; /* requests freed by their owner while active */
+};
+
+extern struct bm_pml_state bm_pml_g;
+
+/* request.c */
+struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind);
+/* Mark complete; releases it when the owner already freed it. */
+void bm_pml_request_complete(struct bm_pml_request *req);
+/* The request an id names, when it is active and of that kind; else NULL. */
+struct bm_pml_request *bm_pml_request_lookup(bm_pml_reqid_t id, enum bm_pml_req_kind kind);
+static inline bm_pml_reqid_t bm_pml_request_id(const struct bm_pml_request *req)
+{
+    return ((uint64_t)req->gen << 32) | req->index;
+}
+void bm_pml_request_table_fini(void);
+
+/* match.c */
+struct bm_pml_ctx *bm_pml_ctx_get(uint32_t cid);
+/* Next send sequence number to dst_world in ctx. */
+uint32_t bm_pml_ctx_next_seq(struct bm_pml_ctx *ctx, int dst_world);
+/* A MATCH or RNDV fragment arrived (whole fragment in one contiguous buffer). */
+void bm_pml_match_incoming(int peer_world, const void *frag, size_t len);
+/* Post a receive: matches the oldest waiting message or queues it. */
+void bm_pml_match_post(struct bm_pml_request *req);
+/* Take a posted, unmatched receive off its queue. True when it was posted. */
+bool bm_pml_match_unpost(struct bm_pml_request *req);
+/* Oldest unexpected message matching (cid, src, tag), or NULL. */
+struct bm_pml_uframe *bm_pml_match_find_unexpected(uint32_t cid, int src, int tag);
+void bm_pml_match_remove_unexpected(struct bm_pml_uframe *uf);
+void bm_pml_match_fini(void);
+
+/* recv.c */
+/* A posted receive met a message (uframe data, or fragment bytes in place). */
+void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
+                         uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len);
+void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+
+/* send.c */
+bm_status_t bm_pml_send_start(struct bm_pml_request *req);
+/* Continue a send from the retry queue. BM_ERR_OUT_OF_RESOURCE: keep it queued. */
+bm_status_t bm_pml_send_resume(struct bm_pml_request *req);
+void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+
+/* progress.c */
+void bm_pml_pending_add(struct bm_pml_request *req);
+/* Send a control header (ACK) to a peer now, or queue it for retry. */
+void bm_pml_ctl_send(int peer_world, bm_btl_tag_t tag, const void *hdr, size_t len);
+/* Pick a working path of a list; NULL when none (then the peer is cut off). */
+struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list);
+/* A transport call returned a link error: mark the path failed, abort the
+ * job if no path to the peer remains. */
+void bm_pml_path_failed(int peer_world, struct bm_btl_path *path, int status, const char *what);
+/* A descriptor completed with an error on (m, ep): as bm_pml_path_failed. */
+void bm_pml_path_failed_ep(int peer_world, struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                           int status);
+/* A control message's descriptor was called back. */
+void bm_pml_ctl_done(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *ctl, int status);
+/* The transports' error callback (bm_btl_base_register_error). */
+void bm_pml_error_cb(struct bm_btl_module *m, const struct bm_btl_error *err, void *cbdata);
+/* des->context of control-message descriptors (others carry their header type). */
+#define BM_PML_DES_CTL 0xff
+/* Completion callback shared by every descriptor the PML sends. */
+void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                   struct bm_btl_descriptor *des, int status);
+
+#endif

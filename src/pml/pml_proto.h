@@ -1,0 +1,147 @@
+/* Wire headers of the point-to-point layer. Every PML fragment starts with
+ * one of these headers, sent on BTL tag BM_PML_BTL_TAG(type), followed by
+ * payload bytes. All fields are in the sender's byte order (every transport
+ * today connects processes of one architecture). Receivers copy a header out
+ * of the segment with memcpy before reading it (segments carry no alignment
+ * promise) and validate every field before acting on it: request ids are
+ * looked up in a table and checked against a generation count, lengths and
+ * offsets against the request they name, so a corrupt or stale fragment is
+ * dropped with a message instead of touching memory.
+ *
+ * Protocols (sender on the left):
+ *   eager:      MATCH + whole payload                  ->
+ *   rendezvous: RNDV + first bytes                     ->
+ *                                                      <- ACK (receiver request, range wanted)
+ *               FRAG + bytes, pipelined over the paths ->
+ *   synchronous sends always use RNDV, even when the whole payload fits:
+ *   the ACK tells the sender that the receive matched.
+ *   RDMA (a later issue): RNDV -> PUT ... <- ; data by RDMA write; FIN ->
+ *                         RGET ->; receiver reads; <- FIN
+ * FIN repeats the match information so a duplicate FIN after a failover can
+ * be recognised (the bfo design). */
+#ifndef BM_PML_PROTO_H
+#define BM_PML_PROTO_H
+
+#include "btl/btl.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Header types (hdr_base.type). */
+enum bm_pml_hdr_type {
+    BM_PML_HDR_MATCH = 1, /* eager message: match information + the whole payload */
+    BM_PML_HDR_RNDV = 2,  /* rendezvous start: match information + length + first bytes */
+    BM_PML_HDR_ACK = 3,   /* receiver matched a RNDV: send me bytes [offset, length) */
+    BM_PML_HDR_FRAG = 4,  /* a piece of a rendezvous payload */
+    BM_PML_HDR_PUT = 5,   /* receiver gives the sender a window to RDMA-write into */
+    BM_PML_HDR_FIN = 6,   /* an RDMA transfer finished */
+    BM_PML_HDR_RGET = 7,  /* rendezvous offering the sender's buffer for an RDMA read */
+    BM_PML_HDR_TYPE_MAX = 8,
+};
+
+/* Each header type travels on its own BTL tag so that the transport
+ * dispatches straight to the right handler. */
+#define BM_PML_BTL_TAG(type) ((bm_btl_tag_t)(BM_BTL_TAG_PML + (type)))
+
+/* A request id as carried on the wire: the request's slot index in the low
+ * 32 bits, the slot's generation (incremented at every reuse, never 0) in
+ * the high 32 bits. A fragment naming a slot whose generation differs refers
+ * to a finished request and is dropped. 0 is never a valid id. */
+typedef uint64_t bm_pml_reqid_t;
+
+/* Flags (hdr_base.flags). */
+#define BM_PML_HDR_F_RETRANSMIT 0x01u /* resent after a path failure: may be a duplicate */
+
+/* Common first four bytes. */
+struct bm_pml_hdr_base {
+    uint8_t type;      /* enum bm_pml_hdr_type */
+    uint8_t flags;     /* BM_PML_HDR_F_* */
+    uint16_t reserved; /* zero */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_base) == 4, "base header is 4 bytes");
+
+/* MATCH: an eager message. The payload (all of the message) follows. */
+struct bm_pml_hdr_match {
+    struct bm_pml_hdr_base base;
+    uint32_t cid; /* context id of the communicator (point-to-point or collective context) */
+    int32_t src;  /* sender's rank in that communicator: what the receiver matches on */
+    int32_t tag;  /* message tag, >= 0 */
+    uint32_t seq; /* per (sender, receiver, context) sequence number, from 0, wrapping: the
+                   * receiver matches messages strictly in this order, holding early arrivals */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_match) == 20, "MATCH header is 20 bytes");
+
+/* RNDV: first fragment of a message too large for one eager fragment, or of
+ * any synchronous send. The first bytes of the payload follow (possibly 0). */
+struct bm_pml_hdr_rndv {
+    struct bm_pml_hdr_match match; /* matching information, sequenced like MATCH */
+    uint32_t reserved;             /* zero; aligns what follows */
+    uint64_t msg_len;              /* total message length in bytes */
+    bm_pml_reqid_t sreq;           /* sender's request: ACK names it */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_rndv) == 40, "RNDV header is 40 bytes");
+
+/* ACK: the receiver matched a RNDV. The sender sends bytes [offset, length)
+ * of its message in FRAGs naming rreq; length is below msg_len when the
+ * receive buffer is smaller (the rest is not sent: truncation). offset >=
+ * length means nothing more is needed; the sender completes (this is how a
+ * synchronous send learns that it matched). */
+struct bm_pml_hdr_ack {
+    struct bm_pml_hdr_base base;
+    uint32_t reserved;   /* zero */
+    bm_pml_reqid_t sreq; /* sender's request, from the RNDV */
+    bm_pml_reqid_t rreq; /* receiver's request: FRAGs name it */
+    uint64_t offset;     /* bytes the receiver already has (the RNDV's payload) */
+    uint64_t length;     /* bytes of the message the receiver wants in total */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_ack) == 40, "ACK header is 40 bytes");
+
+/* FRAG: bytes [offset, offset + payload length) of a rendezvous message. */
+struct bm_pml_hdr_frag {
+    struct bm_pml_hdr_base base;
+    uint32_t reserved;   /* zero */
+    bm_pml_reqid_t rreq; /* receiver's request, from the ACK */
+    uint64_t offset;     /* where the payload goes in the message */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_frag) == 24, "FRAG header is 24 bytes");
+
+/* PUT: the receiver asks the sender to RDMA-write bytes [offset, offset +
+ * length) of the message to remote_addr. handle_len bytes of the receiver's
+ * registration handle (bm_btl_reg_handle, transport-defined) follow. */
+struct bm_pml_hdr_put {
+    struct bm_pml_hdr_base base;
+    uint32_t handle_len;  /* bytes of registration handle after the header */
+    bm_pml_reqid_t sreq;  /* sender's request, from the RNDV */
+    bm_pml_reqid_t rreq;  /* receiver's request: the FIN names it */
+    uint64_t offset;      /* message offset of this window */
+    uint64_t length;      /* bytes to write */
+    uint64_t remote_addr; /* receiver's address (or offset, per the transport) to write to */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_put) == 48, "PUT header is 48 bytes");
+
+/* FIN: an RDMA write (sender -> receiver, after PUT) or read (receiver ->
+ * sender, after RGET) finished. It repeats the message's match information
+ * so that a FIN resent after a failover is recognised as a duplicate. */
+struct bm_pml_hdr_fin {
+    struct bm_pml_hdr_match match; /* the message's MATCH fields, for duplicate detection */
+    int32_t status;                /* bm_status_t of the transfer: BM_OK or an error */
+    bm_pml_reqid_t req;            /* the request the FIN completes, on its receiving side */
+    uint64_t offset;               /* message offset of the range transferred */
+    uint64_t length;               /* bytes transferred */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_fin) == 48, "FIN header is 48 bytes");
+
+/* RGET: a RNDV whose sender offers its buffer for an RDMA read. handle_len
+ * bytes of the sender's registration handle follow. */
+struct bm_pml_hdr_rget {
+    struct bm_pml_hdr_rndv rndv; /* as RNDV; msg_len is the whole message */
+    uint64_t remote_addr;        /* sender's buffer address (or offset, per the transport) */
+    uint32_t handle_len;         /* bytes of registration handle after the header */
+    uint32_t reserved;           /* zero */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_rget) == 56, "RGET header is 56 bytes");
+
+/* The largest header: transports' eager limits must exceed it. */
+#define BM_PML_HDR_MAX_SIZE sizeof(struct bm_pml_hdr_rget)
+
+#endif

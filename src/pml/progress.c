@@ -1,0 +1,277 @@
+/* The progress engine and everything that waits for it: one call polls the
+ * transports (bm_btl_base_progress, which visits only components with
+ * something to reach) and then, only when something is queued, retries
+ * control messages and sends that a transport refused for lack of resources.
+ * Also the path bookkeeping shared by the send side: choosing a working
+ * path, and marking paths failed when a transport reports a link error,
+ * with a clear job abort when a peer has no path left. */
+#define BM_LOG_SUBSYS "pml"
+#include "util/log.h"
+
+#include "pml/pml_internal.h"
+#include "runtime/rte.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A control message (ACK) waiting to be sent or in flight. The header is
+ * kept until the transport calls back so that it can be resent after a path
+ * failure. */
+struct bm_pml_ctl {
+    struct bm_pml_ctl *next;
+    int peer;
+    bm_btl_tag_t tag;
+    size_t len;
+    uint64_t hdr[BM_PML_HDR_MAX_SIZE / sizeof(uint64_t)];
+};
+
+struct bm_pml_state bm_pml_g;
+
+struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list)
+{
+    for (int i = 0; i < list->count; i++)
+        if (!list->paths[i].failed)
+            return &list->paths[i];
+    return NULL;
+}
+
+/* ---- retry queues -------------------------------------------------------------- */
+
+void bm_pml_pending_add(struct bm_pml_request *req)
+{
+    if (req->pending)
+        return;
+    req->pending = true;
+    req->pend_next = NULL;
+    if (bm_pml_g.pend_tail)
+        bm_pml_g.pend_tail->pend_next = req;
+    else
+        bm_pml_g.pend_head = req;
+    bm_pml_g.pend_tail = req;
+}
+
+static void ctl_queue(struct bm_pml_ctl *c, bool front)
+{
+    if (front) {
+        c->next = bm_pml_g.ctl_head;
+        bm_pml_g.ctl_head = c;
+        if (!bm_pml_g.ctl_tail)
+            bm_pml_g.ctl_tail = c;
+        return;
+    }
+    c->next = NULL;
+    if (bm_pml_g.ctl_tail)
+        bm_pml_g.ctl_tail->next = c;
+    else
+        bm_pml_g.ctl_head = c;
+    bm_pml_g.ctl_tail = c;
+}
+
+/* BM_OK when the message left (c is then owned by the callback or freed),
+ * BM_ERR_OUT_OF_RESOURCE when it must wait. */
+static int ctl_try(struct bm_pml_ctl *c)
+{
+    struct bm_btl_peer *peer = bm_btl_base_peer(c->peer);
+    for (;;) {
+        struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
+        if (!path) {
+            free(c); /* not reached: the job was aborted when the last path failed */
+            return BM_OK;
+        }
+        struct bm_btl_module *m = path->module;
+        int rc;
+        if (m->caps & BM_BTL_CAP_SENDI) {
+            rc = bm_btl_sendi(m, path->endpoint, c->hdr, c->len, NULL, 0, 0, BM_BTL_DES_F_PRIORITY,
+                              c->tag, NULL);
+            if (rc == BM_BTL_DONE) {
+                free(c);
+                return BM_OK;
+            }
+            if (bm_status_is_link(rc) || bm_status_is_peer(rc)) {
+                bm_pml_path_failed(c->peer, path, rc, "control message failed");
+                continue;
+            }
+        }
+        struct bm_btl_descriptor *des = bm_btl_alloc(
+            m, path->endpoint, 0, c->len,
+            BM_BTL_DES_F_PRIORITY | BM_BTL_DES_F_BTL_OWNED | BM_BTL_DES_F_ALWAYS_CALLBACK);
+        if (!des)
+            return BM_ERR_OUT_OF_RESOURCE;
+        memcpy(des->seg[0].addr, c->hdr, c->len);
+        des->cbfunc = bm_pml_des_cb;
+        des->cbdata = c;
+        des->context = (void *)(uintptr_t)BM_PML_DES_CTL;
+        bm_pml_g.inflight++;
+        rc = bm_btl_send(m, path->endpoint, des, c->tag);
+        if (rc >= 0)
+            return BM_OK;
+        bm_pml_g.inflight--;
+        bm_btl_free(m, des);
+        if (rc == BM_ERR_OUT_OF_RESOURCE)
+            return rc;
+        bm_pml_path_failed(c->peer, path, rc, "control message failed");
+    }
+}
+
+void bm_pml_ctl_send(int peer_world, bm_btl_tag_t tag, const void *hdr, size_t len)
+{
+    struct bm_pml_ctl *c = malloc(sizeof(*c));
+    if (!c)
+        abort();
+    c->peer = peer_world;
+    c->tag = tag;
+    c->len = len;
+    memcpy(c->hdr, hdr, len);
+    /* Keep control messages in order behind ones already waiting. */
+    if (bm_pml_g.ctl_head || ctl_try(c) == BM_ERR_OUT_OF_RESOURCE)
+        ctl_queue(c, false);
+}
+
+void bm_pml_ctl_done(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *ctl, int status)
+{
+    struct bm_pml_ctl *c = ctl;
+    if (status >= 0) {
+        free(c);
+        return;
+    }
+    /* Resent on another path; a duplicate ACK is ignored by the sender. */
+    bm_pml_path_failed_ep(c->peer, m, ep, status);
+    ctl_queue(c, false);
+}
+
+static int retry_queued(void)
+{
+    int n = 0;
+    while (bm_pml_g.ctl_head) {
+        struct bm_pml_ctl *c = bm_pml_g.ctl_head;
+        bm_pml_g.ctl_head = c->next;
+        if (!bm_pml_g.ctl_head)
+            bm_pml_g.ctl_tail = NULL;
+        if (ctl_try(c) == BM_ERR_OUT_OF_RESOURCE) {
+            ctl_queue(c, true);
+            break;
+        }
+        n++;
+    }
+    struct bm_pml_request *list = bm_pml_g.pend_head;
+    bm_pml_g.pend_head = bm_pml_g.pend_tail = NULL;
+    while (list) {
+        struct bm_pml_request *req = list;
+        list = req->pend_next;
+        req->pending = false;
+        bm_pml_send_resume(req);
+        n++;
+    }
+    return n;
+}
+
+int bm_pml_progress(void)
+{
+    if (!bm_pml_g.initialized)
+        return 0;
+    int n = bm_btl_base_progress();
+    if (bm_pml_g.ctl_head || bm_pml_g.pend_head)
+        n += retry_queued();
+    return n;
+}
+
+/* ---- path failures -------------------------------------------------------------- */
+
+static int mark_paths(struct bm_btl_peer *peer, struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                      bool failed)
+{
+    struct bm_btl_path_list *lists[3] = {&peer->eager, &peer->send, &peer->rdma};
+    int changed = 0;
+    for (int l = 0; l < 3; l++)
+        for (int i = 0; i < lists[l]->count; i++) {
+            struct bm_btl_path *p = &lists[l]->paths[i];
+            if (p->module == m && (!ep || p->endpoint == ep) && p->failed != failed) {
+                p->failed = failed;
+                changed++;
+            }
+        }
+    return changed;
+}
+
+static const char *peer_host(int rank)
+{
+    const void *data = NULL;
+    size_t len = 0;
+    if (bm_rte_modex_get(rank, "btl.host", &data, &len) == BM_OK && len > 0 &&
+        memchr(data, '\0', len))
+        return data;
+    return "unknown host";
+}
+
+/* Abort the job when the peer has no working path left. */
+static void check_alive(int peer_world, const char *transport, int status, const char *what)
+{
+    struct bm_btl_peer *peer = bm_btl_base_peer(peer_world);
+    if (bm_pml_path_first(&peer->eager) && bm_pml_path_first(&peer->send))
+        return;
+    char msg[1024];
+    snprintf(msg, sizeof(msg),
+             "rank %d (%s) lost its last transport to rank %d (%s): %s failed (%s%s%s). No "
+             "other transport reaches that rank, so the job cannot continue. Check the link or "
+             "device named above, or allow more transports with BM_BTL.",
+             bm_pml_g.my_rank, bm_rte_self()->hostname, peer_world, peer_host(peer_world),
+             transport, bm_status_str(status), what ? ": " : "", what ? what : "");
+    bm_log_error("%s", msg);
+    bm_rte_abort(1, msg);
+}
+
+void bm_pml_path_failed(int peer_world, struct bm_btl_path *path, int status, const char *what)
+{
+    const char *name = path ? path->module->name : "every transport";
+    if (path && mark_paths(bm_btl_base_peer(peer_world), path->module, path->endpoint, true))
+        bm_log_warn("transport %s to rank %d failed (%s: %s); continuing on the remaining "
+                    "transports",
+                    name, peer_world, what, bm_status_str(status));
+    check_alive(peer_world, name, status, what);
+}
+
+void bm_pml_path_failed_ep(int peer_world, struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                           int status)
+{
+    if (mark_paths(bm_btl_base_peer(peer_world), m, ep, true))
+        bm_log_warn("transport %s to rank %d failed (%s); continuing on the remaining "
+                    "transports",
+                    m->name, peer_world, bm_status_str(status));
+    check_alive(peer_world, m->name, status, "a transfer completed with an error");
+}
+
+void bm_pml_error_cb(struct bm_btl_module *m, const struct bm_btl_error *err, void *cbdata)
+{
+    (void)cbdata;
+    const char *what = err->what ? err->what : "no details";
+    switch (err->kind) {
+    case BM_BTL_ERROR_PEER:
+        if (err->peer < 0 || err->peer >= bm_pml_g.world_size)
+            break;
+        if (mark_paths(bm_btl_base_peer(err->peer), m, err->endpoint, true))
+            bm_log_warn("transport %s can no longer reach rank %d: %s", m->name, err->peer, what);
+        check_alive(err->peer, m->name, err->status, what);
+        break;
+    case BM_BTL_ERROR_MODULE:
+        bm_log_warn("transport %s failed as a whole: %s", m->name, what);
+        for (int r = 0; r < bm_pml_g.world_size; r++)
+            mark_paths(bm_btl_base_peer(r), m, NULL, true);
+        for (int r = 0; r < bm_pml_g.world_size; r++)
+            check_alive(r, m->name, err->status, what);
+        break;
+    case BM_BTL_ERROR_RECOVERED:
+        if (err->peer >= 0 && err->peer < bm_pml_g.world_size &&
+            mark_paths(bm_btl_base_peer(err->peer), m, err->endpoint, false))
+            bm_log_info("transport %s reaches rank %d again: %s", m->name, err->peer, what);
+        break;
+    case BM_BTL_ERROR_FATAL: {
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "rank %d (%s): transport %s hit a fatal error (%s): %s",
+                 bm_pml_g.my_rank, bm_rte_self()->hostname, m->name, bm_status_str(err->status),
+                 what);
+        bm_log_error("%s", msg);
+        bm_rte_abort(1, msg);
+    }
+    }
+}

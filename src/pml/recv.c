@@ -1,0 +1,158 @@
+/* The receive side: posting receives, delivering a matched MATCH (eager)
+ * or RNDV message into the user's buffer, answering a RNDV with an ACK that
+ * names the receive request and the range still wanted, and placing FRAGs.
+ * Truncation (a message longer than the buffer) fills the buffer, completes
+ * with BM_ERR_TRUNCATE, and asks the sender for no more bytes than fit, so
+ * nothing is ever written past the buffer. */
+#define BM_LOG_SUBSYS "pml"
+#include "util/log.h"
+
+#include "pml/pml_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bm_status_t bm_pml_irecv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
+                         struct bm_pml_request **req_out)
+{
+    if ((src < 0 && src != BM_PML_ANY_SOURCE) || (tag < 0 && tag != BM_PML_ANY_TAG) ||
+        (!buf && capacity > 0))
+        return BM_ERR_BAD_PARAM;
+    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_RECV);
+    if (!req)
+        return BM_ERR_NO_MEMORY;
+    req->rbuf = buf;
+    req->capacity = capacity;
+    req->cid = cid;
+    req->peer = src;
+    req->tag = tag;
+    req->status.source = src;
+    req->status.tag = tag;
+    *req_out = req;
+    bm_pml_match_post(req);
+    return BM_OK;
+}
+
+bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
+                        struct bm_pml_status *status_out)
+{
+    struct bm_pml_request *req;
+    bm_status_t rc = bm_pml_irecv(buf, capacity, cid, src, tag, &req);
+    if (rc != BM_OK)
+        return rc;
+    struct bm_pml_status st;
+    bm_pml_request_wait(req, &st);
+    bm_pml_request_free(req);
+    if (status_out)
+        *status_out = st;
+    return st.error == BM_OK ? BM_OK : (bm_status_t)st.error;
+}
+
+void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
+                         uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len)
+{
+    req->status.source = src;
+    req->status.tag = tag;
+    req->src_world = peer_world;
+    req->msg_len = msg_len;
+    size_t fit = msg_len < req->capacity ? (size_t)msg_len : req->capacity;
+    req->status.count = fit;
+    req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
+    size_t n = data_len < req->capacity ? data_len : req->capacity;
+    if (n)
+        memcpy(req->rbuf, data, n);
+    if (type == BM_PML_HDR_MATCH) {
+        bm_pml_request_complete(req);
+        return;
+    }
+    /* Rendezvous: ask for what is missing and still fits. Decide completion
+     * before the ACK leaves, since over the self transport FRAGs may arrive
+     * (and complete the request) inside the send. */
+    req->arrived = data_len;
+    req->want = fit > data_len ? fit : data_len;
+    bool done_now = req->arrived >= req->want;
+    struct bm_pml_hdr_ack ack = {
+        .base = {.type = BM_PML_HDR_ACK},
+        .sreq = sreq,
+        .rreq = bm_pml_request_id(req),
+        .offset = data_len,
+        .length = req->want,
+    };
+    if (done_now)
+        bm_pml_request_complete(req);
+    bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
+}
+
+/* Copy n bytes at offset off of a received fragment (which may span
+ * segments) to dst. False when the fragment is shorter. */
+static bool desc_copy(const struct bm_btl_recv_desc *d, size_t off, void *dst, size_t n)
+{
+    char *out = dst;
+    for (uint32_t i = 0; i < d->seg_count && n > 0; i++) {
+        size_t len = d->seg[i].len;
+        if (off >= len) {
+            off -= len;
+            continue;
+        }
+        size_t take = len - off < n ? len - off : n;
+        memcpy(out, (const char *)d->seg[i].addr + off, take);
+        out += take;
+        n -= take;
+        off = 0;
+    }
+    return n == 0;
+}
+
+static size_t desc_len(const struct bm_btl_recv_desc *d)
+{
+    size_t len = 0;
+    for (uint32_t i = 0; i < d->seg_count; i++)
+        len += d->seg[i].len;
+    return len;
+}
+
+void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    if (d->seg_count == 1) {
+        bm_pml_match_incoming(d->peer, d->seg[0].addr, d->seg[0].len);
+        return;
+    }
+    size_t len = desc_len(d);
+    char *flat = malloc(len ? len : 1);
+    if (!flat)
+        abort();
+    desc_copy(d, 0, flat, len);
+    bm_pml_match_incoming(d->peer, flat, len);
+    free(flat);
+}
+
+void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    struct bm_pml_hdr_frag fh;
+    if (!desc_copy(d, 0, &fh, sizeof(fh)) || fh.base.type != BM_PML_HDR_FRAG) {
+        bm_log_ratelimited(BM_LOG_ERROR, "dropped a malformed FRAG from rank %d", d->peer);
+        return;
+    }
+    size_t plen = desc_len(d) - sizeof(fh);
+    struct bm_pml_request *req = bm_pml_request_lookup(fh.rreq, BM_PML_REQ_RECV);
+    if (!req || req->src_world != d->peer || req->want == 0 || fh.offset > req->want ||
+        plen > req->want - fh.offset || plen > req->want - req->arrived) {
+        bm_log_ratelimited(BM_LOG_ERROR,
+                           "dropped a FRAG from rank %d naming no active receive (request %#llx, "
+                           "offset %llu, %zu bytes)",
+                           d->peer, (unsigned long long)fh.rreq, (unsigned long long)fh.offset,
+                           plen);
+        return;
+    }
+    if (fh.offset < req->capacity) {
+        size_t n = req->capacity - fh.offset < plen ? req->capacity - fh.offset : plen;
+        desc_copy(d, sizeof(fh), req->rbuf + fh.offset, n);
+    }
+    req->arrived += plen;
+    if (req->arrived >= req->want)
+        bm_pml_request_complete(req);
+}

@@ -1,0 +1,363 @@
+/* The send side: eager sends (one MATCH fragment, by sendi when the
+ * transport offers it and the message is tiny), rendezvous (a RNDV with the
+ * first bytes, then, once the receiver's ACK names its request and the range
+ * it wants, FRAGs pipelined over every path of the peer's send list in
+ * proportion to their weights), synchronous sends (always RNDV: the ACK
+ * proves the match) and the retries of both when a transport is out of
+ * resources. A request is complete when the receiver has acknowledged what
+ * the protocol needs and every descriptor has been called back.
+ *
+ * Re-entrancy: a transport may call a completion callback (or, for the self
+ * transport, even the peer's receive handler, which may ACK) inside the send
+ * call. While a function here works on a request it holds req->nest, and
+ * callbacks then only update counters; the outer function finishes the
+ * request when it unwinds. */
+#define BM_LOG_SUBSYS "pml"
+#include "util/log.h"
+
+#include "pml/pml_internal.h"
+#include "runtime/rte.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum bm_pml_send_phase {
+    BM_PML_SPHASE_START = 0, /* first fragment (MATCH or RNDV) not sent yet */
+    BM_PML_SPHASE_WAIT_ACK,  /* RNDV sent, waiting for the receiver's ACK */
+    BM_PML_SPHASE_FRAGS,     /* ACKed: sending FRAGs */
+    BM_PML_SPHASE_SENT,      /* everything handed to transports */
+};
+
+#define BM_PML_DES_FLAGS (BM_BTL_DES_F_BTL_OWNED | BM_BTL_DES_F_ALWAYS_CALLBACK)
+
+static void send_check_done(struct bm_pml_request *req)
+{
+    if (req->nest > 0 || req->state != BM_PML_REQ_ACTIVE || req->outstanding > 0 ||
+        req->sphase != BM_PML_SPHASE_SENT)
+        return;
+    if (req->rndv && !req->acked)
+        return;
+    req->status.error = BM_OK;
+    bm_pml_request_complete(req);
+}
+
+/* Undo the bookkeeping of a descriptor that never left. */
+static void des_abandon(struct bm_pml_request *req, struct bm_btl_module *m,
+                        struct bm_btl_descriptor *des)
+{
+    req->outstanding--;
+    bm_pml_g.inflight--;
+    bm_btl_free(m, des);
+}
+
+/* Hand a filled descriptor to the path. BM_OK when it left (the callback
+ * will fire), BM_ERR_OUT_OF_RESOURCE when it must be retried later, or the
+ * link error after marking the path failed (the caller picks another). */
+static int des_submit(struct bm_pml_request *req, struct bm_btl_path *path,
+                      struct bm_btl_descriptor *des, uint8_t type)
+{
+    des->cbfunc = bm_pml_des_cb;
+    des->cbdata = req;
+    des->context = (void *)(uintptr_t)type;
+    req->outstanding++;
+    bm_pml_g.inflight++;
+    int rc = bm_btl_send(path->module, path->endpoint, des, BM_PML_BTL_TAG(type));
+    if (rc >= 0)
+        return BM_OK;
+    des_abandon(req, path->module, des);
+    if (rc == BM_ERR_OUT_OF_RESOURCE)
+        return rc;
+    bm_pml_path_failed(req->peer, path, rc, "send failed");
+    return rc;
+}
+
+/* Send the MATCH or RNDV fragment. */
+static bm_status_t send_first(struct bm_pml_request *req)
+{
+    if (req->rndv && req->acked) {
+        /* resent RNDV whose ACK came meanwhile: the receiver has it */
+        req->sphase = req->frag_next < req->frag_end ? BM_PML_SPHASE_FRAGS : BM_PML_SPHASE_SENT;
+        return BM_OK;
+    }
+    struct bm_btl_peer *peer = bm_btl_base_peer(req->peer);
+    for (;;) {
+        struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
+        if (!path)
+            return BM_ERR_UNREACHABLE; /* not reached: path_failed aborted the job */
+        struct bm_btl_module *m = path->module;
+        struct bm_pml_hdr_match mh = {
+            .base = {.type = BM_PML_HDR_MATCH,
+                     .flags = req->retransmit ? BM_PML_HDR_F_RETRANSMIT : 0},
+            .cid = req->cid,
+            .src = req->src_rank,
+            .tag = req->tag,
+            .seq = req->seq,
+        };
+        req->rndv =
+            req->mode == BM_PML_SEND_SYNCHRONOUS || sizeof(mh) + req->bytes > m->eager_limit;
+        if (!req->rndv) {
+            if ((m->caps & BM_BTL_CAP_SENDI) && req->bytes <= bm_pml_g.cfg.sendi_limit) {
+                int rc = bm_btl_sendi(m, path->endpoint, &mh, sizeof(mh), req->sbuf, req->bytes, 0,
+                                      0, BM_PML_BTL_TAG(BM_PML_HDR_MATCH), NULL);
+                if (rc == BM_BTL_DONE) {
+                    req->sphase = BM_PML_SPHASE_SENT;
+                    return BM_OK;
+                }
+                if (bm_status_is_link(rc) || bm_status_is_peer(rc)) {
+                    bm_pml_path_failed(req->peer, path, rc, "sendi failed");
+                    continue;
+                }
+                /* out of resources or not available: the descriptor path decides */
+            }
+            size_t size = req->bytes;
+            struct bm_btl_descriptor *des = bm_btl_prepare_src(
+                m, path->endpoint, req->sbuf, sizeof(mh), &size, 0, BM_PML_DES_FLAGS);
+            if (!des)
+                return BM_ERR_OUT_OF_RESOURCE;
+            if (size != req->bytes) {
+                /* The transport took less than its eager limit promised. */
+                bm_btl_free(m, des);
+                return BM_ERR_OUT_OF_RESOURCE;
+            }
+            memcpy(des->seg[0].addr, &mh, sizeof(mh));
+            req->sphase = BM_PML_SPHASE_SENT;
+            int rc = des_submit(req, path, des, BM_PML_HDR_MATCH);
+            if (rc == BM_OK)
+                return BM_OK;
+            req->sphase = BM_PML_SPHASE_START;
+            if (rc == BM_ERR_OUT_OF_RESOURCE)
+                return rc;
+            continue;
+        }
+
+        struct bm_pml_hdr_rndv rh = {
+            .match = mh, .msg_len = req->bytes, .sreq = bm_pml_request_id(req)};
+        rh.match.base.type = BM_PML_HDR_RNDV;
+        size_t room = m->eager_limit > sizeof(rh) ? m->eager_limit - sizeof(rh) : 0;
+        size_t first = req->bytes;
+        if (first > m->rndv_eager_limit)
+            first = m->rndv_eager_limit;
+        if (first > room)
+            first = room;
+        size_t size = first;
+        struct bm_btl_descriptor *des = bm_btl_prepare_src(m, path->endpoint, req->sbuf, sizeof(rh),
+                                                           &size, 0, BM_PML_DES_FLAGS);
+        if (!des)
+            return BM_ERR_OUT_OF_RESOURCE;
+        memcpy(des->seg[0].addr, &rh, sizeof(rh));
+        req->first_len = size;
+        req->frag_next = size;
+        req->sphase = req->acked ? BM_PML_SPHASE_FRAGS : BM_PML_SPHASE_WAIT_ACK;
+        int rc = des_submit(req, path, des, BM_PML_HDR_RNDV);
+        if (rc == BM_OK)
+            return BM_OK;
+        req->sphase = BM_PML_SPHASE_START;
+        if (rc == BM_ERR_OUT_OF_RESOURCE)
+            return rc;
+    }
+}
+
+/* The send-list path with the least traffic relative to its weight. */
+static struct bm_btl_path *send_path(int dst, uint64_t **bytes_out)
+{
+    struct bm_btl_path_list *l = &bm_btl_base_peer(dst)->send;
+    uint64_t *sent = bm_pml_g.path_bytes[dst];
+    int best = -1;
+    double best_score = 0;
+    for (int i = 0; i < l->count; i++) {
+        if (l->paths[i].failed)
+            continue;
+        double w = l->paths[i].weight > 0 ? l->paths[i].weight : 1.0;
+        double score = (double)sent[i] / w;
+        if (best < 0 || score < best_score) {
+            best = i;
+            best_score = score;
+        }
+    }
+    if (best < 0)
+        return NULL;
+    *bytes_out = &sent[best];
+    return &l->paths[best];
+}
+
+/* Keep up to pipeline_depth FRAGs in flight. */
+static bm_status_t send_frags(struct bm_pml_request *req)
+{
+    while (req->frag_next < req->frag_end && req->outstanding < bm_pml_g.cfg.pipeline_depth) {
+        uint64_t *counter;
+        struct bm_btl_path *path = send_path(req->peer, &counter);
+        if (!path) {
+            bm_pml_path_failed(req->peer, NULL, BM_ERR_UNREACHABLE, "no send path left");
+            return BM_ERR_UNREACHABLE;
+        }
+        struct bm_btl_module *m = path->module;
+        size_t max = m->max_send_size > sizeof(struct bm_pml_hdr_frag)
+                         ? m->max_send_size - sizeof(struct bm_pml_hdr_frag)
+                         : 0;
+        if (bm_pml_g.cfg.frag_size_max && max > bm_pml_g.cfg.frag_size_max)
+            max = bm_pml_g.cfg.frag_size_max;
+        size_t size = req->frag_end - req->frag_next;
+        if (size > max)
+            size = max;
+        struct bm_pml_hdr_frag fh = {
+            .base = {.type = BM_PML_HDR_FRAG},
+            .rreq = req->rreq,
+            .offset = req->frag_next,
+        };
+        struct bm_btl_descriptor *des = bm_btl_prepare_src(
+            m, path->endpoint, req->sbuf + req->frag_next, sizeof(fh), &size, 0, BM_PML_DES_FLAGS);
+        if (!des)
+            return BM_ERR_OUT_OF_RESOURCE;
+        if (size == 0) {
+            bm_btl_free(m, des);
+            return BM_ERR_OUT_OF_RESOURCE;
+        }
+        memcpy(des->seg[0].addr, &fh, sizeof(fh));
+        size_t at = req->frag_next;
+        req->frag_next += size;
+        int rc = des_submit(req, path, des, BM_PML_HDR_FRAG);
+        if (rc == BM_OK) {
+            *counter += size;
+            continue;
+        }
+        req->frag_next = at;
+        if (rc == BM_ERR_OUT_OF_RESOURCE)
+            return rc;
+    }
+    if (req->frag_next >= req->frag_end)
+        req->sphase = BM_PML_SPHASE_SENT;
+    return BM_OK;
+}
+
+/* Advance a send as far as it can go now; queue it when a transport is out
+ * of resources. Finishes it when nothing remains. */
+static void send_advance(struct bm_pml_request *req)
+{
+    req->nest++;
+    bm_status_t rc = BM_OK;
+    if (req->sphase == BM_PML_SPHASE_START)
+        rc = send_first(req);
+    if (rc == BM_OK && req->sphase == BM_PML_SPHASE_FRAGS)
+        rc = send_frags(req);
+    req->nest--;
+    if (rc == BM_ERR_OUT_OF_RESOURCE)
+        bm_pml_pending_add(req);
+    send_check_done(req);
+}
+
+bm_status_t bm_pml_send_resume(struct bm_pml_request *req)
+{
+    send_advance(req);
+    return BM_OK;
+}
+
+bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
+                         int tag, enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
+{
+    if (!bm_pml_g.initialized)
+        return BM_ERR_NOT_AVAILABLE;
+    if (dst_world < 0 || dst_world >= bm_pml_g.world_size || tag < 0 || src_rank < 0 ||
+        (!buf && bytes > 0))
+        return BM_ERR_BAD_PARAM;
+    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_SEND);
+    if (!req)
+        return BM_ERR_NO_MEMORY;
+    req->sbuf = buf;
+    req->bytes = bytes;
+    req->peer = dst_world;
+    req->cid = cid;
+    req->src_rank = src_rank;
+    req->tag = tag;
+    req->mode = (uint8_t)mode;
+    req->frag_end = bytes;
+    req->seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
+    req->status.source = src_rank;
+    req->status.tag = tag;
+    req->status.count = bytes;
+    *req_out = req;
+    send_advance(req);
+    return BM_OK;
+}
+
+bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
+                        int tag, enum bm_pml_send_mode mode)
+{
+    struct bm_pml_request *req;
+    bm_status_t rc = bm_pml_isend(buf, bytes, dst_world, cid, src_rank, tag, mode, &req);
+    if (rc != BM_OK)
+        return rc;
+    struct bm_pml_status st;
+    bm_pml_request_wait(req, &st);
+    bm_pml_request_free(req);
+    return (bm_status_t)st.error;
+}
+
+void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    struct bm_pml_hdr_ack ah;
+    size_t len = d->seg_count ? d->seg[0].len : 0;
+    if (len < sizeof(ah)) {
+        bm_log_ratelimited(BM_LOG_ERROR, "dropped a short ACK (%zu bytes) from rank %d", len,
+                           d->peer);
+        return;
+    }
+    memcpy(&ah, d->seg[0].addr, sizeof(ah));
+    struct bm_pml_request *req = bm_pml_request_lookup(ah.sreq, BM_PML_REQ_SEND);
+    if (!req || req->peer != d->peer || !req->rndv || ah.offset > req->bytes ||
+        ah.length > req->bytes) {
+        bm_log_ratelimited(BM_LOG_ERROR,
+                           "dropped an ACK from rank %d naming no rendezvous in progress "
+                           "(request %#llx)",
+                           d->peer, (unsigned long long)ah.sreq);
+        return;
+    }
+    if (req->acked)
+        return; /* a duplicate after a path failure */
+    req->acked = true;
+    req->rreq = ah.rreq;
+    if (ah.offset < req->frag_next)
+        req->frag_next = ah.offset;
+    req->frag_end = ah.length;
+    if (req->sphase == BM_PML_SPHASE_WAIT_ACK)
+        req->sphase = req->frag_next < req->frag_end ? BM_PML_SPHASE_FRAGS : BM_PML_SPHASE_SENT;
+    if (req->nest == 0 && !req->pending)
+        send_advance(req);
+}
+
+void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                   struct bm_btl_descriptor *des, int status)
+{
+    uint8_t type = (uint8_t)(uintptr_t)des->context;
+    bm_pml_g.inflight--;
+    if (type == BM_PML_DES_CTL) {
+        bm_pml_ctl_done(m, ep, des->cbdata, status);
+        return;
+    }
+    struct bm_pml_request *req = des->cbdata;
+    req->outstanding--;
+    if (status < 0) {
+        bm_pml_path_failed_ep(req->peer, m, ep, status);
+        /* Another path remains (else the job was aborted). MATCH and RNDV
+         * are resent with their sequence number: the receiver drops the
+         * copy it may already have. */
+        if (type == BM_PML_HDR_MATCH || (type == BM_PML_HDR_RNDV && !req->acked)) {
+            req->retransmit = true;
+            req->sphase = BM_PML_SPHASE_START;
+        } else if (type == BM_PML_HDR_FRAG) {
+            char msg[512];
+            snprintf(msg, sizeof(msg),
+                     "rank %d: a rendezvous fragment to rank %d was lost when its transport "
+                     "failed (%s); resuming a rendezvous on another transport needs the "
+                     "failover protocol, which this version does not have. Aborting the job.",
+                     bm_pml_g.my_rank, req->peer, bm_status_str(status));
+            bm_log_error("%s", msg);
+            bm_rte_abort(1, msg);
+        }
+    }
+    if (req->nest > 0 || req->pending)
+        return;
+    send_advance(req);
+}
