@@ -141,6 +141,8 @@ enum bm_mpi_state {
     BM_MPI_STATE_FINALIZED,
 };
 extern enum bm_mpi_state bm_mpi_state;
+/* True while the runtime is up (fatal errors then end the job through it). */
+extern bool bm_mpi_rte_up;
 
 /* True between a successful MPI_Init and MPI_Finalize. */
 static inline bool bm_mpi_is_initialized(void)
@@ -220,18 +222,40 @@ static inline int bm_mpi_comm_world_rank(MPI_Comm comm, int rank)
 int bm_mpi_comm_init(void);
 /* Free what communicators hold (MPI_Finalize). */
 void bm_mpi_comm_finalize(void);
+/* The communicator's name for messages: "MPI_COMM_WORLD", or "(unnamed)". */
+const char *bm_mpi_comm_label(MPI_Comm comm);
+
+/* ---- Collectives (coll.c) ----------------------------------------------- */
+
+/* The algorithms behind MPI_Barrier, MPI_Bcast and MPI_Allreduce, for the
+ * library's own use (communicator creation, finalize). Arguments are
+ * trusted; failures are reported as fn and return the class. They run on the
+ * communicator's collective context (context_id + 1). */
+int bm_mpi_coll_barrier(MPI_Comm comm, const char *fn);
+int bm_mpi_coll_bcast(void *buf, size_t bytes, int root, MPI_Comm comm, const char *fn);
+/* sendbuf may be MPI_IN_PLACE (the data is in recvbuf). */
+int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                          MPI_Comm comm, const char *fn);
+/* recvbuf receives comm->size blocks of bytes, in rank order. */
+int bm_mpi_coll_allgather_bytes(const void *sendbuf, void *recvbuf, size_t bytes, MPI_Comm comm,
+                                const char *fn);
 
 /* ---- Datatypes (datatype.c) -------------------------------------------- */
 
-/* Bytes of data in count elements of dt. */
+/* Bytes that count elements of dt occupy in memory and on the wire, from the
+ * buffer address on (every datatype is contiguous for now). This is count *
+ * extent: the value-index pair types (MPI_DOUBLE_INT...) move their padding
+ * too, so that the buffer is sent as it lies in memory; for every other
+ * predefined type extent == size. */
 static inline size_t bm_mpi_type_bytes(MPI_Datatype dt, int count)
 {
-    return (size_t)count * dt->size;
+    return (size_t)count * (size_t)dt->extent;
 }
 
-/* Number of whole elements of dt in bytes, or MPI_UNDEFINED when bytes is not
- * a multiple of the type size (what MPI_Get_count returns). A zero-size type
- * gives 0. Counts beyond INT_MAX also give MPI_UNDEFINED. */
+/* Number of whole elements of dt in bytes received (the inverse of
+ * bm_mpi_type_bytes), or MPI_UNDEFINED when bytes is not a multiple of the
+ * element's extent: what MPI_Get_count returns. A zero-size type gives 0.
+ * Counts beyond INT_MAX also give MPI_UNDEFINED. */
 int bm_mpi_type_count(MPI_Datatype dt, size_t bytes);
 
 /* ---- Operations (op.c) ------------------------------------------------- */

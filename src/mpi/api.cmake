@@ -1,0 +1,9 @@
+# MPI entry points other than point-to-point: start-up, errors,
+# communicators, datatypes, reductions and collectives.
+target_sources(bm_objs PRIVATE
+    ${CMAKE_CURRENT_LIST_DIR}/init.c
+    ${CMAKE_CURRENT_LIST_DIR}/errhandler.c
+    ${CMAKE_CURRENT_LIST_DIR}/comm.c
+    ${CMAKE_CURRENT_LIST_DIR}/datatype.c
+    ${CMAKE_CURRENT_LIST_DIR}/op.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll.c)

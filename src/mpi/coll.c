@@ -1,0 +1,375 @@
+/* Collective operations: MPI_Barrier, MPI_Bcast, MPI_Reduce and
+ * MPI_Allreduce on any communicator, built on the PML's non-blocking sends
+ * and receives in the communicator's collective context (context_id + 1), so
+ * collective traffic never matches a user's receive. Algorithms: a
+ * dissemination barrier (ceil(log2 p) rounds, any p), binomial-tree
+ * broadcast and reduction, and a recursive-doubling allreduce that first
+ * folds the ranks beyond the largest power of two into their neighbours.
+ * Every combination step computes (lower ranks) op (higher ranks), so
+ * non-commutative user operations get rank order and floating-point results
+ * do not depend on message timing; in the allreduce both partners of a step
+ * evaluate the same expression, so every rank ends with identical bits. */
+#include "mpi/mpi_internal.h"
+#include "pml/pml.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Tags in the collective context, one per algorithm, so that a mismatch
+ * between ranks (one calls MPI_Bcast, another MPI_Barrier) shows up as a
+ * hang in a named collective rather than as silently wrong data. */
+enum coll_tag {
+    COLL_TAG_BARRIER = 1,
+    COLL_TAG_BCAST,
+    COLL_TAG_REDUCE,
+    COLL_TAG_ALLREDUCE,
+    COLL_TAG_GATHER,
+};
+
+static int coll_fail(MPI_Comm comm, const char *fn, int status, const char *what, int peer)
+{
+    return bm_mpi_error(comm, bm_mpi_class_of_status(status), fn, "%s rank %d failed: %s", what,
+                        peer, bm_status_str(status));
+}
+
+static int coll_isend(MPI_Comm comm, const void *buf, size_t bytes, int peer, int tag,
+                      struct bm_pml_request **req_out, const char *fn)
+{
+    bm_status_t st =
+        bm_pml_isend(buf, bytes, bm_mpi_comm_world_rank(comm, peer), comm->context_id + 1,
+                     comm->rank, tag, BM_PML_SEND_STANDARD, req_out);
+
+    return st == BM_OK ? MPI_SUCCESS : coll_fail(comm, fn, st, "sending to", peer);
+}
+
+static int coll_wait(MPI_Comm comm, struct bm_pml_request *req, int peer, const char *fn)
+{
+    struct bm_pml_status status;
+
+    bm_pml_request_wait(req, &status);
+    bm_pml_request_free(req);
+    return status.error == BM_OK ? MPI_SUCCESS
+                                 : coll_fail(comm, fn, status.error, "sending to", peer);
+}
+
+/* Receive exactly bytes from peer: any other length means the ranks passed
+ * different counts or datatypes, which the standard calls erroneous and we
+ * report instead of computing garbage. */
+static int coll_recv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag, const char *fn)
+{
+    struct bm_pml_status status;
+    bm_status_t st = bm_pml_recv(buf, bytes, comm->context_id + 1, peer, tag, &status);
+
+    if (st == BM_OK)
+        st = status.error;
+    if (st == BM_ERR_TRUNCATE || (st == BM_OK && status.count != bytes))
+        return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
+                            "rank %d sent %s than the %zu bytes expected: the ranks called %s "
+                            "with different counts or datatypes",
+                            peer, st == BM_ERR_TRUNCATE ? "more" : "fewer", bytes, fn);
+    return st == BM_OK ? MPI_SUCCESS : coll_fail(comm, fn, st, "receiving from", peer);
+}
+
+/* Send to and receive from peer at once (both directions may use rendezvous). */
+static int coll_exchange(MPI_Comm comm, const void *sbuf, void *rbuf, size_t bytes, int peer,
+                         int tag, const char *fn)
+{
+    struct bm_pml_request *req;
+    int rc = coll_isend(comm, sbuf, bytes, peer, tag, &req, fn);
+
+    if (rc)
+        return rc;
+    rc = coll_recv(comm, rbuf, bytes, peer, tag, fn);
+    if (rc) {
+        bm_pml_request_free(req);
+        return rc;
+    }
+    return coll_wait(comm, req, peer, fn);
+}
+
+int bm_mpi_coll_barrier(MPI_Comm comm, const char *fn)
+{
+    char token = 0;
+
+    for (int dist = 1; dist < comm->size; dist <<= 1) {
+        struct bm_pml_request *req;
+        int to = (comm->rank + dist) % comm->size;
+        int from = (comm->rank - dist + comm->size) % comm->size;
+        int rc = coll_isend(comm, &token, 0, to, COLL_TAG_BARRIER, &req, fn);
+
+        if (rc)
+            return rc;
+        if ((rc = coll_recv(comm, &token, 0, from, COLL_TAG_BARRIER, fn))) {
+            bm_pml_request_free(req);
+            return rc;
+        }
+        if ((rc = coll_wait(comm, req, to, fn)))
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_coll_bcast(void *buf, size_t bytes, int root, MPI_Comm comm, const char *fn)
+{
+    struct bm_pml_request *reqs[32];
+    int peers[32];
+    int size = comm->size, rel = (comm->rank - root + size) % size;
+    int mask = 1, nreq = 0, rc = MPI_SUCCESS;
+
+    if (size == 1 || bytes == 0)
+        return MPI_SUCCESS;
+    while (mask < size) {
+        if (rel & mask) {
+            if ((rc = coll_recv(comm, buf, bytes, (rel - mask + root) % size, COLL_TAG_BCAST, fn)))
+                return rc;
+            break;
+        }
+        mask <<= 1;
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+        if (rel + mask < size) {
+            peers[nreq] = (rel + mask + root) % size;
+            rc = coll_isend(comm, buf, bytes, peers[nreq], COLL_TAG_BCAST, &reqs[nreq], fn);
+            if (rc)
+                break;
+            nreq++;
+        }
+    }
+    for (int i = 0; i < nreq; i++) {
+        int r = coll_wait(comm, reqs[i], peers[i], fn);
+        if (r && !rc)
+            rc = r;
+    }
+    return rc;
+}
+
+/* Binomial reduction towards rel rank 0, which is root when op commutes.
+ * Non-commutative operations run the tree over the ranks in order and rank
+ * 0 hands the result to root, so that every step combines adjacent blocks.
+ * On return at root, recvbuf holds the result. */
+static int coll_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                       int root, MPI_Comm comm, const char *fn)
+{
+    size_t bytes = bm_mpi_type_bytes(dt, count);
+    int size = comm->size, shift = op->commutative ? root : 0;
+    int rel = (comm->rank - shift + size) % size;
+    const void *mine = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    char *acc, *tmp;
+    int rc = MPI_SUCCESS;
+
+    if (bytes == 0)
+        return MPI_SUCCESS;
+    if (size == 1) {
+        memmove(recvbuf, mine, bytes);
+        return MPI_SUCCESS;
+    }
+    acc = malloc(bytes);
+    tmp = malloc(bytes);
+    if (acc == NULL || tmp == NULL) {
+        rc = bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate 2 x %zu bytes", bytes);
+        goto out;
+    }
+    memcpy(acc, mine, bytes);
+    for (int mask = 1; mask < size; mask <<= 1) {
+        if (rel & mask) {
+            int parent = (rel - mask + shift) % size;
+            struct bm_pml_request *req;
+            if ((rc = coll_isend(comm, acc, bytes, parent, COLL_TAG_REDUCE, &req, fn)) == 0)
+                rc = coll_wait(comm, req, parent, fn);
+            goto out;
+        }
+        if (rel + mask < size) {
+            char *t;
+            if ((rc =
+                     coll_recv(comm, tmp, bytes, (rel + mask + shift) % size, COLL_TAG_REDUCE, fn)))
+                goto out;
+            /* acc holds the lower ranks: tmp = acc op tmp, then swap. */
+            bm_mpi_op_apply(op, acc, tmp, count, dt);
+            t = acc;
+            acc = tmp;
+            tmp = t;
+        }
+    }
+    /* Only rel rank 0 gets here, holding the result. */
+    if (comm->rank == root) {
+        memcpy(recvbuf, acc, bytes);
+    } else {
+        struct bm_pml_request *req;
+        if ((rc = coll_isend(comm, acc, bytes, root, COLL_TAG_REDUCE, &req, fn)) == 0)
+            rc = coll_wait(comm, req, root, fn);
+        goto out;
+    }
+out:
+    /* The root of a non-commutative reduction is not rank 0: it receives the
+     * result from rank 0 (it already sent its own part up the tree). */
+    if (rc == MPI_SUCCESS && comm->rank == root && rel != 0)
+        rc = coll_recv(comm, recvbuf, bytes, 0, COLL_TAG_REDUCE, fn);
+    free(acc);
+    free(tmp);
+    return rc;
+}
+
+int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                          MPI_Comm comm, const char *fn)
+{
+    size_t bytes = bm_mpi_type_bytes(dt, count);
+    int size = comm->size, rank = comm->rank;
+    int pof2 = 1, rem, newrank, rc = MPI_SUCCESS;
+    char *tmp;
+
+    if (bytes == 0)
+        return MPI_SUCCESS;
+    if (sendbuf != MPI_IN_PLACE)
+        memmove(recvbuf, sendbuf, bytes);
+    if (size == 1)
+        return MPI_SUCCESS;
+    tmp = malloc(bytes);
+    if (tmp == NULL)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate %zu bytes", bytes);
+    while (pof2 * 2 <= size)
+        pof2 *= 2;
+    rem = size - pof2;
+
+    /* Fold: among the first 2*rem ranks, each even rank hands its data to
+     * the odd rank above it and sits out the doubling. */
+    if (rank < 2 * rem) {
+        if (rank % 2 == 0) {
+            struct bm_pml_request *req;
+            if ((rc = coll_isend(comm, recvbuf, bytes, rank + 1, COLL_TAG_ALLREDUCE, &req, fn)) ||
+                (rc = coll_wait(comm, req, rank + 1, fn)))
+                goto out;
+            newrank = -1;
+        } else {
+            if ((rc = coll_recv(comm, tmp, bytes, rank - 1, COLL_TAG_ALLREDUCE, fn)))
+                goto out;
+            bm_mpi_op_apply(op, tmp, recvbuf, count, dt);
+            newrank = rank / 2;
+        }
+    } else {
+        newrank = rank - rem;
+    }
+
+    if (newrank >= 0) {
+        for (int mask = 1; mask < pof2; mask <<= 1) {
+            int newpeer = newrank ^ mask;
+            int peer = newpeer < rem ? newpeer * 2 + 1 : newpeer + rem;
+            if ((rc = coll_exchange(comm, recvbuf, tmp, bytes, peer, COLL_TAG_ALLREDUCE, fn)))
+                goto out;
+            if (newpeer < newrank) {
+                bm_mpi_op_apply(op, tmp, recvbuf, count, dt);
+            } else {
+                bm_mpi_op_apply(op, recvbuf, tmp, count, dt);
+                memcpy(recvbuf, tmp, bytes);
+            }
+        }
+    }
+
+    /* Unfold: the odd ranks give the result back to their even neighbours. */
+    if (rank < 2 * rem) {
+        if (rank % 2 == 1) {
+            struct bm_pml_request *req;
+            if ((rc = coll_isend(comm, recvbuf, bytes, rank - 1, COLL_TAG_ALLREDUCE, &req, fn)) ==
+                0)
+                rc = coll_wait(comm, req, rank - 1, fn);
+        } else {
+            rc = coll_recv(comm, recvbuf, bytes, rank + 1, COLL_TAG_ALLREDUCE, fn);
+        }
+    }
+out:
+    free(tmp);
+    return rc;
+}
+
+int bm_mpi_coll_allgather_bytes(const void *sendbuf, void *recvbuf, size_t bytes, MPI_Comm comm,
+                                const char *fn)
+{
+    char *out = recvbuf;
+    int rc = MPI_SUCCESS;
+
+    /* Used only to build communicators: gather at rank 0, then broadcast. */
+    if (comm->rank == 0) {
+        memcpy(out, sendbuf, bytes);
+        for (int r = 1; r < comm->size && rc == MPI_SUCCESS; r++)
+            rc = coll_recv(comm, out + (size_t)r * bytes, bytes, r, COLL_TAG_GATHER, fn);
+    } else {
+        struct bm_pml_request *req;
+        if ((rc = coll_isend(comm, sendbuf, bytes, 0, COLL_TAG_GATHER, &req, fn)) == 0)
+            rc = coll_wait(comm, req, 0, fn);
+    }
+    if (rc)
+        return rc;
+    return bm_mpi_coll_bcast(recvbuf, bytes * (size_t)comm->size, 0, comm, fn);
+}
+
+/* ---- MPI functions ------------------------------------------------------ */
+
+int PMPI_Barrier(MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Barrier";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    return bm_mpi_coll_barrier(comm, fn);
+}
+BM_MPI_ALIAS(Barrier);
+
+int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Bcast";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = bm_mpi_check_count(comm, count, fn)) ||
+        (rc = bm_mpi_check_datatype(comm, datatype, fn)) ||
+        (rc = bm_mpi_check_buffer(comm, buffer, count, datatype, fn)) ||
+        (rc = bm_mpi_check_root(comm, root, fn)))
+        return rc;
+    return bm_mpi_coll_bcast(buffer, bm_mpi_type_bytes(datatype, count), root, comm, fn);
+}
+BM_MPI_ALIAS(Bcast);
+
+int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                int root, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Reduce";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = bm_mpi_check_count(comm, count, fn)) ||
+        (rc = bm_mpi_check_datatype(comm, datatype, fn)) ||
+        (rc = bm_mpi_check_op(comm, op, datatype, fn)) || (rc = bm_mpi_check_root(comm, root, fn)))
+        return rc;
+    if (sendbuf == MPI_IN_PLACE && comm->rank != root)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
+                            "MPI_IN_PLACE as sendbuf is valid only at the root (rank %d)", root);
+    if (recvbuf == MPI_IN_PLACE)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
+    if ((sendbuf != MPI_IN_PLACE &&
+         (rc = bm_mpi_check_buffer(comm, sendbuf, count, datatype, fn))) ||
+        (comm->rank == root && (rc = bm_mpi_check_buffer(comm, recvbuf, count, datatype, fn))))
+        return rc;
+    return coll_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, fn);
+}
+BM_MPI_ALIAS(Reduce);
+
+int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Allreduce";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = bm_mpi_check_count(comm, count, fn)) ||
+        (rc = bm_mpi_check_datatype(comm, datatype, fn)) ||
+        (rc = bm_mpi_check_op(comm, op, datatype, fn)))
+        return rc;
+    if (recvbuf == MPI_IN_PLACE)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
+    if ((sendbuf != MPI_IN_PLACE &&
+         (rc = bm_mpi_check_buffer(comm, sendbuf, count, datatype, fn))) ||
+        (rc = bm_mpi_check_buffer(comm, recvbuf, count, datatype, fn)))
+        return rc;
+    return bm_mpi_coll_allreduce(sendbuf, recvbuf, count, datatype, op, comm, fn);
+}
+BM_MPI_ALIAS(Allreduce);

@@ -1,0 +1,389 @@
+/* Communicators: MPI_COMM_WORLD and MPI_COMM_SELF, the queries on any
+ * communicator (rank, size, attributes, names, comparison), and new
+ * communicators made by MPI_Comm_dup and MPI_Comm_split. Each communicator
+ * owns a pair of matching contexts (point-to-point, collectives). New context
+ * ids are agreed by the members with an MPI_MAX allreduce of every member's
+ * next free id over the parent, so no two communicators a process belongs to
+ * ever share one; processes in different colors of a split may receive the
+ * same id, which is safe because they never exchange messages in it. */
+#include "mpi/mpi_internal.h"
+#include "runtime/rte.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* MPI_COMM_SELF's one member, as a world rank (set at init). */
+static int self_world_rank;
+static uint32_t next_context_id = BM_MPI_CONTEXT_FIRST_FREE;
+
+struct bm_mpi_comm bm_mpi_comm_world_obj = {
+    .magic = BM_MPI_MAGIC_COMM,
+    .context_id = BM_MPI_CONTEXT_WORLD,
+    .rank = 0,
+    .size = 0,
+    .world_ranks = NULL,
+    .errhandler = &bm_mpi_errors_are_fatal_obj,
+    .name = "MPI_COMM_WORLD",
+    .predefined = true,
+};
+
+struct bm_mpi_comm bm_mpi_comm_self_obj = {
+    .magic = BM_MPI_MAGIC_COMM,
+    .context_id = BM_MPI_CONTEXT_SELF,
+    .rank = 0,
+    .size = 1,
+    .world_ranks = &self_world_rank,
+    .errhandler = &bm_mpi_errors_are_fatal_obj,
+    .name = "MPI_COMM_SELF",
+    .predefined = true,
+};
+
+int bm_mpi_comm_init(void)
+{
+    const struct bm_rte_proc *self = bm_rte_self();
+
+    bm_mpi_comm_world_obj.rank = self->rank;
+    bm_mpi_comm_world_obj.size = self->size;
+    self_world_rank = self->rank;
+    next_context_id = BM_MPI_CONTEXT_FIRST_FREE;
+    return MPI_SUCCESS;
+}
+
+void bm_mpi_comm_finalize(void)
+{
+    /* Handlers set by the program on the predefined communicators go back
+     * to the default, so that errors after MPI_Finalize are reported. */
+    bm_mpi_errhandler_release(bm_mpi_comm_world_obj.errhandler);
+    bm_mpi_comm_world_obj.errhandler = &bm_mpi_errors_are_fatal_obj;
+    bm_mpi_errhandler_release(bm_mpi_comm_self_obj.errhandler);
+    bm_mpi_comm_self_obj.errhandler = &bm_mpi_errors_are_fatal_obj;
+}
+
+const char *bm_mpi_comm_label(MPI_Comm comm)
+{
+    return comm->name[0] ? comm->name : "(unnamed)";
+}
+
+static int check_query(MPI_Comm comm, const void *out, const char *fn)
+{
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (out == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL output argument");
+    return MPI_SUCCESS;
+}
+
+int PMPI_Comm_rank(MPI_Comm comm, int *rank)
+{
+    int rc = check_query(comm, rank, "MPI_Comm_rank");
+
+    if (rc)
+        return rc;
+    *rank = comm->rank;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_rank);
+
+int PMPI_Comm_size(MPI_Comm comm, int *size)
+{
+    int rc = check_query(comm, size, "MPI_Comm_size");
+
+    if (rc)
+        return rc;
+    *size = comm->size;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_size);
+
+int PMPI_Comm_test_inter(MPI_Comm comm, int *flag)
+{
+    int rc = check_query(comm, flag, "MPI_Comm_test_inter");
+
+    if (rc)
+        return rc;
+    *flag = 0; /* only intra-communicators exist */
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_test_inter);
+
+int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
+{
+    static const char fn[] = "MPI_Comm_compare";
+    bool same_order = true;
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm1, fn)) ||
+        (rc = bm_mpi_check_comm(comm2, fn)))
+        return rc;
+    if (result == NULL)
+        return bm_mpi_error(comm1, MPI_ERR_ARG, fn, "NULL result pointer");
+    if (comm1 == comm2) {
+        *result = MPI_IDENT;
+        return MPI_SUCCESS;
+    }
+    *result = MPI_UNEQUAL;
+    if (comm1->size != comm2->size)
+        return MPI_SUCCESS;
+    for (int i = 0; i < comm1->size; i++) {
+        if (bm_mpi_comm_world_rank(comm1, i) != bm_mpi_comm_world_rank(comm2, i)) {
+            same_order = false;
+            break;
+        }
+    }
+    if (same_order) {
+        *result = MPI_CONGRUENT;
+        return MPI_SUCCESS;
+    }
+    /* Same members in another order? Communicators are small enough here
+     * that the quadratic scan costs less than sorting copies. */
+    for (int i = 0; i < comm1->size; i++) {
+        int w = bm_mpi_comm_world_rank(comm1, i);
+        bool found = false;
+        for (int j = 0; j < comm2->size && !found; j++)
+            found = bm_mpi_comm_world_rank(comm2, j) == w;
+        if (!found)
+            return MPI_SUCCESS;
+    }
+    *result = MPI_SIMILAR;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_compare);
+
+static int get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, const char *fn)
+{
+    /* Attribute values are returned as pointers to these. */
+    static int tag_ub = BM_MPI_TAG_UB;
+    static int host = MPI_PROC_NULL;
+    static int io = MPI_ANY_SOURCE; /* every process can do I/O */
+    static int wtime_is_global = 0; /* each node's monotonic clock is its own */
+    static int universe_size;
+    static int appnum = 0;
+    static int lastusedcode = MPI_ERR_LASTCODE;
+    int *value;
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (attribute_val == NULL || flag == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL output argument");
+    switch (keyval) {
+    case MPI_TAG_UB:
+        value = &tag_ub;
+        break;
+    case MPI_HOST:
+        value = &host;
+        break;
+    case MPI_IO:
+        value = &io;
+        break;
+    case MPI_WTIME_IS_GLOBAL:
+        value = &wtime_is_global;
+        break;
+    case MPI_UNIVERSE_SIZE:
+        universe_size = MPI_COMM_WORLD->size;
+        value = &universe_size;
+        break;
+    case MPI_APPNUM:
+        value = &appnum;
+        break;
+    case MPI_LASTUSEDCODE:
+        value = &lastusedcode;
+        break;
+    default:
+        return bm_mpi_error(comm, MPI_ERR_KEYVAL, fn,
+                            "unknown attribute key %d (user attribute keys are not supported; "
+                            "predefined keys: MPI_TAG_UB, MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL, "
+                            "MPI_UNIVERSE_SIZE, MPI_APPNUM, MPI_LASTUSEDCODE)",
+                            keyval);
+    }
+    memcpy(attribute_val, &value, sizeof(value));
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
+{
+    return get_attr(comm, comm_keyval, attribute_val, flag, "MPI_Comm_get_attr");
+}
+BM_MPI_ALIAS(Comm_get_attr);
+
+int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+    return get_attr(comm, keyval, attribute_val, flag, "MPI_Attr_get");
+}
+BM_MPI_ALIAS(Attr_get);
+
+int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
+{
+    int rc = check_query(comm, comm_name && resultlen ? comm_name : NULL, "MPI_Comm_get_name");
+
+    if (rc)
+        return rc;
+    *resultlen = snprintf(comm_name, MPI_MAX_OBJECT_NAME, "%s", comm->name);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_get_name);
+
+int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
+{
+    int rc = check_query(comm, comm_name, "MPI_Comm_set_name");
+
+    if (rc)
+        return rc;
+    /* Longer names are truncated, as the standard allows. */
+    snprintf(comm->name, sizeof(comm->name), "%s", comm_name);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_set_name);
+
+/* Agree on a fresh context id with the other members of parent. */
+static int agree_context_id(MPI_Comm parent, uint32_t *cid_out, const char *fn)
+{
+    unsigned mine = next_context_id, agreed;
+    int rc;
+
+    if (next_context_id > UINT32_MAX - 2)
+        return bm_mpi_error(parent, MPI_ERR_INTERN, fn,
+                            "out of communicator context ids (more than 2^31 communicators "
+                            "created); free communicators you no longer use");
+    rc = bm_mpi_coll_allreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, parent, fn);
+    if (rc)
+        return rc;
+    next_context_id = agreed + 2;
+    *cid_out = agreed;
+    return MPI_SUCCESS;
+}
+
+static int comm_new(MPI_Comm parent, uint32_t cid, int rank, int size, int *world_ranks,
+                    MPI_Comm *newcomm, const char *fn)
+{
+    struct bm_mpi_comm *c = calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        free(world_ranks);
+        return bm_mpi_error(parent, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
+    c->magic = BM_MPI_MAGIC_COMM;
+    c->context_id = cid;
+    c->rank = rank;
+    c->size = size;
+    c->world_ranks = world_ranks;
+    c->errhandler = parent->errhandler;
+    bm_mpi_errhandler_retain(c->errhandler);
+    *newcomm = c;
+    return MPI_SUCCESS;
+}
+
+int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_dup";
+    int *world_ranks = NULL;
+    uint32_t cid;
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (newcomm == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL newcomm pointer");
+    if ((rc = agree_context_id(comm, &cid, fn)))
+        return rc;
+    if (comm->world_ranks) {
+        world_ranks = malloc(sizeof(int) * (size_t)comm->size);
+        if (world_ranks == NULL)
+            return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+        memcpy(world_ranks, comm->world_ranks, sizeof(int) * (size_t)comm->size);
+    }
+    return comm_new(comm, cid, comm->rank, comm->size, world_ranks, newcomm, fn);
+}
+BM_MPI_ALIAS(Comm_dup);
+
+struct split_entry {
+    int color;
+    int key;
+    int parent_rank;
+};
+
+static int split_entry_cmp(const void *pa, const void *pb)
+{
+    const struct split_entry *a = pa, *b = pb;
+
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return (a->parent_rank > b->parent_rank) - (a->parent_rank < b->parent_rank);
+}
+
+int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_split";
+    struct split_entry mine, *all;
+    int *world_ranks;
+    int n = 0, myrank = -1, rc;
+    uint32_t cid;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (newcomm == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL newcomm pointer");
+    if (color < 0 && color != MPI_UNDEFINED)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn,
+                            "invalid color %d (colors are >= 0 or MPI_UNDEFINED)", color);
+    all = malloc(sizeof(*all) * (size_t)comm->size);
+    if (all == NULL)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    mine = (struct split_entry){.color = color, .key = key, .parent_rank = comm->rank};
+    rc = bm_mpi_coll_allgather_bytes(&mine, all, sizeof(mine), comm, fn);
+    if (rc == MPI_SUCCESS)
+        rc = agree_context_id(comm, &cid, fn);
+    if (rc) {
+        free(all);
+        return rc;
+    }
+    if (color == MPI_UNDEFINED) {
+        free(all);
+        *newcomm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
+    for (int i = 0; i < comm->size; i++)
+        if (all[i].color == color)
+            all[n++] = all[i];
+    qsort(all, (size_t)n, sizeof(*all), split_entry_cmp);
+    world_ranks = malloc(sizeof(int) * (size_t)n);
+    if (world_ranks == NULL) {
+        free(all);
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        world_ranks[i] = bm_mpi_comm_world_rank(comm, all[i].parent_rank);
+        if (all[i].parent_rank == comm->rank)
+            myrank = i;
+    }
+    free(all);
+    return comm_new(comm, cid, myrank, n, world_ranks, newcomm, fn);
+}
+BM_MPI_ALIAS(Comm_split);
+
+int PMPI_Comm_free(MPI_Comm *comm)
+{
+    static const char fn[] = "MPI_Comm_free";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (comm == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL communicator pointer");
+    if ((rc = bm_mpi_check_comm(*comm, fn)))
+        return rc;
+    if ((*comm)->predefined)
+        return bm_mpi_error(*comm, MPI_ERR_COMM, fn, "cannot free the predefined communicator %s",
+                            (*comm)->name);
+    bm_mpi_errhandler_release((*comm)->errhandler);
+    free((*comm)->world_ranks);
+    (*comm)->magic = 0;
+    free(*comm);
+    *comm = MPI_COMM_NULL;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_free);

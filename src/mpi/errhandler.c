@@ -1,0 +1,415 @@
+/* MPI error handling: the predefined handlers MPI_ERRORS_ARE_FATAL and
+ * MPI_ERRORS_RETURN, user handlers made with MPI_Comm_create_errhandler, the
+ * error strings, and bm_mpi_error, the one path through which every MPI entry
+ * point reports a failure. A fatal error names the function, the rank and
+ * host, the error class and what exactly was wrong, then ends the whole job
+ * through the runtime (bmrun kills the other ranks and reports the message).
+ * Also the argument checks shared by all entry points, so that a bad
+ * argument gives the same class and wording everywhere. */
+#define BM_LOG_SUBSYS "mpi"
+#include "mpi/mpi_internal.h"
+#include "runtime/rte.h"
+#include "util/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* class, name, description (what the class means to a user). */
+#define BM_MPI_ERROR_MAP(X)                                                                        \
+    X(MPI_SUCCESS, "no error")                                                                     \
+    X(MPI_ERR_BUFFER, "invalid buffer pointer")                                                    \
+    X(MPI_ERR_COUNT, "invalid count argument")                                                     \
+    X(MPI_ERR_TYPE, "invalid datatype")                                                            \
+    X(MPI_ERR_TAG, "invalid tag")                                                                  \
+    X(MPI_ERR_COMM, "invalid communicator")                                                        \
+    X(MPI_ERR_RANK, "invalid rank")                                                                \
+    X(MPI_ERR_REQUEST, "invalid request")                                                          \
+    X(MPI_ERR_ROOT, "invalid root")                                                                \
+    X(MPI_ERR_GROUP, "invalid group")                                                              \
+    X(MPI_ERR_OP, "invalid reduce operation")                                                      \
+    X(MPI_ERR_TOPOLOGY, "invalid topology")                                                        \
+    X(MPI_ERR_DIMS, "invalid dimension argument")                                                  \
+    X(MPI_ERR_ARG, "invalid argument of some other kind")                                          \
+    X(MPI_ERR_UNKNOWN, "unknown error")                                                            \
+    X(MPI_ERR_TRUNCATE, "message truncated: the receive buffer is too small")                      \
+    X(MPI_ERR_OTHER, "known error not in this list")                                               \
+    X(MPI_ERR_INTERN, "internal error in the MPI library")                                         \
+    X(MPI_ERR_IN_STATUS, "error code is in the status")                                            \
+    X(MPI_ERR_PENDING, "pending request")                                                          \
+    X(MPI_ERR_ACCESS, "permission denied")                                                         \
+    X(MPI_ERR_AMODE, "invalid file access mode")                                                   \
+    X(MPI_ERR_ASSERT, "invalid assert argument")                                                   \
+    X(MPI_ERR_BAD_FILE, "invalid file name")                                                       \
+    X(MPI_ERR_BASE, "invalid base address")                                                        \
+    X(MPI_ERR_CONVERSION, "data conversion error")                                                 \
+    X(MPI_ERR_DISP, "invalid displacement")                                                        \
+    X(MPI_ERR_DUP_DATAREP, "data representation already defined")                                  \
+    X(MPI_ERR_FILE_EXISTS, "file exists")                                                          \
+    X(MPI_ERR_FILE_IN_USE, "file in use by some process")                                          \
+    X(MPI_ERR_FILE, "invalid file handle")                                                         \
+    X(MPI_ERR_INFO_KEY, "info key too long")                                                       \
+    X(MPI_ERR_INFO_NOKEY, "info key not defined")                                                  \
+    X(MPI_ERR_INFO_VALUE, "info value too long")                                                   \
+    X(MPI_ERR_INFO, "invalid info object")                                                         \
+    X(MPI_ERR_IO, "input/output error")                                                            \
+    X(MPI_ERR_KEYVAL, "invalid attribute key")                                                     \
+    X(MPI_ERR_LOCKTYPE, "invalid lock type")                                                       \
+    X(MPI_ERR_NAME, "name not published")                                                          \
+    X(MPI_ERR_NO_MEM, "out of memory")                                                             \
+    X(MPI_ERR_NOT_SAME, "collective argument not identical on all processes")                      \
+    X(MPI_ERR_NO_SPACE, "not enough space")                                                        \
+    X(MPI_ERR_NO_SUCH_FILE, "file does not exist")                                                 \
+    X(MPI_ERR_PORT, "invalid port name")                                                           \
+    X(MPI_ERR_QUOTA, "quota exceeded")                                                             \
+    X(MPI_ERR_READ_ONLY, "read-only file or file system")                                          \
+    X(MPI_ERR_RMA_CONFLICT, "conflicting accesses to a window")                                    \
+    X(MPI_ERR_RMA_SYNC, "wrong synchronization of one-sided operations")                           \
+    X(MPI_ERR_SERVICE, "invalid service name")                                                     \
+    X(MPI_ERR_SIZE, "invalid size argument")                                                       \
+    X(MPI_ERR_SPAWN, "error spawning processes")                                                   \
+    X(MPI_ERR_UNSUPPORTED_DATAREP, "unsupported data representation")                              \
+    X(MPI_ERR_UNSUPPORTED_OPERATION, "unsupported operation")                                      \
+    X(MPI_ERR_WIN, "invalid window")                                                               \
+    X(MPI_ERR_RMA_RANGE, "target memory outside the window")                                       \
+    X(MPI_ERR_RMA_ATTACH, "memory cannot be attached to the window")                               \
+    X(MPI_ERR_RMA_SHARED, "memory cannot be shared")                                               \
+    X(MPI_ERR_RMA_FLAVOR, "wrong window flavor")
+
+struct bm_mpi_error_entry {
+    const char *name;
+    const char *text;
+};
+
+#define BM_MPI_ERROR_ENTRY(cls, txt) [cls] = {#cls, txt},
+static const struct bm_mpi_error_entry bm_mpi_errors[MPI_ERR_LASTCODE + 1] = {
+    BM_MPI_ERROR_MAP(BM_MPI_ERROR_ENTRY)};
+#undef BM_MPI_ERROR_ENTRY
+
+struct bm_mpi_errhandler bm_mpi_errors_are_fatal_obj = {
+    .magic = BM_MPI_MAGIC_ERRHANDLER, .kind = BM_MPI_ERRH_FATAL, .predefined = true};
+struct bm_mpi_errhandler bm_mpi_errors_return_obj = {
+    .magic = BM_MPI_MAGIC_ERRHANDLER, .kind = BM_MPI_ERRH_RETURN, .predefined = true};
+
+static bool errclass_valid(int errclass)
+{
+    return errclass >= 0 && errclass <= MPI_ERR_LASTCODE && bm_mpi_errors[errclass].name;
+}
+
+const char *bm_mpi_error_class_name(int errclass)
+{
+    return errclass_valid(errclass) ? bm_mpi_errors[errclass].name : "MPI_ERR_UNKNOWN";
+}
+
+int bm_mpi_class_of_status(int status)
+{
+    switch (status) {
+    case BM_OK:
+        return MPI_SUCCESS;
+    case BM_ERR_TRUNCATE:
+        return MPI_ERR_TRUNCATE;
+    case BM_ERR_NO_MEMORY:
+        return MPI_ERR_NO_MEM;
+    case BM_ERR_BAD_PARAM:
+        return MPI_ERR_ARG;
+    case BM_ERR_NOT_SUPPORTED:
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    case BM_ERR_ACCESS:
+        return MPI_ERR_ACCESS;
+    case BM_ERR_PROTOCOL:
+        return MPI_ERR_INTERN;
+    default:
+        return MPI_ERR_OTHER;
+    }
+}
+
+static bool errhandler_valid(MPI_Errhandler eh)
+{
+    return eh != MPI_ERRHANDLER_NULL && eh->magic == BM_MPI_MAGIC_ERRHANDLER;
+}
+
+void bm_mpi_errhandler_retain(MPI_Errhandler eh)
+{
+    if (!eh->predefined)
+        eh->refcount++;
+}
+
+void bm_mpi_errhandler_release(MPI_Errhandler eh)
+{
+    if (eh->predefined)
+        return;
+    if (--eh->refcount == 0) {
+        eh->magic = 0;
+        free(eh);
+    }
+}
+
+/* Prints the message and ends the job. Before MPI_Init (or after
+ * MPI_Finalize) there is no job to end: the process exits alone. */
+__attribute__((noreturn)) static void error_fatal(const char *msg)
+{
+    if (bm_mpi_rte_up) {
+        bm_rte_abort(1, msg);
+    }
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
+    exit(EXIT_FAILURE);
+}
+
+static int error_dispatch(MPI_Comm comm, int errclass, const char *msg)
+{
+    MPI_Errhandler eh;
+
+    if (!bm_mpi_comm_valid(comm))
+        comm = MPI_COMM_WORLD;
+    eh = comm->errhandler;
+    switch (eh->kind) {
+    case BM_MPI_ERRH_RETURN:
+        bm_log_debug("%s (returned to the caller: MPI_ERRORS_RETURN)", msg);
+        return errclass;
+    case BM_MPI_ERRH_USER: {
+        MPI_Comm c = comm;
+        int code = errclass;
+        bm_log_debug("%s (passed to the user error handler)", msg);
+        eh->fn(&c, &code);
+        return errclass;
+    }
+    case BM_MPI_ERRH_FATAL:
+        break;
+    }
+    error_fatal(msg);
+}
+
+int bm_mpi_error(MPI_Comm comm, int errclass, const char *fn, const char *fmt, ...)
+{
+    char detail[512];
+    char msg[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    if (bm_mpi_rte_up) {
+        const struct bm_rte_proc *self = bm_rte_self();
+        snprintf(msg, sizeof(msg), "%s on rank %d (host %s): %s: %s", fn, self->rank,
+                 self->hostname, bm_mpi_error_class_name(errclass), detail);
+    } else {
+        snprintf(msg, sizeof(msg), "%s: %s: %s", fn, bm_mpi_error_class_name(errclass), detail);
+    }
+    return error_dispatch(comm, errclass, msg);
+}
+
+int bm_mpi_error_not_running(const char *fn)
+{
+    if (bm_mpi_state == BM_MPI_STATE_FINALIZED)
+        return bm_mpi_error(NULL, MPI_ERR_OTHER, fn,
+                            "called after MPI_Finalize; no MPI call except MPI_Initialized, "
+                            "MPI_Finalized and MPI_Get_version is allowed then");
+    return bm_mpi_error(NULL, MPI_ERR_OTHER, fn,
+                        "called before MPI_Init; call MPI_Init or MPI_Init_thread first");
+}
+
+/* ---- Argument checks ---------------------------------------------------- */
+
+int bm_mpi_check_comm(MPI_Comm comm, const char *fn)
+{
+    if (comm == MPI_COMM_NULL)
+        return bm_mpi_error(NULL, MPI_ERR_COMM, fn, "the communicator is MPI_COMM_NULL");
+    if (comm->magic != BM_MPI_MAGIC_COMM)
+        return bm_mpi_error(NULL, MPI_ERR_COMM, fn,
+                            "the communicator handle %p is not a communicator (freed, or "
+                            "another kind of handle)",
+                            (void *)comm);
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_check_count(MPI_Comm comm, int count, const char *fn)
+{
+    if (count < 0)
+        return bm_mpi_error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_check_datatype(MPI_Comm comm, MPI_Datatype dt, const char *fn)
+{
+    if (dt == MPI_DATATYPE_NULL)
+        return bm_mpi_error(comm, MPI_ERR_TYPE, fn, "the datatype is MPI_DATATYPE_NULL");
+    if (dt->magic != BM_MPI_MAGIC_DATATYPE)
+        return bm_mpi_error(comm, MPI_ERR_TYPE, fn,
+                            "the datatype handle %p is not a datatype (freed, or another kind "
+                            "of handle)",
+                            (void *)dt);
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_check_buffer(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, const char *fn)
+{
+    if (buf == NULL && count > 0 && dt->size > 0)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer for %d elements of %s", count,
+                            dt->name);
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_check_tag(MPI_Comm comm, int tag, bool allow_any, const char *fn)
+{
+    if (tag == MPI_ANY_TAG && allow_any)
+        return MPI_SUCCESS;
+    if (tag < 0 || tag > BM_MPI_TAG_UB)
+        return bm_mpi_error(comm, MPI_ERR_TAG, fn, "invalid tag %d (valid tags: 0 to %d%s)", tag,
+                            BM_MPI_TAG_UB, allow_any ? " and MPI_ANY_TAG" : "");
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_check_rank(MPI_Comm comm, int rank, unsigned flags, const char *fn)
+{
+    if (rank >= 0 && rank < comm->size)
+        return MPI_SUCCESS;
+    if (rank == MPI_PROC_NULL && (flags & BM_MPI_RANK_ALLOW_PROC_NULL))
+        return MPI_SUCCESS;
+    if (rank == MPI_ANY_SOURCE && (flags & BM_MPI_RANK_ALLOW_ANY))
+        return MPI_SUCCESS;
+    return bm_mpi_error(comm, MPI_ERR_RANK, fn, "invalid rank %d (communicator %s has %d rank%s)",
+                        rank, bm_mpi_comm_label(comm), comm->size, comm->size == 1 ? "" : "s");
+}
+
+int bm_mpi_check_root(MPI_Comm comm, int root, const char *fn)
+{
+    if (root >= 0 && root < comm->size)
+        return MPI_SUCCESS;
+    return bm_mpi_error(comm, MPI_ERR_ROOT, fn, "invalid root %d (communicator %s has %d rank%s)",
+                        root, bm_mpi_comm_label(comm), comm->size, comm->size == 1 ? "" : "s");
+}
+
+int bm_mpi_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, const char *fn)
+{
+    if (op == MPI_OP_NULL)
+        return bm_mpi_error(comm, MPI_ERR_OP, fn, "the operation is MPI_OP_NULL");
+    if (op->magic != BM_MPI_MAGIC_OP)
+        return bm_mpi_error(comm, MPI_ERR_OP, fn,
+                            "the operation handle %p is not an operation (freed, or another "
+                            "kind of handle)",
+                            (void *)op);
+    if (op == MPI_REPLACE || op == MPI_NO_OP)
+        return bm_mpi_error(comm, MPI_ERR_OP, fn,
+                            "%s is only valid in one-sided accumulate operations", op->name);
+    if (!bm_mpi_op_supports(op, dt))
+        return bm_mpi_error(comm, MPI_ERR_OP, fn, "%s is not defined for datatype %s", op->name,
+                            dt->name);
+    return MPI_SUCCESS;
+}
+
+/* ---- MPI functions ------------------------------------------------------ */
+
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function, MPI_Errhandler *errhandler)
+{
+    static const char fn[] = "MPI_Comm_create_errhandler";
+    struct bm_mpi_errhandler *eh;
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (function == NULL || errhandler == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s",
+                            function == NULL ? "handler function" : "errhandler pointer");
+    eh = calloc(1, sizeof(*eh));
+    if (eh == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
+    eh->magic = BM_MPI_MAGIC_ERRHANDLER;
+    eh->kind = BM_MPI_ERRH_USER;
+    eh->fn = function;
+    eh->refcount = 1;
+    *errhandler = eh;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_create_errhandler);
+
+int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
+{
+    static const char fn[] = "MPI_Comm_set_errhandler";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (!errhandler_valid(errhandler))
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "invalid error handler %p", (void *)errhandler);
+    bm_mpi_errhandler_retain(errhandler);
+    bm_mpi_errhandler_release(comm->errhandler);
+    comm->errhandler = errhandler;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_set_errhandler);
+
+int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
+{
+    static const char fn[] = "MPI_Comm_get_errhandler";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (errhandler == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL errhandler pointer");
+    /* The caller owns a reference and frees it with MPI_Errhandler_free. */
+    bm_mpi_errhandler_retain(comm->errhandler);
+    *errhandler = comm->errhandler;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_get_errhandler);
+
+int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)
+{
+    static const char fn[] = "MPI_Comm_call_errhandler";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    bm_mpi_error(comm, errorcode, fn, "error raised by the application: %s",
+                 errclass_valid(errorcode) ? bm_mpi_errors[errorcode].text : "unknown code");
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_call_errhandler);
+
+int PMPI_Errhandler_free(MPI_Errhandler *errhandler)
+{
+    static const char fn[] = "MPI_Errhandler_free";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (errhandler == NULL || !errhandler_valid(*errhandler))
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "invalid error handler");
+    bm_mpi_errhandler_release(*errhandler);
+    *errhandler = MPI_ERRHANDLER_NULL;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Errhandler_free);
+
+int PMPI_Error_string(int errorcode, char *string, int *resultlen)
+{
+    int n;
+
+    if (string == NULL || resultlen == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Error_string", "NULL output argument");
+    if (errclass_valid(errorcode))
+        n = snprintf(string, MPI_MAX_ERROR_STRING, "%s: %s", bm_mpi_errors[errorcode].name,
+                     bm_mpi_errors[errorcode].text);
+    else
+        n = snprintf(string, MPI_MAX_ERROR_STRING, "MPI_ERR_UNKNOWN: unknown error code %d",
+                     errorcode);
+    *resultlen = n < MPI_MAX_ERROR_STRING ? n : MPI_MAX_ERROR_STRING - 1;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Error_string);
+
+int PMPI_Error_class(int errorcode, int *errorclass)
+{
+    if (errorclass == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Error_class", "NULL errorclass pointer");
+    if (!errclass_valid(errorcode))
+        return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Error_class", "invalid error code %d",
+                            errorcode);
+    /* bitmover's error codes are the classes themselves. */
+    *errorclass = errorcode;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Error_class);

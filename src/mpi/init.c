@@ -1,0 +1,298 @@
+/* MPI start-up and shutdown, and the environment queries that go with them:
+ * MPI_Init and MPI_Init_thread bring up the runtime, check the BM_*
+ * environment variables, set up the predefined communicators and start the
+ * point-to-point layer; MPI_Finalize synchronizes the job and tears it all
+ * down in reverse. Also MPI_Abort, the thread-level queries, the processor
+ * name, version strings, timers and MPI_Alloc_mem. */
+#define BM_LOG_SUBSYS "mpi"
+#include "bm_config.h"
+#include "mpi/mpi_internal.h"
+#include "pml/pml.h"
+#include "runtime/rte.h"
+#include "util/log.h"
+#include "util/params.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum bm_mpi_state bm_mpi_state = BM_MPI_STATE_NOT_INITIALIZED;
+bool bm_mpi_rte_up;
+
+static int thread_level = MPI_THREAD_SINGLE;
+static pthread_t main_thread;
+
+int bm_mpi_thread_level(void)
+{
+    return thread_level;
+}
+
+static int init_common(int required, int *provided, const char *fn)
+{
+    bm_status_t st;
+    int rc;
+
+    if (bm_mpi_state == BM_MPI_STATE_RUNNING)
+        return bm_mpi_error(NULL, MPI_ERR_OTHER, fn,
+                            "MPI is already initialized; MPI_Init and MPI_Init_thread may be "
+                            "called only once per process");
+    if (bm_mpi_state == BM_MPI_STATE_FINALIZED)
+        return bm_mpi_error(NULL, MPI_ERR_OTHER, fn,
+                            "called after MPI_Finalize; MPI cannot be initialized again");
+    if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
+                            "invalid thread level %d (use MPI_THREAD_SINGLE, _FUNNELED, "
+                            "_SERIALIZED or _MULTIPLE)",
+                            required);
+
+    /* MPI_THREAD_MULTIPLE is not provided: the PML takes no locks. The
+     * caller sees SERIALIZED in provided, as the standard asks. */
+    thread_level = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
+    main_thread = pthread_self();
+
+    st = bm_rte_init();
+    if (st != BM_OK)
+        return bm_mpi_error(NULL, bm_mpi_class_of_status(st), fn,
+                            "could not start the runtime: %s (was the program started by "
+                            "bmrun, or alone as one process?)",
+                            bm_status_str(st));
+    bm_mpi_rte_up = true;
+    bm_util_log_set_rank(bm_rte_self()->rank);
+
+    st = bm_util_params_check_env();
+    if (st != BM_OK) {
+        rc = bm_mpi_error(NULL, MPI_ERR_ARG, fn,
+                          "invalid BM_* environment settings (see the messages above); fix or "
+                          "unset them");
+        goto err_rte;
+    }
+    if ((rc = bm_mpi_comm_init()) != MPI_SUCCESS)
+        goto err_rte;
+
+    st = bm_pml_init(thread_level);
+    if (st != BM_OK) {
+        rc = bm_mpi_error(NULL, bm_mpi_class_of_status(st), fn,
+                          "could not start the point-to-point layer: %s (see the messages "
+                          "above)",
+                          bm_status_str(st));
+        goto err_comm;
+    }
+    bm_mpi_state = BM_MPI_STATE_RUNNING;
+    if (required > thread_level)
+        bm_log_info("MPI_THREAD_MULTIPLE requested; providing MPI_THREAD_SERIALIZED");
+    if (provided)
+        *provided = thread_level;
+    return MPI_SUCCESS;
+
+err_comm:
+    bm_mpi_comm_finalize();
+err_rte:
+    bm_mpi_rte_up = false;
+    bm_rte_finalize();
+    return rc;
+}
+
+int PMPI_Init(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    return init_common(MPI_THREAD_SINGLE, NULL, "MPI_Init");
+}
+BM_MPI_ALIAS(Init);
+
+int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    (void)argc;
+    (void)argv;
+    if (provided == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Init_thread", "NULL provided pointer");
+    return init_common(required, provided, "MPI_Init_thread");
+}
+BM_MPI_ALIAS(Init_thread);
+
+int PMPI_Finalize(void)
+{
+    static const char fn[] = "MPI_Finalize";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    /* Finalize is collective: no rank may close its transports while a
+     * peer may still be sending to it. */
+    if ((rc = PMPI_Barrier(MPI_COMM_WORLD)))
+        return rc;
+    bm_pml_finalize();
+    bm_mpi_comm_finalize();
+    bm_mpi_state = BM_MPI_STATE_FINALIZED;
+    bm_mpi_rte_up = false;
+    bm_rte_finalize();
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Finalize);
+
+int PMPI_Initialized(int *flag)
+{
+    if (flag == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Initialized", "NULL flag pointer");
+    *flag = bm_mpi_state != BM_MPI_STATE_NOT_INITIALIZED;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Initialized);
+
+int PMPI_Finalized(int *flag)
+{
+    if (flag == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Finalized", "NULL flag pointer");
+    *flag = bm_mpi_state == BM_MPI_STATE_FINALIZED;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Finalized);
+
+int PMPI_Abort(MPI_Comm comm, int errorcode)
+{
+    char msg[512];
+    /* Exit codes are 8 bits: keep a non-zero code non-zero. */
+    int code = errorcode & 0xff ? errorcode & 0xff : 1;
+
+    (void)comm; /* the whole job ends, whatever the communicator */
+    if (!bm_mpi_rte_up) {
+        fprintf(stderr, "MPI_Abort called with error code %d (outside MPI_Init..MPI_Finalize)\n",
+                errorcode);
+        exit(code);
+    }
+    snprintf(msg, sizeof(msg), "MPI_Abort called on rank %d (host %s) with error code %d",
+             bm_rte_self()->rank, bm_rte_self()->hostname, errorcode);
+    bm_rte_abort(code, msg);
+}
+BM_MPI_ALIAS(Abort);
+
+int PMPI_Query_thread(int *provided)
+{
+    static const char fn[] = "MPI_Query_thread";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (provided == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL provided pointer");
+    *provided = thread_level;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Query_thread);
+
+int PMPI_Is_thread_main(int *flag)
+{
+    static const char fn[] = "MPI_Is_thread_main";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (flag == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL flag pointer");
+    *flag = pthread_equal(pthread_self(), main_thread) != 0;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Is_thread_main);
+
+int PMPI_Get_processor_name(char *name, int *resultlen)
+{
+    static const char fn[] = "MPI_Get_processor_name";
+    int rc, n;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (name == NULL || resultlen == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL output argument");
+    n = snprintf(name, MPI_MAX_PROCESSOR_NAME, "%s", bm_rte_self()->hostname);
+    *resultlen = n < MPI_MAX_PROCESSOR_NAME ? n : MPI_MAX_PROCESSOR_NAME - 1;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Get_processor_name);
+
+int PMPI_Get_version(int *version, int *subversion)
+{
+    if (version == NULL || subversion == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Get_version", "NULL output argument");
+    *version = MPI_VERSION;
+    *subversion = MPI_SUBVERSION;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Get_version);
+
+int PMPI_Get_library_version(char *version, int *resultlen)
+{
+    int n;
+
+    if (version == NULL || resultlen == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Get_library_version", "NULL output argument");
+    n = snprintf(version, MPI_MAX_LIBRARY_VERSION_STRING, "bitmover %s (MPI %d.%d), %s build, %s",
+                 BM_VERSION, MPI_VERSION, MPI_SUBVERSION, BM_BUILD_TYPE, BM_C_COMPILER);
+    *resultlen = n < MPI_MAX_LIBRARY_VERSION_STRING ? n : MPI_MAX_LIBRARY_VERSION_STRING - 1;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Get_library_version);
+
+/* The monotonic clock: never jumps with NTP, and MPI_WTIME_IS_GLOBAL is false. */
+double PMPI_Wtime(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+BM_MPI_ALIAS(Wtime);
+
+double PMPI_Wtick(void)
+{
+    struct timespec ts;
+
+    if (clock_getres(CLOCK_MONOTONIC, &ts) != 0)
+        return 1e-9;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+BM_MPI_ALIAS(Wtick);
+
+int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+{
+    static const char fn[] = "MPI_Alloc_mem";
+    void *p;
+    int rc;
+
+    (void)info; /* no hints are recognized */
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (size < 0)
+        return bm_mpi_error(NULL, MPI_ERR_SIZE, fn, "negative size %ld", (long)size);
+    if (baseptr == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL baseptr");
+    /* Page alignment suits any later registration with an RDMA transport. */
+    if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), size ? (size_t)size : 1) != 0)
+        return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "cannot allocate %ld bytes", (long)size);
+    memcpy(baseptr, &p, sizeof(p));
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Alloc_mem);
+
+int PMPI_Free_mem(void *base)
+{
+    static const char fn[] = "MPI_Free_mem";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    free(base);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Free_mem);
+
+/* Profiling control: bitmover has no built-in profiler, so every level is
+ * accepted and means "as before"; tools that intercept MPI_Pcontrol see it. */
+int PMPI_Pcontrol(const int level, ...)
+{
+    (void)level;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Pcontrol);
