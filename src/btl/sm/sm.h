@@ -1,0 +1,141 @@
+/* Internal declarations of the sm transport (shared memory between the
+ * processes of one node): its configuration, module, endpoints and the
+ * private side of its fragments. The shared layout is in sm_proto.h, the
+ * receive FIFO in sm_fifo.h; README.md explains the design. */
+#ifndef BM_BTL_SM_H
+#define BM_BTL_SM_H
+
+#include "btl/btl.h"
+#include "btl/sm/sm_fifo.h"
+#include "btl/sm/sm_proto.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+extern const struct bm_btl_ops bm_btl_sm_ops;
+
+struct bm_btl_sm_config {
+    size_t eager_limit;   /* payload bytes of a small fragment */
+    size_t max_send_size; /* payload bytes of a large fragment */
+    int eager_frags;      /* small fragments in this process's segment */
+    int max_frags;        /* large fragments */
+    int poll_budget;      /* fragments handled per progress call at most */
+    bool single_copy;     /* offer get/put through process_vm_readv/writev */
+};
+
+enum bm_btl_sm_class {
+    BM_BTL_SM_CLASS_EAGER,
+    BM_BTL_SM_CLASS_MAX,
+    BM_BTL_SM_NCLASS,
+};
+
+/* One local peer. */
+struct bm_btl_sm_endpoint {
+    int rank;
+    pid_t pid;
+    unsigned char *seg; /* the peer's segment, mapped here */
+    size_t seg_size;
+    struct bm_btl_sm_seg_ctl *ctl; /* == seg */
+    int outstanding;               /* our fragments sent to it, not yet back */
+};
+
+/* Private side of one of our fragments (descriptor first: a descriptor
+ * pointer is a fragment pointer). */
+struct bm_btl_sm_frag {
+    struct bm_btl_descriptor des;
+    struct bm_btl_sm_frag_hdr *hdr; /* in our segment */
+    bm_btl_sm_rptr_t rptr;
+    struct bm_btl_sm_endpoint *dest; /* while in flight */
+    uint32_t cap;                    /* payload capacity */
+    uint8_t cls;
+    bool in_flight; /* pushed, not yet returned */
+    bool internal;  /* made by sendi: no callback, back to the pool on return */
+};
+
+/* An RDMA completion waiting for progress (only with ALWAYS_CALLBACK). */
+struct bm_btl_sm_rdma_done {
+    struct bm_btl_sm_rdma_done *next;
+    struct bm_btl_sm_endpoint *ep;
+    bm_btl_rdma_cb_fn cb;
+    void *local_addr;
+    struct bm_btl_reg_handle *local_handle;
+    void *context;
+    void *cbdata;
+};
+
+struct bm_btl_sm_module {
+    struct bm_btl_module super;
+    struct bm_btl_sm_config config;
+    int rank, nprocs;
+    char name[96]; /* shm_open name of our segment */
+    unsigned char *seg;
+    size_t seg_size;
+    struct bm_btl_sm_seg_ctl *ctl;
+    struct bm_btl_sm_fifo_reader reader;
+    int expected_mappers; /* local peers that will map our segment */
+    /* rank -> base address of that rank's segment here (ours included),
+     * NULL for ranks we do not reach. Resolves relative pointers. */
+    unsigned char **bases;
+    struct bm_btl_sm_endpoint **eps; /* rank -> endpoint or NULL */
+    struct bm_btl_sm_frag *frags;    /* every fragment of our segment */
+    uint32_t nfrags;
+    uint32_t *free_stack[BM_BTL_SM_NCLASS]; /* indices of free fragments */
+    uint32_t nfree[BM_BTL_SM_NCLASS];
+    int in_flight; /* fragments pushed and not yet returned */
+    bool cma_ok;   /* process_vm_readv worked towards every peer */
+    struct bm_btl_sm_rdma_done *rdma_head, *rdma_tail;
+};
+
+extern struct bm_btl_sm_module *bm_btl_sm_module;
+
+/* Address here of the fragment a relative pointer names (a bm_btl_sm_resolve_fn). */
+static inline struct bm_btl_sm_frag_hdr *bm_btl_sm_resolve(void *ctx, bm_btl_sm_rptr_t p)
+{
+    struct bm_btl_sm_module *sm = ctx;
+    return (struct bm_btl_sm_frag_hdr *)(sm->bases[bm_btl_sm_rptr_rank(p)] +
+                                         bm_btl_sm_rptr_offset(p));
+}
+
+/* sm_segment.c */
+bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm);
+bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
+                                     const struct bm_btl_sm_card *card,
+                                     struct bm_btl_sm_endpoint *ep);
+void bm_btl_sm_segment_detach(struct bm_btl_sm_endpoint *ep);
+void bm_btl_sm_segment_destroy(struct bm_btl_sm_module *sm);
+
+/* sm_send.c */
+struct bm_btl_descriptor *bm_btl_sm_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                          uint8_t order, size_t size, uint32_t flags);
+void bm_btl_sm_free(struct bm_btl_module *m, struct bm_btl_descriptor *des);
+struct bm_btl_descriptor *bm_btl_sm_prepare_src(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                                const void *data, size_t reserve, size_t *size,
+                                                uint8_t order, uint32_t flags);
+int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                   struct bm_btl_descriptor *des, bm_btl_tag_t tag);
+int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
+                    size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
+                    uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
+/* Handle what arrived on our FIFO (at most budget fragments). */
+int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget);
+
+/* sm_rdma.c */
+bool bm_btl_sm_cma_probe(struct bm_btl_sm_endpoint *ep, uint64_t remote_seg_addr);
+int bm_btl_sm_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                  uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                  const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                  uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                  uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                  const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                  uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+struct bm_btl_reg_handle *bm_btl_sm_register_mem(struct bm_btl_module *m,
+                                                 struct bm_btl_endpoint *ep, void *base,
+                                                 size_t size, uint32_t reg_flags);
+bm_status_t bm_btl_sm_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
+bm_status_t bm_btl_sm_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
+int bm_btl_sm_rdma_progress(struct bm_btl_sm_module *sm, int status);
+
+#endif

@@ -1,0 +1,345 @@
+/* The sm transport's component and module: tunables, start-up (one segment
+ * per process, published in the modex as a struct bm_btl_sm_card), finding
+ * and mapping the local peers in add_procs, the progress loop, and
+ * tear-down. Sends and receives are in sm_send.c, single-copy get/put in
+ * sm_rdma.c, the segment files in sm_segment.c. */
+#define BM_LOG_SUBSYS "btl/sm"
+#include "btl/sm/sm.h"
+#include "runtime/rte.h"
+#include "util/log.h"
+#include "util/params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SM_MODEX_KEY "btl.sm"
+
+struct sm_params {
+    struct bm_btl_sm_config c;
+    size_t single_copy_min;
+};
+
+static const struct bm_param sm_params[] = {
+    {"BM_BTL_SM_EAGER_LIMIT", BM_PARAM_SIZE, "4k", 64, 1LL << 20, NULL,
+     "Largest eager message (PML header included) between processes of one node; also the "
+     "payload size of the small fragments.",
+     offsetof(struct sm_params, c.eager_limit), 0},
+    {"BM_BTL_SM_MAX_SEND_SIZE", BM_PARAM_SIZE, "32k", 64, 1LL << 24, NULL,
+     "Payload size of the large fragments: the largest single send between processes of one "
+     "node.",
+     offsetof(struct sm_params, c.max_send_size), 0},
+    {"BM_BTL_SM_EAGER_FRAGS", BM_PARAM_INT, "256", 2, 1 << 16, NULL,
+     "Small fragments in each process's shared segment: how many small sends can be in flight "
+     "from one process before it waits for receivers.",
+     offsetof(struct sm_params, c.eager_frags), 0},
+    {"BM_BTL_SM_MAX_FRAGS", BM_PARAM_INT, "64", 2, 1 << 16, NULL,
+     "Large fragments in each process's shared segment.", offsetof(struct sm_params, c.max_frags),
+     0},
+    {"BM_BTL_SM_POLL_BUDGET", BM_PARAM_INT, "64", 1, 1 << 20, NULL,
+     "Most fragments handled by one progress call, so that one busy sender cannot starve the "
+     "rest of the progress engine.",
+     offsetof(struct sm_params, c.poll_budget), 0},
+    {"BM_BTL_SM_SINGLE_COPY", BM_PARAM_BOOL, "1", 0, 0, NULL,
+     "Offer get/put with process_vm_readv/writev (one copy, straight between the processes' "
+     "buffers) when the kernel allows it. Turn off to force copying through shared memory.",
+     offsetof(struct sm_params, c.single_copy), 0},
+    {"BM_BTL_SM_SINGLE_COPY_MIN", BM_PARAM_SIZE, "32k", 0, 0, NULL,
+     "Messages smaller than this are copied through shared memory even when single copy is "
+     "possible (tells the PML where its RDMA protocols start).",
+     offsetof(struct sm_params, single_copy_min), 0},
+};
+static const struct bm_param_table sm_table = {"btl/sm", sm_params, BM_PARAM_COUNT(sm_params)};
+BM_PARAM_TABLE_REGISTER(sm_table);
+
+struct bm_btl_sm_module *bm_btl_sm_module;
+static struct bm_btl_module *sm_modules[1];
+/* Endpoints stay allocated (and their segments mapped) until finalize, even
+ * after del_procs, so a fragment still in a FIFO never points at freed memory. */
+static struct bm_btl_sm_endpoint **sm_all_eps;
+
+static bm_status_t sm_query(char *why, size_t whylen)
+{
+    if (access("/dev/shm", W_OK | X_OK) != 0) {
+        snprintf(why, whylen, "/dev/shm is missing or not writable");
+        return BM_ERR_NOT_AVAILABLE;
+    }
+    return BM_OK;
+}
+
+static bm_status_t sm_frags_init(struct bm_btl_sm_module *sm)
+{
+    struct bm_btl_sm_seg_ctl *ctl = sm->ctl;
+    sm->nfrags = ctl->frag_count[0] + ctl->frag_count[1];
+    sm->frags = calloc(sm->nfrags, sizeof(*sm->frags));
+    if (!sm->frags)
+        return BM_ERR_NO_MEMORY;
+    uint32_t idx = 0;
+    for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
+        sm->free_stack[c] = calloc(ctl->frag_count[c], sizeof(uint32_t));
+        if (!sm->free_stack[c])
+            return BM_ERR_NO_MEMORY;
+        size_t cap = c == BM_BTL_SM_CLASS_EAGER ? sm->config.eager_limit : sm->config.max_send_size;
+        for (uint32_t i = 0; i < ctl->frag_count[c]; i++, idx++) {
+            uint64_t off = ctl->frags_offset[c] + (uint64_t)i * ctl->frag_stride[c];
+            struct bm_btl_sm_frag *f = &sm->frags[idx];
+            f->hdr = (struct bm_btl_sm_frag_hdr *)(sm->seg + off);
+            f->rptr = bm_btl_sm_rptr(sm->rank, off);
+            f->cap = (uint32_t)cap;
+            f->cls = (uint8_t)c;
+            f->hdr->self = f->rptr;
+            f->hdr->index = idx;
+            f->hdr->cls = (uint8_t)c;
+            f->hdr->src = sm->rank;
+            /* Pushed in reverse so that the lowest (first-touched) fragments go out first. */
+            sm->free_stack[c][ctl->frag_count[c] - 1 - i] = idx;
+        }
+        sm->nfree[c] = ctl->frag_count[c];
+    }
+    return BM_OK;
+}
+
+static void sm_module_free(struct bm_btl_sm_module *sm)
+{
+    for (int c = 0; c < BM_BTL_SM_NCLASS; c++)
+        free(sm->free_stack[c]);
+    free(sm->frags);
+    free(sm->bases);
+    free(sm->eps);
+    free(sm_all_eps);
+    sm_all_eps = NULL;
+    free(sm);
+}
+
+static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_module ***modules_out,
+                           int *count_out)
+{
+    (void)args;
+    const struct bm_rte_proc *self = bm_rte_self();
+    *modules_out = sm_modules;
+    *count_out = 0;
+    /* Nobody to share memory with: no segment, no module, no progress cost. */
+    if (self->local_size <= 1)
+        return BM_OK;
+    struct sm_params p;
+    bm_status_t rc = bm_util_params_load(&sm_table, &p);
+    if (rc != BM_OK)
+        return rc;
+    if (p.c.eager_limit > p.c.max_send_size) {
+        bm_log_warn("BM_BTL_SM_EAGER_LIMIT (%zu) is larger than BM_BTL_SM_MAX_SEND_SIZE (%zu); "
+                    "using %zu for both",
+                    p.c.eager_limit, p.c.max_send_size, p.c.max_send_size);
+        p.c.eager_limit = p.c.max_send_size;
+    }
+    struct bm_btl_sm_module *sm = calloc(1, sizeof(*sm));
+    if (!sm)
+        return BM_ERR_NO_MEMORY;
+    sm->config = p.c;
+    sm->rank = self->rank;
+    sm->nprocs = self->size;
+    sm->bases = calloc((size_t)self->size, sizeof(*sm->bases));
+    sm->eps = calloc((size_t)self->size, sizeof(*sm->eps));
+    sm_all_eps = calloc((size_t)self->size, sizeof(*sm_all_eps));
+    if (!sm->bases || !sm->eps || !sm_all_eps) {
+        rc = BM_ERR_NO_MEMORY;
+        goto err_free;
+    }
+    rc = bm_btl_sm_segment_create(sm);
+    if (rc != BM_OK)
+        goto err_free;
+    sm->bases[sm->rank] = sm->seg;
+    rc = sm_frags_init(sm);
+    if (rc != BM_OK)
+        goto err_segment;
+
+    struct bm_btl_sm_card card = {
+        .magic = BM_BTL_SM_MAGIC,
+        .version = BM_BTL_SM_VERSION,
+        .pid = (int32_t)getpid(),
+        .size = sm->seg_size,
+        .seg_addr = (uint64_t)(uintptr_t)sm->seg,
+    };
+    snprintf(card.name, sizeof(card.name), "%s", sm->name);
+    rc = bm_rte_modex_put(SM_MODEX_KEY, &card, sizeof(card));
+    if (rc != BM_OK) {
+        bm_log_error("cannot publish the sm address card in the modex: %s", bm_status_str(rc));
+        goto err_segment;
+    }
+
+    struct bm_btl_module *m = &sm->super;
+    m->ops = &bm_btl_sm_ops;
+    snprintf(m->name, sizeof(m->name), "sm");
+    /* PUT and GET are added by add_procs once single copy is known to work. */
+    m->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED;
+    m->atomic_flags = 0;
+    m->exclusivity = BM_BTL_EXCL_SM;
+    m->latency = 1;
+    m->bandwidth = 40000;
+    m->eager_limit = p.c.eager_limit;
+    m->rndv_eager_limit = p.c.eager_limit;
+    m->max_send_size = p.c.max_send_size;
+    m->rdma_pipeline_send_length = 0;
+    m->rdma_pipeline_frag_size = SIZE_MAX;
+    m->min_rdma_pipeline_size = p.single_copy_min;
+    m->put_limit = SIZE_MAX;
+    m->put_alignment = 1;
+    m->get_limit = SIZE_MAX;
+    m->get_alignment = 1;
+    m->reg_handle_size = 0;
+    bm_btl_sm_module = sm;
+    sm_modules[0] = m;
+    *count_out = 1;
+    return BM_OK;
+
+err_segment:
+    bm_btl_sm_segment_destroy(sm);
+err_free:
+    sm_module_free(sm);
+    return rc;
+}
+
+static int sm_progress(void)
+{
+    struct bm_btl_sm_module *sm = bm_btl_sm_module;
+    if (!sm)
+        return 0;
+    int n = 0;
+    if (sm->rdma_head)
+        n += bm_btl_sm_rdma_progress(sm, BM_OK);
+    if (bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader))
+        n += bm_btl_sm_poll_fifo(sm, sm->config.poll_budget);
+    return n;
+}
+
+static void sm_finalize(void)
+{
+    struct bm_btl_sm_module *sm = bm_btl_sm_module;
+    if (!sm)
+        return;
+    bm_btl_sm_rdma_progress(sm, BM_ERR_CANCELED);
+    /* Whatever the receivers did not give back is reported as cancelled; the
+     * segment goes away with it, so nothing is returned to the pool. */
+    for (uint32_t i = 0; i < sm->nfrags; i++) {
+        struct bm_btl_sm_frag *f = &sm->frags[i];
+        if (!f->in_flight || f->internal)
+            continue;
+        f->in_flight = false;
+        if (f->des.cbfunc)
+            f->des.cbfunc(&sm->super, (struct bm_btl_endpoint *)f->dest, &f->des, BM_ERR_CANCELED);
+    }
+    if (sm->in_flight)
+        bm_log_debug("finalize with %d fragments still at receivers", sm->in_flight);
+    for (int r = 0; r < sm->nprocs; r++) {
+        if (!sm_all_eps[r])
+            continue;
+        bm_btl_sm_segment_detach(sm_all_eps[r]);
+        free(sm_all_eps[r]);
+    }
+    bm_btl_sm_segment_destroy(sm);
+    bm_btl_sm_module = NULL;
+    sm_modules[0] = NULL;
+    sm_module_free(sm);
+}
+
+/* ---- peers ------------------------------------------------------------------ */
+
+static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                struct bm_btl_endpoint **endpoints_out,
+                                struct bm_util_bitmap *reachable)
+{
+    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
+    int my_node = bm_rte_node_of(sm->rank);
+    bool cma = sm->config.single_copy;
+    int reached = 0;
+    for (int i = 0; i < nprocs; i++) {
+        int r = ranks[i];
+        if (r == sm->rank || r < 0 || r >= sm->nprocs || bm_rte_node_of(r) != my_node)
+            continue;
+        if (sm_all_eps[r]) { /* added before */
+            sm->eps[r] = sm_all_eps[r];
+            endpoints_out[i] = (struct bm_btl_endpoint *)sm_all_eps[r];
+            bm_util_bitmap_set(reachable, (size_t)i);
+            reached++;
+            continue;
+        }
+        const void *data = NULL;
+        size_t len = 0;
+        if (bm_rte_modex_get(r, SM_MODEX_KEY, &data, &len) != BM_OK) {
+            bm_log_debug("rank %d published no sm address (sm not selected there)", r);
+            continue;
+        }
+        struct bm_btl_sm_card card;
+        if (len != sizeof(card)) {
+            bm_log_warn("rank %d published an sm address of %zu bytes, expected %zu (a "
+                        "different bitmover version?); not using sm to reach it",
+                        r, len, sizeof(card));
+            continue;
+        }
+        memcpy(&card, data, sizeof(card));
+        if (card.magic != BM_BTL_SM_MAGIC || card.version != BM_BTL_SM_VERSION) {
+            bm_log_warn("rank %d runs sm protocol version %u, this process %u; not using sm to "
+                        "reach it",
+                        r, card.version, BM_BTL_SM_VERSION);
+            continue;
+        }
+        struct bm_btl_sm_endpoint *ep = calloc(1, sizeof(*ep));
+        if (!ep)
+            return BM_ERR_NO_MEMORY;
+        if (bm_btl_sm_segment_attach(sm, r, &card, ep) != BM_OK) {
+            free(ep);
+            continue;
+        }
+        if (cma && !bm_btl_sm_cma_probe(ep, card.seg_addr))
+            cma = false;
+        sm_all_eps[r] = ep;
+        sm->eps[r] = ep;
+        endpoints_out[i] = (struct bm_btl_endpoint *)ep;
+        bm_util_bitmap_set(reachable, (size_t)i);
+        reached++;
+    }
+    sm->cma_ok = cma && reached > 0;
+    if (sm->cma_ok)
+        m->caps |= BM_BTL_CAP_GET | BM_BTL_CAP_PUT;
+    else
+        m->caps &= ~(BM_BTL_CAP_GET | BM_BTL_CAP_PUT);
+    bm_log_debug("reaches %d local peers; single copy %s", reached, sm->cma_ok ? "on" : "off");
+    return BM_OK;
+}
+
+static bm_status_t sm_del_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                struct bm_btl_endpoint **endpoints)
+{
+    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
+    (void)endpoints;
+    for (int i = 0; i < nprocs; i++)
+        if (ranks[i] >= 0 && ranks[i] < sm->nprocs)
+            sm->eps[ranks[i]] = NULL;
+    return BM_OK;
+}
+
+const struct bm_btl_ops bm_btl_sm_ops = {
+    .name = "sm",
+    .description = "shared memory between processes of one node (copy-in/copy-out fragments, "
+                   "single-copy get/put with process_vm_readv)",
+    .params = &sm_table,
+    .query = sm_query,
+    .init = sm_init,
+    .progress = sm_progress,
+    .finalize = sm_finalize,
+    .add_procs = sm_add_procs,
+    .del_procs = sm_del_procs,
+    .alloc = bm_btl_sm_alloc,
+    .free = bm_btl_sm_free,
+    .prepare_src = bm_btl_sm_prepare_src,
+    .send = bm_btl_sm_send,
+    .sendi = bm_btl_sm_sendi,
+    .put = bm_btl_sm_put,
+    .get = bm_btl_sm_get,
+    .atomic_op = NULL,
+    .atomic_fop = NULL,
+    .atomic_cswap = NULL,
+    .register_mem = bm_btl_sm_register_mem,
+    .deregister_mem = bm_btl_sm_deregister_mem,
+    .flush = bm_btl_sm_flush,
+};

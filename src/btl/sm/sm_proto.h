@@ -1,0 +1,106 @@
+/* The shared-memory layout of the sm transport: what one process's segment
+ * (/dev/shm/bm-<jobid>-sm-<rank>) holds, field by field, and the address
+ * card each process publishes in the modex ("btl.sm"). Every other local
+ * process maps the segment; structures here are read and written by several
+ * processes at once, so every field shared across processes is either
+ * written once before the segment is published or is a C11 atomic, and
+ * fields written by different processes sit on different cache lines.
+ *
+ * Pointers never cross processes (each maps a segment at its own address):
+ * a fragment is named by a relative pointer, rptr = (owner rank + 1) << 40 |
+ * offset of the fragment in the owner's segment; 0 means "none". */
+#ifndef BM_BTL_SM_PROTO_H
+#define BM_BTL_SM_PROTO_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define BM_BTL_SM_CACHELINE 64
+#define BM_BTL_SM_MAGIC     0x6765732d6d736d62ull /* "bmsm-seg" */
+#define BM_BTL_SM_VERSION   1u
+
+typedef uint64_t bm_btl_sm_rptr_t;
+#define BM_BTL_SM_RPTR_NONE  ((bm_btl_sm_rptr_t)0)
+#define BM_BTL_SM_RPTR_SHIFT 40
+#define BM_BTL_SM_RPTR_MASK  ((UINT64_C(1) << BM_BTL_SM_RPTR_SHIFT) - 1)
+
+static inline bm_btl_sm_rptr_t bm_btl_sm_rptr(int owner_rank, uint64_t offset)
+{
+    return ((uint64_t)(owner_rank + 1) << BM_BTL_SM_RPTR_SHIFT) | offset;
+}
+static inline int bm_btl_sm_rptr_rank(bm_btl_sm_rptr_t p)
+{
+    return (int)(p >> BM_BTL_SM_RPTR_SHIFT) - 1;
+}
+static inline uint64_t bm_btl_sm_rptr_offset(bm_btl_sm_rptr_t p)
+{
+    return p & BM_BTL_SM_RPTR_MASK;
+}
+
+/* Receive FIFO of one process (multi-producer, single-consumer linked list
+ * of fragments, see sm_fifo.h). It lives in the receiver's segment. */
+struct bm_btl_sm_fifo {
+    /* First fragment to deliver. Written by the receiver when it pops, and
+     * by a sender only when it appends to an empty FIFO. */
+    alignas(BM_BTL_SM_CACHELINE) _Atomic uint64_t head;
+    /* Last fragment. Every sender swaps itself in here; on its own line so
+     * senders appending do not disturb the receiver polling head. */
+    alignas(BM_BTL_SM_CACHELINE) _Atomic uint64_t tail;
+};
+
+/* Start of every segment. All fields but mapped and fifo are written by the
+ * owner before it publishes its address card and never change. */
+struct bm_btl_sm_seg_ctl {
+    alignas(BM_BTL_SM_CACHELINE) uint64_t magic; /* BM_BTL_SM_MAGIC: a mapped file is ours */
+    uint32_t version;                            /* BM_BTL_SM_VERSION */
+    int32_t rank;                                /* owner's rank */
+    int32_t pid;                                 /* owner's process id */
+    uint32_t nclass;                             /* fragment size classes (2) */
+    uint64_t size;                               /* bytes of the whole segment */
+    uint64_t frags_offset[2];                    /* start of each class's fragments */
+    uint64_t frag_stride[2];                     /* bytes per fragment, header included */
+    uint32_t frag_count[2];                      /* fragments of each class */
+    /* Local peers that have mapped this segment; the one that completes the
+     * count unlinks the file (the mapping survives). Own cache line: written
+     * by peers once, at start-up. */
+    alignas(BM_BTL_SM_CACHELINE) _Atomic uint32_t mapped;
+    struct bm_btl_sm_fifo fifo; /* fragments sent to the owner, and its own coming back */
+};
+
+/* Fragment header, at the start of every fragment in the sender's segment;
+ * the payload follows at the next cache line. */
+struct bm_btl_sm_frag_hdr {
+    /* Next fragment in whichever FIFO holds this one (rptr). */
+    _Atomic uint64_t next;
+    bm_btl_sm_rptr_t self; /* this fragment's own rptr, to give it back */
+    uint32_t len;          /* payload bytes */
+    uint32_t index;        /* slot in the sender's private fragment table */
+    int32_t src;           /* sender's rank */
+    uint8_t tag;           /* receive callback to run */
+    uint8_t flags;         /* BM_BTL_SM_FRAG_F_* */
+    uint8_t cls;           /* size class */
+    uint8_t pad0;
+    uint8_t pad[32];
+};
+#define BM_BTL_SM_FRAG_F_RETURN 0x1u /* delivered; on its way home to the sender */
+
+/* What each process publishes in the modex under "btl.sm". */
+struct bm_btl_sm_card {
+    uint64_t magic;    /* BM_BTL_SM_MAGIC */
+    uint32_t version;  /* BM_BTL_SM_VERSION */
+    int32_t pid;       /* for process_vm_readv/writev (single copy) */
+    uint64_t size;     /* segment bytes to map */
+    uint64_t seg_addr; /* where the owner mapped it: a known address for the CMA probe */
+    char name[96];     /* shm_open name, "/bm-<jobid>-sm-<rank>" */
+};
+
+_Static_assert(sizeof(struct bm_btl_sm_fifo) == 2 * BM_BTL_SM_CACHELINE, "fifo: two lines");
+_Static_assert(sizeof(struct bm_btl_sm_frag_hdr) == BM_BTL_SM_CACHELINE, "frag header: one line");
+_Static_assert(sizeof(struct bm_btl_sm_seg_ctl) == 5 * BM_BTL_SM_CACHELINE,
+               "ctl: two lines of constants, mapped, fifo head, fifo tail");
+_Static_assert(sizeof(struct bm_btl_sm_card) == 128, "card size");
+_Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic word size");
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "cross-process atomics must be lock-free");
+
+#endif

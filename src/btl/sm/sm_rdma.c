@@ -1,0 +1,162 @@
+/* Single-copy get and put for the sm transport through cross-memory attach
+ * (process_vm_readv / process_vm_writev): the data moves straight between
+ * the two processes' own buffers, with no fragment in between. The kernel
+ * allows it only between processes of the same user that are dumpable, so
+ * add_procs probes it once per peer (reading the peer's segment header at
+ * the address it published) and the module advertises BM_BTL_CAP_GET and
+ * BM_BTL_CAP_PUT only when every probe worked. Operations complete before
+ * the call returns (BM_BTL_DONE); a callback asked for with
+ * BM_BTL_DES_F_ALWAYS_CALLBACK runs from the next progress or flush call.
+ * Remote addresses are plain virtual addresses of the peer; no registration
+ * is needed (reg_handle_size 0). */
+#define BM_LOG_SUBSYS "btl/sm"
+#include "btl/sm/sm.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+static struct bm_btl_reg_handle sm_dummy_handle;
+
+bool bm_btl_sm_cma_probe(struct bm_btl_sm_endpoint *ep, uint64_t remote_seg_addr)
+{
+    uint64_t magic = 0;
+    struct iovec local = {&magic, sizeof(magic)};
+    struct iovec remote = {(void *)(uintptr_t)remote_seg_addr, sizeof(magic)};
+    ssize_t n = process_vm_readv(ep->pid, &local, 1, &remote, 1, 0);
+    if (n == (ssize_t)sizeof(magic) && magic == BM_BTL_SM_MAGIC)
+        return true;
+    bm_log_info("single copy (process_vm_readv) to rank %d (pid %d) is not possible: %s; sm "
+                "will copy through shared memory instead (processes of different users, or "
+                "not dumpable)",
+                ep->rank, (int)ep->pid, n < 0 ? strerror(errno) : "unexpected data");
+    return false;
+}
+
+/* Move size bytes, looping over partial transfers (the kernel may stop at
+ * a page boundary). */
+static int sm_cma_move(struct bm_btl_sm_endpoint *ep, void *local_addr, uint64_t remote_addr,
+                       size_t size, bool write)
+{
+    size_t done = 0;
+    while (done < size) {
+        struct iovec local = {(unsigned char *)local_addr + done, size - done};
+        struct iovec remote = {(void *)(uintptr_t)(remote_addr + done), size - done};
+        ssize_t n = write ? process_vm_writev(ep->pid, &local, 1, &remote, 1, 0)
+                          : process_vm_readv(ep->pid, &local, 1, &remote, 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int err = n < 0 ? errno : EFAULT;
+            bm_log_ratelimited(
+                BM_LOG_ERROR, "%s of %zu bytes at 0x%llx in rank %d (pid %d) failed: %s",
+                write ? "process_vm_writev" : "process_vm_readv", size - done,
+                (unsigned long long)(remote_addr + done), ep->rank, (int)ep->pid, strerror(err));
+            if (err == ESRCH)
+                return BM_ERR_PEER_GONE;
+            return err == EFAULT ? BM_ERR_BAD_PARAM : BM_ERR_LINK_DOWN;
+        }
+        done += (size_t)n;
+    }
+    return BM_OK;
+}
+
+static int sm_rdma_complete(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep,
+                            uint32_t flags, bm_btl_rdma_cb_fn cb, void *local_addr,
+                            struct bm_btl_reg_handle *local_handle, void *context, void *cbdata)
+{
+    if (!(flags & BM_BTL_DES_F_ALWAYS_CALLBACK) || !cb)
+        return BM_BTL_DONE;
+    struct bm_btl_sm_rdma_done *d = malloc(sizeof(*d));
+    if (!d) {
+        cb(&sm->super, (struct bm_btl_endpoint *)ep, local_addr, local_handle, context, cbdata,
+           BM_OK);
+        return BM_BTL_DONE;
+    }
+    *d = (struct bm_btl_sm_rdma_done){NULL, ep, cb, local_addr, local_handle, context, cbdata};
+    if (sm->rdma_tail)
+        sm->rdma_tail->next = d;
+    else
+        sm->rdma_head = d;
+    sm->rdma_tail = d;
+    return BM_BTL_DONE;
+}
+
+int bm_btl_sm_rdma_progress(struct bm_btl_sm_module *sm, int status)
+{
+    int n = 0;
+    struct bm_btl_sm_rdma_done *d = sm->rdma_head;
+    sm->rdma_head = sm->rdma_tail = NULL;
+    while (d) {
+        struct bm_btl_sm_rdma_done *next = d->next;
+        d->cb(&sm->super, (struct bm_btl_endpoint *)d->ep, d->local_addr, d->local_handle,
+              d->context, d->cbdata, status);
+        free(d);
+        d = next;
+        n++;
+    }
+    return n;
+}
+
+int bm_btl_sm_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                  uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                  const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                  uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    (void)remote_handle;
+    (void)order;
+    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
+    struct bm_btl_sm_endpoint *e = (struct bm_btl_sm_endpoint *)ep;
+    if (!sm->cma_ok)
+        return BM_ERR_NOT_AVAILABLE;
+    int rc = sm_cma_move(e, local_addr, remote_addr, size, true);
+    if (rc != BM_OK)
+        return rc;
+    return sm_rdma_complete(sm, e, flags, cb, local_addr, local_handle, context, cbdata);
+}
+
+int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                  uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                  const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                  uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    (void)remote_handle;
+    (void)order;
+    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
+    struct bm_btl_sm_endpoint *e = (struct bm_btl_sm_endpoint *)ep;
+    if (!sm->cma_ok)
+        return BM_ERR_NOT_AVAILABLE;
+    int rc = sm_cma_move(e, local_addr, remote_addr, size, false);
+    if (rc != BM_OK)
+        return rc;
+    return sm_rdma_complete(sm, e, flags, cb, local_addr, local_handle, context, cbdata);
+}
+
+struct bm_btl_reg_handle *bm_btl_sm_register_mem(struct bm_btl_module *m,
+                                                 struct bm_btl_endpoint *ep, void *base,
+                                                 size_t size, uint32_t reg_flags)
+{
+    (void)m;
+    (void)ep;
+    (void)base;
+    (void)size;
+    (void)reg_flags;
+    return &sm_dummy_handle;
+}
+
+bm_status_t bm_btl_sm_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle)
+{
+    (void)m;
+    (void)handle;
+    return BM_OK;
+}
+
+/* Transfers are done when their call returns; only queued callbacks remain. */
+bm_status_t bm_btl_sm_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
+{
+    (void)ep;
+    bm_btl_sm_rdma_progress((struct bm_btl_sm_module *)m, BM_OK);
+    return BM_OK;
+}

@@ -1,0 +1,202 @@
+/* The shared segments of the sm transport: creating this process's segment
+ * (/dev/shm/bm-<jobid>-sm-<rank>, mode 0600, laid out as sm_proto.h says),
+ * mapping the segments of local peers, and removing the file as early as
+ * possible. The name disappears as soon as every local peer has mapped the
+ * segment (the mappings live on), so a crash after start-up leaves nothing
+ * in /dev/shm; before that point, bm_rte_at_exit removes it on normal exit
+ * and on abort, and bmrun removes bm-<jobid>-* after a rank was killed. */
+#define BM_LOG_SUBSYS "btl/sm"
+#include "btl/sm/sm.h"
+#include "runtime/rte.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The name to remove at exit; static so the handler never sees freed memory. */
+static char sm_segment_exit_name[96];
+static bool sm_segment_exit_registered;
+
+static void sm_segment_unlink_at_exit(void *arg)
+{
+    (void)arg;
+    if (sm_segment_exit_name[0]) {
+        shm_unlink(sm_segment_exit_name);
+        sm_segment_exit_name[0] = '\0';
+    }
+}
+
+static size_t sm_round_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
+{
+    const struct bm_rte_proc *self = bm_rte_self();
+    const size_t line = BM_BTL_SM_CACHELINE;
+    size_t payload[BM_BTL_SM_NCLASS] = {sm->config.eager_limit, sm->config.max_send_size};
+    uint32_t count[BM_BTL_SM_NCLASS] = {(uint32_t)sm->config.eager_frags,
+                                        (uint32_t)sm->config.max_frags};
+    size_t off = sizeof(struct bm_btl_sm_seg_ctl);
+    size_t stride[BM_BTL_SM_NCLASS], start[BM_BTL_SM_NCLASS];
+    for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
+        stride[c] = sizeof(struct bm_btl_sm_frag_hdr) + sm_round_up(payload[c], line);
+        start[c] = off;
+        off += stride[c] * count[c];
+    }
+    size_t size = sm_round_up(off, (size_t)sysconf(_SC_PAGESIZE));
+    if (off >= BM_BTL_SM_RPTR_MASK) {
+        bm_log_error("the shared-memory segment would be %zu bytes, more than the %llu a "
+                     "fragment address can name; lower BM_BTL_SM_EAGER_FRAGS, "
+                     "BM_BTL_SM_MAX_FRAGS or BM_BTL_SM_MAX_SEND_SIZE",
+                     off, (unsigned long long)BM_BTL_SM_RPTR_MASK);
+        return BM_ERR_BAD_PARAM;
+    }
+
+    snprintf(sm->name, sizeof(sm->name), "/bm-%s-sm-%d", self->jobid, self->rank);
+    int fd = shm_open(sm->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 && errno == EEXIST) {
+        /* Left by an earlier job that was given the same id and crashed
+         * beyond bmrun's reach: it cannot be in use by this job yet. */
+        bm_log_warn("removing stale shared-memory file /dev/shm%s left by an earlier job",
+                    sm->name);
+        shm_unlink(sm->name);
+        fd = shm_open(sm->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    }
+    if (fd < 0) {
+        bm_log_error("cannot create shared-memory file /dev/shm%s on %s: %s. Check that /dev/shm "
+                     "is mounted and writable, or leave sm out with BM_BTL=^sm",
+                     sm->name, self->hostname, strerror(errno));
+        return BM_ERR_SYSTEM;
+    }
+    snprintf(sm_segment_exit_name, sizeof(sm_segment_exit_name), "%s", sm->name);
+    if (!sm_segment_exit_registered) {
+        bm_rte_at_exit(sm_segment_unlink_at_exit, NULL);
+        sm_segment_exit_registered = true;
+    }
+    /* posix_fallocate reserves the pages now, so a full /dev/shm is an error
+     * here instead of a SIGBUS in the middle of a send. */
+    int err = posix_fallocate(fd, 0, (off_t)size);
+    if (err != 0) {
+        bm_log_error("cannot size shared-memory file /dev/shm%s to %zu bytes on %s: %s. /dev/shm "
+                     "may be full (df /dev/shm); lower BM_BTL_SM_EAGER_FRAGS / "
+                     "BM_BTL_SM_MAX_FRAGS or leave sm out with BM_BTL=^sm",
+                     sm->name, size, self->hostname, strerror(err));
+        close(fd);
+        goto err_unlink;
+    }
+    void *seg = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (seg == MAP_FAILED) {
+        bm_log_error("cannot map shared-memory file /dev/shm%s (%zu bytes) on %s: %s", sm->name,
+                     size, self->hostname, strerror(errno));
+        goto err_unlink;
+    }
+    sm->seg = seg;
+    sm->seg_size = size;
+    sm->ctl = seg;
+    struct bm_btl_sm_seg_ctl *ctl = sm->ctl;
+    ctl->magic = BM_BTL_SM_MAGIC;
+    ctl->version = BM_BTL_SM_VERSION;
+    ctl->rank = self->rank;
+    ctl->pid = (int32_t)getpid();
+    ctl->nclass = BM_BTL_SM_NCLASS;
+    ctl->size = size;
+    for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
+        ctl->frags_offset[c] = start[c];
+        ctl->frag_stride[c] = stride[c];
+        ctl->frag_count[c] = count[c];
+    }
+    atomic_store_explicit(&ctl->mapped, 0, memory_order_relaxed);
+    bm_btl_sm_fifo_init(&ctl->fifo);
+    bm_log_debug("created /dev/shm%s: %zu bytes, %u + %u fragments", sm->name, size, count[0],
+                 count[1]);
+    return BM_OK;
+
+err_unlink:
+    shm_unlink(sm->name);
+    sm_segment_exit_name[0] = '\0';
+    return BM_ERR_SYSTEM;
+}
+
+bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
+                                     const struct bm_btl_sm_card *card,
+                                     struct bm_btl_sm_endpoint *ep)
+{
+    const struct bm_rte_proc *self = bm_rte_self();
+    char name[sizeof(card->name) + 1];
+    memcpy(name, card->name, sizeof(card->name));
+    name[sizeof(card->name)] = '\0';
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        bm_log_error("rank %d on %s cannot open rank %d's shared-memory file /dev/shm%s: %s. It "
+                     "may have been removed by a cleanup while the job was starting; sm will not "
+                     "be used to reach that rank",
+                     self->rank, self->hostname, rank, name, strerror(errno));
+        return BM_ERR_UNREACHABLE;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < card->size) {
+        bm_log_error("rank %d's shared-memory file /dev/shm%s is smaller than announced "
+                     "(%lld < %llu bytes); not using sm to reach it",
+                     rank, name, (long long)st.st_size, (unsigned long long)card->size);
+        close(fd);
+        return BM_ERR_UNREACHABLE;
+    }
+    void *seg = mmap(NULL, card->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (seg == MAP_FAILED) {
+        bm_log_error("cannot map rank %d's shared-memory file /dev/shm%s (%llu bytes): %s", rank,
+                     name, (unsigned long long)card->size, strerror(errno));
+        return BM_ERR_UNREACHABLE;
+    }
+    struct bm_btl_sm_seg_ctl *ctl = seg;
+    if (ctl->magic != BM_BTL_SM_MAGIC || ctl->version != BM_BTL_SM_VERSION || ctl->rank != rank) {
+        bm_log_error("/dev/shm%s does not hold rank %d's sm segment of this job (version %u, "
+                     "rank %d); not using sm to reach it",
+                     name, rank, ctl->version, ctl->rank);
+        munmap(seg, card->size);
+        return BM_ERR_UNREACHABLE;
+    }
+    ep->rank = rank;
+    ep->pid = (pid_t)card->pid;
+    ep->seg = seg;
+    ep->seg_size = card->size;
+    ep->ctl = ctl;
+    sm->bases[rank] = seg;
+    /* The last local peer to map a segment removes its name. */
+    int expected = bm_rte_self()->local_size - 1;
+    uint32_t now = atomic_fetch_add_explicit(&ctl->mapped, 1, memory_order_acq_rel) + 1;
+    if ((int)now == expected) {
+        shm_unlink(name);
+        bm_log_debug("every local peer mapped /dev/shm%s: removed its name", name);
+    }
+    return BM_OK;
+}
+
+void bm_btl_sm_segment_detach(struct bm_btl_sm_endpoint *ep)
+{
+    if (ep->seg)
+        munmap(ep->seg, ep->seg_size);
+    ep->seg = NULL;
+    ep->ctl = NULL;
+}
+
+void bm_btl_sm_segment_destroy(struct bm_btl_sm_module *sm)
+{
+    if (sm->name[0])
+        shm_unlink(sm->name); /* ENOENT when the last peer already did */
+    if (sm_segment_exit_name[0] && strcmp(sm_segment_exit_name, sm->name) == 0)
+        sm_segment_exit_name[0] = '\0';
+    if (sm->seg)
+        munmap(sm->seg, sm->seg_size);
+    sm->seg = NULL;
+    sm->ctl = NULL;
+}

@@ -1,0 +1,218 @@
+/* Sending and receiving over the sm transport, copy-in/copy-out. A send
+ * takes a fragment from this process's own segment, copies the data in, and
+ * appends it to the receiver's FIFO. The receiver hands the payload to the
+ * receive callback straight from the sender's segment and then appends the
+ * fragment to the sender's FIFO with the RETURN flag; when the sender finds
+ * it there it runs the completion callback (the data was delivered) and the
+ * fragment becomes free again. Fragments are therefore the flow control:
+ * when a sender's pool is empty, alloc and sendi report out-of-resources
+ * until receivers give fragments back. */
+#define BM_LOG_SUBSYS "btl/sm"
+#include "btl/sm/sm.h"
+#include "util/log.h"
+
+#include <string.h>
+
+static inline struct bm_btl_sm_module *sm_mod(struct bm_btl_module *m)
+{
+    return (struct bm_btl_sm_module *)m;
+}
+
+static struct bm_btl_sm_frag *sm_frag_get(struct bm_btl_sm_module *sm, size_t size)
+{
+    int cls;
+    if (size <= sm->config.eager_limit)
+        cls = BM_BTL_SM_CLASS_EAGER;
+    else if (size <= sm->config.max_send_size)
+        cls = BM_BTL_SM_CLASS_MAX;
+    else
+        return NULL;
+    /* A large fragment can carry a small message when the small ones ran out. */
+    if (sm->nfree[cls] == 0 && cls == BM_BTL_SM_CLASS_EAGER && sm->nfree[BM_BTL_SM_CLASS_MAX])
+        cls = BM_BTL_SM_CLASS_MAX;
+    if (sm->nfree[cls] == 0)
+        return NULL;
+    struct bm_btl_sm_frag *f = &sm->frags[sm->free_stack[cls][--sm->nfree[cls]]];
+    memset(&f->des, 0, sizeof(f->des));
+    f->des.module = &sm->super;
+    f->des.seg[0].addr = (unsigned char *)f->hdr + sizeof(*f->hdr);
+    f->des.seg_count = 1;
+    f->dest = NULL;
+    f->in_flight = false;
+    f->internal = false;
+    return f;
+}
+
+static void sm_frag_put(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f)
+{
+    sm->free_stack[f->cls][sm->nfree[f->cls]++] = (uint32_t)(f - sm->frags);
+}
+
+struct bm_btl_descriptor *bm_btl_sm_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                          uint8_t order, size_t size, uint32_t flags)
+{
+    (void)ep;
+    struct bm_btl_sm_frag *f = sm_frag_get(sm_mod(m), size);
+    if (!f)
+        return NULL;
+    f->des.seg[0].len = size;
+    f->des.flags = flags;
+    f->des.order = order;
+    return &f->des;
+}
+
+void bm_btl_sm_free(struct bm_btl_module *m, struct bm_btl_descriptor *des)
+{
+    sm_frag_put(sm_mod(m), (struct bm_btl_sm_frag *)des);
+}
+
+struct bm_btl_descriptor *bm_btl_sm_prepare_src(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                                const void *data, size_t reserve, size_t *size,
+                                                uint8_t order, uint32_t flags)
+{
+    struct bm_btl_sm_module *sm = sm_mod(m);
+    if (reserve > sm->config.max_send_size)
+        return NULL;
+    size_t take = data ? *size : 0;
+    if (take > sm->config.max_send_size - reserve)
+        take = sm->config.max_send_size - reserve;
+    struct bm_btl_descriptor *des = bm_btl_sm_alloc(m, ep, order, reserve + take, flags);
+    if (!des)
+        return NULL;
+    if (take)
+        memcpy((unsigned char *)des->seg[0].addr + reserve, data, take);
+    *size = take;
+    return des;
+}
+
+static void sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *dest,
+                         struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag)
+{
+    struct bm_btl_sm_frag_hdr *hdr = f->hdr;
+    hdr->len = (uint32_t)len;
+    hdr->tag = tag;
+    hdr->flags = 0;
+    hdr->src = sm->rank;
+    f->dest = dest;
+    f->in_flight = true;
+    dest->outstanding++;
+    sm->in_flight++;
+    bm_btl_sm_fifo_push(&dest->ctl->fifo, hdr, f->rptr, bm_btl_sm_resolve, sm);
+}
+
+int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                   struct bm_btl_descriptor *des, bm_btl_tag_t tag)
+{
+    struct bm_btl_sm_module *sm = sm_mod(m);
+    struct bm_btl_sm_frag *f = (struct bm_btl_sm_frag *)des;
+    if (tag >= BM_BTL_TAG_MAX)
+        return BM_ERR_BAD_PARAM;
+    size_t len = des->seg[0].len;
+    /* A caller that filled a second segment itself gets it copied in too. */
+    if (des->seg_count > 1 && des->seg[1].len) {
+        if (len + des->seg[1].len > f->cap)
+            return BM_ERR_NOT_AVAILABLE;
+        unsigned char *data = (unsigned char *)f->hdr + sizeof(*f->hdr);
+        memmove(data + len, des->seg[1].addr, des->seg[1].len);
+        len += des->seg[1].len;
+    }
+    if (len > f->cap)
+        return BM_ERR_NOT_AVAILABLE;
+    f->internal = false;
+    sm_frag_push(sm, (struct bm_btl_sm_endpoint *)ep, f, len, tag);
+    return BM_OK;
+}
+
+int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
+                    size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
+                    uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
+{
+    (void)flags;
+    struct bm_btl_sm_module *sm = sm_mod(m);
+    if (des_out)
+        *des_out = NULL;
+    if (tag >= BM_BTL_TAG_MAX)
+        return BM_ERR_BAD_PARAM;
+    size_t len = hdr_len + payload_len;
+    if (len > sm->config.max_send_size)
+        return BM_ERR_NOT_AVAILABLE;
+    struct bm_btl_sm_frag *f = sm_frag_get(sm, len);
+    if (!f)
+        return BM_ERR_OUT_OF_RESOURCE;
+    unsigned char *data = f->des.seg[0].addr;
+    if (hdr_len)
+        memcpy(data, hdr, hdr_len);
+    if (payload_len)
+        memcpy(data + hdr_len, payload, payload_len);
+    f->des.order = order;
+    f->internal = true;
+    sm_frag_push(sm, (struct bm_btl_sm_endpoint *)ep, f, len, tag);
+    return BM_BTL_DONE;
+}
+
+/* One of our fragments came back: the receiver is done with it. */
+static void sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_hdr *hdr)
+{
+    struct bm_btl_sm_frag *f = &sm->frags[hdr->index];
+    struct bm_btl_sm_endpoint *dest = f->dest;
+    f->in_flight = false;
+    f->dest = NULL;
+    sm->in_flight--;
+    if (dest)
+        dest->outstanding--;
+    if (f->internal) {
+        sm_frag_put(sm, f);
+        return;
+    }
+    /* The callback may free the descriptor: read the flags first. */
+    bool owned = f->des.flags & BM_BTL_DES_F_BTL_OWNED;
+    if (f->des.cbfunc)
+        f->des.cbfunc(&sm->super, (struct bm_btl_endpoint *)dest, &f->des, BM_OK);
+    if (owned)
+        sm_frag_put(sm, f);
+}
+
+static void sm_frag_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_hdr *hdr,
+                            bm_btl_sm_rptr_t p)
+{
+    struct bm_btl_module *m = &sm->super;
+    int src = hdr->src;
+    struct bm_btl_sm_endpoint *ep = (src >= 0 && src < sm->nprocs) ? sm->eps[src] : NULL;
+    if (!ep || bm_btl_sm_rptr_rank(p) != src) {
+        /* Only a corrupted segment gets here; there is nobody to give it back to. */
+        bm_log_ratelimited(BM_LOG_ERROR,
+                           "dropped a fragment that claims to come from rank %d, which this "
+                           "process does not reach over sm (shared memory corrupted?)",
+                           src);
+        return;
+    }
+    struct bm_btl_segment seg = {(unsigned char *)hdr + sizeof(*hdr), hdr->len};
+    bm_btl_tag_t tag = hdr->tag < BM_BTL_TAG_MAX ? hdr->tag : BM_BTL_TAG_BTL;
+    struct bm_btl_recv_desc d = {
+        .endpoint = (struct bm_btl_endpoint *)ep,
+        .peer = src,
+        .tag = tag,
+        .seg_count = 1,
+        .seg = &seg,
+    };
+    m->recv_cb[tag].cb(m, &d, m->recv_cb[tag].cbdata);
+    hdr->flags |= BM_BTL_SM_FRAG_F_RETURN;
+    bm_btl_sm_fifo_push(&ep->ctl->fifo, hdr, p, bm_btl_sm_resolve, sm);
+}
+
+int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget)
+{
+    int n = 0;
+    while (n < budget) {
+        bm_btl_sm_rptr_t p = bm_btl_sm_fifo_pop(&sm->ctl->fifo, &sm->reader, bm_btl_sm_resolve, sm);
+        if (p == BM_BTL_SM_RPTR_NONE)
+            break;
+        struct bm_btl_sm_frag_hdr *hdr = bm_btl_sm_resolve(sm, p);
+        if (hdr->flags & BM_BTL_SM_FRAG_F_RETURN)
+            sm_frag_returned(sm, hdr);
+        else
+            sm_frag_deliver(sm, hdr, p);
+        n++;
+    }
+    return n;
+}
