@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define BM_LOG_DEFAULT_LEVEL BM_LOG_WARN
-#define BM_LOG_MAX_RULES 32
+#define BM_LOG_MAX_RULES     32
 
 struct bm_log_rule {
     char name[32];
@@ -104,21 +104,27 @@ static const char *log_level_name(int level)
     return (level >= 0 && level <= BM_LOG_TRACE) ? names[level] : "";
 }
 
-void bm_util_log_emit(const char *subsys, int level, const char *fmt, ...)
+void bm_util_log_prefix(char *buf, size_t len)
 {
-    int saved_errno = errno;
     char host[64] = "?";
     gethostname(host, sizeof(host) - 1);
     char *dot = strchr(host, '.');
     if (dot)
         *dot = '\0';
+    if (log_rank >= 0)
+        snprintf(buf, len, "[%s:%d:%d]", host, (int)getpid(), log_rank);
+    else
+        snprintf(buf, len, "[%s:%d]", host, (int)getpid());
+}
+
+void bm_util_log_emit(const char *subsys, int level, const char *fmt, ...)
+{
+    int saved_errno = errno;
+    char prefix[96];
+    bm_util_log_prefix(prefix, sizeof(prefix));
 
     char msg[2048];
-    int n;
-    if (log_rank >= 0)
-        n = snprintf(msg, sizeof(msg), "[%s:%d:%d] %s: ", host, (int)getpid(), log_rank, subsys);
-    else
-        n = snprintf(msg, sizeof(msg), "[%s:%d] %s: ", host, (int)getpid(), subsys);
+    int n = snprintf(msg, sizeof(msg), "%s %s: ", prefix, subsys);
     if (level <= BM_LOG_WARN && n >= 0 && (size_t)n < sizeof(msg))
         n += snprintf(msg + n, sizeof(msg) - (size_t)n, "%s: ", log_level_name(level));
     if (n >= 0 && (size_t)n < sizeof(msg)) {

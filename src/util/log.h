@@ -12,6 +12,7 @@
 #include "bm_config.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum bm_log_level {
     BM_LOG_NONE = 0,
@@ -37,6 +38,10 @@ void bm_util_log_configure(const char *spec);
 
 /* The runtime tells the logger who we are, for the line prefix. */
 void bm_util_log_set_rank(int rank);
+
+/* "[host:pid:rank]" (or "[host:pid]" before the rank is known) into buf:
+ * the same context the log lines carry, for other user-facing output. */
+void bm_util_log_prefix(char *buf, size_t len);
 
 /* Rate limiter for hot paths: true at most once per interval per site. */
 bool bm_util_log_ratelimit(long long *last_ns, long long interval_ns);
