@@ -16,7 +16,16 @@
  *    every rank and reports the message) and then exits this process.
  *
  * Backends implement struct bm_rte_backend_ops; adding PMIx or PMI-1 means
- * adding one file and one entry in rte.c's backend list, nothing else. */
+ * adding one file and one entry in rte.c's backend list, nothing else.
+ *
+ * Job-scoped files: every shared-memory object of a job is named
+ * "bm-<jobid>-<what>" (so it appears as /dev/shm/bm-<jobid>-<what>) and every
+ * temporary file "/tmp/bm-<jobid>-<what>"; bm_rte_job_name() builds the
+ * name. The jobid holds only [0-9a-z] characters. bmrun, and each bmrun
+ * daemon on its host, removes /dev/shm/bm-<jobid>-* and /tmp/bm-<jobid>-* when
+ * the job ends, normally or not, so a crashed rank leaves nothing behind.
+ * Transports still remove their own files in a bm_rte_at_exit() handler, which
+ * is what cleans up singleton runs. */
 #ifndef BM_RUNTIME_RTE_H
 #define BM_RUNTIME_RTE_H
 
@@ -26,14 +35,14 @@
 #include <stdint.h>
 
 struct bm_rte_proc {
-    int rank;          /* 0 .. size-1 */
-    int size;          /* processes in the job */
-    int local_rank;    /* index among the processes on this node */
-    int local_size;    /* processes on this node */
-    int node;          /* index of this node, 0 .. num_nodes-1 */
-    int num_nodes;     /* nodes in the job */
+    int rank;       /* 0 .. size-1 */
+    int size;       /* processes in the job */
+    int local_rank; /* index among the processes on this node */
+    int local_size; /* processes on this node */
+    int node;       /* index of this node, 0 .. num_nodes-1 */
+    int num_nodes;  /* nodes in the job */
     char hostname[256];
-    char jobid[32];    /* unique per job on this machine: used in shared-memory names */
+    char jobid[32]; /* unique per job on this machine: used in shared-memory names */
 };
 
 struct bm_rte_backend_ops {
@@ -51,6 +60,9 @@ struct bm_rte_backend_ops {
     bm_status_t (*get)(int rank, const char *key, const void **data_out, size_t *len_out);
     /* Tell the launcher the job must end; message for the user. Does not return. */
     void (*abort)(int exit_code, const char *message) __attribute__((noreturn));
+    /* Node index of any rank; valid after init (may be filled at the first
+     * fence by backends that learn it then). Returns -1 for an unknown rank. */
+    int (*node_of)(int rank);
 };
 
 /* Start the runtime; idempotent (reference counted). */
@@ -74,6 +86,10 @@ bm_status_t bm_rte_barrier(void);
 
 /* End the whole job with this exit code and message. Never returns. */
 void bm_rte_abort(int exit_code, const char *message) __attribute__((noreturn));
+
+/* Write "bm-<jobid>-<what>" into buf (see "Job-scoped files" above):
+ * shm_open("/" name) or "/tmp/" name. BM_ERR_TRUNCATE when it does not fit. */
+bm_status_t bm_rte_job_name(const char *what, char *buf, size_t len);
 
 /* Register a function run at bm_rte_finalize and at abort (before exit), in
  * reverse order of registration: transports remove shared-memory files here. */

@@ -1,0 +1,243 @@
+/* The runtime front end: picks a backend (bmrun service, later PMIx and
+ * PMI-1, singleton as the fallback), keeps this process's identity, forwards
+ * the modex calls, and runs the at-exit handlers on finalize and abort.
+ * Callers see only rte.h; which backend runs is decided once, here. */
+#define BM_LOG_SUBSYS "runtime"
+#include "runtime/rte.h"
+#include "runtime/rte_backend.h"
+#include "util/log.h"
+#include "util/params.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Detection order: a launcher-specific backend wins; singleton is last and
+ * always detects. PMIx and PMI-1 backends go before singleton. */
+static const struct bm_rte_backend_ops *const rte_backends[] = {
+    &bm_rte_bmrun_ops,
+    &bm_rte_singleton_ops,
+};
+#define RTE_NBACKENDS (sizeof(rte_backends) / sizeof(rte_backends[0]))
+
+static const struct bm_param rte_params[] = {
+    {.name = "BM_RTE_BACKEND",
+     .type = BM_PARAM_ENUM,
+     .def = "auto",
+     .choices = "auto|bmrun|singleton",
+     .help = "Runtime backend: auto detects the launcher from the environment (bmrun sets "
+             "BMRUN_* variables); force one only to debug start-up.",
+     .offset = offsetof(struct bm_rte_config, backend)},
+    {.name = "BM_RTE_CONNECT_TIMEOUT",
+     .type = BM_PARAM_INT,
+     .def = "5000",
+     .min = 10,
+     .max = 600000,
+     .help = "Milliseconds a rank waits for each address of the bmrun key-value service when "
+             "connecting at start-up; raise it on slow or congested networks.",
+     .offset = offsetof(struct bm_rte_config, connect_timeout_ms)},
+};
+static const struct bm_param_table rte_param_table = {
+    .component = "runtime", .params = rte_params, .count = BM_PARAM_COUNT(rte_params)};
+BM_PARAM_TABLE_REGISTER(rte_param_table);
+
+struct rte_exit_fn {
+    void (*fn)(void *arg);
+    void *arg;
+};
+
+static pthread_mutex_t rte_lock = PTHREAD_MUTEX_INITIALIZER;
+static int rte_refcount;
+static const struct bm_rte_backend_ops *rte_ops;
+static struct bm_rte_proc rte_proc;
+static struct bm_rte_config rte_config;
+static struct rte_exit_fn *rte_exit_fns;
+static size_t rte_nexit, rte_exit_cap;
+
+const struct bm_rte_config *bm_rte_config_get(void)
+{
+    return &rte_config;
+}
+
+static const struct bm_rte_backend_ops *rte_select(void)
+{
+    if (rte_config.backend > 0) {
+        const char *want = rte_config.backend == 1 ? "bmrun" : "singleton";
+        for (size_t i = 0; i < RTE_NBACKENDS; i++)
+            if (strcmp(rte_backends[i]->name, want) == 0)
+                return rte_backends[i];
+    }
+    for (size_t i = 0; i < RTE_NBACKENDS; i++)
+        if (rte_backends[i]->detect())
+            return rte_backends[i];
+    return &bm_rte_singleton_ops;
+}
+
+bm_status_t bm_rte_init(void)
+{
+    pthread_mutex_lock(&rte_lock);
+    bm_status_t rc = BM_OK;
+    if (rte_refcount > 0) {
+        rte_refcount++;
+        goto out;
+    }
+    rc = bm_util_params_load(&rte_param_table, &rte_config);
+    if (rc != BM_OK)
+        goto out;
+    const struct bm_rte_backend_ops *ops = rte_select();
+    struct bm_rte_proc proc;
+    memset(&proc, 0, sizeof(proc));
+    rc = ops->init(&proc);
+    if (rc != BM_OK) {
+        bm_log_error("runtime backend '%s' failed to start: %s", ops->name, bm_status_str(rc));
+        goto out;
+    }
+    rte_proc = proc;
+    rte_ops = ops;
+    rte_refcount = 1;
+    bm_util_log_set_rank(proc.rank);
+    bm_log_debug("backend %s: rank %d of %d, node %d of %d, local %d of %d, job %s", ops->name,
+                 proc.rank, proc.size, proc.node, proc.num_nodes, proc.local_rank, proc.local_size,
+                 proc.jobid);
+out:
+    pthread_mutex_unlock(&rte_lock);
+    return rc;
+}
+
+void bm_rte_run_at_exit(void)
+{
+    /* Pop one at a time so that a handler that aborts does not rerun itself. */
+    for (;;) {
+        pthread_mutex_lock(&rte_lock);
+        if (rte_nexit == 0) {
+            free(rte_exit_fns);
+            rte_exit_fns = NULL;
+            rte_exit_cap = 0;
+            pthread_mutex_unlock(&rte_lock);
+            return;
+        }
+        struct rte_exit_fn f = rte_exit_fns[--rte_nexit];
+        pthread_mutex_unlock(&rte_lock);
+        f.fn(f.arg);
+    }
+}
+
+void bm_rte_finalize(void)
+{
+    pthread_mutex_lock(&rte_lock);
+    if (rte_refcount == 0 || --rte_refcount > 0) {
+        pthread_mutex_unlock(&rte_lock);
+        return;
+    }
+    pthread_mutex_unlock(&rte_lock);
+    bm_rte_run_at_exit();
+    pthread_mutex_lock(&rte_lock);
+    if (rte_ops)
+        rte_ops->finalize();
+    rte_ops = NULL;
+    pthread_mutex_unlock(&rte_lock);
+}
+
+const struct bm_rte_proc *bm_rte_self(void)
+{
+    return &rte_proc;
+}
+
+int bm_rte_node_of(int rank)
+{
+    if (!rte_ops || rank < 0 || rank >= rte_proc.size)
+        return -1;
+    return rte_ops->node_of(rank);
+}
+
+const char *bm_rte_backend_name(void)
+{
+    return rte_ops ? rte_ops->name : "none";
+}
+
+static bm_status_t rte_check_key(const char *key)
+{
+    if (!rte_ops)
+        return BM_ERR_NOT_AVAILABLE;
+    if (!key || !*key || strlen(key) > 255)
+        return BM_ERR_BAD_PARAM;
+    return BM_OK;
+}
+
+bm_status_t bm_rte_modex_put(const char *key, const void *data, size_t len)
+{
+    bm_status_t rc = rte_check_key(key);
+    if (rc != BM_OK)
+        return rc;
+    if (len && !data)
+        return BM_ERR_BAD_PARAM;
+    return rte_ops->put(key, data, len);
+}
+
+bm_status_t bm_rte_modex_commit(void)
+{
+    return rte_ops ? rte_ops->commit() : BM_ERR_NOT_AVAILABLE;
+}
+
+bm_status_t bm_rte_modex_fence(void)
+{
+    if (!rte_ops)
+        return BM_ERR_NOT_AVAILABLE;
+    bm_status_t rc = rte_ops->commit();
+    return rc == BM_OK ? rte_ops->fence() : rc;
+}
+
+bm_status_t bm_rte_modex_get(int rank, const char *key, const void **data_out, size_t *len_out)
+{
+    bm_status_t rc = rte_check_key(key);
+    if (rc != BM_OK)
+        return rc;
+    if (rank < 0 || rank >= rte_proc.size)
+        return BM_ERR_BAD_PARAM;
+    return rte_ops->get(rank, key, data_out, len_out);
+}
+
+bm_status_t bm_rte_barrier(void)
+{
+    return bm_rte_modex_fence();
+}
+
+void bm_rte_abort(int exit_code, const char *message)
+{
+    if (!message)
+        message = "(no message)";
+    if (rte_ops)
+        rte_ops->abort(exit_code, message);
+    /* Not initialized: there is no launcher to tell; behave like the singleton. */
+    fprintf(stderr, "bitmover: aborting (exit code %d): %s\n", exit_code, message);
+    bm_rte_run_at_exit();
+    _exit(exit_code);
+}
+
+void bm_rte_at_exit(void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&rte_lock);
+    if (rte_nexit == rte_exit_cap) {
+        size_t cap = rte_exit_cap ? 2 * rte_exit_cap : 16;
+        struct rte_exit_fn *n = realloc(rte_exit_fns, cap * sizeof(*n));
+        if (!n) {
+            pthread_mutex_unlock(&rte_lock);
+            bm_log_error("out of memory registering an at-exit handler; files may be left behind");
+            return;
+        }
+        rte_exit_fns = n;
+        rte_exit_cap = cap;
+    }
+    rte_exit_fns[rte_nexit++] = (struct rte_exit_fn){.fn = fn, .arg = arg};
+    pthread_mutex_unlock(&rte_lock);
+}
+
+bm_status_t bm_rte_job_name(const char *what, char *buf, size_t len)
+{
+    if (!what || !buf || !rte_ops)
+        return BM_ERR_BAD_PARAM;
+    int n = snprintf(buf, len, "bm-%s-%s", rte_proc.jobid, what);
+    return (n < 0 || (size_t)n >= len) ? BM_ERR_TRUNCATE : BM_OK;
+}

@@ -1,0 +1,853 @@
+/* The bmrun controller: places ranks on hosts by slots, starts the ranks of
+ * its own host in-process and a daemon on every other host through the launch
+ * agent, serves the key-value service, prints the ranks' output, and decides
+ * how the job ends: the first rank that fails (non-zero exit, signal, exec
+ * failure, abort) stops the job with SIGTERM and, after the grace period,
+ * SIGKILL; so do --timeout and signals sent to bmrun. Whatever happens, the
+ * job's files in /dev/shm and /tmp are removed before bmrun exits. */
+#include "bmrun.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct bm_run_job bm_run_job;
+
+static struct {
+    const struct bm_run_opts *opts;
+    char **env_local;  /* additions for ranks on this host */
+    char **env_remote; /* additions for ranks on other hosts (adds BM_* of bmrun) */
+    bool stopping;     /* the job is being ended */
+    bool killed;       /* SIGKILL already sent */
+    int exit_code;
+    double kill_deadline;  /* when to send SIGKILL (0: not armed) */
+    double timeout_at;     /* --timeout deadline (0: none) */
+    double shutdown_until; /* after all ranks ended: wait for daemons until then */
+    int nexited;
+    int signals_seen;
+} ctl;
+
+static const char *rank_host(int r)
+{
+    return bm_run_job.hosts[bm_run_job.ranks[r].host].name;
+}
+
+/* ---- ending the job ---- */
+
+static void ctl_signal_all(int sig)
+{
+    bm_run_local_kill(sig);
+    for (int h = 0; h < bm_run_job.nhosts; h++) {
+        struct bm_run_host *host = &bm_run_job.hosts[h];
+        if (host->daemon)
+            bm_run_conn_send(host->daemon, BM_RTE_MSG_KILL, (uint32_t)sig, NULL, 0);
+        else if (!host->local && host->agent_pid > 0 && !host->agent_exited && !host->hello)
+            kill(-host->agent_pid, SIGKILL); /* daemon not up yet: nothing to ask */
+    }
+}
+
+static void ctl_stop(int code, int sig)
+{
+    if (ctl.stopping)
+        return;
+    ctl.stopping = true;
+    ctl.exit_code = code;
+    ctl_signal_all(sig);
+    ctl.kill_deadline = bm_run_now() + bm_run_cfg.kill_grace;
+}
+
+void bm_run_ctl_abort_request(int rank, int code, const char *msg, size_t len)
+{
+    if (rank >= 0) {
+        bm_run_say("rank %d (host %s, pid %d) called abort with exit code %d: %.*s", rank,
+                   rank_host(rank), (int)bm_run_job.ranks[rank].pid, code, (int)len, msg);
+    } else {
+        bm_run_say("%.*s", (int)len, msg);
+    }
+    ctl_stop(code & 255, SIGTERM);
+}
+
+void bm_run_ctl_fence_broken(int rank)
+{
+    if (ctl.stopping)
+        return;
+    bm_run_say("rank %d (host %s, pid %d) exited with status 0 while the other ranks wait for "
+               "it in fence %u: every rank must take part in every fence (did it skip "
+               "MPI_Finalize or bm_rte_finalize?)",
+               rank, rank_host(rank), (int)bm_run_job.ranks[rank].pid, bm_run_job.epoch + 1);
+    ctl_stop(BM_RUN_EXIT_FAILURE, SIGTERM);
+}
+
+static void ctl_rank_exited(int rank, pid_t pid, int wstatus, int exec_errno)
+{
+    struct bm_run_rank *rk = &bm_run_job.ranks[rank];
+    if (rk->state == BM_RUN_RANK_EXITED)
+        return;
+    if (pid > 0)
+        rk->pid = pid;
+    rk->state = BM_RUN_RANK_EXITED;
+    rk->wstatus = wstatus;
+    ctl.nexited++;
+    if (ctl.stopping)
+        return;
+    if (exec_errno) {
+        bm_run_say("cannot execute '%s' for rank %d on host %s: %s%s", ctl.opts->argv[0], rank,
+                   rank_host(rank), strerror(exec_errno),
+                   exec_errno == ENOENT ? " (check the path and PATH on that host)" : "");
+        ctl_stop(BM_RUN_EXIT_NOT_FOUND, SIGTERM);
+    } else if (WIFSIGNALED(wstatus)) {
+        int sig = WTERMSIG(wstatus);
+        bm_run_say("rank %d (host %s, pid %d) killed by signal %d (%s)", rank, rank_host(rank),
+                   (int)rk->pid, sig, bm_run_signal_name(sig));
+        ctl_stop(BM_RUN_EXIT_SIGNAL_BASE + sig, SIGTERM);
+    } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
+        bm_run_say("rank %d (host %s, pid %d) exited with status %d", rank, rank_host(rank),
+                   (int)rk->pid, WEXITSTATUS(wstatus));
+        ctl_stop(WEXITSTATUS(wstatus), SIGTERM);
+    } else if (bm_run_kvs_fence_waits_for(rank)) {
+        bm_run_ctl_fence_broken(rank);
+    }
+}
+
+/* ---- output ---- */
+
+static void ctl_output(void *arg, int rank, int stream, const char *data, size_t len)
+{
+    (void)arg;
+    int fd = stream == BM_RTE_STREAM_STDERR ? 2 : 1;
+    if (!ctl.opts->tag_output) {
+        bm_rte_proto_write_full(fd, data, len);
+        return;
+    }
+    char tag[24];
+    int tlen = snprintf(tag, sizeof(tag), "[%d] ", rank);
+    size_t lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += data[i] == '\n';
+    char *buf = malloc(len + lines * (size_t)tlen);
+    if (!buf) {
+        bm_rte_proto_write_full(fd, data, len);
+        return;
+    }
+    size_t o = 0, start = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (data[i] == '\n' || i + 1 == len) {
+            memcpy(buf + o, tag, (size_t)tlen);
+            o += (size_t)tlen;
+            memcpy(buf + o, data + start, i + 1 - start);
+            o += i + 1 - start;
+            start = i + 1;
+        }
+    }
+    bm_rte_proto_write_full(fd, buf, o);
+    free(buf);
+}
+
+static void ctl_spawned(void *arg, int rank, pid_t pid)
+{
+    (void)arg;
+    bm_run_job.ranks[rank].pid = pid;
+    bm_run_job.ranks[rank].state = BM_RUN_RANK_RUNNING;
+}
+
+static void ctl_exited(void *arg, int rank, pid_t pid, int wstatus, int exec_errno)
+{
+    (void)arg;
+    ctl_rank_exited(rank, pid, wstatus, exec_errno);
+}
+
+/* ---- hosts and placement ---- */
+
+static bool host_is_local(const char *name)
+{
+    if (strcmp(name, "localhost") == 0 || strcmp(name, "127.0.0.1") == 0)
+        return true;
+    char me[256];
+    if (gethostname(me, sizeof(me)) != 0)
+        return false;
+    me[sizeof(me) - 1] = '\0';
+    if (strcmp(name, me) == 0)
+        return true;
+    /* "node1" names this host when it is "node1.cluster.org", and back. */
+    size_t n = strcspn(name, "."), m = strcspn(me, ".");
+    return n == m && strncmp(name, me, n) == 0 && (!name[n] || !me[m]);
+}
+
+static bm_status_t host_add(const char *name, int slots, const char *where)
+{
+    struct bm_run_job *job = &bm_run_job;
+    if (!*name || strlen(name) >= sizeof(job->hosts[0].name) || slots < 1) {
+        fprintf(stderr, "bmrun: bad host '%s' in %s (expected name[:slots], slots >= 1)\n", name,
+                where);
+        return BM_ERR_BAD_PARAM;
+    }
+    for (int i = 0; i < job->nhosts; i++) {
+        if (strcmp(job->hosts[i].name, name) == 0) {
+            job->hosts[i].slots += slots; /* "--host a,a" means two slots on a */
+            return BM_OK;
+        }
+    }
+    struct bm_run_host *n = realloc(job->hosts, (size_t)(job->nhosts + 1) * sizeof(*n));
+    if (!n)
+        return BM_ERR_NO_MEMORY;
+    job->hosts = n;
+    struct bm_run_host *h = &job->hosts[job->nhosts++];
+    memset(h, 0, sizeof(*h));
+    snprintf(h->name, sizeof(h->name), "%s", name);
+    h->slots = slots;
+    h->local = host_is_local(name);
+    h->node = -1;
+    h->out_fd = h->err_fd = -1;
+    return BM_OK;
+}
+
+static bm_status_t host_parse_one(char *tok, const char *where)
+{
+    int slots = 1;
+    char *colon = strchr(tok, ':');
+    if (colon) {
+        *colon = '\0';
+        char *end;
+        long v = strtol(colon + 1, &end, 10);
+        if (*end || v < 1 || v > 1 << 20) {
+            fprintf(stderr, "bmrun: bad slot count '%s' for host '%s' in %s\n", colon + 1, tok,
+                    where);
+            return BM_ERR_BAD_PARAM;
+        }
+        slots = (int)v;
+    }
+    return host_add(tok, slots, where);
+}
+
+static bm_status_t hosts_from_list(const char *list)
+{
+    char *copy = strdup(list);
+    if (!copy)
+        return BM_ERR_NO_MEMORY;
+    bm_status_t rc = BM_OK;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == BM_OK;
+         tok = strtok_r(NULL, ",", &save))
+        rc = host_parse_one(tok, "--host");
+    free(copy);
+    return rc;
+}
+
+static bm_status_t hosts_from_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "bmrun: cannot read hostfile '%s': %s\n", path, strerror(errno));
+        return BM_ERR_BAD_PARAM;
+    }
+    char line[1024];
+    bm_status_t rc = BM_OK;
+    int lineno = 0;
+    while (rc == BM_OK && fgets(line, sizeof(line), f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char where[64];
+        snprintf(where, sizeof(where), "%s line %d", path, lineno);
+        char *save = NULL;
+        char *name = strtok_r(line, " \t\r\n", &save);
+        if (!name)
+            continue;
+        rc = host_parse_one(name, where);
+        char *kv;
+        while (rc == BM_OK && (kv = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
+            char *end;
+            long v = -1;
+            if (strncmp(kv, "slots=", 6) == 0)
+                v = strtol(kv + 6, &end, 10);
+            if (v < 1 || *end) {
+                fprintf(stderr, "bmrun: %s: unknown or bad field '%s' (expected slots=N)\n", where,
+                        kv);
+                rc = BM_ERR_BAD_PARAM;
+                break;
+            }
+            /* "h slots=4": the entry just added counted 1 slot; make it v. */
+            for (int i = 0; i < bm_run_job.nhosts; i++)
+                if (strcmp(bm_run_job.hosts[i].name, name) == 0)
+                    bm_run_job.hosts[i].slots += (int)v - 1;
+        }
+    }
+    fclose(f);
+    if (rc == BM_OK && bm_run_job.nhosts == 0) {
+        fprintf(stderr, "bmrun: hostfile '%s' names no host\n", path);
+        rc = BM_ERR_BAD_PARAM;
+    }
+    return rc;
+}
+
+/* Fill each host's slots in order; when ranks remain, go round the hosts
+ * one rank at a time (oversubscription). */
+static bm_status_t ctl_place(int np)
+{
+    struct bm_run_job *job = &bm_run_job;
+    job->size = np;
+    job->ranks = calloc((size_t)np, sizeof(*job->ranks));
+    if (!job->ranks)
+        return BM_ERR_NO_MEMORY;
+    int r = 0;
+    for (int h = 0; h < job->nhosts && r < np; h++)
+        for (int s = 0; s < job->hosts[h].slots && r < np; s++)
+            job->ranks[r++].host = h;
+    for (int h = 0; r < np; h = (h + 1) % job->nhosts)
+        job->ranks[r++].host = h;
+    for (int h = 0; h < job->nhosts; h++) {
+        struct bm_run_host *host = &job->hosts[h];
+        host->ranks = calloc((size_t)np, sizeof(int));
+        if (!host->ranks)
+            return BM_ERR_NO_MEMORY;
+    }
+    for (r = 0; r < np; r++) {
+        struct bm_run_host *host = &job->hosts[job->ranks[r].host];
+        job->ranks[r].local = host->nranks;
+        host->ranks[host->nranks++] = r;
+    }
+    job->num_nodes = 0;
+    for (int h = 0; h < job->nhosts; h++)
+        if (job->hosts[h].nranks)
+            job->hosts[h].node = job->num_nodes++;
+    return BM_OK;
+}
+
+/* ---- environment of the ranks ---- */
+
+static char *ctl_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *ctl_strdupf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+extern char **environ;
+
+/* Job variables common to every host, the -x variables, and for remote
+ * hosts (whose environment is not bmrun's) every BM_* parameter. Per-host
+ * values (BMRUN_NODE, BMRUN_LOCAL_SIZE, BMRUN_HOSTNAME) are added by
+ * ctl_env_for_host. */
+static char **ctl_env_base(bool remote)
+{
+    size_t cap = 16 + (size_t)ctl.opts->nx;
+    if (remote)
+        for (char **e = environ; *e; e++)
+            cap++;
+    char **env = calloc(cap, sizeof(char *));
+    if (!env)
+        return NULL;
+    size_t n = 0;
+    struct bm_run_job *job = &bm_run_job;
+    env[n++] = ctl_strdupf("BMRUN_SIZE=%d", job->size);
+    env[n++] = ctl_strdupf("BMRUN_NUM_NODES=%d", job->num_nodes);
+    env[n++] = ctl_strdupf("BMRUN_JOBID=%s", job->jobid);
+    env[n++] = ctl_strdupf("BMRUN_KVS=%s", job->kvs_addrs);
+    env[n++] = ctl_strdupf("BMRUN_SECRET=%s", job->secret_hex);
+    if (remote)
+        for (char **e = environ; *e; e++)
+            if (strncmp(*e, "BM_", 3) == 0)
+                env[n++] = strdup(*e);
+    for (int i = 0; i < ctl.opts->nx; i++) {
+        const char *x = ctl.opts->xvars[i];
+        if (strchr(x, '='))
+            env[n++] = strdup(x);
+        else if (getenv(x))
+            env[n++] = ctl_strdupf("%s=%s", x, getenv(x));
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!env[i])
+            return NULL;
+    return env;
+}
+
+static char **ctl_env_for_host(int h)
+{
+    struct bm_run_host *host = &bm_run_job.hosts[h];
+    char **base = ctl_env_base(!host->local);
+    if (!base)
+        return NULL;
+    size_t n = 0;
+    while (base[n])
+        n++;
+    char **env = realloc(base, (n + 4) * sizeof(char *));
+    if (!env)
+        return NULL;
+    env[n++] = ctl_strdupf("BMRUN_NODE=%d", host->node);
+    env[n++] = ctl_strdupf("BMRUN_LOCAL_SIZE=%d", host->nranks);
+    env[n++] = ctl_strdupf("BMRUN_HOSTNAME=%s", host->name);
+    env[n] = NULL;
+    return env;
+}
+
+/* ---- remote hosts: daemons ---- */
+
+static struct bm_run_host *ctl_host_of_conn(struct bm_run_conn *c)
+{
+    return bm_run_conn_arg(c);
+}
+
+static bool ctl_rank_on_host(const struct bm_run_host *host, uint32_t rank)
+{
+    return rank < (uint32_t)bm_run_job.size &&
+           &bm_run_job.hosts[bm_run_job.ranks[rank].host] == host;
+}
+
+static void ctl_daemon_msg(struct bm_run_conn *c, const struct bm_rte_msg_hdr *h,
+                           const uint8_t *payload)
+{
+    struct bm_run_host *host = ctl_host_of_conn(c);
+    if (!ctl_rank_on_host(host, h->arg)) {
+        bm_run_say("daemon on host %s sent a message about rank %u, which is not on that host",
+                   host->name, h->arg);
+        return;
+    }
+    int rank = (int)h->arg;
+    switch (h->type) {
+    case BM_RTE_MSG_SPAWNED:
+        if (h->len >= 4)
+            ctl_spawned(NULL, rank, (pid_t)bm_rte_proto_get_u32(payload));
+        break;
+    case BM_RTE_MSG_OUTPUT:
+        if (h->len > 4)
+            ctl_output(NULL, rank, payload[0], (const char *)payload + 4, h->len - 4);
+        break;
+    case BM_RTE_MSG_EXITED:
+        if (h->len >= sizeof(struct bm_rte_msg_exited))
+            ctl_rank_exited(rank, (pid_t)bm_rte_proto_get_u32(payload),
+                            (int)bm_rte_proto_get_u32(payload + 4),
+                            (int)bm_rte_proto_get_u32(payload + 8));
+        break;
+    default:
+        bm_run_say("daemon on host %s sent an unexpected message (type %u)", host->name, h->type);
+        break;
+    }
+}
+
+static void ctl_host_lost(struct bm_run_host *host, const char *why)
+{
+    int lost = 0;
+    for (int i = 0; i < host->nranks; i++)
+        lost += bm_run_job.ranks[host->ranks[i]].state != BM_RUN_RANK_EXITED;
+    if (!lost)
+        return;
+    if (!ctl.stopping)
+        bm_run_say("%s on host %s: its %d unfinished rank(s) are lost; stopping the job", why,
+                   host->name, lost);
+    ctl_stop(BM_RUN_EXIT_FAILURE, SIGTERM);
+    for (int i = 0; i < host->nranks; i++) {
+        struct bm_run_rank *rk = &bm_run_job.ranks[host->ranks[i]];
+        if (rk->state != BM_RUN_RANK_EXITED) {
+            rk->state = BM_RUN_RANK_EXITED;
+            rk->wstatus = SIGKILL;
+            ctl.nexited++;
+        }
+    }
+}
+
+static void ctl_daemon_close(struct bm_run_conn *c)
+{
+    struct bm_run_host *host = ctl_host_of_conn(c);
+    host->daemon = NULL;
+    ctl_host_lost(host, "lost the connection to the bmrun daemon");
+}
+
+static bm_status_t ctl_send_launch(struct bm_run_host *host, int h)
+{
+    char **env = ctl_env_for_host(h);
+    if (!env)
+        return BM_ERR_NO_MEMORY;
+    size_t argc = 0, envc = 0, bytes = sizeof(struct bm_rte_msg_launch) + 4 * (size_t)host->nranks;
+    for (char **a = ctl.opts->argv; *a; a++, argc++)
+        bytes += strlen(*a) + 1;
+    for (char **e = env; *e; e++, envc++)
+        bytes += strlen(*e) + 1;
+    uint8_t *p = malloc(bytes);
+    bm_status_t rc = BM_ERR_NO_MEMORY;
+    if (p) {
+        bm_rte_proto_put_u32(p, (uint32_t)host->nranks);
+        bm_rte_proto_put_u32(p + 4, (uint32_t)argc);
+        bm_rte_proto_put_u32(p + 8, (uint32_t)envc);
+        bm_rte_proto_put_u32(p + 12, 0);
+        size_t o = sizeof(struct bm_rte_msg_launch);
+        for (int i = 0; i < host->nranks; i++, o += 4)
+            bm_rte_proto_put_u32(p + o, (uint32_t)host->ranks[i]);
+        for (char **a = ctl.opts->argv; *a; a++) {
+            memcpy(p + o, *a, strlen(*a) + 1);
+            o += strlen(*a) + 1;
+        }
+        for (char **e = env; *e; e++) {
+            memcpy(p + o, *e, strlen(*e) + 1);
+            o += strlen(*e) + 1;
+        }
+        rc = bm_run_conn_send(host->daemon, BM_RTE_MSG_LAUNCH, (uint32_t)host->node, p, bytes);
+        free(p);
+    }
+    for (char **e = env; *e; e++)
+        free(*e);
+    free(env);
+    return rc;
+}
+
+void bm_run_ctl_daemon_hello(struct bm_run_conn *c, int h)
+{
+    struct bm_run_host *host = &bm_run_job.hosts[h];
+    host->hello = true;
+    host->daemon = c;
+    bm_run_conn_set_arg(c, host);
+    bm_run_conn_set_handlers(c, ctl_daemon_msg, ctl_daemon_close);
+    if (ctl.stopping) {
+        bm_run_conn_send(c, BM_RTE_MSG_SHUTDOWN, 0, NULL, 0);
+        return;
+    }
+    if (ctl_send_launch(host, h) != BM_OK) {
+        bm_run_say("cannot send the launch request to the daemon on host %s", host->name);
+        ctl_stop(BM_RUN_EXIT_FAILURE, SIGTERM);
+    }
+}
+
+/* The agent's own stdout/stderr (ssh errors, a daemon that cannot start)
+ * is passed on line by line with the host name. */
+static void ctl_agent_output(int fd, short revents, void *arg)
+{
+    struct bm_run_host *host = arg;
+    (void)revents;
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    if (n <= 0) {
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            return;
+        bm_run_loop_del(fd);
+        close(fd);
+        if (host->out_fd == fd)
+            host->out_fd = -1;
+        else
+            host->err_fd = -1;
+        return;
+    }
+    buf[n] = '\0';
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        bm_run_say("[host %s] %s", host->name, line);
+}
+
+static char **ctl_agent_argv(const char *tmpl, const char *hostname, const char *self, int h)
+{
+    char *copy = strdup(tmpl);
+    char **argv = calloc(strlen(tmpl) + 16, sizeof(char *));
+    if (!copy || !argv) {
+        free(copy);
+        free(argv);
+        return NULL;
+    }
+    size_t n = 0;
+    bool had_host = false;
+    char *save = NULL;
+    for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        char *at = strstr(w, "{host}");
+        if (at) {
+            had_host = true;
+            argv[n++] = ctl_strdupf("%.*s%s%s", (int)(at - w), w, hostname, at + 6);
+        } else {
+            argv[n++] = strdup(w);
+        }
+    }
+    free(copy);
+    if (!had_host)
+        argv[n++] = strdup(hostname);
+    argv[n++] = strdup(self);
+    argv[n++] = strdup("--daemon");
+    argv[n++] = ctl_strdupf("%d", h);
+    argv[n++] = strdup(bm_run_job.kvs_addrs);
+    argv[n++] = strdup(bm_run_job.jobid);
+    argv[n] = NULL;
+    return argv;
+}
+
+static bm_status_t ctl_start_daemon(int h, const char *self)
+{
+    struct bm_run_host *host = &bm_run_job.hosts[h];
+    const char *tmpl = ctl.opts->agent ? ctl.opts->agent : bm_run_cfg.launch_agent;
+    char **argv = ctl_agent_argv(tmpl, host->name, self, h);
+    if (!argv)
+        return BM_ERR_NO_MEMORY;
+    int inp[2], outp[2], errp[2];
+    if (pipe2(inp, O_CLOEXEC) != 0)
+        return BM_ERR_SYSTEM;
+    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0)
+        return BM_ERR_SYSTEM;
+    pid_t pid = fork();
+    if (pid < 0)
+        return BM_ERR_SYSTEM;
+    if (pid == 0) {
+        bm_run_loop_child_reset();
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(inp[0], 0);
+        dup2(outp[1], 1);
+        dup2(errp[1], 2);
+        execvp(argv[0], argv);
+        fprintf(stderr, "cannot execute launch agent '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    host->agent_pid = pid;
+    close(inp[0]);
+    close(outp[1]);
+    close(errp[1]);
+    /* The secret travels on the daemon's stdin, never on a command line. */
+    char line[2 * BM_RTE_SECRET_LEN + 2];
+    snprintf(line, sizeof(line), "%s\n", bm_run_job.secret_hex);
+    bm_rte_proto_write_full(inp[1], line, strlen(line));
+    close(inp[1]);
+    host->out_fd = outp[0];
+    host->err_fd = errp[0];
+    bm_run_loop_add(outp[0], POLLIN, ctl_agent_output, host);
+    bm_run_loop_add(errp[0], POLLIN, ctl_agent_output, host);
+    for (char **a = argv; *a; a++)
+        free(*a);
+    free(argv);
+    return BM_OK;
+}
+
+static void ctl_on_child(pid_t pid, int wstatus)
+{
+    if (bm_run_local_reaped(pid, wstatus))
+        return;
+    for (int h = 0; h < bm_run_job.nhosts; h++) {
+        struct bm_run_host *host = &bm_run_job.hosts[h];
+        if (host->agent_pid != pid)
+            continue;
+        host->agent_exited = true;
+        host->agent_status = wstatus;
+        if (!host->hello) {
+            char how[64];
+            if (WIFSIGNALED(wstatus))
+                snprintf(how, sizeof(how), "was killed by %s",
+                         bm_run_signal_name(WTERMSIG(wstatus)));
+            else
+                snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(wstatus));
+            char why[512];
+            snprintf(why, sizeof(why),
+                     "the launch agent '%s' %s before the bmrun daemon connected back",
+                     ctl.opts->agent ? ctl.opts->agent : bm_run_cfg.launch_agent, how);
+            ctl_host_lost(host, why);
+        }
+    }
+}
+
+static void ctl_on_signal(int sig)
+{
+    ctl.signals_seen++;
+    if (ctl.signals_seen == 1 && !ctl.stopping) {
+        bm_run_say("received %s: passing it to every rank", bm_run_signal_name(sig));
+        ctl_stop(BM_RUN_EXIT_SIGNAL_BASE + sig, sig);
+    } else if (!ctl.killed) {
+        bm_run_say("received %s again: killing every rank", bm_run_signal_name(sig));
+        ctl.killed = true;
+        ctl_signal_all(SIGKILL);
+    }
+}
+
+/* ---- main loop ---- */
+
+static void ctl_report_timeout(void)
+{
+    char list[4096] = "";
+    size_t o = 0;
+    int n = 0;
+    for (int r = 0; r < bm_run_job.size; r++) {
+        struct bm_run_rank *rk = &bm_run_job.ranks[r];
+        if (rk->state == BM_RUN_RANK_EXITED)
+            continue;
+        n++;
+        if (o < sizeof(list) - 80)
+            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d (host %s, pid %d)",
+                                  o ? ", " : "", r, rank_host(r), (int)rk->pid);
+    }
+    bm_run_say("timeout after %g s: %d rank(s) had not finished: %s", ctl.opts->timeout, n, list);
+}
+
+static bool ctl_daemons_done(void)
+{
+    for (int h = 0; h < bm_run_job.nhosts; h++) {
+        struct bm_run_host *host = &bm_run_job.hosts[h];
+        if (!host->local && host->agent_pid > 0 && (!host->agent_exited || host->daemon))
+            return false;
+    }
+    return true;
+}
+
+static int ctl_loop(void)
+{
+    double daemon_deadline = bm_run_now() + bm_run_cfg.daemon_timeout;
+    bool shutdown_sent = false;
+    for (;;) {
+        double now = bm_run_now();
+        bool ranks_done = ctl.nexited == bm_run_job.size && bm_run_local_running() == 0;
+        if (ranks_done && !shutdown_sent) {
+            shutdown_sent = true;
+            ctl.shutdown_until = now + bm_run_cfg.kill_grace + 5;
+            for (int h = 0; h < bm_run_job.nhosts; h++)
+                if (bm_run_job.hosts[h].daemon)
+                    bm_run_conn_send(bm_run_job.hosts[h].daemon, BM_RTE_MSG_SHUTDOWN, 0, NULL, 0);
+        }
+        if (ranks_done && (ctl_daemons_done() || now > ctl.shutdown_until))
+            break;
+        if (ctl.timeout_at && now >= ctl.timeout_at && !ctl.stopping) {
+            ctl_report_timeout();
+            ctl_stop(BM_RUN_EXIT_TIMEOUT, SIGTERM);
+        }
+        if (!ctl.stopping && now > daemon_deadline) {
+            for (int h = 0; h < bm_run_job.nhosts; h++) {
+                struct bm_run_host *host = &bm_run_job.hosts[h];
+                if (!host->local && host->nranks && !host->hello) {
+                    char why[160];
+                    snprintf(why, sizeof(why),
+                             "the bmrun daemon did not connect back within %g s "
+                             "(BM_RUN_DAEMON_TIMEOUT)",
+                             bm_run_cfg.daemon_timeout);
+                    ctl_host_lost(host, why);
+                }
+            }
+        }
+        if (ctl.kill_deadline && now >= ctl.kill_deadline && !ctl.killed) {
+            ctl.killed = true;
+            ctl_signal_all(SIGKILL);
+        }
+        bm_run_local_tick();
+        bm_run_kvs_tick();
+        /* Sleep until the next deadline, at most 250 ms (kvs hello sweep). */
+        double next = now + 0.25;
+        if (ctl.timeout_at && !ctl.stopping && ctl.timeout_at < next)
+            next = ctl.timeout_at;
+        if (ctl.kill_deadline && !ctl.killed && ctl.kill_deadline < next)
+            next = ctl.kill_deadline;
+        double d = bm_run_local_next_deadline();
+        if (d && d < next)
+            next = d;
+        int ms = (int)((next - now) * 1000) + 1;
+        bm_run_loop_once(ms < 0 ? 0 : ms);
+    }
+    for (int h = 0; h < bm_run_job.nhosts; h++) {
+        struct bm_run_host *host = &bm_run_job.hosts[h];
+        if (!host->local && host->agent_pid > 0 && !host->agent_exited) {
+            kill(-host->agent_pid, SIGKILL);
+            waitpid(host->agent_pid, NULL, 0);
+        }
+    }
+    return ctl.exit_code;
+}
+
+static bm_status_t ctl_make_identity(void)
+{
+    struct bm_run_job *job = &bm_run_job;
+    uint32_t rnd;
+    if (getrandom(job->secret, sizeof(job->secret), 0) != (ssize_t)sizeof(job->secret) ||
+        getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+        bm_run_say("getrandom failed: %s; cannot make a job secret", strerror(errno));
+        return BM_ERR_SYSTEM;
+    }
+    bm_rte_proto_secret_to_hex(job->secret, job->secret_hex);
+    snprintf(job->jobid, sizeof(job->jobid), "%dx%08x", (int)getpid(), rnd);
+    return BM_OK;
+}
+
+int bm_run_ctl_run(const struct bm_run_opts *opts)
+{
+    ctl.opts = opts;
+    struct bm_run_job *job = &bm_run_job;
+    bm_status_t rc = BM_OK;
+    if (opts->hostfile)
+        rc = hosts_from_file(opts->hostfile);
+    else if (opts->hosts)
+        rc = hosts_from_list(opts->hosts);
+    else
+        rc = host_add("localhost", opts->np, "the default host list");
+    if (rc != BM_OK)
+        return BM_RUN_EXIT_USAGE;
+    int np = opts->np;
+    for (int h = 0; h < job->nhosts && !np; h++)
+        np += job->hosts[h].slots; /* no -n: one rank per slot */
+    if (ctl_place(np) != BM_OK || ctl_make_identity() != BM_OK)
+        return BM_RUN_EXIT_FAILURE;
+
+    bool any_local = false, any_remote = false;
+    for (int h = 0; h < job->nhosts; h++) {
+        if (!job->hosts[h].nranks)
+            continue;
+        any_local |= job->hosts[h].local;
+        any_remote |= !job->hosts[h].local;
+    }
+    char found[PATH_MAX];
+    if (any_local && !bm_run_find_program(opts->argv[0], found, sizeof(found))) {
+        bm_run_say("program '%s' not found or not executable%s", opts->argv[0],
+                   strchr(opts->argv[0], '/') ? "" : " (searched PATH)");
+        return BM_RUN_EXIT_NOT_FOUND;
+    }
+    char self[PATH_MAX];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (sl <= 0) {
+        bm_run_say("cannot find bmrun's own path: %s", strerror(errno));
+        return BM_RUN_EXIT_FAILURE;
+    }
+    self[sl] = '\0';
+
+    if (bm_run_loop_signals_init(ctl_on_signal, ctl_on_child) != BM_OK ||
+        bm_run_kvs_start(any_remote) != BM_OK)
+        return BM_RUN_EXIT_FAILURE;
+    if (opts->timeout > 0)
+        ctl.timeout_at = bm_run_now() + opts->timeout;
+
+    for (int h = 0; h < job->nhosts && !ctl.stopping; h++) {
+        struct bm_run_host *host = &job->hosts[h];
+        if (!host->nranks)
+            continue;
+        if (host->local) {
+            char **env = ctl_env_for_host(h);
+            struct bm_run_local_spec spec = {
+                .argv = opts->argv, .env_add = env, .ranks = host->ranks, .nranks = host->nranks};
+            struct bm_run_sink sink = {
+                .spawned = ctl_spawned, .output = ctl_output, .exited = ctl_exited};
+            if (!env || bm_run_local_start(&spec, &sink) != BM_OK) {
+                ctl_stop(BM_RUN_EXIT_FAILURE, SIGTERM);
+                /* Ranks never started count as ended. */
+                for (int i = 0; i < host->nranks; i++) {
+                    struct bm_run_rank *rk = &job->ranks[host->ranks[i]];
+                    if (rk->state == BM_RUN_RANK_PENDING) {
+                        rk->state = BM_RUN_RANK_EXITED;
+                        ctl.nexited++;
+                    }
+                }
+            }
+            /* env strings stay referenced by nothing after fork; free them. */
+            if (env) {
+                for (char **e = env; *e; e++)
+                    free(*e);
+                free(env);
+            }
+        } else if (ctl_start_daemon(h, self) != BM_OK) {
+            ctl_host_lost(host, "cannot start the launch agent");
+        }
+    }
+    int code = ctl_loop();
+    bm_run_cleanup_job_files(job->jobid);
+    return code;
+}

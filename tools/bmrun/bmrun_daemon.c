@@ -1,0 +1,233 @@
+/* bmrun daemon mode: started on a remote host by the launch agent as
+ * "bmrun --daemon <host-index> <service-addresses> <jobid>", with the job
+ * secret as the first line of its stdin. It connects back to the controller,
+ * receives the launch request, starts the host's ranks with the same code the
+ * controller uses for its own host, and forwards their output lines, pids and
+ * exits. It kills its ranks when told to, and on its own when the controller
+ * goes away, and removes the job's files on this host before it exits. */
+#include "bmrun.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct {
+    struct bm_run_conn *conn;
+    bool launched, shutdown, lost, killed;
+    double kill_at;
+    int host;
+    const char *jobid;
+} dmn;
+
+static void dmn_spawned(void *arg, int rank, pid_t pid)
+{
+    (void)arg;
+    uint8_t p[4];
+    bm_rte_proto_put_u32(p, (uint32_t)pid);
+    if (dmn.conn)
+        bm_run_conn_send(dmn.conn, BM_RTE_MSG_SPAWNED, (uint32_t)rank, p, sizeof(p));
+}
+
+static void dmn_output(void *arg, int rank, int stream, const char *data, size_t len)
+{
+    (void)arg;
+    if (!dmn.conn)
+        return;
+    uint8_t *p = malloc(len + 4);
+    if (!p)
+        return;
+    p[0] = (uint8_t)stream;
+    p[1] = p[2] = p[3] = 0;
+    memcpy(p + 4, data, len);
+    bm_run_conn_send(dmn.conn, BM_RTE_MSG_OUTPUT, (uint32_t)rank, p, len + 4);
+    free(p);
+}
+
+static void dmn_exited(void *arg, int rank, pid_t pid, int wstatus, int exec_errno)
+{
+    (void)arg;
+    uint8_t p[sizeof(struct bm_rte_msg_exited)];
+    bm_rte_proto_put_u32(p, (uint32_t)pid);
+    bm_rte_proto_put_u32(p + 4, (uint32_t)wstatus);
+    bm_rte_proto_put_u32(p + 8, (uint32_t)exec_errno);
+    bm_rte_proto_put_u32(p + 12, 0);
+    if (dmn.conn)
+        bm_run_conn_send(dmn.conn, BM_RTE_MSG_EXITED, (uint32_t)rank, p, sizeof(p));
+}
+
+static void dmn_stop(void)
+{
+    if (dmn.kill_at)
+        return;
+    bm_run_local_kill(SIGTERM);
+    dmn.kill_at = bm_run_now() + bm_run_cfg.kill_grace;
+}
+
+/* Parse LAUNCH and start the ranks. */
+static void dmn_launch(const uint8_t *p, size_t len)
+{
+    if (len < sizeof(struct bm_rte_msg_launch))
+        goto err_proto;
+    uint32_t nranks = bm_rte_proto_get_u32(p), argc = bm_rte_proto_get_u32(p + 4),
+             envc = bm_rte_proto_get_u32(p + 8);
+    size_t o = sizeof(struct bm_rte_msg_launch);
+    if (nranks == 0 || argc == 0 || nranks > (len - o) / 4 || argc > len || envc > len)
+        goto err_proto;
+    int *ranks = calloc(nranks, sizeof(int));
+    char **argv = calloc(argc + 1, sizeof(char *));
+    char **env = calloc(envc + 1, sizeof(char *));
+    if (!ranks || !argv || !env)
+        goto err_proto;
+    for (uint32_t i = 0; i < nranks; i++, o += 4)
+        ranks[i] = (int)bm_rte_proto_get_u32(p + o);
+    for (uint32_t i = 0; i < argc + envc; i++) {
+        const uint8_t *nul = o < len ? memchr(p + o, 0, len - o) : NULL;
+        if (!nul)
+            goto err_proto;
+        char *s = strdup((const char *)p + o);
+        if (i < argc)
+            argv[i] = s;
+        else
+            env[i - argc] = s;
+        o = (size_t)(nul - p) + 1;
+    }
+    struct bm_run_local_spec spec = {
+        .argv = argv, .env_add = env, .ranks = ranks, .nranks = (int)nranks};
+    struct bm_run_sink sink = {.spawned = dmn_spawned, .output = dmn_output, .exited = dmn_exited};
+    dmn.launched = true;
+    if (bm_run_local_start(&spec, &sink) != BM_OK)
+        dmn_stop();
+    /* argv/env/ranks stay allocated for the daemon's life: env strings were
+     * passed to putenv in the children only, but keeping them is simplest. */
+    return;
+err_proto:
+    fprintf(stderr, "bmrun daemon: malformed launch request from the controller\n");
+    dmn.lost = true;
+}
+
+static void dmn_msg(struct bm_run_conn *c, const struct bm_rte_msg_hdr *h, const uint8_t *payload)
+{
+    (void)c;
+    switch (h->type) {
+    case BM_RTE_MSG_LAUNCH:
+        if (!dmn.launched)
+            dmn_launch(payload, h->len);
+        break;
+    case BM_RTE_MSG_KILL:
+        bm_run_local_kill((int)h->arg);
+        break;
+    case BM_RTE_MSG_SHUTDOWN:
+        dmn.shutdown = true;
+        if (bm_run_local_running())
+            dmn_stop();
+        break;
+    default:
+        break;
+    }
+}
+
+static void dmn_close(struct bm_run_conn *c)
+{
+    (void)c;
+    dmn.conn = NULL;
+    dmn.lost = true;
+}
+
+static void dmn_on_signal(int sig)
+{
+    (void)sig;
+    dmn.lost = true;
+}
+
+static void dmn_on_child(pid_t pid, int wstatus)
+{
+    bm_run_local_reaped(pid, wstatus);
+}
+
+int bm_run_daemon_main(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "bmrun daemon: started with wrong arguments; the daemon is started "
+                        "by bmrun itself, not by hand\n");
+        return BM_RUN_EXIT_USAGE;
+    }
+    dmn.host = atoi(argv[2]);
+    const char *addrs = argv[3];
+    dmn.jobid = argv[4];
+    char line[2 * BM_RTE_SECRET_LEN + 8];
+    uint8_t secret[BM_RTE_SECRET_LEN];
+    if (!fgets(line, sizeof(line), stdin)) {
+        fprintf(stderr, "bmrun daemon: no job secret on stdin\n");
+        return BM_RUN_EXIT_FAILURE;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    if (bm_rte_proto_secret_from_hex(line, secret) != BM_OK) {
+        fprintf(stderr, "bmrun daemon: malformed job secret on stdin\n");
+        return BM_RUN_EXIT_FAILURE;
+    }
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull > 0) {
+        dup2(devnull, 0);
+        close(devnull);
+    }
+    int fd;
+    if (bm_rte_net_connect_list(addrs, (int)(bm_run_cfg.connect_timeout * 1000), &fd) != BM_OK) {
+        fprintf(stderr,
+                "bmrun daemon: cannot connect back to the controller at any of %s: "
+                "%s; check that this host can reach the controller's host\n",
+                addrs, strerror(errno));
+        return BM_RUN_EXIT_FAILURE;
+    }
+    uint8_t hello[sizeof(struct bm_rte_msg_daemon_hello)];
+    memcpy(hello, secret, BM_RTE_SECRET_LEN);
+    bm_rte_proto_put_u32(hello + BM_RTE_SECRET_LEN, (uint32_t)dmn.host);
+    bm_rte_proto_put_u32(hello + BM_RTE_SECRET_LEN + 4, (uint32_t)getpid());
+    if (bm_rte_proto_send(fd, BM_RTE_MSG_DAEMON_HELLO, 0, hello, sizeof(hello)) != BM_OK) {
+        fprintf(stderr, "bmrun daemon: lost the controller during the handshake\n");
+        return BM_RUN_EXIT_FAILURE;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    if (bm_run_loop_signals_init(dmn_on_signal, dmn_on_child) != BM_OK)
+        return BM_RUN_EXIT_FAILURE;
+    dmn.conn = bm_run_conn_new(fd, dmn_msg, dmn_close, NULL);
+    if (!dmn.conn)
+        return BM_RUN_EXIT_FAILURE;
+
+    double lost_until = 0;
+    for (;;) {
+        double now = bm_run_now();
+        if (dmn.lost) {
+            /* The controller is gone (or told us nothing sensible): end the
+             * ranks ourselves, within the grace period. */
+            dmn_stop();
+            if (!lost_until)
+                lost_until = now + bm_run_cfg.kill_grace + 2;
+        }
+        if ((dmn.shutdown || dmn.lost) && bm_run_local_running() == 0)
+            break;
+        if (lost_until && now > lost_until)
+            break;
+        if (dmn.kill_at && now >= dmn.kill_at && !dmn.killed) {
+            dmn.killed = true;
+            bm_run_local_kill(SIGKILL);
+        }
+        bm_run_local_tick();
+        double next = now + 0.25;
+        double d = bm_run_local_next_deadline();
+        if (d && d < next)
+            next = d;
+        if (dmn.kill_at && !dmn.killed && dmn.kill_at < next)
+            next = dmn.kill_at;
+        bm_run_loop_once((int)((next - now) * 1000) + 1);
+    }
+    bm_run_cleanup_job_files(dmn.jobid);
+    if (dmn.conn) {
+        bm_run_conn_flush(dmn.conn, 2000);
+        bm_run_conn_close(dmn.conn);
+    }
+    return dmn.lost ? BM_RUN_EXIT_FAILURE : BM_RUN_EXIT_OK;
+}

@@ -1,0 +1,290 @@
+/* Starting and watching the ranks of this host, used in-process by the
+ * controller for its own host and by each daemon for its host. Each rank runs
+ * in its own process group (so signals reach whatever it started), with
+ * stdout and stderr on pipes that are cut into whole lines here, which is
+ * what keeps lines of different ranks from tearing each other. A rank's exit
+ * is reported only after its pipes are drained, so its last lines come
+ * before any message about how it ended. exec failures travel back on a
+ * close-on-exec pipe so that "program not found" is reported as such. */
+#define BM_LOG_SUBSYS "bmrun"
+#include "bmrun.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define LOCAL_LINE_MAX 65536
+
+struct local_stream {
+    int fd; /* -1 once closed */
+    int which;
+    char *buf;
+    size_t len;
+};
+
+struct local_rank {
+    int rank;
+    pid_t pid;
+    bool exited, reported;
+    int wstatus, exec_errno;
+    double drain_deadline;
+    struct local_stream out, err;
+};
+
+static struct local_rank *local_ranks;
+static int local_n;
+static struct bm_run_sink local_sink;
+
+static void local_emit(struct local_rank *lr, struct local_stream *st, const char *data, size_t len)
+{
+    if (len)
+        local_sink.output(local_sink.arg, lr->rank, st->which, data, len);
+}
+
+static void local_stream_close(struct local_rank *lr, struct local_stream *st)
+{
+    if (st->fd < 0)
+        return;
+    if (st->len) {
+        /* A last line without a newline gets one, so that the next rank's
+         * line does not continue it. */
+        st->buf[st->len++] = '\n';
+        local_emit(lr, st, st->buf, st->len);
+        st->len = 0;
+    }
+    bm_run_loop_del(st->fd);
+    close(st->fd);
+    st->fd = -1;
+}
+
+static void local_report_if_done(struct local_rank *lr)
+{
+    if (!lr->exited || lr->reported || lr->out.fd >= 0 || lr->err.fd >= 0)
+        return;
+    lr->reported = true;
+    local_sink.exited(local_sink.arg, lr->rank, lr->pid, lr->wstatus, lr->exec_errno);
+}
+
+/* Read what is there; returns false at EOF or error. */
+static bool local_stream_read(struct local_rank *lr, struct local_stream *st)
+{
+    for (;;) {
+        /* One byte is kept free for the newline added at EOF. */
+        ssize_t n = read(st->fd, st->buf + st->len, LOCAL_LINE_MAX - 1 - st->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        if (n <= 0)
+            return false;
+        st->len += (size_t)n;
+        char *last = memrchr(st->buf, '\n', st->len);
+        if (last) {
+            size_t whole = (size_t)(last - st->buf) + 1;
+            local_emit(lr, st, st->buf, whole);
+            memmove(st->buf, st->buf + whole, st->len - whole);
+            st->len -= whole;
+        } else if (st->len == LOCAL_LINE_MAX - 1) {
+            /* An over-long line goes out in pieces. */
+            local_emit(lr, st, st->buf, st->len);
+            st->len = 0;
+        }
+    }
+}
+
+static void local_ready(int fd, short revents, void *arg)
+{
+    struct local_rank *lr = arg;
+    struct local_stream *st = lr->out.fd == fd ? &lr->out : &lr->err;
+    (void)revents;
+    if (!local_stream_read(lr, st)) {
+        local_stream_close(lr, st);
+        local_report_if_done(lr);
+    }
+}
+
+static bm_status_t local_stream_open(struct local_stream *st, int which, int fds[2])
+{
+    st->which = which;
+    st->len = 0;
+    st->fd = -1;
+    st->buf = malloc(LOCAL_LINE_MAX);
+    if (!st->buf)
+        return BM_ERR_NO_MEMORY;
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        free(st->buf);
+        st->buf = NULL;
+        return BM_ERR_SYSTEM;
+    }
+    st->fd = fds[0];
+    fcntl(st->fd, F_SETFL, fcntl(st->fd, F_GETFL) | O_NONBLOCK);
+    return BM_OK;
+}
+
+__attribute__((noreturn)) static void local_child(const struct bm_run_local_spec *spec, int idx,
+                                                  int out_w, int err_w, int exec_w, pid_t parent)
+{
+    bm_run_loop_child_reset();
+    setpgid(0, 0);
+    /* If bmrun (or the daemon) dies without cleaning up, the rank dies too. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0 && devnull != 0) {
+        dup2(devnull, 0);
+        close(devnull);
+    }
+    dup2(out_w, 1);
+    dup2(err_w, 2);
+    for (char *const *e = spec->env_add; e && *e; e++)
+        putenv(*e);
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%d", spec->ranks[idx]);
+    setenv("BMRUN_RANK", buf, 1);
+    snprintf(buf, sizeof(buf), "%d", idx);
+    setenv("BMRUN_LOCAL_RANK", buf, 1);
+    execvp(spec->argv[0], spec->argv);
+    int e = errno;
+    ssize_t w = write(exec_w, &e, sizeof(e));
+    (void)w;
+    _exit(127);
+}
+
+static bm_status_t local_spawn(const struct bm_run_local_spec *spec, int idx)
+{
+    struct local_rank *lr = &local_ranks[idx];
+    int outp[2], errp[2], execp[2];
+    lr->rank = spec->ranks[idx];
+    if (local_stream_open(&lr->out, BM_RTE_STREAM_STDOUT, outp) != BM_OK)
+        return BM_ERR_SYSTEM;
+    if (local_stream_open(&lr->err, BM_RTE_STREAM_STDERR, errp) != BM_OK)
+        goto err_out;
+    if (pipe2(execp, O_CLOEXEC) != 0)
+        goto err_err;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        goto err_exec;
+    if (pid == 0)
+        local_child(spec, idx, outp[1], errp[1], execp[1], parent);
+    setpgid(pid, pid); /* also here, so kill(-pid) works before the child runs */
+    close(outp[1]);
+    close(errp[1]);
+    close(execp[1]);
+    lr->pid = pid;
+    int e = 0;
+    ssize_t n;
+    do {
+        n = read(execp[0], &e, sizeof(e));
+    } while (n < 0 && errno == EINTR);
+    close(execp[0]);
+    lr->exec_errno = n == (ssize_t)sizeof(e) ? e : 0;
+    local_sink.spawned(local_sink.arg, lr->rank, pid);
+    bm_run_loop_add(lr->out.fd, POLLIN, local_ready, lr);
+    bm_run_loop_add(lr->err.fd, POLLIN, local_ready, lr);
+    return BM_OK;
+err_exec:
+    close(execp[0]);
+    close(execp[1]);
+err_err:
+    close(errp[0]);
+    close(errp[1]);
+    lr->err.fd = -1;
+err_out:
+    close(outp[0]);
+    close(outp[1]);
+    lr->out.fd = -1;
+    return BM_ERR_SYSTEM;
+}
+
+bm_status_t bm_run_local_start(const struct bm_run_local_spec *spec, const struct bm_run_sink *sink)
+{
+    local_sink = *sink;
+    local_ranks = calloc((size_t)spec->nranks, sizeof(*local_ranks));
+    if (!local_ranks)
+        return BM_ERR_NO_MEMORY;
+    local_n = 0;
+    for (int i = 0; i < spec->nranks; i++) {
+        if (local_spawn(spec, i) != BM_OK) {
+            bm_log_error("cannot start rank %d: %s; check the process and file limits "
+                         "(ulimit -u, ulimit -n)",
+                         spec->ranks[i], strerror(errno));
+            return BM_ERR_SYSTEM;
+        }
+        local_n++;
+    }
+    return BM_OK;
+}
+
+void bm_run_local_kill(int sig)
+{
+    for (int i = 0; i < local_n; i++) {
+        struct local_rank *lr = &local_ranks[i];
+        if (lr->exited || lr->pid <= 0)
+            continue;
+        if (kill(-lr->pid, sig) != 0)
+            kill(lr->pid, sig);
+    }
+}
+
+int bm_run_local_running(void)
+{
+    int n = 0;
+    for (int i = 0; i < local_n; i++)
+        n += !local_ranks[i].reported;
+    return n;
+}
+
+bool bm_run_local_reaped(pid_t pid, int wstatus)
+{
+    for (int i = 0; i < local_n; i++) {
+        struct local_rank *lr = &local_ranks[i];
+        if (lr->pid != pid || lr->exited)
+            continue;
+        lr->exited = true;
+        lr->wstatus = wstatus;
+        /* Whatever the rank started may keep its pipes open; its group is
+         * ended with it. */
+        kill(-pid, SIGKILL);
+        lr->drain_deadline = bm_run_now() + bm_run_cfg.drain_timeout;
+        local_report_if_done(lr);
+        return true;
+    }
+    return false;
+}
+
+double bm_run_local_next_deadline(void)
+{
+    double d = 0;
+    for (int i = 0; i < local_n; i++) {
+        struct local_rank *lr = &local_ranks[i];
+        if (lr->exited && !lr->reported && (d == 0 || lr->drain_deadline < d))
+            d = lr->drain_deadline;
+    }
+    return d;
+}
+
+void bm_run_local_tick(void)
+{
+    double now = bm_run_now();
+    for (int i = 0; i < local_n; i++) {
+        struct local_rank *lr = &local_ranks[i];
+        if (!lr->exited || lr->reported || lr->drain_deadline > now)
+            continue;
+        if (lr->out.fd >= 0)
+            local_stream_read(lr, &lr->out);
+        if (lr->err.fd >= 0)
+            local_stream_read(lr, &lr->err);
+        local_stream_close(lr, &lr->out);
+        local_stream_close(lr, &lr->err);
+        local_report_if_done(lr);
+    }
+}

@@ -1,0 +1,225 @@
+/* bmrun's entry point: the command line, the usage text (which also documents
+ * the exit codes and the environment given to ranks), the BM_RUN_* tunables,
+ * and the switch between controller and daemon mode. */
+#include "bmrun.h"
+#include "bm_config.h"
+#include "util/params.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct bm_run_config bm_run_cfg;
+
+static const struct bm_param run_params[] = {
+    {.name = "BM_RUN_KILL_GRACE",
+     .type = BM_PARAM_DOUBLE,
+     .def = "2",
+     .min = 0,
+     .max = 3600,
+     .help = "Seconds bmrun waits after SIGTERM before it sends SIGKILL to the ranks of a job "
+             "it is stopping. Raise it when ranks need time to write results on SIGTERM.",
+     .offset = offsetof(struct bm_run_config, kill_grace)},
+    {.name = "BM_RUN_DAEMON_TIMEOUT",
+     .type = BM_PARAM_DOUBLE,
+     .def = "60",
+     .min = 1,
+     .max = 3600,
+     .help = "Seconds a bmrun daemon started on a remote host through the launch agent has to "
+             "connect back before the job is stopped (slow ssh log-ins need more).",
+     .offset = offsetof(struct bm_run_config, daemon_timeout)},
+    {.name = "BM_RUN_HELLO_TIMEOUT",
+     .type = BM_PARAM_DOUBLE,
+     .def = "10",
+     .min = 1,
+     .max = 3600,
+     .help = "Seconds a connection to the job's key-value service may stay open without "
+             "presenting the job secret before it is closed.",
+     .offset = offsetof(struct bm_run_config, hello_timeout)},
+    {.name = "BM_RUN_CONNECT_TIMEOUT",
+     .type = BM_PARAM_DOUBLE,
+     .def = "5",
+     .min = 0,
+     .max = 600,
+     .help = "Seconds a remote bmrun daemon waits for each published address of the "
+             "controller when it connects back.",
+     .offset = offsetof(struct bm_run_config, connect_timeout)},
+    {.name = "BM_RUN_LAUNCH_AGENT",
+     .type = BM_PARAM_STRING,
+     .def = "ssh -x {host}",
+     .help = "Command that runs a program on another host; {host} is replaced by the host "
+             "name (appended when absent). --launch-agent overrides it.",
+     .offset = offsetof(struct bm_run_config, launch_agent)},
+    {.name = "BM_RUN_DRAIN_TIMEOUT",
+     .type = BM_PARAM_DOUBLE,
+     .def = "1",
+     .min = 0,
+     .max = 600,
+     .help = "Seconds bmrun keeps reading a rank's output after the rank exited, when a "
+             "process it started still holds its stdout or stderr open.",
+     .offset = offsetof(struct bm_run_config, drain_timeout)},
+};
+static const struct bm_param_table run_param_table = {
+    .component = "run", .params = run_params, .count = BM_PARAM_COUNT(run_params)};
+BM_PARAM_TABLE_REGISTER(run_param_table);
+
+bm_status_t bm_run_config_load(void)
+{
+    return bm_util_params_load(&run_param_table, &bm_run_cfg);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: bmrun -n N [options] program [args...]\n"
+        "\n"
+        "Start N processes (ranks) of program, on this host or across hosts.\n"
+        "\n"
+        "options:\n"
+        "  -n, -np, --np N          number of ranks (default: total slots of --host/--hostfile)\n"
+        "  --host h1[:s],h2[:s],..  hosts, each with s slots (default 1)\n"
+        "  --hostfile F             one host per line: \"name [slots=N]\" or \"name:N\"; # "
+        "comments\n"
+        "  --launch-agent 'CMD'     how to run a command on a remote host; {host} is replaced\n"
+        "                           by the host name (default: $BM_RUN_LAUNCH_AGENT or\n"
+        "                           'ssh -x {host}')\n"
+        "  --tag-output             prefix every output line with \"[rank] \"\n"
+        "  --timeout S              stop the job after S seconds and name unfinished ranks\n"
+        "  -x VAR[=VAL]             set VAR (or pass bmrun's VAR) in every rank's environment\n"
+        "  -h, --help               this text;  --version: bmrun's version\n"
+        "\n"
+        "Placement: ranks fill the first host's slots, then the next host's; when N exceeds\n"
+        "all slots the remaining ranks go round the hosts one at a time. Hosts named\n"
+        "localhost or this machine's name run directly, others through the launch agent,\n"
+        "which starts a bmrun daemon there (same path as this bmrun).\n"
+        "\n"
+        "Ranks get BMRUN_RANK, BMRUN_SIZE, BMRUN_LOCAL_RANK, BMRUN_LOCAL_SIZE, BMRUN_NODE,\n"
+        "BMRUN_NUM_NODES, BMRUN_HOSTNAME, BMRUN_JOBID, BMRUN_KVS and BMRUN_SECRET; remote\n"
+        "ranks also get every BM_* variable of bmrun's environment. stdin is /dev/null.\n"
+        "\n"
+        "exit status: 0 when every rank exits 0; a failing rank's exit status, or 128+N when\n"
+        "it died of signal N; the code given to abort; 124 on --timeout; 128+N when bmrun\n"
+        "got signal N; 127 when the program cannot be found or executed; 2 on bad usage;\n"
+        "1 when the launch itself failed.\n");
+}
+
+static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int bad_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bmrun: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n\n");
+    usage(stderr);
+    return BM_RUN_EXIT_USAGE;
+}
+
+/* "--opt value" or "--opt=value"; advances *i past what it used. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    *missing = false;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static bool opt_is(const char *a, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(a, name, n) == 0 && (a[n] == '\0' || (a[n] == '=' && name[1] == '-'));
+}
+
+int main(int argc, char **argv)
+{
+    if (bm_run_config_load() != BM_OK)
+        return BM_RUN_EXIT_USAGE;
+    if (argc >= 2 && strcmp(argv[1], "--daemon") == 0)
+        return bm_run_daemon_main(argc, argv);
+
+    struct bm_run_opts opts = {.np = 0};
+    opts.xvars = calloc((size_t)argc, sizeof(char *));
+    if (!opts.xvars)
+        return BM_RUN_EXIT_FAILURE;
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool missing = false;
+        const char *v;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("bmrun (bitmover) %s\n", BM_VERSION);
+            return 0;
+        } else if (opt_is(a, "-n") || opt_is(a, "-np") || opt_is(a, "--np")) {
+            const char *name = opt_is(a, "-n") ? "-n" : opt_is(a, "-np") ? "-np" : "--np";
+            v = opt_value(argc, argv, &i, name, &missing);
+            if (missing)
+                return bad_usage("%s needs a number of ranks", a);
+            char *end;
+            long np = strtol(v, &end, 10);
+            if (*end || np < 1 || np > 1 << 20)
+                return bad_usage("bad number of ranks '%s' (expected 1 or more)", v);
+            opts.np = (int)np;
+        } else if (opt_is(a, "--host") || opt_is(a, "-H")) {
+            v = opt_value(argc, argv, &i, opt_is(a, "-H") ? "-H" : "--host", &missing);
+            if (missing || !*v)
+                return bad_usage("%s needs a host list", a);
+            opts.hosts = v;
+        } else if (opt_is(a, "--hostfile") || opt_is(a, "--machinefile")) {
+            v = opt_value(argc, argv, &i, opt_is(a, "--hostfile") ? "--hostfile" : "--machinefile",
+                          &missing);
+            if (missing || !*v)
+                return bad_usage("%s needs a file name", a);
+            opts.hostfile = v;
+        } else if (opt_is(a, "--launch-agent")) {
+            v = opt_value(argc, argv, &i, "--launch-agent", &missing);
+            if (missing || !*v)
+                return bad_usage("%s needs a command", a);
+            opts.agent = v;
+        } else if (strcmp(a, "--tag-output") == 0) {
+            opts.tag_output = true;
+        } else if (opt_is(a, "--timeout")) {
+            v = opt_value(argc, argv, &i, "--timeout", &missing);
+            if (missing)
+                return bad_usage("%s needs a number of seconds", a);
+            char *end;
+            double t = strtod(v, &end);
+            if (*end || !(t > 0) || t > 1e9)
+                return bad_usage("bad timeout '%s' (expected seconds > 0)", v);
+            opts.timeout = t;
+        } else if (strcmp(a, "-x") == 0) {
+            if (i + 1 >= argc || !argv[i + 1][0] || argv[i + 1][0] == '=')
+                return bad_usage("%s needs VAR or VAR=VALUE", a);
+            opts.xvars[opts.nx++] = argv[++i];
+        } else {
+            return bad_usage("unknown option '%s'", a);
+        }
+    }
+    if (i >= argc)
+        return bad_usage("%s", "no program given");
+    if (opts.hosts && opts.hostfile)
+        return bad_usage("%s", "--host and --hostfile cannot be used together");
+    if (!opts.np && !opts.hosts && !opts.hostfile)
+        return bad_usage("%s", "give the number of ranks with -n N");
+    opts.argv = &argv[i];
+    return bm_run_ctl_run(&opts);
+}
