@@ -3,7 +3,7 @@
  *   modex             put a blob, fence, get and verify every peer's blob, print node
  *   exit R CODE       rank R exits with CODE at once; the others wait in a fence
  *   kill R            rank R kills itself with SIGKILL; the others wait in a fence
- *   hang R            rank R sleeps for ever; the others exit 0
+ *   hang R            rank R sleeps for ever (every rank when R is -1); the others exit 0
  *   abort R CODE      rank R calls bm_rte_abort(CODE); the others wait in a fence
  *   spam LINES        print LINES numbered lines on stdout and on stderr
  *   files MODE        create job files in /dev/shm and /tmp, then exit 0 (MODE ok)
@@ -198,7 +198,7 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "abort") == 0)
         rc = do_one(a, act_abort, b);
     else if (strcmp(mode, "hang") == 0) {
-        if (bm_rte_self()->rank == a)
+        if (bm_rte_self()->rank == a || a == -1)
             for (;;)
                 pause();
     } else if (strcmp(mode, "spam") == 0)

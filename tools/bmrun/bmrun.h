@@ -69,6 +69,8 @@ void bm_run_conn_set_handlers(struct bm_run_conn *c, bm_run_msg_fn on_msg,
 int bm_run_conn_fd(const struct bm_run_conn *c);
 /* Largest payload accepted (unauthenticated peers get a tiny limit). */
 void bm_run_conn_set_max(struct bm_run_conn *c, uint32_t max_msg);
+/* True once the peer has sent at least one byte. */
+bool bm_run_conn_got_data(const struct bm_run_conn *c);
 /* Queue a message; never blocks. Returns BM_ERR_NO_MEMORY or BM_ERR_CONN_RESET. */
 bm_status_t bm_run_conn_send(struct bm_run_conn *c, uint16_t type, uint32_t arg,
                              const void *payload, size_t len);

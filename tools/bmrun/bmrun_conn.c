@@ -36,6 +36,7 @@ struct bm_run_conn {
     struct conn_seg *txhead, *txtail;
     bool close_after_flush;
     uint32_t max_msg; /* longer payloads are a protocol error */
+    bool got_data;    /* any byte was ever received */
     int busy;         /* inside a message callback */
     bool dead;        /* closed while busy: free when the callback returns */
 };
@@ -93,6 +94,11 @@ void bm_run_conn_set_handlers(struct bm_run_conn *c, bm_run_msg_fn on_msg, bm_ru
 {
     c->on_msg = on_msg;
     c->on_close = on_close;
+}
+
+bool bm_run_conn_got_data(const struct bm_run_conn *c)
+{
+    return c->got_data;
 }
 
 void bm_run_conn_set_max(struct bm_run_conn *c, uint32_t max_msg)
@@ -278,6 +284,7 @@ static void conn_ready(int fd, short revents, void *arg)
         return;
     }
     if (n > 0) {
+        c->got_data = true;
         c->rxlen += (size_t)n;
         conn_dispatch(c);
     }

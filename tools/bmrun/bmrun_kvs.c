@@ -226,9 +226,12 @@ static void kvs_first_msg(struct bm_run_conn *c, const struct bm_rte_msg_hdr *h,
 
 static void kvs_unauth_close(struct bm_run_conn *c)
 {
-    bm_run_say("a connection to the job's key-value service from %s closed or sent a "
-               "malformed message before presenting the job secret",
-               kvs_pending_peer(c));
+    /* A rank killed between connect and hello closes without a word; only
+     * a peer that sent something unacceptable is worth reporting. */
+    if (bm_run_conn_got_data(c))
+        bm_run_say("a connection to the job's key-value service from %s closed or sent a "
+                   "malformed message before presenting the job secret",
+                   kvs_pending_peer(c));
     kvs_pending_remove(c);
 }
 

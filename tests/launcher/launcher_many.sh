@@ -1,0 +1,18 @@
+#!/bin/bash
+# 8 ranks on a 2-core machine: everyone fences and reads every peer's blob.
+BMRUN=$1 RANK=$2
+. "$(dirname "$0")/lib.sh"
+
+run many "$BMRUN" -n 8 --tag-output "$RANK" modex "$TOKEN"
+expect_rc many 0
+for r in 0 1 2 3 4 5 6 7; do
+    grep -Eq "^\[$r\] rank $r of 8 node 0 of 1 local $r of 8 peer [0-9] node 0 ok$" "$T/many.out" ||
+        fail "many: rank $r did not report"
+done
+[ "$failures" -eq 0 ] && ok "many: all 8 ranks got every peer's blob"
+
+# Oversubscribed hosts: -n 5 on localhost:2 goes round the one host.
+run over "$BMRUN" -n 5 --host localhost:2 "$RANK" modex "$TOKEN"
+expect_rc over 0
+[ "$(grep -c ' ok$' "$T/over.out")" -eq 5 ] && ok "over: 5 ranks" || fail "over: $(cat "$T/over.out")"
+finish

@@ -1,0 +1,74 @@
+#!/bin/bash
+# A 2-host job: two network namespaces joined by a veth pair stand for two
+# hosts, and the launch agent is 'ip netns exec {host}'. bmrun runs inside the
+# first namespace; both hosts get a bmrun daemon that connects back over the
+# veth. Each rank prints its node index and reads every peer's modex blob.
+# Needs root and ip netns; otherwise skipped (exit 77).
+BMRUN=$1 RANK=$2
+. "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP: needs root to create network namespaces"
+    exit 77
+fi
+if ! ip netns list >/dev/null 2>&1; then
+    echo "SKIP: 'ip netns' is not available"
+    exit 77
+fi
+A=bmA$$
+B=bmB$$
+VA=bmva$$
+VB=bmvb$$
+NET=10.250.$(($$ % 200 + 30))
+teardown() {
+    ip netns del $A 2>/dev/null
+    ip netns del $B 2>/dev/null
+    rm -rf "$T"
+}
+trap teardown EXIT
+if ! ip netns add $A || ! ip netns add $B; then
+    echo "SKIP: cannot create network namespaces here"
+    exit 77
+fi
+ip link add $VA type veth peer name $VB || { echo "SKIP: cannot create a veth pair"; exit 77; }
+ip link set $VA netns $A
+ip link set $VB netns $B
+ip -n $A addr add $NET.1/24 dev $VA
+ip -n $B addr add $NET.2/24 dev $VB
+for n in $A $B; do ip -n $n link set lo up; done
+ip -n $A link set $VA up
+ip -n $B link set $VB up
+
+AGENT='ip netns exec {host}'
+run two ip netns exec $A "$BMRUN" -n 4 --host $A:2,$B:2 --launch-agent "$AGENT" --tag-output \
+    --timeout 60 "$RANK" modex "$TOKEN"
+expect_rc two 0
+for r in 0 1 2 3; do
+    node=$((r / 2))
+    grep -Eq "^\[$r\] rank $r of 4 node $node of 2 local $((r % 2)) of 2 peer $(((r + 1) % 4)) node $((((r + 1) % 4) / 2)) ok$" "$T/two.out" ||
+        fail "two: rank $r did not report node $node and its peer's blob"
+done
+[ "$failures" -eq 0 ] && ok "two: ranks on 2 hosts, node indices right, every peer's blob read"
+
+# A rank killed on the second host: named with its host; everything ends.
+run kill ip netns exec $A "$BMRUN" -n 4 --host $A,$B --launch-agent "$AGENT" --timeout 60 \
+    "$RANK" kill 3 "$TOKEN"
+expect_rc kill 137
+expect_err kill "^bmrun: rank 3 \(host $B, pid [0-9]+\) killed by signal 9 \(SIGKILL\)$"
+expect_no_leftovers kill
+
+# Files of the job are removed on every host.
+run files ip netns exec $A "$BMRUN" -n 2 --host $A,$B --launch-agent "$AGENT" --timeout 60 \
+    "$RANK" files ok "$TOKEN"
+expect_rc files 0
+jobid=$(sed -n '1s|^made /dev/shm/bm-\([0-9a-z]*\)-.*|\1|p' "$T/files.out")
+left=$(ls -d /dev/shm/bm-"$jobid"-* /tmp/bm-"$jobid"-* 2>/dev/null)
+[ -n "$jobid" ] && [ -z "$left" ] && ok "files: nothing left behind" || fail "files: job '$jobid' left: $left"
+
+# An agent that cannot start the daemon: reported with the host, exit 1.
+run badagent ip netns exec $A "$BMRUN" -n 2 --host $A,nosuchns$$ --launch-agent "$AGENT" \
+    --timeout 60 "$RANK" modex "$TOKEN"
+expect_rc badagent 1
+expect_err badagent "before the bmrun daemon connected back"
+expect_no_leftovers badagent
+finish

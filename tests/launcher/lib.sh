@@ -1,0 +1,73 @@
+# Helpers shared by the launcher test scripts (sourced, not run).
+# Usage in a script: BMRUN=$1 RANK=$2; . "$(dirname "$0")/lib.sh"
+set -u
+failures=0
+T=$(mktemp -d /tmp/bmrun-test.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+# A token that appears in the command line of every rank of this test, so
+# that leftover processes can be found without touching other tests' ranks.
+TOKEN="tok$$x$RANDOM"
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+ok() {
+    echo "ok: $*"
+}
+
+# run NAME CMD...: run with stdout/stderr in $T/NAME.out / .err, rc in $rc
+run() {
+    local name=$1
+    shift
+    "$@" >"$T/$name.out" 2>"$T/$name.err"
+    rc=$?
+}
+
+expect_rc() { # name want
+    if [ "$rc" -ne "$2" ]; then
+        fail "$1: exit code $rc, expected $2"
+        sed 's/^/    stderr: /' "$T/$1.err" | head -20 >&2
+    else
+        ok "$1: exit code $2"
+    fi
+}
+
+expect_err() { # name extended-regex
+    if grep -Eq -- "$2" "$T/$1.err"; then
+        ok "$1: stderr has /$2/"
+    else
+        fail "$1: stderr lacks /$2/"
+        sed 's/^/    stderr: /' "$T/$1.err" | head -20 >&2
+    fi
+}
+
+expect_out() { # name extended-regex
+    if grep -Eq -- "$2" "$T/$1.out"; then
+        ok "$1: stdout has /$2/"
+    else
+        fail "$1: stdout lacks /$2/"
+        sed 's/^/    stdout: /' "$T/$1.out" | head -20 >&2
+    fi
+}
+
+# No process of this test may survive bmrun.
+expect_no_leftovers() {
+    sleep 0.2
+    if pgrep -f "$TOKEN" >/dev/null; then
+        fail "$1: processes left behind: $(pgrep -af "$TOKEN" | head -5)"
+        kill -KILL $(pgrep -f "$TOKEN") 2>/dev/null
+    else
+        ok "$1: no process left behind"
+    fi
+}
+
+finish() {
+    if [ "$failures" -ne 0 ]; then
+        echo "$(basename "$0"): $failures failure(s)"
+        exit 1
+    fi
+    echo "$(basename "$0"): all passed"
+    exit 0
+}
