@@ -25,6 +25,11 @@ static const struct bm_param pml_params[] = {
     {"BM_PML_FRAG_SIZE", BM_PARAM_SIZE, "0", 0, 1LL << 30, NULL,
      "Cap on the payload of one rendezvous fragment; 0 uses each transport's max_send_size.",
      offsetof(struct bm_pml_config, frag_size_max), 0},
+    {"BM_PML_IDLE_YIELD", BM_PARAM_INT, "64", 0, 1 << 30, NULL,
+     "Consecutive idle progress polls after which a waiting process yields its core "
+     "(sched_yield), so that ranks sharing cores with their peers do not starve them. "
+     "0 never yields (lowest latency on dedicated cores).",
+     offsetof(struct bm_pml_config, idle_yield), 0},
 };
 static const struct bm_param_table pml_table = {"pml", pml_params, BM_PARAM_COUNT(pml_params)};
 BM_PARAM_TABLE_REGISTER(pml_table);

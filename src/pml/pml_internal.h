@@ -21,6 +21,7 @@ struct bm_pml_config {
     size_t sendi_limit;   /* largest payload sent with sendi */
     int pipeline_depth;   /* FRAG descriptors in flight per rendezvous */
     size_t frag_size_max; /* cap on FRAG payload (0: the path's max_send_size) */
+    int idle_yield;       /* idle progress calls before sched_yield (0: never) */
 };
 
 /* ---- match queues ----------------------------------------------------------
@@ -175,6 +176,7 @@ struct bm_pml_state {
     struct bm_pml_ctl *ctl_head, *ctl_tail;
     int inflight;     /* descriptors handed to transports, not yet called back */
     int freed_active; /* requests freed by their owner while active */
+    int idle_polls;   /* consecutive progress calls that found nothing */
 };
 
 extern struct bm_pml_state bm_pml_g;

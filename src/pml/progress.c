@@ -11,6 +11,7 @@
 #include "pml/pml_internal.h"
 #include "runtime/rte.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,15 @@ int bm_pml_progress(void)
     int n = bm_btl_base_progress();
     if (bm_pml_g.ctl_head || bm_pml_g.pend_head)
         n += retry_queued();
+    /* Waiting processes spin here. When more processes than cores share the
+     * machine, a spinning rank would hold the core its peer needs to answer:
+     * after a run of idle polls, give the core away once. */
+    if (n > 0) {
+        bm_pml_g.idle_polls = 0;
+    } else if (bm_pml_g.cfg.idle_yield > 0 && ++bm_pml_g.idle_polls >= bm_pml_g.cfg.idle_yield) {
+        bm_pml_g.idle_polls = 0;
+        sched_yield();
+    }
     return n;
 }
 

@@ -1,0 +1,638 @@
+/* MPI point-to-point entry points: blocking, immediate, synchronous, ready
+ * and buffered sends, receives, Sendrecv, probes, persistent requests and
+ * their start, MPI_Get_count, and the buffer of MPI_Buffer_attach. Each
+ * checks its arguments (the error classes the standard names, through the
+ * communicator's error handler), translates the communicator into the PML's
+ * terms (point-to-point context id, own rank, world rank of the peer) and
+ * hands the bytes to the PML; MPI_PROC_NULL peers complete at once with the
+ * standard's status (source MPI_PROC_NULL, tag MPI_ANY_TAG, count 0). */
+#include "mpi/mpi_internal.h"
+#include "mpi/mpi_request.h"
+#include "pml/pml.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static void status_proc_null(MPI_Status *s)
+{
+    s->MPI_SOURCE = MPI_PROC_NULL;
+    s->MPI_TAG = MPI_ANY_TAG;
+    s->MPI_ERROR = MPI_SUCCESS;
+    s->bm_count = 0;
+    s->bm_cancelled = 0;
+}
+
+static void status_from_pml(MPI_Status *s, const struct bm_pml_status *ps)
+{
+    s->MPI_SOURCE = ps->source;
+    s->MPI_TAG = ps->tag;
+    s->bm_count = ps->count;
+    s->bm_cancelled = ps->cancelled;
+}
+
+/* Checks shared by every operation with a buffer and a peer. */
+static int check_args(const char *fn, MPI_Comm comm, const void *buf, int count, MPI_Datatype dt,
+                      int peer, int tag, bool recv)
+{
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
+        (rc = bm_mpi_check_buffer(comm, buf, count, dt, fn)) ||
+        (rc = bm_mpi_check_tag(comm, tag, recv, fn)) ||
+        (rc = bm_mpi_check_rank(
+             comm, peer, BM_MPI_RANK_ALLOW_PROC_NULL | (recv ? BM_MPI_RANK_ALLOW_ANY : 0), fn)))
+        return rc;
+    return MPI_SUCCESS;
+}
+
+static int pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const char *what, int peer)
+{
+    return bm_mpi_error(comm, bm_mpi_class_of_status(st), fn, "%s (peer rank %d) failed: %s", what,
+                        peer, bm_status_str(st));
+}
+
+static int truncate_error(MPI_Comm comm, const char *fn, const struct bm_pml_status *ps,
+                          size_t capacity)
+{
+    return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
+                        "the message from rank %d with tag %d is longer than the %zu-byte receive "
+                        "buffer; only the first %zu bytes were received. Post a larger receive "
+                        "(MPI_Probe tells the size).",
+                        ps->source, ps->tag, capacity, ps->count);
+}
+
+/* ---- buffered sends ---------------------------------------------------------------
+ * Messages are copied into the attached buffer and sent from there; each
+ * takes its size plus MPI_BSEND_OVERHEAD of the buffer (the accounting the
+ * standard tells programs to size for) until its transfer completes. */
+
+struct bsend_msg {
+    struct bsend_msg *next; /* sorted by offset */
+    struct bm_pml_request *pml;
+    size_t off, len;
+};
+
+static struct {
+    char *buf;
+    size_t size;
+    struct bsend_msg *msgs;
+} bsend;
+
+static void bsend_reap(void)
+{
+    struct bsend_msg **pp = &bsend.msgs;
+    while (*pp) {
+        struct bsend_msg *m = *pp;
+        if (bm_pml_request_done(m->pml)) {
+            bm_pml_request_free(m->pml);
+            *pp = m->next;
+            free(m);
+        } else {
+            pp = &m->next;
+        }
+    }
+}
+
+/* First fit: where a block of len bytes fits, and the link to insert at. */
+static bool bsend_fit(size_t len, size_t *off_out, struct bsend_msg ***link_out)
+{
+    size_t end = 0;
+    struct bsend_msg **pp = &bsend.msgs;
+    for (; *pp; pp = &(*pp)->next) {
+        if ((*pp)->off - end >= len)
+            break;
+        end = (*pp)->off + (*pp)->len;
+    }
+    if (!*pp && bsend.size - end < len)
+        return false;
+    *off_out = end;
+    *link_out = pp;
+    return true;
+}
+
+static int bsend_start(const void *buf, size_t bytes, int dest, int tag, MPI_Comm comm,
+                       const char *fn)
+{
+    size_t need = (bytes + MPI_BSEND_OVERHEAD + 15) & ~(size_t)15;
+    if (!bsend.buf)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
+                            "no buffer is attached: a buffered send of %zu bytes needs "
+                            "MPI_Buffer_attach with at least %zu bytes (message + "
+                            "MPI_BSEND_OVERHEAD)",
+                            bytes, need);
+    size_t off;
+    struct bsend_msg **link;
+    bsend_reap();
+    if (!bsend_fit(need, &off, &link)) {
+        bm_pml_progress();
+        bsend_reap();
+        if (!bsend_fit(need, &off, &link))
+            return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
+                                "the attached buffer (%zu bytes) has no room for a buffered send "
+                                "of %zu bytes (%zu with MPI_BSEND_OVERHEAD) while earlier "
+                                "buffered messages are in transit; attach a larger buffer",
+                                bsend.size, bytes, need);
+    }
+    struct bsend_msg *m = malloc(sizeof(*m));
+    if (!m)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    if (bytes)
+        memcpy(bsend.buf + off, buf, bytes);
+    bm_status_t st = bm_pml_isend(bsend.buf + off, bytes, bm_mpi_comm_world_rank(comm, dest),
+                                  comm->context_id, comm->rank, tag, BM_PML_SEND_STANDARD, &m->pml);
+    if (st != BM_OK) {
+        free(m);
+        return pml_error(comm, st, fn, "buffered send", dest);
+    }
+    m->off = off;
+    m->len = need;
+    m->next = *link;
+    *link = m;
+    return MPI_SUCCESS;
+}
+
+int PMPI_Buffer_attach(void *buffer, int size)
+{
+    static const char fn[] = "MPI_Buffer_attach";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (size < 0)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "negative buffer size %d", size);
+    if (!buffer && size > 0)
+        return bm_mpi_error(NULL, MPI_ERR_BUFFER, fn, "NULL buffer of %d bytes", size);
+    if (bsend.buf)
+        return bm_mpi_error(NULL, MPI_ERR_BUFFER, fn,
+                            "a buffer of %zu bytes is already attached; detach it first",
+                            bsend.size);
+    bsend.buf = buffer;
+    bsend.size = (size_t)size;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Buffer_attach);
+
+int PMPI_Buffer_detach(void *buffer_addr, int *size)
+{
+    static const char fn[] = "MPI_Buffer_detach";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!buffer_addr || !size)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s pointer",
+                            buffer_addr ? "size" : "buffer address");
+    /* The standard: detach blocks until every buffered message is sent. */
+    for (;;) {
+        bsend_reap();
+        if (!bsend.msgs)
+            break;
+        bm_pml_progress();
+    }
+    *(void **)buffer_addr = bsend.buf;
+    *size = (int)bsend.size;
+    bsend.buf = NULL;
+    bsend.size = 0;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Buffer_detach);
+
+/* ---- requests ------------------------------------------------------------------------- */
+
+int bm_mpi_p2p_start(MPI_Request r, const char *fn)
+{
+    MPI_Comm comm = r->comm;
+    size_t bytes = bm_mpi_type_bytes(r->dt, r->count);
+    bm_status_t st;
+    r->pml = NULL;
+    memset(&r->status, 0, sizeof(r->status));
+    if (r->peer == MPI_PROC_NULL) {
+        status_proc_null(&r->status);
+        r->active = true;
+        return MPI_SUCCESS;
+    }
+    if (r->kind == BM_MPI_REQ_RECV) {
+        st = bm_pml_irecv(r->buf, bytes, comm->context_id, r->peer, r->tag, &r->pml);
+    } else if (r->mode == BM_MPI_SEND_BUFFERED) {
+        int rc = bsend_start(r->buf, bytes, r->peer, r->tag, comm, fn);
+        if (rc)
+            return rc;
+        r->status.MPI_SOURCE = comm->rank;
+        r->status.MPI_TAG = r->tag;
+        r->status.bm_count = bytes;
+        r->active = true;
+        return MPI_SUCCESS;
+    } else {
+        st = bm_pml_isend(r->buf, bytes, bm_mpi_comm_world_rank(comm, r->peer), comm->context_id,
+                          comm->rank, r->tag, (enum bm_pml_send_mode)r->mode, &r->pml);
+    }
+    if (st != BM_OK)
+        return pml_error(comm, st, fn, r->kind == BM_MPI_REQ_RECV ? "receive" : "send", r->peer);
+    r->active = true;
+    return MPI_SUCCESS;
+}
+
+static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind kind, int mode,
+                        bool persistent, const void *buf, int count, MPI_Datatype dt, int peer,
+                        int tag, MPI_Comm comm)
+{
+    int rc = check_args(fn, comm, buf, count, dt, peer, tag, kind == BM_MPI_REQ_RECV);
+    if (rc)
+        return rc;
+    if (!out)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL request pointer");
+    MPI_Request r = calloc(1, sizeof(*r));
+    if (!r)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory for a request");
+    r->magic = BM_MPI_MAGIC_REQUEST;
+    r->kind = (uint8_t)kind;
+    r->mode = (uint8_t)mode;
+    r->persistent = persistent;
+    r->comm = comm;
+    r->buf = (void *)(uintptr_t)buf;
+    r->count = count;
+    r->dt = dt;
+    r->peer = peer;
+    r->tag = tag;
+    if (!persistent && (rc = bm_mpi_p2p_start(r, fn))) {
+        r->magic = 0;
+        free(r);
+        return rc;
+    }
+    *out = r;
+    return MPI_SUCCESS;
+}
+
+/* ---- blocking sends and receives ------------------------------------------------------------ */
+
+static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatype dt, int dest,
+                         int tag, MPI_Comm comm, int mode)
+{
+    int rc = check_args(fn, comm, buf, count, dt, dest, tag, false);
+    if (rc)
+        return rc;
+    if (dest == MPI_PROC_NULL)
+        return MPI_SUCCESS;
+    size_t bytes = bm_mpi_type_bytes(dt, count);
+    if (mode == BM_MPI_SEND_BUFFERED)
+        return bsend_start(buf, bytes, dest, tag, comm, fn);
+    bm_status_t st = bm_pml_send(buf, bytes, bm_mpi_comm_world_rank(comm, dest), comm->context_id,
+                                 comm->rank, tag, (enum bm_pml_send_mode)mode);
+    return st == BM_OK ? MPI_SUCCESS : pml_error(comm, st, fn, "send", dest);
+}
+
+int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return send_blocking("MPI_Send", buf, count, datatype, dest, tag, comm, BM_PML_SEND_STANDARD);
+}
+BM_MPI_ALIAS(Send);
+
+int PMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return send_blocking("MPI_Ssend", buf, count, datatype, dest, tag, comm,
+                         BM_PML_SEND_SYNCHRONOUS);
+}
+BM_MPI_ALIAS(Ssend);
+
+int PMPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return send_blocking("MPI_Rsend", buf, count, datatype, dest, tag, comm, BM_PML_SEND_READY);
+}
+BM_MPI_ALIAS(Rsend);
+
+int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return send_blocking("MPI_Bsend", buf, count, datatype, dest, tag, comm, BM_MPI_SEND_BUFFERED);
+}
+BM_MPI_ALIAS(Bsend);
+
+int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Status *status)
+{
+    static const char fn[] = "MPI_Recv";
+    int rc = check_args(fn, comm, buf, count, datatype, source, tag, true);
+    if (rc)
+        return rc;
+    if (source == MPI_PROC_NULL) {
+        if (status)
+            status_proc_null(status);
+        return MPI_SUCCESS;
+    }
+    size_t bytes = bm_mpi_type_bytes(datatype, count);
+    struct bm_pml_request *req;
+    bm_status_t st = bm_pml_irecv(buf, bytes, comm->context_id, source, tag, &req);
+    if (st != BM_OK)
+        return pml_error(comm, st, fn, "receive", source);
+    struct bm_pml_status ps;
+    bm_pml_request_wait(req, &ps);
+    bm_pml_request_free(req);
+    if (status)
+        status_from_pml(status, &ps);
+    if (ps.error == BM_ERR_TRUNCATE)
+        return truncate_error(comm, fn, &ps, bytes);
+    if (ps.error != BM_OK)
+        return pml_error(comm, ps.error, fn, "receive", ps.source);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Recv);
+
+/* ---- immediate operations -------------------------------------------------------------------- */
+
+int PMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request)
+{
+    return request_make("MPI_Isend", request, BM_MPI_REQ_SEND, BM_PML_SEND_STANDARD, false, buf,
+                        count, datatype, dest, tag, comm);
+}
+BM_MPI_ALIAS(Isend);
+
+int PMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                MPI_Request *request)
+{
+    return request_make("MPI_Issend", request, BM_MPI_REQ_SEND, BM_PML_SEND_SYNCHRONOUS, false, buf,
+                        count, datatype, dest, tag, comm);
+}
+BM_MPI_ALIAS(Issend);
+
+int PMPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                MPI_Request *request)
+{
+    return request_make("MPI_Irsend", request, BM_MPI_REQ_SEND, BM_PML_SEND_READY, false, buf,
+                        count, datatype, dest, tag, comm);
+}
+BM_MPI_ALIAS(Irsend);
+
+int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                MPI_Request *request)
+{
+    return request_make("MPI_Ibsend", request, BM_MPI_REQ_SEND, BM_MPI_SEND_BUFFERED, false, buf,
+                        count, datatype, dest, tag, comm);
+}
+BM_MPI_ALIAS(Ibsend);
+
+int PMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+               MPI_Request *request)
+{
+    return request_make("MPI_Irecv", request, BM_MPI_REQ_RECV, 0, false, buf, count, datatype,
+                        source, tag, comm);
+}
+BM_MPI_ALIAS(Irecv);
+
+/* ---- persistent requests ------------------------------------------------------------------------
+ */
+
+int PMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    return request_make("MPI_Send_init", request, BM_MPI_REQ_SEND, BM_PML_SEND_STANDARD, true, buf,
+                        count, datatype, dest, tag, comm);
+}
+BM_MPI_ALIAS(Send_init);
+
+int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    return request_make("MPI_Ssend_init", request, BM_MPI_REQ_SEND, BM_PML_SEND_SYNCHRONOUS, true,
+                        buf, count, datatype, dest, tag, comm);
+}
+BM_MPI_ALIAS(Ssend_init);
+
+int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    return request_make("MPI_Rsend_init", request, BM_MPI_REQ_SEND, BM_PML_SEND_READY, true, buf,
+                        count, datatype, dest, tag, comm);
+}
+BM_MPI_ALIAS(Rsend_init);
+
+int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    return request_make("MPI_Bsend_init", request, BM_MPI_REQ_SEND, BM_MPI_SEND_BUFFERED, true, buf,
+                        count, datatype, dest, tag, comm);
+}
+BM_MPI_ALIAS(Bsend_init);
+
+int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                   MPI_Request *request)
+{
+    return request_make("MPI_Recv_init", request, BM_MPI_REQ_RECV, 0, true, buf, count, datatype,
+                        source, tag, comm);
+}
+BM_MPI_ALIAS(Recv_init);
+
+static int start_one(MPI_Request *request, const char *fn)
+{
+    if (!request || !bm_mpi_request_valid(*request))
+        return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn, "not a request (NULL or MPI_REQUEST_NULL)");
+    MPI_Request r = *request;
+    if (!r->persistent)
+        return bm_mpi_error(r->comm, MPI_ERR_REQUEST, fn,
+                            "the request was not made by MPI_Send_init/MPI_Recv_init (only "
+                            "persistent requests can be started)");
+    if (r->active)
+        return bm_mpi_error(r->comm, MPI_ERR_REQUEST, fn,
+                            "the persistent request is still active: complete it with "
+                            "MPI_Wait/MPI_Test before starting it again");
+    return bm_mpi_p2p_start(r, fn);
+}
+
+int PMPI_Start(MPI_Request *request)
+{
+    static const char fn[] = "MPI_Start";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    return start_one(request, fn);
+}
+BM_MPI_ALIAS(Start);
+
+int PMPI_Startall(int count, MPI_Request array_of_requests[])
+{
+    static const char fn[] = "MPI_Startall";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (count < 0)
+        return bm_mpi_error(NULL, MPI_ERR_COUNT, fn, "negative count %d", count);
+    if (count > 0 && !array_of_requests)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL request array");
+    for (int i = 0; i < count; i++)
+        if ((rc = start_one(&array_of_requests[i], fn)))
+            return rc;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Startall);
+
+/* ---- combined send and receive ------------------------------------------------------------------
+ */
+
+/* Receive (posted first, so that two ranks exchanging large messages never
+ * wait on each other) and send, then wait for both. */
+static int exchange(const char *fn, MPI_Comm comm, const void *sendbuf, size_t sbytes, int dest,
+                    int sendtag, void *recvbuf, size_t rbytes, int source, int recvtag,
+                    struct bm_pml_status *rs)
+{
+    struct bm_pml_request *rreq = NULL, *sreq = NULL;
+    bm_status_t st;
+    rs->source = MPI_PROC_NULL;
+    rs->tag = MPI_ANY_TAG;
+    rs->count = 0;
+    rs->error = BM_OK;
+    rs->cancelled = false;
+    if (source != MPI_PROC_NULL &&
+        (st = bm_pml_irecv(recvbuf, rbytes, comm->context_id, source, recvtag, &rreq)) != BM_OK)
+        return pml_error(comm, st, fn, "receive", source);
+    if (dest != MPI_PROC_NULL &&
+        (st = bm_pml_isend(sendbuf, sbytes, bm_mpi_comm_world_rank(comm, dest), comm->context_id,
+                           comm->rank, sendtag, BM_PML_SEND_STANDARD, &sreq)) != BM_OK) {
+        if (rreq) {
+            bm_pml_request_cancel(rreq);
+            bm_pml_request_wait(rreq, NULL);
+            bm_pml_request_free(rreq);
+        }
+        return pml_error(comm, st, fn, "send", dest);
+    }
+    if (sreq) {
+        bm_pml_request_wait(sreq, NULL);
+        bm_pml_request_free(sreq);
+    }
+    if (rreq) {
+        bm_pml_request_wait(rreq, rs);
+        bm_pml_request_free(rreq);
+    }
+    return MPI_SUCCESS;
+}
+
+static int exchange_result(const char *fn, MPI_Comm comm, const struct bm_pml_status *rs,
+                           size_t rbytes, MPI_Status *status)
+{
+    if (status) {
+        status_from_pml(status, rs);
+        if (rs->source == MPI_PROC_NULL)
+            status_proc_null(status);
+    }
+    if (rs->error == BM_ERR_TRUNCATE)
+        return truncate_error(comm, fn, rs, rbytes);
+    if (rs->error != BM_OK)
+        return pml_error(comm, rs->error, fn, "receive", rs->source);
+    return MPI_SUCCESS;
+}
+
+int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                  MPI_Comm comm, MPI_Status *status)
+{
+    static const char fn[] = "MPI_Sendrecv";
+    int rc;
+    if ((rc = check_args(fn, comm, sendbuf, sendcount, sendtype, dest, sendtag, false)) ||
+        (rc = check_args(fn, comm, recvbuf, recvcount, recvtype, source, recvtag, true)))
+        return rc;
+    size_t rbytes = bm_mpi_type_bytes(recvtype, recvcount);
+    struct bm_pml_status rs;
+    if ((rc = exchange(fn, comm, sendbuf, bm_mpi_type_bytes(sendtype, sendcount), dest, sendtag,
+                       recvbuf, rbytes, source, recvtag, &rs)))
+        return rc;
+    return exchange_result(fn, comm, &rs, rbytes, status);
+}
+BM_MPI_ALIAS(Sendrecv);
+
+int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                          int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    static const char fn[] = "MPI_Sendrecv_replace";
+    int rc;
+    if ((rc = check_args(fn, comm, buf, count, datatype, dest, sendtag, false)) ||
+        (rc = check_args(fn, comm, buf, count, datatype, source, recvtag, true)))
+        return rc;
+    size_t bytes = bm_mpi_type_bytes(datatype, count);
+    char *tmp = malloc(bytes ? bytes : 1);
+    if (!tmp)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "no memory for a %zu-byte staging buffer",
+                            bytes);
+    struct bm_pml_status rs;
+    rc = exchange(fn, comm, buf, bytes, dest, sendtag, tmp, bytes, source, recvtag, &rs);
+    if (rc == MPI_SUCCESS && source != MPI_PROC_NULL && rs.count)
+        memcpy(buf, tmp, rs.count);
+    free(tmp);
+    if (rc)
+        return rc;
+    return exchange_result(fn, comm, &rs, bytes, status);
+}
+BM_MPI_ALIAS(Sendrecv_replace);
+
+/* ---- probes and counts
+ * ---------------------------------------------------------------------------- */
+
+static int probe_check(const char *fn, int source, int tag, MPI_Comm comm)
+{
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = bm_mpi_check_tag(comm, tag, true, fn)) ||
+        (rc = bm_mpi_check_rank(comm, source, BM_MPI_RANK_ALLOW_PROC_NULL | BM_MPI_RANK_ALLOW_ANY,
+                                fn)))
+        return rc;
+    return MPI_SUCCESS;
+}
+
+int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    static const char fn[] = "MPI_Probe";
+    int rc = probe_check(fn, source, tag, comm);
+    if (rc)
+        return rc;
+    if (source == MPI_PROC_NULL) {
+        if (status)
+            status_proc_null(status);
+        return MPI_SUCCESS;
+    }
+    struct bm_pml_status ps;
+    bm_status_t st = bm_pml_probe(comm->context_id, source, tag, &ps);
+    if (st != BM_OK)
+        return pml_error(comm, st, fn, "probe", source);
+    if (status)
+        status_from_pml(status, &ps);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Probe);
+
+int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    static const char fn[] = "MPI_Iprobe";
+    int rc = probe_check(fn, source, tag, comm);
+    if (rc)
+        return rc;
+    if (!flag)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL flag pointer");
+    if (source == MPI_PROC_NULL) {
+        *flag = 1;
+        if (status)
+            status_proc_null(status);
+        return MPI_SUCCESS;
+    }
+    struct bm_pml_status ps;
+    bool found = false;
+    bm_status_t st = bm_pml_iprobe(comm->context_id, source, tag, &found, &ps);
+    if (st != BM_OK)
+        return pml_error(comm, st, fn, "probe", source);
+    *flag = found;
+    if (found && status)
+        status_from_pml(status, &ps);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Iprobe);
+
+int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    static const char fn[] = "MPI_Get_count";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!status || !count)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s pointer", status ? "count" : "status");
+    if ((rc = bm_mpi_check_datatype(NULL, datatype, fn)))
+        return rc;
+    *count = bm_mpi_type_count(datatype, status->bm_count);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Get_count);

@@ -1,0 +1,435 @@
+/* Completion of MPI requests: MPI_Wait, Waitall, Waitany, Waitsome, Test,
+ * Testall, Testany, Testsome, MPI_Request_free, MPI_Cancel and
+ * MPI_Test_cancelled. Null handles and inactive persistent requests complete
+ * at once with an empty status (source MPI_ANY_SOURCE, tag MPI_ANY_TAG,
+ * count 0), as MPI-3.1 section 3.7.3 requires. A completed non-persistent
+ * request is freed and its handle set to MPI_REQUEST_NULL; a persistent one
+ * becomes inactive. Single-completion calls report a failed operation (a
+ * truncated receive) through the communicator's error handler with its own
+ * class and leave status.MPI_ERROR alone; the multiple-completion calls set
+ * MPI_ERROR in every status and report MPI_ERR_IN_STATUS. */
+#include "mpi/mpi_internal.h"
+#include "mpi/mpi_request.h"
+#include "pml/pml.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void status_empty(MPI_Status *s)
+{
+    if (!s)
+        return;
+    s->MPI_SOURCE = MPI_ANY_SOURCE;
+    s->MPI_TAG = MPI_ANY_TAG;
+    s->MPI_ERROR = MPI_SUCCESS;
+    s->bm_count = 0;
+    s->bm_cancelled = 0;
+}
+
+static bool req_active(MPI_Request r)
+{
+    return r != MPI_REQUEST_NULL && r->active;
+}
+
+static bool req_ready(MPI_Request r)
+{
+    return !r->pml || bm_pml_request_done(r->pml);
+}
+
+/* Why an operation failed, for the error handler's message. */
+struct req_failure {
+    MPI_Comm comm;
+    char what[256];
+};
+
+/* Take the result of a completed request into status (when not NULL) and
+ * release or deactivate it. Returns the operation's MPI error class (0 on
+ * success), describing a failure in fail. */
+static int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error, struct req_failure *fail)
+{
+    MPI_Request r = *rp;
+    MPI_Status st;
+    int cls = MPI_SUCCESS;
+    if (r->pml) {
+        struct bm_pml_status ps;
+        bm_pml_request_test(r->pml, &ps);
+        bm_pml_request_free(r->pml);
+        r->pml = NULL;
+        memset(&st, 0, sizeof(st));
+        st.MPI_SOURCE = ps.source;
+        st.MPI_TAG = ps.tag;
+        st.bm_count = ps.count;
+        st.bm_cancelled = ps.cancelled;
+        if (ps.error != BM_OK) {
+            cls = bm_mpi_class_of_status(ps.error);
+            fail->comm = r->comm;
+            if (ps.error == BM_ERR_TRUNCATE)
+                snprintf(fail->what, sizeof(fail->what),
+                         "the message from rank %d with tag %d is longer than the receive "
+                         "buffer; only the first %zu bytes were received",
+                         ps.source, ps.tag, ps.count);
+            else
+                snprintf(fail->what, sizeof(fail->what), "%s with rank %d failed: %s",
+                         r->kind == BM_MPI_REQ_RECV ? "receive" : "send", ps.source,
+                         bm_status_str(ps.error));
+        }
+    } else {
+        st = r->status;
+    }
+    if (status) {
+        int keep = status->MPI_ERROR;
+        *status = st;
+        status->MPI_ERROR = set_error ? cls : keep;
+    }
+    r->active = false;
+    if (!r->persistent) {
+        r->magic = 0;
+        free(r);
+        *rp = MPI_REQUEST_NULL;
+    }
+    return cls;
+}
+
+/* Validate an array argument of the multiple-completion calls. */
+static int check_array(const char *fn, int count, MPI_Request reqs[])
+{
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (count < 0)
+        return bm_mpi_error(NULL, MPI_ERR_COUNT, fn, "negative count %d", count);
+    if (count > 0 && !reqs)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL request array");
+    for (int i = 0; i < count; i++)
+        if (reqs[i] != MPI_REQUEST_NULL && !bm_mpi_request_valid(reqs[i]))
+            return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn, "entry %d is not a valid request", i);
+    return MPI_SUCCESS;
+}
+
+static int check_one(const char *fn, MPI_Request *request)
+{
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!request)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL request pointer");
+    if (*request != MPI_REQUEST_NULL && !bm_mpi_request_valid(*request))
+        return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn, "not a valid request");
+    return MPI_SUCCESS;
+}
+
+/* ---- single ----------------------------------------------------------------- */
+
+int PMPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    static const char fn[] = "MPI_Wait";
+    int rc = check_one(fn, request);
+    if (rc)
+        return rc;
+    MPI_Request r = *request;
+    if (!req_active(r)) {
+        status_empty(status);
+        return MPI_SUCCESS;
+    }
+    if (r->pml)
+        bm_pml_request_wait(r->pml, NULL);
+    struct req_failure fail;
+    int cls = req_finish(request, status, false, &fail);
+    return cls ? bm_mpi_error(fail.comm, cls, fn, "%s", fail.what) : MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Wait);
+
+int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    static const char fn[] = "MPI_Test";
+    int rc = check_one(fn, request);
+    if (rc)
+        return rc;
+    if (!flag)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL flag pointer");
+    MPI_Request r = *request;
+    if (!req_active(r)) {
+        *flag = 1;
+        status_empty(status);
+        return MPI_SUCCESS;
+    }
+    if (r->pml && !bm_pml_request_test(r->pml, NULL)) {
+        *flag = 0;
+        return MPI_SUCCESS;
+    }
+    *flag = 1;
+    struct req_failure fail;
+    int cls = req_finish(request, status, false, &fail);
+    return cls ? bm_mpi_error(fail.comm, cls, fn, "%s", fail.what) : MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Test);
+
+/* ---- all ------------------------------------------------------------------------ */
+
+/* Finish every request of the array (all complete or inactive). */
+static int finish_all(const char *fn, int count, MPI_Request reqs[], MPI_Status statuses[])
+{
+    int errors = 0;
+    struct req_failure fail = {0};
+    for (int i = 0; i < count; i++) {
+        MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? NULL : &statuses[i];
+        if (!req_active(reqs[i])) {
+            status_empty(st);
+            continue;
+        }
+        if (req_finish(&reqs[i], st, true, &fail))
+            errors++;
+    }
+    if (!errors)
+        return MPI_SUCCESS;
+    return bm_mpi_error(fail.comm, MPI_ERR_IN_STATUS, fn,
+                        "%d of %d operations failed (see each status's MPI_ERROR); the last: %s",
+                        errors, count, fail.what);
+}
+
+static bool all_ready(int count, MPI_Request reqs[])
+{
+    for (int i = 0; i < count; i++)
+        if (req_active(reqs[i]) && !req_ready(reqs[i]))
+            return false;
+    return true;
+}
+
+int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
+{
+    static const char fn[] = "MPI_Waitall";
+    int rc = check_array(fn, count, array_of_requests);
+    if (rc)
+        return rc;
+    while (!all_ready(count, array_of_requests))
+        bm_pml_progress();
+    return finish_all(fn, count, array_of_requests, array_of_statuses);
+}
+BM_MPI_ALIAS(Waitall);
+
+int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                 MPI_Status array_of_statuses[])
+{
+    static const char fn[] = "MPI_Testall";
+    int rc = check_array(fn, count, array_of_requests);
+    if (rc)
+        return rc;
+    if (!flag)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL flag pointer");
+    if (!all_ready(count, array_of_requests)) {
+        bm_pml_progress();
+        if (!all_ready(count, array_of_requests)) {
+            *flag = 0;
+            return MPI_SUCCESS;
+        }
+    }
+    *flag = 1;
+    return finish_all(fn, count, array_of_requests, array_of_statuses);
+}
+BM_MPI_ALIAS(Testall);
+
+/* ---- any ------------------------------------------------------------------------- */
+
+/* Index of a completed active request, -1 when none is, -2 when none is active. */
+static int find_ready(int count, MPI_Request reqs[])
+{
+    bool any_active = false;
+    for (int i = 0; i < count; i++) {
+        if (!req_active(reqs[i]))
+            continue;
+        any_active = true;
+        if (req_ready(reqs[i]))
+            return i;
+    }
+    return any_active ? -1 : -2;
+}
+
+static int finish_one(const char *fn, MPI_Request reqs[], int i, int *index, MPI_Status *status)
+{
+    *index = i;
+    struct req_failure fail;
+    int cls = req_finish(&reqs[i], status, false, &fail);
+    return cls ? bm_mpi_error(fail.comm, cls, fn, "%s", fail.what) : MPI_SUCCESS;
+}
+
+int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
+{
+    static const char fn[] = "MPI_Waitany";
+    int rc = check_array(fn, count, array_of_requests);
+    if (rc)
+        return rc;
+    if (!index)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL index pointer");
+    for (;;) {
+        int i = find_ready(count, array_of_requests);
+        if (i == -2) {
+            *index = MPI_UNDEFINED;
+            status_empty(status);
+            return MPI_SUCCESS;
+        }
+        if (i >= 0)
+            return finish_one(fn, array_of_requests, i, index, status);
+        bm_pml_progress();
+    }
+}
+BM_MPI_ALIAS(Waitany);
+
+int PMPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+                 MPI_Status *status)
+{
+    static const char fn[] = "MPI_Testany";
+    int rc = check_array(fn, count, array_of_requests);
+    if (rc)
+        return rc;
+    if (!index || !flag)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s pointer", index ? "flag" : "index");
+    int i = find_ready(count, array_of_requests);
+    if (i == -1) {
+        bm_pml_progress();
+        i = find_ready(count, array_of_requests);
+    }
+    if (i == -2) {
+        *flag = 1;
+        *index = MPI_UNDEFINED;
+        status_empty(status);
+        return MPI_SUCCESS;
+    }
+    if (i == -1) {
+        *flag = 0;
+        *index = MPI_UNDEFINED;
+        return MPI_SUCCESS;
+    }
+    *flag = 1;
+    return finish_one(fn, array_of_requests, i, index, status);
+}
+BM_MPI_ALIAS(Testany);
+
+/* ---- some ------------------------------------------------------------------------- */
+
+static int finish_some(const char *fn, int count, MPI_Request reqs[], int *outcount, int indices[],
+                       MPI_Status statuses[])
+{
+    int n = 0, errors = 0;
+    struct req_failure fail = {0};
+    for (int i = 0; i < count; i++) {
+        if (!req_active(reqs[i]) || !req_ready(reqs[i]))
+            continue;
+        MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? NULL : &statuses[n];
+        indices[n++] = i;
+        if (req_finish(&reqs[i], st, true, &fail))
+            errors++;
+    }
+    *outcount = n;
+    if (!errors)
+        return MPI_SUCCESS;
+    return bm_mpi_error(fail.comm, MPI_ERR_IN_STATUS, fn,
+                        "%d of the %d completed operations failed (see each status's "
+                        "MPI_ERROR); the last: %s",
+                        errors, n, fail.what);
+}
+
+static int some_args(const char *fn, int count, MPI_Request reqs[], int *outcount, int indices[])
+{
+    int rc = check_array(fn, count, reqs);
+    if (rc)
+        return rc;
+    if (!outcount || (count > 0 && !indices))
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s pointer",
+                            outcount ? "indices" : "outcount");
+    return MPI_SUCCESS;
+}
+
+int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                  int array_of_indices[], MPI_Status array_of_statuses[])
+{
+    static const char fn[] = "MPI_Waitsome";
+    int rc = some_args(fn, incount, array_of_requests, outcount, array_of_indices);
+    if (rc)
+        return rc;
+    for (;;) {
+        int i = find_ready(incount, array_of_requests);
+        if (i == -2) {
+            *outcount = MPI_UNDEFINED;
+            return MPI_SUCCESS;
+        }
+        if (i >= 0)
+            return finish_some(fn, incount, array_of_requests, outcount, array_of_indices,
+                               array_of_statuses);
+        bm_pml_progress();
+    }
+}
+BM_MPI_ALIAS(Waitsome);
+
+int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                  int array_of_indices[], MPI_Status array_of_statuses[])
+{
+    static const char fn[] = "MPI_Testsome";
+    int rc = some_args(fn, incount, array_of_requests, outcount, array_of_indices);
+    if (rc)
+        return rc;
+    int i = find_ready(incount, array_of_requests);
+    if (i == -2) {
+        *outcount = MPI_UNDEFINED;
+        return MPI_SUCCESS;
+    }
+    if (i == -1)
+        bm_pml_progress();
+    return finish_some(fn, incount, array_of_requests, outcount, array_of_indices,
+                       array_of_statuses);
+}
+BM_MPI_ALIAS(Testsome);
+
+/* ---- free and cancel ------------------------------------------------------------------- */
+
+int PMPI_Request_free(MPI_Request *request)
+{
+    static const char fn[] = "MPI_Request_free";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!request || !bm_mpi_request_valid(*request))
+        return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn,
+                            "not a request (NULL pointer, MPI_REQUEST_NULL or a freed request)");
+    MPI_Request r = *request;
+    /* An active transfer goes on in the background (the PML finishes it). */
+    if (r->pml)
+        bm_pml_request_free(r->pml);
+    r->magic = 0;
+    free(r);
+    *request = MPI_REQUEST_NULL;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Request_free);
+
+int PMPI_Cancel(MPI_Request *request)
+{
+    static const char fn[] = "MPI_Cancel";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!request || !bm_mpi_request_valid(*request))
+        return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn,
+                            "not a request (NULL pointer or MPI_REQUEST_NULL)");
+    MPI_Request r = *request;
+    /* Receives that have not matched are cancelled; sends and matched
+     * receives complete normally (MPI lets a cancel fail: the status then
+     * says not cancelled). */
+    if (r->active && r->pml && r->kind == BM_MPI_REQ_RECV)
+        bm_pml_request_cancel(r->pml);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Cancel);
+
+int PMPI_Test_cancelled(const MPI_Status *status, int *flag)
+{
+    static const char fn[] = "MPI_Test_cancelled";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!status || !flag)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s pointer", status ? "flag" : "status");
+    *flag = status->bm_cancelled != 0;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Test_cancelled);
