@@ -1,0 +1,77 @@
+/* Helper of the sm cleanup test (btl_sm_cleanup.sh): starts the transports
+ * with BM_BTL=self,sm and then, by mode, ends normally after some traffic
+ * ("normal"), aborts the job from rank 1 before the peers have mapped its
+ * segment ("abort"), or SIGKILLs rank 1 at that point ("kill"). Rank 0
+ * prints JOBID=<jobid> first so that the script can look for leftovers of
+ * exactly this job. In normal mode it also checks that each segment's name
+ * is gone as soon as every local peer has mapped it. */
+#include "bm_test.h"
+#include "btl/btl.h"
+#include "runtime/rte.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int received;
+
+static void on_recv(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    BM_CHECK_EQ_INT(d->seg_count >= 1 ? d->seg[0].len : 0, 4);
+    received++;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "normal";
+    if (bm_rte_init() != BM_OK)
+        return 1;
+    const struct bm_rte_proc *self = bm_rte_self();
+    if (self->rank == 0) {
+        printf("JOBID=%s\n", self->jobid);
+        fflush(stdout);
+    }
+    BM_CHECK_EQ_INT(bm_btl_base_open(NULL), BM_OK);
+    char path[256];
+    snprintf(path, sizeof(path), "/dev/shm/bm-%s-sm-%d", self->jobid, self->rank);
+    if (self->local_size > 1)
+        BM_CHECK_MSG(access(path, F_OK) == 0, "%s missing after start-up", path);
+    if (self->rank == 1 && strcmp(mode, "kill") == 0)
+        raise(SIGKILL);
+    if (self->rank == 1 && strcmp(mode, "abort") == 0)
+        bm_rte_abort(3, "btl_sm_cleanup: deliberate abort from rank 1");
+
+    bm_btl_base_register_recv(BM_BTL_TAG_TEST, on_recv, NULL);
+    BM_CHECK_EQ_INT(bm_rte_modex_fence(), BM_OK);
+    BM_CHECK_EQ_INT(bm_btl_base_add_procs(self->size), BM_OK);
+    /* Once everyone has mapped everyone, no name is left. */
+    BM_CHECK_EQ_INT(bm_rte_barrier(), BM_OK);
+    errno = 0;
+    BM_CHECK_MSG(access(path, F_OK) != 0 && errno == ENOENT,
+                 "%s still exists after every local peer mapped it", path);
+
+    /* A ring message so that the segments were really used. */
+    int next = (self->rank + 1) % self->size;
+    struct bm_btl_peer *peer = bm_btl_base_peer(next);
+    BM_CHECK(peer && peer->eager.count > 0);
+    if (peer && peer->eager.count > 0) {
+        struct bm_btl_path *p = &peer->eager.paths[0];
+        struct bm_btl_descriptor *des;
+        while (!(des = bm_btl_alloc(p->module, p->endpoint, 0, 4,
+                                    BM_BTL_DES_F_BTL_OWNED | BM_BTL_DES_F_ALWAYS_CALLBACK)))
+            bm_btl_base_progress();
+        memcpy(des->seg[0].addr, "ring", 4);
+        int rc = bm_btl_send(p->module, p->endpoint, des, BM_BTL_TAG_TEST);
+        BM_CHECK(rc == BM_OK || rc == BM_BTL_DONE);
+        while (received < 1)
+            bm_btl_base_progress();
+    }
+    BM_CHECK_EQ_INT(bm_rte_barrier(), BM_OK);
+    bm_btl_base_close();
+    bm_rte_finalize();
+    return bm_test_summary("btl_sm_cleanup");
+}
