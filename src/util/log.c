@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define BM_LOG_DEFAULT_LEVEL BM_LOG_WARN
-#define BM_LOG_MAX_RULES     32
+#define BM_LOG_MAX_RULES 32
 
 struct bm_log_rule {
     char name[32];
@@ -27,8 +27,28 @@ static bool log_configured;
 static int log_rank = -1;
 int bm_util_log_max_enabled = BM_LOG_TRACE; /* until configured: let the slow path decide */
 
+/* A level from 0 to 5 (higher values mean everything). Anything else is
+ * rejected rather than read as 0, which would silence even errors. */
+static bool log_parse_level(const char *s, int *level_out)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 0)
+        return false;
+    *level_out = v > BM_LOG_TRACE ? BM_LOG_TRACE : (int)v;
+    return true;
+}
+
+static void log_bad_token(const char *tok)
+{
+    bm_util_log_emit("util/log", BM_LOG_WARN,
+                     "BM_VERBOSE: '%s' is neither a level (0-5) nor subsystem:level; ignored",
+                     tok);
+}
+
 void bm_util_log_configure(const char *spec)
 {
+    int saved_errno = errno; /* runs lazily inside log calls, which keep errno */
     log_nrules = 0;
     log_default_level = BM_LOG_DEFAULT_LEVEL;
     int max = log_default_level;
@@ -38,10 +58,15 @@ void bm_util_log_configure(const char *spec)
         char *save = NULL;
         for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             char *colon = strchr(tok, ':');
+            int level;
+            if (!log_parse_level(colon ? colon + 1 : tok, &level)) {
+                log_bad_token(tok);
+                continue;
+            }
+            if (level > max)
+                max = level;
             if (!colon) {
-                log_default_level = atoi(tok);
-                if (log_default_level > max)
-                    max = log_default_level;
+                log_default_level = level;
                 continue;
             }
             *colon = '\0';
@@ -49,13 +74,12 @@ void bm_util_log_configure(const char *spec)
                 continue;
             struct bm_log_rule *r = &log_rules[log_nrules++];
             snprintf(r->name, sizeof(r->name), "%s", tok);
-            r->level = atoi(colon + 1);
-            if (r->level > max)
-                max = r->level;
+            r->level = level;
         }
     }
     bm_util_log_max_enabled = max;
     log_configured = true;
+    errno = saved_errno;
 }
 
 static bool log_rule_matches(const char *rule, const char *subsys)
@@ -134,7 +158,9 @@ void bm_util_log_emit(const char *subsys, int level, const char *fmt, ...)
         va_end(ap);
     }
     size_t len = strlen(msg);
-    if (len + 1 < sizeof(msg) && (len == 0 || msg[len - 1] != '\n')) {
+    if (len == 0 || msg[len - 1] != '\n') {
+        if (len + 1 >= sizeof(msg))
+            len = sizeof(msg) - 2; /* a cut message still ends its line */
         msg[len++] = '\n';
         msg[len] = '\0';
     }

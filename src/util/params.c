@@ -101,9 +101,14 @@ static bool param_parse_ll(const char *s, bool allow_suffix, long long *out)
         return false;
     errno = 0;
     char *end = NULL;
-    long long v = strtoll(s, &end, 0);
+    /* Decimal, or hex with 0x: a leading zero must not switch to octal. */
+    const char *digits = (*s == '-' || *s == '+') ? s + 1 : s;
+    int base = (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) ? 16 : 10;
+    long long v = strtoll(s, &end, base);
     if (errno || end == s)
         return false;
+    while (isspace((unsigned char)*end))
+        end++;
     if (allow_suffix && *end) {
         long long mult = 1;
         switch (tolower((unsigned char)*end)) {
@@ -188,7 +193,7 @@ bm_status_t bm_util_param_parse(const struct bm_param *p, const char *text, void
         errno = 0;
         double d = strtod(text, &end);
         if (errno || end == text || *end ||
-            (param_has_range(p) && (d < (double)p->min || d > (double)p->max)))
+            (param_has_range(p) && !(d >= (double)p->min && d <= (double)p->max)))
             goto bad;
         *(double *)value_out = d;
         return BM_OK;
