@@ -1,0 +1,64 @@
+# MPI tests of the non-point-to-point API: start-up, errors (returned and
+# fatal), collectives at 1, 2, 3, 4 and 8 ranks, and bmcc.
+set(api_dir ${CMAKE_CURRENT_LIST_DIR})
+
+function(bm_api_test name np)
+    bm_add_mpi_test(${name}_np${np} TARGET ${name} NP ${np} BTL self,sm TIMEOUT 120
+        ENV BM_TEST_EXPECT_NP=${np})
+endfunction()
+
+foreach(prog api_init api_errors api_coll)
+    add_executable(${prog} ${api_dir}/${prog}.c)
+    target_link_libraries(${prog} PRIVATE bitmover bm_test_harness)
+endforeach()
+add_executable(api_fatal ${api_dir}/api_fatal.c)
+target_link_libraries(api_fatal PRIVATE bitmover)
+
+foreach(np 1 2 4)
+    bm_api_test(api_init ${np})
+endforeach()
+# Without a launcher: a singleton job of one process.
+add_test(NAME api_init_singleton COMMAND api_init)
+bm_scaled_timeout(t 30)
+set_tests_properties(api_init_singleton PROPERTIES TIMEOUT ${t} LABELS mpi)
+
+foreach(np 1 3)
+    bm_api_test(api_errors ${np})
+endforeach()
+foreach(np 1 2 3 4 8)
+    bm_api_test(api_coll ${np})
+endforeach()
+
+# Fatal errors end the job with a clear message and a non-zero status.
+set(expect_fail ${api_dir}/api_expect_fail.sh)
+set(fatal_cases
+    "root|3|MPI_Bcast on rank 2 \\(host [^)]+\\): MPI_ERR_ROOT: invalid root 8"
+    "abort|3|MPI_Abort called on rank 1 \\(host [^)]+\\) with error code 7")
+foreach(case ${fatal_cases})
+    string(REPLACE "|" ";" parts "${case}")
+    list(GET parts 0 mode)
+    list(GET parts 1 np)
+    list(GET parts 2 regex)
+    bm_scaled_timeout(t 60)
+    math(EXPR bmrun_t "${t} - 10")
+    add_test(NAME api_fatal_${mode} COMMAND ${expect_fail} "${regex}"
+        $<TARGET_FILE:bmrun> -n ${np} --timeout ${bmrun_t} $<TARGET_FILE:api_fatal> ${mode})
+    set_tests_properties(api_fatal_${mode} PROPERTIES TIMEOUT ${t} LABELS mpi
+        ENVIRONMENT "BM_BTL=self,sm")
+endforeach()
+add_test(NAME api_fatal_before_init COMMAND ${expect_fail}
+    "MPI_Comm_rank: MPI_ERR_OTHER: called before MPI_Init" $<TARGET_FILE:api_fatal> before-init)
+add_test(NAME api_fatal_after_finalize COMMAND ${expect_fail}
+    "MPI_Barrier: MPI_ERR_OTHER: called after MPI_Finalize" $<TARGET_FILE:api_fatal>
+    after-finalize)
+bm_scaled_timeout(t 30)
+set_tests_properties(api_fatal_before_init api_fatal_after_finalize PROPERTIES TIMEOUT ${t}
+    LABELS mpi)
+
+# bmcc compiles an MPI program from outside the build system; bmrun runs it.
+bm_scaled_timeout(t 120)
+add_test(NAME api_bmcc COMMAND ${CMAKE_COMMAND}
+    -DBMCC=${CMAKE_BINARY_DIR}/tools/bmcc/bmcc -DBMRUN=$<TARGET_FILE:bmrun>
+    -DSRC=${api_dir}/api_bmcc_ring.c -DOUT=${CMAKE_CURRENT_BINARY_DIR}/api_bmcc_ring
+    -P ${api_dir}/api_bmcc.cmake)
+set_tests_properties(api_bmcc PROPERTIES TIMEOUT ${t} LABELS mpi ENVIRONMENT "BM_BTL=self,sm")

@@ -1,0 +1,152 @@
+/* Error handling: every bad argument to the non-point-to-point entry points
+ * gives the right error class under MPI_ERRORS_RETURN (bad communicator,
+ * datatype, root, operation, count, buffer, attribute key, a second
+ * MPI_Init), MPI_Error_string and MPI_Error_class for every class, user
+ * error handlers (called with the communicator and the code), and that the
+ * handler of one communicator does not leak to another. */
+#include "bm_test.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+static int rank, size;
+static int handler_calls;
+static int handler_last_code;
+static MPI_Comm handler_last_comm;
+
+static void count_errors(MPI_Comm *comm, int *code, ...)
+{
+    handler_calls++;
+    handler_last_code = *code;
+    handler_last_comm = *comm;
+}
+
+static void test_error_strings(void)
+{
+    char s[MPI_MAX_ERROR_STRING], prev[MPI_MAX_ERROR_STRING] = "";
+    int len, cls;
+
+    for (int c = MPI_SUCCESS; c <= MPI_ERR_LASTCODE; c++) {
+        len = -1;
+        BM_CHECK_EQ_INT(MPI_Error_string(c, s, &len), MPI_SUCCESS);
+        BM_CHECK_MSG(len > 0 && len == (int)strlen(s) && len < MPI_MAX_ERROR_STRING,
+                     "bad length %d for class %d", len, c);
+        BM_CHECK_MSG(strcmp(s, prev) != 0, "class %d has the same string as the one before", c);
+        BM_CHECK_MSG(c == MPI_SUCCESS || strncmp(s, "MPI_ERR_", 8) == 0,
+                     "class %d string '%s' does not name the class", c, s);
+        BM_CHECK_EQ_INT(MPI_Error_class(c, &cls), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(cls, c);
+        snprintf(prev, sizeof(prev), "%s", s);
+    }
+    BM_CHECK_EQ_INT(MPI_Error_string(MPI_ERR_RANK, s, &len), MPI_SUCCESS);
+    BM_CHECK(strstr(s, "MPI_ERR_RANK") != NULL && strstr(s, "rank") != NULL);
+    BM_CHECK_EQ_INT(MPI_Error_string(12345, s, &len), MPI_SUCCESS);
+    BM_CHECK(strstr(s, "12345") != NULL);
+    BM_CHECK_EQ_INT(MPI_Error_class(12345, &cls), MPI_ERR_ARG);
+}
+
+static void test_bad_arguments(void)
+{
+    int buf[4] = {0}, out[4], dummy;
+    int *val;
+
+    /* Communicator. */
+    BM_CHECK_EQ_INT(MPI_Comm_size(MPI_COMM_NULL, &dummy), MPI_ERR_COMM);
+    BM_CHECK_EQ_INT(MPI_Barrier(MPI_COMM_NULL), MPI_ERR_COMM);
+    BM_CHECK_EQ_INT(MPI_Bcast(buf, 1, MPI_INT, 0, MPI_COMM_NULL), MPI_ERR_COMM);
+    BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_INT, MPI_SUM, MPI_COMM_NULL), MPI_ERR_COMM);
+    /* A handle of another kind is caught, not used. */
+    BM_CHECK_EQ_INT(MPI_Comm_rank((MPI_Comm)(void *)MPI_INT, &dummy), MPI_ERR_COMM);
+    BM_CHECK_EQ_INT(MPI_Comm_free(&(MPI_Comm){MPI_COMM_WORLD}), MPI_ERR_COMM);
+
+    /* Datatype. */
+    BM_CHECK_EQ_INT(MPI_Bcast(buf, 1, MPI_DATATYPE_NULL, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    BM_CHECK_EQ_INT(MPI_Reduce(buf, out, 1, MPI_DATATYPE_NULL, MPI_SUM, 0, MPI_COMM_WORLD),
+                    MPI_ERR_TYPE);
+    BM_CHECK_EQ_INT(MPI_Type_size(MPI_DATATYPE_NULL, &dummy), MPI_ERR_TYPE);
+    BM_CHECK_EQ_INT(MPI_Type_size((MPI_Datatype)(void *)MPI_SUM, &dummy), MPI_ERR_TYPE);
+
+    /* Root. */
+    BM_CHECK_EQ_INT(MPI_Bcast(buf, 1, MPI_INT, size, MPI_COMM_WORLD), MPI_ERR_ROOT);
+    BM_CHECK_EQ_INT(MPI_Bcast(buf, 1, MPI_INT, -1, MPI_COMM_WORLD), MPI_ERR_ROOT);
+    BM_CHECK_EQ_INT(MPI_Reduce(buf, out, 1, MPI_INT, MPI_SUM, size + 3, MPI_COMM_WORLD),
+                    MPI_ERR_ROOT);
+
+    /* Operation. */
+    BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD), MPI_ERR_OP);
+    BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_2INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP);
+    BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_INT, MPI_MAXLOC, MPI_COMM_WORLD), MPI_ERR_OP);
+    BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD), MPI_ERR_OP);
+    BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP);
+    BM_CHECK_EQ_INT(MPI_Reduce(buf, out, 1, MPI_INT, MPI_REPLACE, 0, MPI_COMM_WORLD), MPI_ERR_OP);
+    BM_CHECK_EQ_INT(MPI_Op_free(&(MPI_Op){MPI_SUM}), MPI_ERR_OP);
+
+    /* Count and buffer. */
+    BM_CHECK_EQ_INT(MPI_Bcast(buf, -1, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
+    BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, -5, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_COUNT);
+    BM_CHECK_EQ_INT(MPI_Bcast(NULL, 3, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    BM_CHECK_EQ_INT(MPI_Allreduce(buf, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                    MPI_ERR_BUFFER);
+    if (size > 1)
+        BM_CHECK_EQ_INT(
+            MPI_Reduce(MPI_IN_PLACE, out, 1, MPI_INT, MPI_SUM, rank == 0 ? 1 : 0, MPI_COMM_WORLD),
+            MPI_ERR_BUFFER);
+
+    /* Attributes and start-up. */
+    BM_CHECK_EQ_INT(MPI_Comm_get_attr(MPI_COMM_WORLD, 9999, &val, &dummy), MPI_ERR_KEYVAL);
+    BM_CHECK_EQ_INT(MPI_Init(NULL, NULL), MPI_ERR_OTHER);
+    BM_CHECK_EQ_INT(MPI_Comm_split(MPI_COMM_WORLD, -7, 0, &(MPI_Comm){MPI_COMM_NULL}), MPI_ERR_ARG);
+
+    /* Nothing above was collective: every rank still agrees. */
+    BM_CHECK_EQ_INT(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
+}
+
+static void test_user_handler(void)
+{
+    MPI_Errhandler eh, got;
+    MPI_Comm dup;
+    int buf = 0;
+
+    BM_CHECK_EQ_INT(MPI_Comm_create_errhandler(count_errors, &eh), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Comm_dup(MPI_COMM_WORLD, &dup), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Comm_set_errhandler(dup, eh), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Errhandler_free(&eh), MPI_SUCCESS);
+    BM_CHECK(eh == MPI_ERRHANDLER_NULL);
+
+    handler_calls = 0;
+    BM_CHECK_EQ_INT(MPI_Bcast(&buf, 1, MPI_INT, -3, dup), MPI_ERR_ROOT);
+    BM_CHECK_EQ_INT(handler_calls, 1);
+    BM_CHECK_EQ_INT(handler_last_code, MPI_ERR_ROOT);
+    BM_CHECK(handler_last_comm == dup);
+    BM_CHECK_EQ_INT(MPI_Comm_call_errhandler(dup, MPI_ERR_OTHER), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(handler_calls, 2);
+    BM_CHECK_EQ_INT(handler_last_code, MPI_ERR_OTHER);
+
+    /* MPI_COMM_WORLD keeps its own handler. */
+    BM_CHECK_EQ_INT(MPI_Bcast(&buf, 1, MPI_INT, -3, MPI_COMM_WORLD), MPI_ERR_ROOT);
+    BM_CHECK_EQ_INT(handler_calls, 2);
+
+    BM_CHECK_EQ_INT(MPI_Comm_get_errhandler(dup, &got), MPI_SUCCESS);
+    BM_CHECK(got != MPI_ERRORS_RETURN && got != MPI_ERRORS_ARE_FATAL);
+    BM_CHECK_EQ_INT(MPI_Errhandler_free(&got), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &got), MPI_SUCCESS);
+    BM_CHECK(got == MPI_ERRORS_RETURN);
+    BM_CHECK_EQ_INT(MPI_Comm_free(&dup), MPI_SUCCESS);
+    BM_CHECK(dup == MPI_COMM_NULL);
+    BM_CHECK_EQ_INT(MPI_Comm_size(dup, &buf), MPI_ERR_COMM);
+}
+
+int main(int argc, char **argv)
+{
+    BM_CHECK_EQ_INT(MPI_Init(&argc, &argv), MPI_SUCCESS);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    BM_CHECK_EQ_INT(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), MPI_SUCCESS);
+    BM_RUN(test_error_strings);
+    BM_RUN(test_bad_arguments);
+    BM_RUN(test_user_handler);
+    BM_CHECK_EQ_INT(MPI_Finalize(), MPI_SUCCESS);
+    /* After MPI_Finalize the default handler is back: only query functions here. */
+    return bm_test_summary("api_errors");
+}
