@@ -1,0 +1,474 @@
+/* Internal interface of the dgram transport: reliable, windowed messaging
+ * over an unreliable datagram wire (native UDP sockets, or libfabric
+ * FI_EP_DGRAM endpoints). The reliability engine (endpoints, send windows,
+ * ACKs, retransmission timers, fragments and chunks) is shared by every wire;
+ * a wire only opens channels, sends batches of datagrams and receives them.
+ * The vocabulary (fragment, segment, chunk, channel) is the one in README.md.
+ * Unit tests include this header to drive modules without the runtime:
+ * bm_btl_dgram_module_create + bm_btl_dgram_endpoint_create connect two
+ * modules of one process directly. */
+#ifndef BM_BTL_DGRAM_H
+#define BM_BTL_DGRAM_H
+
+#include "btl/btl.h"
+#include "btl/dgram/dgram_proto.h"
+#include "util/clock.h"
+#include "util/hotel.h"
+#include "util/list.h"
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+extern const struct bm_btl_ops bm_btl_dgram_ops;
+extern const struct bm_param_table bm_btl_dgram_param_table;
+
+/* ---- configuration (BM_BTL_DGRAM_*) ------------------------------------ */
+
+enum { BM_DGRAM_WIRE_AUTO, BM_DGRAM_WIRE_UDP, BM_DGRAM_WIRE_OFI };
+
+struct bm_btl_dgram_config {
+    int wire;               /* BM_DGRAM_WIRE_* */
+    const char *if_include; /* comma list of interface names or a.b.c.d/n, "" = all */
+    const char *if_exclude;
+    size_t mtu;       /* data channel datagram size; 0 = interface MTU - 28 */
+    size_t prio_mtu;  /* priority channel datagram size (ACKs, tiny fragments) */
+    int window;       /* send window in segments (power of two) */
+    int ep_credits;   /* segments an endpoint may post per turn */
+    int chan_credits; /* datagrams queued per channel before a flush */
+    int max_resends;  /* retransmissions per progress call */
+    int ack_delay_us; /* delay before a standalone ACK */
+    int rto_init_us, rto_min_us, rto_max_us; /* retransmit timeout: start, floor, ceiling */
+    int fail_timeouts; /* consecutive timeouts of the oldest segment: path failed */
+    int fail_ms;       /* time with data outstanding and no ACK progress: path failed */
+    int probe_ms;      /* interval of probes on a failed path */
+    size_t eager_limit;
+    size_t max_send_size;
+    bool checksum;  /* checksum every datagram (needed to detect injected corruption) */
+    int stats;      /* print statistics every N seconds (0: at finalize only if set) */
+    size_t sockbuf; /* SO_SNDBUF/SO_RCVBUF request */
+    double drop, dup, reorder, corrupt; /* fault injection probabilities on the send path */
+    int seed;                           /* fault injection seed (0: from pid and time) */
+};
+
+/* ---- statistics ------------------------------------------------------- */
+
+#define BM_BTL_DGRAM_STATS_MAP(X)                                                                  \
+    X(sends_prio, "datagrams sent on the priority channel")                                        \
+    X(sends_data, "datagrams sent on the data channel")                                            \
+    X(frags_sent, "fragments sent whole in one segment")                                           \
+    X(chunks_sent, "chunk segments sent")                                                          \
+    X(fastpath_sends, "tiny fragments posted inline by send")                                      \
+    X(resends_timeout, "segments resent after a retransmit timeout")                               \
+    X(resends_fast, "segments resent after a duplicate or selective ACK")                          \
+    X(acks_sent, "standalone ACKs sent")                                                           \
+    X(acks_piggybacked, "ACKs carried by data packets")                                            \
+    X(acks_recv, "ACK fields received that advanced the window")                                   \
+    X(acks_dup, "duplicate ACKs received")                                                         \
+    X(acks_old, "old or stale ACKs ignored")                                                       \
+    X(sacked, "segments acknowledged selectively")                                                 \
+    X(recv_packets, "valid datagrams received")                                                    \
+    X(recv_delivered, "fragments delivered to the upper layer")                                    \
+    X(recv_dup, "duplicate receives dropped")                                                      \
+    X(recv_old, "receives older than the window (lost ACK) dropped")                               \
+    X(recv_out_of_window, "receives beyond the window dropped")                                    \
+    X(recv_stale_session, "receives from an abandoned session dropped")                            \
+    X(bad_short, "datagrams dropped: too short or bad length")                                     \
+    X(bad_magic, "datagrams dropped: not dgram, wrong version or unknown type")                    \
+    X(bad_checksum, "datagrams dropped: checksum mismatch")                                        \
+    X(bad_job, "datagrams dropped: wrong job key")                                                 \
+    X(bad_sender, "datagrams dropped: unknown sender")                                             \
+    X(bad_chunk, "datagrams dropped: chunk length or offset outside its fragment")                 \
+    X(bad_rdma, "datagrams dropped: PUT/GET outside a registration")                               \
+    X(no_handler, "fragments dropped: no receive callback for the tag")                            \
+    X(window_full, "times an endpoint stopped on a full window")                                   \
+    X(window_max, "largest window occupancy seen")                                                 \
+    X(path_failures, "paths declared failed")                                                      \
+    X(path_recoveries, "failed paths taken back")                                                  \
+    X(injected_drop, "fault injection: datagrams dropped")                                         \
+    X(injected_dup, "fault injection: datagrams duplicated")                                       \
+    X(injected_reorder, "fault injection: datagrams delayed")                                      \
+    X(injected_corrupt, "fault injection: datagrams corrupted")
+
+struct bm_btl_dgram_stats {
+#define BM_BTL_DGRAM_STATS_FIELD(name, help) uint64_t name;
+    BM_BTL_DGRAM_STATS_MAP(BM_BTL_DGRAM_STATS_FIELD)
+#undef BM_BTL_DGRAM_STATS_FIELD
+};
+
+/* ---- address published in the modex (one per module) ------------------- */
+
+struct bm_btl_dgram_addr {
+    uint32_t ipv4;      /* network byte order */
+    uint32_t netmask;   /* network byte order */
+    uint16_t port_prio; /* network byte order */
+    uint16_t port_data; /* network byte order */
+    uint32_t mtu_prio;  /* datagram sizes this module receives */
+    uint32_t mtu_data;
+    uint32_t speed_mbps; /* link speed (pairing weight) */
+    uint8_t index;       /* module index in the publisher's entry */
+    uint8_t wire;        /* BM_DGRAM_WIRE_* */
+    uint16_t reserved;
+    char ifname[IF_NAMESIZE];
+};
+
+/* ---- channels and wires ------------------------------------------------- */
+
+enum { BM_DGRAM_CH_PRIO = 0, BM_DGRAM_CH_DATA = 1, BM_DGRAM_NCH = 2 };
+
+/* One datagram queued for a batch send: header copied, payload referenced. */
+struct bm_btl_dgram_txslot {
+    uint8_t hdr[BM_DGRAM_MAX_HDR];
+    size_t hdr_len;
+    const void *payload;
+    size_t payload_len;
+    const struct sockaddr_in *to;
+};
+
+struct bm_btl_dgram_channel {
+    int fd;
+    size_t mtu; /* largest datagram, headers included */
+    uint16_t port;
+    struct bm_btl_dgram_txslot *tx;
+    unsigned tx_count, tx_max; /* tx_max: the channel's send credits */
+    /* receive batch */
+    uint8_t *rx_buf;
+    unsigned rx_max;
+    void *wire_state; /* per-wire arrays (mmsghdr, iovecs, ...) */
+};
+
+struct bm_btl_dgram_module;
+struct bm_btl_dgram_wire_ops {
+    const char *name;
+    /* Open both channels bound to the module's address. */
+    bm_status_t (*open)(struct bm_btl_dgram_module *m);
+    void (*close)(struct bm_btl_dgram_module *m);
+    /* Send every queued slot of the channel; returns datagrams handed to the wire. */
+    int (*flush)(struct bm_btl_dgram_module *m, int ch);
+    /* Receive up to rx_max datagrams; calls bm_btl_dgram_recv_packet for each. */
+    int (*poll)(struct bm_btl_dgram_module *m, int ch);
+};
+extern const struct bm_btl_dgram_wire_ops bm_btl_dgram_wire_udp;
+
+/* ---- fragments and segments --------------------------------------------- */
+
+enum bm_btl_dgram_frag_kind {
+    BM_DGRAM_FK_SEND,     /* a PML send descriptor */
+    BM_DGRAM_FK_INTERNAL, /* sendi copy or transport message: freed at completion */
+    BM_DGRAM_FK_PUT,
+    BM_DGRAM_FK_GET_REQ,
+    BM_DGRAM_FK_GET_DATA, /* answer to a peer's GET_REQ, from registered memory */
+    BM_DGRAM_FK_GET_NAK,
+};
+
+enum bm_btl_dgram_seg_state {
+    BM_DGRAM_SEG_FREE,
+    BM_DGRAM_SEG_POSTED, /* on the wire, timer running */
+    BM_DGRAM_SEG_RESEND, /* on the module's resend list */
+    BM_DGRAM_SEG_ACKED,  /* selectively ACKed, waiting for the window to slide */
+};
+
+/* A segment: one sequenced datagram in flight, kept until ACKed. */
+struct bm_btl_dgram_seg {
+    struct bm_util_list_node link; /* resend list */
+    struct bm_btl_dgram_frag *frag;
+    struct bm_btl_dgram_endpoint *ep;
+    uint8_t state;
+    uint8_t type;
+    uint8_t embedded; /* the small fragment's own segment: not from the pool */
+    uint16_t seq;
+    uint32_t xmits;
+    uint64_t sent_ns;
+    uint64_t expire_ns; /* retransmit deadline while POSTED */
+    int timer;          /* hotel room while POSTED, else -1 */
+    uint32_t offset;    /* of the payload inside the fragment */
+    uint32_t len;       /* payload bytes */
+};
+
+struct bm_btl_dgram_frag {
+    struct bm_btl_descriptor des; /* first: the PML sees only this */
+    struct bm_util_queue_node qlink;
+    struct bm_btl_dgram_endpoint *ep;
+    uint8_t kind; /* bm_btl_dgram_frag_kind */
+    bm_btl_tag_t tag;
+    bool queued;  /* on the endpoint's send queue */
+    bool in_use;  /* given to send and not yet completed */
+    uint8_t *buf; /* owned storage (header reserve + data) */
+    size_t cap;
+    const uint8_t *data; /* bytes to send (buf, or registered memory for GET_DATA) */
+    size_t len;
+    size_t next_off;   /* bytes already cut into segments */
+    uint32_t frag_id;  /* chunked fragments, GET request id */
+    uint32_t segs_out; /* segments posted and not yet ACKed */
+    uint32_t segs_cut; /* segments cut so far (a 0-byte fragment still takes one) */
+    uint32_t req_size; /* GET_REQ: bytes requested */
+    int status;        /* first error seen */
+    /* RDMA */
+    uint64_t raddr, rkey;
+    void *laddr;
+    struct bm_btl_reg_handle *lhandle;
+    bm_btl_rdma_cb_fn rdma_cb;
+    void *rdma_ctx, *rdma_cbdata;
+    struct bm_btl_dgram_seg small; /* the one segment of a small fragment */
+};
+
+/* A large fragment being received in chunks. */
+struct bm_btl_dgram_reasm {
+    struct bm_util_list_node link;
+    uint32_t frag_id;
+    uint32_t size, received;
+    bm_btl_tag_t tag;
+    uint8_t *buf;
+};
+
+/* An outstanding GET on the requester's side. */
+struct bm_btl_dgram_getop {
+    struct bm_util_list_node link;
+    uint32_t id;
+    uint32_t size, received;
+    uint8_t *laddr;
+    struct bm_btl_reg_handle *lhandle;
+    bm_btl_rdma_cb_fn cb;
+    void *ctx, *cbdata;
+    int peer;
+    int status;
+};
+
+/* A local memory registration, found by key when PUT/GET_REQ arrive. */
+struct bm_btl_dgram_reg {
+    struct bm_btl_reg_handle handle; /* data[0] = key: what peers are given */
+    struct bm_util_list_node link;
+    uintptr_t base;
+    size_t size;
+    uint32_t flags;
+};
+
+/* ---- endpoints ---------------------------------------------------------- */
+
+enum { BM_DGRAM_EP_OK, BM_DGRAM_EP_FAILED };
+
+struct bm_btl_dgram_endpoint {
+    struct bm_btl_dgram_module *module;
+    int peer;           /* rank */
+    uint8_t peer_index; /* the peer's module index */
+    struct sockaddr_in to[BM_DGRAM_NCH];
+    size_t mtu[BM_DGRAM_NCH]; /* datagram size per channel: min(ours, the peer's) */
+    char peer_desc[96];       /* "rank 3 (10.250.1.2)" for messages */
+
+    int state;
+    /* send side */
+    uint16_t snd_session;
+    uint16_t snd_next;             /* next sequence number to assign */
+    uint16_t snd_una;              /* oldest not yet ACKed */
+    struct bm_btl_dgram_seg **win; /* window slots, indexed seq % window */
+    uint32_t next_frag_id;
+    int credits;
+    struct bm_util_queue sendq; /* fragments with bytes still to post */
+    struct bm_util_list_node ready_link;
+    uint16_t last_ack;
+    uint32_t dup_acks;
+    /* round-trip estimate (ns) */
+    int64_t srtt, rttvar, rto;
+    uint32_t consecutive_timeouts;
+    uint64_t progress_ns; /* last time the window advanced (or data became outstanding) */
+    uint64_t next_probe_ns;
+    uint32_t probe_nonce;
+
+    /* receive side */
+    bool rcv_valid;
+    uint16_t rcv_session;
+    uint16_t rcv_next;  /* lowest sequence number not yet received */
+    uint64_t *rcv_seen; /* bit per window slot: received out of order */
+    uint16_t rcv_last;  /* newest sequence number received (echoed in ACKs) */
+    bool ack_needed;
+    uint64_t ack_deadline;
+    struct bm_util_list_node ack_link;
+    struct bm_util_list reasm;
+    struct bm_util_list getops;
+    uint32_t next_get_id;
+    uint32_t rdma_out; /* PUTs and GETs not yet completed (flush waits for 0) */
+    uint32_t rcv_ooo;  /* out-of-order receives above rcv_next (0: SACK is empty) */
+    /* a failure or recovery to report to the error callback */
+    bool report_pending;
+    enum bm_btl_error_kind report_kind;
+    char report[384];
+};
+
+/* ---- modules ------------------------------------------------------------ */
+
+struct bm_btl_dgram_module {
+    struct bm_btl_module super; /* first */
+    struct bm_btl_dgram_config cfg;
+    const struct bm_btl_dgram_wire_ops *wire;
+    int rank;
+    uint64_t job_key;
+    struct bm_btl_dgram_addr addr; /* what we publish */
+    struct bm_btl_dgram_channel ch[BM_DGRAM_NCH];
+
+    struct bm_btl_dgram_endpoint **eps; /* by rank */
+    int neps;
+    struct bm_util_list ready;  /* endpoints with fragments, credits and an open window */
+    struct bm_util_list acks;   /* endpoints owing an ACK */
+    struct bm_util_list resend; /* segments waiting for retransmission (data channel) */
+    struct bm_util_list regs;
+
+    /* fragments of up to frag_small_cap bytes are recycled here */
+    struct bm_btl_dgram_frag **frag_cache;
+    int frag_ncache, frag_cache_max;
+    size_t frag_small_cap;
+
+    /* segment pool */
+    struct bm_btl_dgram_seg **seg_free;
+    int seg_nfree, seg_cap;
+
+    /* retransmission timers: every posted segment is a guest of the hotel */
+    struct bm_util_hotel hotel;
+    int evicted; /* segments evicted by the current timer sweep */
+
+    struct bm_util_queue done;   /* fragments whose completion callback is due */
+    struct bm_util_list getdone; /* GETs completed with an error, callback due */
+    int reports_pending;         /* endpoints with report_pending */
+    int nfailed;                 /* endpoints in BM_DGRAM_EP_FAILED */
+    uint64_t probe_next_ns;
+
+    struct bm_btl_dgram_stats stats;
+    uint64_t stats_next_ns;
+    uint64_t rng;  /* fault injection */
+    uint8_t *held; /* reorder injection: one datagram held back */
+    size_t held_len;
+    int held_ch;
+    struct sockaddr_in held_to;
+    uint64_t next_reg_key;
+    uint64_t now_ns; /* cached clock of the current progress call */
+    bool in_poll;    /* delivering a receive batch */
+};
+
+/* ---- sequence arithmetic (wrap-safe, 16-bit) ----------------------------- */
+
+static inline int16_t bm_dgram_seq_diff(uint16_t a, uint16_t b)
+{
+    return (int16_t)(uint16_t)(a - b);
+}
+static inline bool bm_dgram_seq_lt(uint16_t a, uint16_t b)
+{
+    return bm_dgram_seq_diff(a, b) < 0;
+}
+static inline bool bm_dgram_seq_le(uint16_t a, uint16_t b)
+{
+    return bm_dgram_seq_diff(a, b) <= 0;
+}
+
+/* ---- functions ----------------------------------------------------------- */
+
+/* Monotonic clock in ns (the cheap clock). */
+static inline uint64_t bm_btl_dgram_now(void)
+{
+    return bm_util_clock_now_ns();
+}
+
+/* dgram_module.c: one module per interface. */
+bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, const char *ifname,
+                                       uint32_t ipv4, uint32_t netmask, uint32_t if_mtu,
+                                       uint32_t speed_mbps, int index, int rank, uint64_t job_key,
+                                       struct bm_btl_dgram_module **m_out);
+void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m);
+int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m);
+bm_status_t bm_btl_dgram_config_load(struct bm_btl_dgram_config *cfg_out);
+/* Counters of one module (a copy). */
+void bm_btl_dgram_stats_get(const struct bm_btl_dgram_module *m,
+                            struct bm_btl_dgram_stats *stats_out);
+void bm_btl_dgram_stats_print(const struct bm_btl_dgram_module *m);
+
+/* dgram_endpoint.c */
+bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer,
+                                         const struct bm_btl_dgram_addr *peer_addr,
+                                         struct bm_btl_dgram_endpoint **ep_out);
+void bm_btl_dgram_endpoint_destroy(struct bm_btl_dgram_endpoint *ep);
+void bm_btl_dgram_endpoint_check_ready(struct bm_btl_dgram_endpoint *ep);
+void bm_btl_dgram_endpoint_fail(struct bm_btl_dgram_endpoint *ep, const char *why);
+void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep);
+void bm_btl_dgram_endpoint_check_health(struct bm_btl_dgram_endpoint *ep);
+void bm_btl_dgram_endpoint_probe_failed(struct bm_btl_dgram_module *m);
+
+/* dgram_frag.c */
+struct bm_btl_dgram_frag *bm_btl_dgram_frag_new(struct bm_btl_dgram_module *m, size_t cap);
+void bm_btl_dgram_frag_release(struct bm_btl_dgram_module *m, struct bm_btl_dgram_frag *f);
+void bm_btl_dgram_frag_complete(struct bm_btl_dgram_frag *f, int status);
+/* Queue the completion (callbacks run from bm_btl_dgram_run_completions). */
+void bm_btl_dgram_frag_done(struct bm_btl_dgram_frag *f, int status);
+int bm_btl_dgram_run_completions(struct bm_btl_dgram_module *m);
+struct bm_btl_dgram_seg *bm_btl_dgram_seg_get(struct bm_btl_dgram_module *m);
+void bm_btl_dgram_seg_put(struct bm_btl_dgram_module *m, struct bm_btl_dgram_seg *s);
+struct bm_btl_descriptor *bm_btl_dgram_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                             uint8_t order, size_t size, uint32_t flags);
+void bm_btl_dgram_free(struct bm_btl_module *m, struct bm_btl_descriptor *des);
+struct bm_btl_descriptor *bm_btl_dgram_prepare_src(struct bm_btl_module *m,
+                                                   struct bm_btl_endpoint *ep, const void *data,
+                                                   size_t reserve, size_t *size, uint8_t order,
+                                                   uint32_t flags);
+
+/* dgram_send.c */
+int bm_btl_dgram_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                      struct bm_btl_descriptor *des, bm_btl_tag_t tag);
+int bm_btl_dgram_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
+                       size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
+                       uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
+int bm_btl_dgram_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                     uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                     const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                     uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+int bm_btl_dgram_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                     uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                     const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                     uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+struct bm_btl_reg_handle *bm_btl_dgram_register_mem(struct bm_btl_module *m,
+                                                    struct bm_btl_endpoint *ep, void *base,
+                                                    size_t size, uint32_t reg_flags);
+bm_status_t bm_btl_dgram_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
+bm_status_t bm_btl_dgram_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
+void bm_btl_dgram_enqueue(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_frag *f);
+int bm_btl_dgram_progress_sends(struct bm_btl_dgram_module *m);
+/* Queue one datagram on a channel (flushing when the batch is full). */
+void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch, const struct sockaddr_in *to,
+                       const void *hdr, size_t hdr_len, const void *payload, size_t payload_len);
+void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce,
+                            size_t size);
+
+/* dgram_ack.c */
+void bm_btl_dgram_ack_fill(struct bm_btl_dgram_endpoint *ep, struct bm_dgram_hdr *h);
+void bm_btl_dgram_ack_handle(struct bm_btl_dgram_endpoint *ep, const struct bm_dgram_hdr *h);
+void bm_btl_dgram_ack_schedule(struct bm_btl_dgram_endpoint *ep, bool now);
+int bm_btl_dgram_ack_progress(struct bm_btl_dgram_module *m);
+void bm_btl_dgram_timer_start(struct bm_btl_dgram_module *m, struct bm_btl_dgram_seg *s);
+void bm_btl_dgram_timer_stop(struct bm_btl_dgram_module *m, struct bm_btl_dgram_seg *s);
+int bm_btl_dgram_timer_expire(struct bm_btl_dgram_module *m);
+/* Make room for this many segments in flight (only while no timer runs). */
+bm_status_t bm_btl_dgram_timers_reserve(struct bm_btl_dgram_module *m, uint32_t rooms);
+void bm_btl_dgram_seg_acked(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_seg *s);
+
+/* dgram_recv.c */
+/* The parsed view of a datagram; pointers into the datagram. */
+struct bm_btl_dgram_pkt {
+    const struct bm_dgram_hdr *hdr;
+    const struct bm_dgram_chunk *chunk; /* NULL unless the type has one */
+    const struct bm_dgram_rdma *rdma;   /* NULL unless the type has one */
+    const uint8_t *payload;
+    size_t payload_len;
+};
+/* Check a datagram's framing (magic, version, type, lengths, checksum when
+ * present, chunk bounds). Pure: no state. Returns BM_OK or the reason as the
+ * index of a stats counter via *bad_out (offset into the stats struct). */
+bm_status_t bm_btl_dgram_parse(const void *buf, size_t len, struct bm_btl_dgram_pkt *pkt_out,
+                               size_t *bad_out);
+void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
+                              const struct sockaddr_in *from);
+uint32_t bm_btl_dgram_checksum(const void *buf, size_t len);
+/* The checksum of a followed by b, as if contiguous (alen a multiple of 8). */
+uint32_t bm_btl_dgram_checksum2(const void *a, size_t alen, const void *b, size_t blen);
+
+/* dgram_stats.c */
+void bm_btl_dgram_stats_maybe_print(struct bm_btl_dgram_module *m);
+
+#endif

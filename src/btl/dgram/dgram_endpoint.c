@@ -1,0 +1,258 @@
+/* Endpoints of the dgram transport: one per reachable peer per module,
+ * holding both directions of the reliable stream (send window and receive
+ * window) and the path's health. A path is declared failed after a bounded
+ * number of consecutive timeouts of the peer's oldest segment, or after a
+ * bounded time with data outstanding and no ACK progress, never retried
+ * forever: the error callback hears of it first, then every fragment and
+ * RDMA operation still outstanding completes with BM_ERR_LINK_DOWN. A
+ * failed path is probed at a low rate; when a probe is answered the path
+ * comes back with a new send session (so nothing of the abandoned stream is
+ * ever confused with new data) and BM_BTL_ERROR_RECOVERED is reported.
+ * add_procs pairs our modules with the peer's (pairing in dgram_component.c). */
+#define BM_LOG_SUBSYS "btl/dgram"
+#include "btl/dgram/dgram.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer,
+                                         const struct bm_btl_dgram_addr *pa,
+                                         struct bm_btl_dgram_endpoint **ep_out)
+{
+    if (peer < 0)
+        return BM_ERR_BAD_PARAM;
+    if (peer >= m->neps) {
+        int n = peer + 1 > 2 * m->neps ? peer + 1 : 2 * m->neps;
+        struct bm_btl_dgram_endpoint **e = realloc(m->eps, sizeof(*e) * (size_t)n);
+        if (!e)
+            return BM_ERR_NO_MEMORY;
+        for (int i = m->neps; i < n; i++)
+            e[i] = NULL;
+        m->eps = e;
+        m->neps = n;
+    }
+    if (m->eps[peer]) {
+        *ep_out = m->eps[peer];
+        return BM_OK;
+    }
+    struct bm_btl_dgram_endpoint *ep = calloc(1, sizeof(*ep));
+    if (!ep)
+        return BM_ERR_NO_MEMORY;
+    ep->win = calloc((size_t)m->cfg.window, sizeof(*ep->win));
+    ep->rcv_seen = calloc((size_t)m->cfg.window / 64, sizeof(uint64_t));
+    if (!ep->win || !ep->rcv_seen) {
+        free(ep->win);
+        free(ep->rcv_seen);
+        free(ep);
+        return BM_ERR_NO_MEMORY;
+    }
+    ep->module = m;
+    ep->peer = peer;
+    ep->peer_index = pa->index;
+    uint16_t ports[BM_DGRAM_NCH] = {pa->port_prio, pa->port_data};
+    uint32_t mtus[BM_DGRAM_NCH] = {pa->mtu_prio, pa->mtu_data};
+    for (int c = 0; c < BM_DGRAM_NCH; c++) {
+        ep->to[c].sin_family = AF_INET;
+        ep->to[c].sin_addr.s_addr = pa->ipv4;
+        ep->to[c].sin_port = ports[c];
+        ep->mtu[c] = mtus[c] < m->ch[c].mtu ? mtus[c] : m->ch[c].mtu;
+    }
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &ep->to[0].sin_addr, ip, sizeof(ip));
+    snprintf(ep->peer_desc, sizeof(ep->peer_desc), "rank %d (%s on %.16s)", peer, ip, pa->ifname);
+    ep->state = BM_DGRAM_EP_OK;
+    ep->snd_session = 1;
+    ep->rto = (int64_t)m->cfg.rto_init_us * 1000;
+    ep->credits = m->cfg.ep_credits;
+    bm_util_queue_init(&ep->sendq);
+    bm_util_list_node_init(&ep->ready_link);
+    bm_util_list_node_init(&ep->ack_link);
+    bm_util_list_init(&ep->reasm);
+    bm_util_list_init(&ep->getops);
+    m->eps[peer] = ep;
+    *ep_out = ep;
+    return BM_OK;
+}
+
+/* Take every segment and fragment off the send side and queue their
+ * completions with status; outstanding GETs complete with it too. */
+static void endpoint_purge(struct bm_btl_dgram_endpoint *ep, int status)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    uint16_t mask = (uint16_t)(m->cfg.window - 1);
+    for (uint16_t s = ep->snd_una; s != ep->snd_next; s++) {
+        struct bm_btl_dgram_seg *seg = ep->win[s & mask];
+        if (!seg)
+            continue;
+        ep->win[s & mask] = NULL;
+        if (seg->state == BM_DGRAM_SEG_POSTED)
+            bm_btl_dgram_timer_stop(m, seg);
+        else if (seg->state == BM_DGRAM_SEG_RESEND)
+            bm_util_list_remove(&seg->link);
+        struct bm_btl_dgram_frag *f = seg->frag;
+        bm_btl_dgram_seg_put(m, seg);
+        if (f && --f->segs_out == 0 && !f->queued)
+            bm_btl_dgram_frag_done(f, status);
+    }
+    ep->snd_una = ep->snd_next;
+    struct bm_util_queue_node *q;
+    while ((q = bm_util_queue_pop(&ep->sendq))) {
+        struct bm_btl_dgram_frag *f = bm_util_container_of(q, struct bm_btl_dgram_frag, qlink);
+        f->queued = false;
+        if (f->segs_out == 0)
+            bm_btl_dgram_frag_done(f, status);
+    }
+    if (bm_util_list_node_linked(&ep->ready_link))
+        bm_util_list_remove(&ep->ready_link);
+    struct bm_util_list_node *n;
+    while ((n = bm_util_list_pop_front(&ep->getops))) {
+        struct bm_btl_dgram_getop *g = bm_util_container_of(n, struct bm_btl_dgram_getop, link);
+        bm_util_list_push_back(&m->getdone, &g->link);
+        g->status = status;
+    }
+}
+
+void bm_btl_dgram_endpoint_destroy(struct bm_btl_dgram_endpoint *ep)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    endpoint_purge(ep, BM_ERR_CANCELED);
+    bm_btl_dgram_run_completions(m);
+    if (bm_util_list_node_linked(&ep->ack_link))
+        bm_util_list_remove(&ep->ack_link);
+    struct bm_util_list_node *n;
+    while ((n = bm_util_list_pop_front(&ep->reasm)))
+        free(bm_util_container_of(n, struct bm_btl_dgram_reasm, link));
+    if (ep->state == BM_DGRAM_EP_FAILED)
+        m->nfailed--;
+    m->eps[ep->peer] = NULL;
+    free(ep->win);
+    free(ep->rcv_seen);
+    free(ep);
+}
+
+void bm_btl_dgram_endpoint_fail(struct bm_btl_dgram_endpoint *ep, const char *why)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    if (ep->state == BM_DGRAM_EP_FAILED)
+        return;
+    ep->state = BM_DGRAM_EP_FAILED;
+    m->nfailed++;
+    m->stats.path_failures++;
+    snprintf(ep->report, sizeof(ep->report),
+             "dgram path from %s to %s failed: %s. Messages to that peer move to other "
+             "transports if there are any; check the link and the firewall between the two "
+             "hosts.",
+             m->super.name, ep->peer_desc, why);
+    bm_log_warn("%s", ep->report);
+    ep->report_kind = BM_BTL_ERROR_PEER;
+    ep->report_pending = true;
+    m->reports_pending++;
+    endpoint_purge(ep, BM_ERR_LINK_DOWN);
+    uint64_t now = bm_btl_dgram_now();
+    ep->next_probe_ns = now;
+    if (m->probe_next_ns == 0 || m->probe_next_ns > now + (uint64_t)m->cfg.probe_ms * 1000000u)
+        m->probe_next_ns = now + (uint64_t)m->cfg.probe_ms * 1000000u;
+}
+
+void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    if (ep->state != BM_DGRAM_EP_FAILED)
+        return;
+    ep->state = BM_DGRAM_EP_OK;
+    m->nfailed--;
+    m->stats.path_recoveries++;
+    /* a new session: the peer's receiver restarts its window at 0 */
+    ep->snd_session++;
+    ep->snd_next = ep->snd_una = 0;
+    ep->srtt = ep->rttvar = 0;
+    ep->rto = (int64_t)m->cfg.rto_init_us * 1000;
+    ep->consecutive_timeouts = 0;
+    ep->dup_acks = 0;
+    snprintf(ep->report, sizeof(ep->report), "dgram path from %s to %s works again", m->super.name,
+             ep->peer_desc);
+    bm_log_info("%s", ep->report);
+    ep->report_kind = BM_BTL_ERROR_RECOVERED;
+    ep->report_pending = true;
+    m->reports_pending++;
+}
+
+void bm_btl_dgram_endpoint_check_health(struct bm_btl_dgram_endpoint *ep)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    if (ep->state != BM_DGRAM_EP_OK || ep->snd_una == ep->snd_next)
+        return;
+    char why[160];
+    if (ep->consecutive_timeouts >= (uint32_t)m->cfg.fail_timeouts) {
+        snprintf(why, sizeof(why),
+                 "%u consecutive retransmit timeouts without an ACK (BM_BTL_DGRAM_FAIL_TIMEOUTS)",
+                 ep->consecutive_timeouts);
+        bm_btl_dgram_endpoint_fail(ep, why);
+    } else if (m->now_ns - ep->progress_ns > (uint64_t)m->cfg.fail_ms * 1000000u) {
+        snprintf(why, sizeof(why), "no ACK progress for %d ms (BM_BTL_DGRAM_FAIL_MS)",
+                 m->cfg.fail_ms);
+        bm_btl_dgram_endpoint_fail(ep, why);
+    }
+}
+
+/* Send a probe on every failed path (called from progress at probe_ms). */
+void bm_btl_dgram_endpoint_probe_failed(struct bm_btl_dgram_module *m)
+{
+    for (int i = 0; i < m->neps; i++) {
+        struct bm_btl_dgram_endpoint *ep = m->eps[i];
+        if (!ep || ep->state != BM_DGRAM_EP_FAILED)
+            continue;
+        ep->probe_nonce = (uint32_t)(m->rng >> 17) ^ (uint32_t)m->now_ns ^ (uint32_t)i;
+        m->rng = m->rng * 6364136223846793005ull + 1;
+        bm_btl_dgram_send_ping(ep, BM_DGRAM_T_PING, ep->probe_nonce, 0);
+    }
+    m->probe_next_ns = m->now_ns + (uint64_t)m->cfg.probe_ms * 1000000u;
+}
+
+/* Run reports to the error callback (first) and completion callbacks. */
+int bm_btl_dgram_run_completions(struct bm_btl_dgram_module *m)
+{
+    int n = 0;
+    if (m->reports_pending) {
+        for (int i = 0; i < m->neps && m->reports_pending; i++) {
+            struct bm_btl_dgram_endpoint *ep = m->eps[i];
+            if (!ep || !ep->report_pending)
+                continue;
+            ep->report_pending = false;
+            m->reports_pending--;
+            struct bm_btl_error err = {
+                .kind = ep->report_kind,
+                .endpoint = (struct bm_btl_endpoint *)ep,
+                .peer = ep->peer,
+                .status = ep->report_kind == BM_BTL_ERROR_RECOVERED ? BM_OK : BM_ERR_LINK_DOWN,
+                .what = ep->report,
+            };
+            if (m->super.error_cb)
+                m->super.error_cb(&m->super, &err, m->super.error_cbdata);
+            else if (ep->report_kind != BM_BTL_ERROR_RECOVERED)
+                bm_log_error("%s (no error handler registered)", ep->report);
+        }
+    }
+    struct bm_util_queue_node *q;
+    while ((q = bm_util_queue_pop(&m->done))) {
+        struct bm_btl_dgram_frag *f = bm_util_container_of(q, struct bm_btl_dgram_frag, qlink);
+        bm_btl_dgram_frag_complete(f, f->status);
+        n++;
+    }
+    struct bm_util_list_node *ln;
+    while ((ln = bm_util_list_pop_front(&m->getdone))) {
+        struct bm_btl_dgram_getop *g = bm_util_container_of(ln, struct bm_btl_dgram_getop, link);
+        struct bm_btl_dgram_endpoint *ep = m->eps[g->peer];
+        if (ep)
+            ep->rdma_out--;
+        if (g->cb)
+            g->cb(&m->super, (struct bm_btl_endpoint *)ep, g->laddr, g->lhandle, g->ctx, g->cbdata,
+                  g->status);
+        free(g);
+        n++;
+    }
+    return n;
+}

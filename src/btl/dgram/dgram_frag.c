@@ -1,0 +1,138 @@
+/* Fragments and descriptors of the dgram transport. A fragment is what the
+ * PML asks us to send (or put, or what a GET answers with): any size up to
+ * max_send_size, always held in transport-owned memory so that segments can
+ * be resent until they are ACKed without the caller keeping anything alive.
+ * Small fragments (one segment) use the segment embedded in them; large ones
+ * take segments from the module pool as each chunk is posted. Fragments up
+ * to one data datagram are recycled through a per-module cache. */
+#define BM_LOG_SUBSYS "btl/dgram"
+#include "btl/dgram/dgram.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct bm_btl_dgram_frag *bm_btl_dgram_frag_new(struct bm_btl_dgram_module *m, size_t cap)
+{
+    struct bm_btl_dgram_frag *f = NULL;
+    size_t alloc_cap = cap;
+    if (cap <= m->frag_small_cap) {
+        alloc_cap = m->frag_small_cap;
+        if (m->frag_ncache > 0)
+            f = m->frag_cache[--m->frag_ncache];
+    }
+    if (!f) {
+        f = malloc(sizeof(*f) + alloc_cap);
+        if (!f)
+            return NULL;
+    }
+    memset(f, 0, sizeof(*f));
+    f->buf = (uint8_t *)(f + 1);
+    f->cap = alloc_cap;
+    f->data = f->buf;
+    f->des.module = &m->super;
+    f->small.embedded = 1;
+    f->small.timer = -1;
+    f->small.frag = f;
+    bm_util_list_node_init(&f->small.link);
+    return f;
+}
+
+void bm_btl_dgram_frag_release(struct bm_btl_dgram_module *m, struct bm_btl_dgram_frag *f)
+{
+    if (!f)
+        return;
+    if (f->cap == m->frag_small_cap && m->frag_ncache < m->frag_cache_max) {
+        m->frag_cache[m->frag_ncache++] = f;
+        return;
+    }
+    free(f);
+}
+
+/* Every segment of the fragment is ACKed (status BM_OK), or the path failed.
+ * Callbacks may send again or free the descriptor, so nothing of f is used
+ * after them. */
+void bm_btl_dgram_frag_complete(struct bm_btl_dgram_frag *f, int status)
+{
+    struct bm_btl_dgram_endpoint *ep = f->ep;
+    struct bm_btl_dgram_module *m = ep->module;
+    struct bm_btl_endpoint *bep = (struct bm_btl_endpoint *)ep;
+    f->in_use = false;
+    switch (f->kind) {
+    case BM_DGRAM_FK_SEND: {
+        bm_btl_send_cb_fn cb = f->des.cbfunc;
+        bool owned = (f->des.flags & BM_BTL_DES_F_BTL_OWNED) != 0;
+        if (cb)
+            cb(&m->super, bep, &f->des, status);
+        if (owned)
+            bm_btl_dgram_frag_release(m, f);
+        break;
+    }
+    case BM_DGRAM_FK_PUT: {
+        bm_btl_rdma_cb_fn cb = f->rdma_cb;
+        void *laddr = f->laddr, *ctx = f->rdma_ctx, *cbdata = f->rdma_cbdata;
+        struct bm_btl_reg_handle *lh = f->lhandle;
+        ep->rdma_out--;
+        bm_btl_dgram_frag_release(m, f);
+        if (cb)
+            cb(&m->super, bep, laddr, lh, ctx, cbdata, status);
+        break;
+    }
+    default:
+        bm_btl_dgram_frag_release(m, f);
+        break;
+    }
+}
+
+struct bm_btl_descriptor *bm_btl_dgram_alloc(struct bm_btl_module *bm, struct bm_btl_endpoint *ep,
+                                             uint8_t order, size_t size, uint32_t flags)
+{
+    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    (void)ep;
+    if (size > m->super.max_send_size)
+        return NULL;
+    struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, size);
+    if (!f)
+        return NULL;
+    f->kind = BM_DGRAM_FK_SEND;
+    f->des.seg[0].addr = f->buf;
+    f->des.seg[0].len = size;
+    f->des.seg_count = 1;
+    f->des.flags = flags;
+    f->des.order = order;
+    return &f->des;
+}
+
+void bm_btl_dgram_free(struct bm_btl_module *bm, struct bm_btl_descriptor *des)
+{
+    struct bm_btl_dgram_frag *f = (struct bm_btl_dgram_frag *)des;
+    bm_btl_dgram_frag_release((struct bm_btl_dgram_module *)bm, f);
+}
+
+struct bm_btl_descriptor *bm_btl_dgram_prepare_src(struct bm_btl_module *bm,
+                                                   struct bm_btl_endpoint *ep, const void *data,
+                                                   size_t reserve, size_t *size, uint8_t order,
+                                                   uint32_t flags)
+{
+    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    if (reserve > m->super.max_send_size)
+        return NULL;
+    size_t take = *size;
+    if (take > m->super.max_send_size - reserve)
+        take = m->super.max_send_size - reserve;
+    struct bm_btl_descriptor *des = bm_btl_dgram_alloc(bm, ep, order, reserve + take, flags);
+    if (!des)
+        return NULL;
+    if (take)
+        memcpy((uint8_t *)des->seg[0].addr + reserve, data, take);
+    *size = take;
+    return des;
+}
+
+void bm_btl_dgram_frag_done(struct bm_btl_dgram_frag *f, int status)
+{
+    struct bm_btl_dgram_module *m = f->ep->module;
+    if (f->status == 0)
+        f->status = status;
+    bm_util_queue_push(&m->done, &f->qlink);
+}

@@ -1,0 +1,336 @@
+/* A dgram module: one per network interface. It owns the two channels
+ * (priority and data) opened by its wire, the segment pool, the
+ * retransmission timers, the module-wide resend list and the lists of
+ * endpoints that are ready to send or owe an ACK. This file also holds the
+ * transport's parameter table, because unit tests create modules without
+ * the component (and so without the runtime). */
+#define BM_LOG_SUBSYS "btl/dgram"
+#include "btl/dgram/dgram.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CFG(f) offsetof(struct bm_btl_dgram_config, f)
+
+static const struct bm_param dgram_params[] = {
+    {"BM_BTL_DGRAM_WIRE", BM_PARAM_ENUM, "auto", 0, 0, "auto|udp|ofi",
+     "Datagram wire: native UDP sockets (sendmmsg/recvmmsg) or libfabric FI_EP_DGRAM. auto "
+     "picks udp, the faster one here (see src/btl/dgram/README.md).",
+     CFG(wire), 0},
+    {"BM_BTL_DGRAM_IF_INCLUDE", BM_PARAM_STRING, "", 0, 0, NULL,
+     "Comma list of interface names or a.b.c.d/n subnets to use (empty: every IPv4 "
+     "interface that is up, loopback only when there is no other).",
+     CFG(if_include), 0},
+    {"BM_BTL_DGRAM_IF_EXCLUDE", BM_PARAM_STRING, "", 0, 0, NULL,
+     "Comma list of interface names or subnets never to use.", CFG(if_exclude), 0},
+    {"BM_BTL_DGRAM_MTU", BM_PARAM_SIZE, "0", 0, 65000, NULL,
+     "Data channel datagram size in bytes, headers included (0: the interface MTU minus 28, "
+     "at most 9000 - 28). Larger than the path MTU means IP fragmentation.",
+     CFG(mtu), 0},
+    {"BM_BTL_DGRAM_PRIO_MTU", BM_PARAM_SIZE, "768", 128, 9000, NULL,
+     "Priority channel datagram size: ACKs and fragments that fit in it use that channel.",
+     CFG(prio_mtu), 0},
+    {"BM_BTL_DGRAM_WINDOW", BM_PARAM_INT, "4096", 16, 16384, NULL,
+     "Send window in segments per endpoint (rounded up to a power of two).", CFG(window), 0},
+    {"BM_BTL_DGRAM_EP_CREDITS", BM_PARAM_INT, "8", 1, 4096, NULL,
+     "Segments one endpoint may post before the next ready endpoint gets a turn.", CFG(ep_credits),
+     0},
+    {"BM_BTL_DGRAM_CHAN_CREDITS", BM_PARAM_INT, "64", 1, 1024, NULL,
+     "Datagrams queued per channel before they are handed to the wire in one batch.",
+     CFG(chan_credits), 0},
+    {"BM_BTL_DGRAM_MAX_RESENDS", BM_PARAM_INT, "16", 1, 4096, NULL,
+     "Retransmissions per progress call (more caused retransmit storms at scale).",
+     CFG(max_resends), 0},
+    {"BM_BTL_DGRAM_ACK_DELAY_US", BM_PARAM_INT, "50", 0, 100000, NULL,
+     "Delay before a standalone ACK when no data goes back to piggy-back it on.", CFG(ack_delay_us),
+     0},
+    {"BM_BTL_DGRAM_RTO_INIT_US", BM_PARAM_INT, "5000", 100, 10000000, NULL,
+     "Retransmit timeout before any round trip was measured.", CFG(rto_init_us), 0},
+    {"BM_BTL_DGRAM_RTO_MIN_US", BM_PARAM_INT, "2000", 50, 10000000, NULL,
+     "Floor of the adaptive retransmit timeout (smoothed RTT + 4 x variance).", CFG(rto_min_us), 0},
+    {"BM_BTL_DGRAM_RTO_MAX_US", BM_PARAM_INT, "200000", 100, 60000000, NULL,
+     "Ceiling of the retransmit timeout, also after exponential back-off.", CFG(rto_max_us), 0},
+    {"BM_BTL_DGRAM_FAIL_TIMEOUTS", BM_PARAM_INT, "12", 1, 1000000, NULL,
+     "Consecutive timeouts of a peer's oldest segment after which the path is declared failed.",
+     CFG(fail_timeouts), 0},
+    {"BM_BTL_DGRAM_FAIL_MS", BM_PARAM_INT, "5000", 10, 3600000, NULL,
+     "Time with data outstanding and no ACK progress after which the path is declared failed.",
+     CFG(fail_ms), 0},
+    {"BM_BTL_DGRAM_PROBE_MS", BM_PARAM_INT, "500", 1, 3600000, NULL,
+     "Interval of probes sent on a failed path to find out when it works again.", CFG(probe_ms), 0},
+    {"BM_BTL_DGRAM_EAGER_LIMIT", BM_PARAM_SIZE, "65536", 1024, 1048576, NULL,
+     "Largest eager send (PML header included).", CFG(eager_limit), 0},
+    {"BM_BTL_DGRAM_MAX_SEND_SIZE", BM_PARAM_SIZE, "262144", 1024, 16777216, NULL,
+     "Largest single send descriptor; larger ones are cut into chunks on the wire.",
+     CFG(max_send_size), 0},
+    {"BM_BTL_DGRAM_CHECKSUM", BM_PARAM_BOOL, "1", 0, 0, NULL,
+     "Checksum every datagram. UDP has its own checksum; ours also covers the wire "
+     "implementations and injected corruption.",
+     CFG(checksum), 0},
+    {"BM_BTL_DGRAM_STATS", BM_PARAM_INT, "0", 0, 86400, NULL,
+     "Print per-module statistics every N seconds and at finalize (0: never).", CFG(stats), 0},
+    {"BM_BTL_DGRAM_SOCKBUF", BM_PARAM_SIZE, "4m", 0, 1073741824, NULL,
+     "Socket send/receive buffer size requested for each channel.", CFG(sockbuf), 0},
+    {"BM_BTL_DGRAM_DROP", BM_PARAM_DOUBLE, "0", 0, 1, NULL,
+     "Fault injection: probability of dropping a datagram on the send path.", CFG(drop),
+     BM_PARAM_F_DEBUG},
+    {"BM_BTL_DGRAM_DUP", BM_PARAM_DOUBLE, "0", 0, 1, NULL,
+     "Fault injection: probability of sending a datagram twice.", CFG(dup), BM_PARAM_F_DEBUG},
+    {"BM_BTL_DGRAM_REORDER", BM_PARAM_DOUBLE, "0", 0, 1, NULL,
+     "Fault injection: probability of holding a datagram back behind later ones.", CFG(reorder),
+     BM_PARAM_F_DEBUG},
+    {"BM_BTL_DGRAM_CORRUPT", BM_PARAM_DOUBLE, "0", 0, 1, NULL,
+     "Fault injection: probability of flipping one byte of a datagram.", CFG(corrupt),
+     BM_PARAM_F_DEBUG},
+    {"BM_BTL_DGRAM_SEED", BM_PARAM_INT, "0", 0, 2147483647, NULL,
+     "Fault injection seed (0: from the process id and the time).", CFG(seed), BM_PARAM_F_DEBUG},
+};
+
+const struct bm_param_table bm_btl_dgram_param_table = {
+    "btl/dgram",
+    dgram_params,
+    BM_PARAM_COUNT(dgram_params),
+};
+BM_PARAM_TABLE_REGISTER(bm_btl_dgram_param_table);
+
+bm_status_t bm_btl_dgram_config_load(struct bm_btl_dgram_config *cfg_out)
+{
+    struct bm_btl_dgram_config c;
+    memset(&c, 0, sizeof(c));
+    bm_status_t rc = bm_util_params_load(&bm_btl_dgram_param_table, &c);
+    if (rc != BM_OK)
+        return rc;
+    int w = 16;
+    while (w < c.window)
+        w <<= 1;
+    c.window = w;
+    if (c.corrupt > 0 && !c.checksum) {
+        bm_log_warn("BM_BTL_DGRAM_CORRUPT=%g needs checksums: turning BM_BTL_DGRAM_CHECKSUM on",
+                    c.corrupt);
+        c.checksum = true;
+    }
+    if (c.rto_min_us > c.rto_max_us) {
+        bm_log_error("BM_BTL_DGRAM_RTO_MIN_US (%d) is above BM_BTL_DGRAM_RTO_MAX_US (%d): set "
+                     "the floor at or below the ceiling",
+                     c.rto_min_us, c.rto_max_us);
+        return BM_ERR_BAD_PARAM;
+    }
+    *cfg_out = c;
+    return BM_OK;
+}
+
+/* The segment pool grows on demand; segments never go back to malloc
+ * before the module is destroyed, so the hot path only pops a pointer. */
+static bm_status_t module_pool_grow(struct bm_btl_dgram_module *m)
+{
+    int add = m->seg_cap ? m->seg_cap : 256;
+    struct bm_btl_dgram_seg **nf = realloc(m->seg_free, sizeof(*nf) * (size_t)(m->seg_cap + add));
+    if (!nf)
+        return BM_ERR_NO_MEMORY;
+    m->seg_free = nf;
+    struct bm_btl_dgram_seg *block = calloc((size_t)add, sizeof(*block));
+    if (!block)
+        return BM_ERR_NO_MEMORY;
+    /* The block pointer is remembered as the first entry of a chain: each
+     * block's first segment has embedded = 2 so destroy can find the starts. */
+    for (int i = 0; i < add; i++) {
+        block[i].timer = -1;
+        block[i].embedded = i == 0 ? 2 : 0;
+        m->seg_free[m->seg_nfree++] = &block[i];
+    }
+    m->seg_cap += add;
+    return BM_OK;
+}
+
+struct bm_btl_dgram_seg *bm_btl_dgram_seg_get(struct bm_btl_dgram_module *m)
+{
+    if (m->seg_nfree == 0 && module_pool_grow(m) != BM_OK)
+        return NULL;
+    struct bm_btl_dgram_seg *s = m->seg_free[--m->seg_nfree];
+    uint8_t blk = s->embedded;
+    memset(s, 0, sizeof(*s));
+    s->embedded = blk;
+    s->timer = -1;
+    bm_util_list_node_init(&s->link);
+    return s;
+}
+
+void bm_btl_dgram_seg_put(struct bm_btl_dgram_module *m, struct bm_btl_dgram_seg *s)
+{
+    s->state = BM_DGRAM_SEG_FREE;
+    if (s->embedded == 1)
+        return; /* belongs to its fragment */
+    m->seg_free[m->seg_nfree++] = s;
+}
+
+bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, const char *ifname,
+                                       uint32_t ipv4, uint32_t netmask, uint32_t if_mtu,
+                                       uint32_t speed_mbps, int index, int rank, uint64_t job_key,
+                                       struct bm_btl_dgram_module **m_out)
+{
+    struct bm_btl_dgram_module *m = calloc(1, sizeof(*m));
+    if (!m)
+        return BM_ERR_NO_MEMORY;
+    m->cfg = *cfg;
+    m->rank = rank;
+    m->job_key = job_key;
+    m->wire = &bm_btl_dgram_wire_udp;
+    bm_util_list_init(&m->ready);
+    bm_util_list_init(&m->acks);
+    bm_util_list_init(&m->resend);
+    bm_util_list_init(&m->regs);
+    bm_util_list_init(&m->getdone);
+    bm_util_queue_init(&m->done);
+    m->ch[0].fd = m->ch[1].fd = -1;
+
+    size_t data_mtu = cfg->mtu;
+    if (data_mtu == 0) {
+        data_mtu = if_mtu > 28 ? if_mtu - 28 : 1472;
+        if (data_mtu > 9000 - 28)
+            data_mtu = 9000 - 28;
+    }
+    size_t prio_mtu = cfg->prio_mtu < data_mtu ? cfg->prio_mtu : data_mtu;
+    if (data_mtu < BM_DGRAM_MAX_HDR + 64 || prio_mtu < BM_DGRAM_MAX_HDR + 16) {
+        bm_log_error("interface %s: datagram size %zu (BM_BTL_DGRAM_MTU) or %zu "
+                     "(BM_BTL_DGRAM_PRIO_MTU) is too small for the %d-byte header; raise it",
+                     ifname, data_mtu, prio_mtu, (int)BM_DGRAM_MAX_HDR);
+        free(m);
+        return BM_ERR_BAD_PARAM;
+    }
+    m->ch[BM_DGRAM_CH_PRIO].mtu = prio_mtu;
+    m->ch[BM_DGRAM_CH_DATA].mtu = data_mtu;
+    for (int c = 0; c < BM_DGRAM_NCH; c++) {
+        m->ch[c].tx_max = (unsigned)cfg->chan_credits;
+        m->ch[c].tx = calloc(m->ch[c].tx_max, sizeof(*m->ch[c].tx));
+        m->ch[c].rx_max = 32;
+        m->ch[c].rx_buf = malloc(m->ch[c].mtu * m->ch[c].rx_max);
+        if (!m->ch[c].tx || !m->ch[c].rx_buf)
+            goto err_free;
+    }
+    m->held = malloc(data_mtu);
+    m->frag_small_cap = data_mtu;
+    m->frag_cache_max = 256;
+    m->frag_cache = calloc((size_t)m->frag_cache_max, sizeof(*m->frag_cache));
+    if (!m->frag_cache)
+        goto err_free;
+    if (!m->held || bm_btl_dgram_timers_reserve(m, (uint32_t)cfg->window * 2) != BM_OK)
+        goto err_free;
+
+    memset(&m->addr, 0, sizeof(m->addr));
+    m->addr.ipv4 = ipv4;
+    m->addr.netmask = netmask;
+    m->addr.mtu_prio = (uint32_t)prio_mtu;
+    m->addr.mtu_data = (uint32_t)data_mtu;
+    m->addr.speed_mbps = speed_mbps;
+    m->addr.index = (uint8_t)index;
+    m->addr.wire = BM_DGRAM_WIRE_UDP;
+    snprintf(m->addr.ifname, sizeof(m->addr.ifname), "%s", ifname);
+
+    uint64_t seed = cfg->seed ? (uint64_t)cfg->seed : (uint64_t)getpid() ^ bm_btl_dgram_now();
+    m->rng = seed * 0x9E3779B97F4A7C15ull + (uint64_t)index + 1;
+    m->next_reg_key = (seed ^ job_key ^ 0x5DEECE66Dull) | 1;
+
+    if (m->wire->open(m) != BM_OK)
+        goto err_free;
+
+    struct bm_btl_module *b = &m->super;
+    b->ops = &bm_btl_dgram_ops;
+    snprintf(b->name, sizeof(b->name), "dgram:%s", ifname);
+    b->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
+              BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER;
+    b->exclusivity = BM_BTL_EXCL_DGRAM;
+    b->latency = 20;
+    b->bandwidth = speed_mbps ? speed_mbps : 10000;
+    b->eager_limit = cfg->eager_limit;
+    b->rndv_eager_limit = cfg->eager_limit;
+    b->max_send_size = cfg->max_send_size;
+    b->rdma_pipeline_send_length = cfg->eager_limit;
+    b->rdma_pipeline_frag_size = 4u << 20;
+    b->min_rdma_pipeline_size = 256u << 10;
+    b->put_limit = b->get_limit = 0xffffffffu;
+    b->put_alignment = b->get_alignment = 1;
+    b->reg_handle_size = sizeof(uint64_t);
+    if (cfg->stats > 0)
+        m->stats_next_ns = bm_btl_dgram_now() + (uint64_t)cfg->stats * 1000000000ull;
+    *m_out = m;
+    return BM_OK;
+
+err_free:
+    for (int c = 0; c < BM_DGRAM_NCH; c++) {
+        free(m->ch[c].tx);
+        free(m->ch[c].rx_buf);
+    }
+    free(m->held);
+    if (m->hotel.nodes)
+        bm_util_hotel_fini(&m->hotel);
+    free(m->frag_cache);
+    free(m);
+    return BM_ERR_NO_MEMORY;
+}
+
+void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m)
+{
+    if (!m)
+        return;
+    /* ACKs still owed go out now: a peer waiting for them must not time out */
+    struct bm_util_list_node *it;
+    bm_util_list_foreach(it, &m->acks)
+    {
+        struct bm_btl_dgram_endpoint *ep =
+            bm_util_container_of(it, struct bm_btl_dgram_endpoint, ack_link);
+        ep->ack_deadline = 0;
+    }
+    m->now_ns = bm_btl_dgram_now();
+    bm_btl_dgram_ack_progress(m);
+    for (int c = 0; c < BM_DGRAM_NCH; c++)
+        if (m->ch[c].tx_count)
+            m->wire->flush(m, c);
+    for (int i = 0; i < m->neps; i++)
+        if (m->eps[i])
+            bm_btl_dgram_endpoint_destroy(m->eps[i]);
+    free(m->eps);
+    struct bm_util_list_node *n;
+    while ((n = bm_util_list_pop_front(&m->regs)))
+        free(bm_util_container_of(n, struct bm_btl_dgram_reg, link));
+    m->wire->close(m);
+    /* Every pool segment is free again now; blocks start where embedded == 2. */
+    for (int i = 0; i < m->seg_nfree; i++)
+        if (m->seg_free[i]->embedded == 2)
+            free(m->seg_free[i]);
+    free(m->seg_free);
+    for (int c = 0; c < BM_DGRAM_NCH; c++) {
+        free(m->ch[c].tx);
+        free(m->ch[c].rx_buf);
+    }
+    free(m->held);
+    bm_util_hotel_fini(&m->hotel);
+    for (int i = 0; i < m->frag_ncache; i++)
+        free(m->frag_cache[i]);
+    free(m->frag_cache);
+    free(m);
+}
+
+/* One progress pass: receive first (ACKs open windows and free segments),
+ * then timers, then sends in the notes' order, then statistics. */
+int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m)
+{
+    int n = 0;
+    m->now_ns = bm_btl_dgram_now();
+    n += m->wire->poll(m, BM_DGRAM_CH_PRIO);
+    n += m->wire->poll(m, BM_DGRAM_CH_DATA);
+    m->now_ns = bm_btl_dgram_now();
+    bm_btl_dgram_timer_expire(m);
+    if (m->nfailed && m->probe_next_ns <= m->now_ns)
+        bm_btl_dgram_endpoint_probe_failed(m);
+    n += bm_btl_dgram_progress_sends(m);
+    n += bm_btl_dgram_run_completions(m);
+    if (m->stats_next_ns && m->stats_next_ns <= m->now_ns)
+        bm_btl_dgram_stats_maybe_print(m);
+    return n;
+}

@@ -1,0 +1,124 @@
+/* The dgram transport's wire format: every datagram that one dgram module
+ * sends to another, on either wire (native UDP or libfabric FI_EP_DGRAM).
+ * A datagram is one base header, then an extension that depends on the
+ * packet type, then payload_len bytes of payload. All multi-byte fields are
+ * little-endian. Nothing in a datagram is trusted: the parser
+ * (bm_btl_dgram_parse) checks every field against the datagram's length and
+ * the receiving module before anything else reads it.
+ *
+ * Reliability fields: every sequenced packet (FRAG, CHUNK, PUT, GET_REQ,
+ * GET_DATA, GET_NAK) carries a 16-bit sequence number in its sender's
+ * current send session. Every packet that has ACK_VALID set also acknowledges
+ * the receiver's own stream: all sequence numbers up to and including
+ * ack_seq, plus those marked in the selective-ACK bitmap. echo_seq names the
+ * packet whose arrival the ACK answers, so that round trips are measured on
+ * it and not on packets that a hole in front of them kept un-ACKed. A session number
+ * changes when a path that was declared failed is taken back, so that
+ * packets of the abandoned stream can never be confused with the new one. */
+#ifndef BM_BTL_DGRAM_PROTO_H
+#define BM_BTL_DGRAM_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The fields are stored little-endian by plain assignment; a big-endian port
+ * would convert in bm_btl_dgram_parse and the header writers. */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "dgram_proto.h assumes a little-endian host"
+#endif
+
+#define BM_DGRAM_MAGIC   0xB7D6u /* first two bytes of every datagram */
+#define BM_DGRAM_VERSION 1u      /* bumped on any incompatible change */
+
+/* Packet types (bm_dgram_hdr.type). */
+enum bm_dgram_type {
+    BM_DGRAM_T_ACK = 1,      /* header only: an explicit acknowledgement */
+    BM_DGRAM_T_FRAG = 2,     /* a whole PML fragment: payload is the fragment */
+    BM_DGRAM_T_CHUNK = 3,    /* a piece of a large fragment (chunk extension) */
+    BM_DGRAM_T_PUT = 4,      /* a piece of an emulated PUT (chunk + rdma extensions) */
+    BM_DGRAM_T_GET_REQ = 5,  /* request for remote memory (chunk + rdma extensions, no payload) */
+    BM_DGRAM_T_GET_DATA = 6, /* a piece of the answer to a GET_REQ (chunk extension) */
+    BM_DGRAM_T_GET_NAK = 7,  /* a GET_REQ was refused (chunk extension, no payload) */
+    BM_DGRAM_T_PING = 8,     /* unsequenced probe; payload is padding (connectivity, recovery) */
+    BM_DGRAM_T_PONG = 9,     /* answer to a PING, same size, same nonce */
+    BM_DGRAM_T_MAX_ = 10,
+};
+
+/* Flags (bm_dgram_hdr.flags). */
+#define BM_DGRAM_F_ACK_VALID 0x01u /* ack_seq/sack/ack_session are meaningful */
+#define BM_DGRAM_F_LAST      0x02u /* last chunk of its fragment (informational) */
+#define BM_DGRAM_F_ECHO      0x04u /* echo_seq is meaningful (round-trip measurement) */
+
+/* The base header: 40 bytes, first in every datagram. */
+struct bm_dgram_hdr {
+    uint16_t magic;       /* BM_DGRAM_MAGIC: cheap rejection of foreign traffic */
+    uint8_t version;      /* BM_DGRAM_VERSION */
+    uint8_t type;         /* enum bm_dgram_type */
+    uint32_t sender;      /* sender's rank in the job */
+    uint64_t job_key;     /* hash of the job id: packets of another job are dropped */
+    uint16_t seq;         /* sequence number (sequenced types only, else 0) */
+    uint16_t ack_seq;     /* cumulative ACK: every seq <= ack_seq was received */
+    uint32_t sack;        /* bit i set: seq ack_seq + 2 + i was also received */
+    uint16_t snd_session; /* session of the sender's stream that seq belongs to */
+    uint16_t ack_session; /* session of the receiver's stream that ack_seq refers to */
+    uint16_t payload_len; /* bytes of payload after the header and its extensions */
+    uint8_t tag;          /* BTL tag of the fragment (FRAG, CHUNK); 0 otherwise */
+    uint8_t flags;        /* BM_DGRAM_F_* */
+    uint32_t checksum;    /* over the whole datagram with this field 0; 0 = not computed */
+    uint8_t src_module;   /* index of the sending module in the sender's modex entry */
+    uint8_t dst_module;   /* index of the receiving module in the receiver's entry */
+    uint16_t echo_seq;    /* with F_ECHO: seq of the newest packet received from the peer */
+};
+_Static_assert(sizeof(struct bm_dgram_hdr) == 40, "dgram base header is 40 bytes");
+_Static_assert(offsetof(struct bm_dgram_hdr, checksum) == 32, "checksum offset");
+
+/* Chunk extension: CHUNK, PUT, GET_REQ, GET_DATA, GET_NAK, PING, PONG. */
+struct bm_dgram_chunk {
+    uint32_t frag_id;   /* sender-chosen id of the fragment (GET: the request id; PING: nonce) */
+    uint32_t frag_size; /* total bytes of the fragment (GET_REQ: bytes requested) */
+    uint32_t offset;    /* where this chunk's payload goes inside the fragment */
+    uint32_t reserved;  /* 0 */
+};
+_Static_assert(sizeof(struct bm_dgram_chunk) == 16, "dgram chunk extension is 16 bytes");
+
+/* RDMA extension: PUT and GET_REQ, after the chunk extension. */
+struct bm_dgram_rdma {
+    uint64_t addr; /* target address of offset 0 of the fragment (PUT: receiver's; GET_REQ:
+                      responder's) */
+    uint64_t key;  /* registration key the address must lie in */
+};
+_Static_assert(sizeof(struct bm_dgram_rdma) == 16, "dgram rdma extension is 16 bytes");
+
+/* The largest header (base + chunk + rdma). */
+#define BM_DGRAM_MAX_HDR                                                                           \
+    (sizeof(struct bm_dgram_hdr) + sizeof(struct bm_dgram_chunk) + sizeof(struct bm_dgram_rdma))
+_Static_assert(BM_DGRAM_MAX_HDR == 72, "dgram largest header is 72 bytes");
+
+/* Bytes of header for a packet type (base + extensions), 0 for an unknown type. */
+static inline size_t bm_dgram_hdr_len(unsigned type)
+{
+    switch (type) {
+    case BM_DGRAM_T_ACK:
+    case BM_DGRAM_T_FRAG:
+        return sizeof(struct bm_dgram_hdr);
+    case BM_DGRAM_T_CHUNK:
+    case BM_DGRAM_T_GET_DATA:
+    case BM_DGRAM_T_GET_NAK:
+    case BM_DGRAM_T_PING:
+    case BM_DGRAM_T_PONG:
+        return sizeof(struct bm_dgram_hdr) + sizeof(struct bm_dgram_chunk);
+    case BM_DGRAM_T_PUT:
+    case BM_DGRAM_T_GET_REQ:
+        return BM_DGRAM_MAX_HDR;
+    default:
+        return 0;
+    }
+}
+
+/* True for types that occupy a sequence number (reliable, ACKed). */
+static inline int bm_dgram_type_sequenced(unsigned type)
+{
+    return type >= BM_DGRAM_T_FRAG && type <= BM_DGRAM_T_GET_NAK;
+}
+
+#endif

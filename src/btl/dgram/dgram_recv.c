@@ -1,0 +1,418 @@
+/* The receive side of the dgram engine. Every datagram is parsed and
+ * checked before any state is touched (bm_btl_dgram_parse is pure and is
+ * the libFuzzer target): a datagram that is short, of unknown type, with a
+ * bad checksum, of another job, from an unknown sender or with a chunk
+ * outside its fragment is dropped and counted, never trusted. Sequenced
+ * packets inside the receive window are delivered at once even when out of
+ * order (the PML restores MPI order); duplicates and packets outside the
+ * window are dropped and counted; an old sequence number means our ACK was
+ * lost, so it is ACKed at once. Chunks are reassembled by fragment id; PUT
+ * chunks and GET answers are copied straight into registered memory. */
+#define BM_LOG_SUBSYS "btl/dgram"
+#include "btl/dgram/dgram.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(field) offsetof(struct bm_btl_dgram_stats, field)
+
+static inline uint64_t ck_mix(uint64_t h, uint64_t w)
+{
+    h ^= w * 0x9E3779B97F4A7C15ull;
+    h = (h << 27) | (h >> 37);
+    return h * 0xC2B2AE3D27D4EB4Full + 0x165667B19E3779F9ull;
+}
+
+static uint64_t ck_words(uint64_t h, const uint8_t *p, size_t len)
+{
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = ck_mix(h, w);
+    }
+    if (i < len) {
+        uint64_t w = 0;
+        memcpy(&w, p + i, len - i);
+        h = ck_mix(h, w ^ ((uint64_t)(len - i) << 56));
+    }
+    return h;
+}
+
+static uint32_t ck_final(uint64_t h, size_t total)
+{
+    h = ck_mix(h, total);
+    h ^= h >> 29;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+uint32_t bm_btl_dgram_checksum2(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uint64_t h = 0x243F6A8885A308D3ull;
+    h = ck_words(h, a, alen);
+    if (blen)
+        h = ck_words(h, b, blen);
+    return ck_final(h, alen + blen);
+}
+
+uint32_t bm_btl_dgram_checksum(const void *buf, size_t len)
+{
+    return bm_btl_dgram_checksum2(buf, len, NULL, 0);
+}
+
+bm_status_t bm_btl_dgram_parse(const void *buf, size_t len, struct bm_btl_dgram_pkt *pkt_out,
+                               size_t *bad_out)
+{
+    const uint8_t *p = buf;
+    if (len < sizeof(struct bm_dgram_hdr)) {
+        *bad_out = BAD(bad_short);
+        return BM_ERR_PROTOCOL;
+    }
+    /* The header is copied so that an unaligned datagram is never read
+     * through a misaligned pointer. */
+    struct bm_dgram_hdr h;
+    memcpy(&h, p, sizeof(h));
+    if (h.magic != BM_DGRAM_MAGIC || h.version != BM_DGRAM_VERSION || h.type == 0 ||
+        h.type >= BM_DGRAM_T_MAX_ || h.tag >= BM_BTL_TAG_MAX) {
+        *bad_out = BAD(bad_magic);
+        return BM_ERR_PROTOCOL;
+    }
+    size_t hlen = bm_dgram_hdr_len(h.type);
+    if (len < hlen || (size_t)h.payload_len != len - hlen) {
+        *bad_out = BAD(bad_short);
+        return BM_ERR_PROTOCOL;
+    }
+    if (h.checksum) {
+        uint8_t hc[BM_DGRAM_MAX_HDR];
+        memcpy(hc, p, hlen);
+        memset(hc + offsetof(struct bm_dgram_hdr, checksum), 0, sizeof(h.checksum));
+        uint32_t sum = bm_btl_dgram_checksum2(hc, hlen, p + hlen, len - hlen);
+        if ((sum ? sum : 1) != h.checksum) {
+            *bad_out = BAD(bad_checksum);
+            return BM_ERR_PROTOCOL;
+        }
+    }
+    struct bm_btl_dgram_pkt pkt = {0};
+    pkt.hdr = (const struct bm_dgram_hdr *)p;
+    pkt.payload = p + hlen;
+    pkt.payload_len = len - hlen;
+    if (hlen > sizeof(h)) {
+        pkt.chunk = (const struct bm_dgram_chunk *)(p + sizeof(h));
+        struct bm_dgram_chunk c;
+        memcpy(&c, pkt.chunk, sizeof(c));
+        if ((uint64_t)c.offset + pkt.payload_len > c.frag_size) {
+            *bad_out = BAD(bad_chunk);
+            return BM_ERR_PROTOCOL;
+        }
+        if ((h.type == BM_DGRAM_T_GET_REQ || h.type == BM_DGRAM_T_GET_NAK) && pkt.payload_len) {
+            *bad_out = BAD(bad_short);
+            return BM_ERR_PROTOCOL;
+        }
+    }
+    if (hlen == BM_DGRAM_MAX_HDR)
+        pkt.rdma = (const struct bm_dgram_rdma *)(p + sizeof(h) + sizeof(struct bm_dgram_chunk));
+    if (h.type == BM_DGRAM_T_ACK && pkt.payload_len) {
+        *bad_out = BAD(bad_short);
+        return BM_ERR_PROTOCOL;
+    }
+    *pkt_out = pkt;
+    return BM_OK;
+}
+
+static inline void count_bad(struct bm_btl_dgram_module *m, size_t field)
+{
+    (*(uint64_t *)((char *)&m->stats + field))++;
+}
+
+/* The registration that holds [addr, addr + len), or NULL. */
+static struct bm_btl_dgram_reg *reg_find(struct bm_btl_dgram_module *m, uint64_t key, uint64_t addr,
+                                         uint64_t len, uint32_t need)
+{
+    struct bm_util_list_node *it;
+    bm_util_list_foreach(it, &m->regs)
+    {
+        struct bm_btl_dgram_reg *r = bm_util_container_of(it, struct bm_btl_dgram_reg, link);
+        if (r->handle.data[0] != key)
+            continue;
+        /* flags 0 means "any access", as callers that do not care pass */
+        if (r->flags && !(r->flags & need))
+            return NULL;
+        if (addr < r->base || len > r->size || addr - r->base > r->size - len)
+            return NULL;
+        return r;
+    }
+    return NULL;
+}
+
+static struct bm_btl_dgram_getop *getop_find(struct bm_btl_dgram_endpoint *ep, uint32_t id)
+{
+    struct bm_util_list_node *it;
+    bm_util_list_foreach(it, &ep->getops)
+    {
+        struct bm_btl_dgram_getop *g = bm_util_container_of(it, struct bm_btl_dgram_getop, link);
+        if (g->id == id)
+            return g;
+    }
+    return NULL;
+}
+
+static void deliver(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                    bm_btl_tag_t tag, const void *data, size_t len)
+{
+    bm_btl_recv_cb_fn cb = m->super.recv_cb[tag].cb;
+    if (!cb) {
+        m->stats.no_handler++;
+        bm_log_ratelimited(BM_LOG_WARN,
+                           "%s: fragment with tag %u from %s dropped: no receive "
+                           "callback registered for it",
+                           m->super.name, tag, ep->peer_desc);
+        return;
+    }
+    struct bm_btl_segment seg = {(void *)data, len};
+    struct bm_btl_recv_desc d = {(struct bm_btl_endpoint *)ep, ep->peer, tag, 1, &seg};
+    m->stats.recv_delivered++;
+    cb(&m->super, &d, m->super.recv_cb[tag].cbdata);
+}
+
+static void getop_finish(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_getop *g, int status)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    bm_util_list_remove(&g->link);
+    ep->rdma_out--;
+    if (g->cb)
+        g->cb(&m->super, (struct bm_btl_endpoint *)ep, g->laddr, g->lhandle, g->ctx, g->cbdata,
+              status);
+    free(g);
+}
+
+/* Process one sequenced packet that the window accepted. Returns false when
+ * it could not be processed now (no memory): it is then neither marked
+ * received nor ACKed, and the sender's retransmission brings it again. */
+static bool process(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                    const struct bm_btl_dgram_pkt *pkt)
+{
+    const struct bm_dgram_hdr *h = pkt->hdr;
+    struct bm_dgram_chunk c = {0};
+    struct bm_dgram_rdma r = {0};
+    if (pkt->chunk)
+        memcpy(&c, pkt->chunk, sizeof(c));
+    if (pkt->rdma)
+        memcpy(&r, pkt->rdma, sizeof(r));
+    switch (h->type) {
+    case BM_DGRAM_T_FRAG:
+        deliver(m, ep, h->tag, pkt->payload, pkt->payload_len);
+        return true;
+    case BM_DGRAM_T_CHUNK: {
+        struct bm_btl_dgram_reasm *ra = NULL;
+        struct bm_util_list_node *it;
+        bm_util_list_foreach(it, &ep->reasm)
+        {
+            struct bm_btl_dgram_reasm *x =
+                bm_util_container_of(it, struct bm_btl_dgram_reasm, link);
+            if (x->frag_id == c.frag_id) {
+                ra = x;
+                break;
+            }
+        }
+        if (!ra) {
+            if (c.frag_size > m->cfg.max_send_size) {
+                m->stats.bad_chunk++;
+                return true;
+            }
+            ra = malloc(sizeof(*ra) + c.frag_size);
+            if (!ra)
+                return false;
+            ra->frag_id = c.frag_id;
+            ra->size = c.frag_size;
+            ra->received = 0;
+            ra->tag = h->tag;
+            ra->buf = (uint8_t *)(ra + 1);
+            bm_util_list_push_back(&ep->reasm, &ra->link);
+        } else if (ra->size != c.frag_size || ra->tag != h->tag) {
+            m->stats.bad_chunk++;
+            return true;
+        }
+        if (pkt->payload_len)
+            memcpy(ra->buf + c.offset, pkt->payload, pkt->payload_len);
+        ra->received += (uint32_t)pkt->payload_len;
+        if (ra->received >= ra->size) {
+            bm_util_list_remove(&ra->link);
+            deliver(m, ep, ra->tag, ra->buf, ra->size);
+            free(ra);
+        }
+        return true;
+    }
+    case BM_DGRAM_T_PUT: {
+        uint64_t addr = r.addr + c.offset;
+        if (addr < r.addr ||
+            !reg_find(m, r.key, addr, pkt->payload_len, BM_BTL_REG_F_REMOTE_WRITE)) {
+            m->stats.bad_rdma++;
+            bm_log_ratelimited(BM_LOG_WARN, "%s: PUT from %s outside any registration dropped",
+                               m->super.name, ep->peer_desc);
+            return true;
+        }
+        if (pkt->payload_len)
+            memcpy((void *)(uintptr_t)addr, pkt->payload, pkt->payload_len);
+        return true;
+    }
+    case BM_DGRAM_T_GET_REQ: {
+        if (ep->state != BM_DGRAM_EP_OK)
+            return true; /* the requester completes it with an error */
+        struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, 0);
+        if (!f)
+            return false;
+        f->frag_id = c.frag_id;
+        if (reg_find(m, r.key, r.addr, c.frag_size, BM_BTL_REG_F_REMOTE_READ)) {
+            f->kind = BM_DGRAM_FK_GET_DATA;
+            f->data = (const uint8_t *)(uintptr_t)r.addr;
+            f->len = c.frag_size;
+        } else {
+            m->stats.bad_rdma++;
+            f->kind = BM_DGRAM_FK_GET_NAK;
+            f->len = 0;
+        }
+        bm_btl_dgram_enqueue(ep, f);
+        return true;
+    }
+    case BM_DGRAM_T_GET_DATA: {
+        struct bm_btl_dgram_getop *g = getop_find(ep, c.frag_id);
+        if (!g || c.frag_size != g->size) {
+            m->stats.bad_chunk++;
+            return true;
+        }
+        if (pkt->payload_len)
+            memcpy(g->laddr + c.offset, pkt->payload, pkt->payload_len);
+        g->received += (uint32_t)pkt->payload_len;
+        if (g->received >= g->size)
+            getop_finish(ep, g, BM_OK);
+        return true;
+    }
+    case BM_DGRAM_T_GET_NAK: {
+        struct bm_btl_dgram_getop *g = getop_find(ep, c.frag_id);
+        if (g) {
+            bm_log_warn("%s: GET from %s refused: the remote address is outside any memory "
+                        "registered there",
+                        m->super.name, ep->peer_desc);
+            getop_finish(ep, g, BM_ERR_ACCESS);
+        }
+        return true;
+    }
+    default:
+        return true;
+    }
+}
+
+static void rcv_reset(struct bm_btl_dgram_endpoint *ep, uint16_t session)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    memset(ep->rcv_seen, 0, (size_t)m->cfg.window / 8);
+    ep->rcv_ooo = 0;
+    ep->rcv_next = 0;
+    ep->rcv_session = session;
+    ep->rcv_valid = true;
+    struct bm_util_list_node *n;
+    while ((n = bm_util_list_pop_front(&ep->reasm)))
+        free(bm_util_container_of(n, struct bm_btl_dgram_reasm, link));
+}
+
+static void recv_sequenced(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                           const struct bm_btl_dgram_pkt *pkt)
+{
+    const struct bm_dgram_hdr *h = pkt->hdr;
+    if (!ep->rcv_valid || h->snd_session != ep->rcv_session) {
+        if (ep->rcv_valid && bm_dgram_seq_lt(h->snd_session, ep->rcv_session)) {
+            m->stats.recv_stale_session++;
+            return;
+        }
+        rcv_reset(ep, h->snd_session);
+    }
+    uint16_t seq = h->seq;
+    int d = bm_dgram_seq_diff(seq, ep->rcv_next);
+    if (d < 0) {
+        m->stats.recv_old++;
+        bm_btl_dgram_ack_schedule(ep, true);
+        return;
+    }
+    if (d >= m->cfg.window) {
+        m->stats.recv_out_of_window++;
+        return;
+    }
+    uint32_t mask = (uint32_t)m->cfg.window - 1;
+    uint32_t idx = seq & mask;
+    if (ep->rcv_seen[idx / 64] >> (idx % 64) & 1) {
+        m->stats.recv_dup++;
+        bm_btl_dgram_ack_schedule(ep, false);
+        return;
+    }
+    if (!process(m, ep, pkt))
+        return;
+    ep->rcv_last = seq;
+    if (d == 0) {
+        ep->rcv_next++;
+        while (ep->rcv_ooo) {
+            uint32_t i = ep->rcv_next & mask;
+            if (!(ep->rcv_seen[i / 64] >> (i % 64) & 1))
+                break;
+            ep->rcv_seen[i / 64] &= ~(1ull << (i % 64));
+            ep->rcv_ooo--;
+            ep->rcv_next++;
+        }
+    } else {
+        ep->rcv_seen[idx / 64] |= 1ull << (idx % 64);
+        ep->rcv_ooo++;
+    }
+    bm_btl_dgram_ack_schedule(ep, false);
+}
+
+void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
+                              const struct sockaddr_in *from)
+{
+    struct bm_btl_dgram_pkt pkt;
+    size_t bad;
+    if (bm_btl_dgram_parse(buf, len, &pkt, &bad) != BM_OK) {
+        count_bad(m, bad);
+        return;
+    }
+    /* aligned copy of the base header for the checks below */
+    struct bm_dgram_hdr h;
+    memcpy(&h, pkt.hdr, sizeof(h));
+    if (m->cfg.checksum && h.checksum == 0) {
+        m->stats.bad_checksum++;
+        return;
+    }
+    if (h.job_key != m->job_key) {
+        m->stats.bad_job++;
+        return;
+    }
+    struct bm_btl_dgram_endpoint *ep = h.sender < (uint32_t)m->neps ? m->eps[h.sender] : NULL;
+    if (!ep || h.src_module != ep->peer_index || h.dst_module != m->addr.index ||
+        from->sin_addr.s_addr != ep->to[ch].sin_addr.s_addr ||
+        from->sin_port != ep->to[ch].sin_port) {
+        m->stats.bad_sender++;
+        return;
+    }
+    m->stats.recv_packets++;
+    pkt.hdr = &h;
+    bm_btl_dgram_ack_handle(ep, &h);
+    switch (h.type) {
+    case BM_DGRAM_T_ACK:
+        break;
+    case BM_DGRAM_T_PING: {
+        struct bm_dgram_chunk c;
+        memcpy(&c, pkt.chunk, sizeof(c));
+        bm_btl_dgram_send_ping(ep, BM_DGRAM_T_PONG, c.frag_id, len);
+        break;
+    }
+    case BM_DGRAM_T_PONG: {
+        struct bm_dgram_chunk c;
+        memcpy(&c, pkt.chunk, sizeof(c));
+        if (ep->state == BM_DGRAM_EP_FAILED && c.frag_id == ep->probe_nonce)
+            bm_btl_dgram_endpoint_recovered(ep);
+        break;
+    }
+    default:
+        recv_sequenced(m, ep, &pkt);
+        break;
+    }
+}

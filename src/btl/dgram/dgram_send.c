@@ -1,0 +1,474 @@
+/* The send side of the dgram engine: the PML's send, sendi, put and get
+ * entry points, memory registration for the emulated RDMA, and send
+ * progression in the order of the usnic notes: pending retransmissions
+ * first (always on the data channel, so a retransmit storm cannot starve
+ * ACKs), then endpoints that are ready to send (fragments queued, send
+ * credits left, window open), then standalone ACKs whose delay expired.
+ * Every sequenced segment goes through post_segment, which assigns its
+ * sequence number, piggy-backs the current ACK and starts its timer. */
+#define BM_LOG_SUBSYS "btl/dgram"
+#include "btl/dgram/dgram.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch, const struct sockaddr_in *to,
+                       const void *hdr, size_t hdr_len, const void *payload, size_t payload_len)
+{
+    struct bm_btl_dgram_channel *c = &m->ch[ch];
+    if (c->tx_count == c->tx_max)
+        m->wire->flush(m, ch);
+    struct bm_btl_dgram_txslot *s = &c->tx[c->tx_count++];
+    memcpy(s->hdr, hdr, hdr_len);
+    s->hdr_len = hdr_len;
+    s->payload = payload;
+    s->payload_len = payload_len;
+    s->to = to;
+    struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)s->hdr;
+    h->checksum = 0;
+    if (m->cfg.checksum) {
+        /* hdr_len is a multiple of 8, so the two parts hash like one buffer */
+        uint32_t sum = bm_btl_dgram_checksum2(s->hdr, hdr_len, payload, payload_len);
+        h->checksum = sum ? sum : 1;
+    }
+}
+
+static void fill_base(struct bm_btl_dgram_endpoint *ep, struct bm_dgram_hdr *h, unsigned type)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    memset(h, 0, sizeof(*h));
+    h->magic = BM_DGRAM_MAGIC;
+    h->version = BM_DGRAM_VERSION;
+    h->type = (uint8_t)type;
+    h->sender = (uint32_t)m->rank;
+    h->job_key = m->job_key;
+    h->snd_session = ep->snd_session;
+    h->src_module = m->addr.index;
+    h->dst_module = ep->peer_index;
+}
+
+/* (Re)transmit one sequenced segment on channel ch and start its timer. */
+static void seg_transmit(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_seg *s, int ch)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    struct bm_btl_dgram_frag *f = s->frag;
+    uint8_t buf[BM_DGRAM_MAX_HDR];
+    struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)buf;
+    size_t hlen = bm_dgram_hdr_len(s->type);
+    fill_base(ep, h, s->type);
+    h->seq = s->seq;
+    h->tag = f->tag;
+    h->payload_len = (uint16_t)s->len;
+    if (hlen > sizeof(*h)) {
+        struct bm_dgram_chunk *c = (struct bm_dgram_chunk *)(h + 1);
+        memset(c, 0, sizeof(*c));
+        c->frag_id = f->frag_id;
+        c->frag_size = s->type == BM_DGRAM_T_GET_REQ ? f->req_size : (uint32_t)f->len;
+        c->offset = s->offset;
+        if (s->offset + s->len == f->len)
+            h->flags |= BM_DGRAM_F_LAST;
+        if (hlen == BM_DGRAM_MAX_HDR) {
+            struct bm_dgram_rdma *r = (struct bm_dgram_rdma *)(c + 1);
+            r->addr = f->raddr;
+            r->key = f->rkey;
+        }
+    }
+    bm_btl_dgram_ack_fill(ep, h);
+    bm_btl_dgram_post(m, ch, &ep->to[ch], buf, hlen, s->len ? f->data + s->offset : NULL, s->len);
+    s->xmits++;
+    s->sent_ns = m->now_ns;
+    bm_btl_dgram_timer_start(m, s);
+}
+
+static inline bool ep_window_open(const struct bm_btl_dgram_endpoint *ep)
+{
+    return (uint16_t)(ep->snd_next - ep->snd_una) < (uint16_t)ep->module->cfg.window;
+}
+
+/* Cut the next segment of fragment f and post it. Returns the segment's
+ * channel, or -1 when no segment could be allocated. */
+static int frag_post_next(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_frag *f)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    struct bm_btl_dgram_seg *s;
+    unsigned type;
+    if (bm_util_hotel_occupied(&m->hotel) >= m->hotel.nrooms)
+        return -1; /* no timer for a new segment: wait for ACKs */
+    int ch = BM_DGRAM_CH_DATA;
+    size_t len;
+    size_t base = sizeof(struct bm_dgram_hdr);
+    bool whole = f->segs_cut == 0 &&
+                 (f->kind == BM_DGRAM_FK_SEND || f->kind == BM_DGRAM_FK_INTERNAL) &&
+                 f->len + base <= ep->mtu[BM_DGRAM_CH_DATA];
+    if (whole) {
+        s = &f->small;
+        type = BM_DGRAM_T_FRAG;
+        len = f->len;
+        if (f->len + base <= ep->mtu[BM_DGRAM_CH_PRIO])
+            ch = BM_DGRAM_CH_PRIO;
+        m->stats.frags_sent++;
+    } else {
+        switch (f->kind) {
+        case BM_DGRAM_FK_PUT:
+            type = BM_DGRAM_T_PUT;
+            break;
+        case BM_DGRAM_FK_GET_REQ:
+            type = BM_DGRAM_T_GET_REQ;
+            break;
+        case BM_DGRAM_FK_GET_DATA:
+            type = BM_DGRAM_T_GET_DATA;
+            break;
+        case BM_DGRAM_FK_GET_NAK:
+            type = BM_DGRAM_T_GET_NAK;
+            break;
+        default:
+            type = BM_DGRAM_T_CHUNK;
+            break;
+        }
+        size_t room = ep->mtu[BM_DGRAM_CH_DATA] - bm_dgram_hdr_len(type);
+        len = f->len - f->next_off;
+        if (len > room)
+            len = room;
+        if (f->segs_cut == 0 && (f->kind == BM_DGRAM_FK_SEND || f->kind == BM_DGRAM_FK_INTERNAL))
+            f->frag_id = ep->next_frag_id++;
+        s = f->segs_cut == 0 && len == f->len ? &f->small : bm_btl_dgram_seg_get(m);
+        if (!s)
+            return -1;
+        m->stats.chunks_sent++;
+    }
+    s->frag = f;
+    s->ep = ep;
+    s->type = (uint8_t)type;
+    s->offset = (uint32_t)f->next_off;
+    s->len = (uint32_t)len;
+    s->xmits = 0;
+    s->seq = ep->snd_next++;
+    if (s->seq == ep->snd_una)
+        ep->progress_ns = m->now_ns; /* the window was empty: the failure clock starts now */
+    ep->win[s->seq & (uint16_t)(m->cfg.window - 1)] = s;
+    uint16_t occ = (uint16_t)(ep->snd_next - ep->snd_una);
+    if (occ > m->stats.window_max)
+        m->stats.window_max = occ;
+    f->next_off += len;
+    f->segs_cut++;
+    f->segs_out++;
+    seg_transmit(ep, s, ch);
+    return ch;
+}
+
+static inline bool frag_fully_cut(const struct bm_btl_dgram_frag *f)
+{
+    return f->segs_cut > 0 && f->next_off >= f->len;
+}
+
+/* Post up to credits segments of ep's queued fragments. Returns segments posted. */
+static int ep_push(struct bm_btl_dgram_endpoint *ep, int credits)
+{
+    int n = 0;
+    while (n < credits && ep->state == BM_DGRAM_EP_OK) {
+        struct bm_util_queue_node *q = bm_util_queue_peek(&ep->sendq);
+        if (!q)
+            break;
+        if (!ep_window_open(ep)) {
+            ep->module->stats.window_full++;
+            break;
+        }
+        struct bm_btl_dgram_frag *f = bm_util_container_of(q, struct bm_btl_dgram_frag, qlink);
+        if (frag_post_next(ep, f) < 0)
+            break;
+        n++;
+        if (frag_fully_cut(f)) {
+            bm_util_queue_pop(&ep->sendq);
+            f->queued = false;
+        }
+    }
+    return n;
+}
+
+void bm_btl_dgram_endpoint_check_ready(struct bm_btl_dgram_endpoint *ep)
+{
+    if (ep->state == BM_DGRAM_EP_OK && !bm_util_queue_empty(&ep->sendq) && ep_window_open(ep) &&
+        !bm_util_list_node_linked(&ep->ready_link))
+        bm_util_list_push_back(&ep->module->ready, &ep->ready_link);
+}
+
+void bm_btl_dgram_enqueue(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_frag *f)
+{
+    f->ep = ep;
+    f->next_off = 0;
+    f->segs_cut = 0;
+    f->segs_out = 0;
+    f->status = 0;
+    f->in_use = true;
+    f->queued = true;
+    bm_util_queue_push(&ep->sendq, &f->qlink);
+    bm_btl_dgram_endpoint_check_ready(ep);
+}
+
+int bm_btl_dgram_progress_sends(struct bm_btl_dgram_module *m)
+{
+    int n = 0;
+    /* 1. retransmissions, data channel only, bounded per call */
+    for (int i = 0; i < m->cfg.max_resends; i++) {
+        struct bm_util_list_node *node = bm_util_list_pop_front(&m->resend);
+        if (!node)
+            break;
+        struct bm_btl_dgram_seg *s = bm_util_container_of(node, struct bm_btl_dgram_seg, link);
+        seg_transmit(s->ep, s, BM_DGRAM_CH_DATA);
+        n++;
+    }
+    /* 2. ready endpoints, round robin, each up to its credits per round,
+     * until the data channel's credits for this call are used */
+    int budget = m->cfg.chan_credits;
+    while (budget > 0 && !bm_util_list_empty(&m->ready)) {
+        struct bm_util_list round;
+        bm_util_list_init(&round);
+        bm_util_list_splice_back(&round, &m->ready);
+        struct bm_util_list_node *node;
+        int posted = 0;
+        while ((node = bm_util_list_pop_front(&round))) {
+            struct bm_btl_dgram_endpoint *ep =
+                bm_util_container_of(node, struct bm_btl_dgram_endpoint, ready_link);
+            int k = ep_push(ep, m->cfg.ep_credits);
+            posted += k;
+            budget -= k;
+            bm_btl_dgram_endpoint_check_ready(ep);
+        }
+        n += posted;
+        if (posted == 0)
+            break;
+    }
+    /* 3. standalone ACKs that are due */
+    n += bm_btl_dgram_ack_progress(m);
+    for (int c = 0; c < BM_DGRAM_NCH; c++)
+        if (m->ch[c].tx_count || (m->held_len && m->held_ch == c))
+            m->wire->flush(m, c);
+    return n;
+}
+
+int bm_btl_dgram_send(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
+                      struct bm_btl_descriptor *des, bm_btl_tag_t tag)
+{
+    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
+    struct bm_btl_dgram_frag *f = (struct bm_btl_dgram_frag *)des;
+    if (ep->state != BM_DGRAM_EP_OK)
+        return BM_ERR_LINK_DOWN;
+    f->kind = BM_DGRAM_FK_SEND;
+    f->tag = tag;
+    f->data = des->seg[0].addr;
+    f->len = des->seg[0].len;
+    bool was_idle = bm_util_queue_empty(&ep->sendq);
+    bm_btl_dgram_enqueue(ep, f);
+    if (was_idle) {
+        /* Fast path: an idle endpoint posts at once instead of waiting for
+         * the next progress call; a tiny fragment goes out inline on the
+         * priority channel. */
+        m->now_ns = bm_btl_dgram_now();
+        int before = (int)m->ch[BM_DGRAM_CH_PRIO].tx_count;
+        if (ep_push(ep, m->cfg.ep_credits) > 0) {
+            if (f->len + sizeof(struct bm_dgram_hdr) <= ep->mtu[BM_DGRAM_CH_PRIO] && before == 0)
+                m->stats.fastpath_sends++;
+            for (int c = 0; c < BM_DGRAM_NCH; c++)
+                if (m->ch[c].tx_count)
+                    m->wire->flush(m, c);
+        }
+        if (bm_util_queue_empty(&ep->sendq) && bm_util_list_node_linked(&ep->ready_link))
+            bm_util_list_remove(&ep->ready_link);
+    }
+    return BM_OK;
+}
+
+int bm_btl_dgram_sendi(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, const void *hdr,
+                       size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
+                       uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
+{
+    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
+    if (ep->state != BM_DGRAM_EP_OK)
+        return BM_ERR_LINK_DOWN;
+    size_t len = hdr_len + payload_len;
+    bool now = bm_util_queue_empty(&ep->sendq) && ep_window_open(ep) &&
+               len + sizeof(struct bm_dgram_hdr) <= ep->mtu[BM_DGRAM_CH_PRIO];
+    if (!now) {
+        if (des_out && len <= m->super.max_send_size) {
+            struct bm_btl_descriptor *d = bm_btl_dgram_alloc(bm, bep, order, len, flags);
+            if (d) {
+                memcpy(d->seg[0].addr, hdr, hdr_len);
+                if (payload_len)
+                    memcpy((uint8_t *)d->seg[0].addr + hdr_len, payload, payload_len);
+            }
+            *des_out = d;
+        }
+        return BM_ERR_OUT_OF_RESOURCE;
+    }
+    /* The bytes are copied into a transport-owned fragment that is resent
+     * until ACKed; nobody is called back when it completes. */
+    struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, len);
+    if (!f)
+        return BM_ERR_OUT_OF_RESOURCE;
+    memcpy(f->buf, hdr, hdr_len);
+    if (payload_len)
+        memcpy(f->buf + hdr_len, payload, payload_len);
+    f->kind = BM_DGRAM_FK_INTERNAL;
+    f->tag = tag;
+    f->data = f->buf;
+    f->len = len;
+    f->des.flags = flags;
+    bm_btl_dgram_enqueue(ep, f);
+    m->now_ns = bm_btl_dgram_now();
+    ep_push(ep, 1);
+    if (bm_util_list_node_linked(&ep->ready_link) && bm_util_queue_empty(&ep->sendq))
+        bm_util_list_remove(&ep->ready_link);
+    m->stats.fastpath_sends++;
+    m->wire->flush(m, BM_DGRAM_CH_PRIO);
+    return BM_BTL_DONE;
+}
+
+/* ---- emulated RDMA ------------------------------------------------------ */
+
+int bm_btl_dgram_put(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, void *local_addr,
+                     uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                     const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                     uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
+    (void)flags;
+    (void)order;
+    if (ep->state != BM_DGRAM_EP_OK)
+        return BM_ERR_LINK_DOWN;
+    if (size > UINT32_MAX || !remote_handle)
+        return BM_ERR_NOT_AVAILABLE;
+    struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, 0);
+    if (!f)
+        return BM_ERR_OUT_OF_RESOURCE;
+    f->kind = BM_DGRAM_FK_PUT;
+    f->data = local_addr; /* registered memory stays valid until the callback */
+    f->len = size;
+    f->raddr = remote_addr;
+    f->rkey = remote_handle->data[0];
+    f->laddr = local_addr;
+    f->lhandle = local_handle;
+    f->rdma_cb = cb;
+    f->rdma_ctx = context;
+    f->rdma_cbdata = cbdata;
+    f->frag_id = ep->next_frag_id++;
+    ep->rdma_out++;
+    bm_btl_dgram_enqueue(ep, f);
+    return BM_OK;
+}
+
+int bm_btl_dgram_get(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, void *local_addr,
+                     uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                     const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                     uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
+    (void)flags;
+    (void)order;
+    if (ep->state != BM_DGRAM_EP_OK)
+        return BM_ERR_LINK_DOWN;
+    if (size > UINT32_MAX || !remote_handle)
+        return BM_ERR_NOT_AVAILABLE;
+    struct bm_btl_dgram_getop *g = calloc(1, sizeof(*g));
+    struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, 0);
+    if (!g || !f) {
+        free(g);
+        bm_btl_dgram_frag_release(m, f);
+        return BM_ERR_OUT_OF_RESOURCE;
+    }
+    g->id = ep->next_get_id++;
+    g->size = (uint32_t)size;
+    g->laddr = local_addr;
+    g->lhandle = local_handle;
+    g->cb = cb;
+    g->ctx = context;
+    g->cbdata = cbdata;
+    g->peer = ep->peer;
+    bm_util_list_push_back(&ep->getops, &g->link);
+    f->kind = BM_DGRAM_FK_GET_REQ;
+    f->len = 0;
+    f->req_size = (uint32_t)size;
+    f->frag_id = g->id;
+    f->raddr = remote_addr;
+    f->rkey = remote_handle->data[0];
+    ep->rdma_out++;
+    bm_btl_dgram_enqueue(ep, f);
+    return BM_OK;
+}
+
+struct bm_btl_reg_handle *bm_btl_dgram_register_mem(struct bm_btl_module *bm,
+                                                    struct bm_btl_endpoint *ep, void *base,
+                                                    size_t size, uint32_t reg_flags)
+{
+    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    (void)ep;
+    struct bm_btl_dgram_reg *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    /* Keys are not guessable from outside the job: a peer must have been
+     * given the handle to read or write this memory. */
+    m->next_reg_key = m->next_reg_key * 6364136223846793005ull + 1442695040888963407ull;
+    r->handle.data[0] = m->next_reg_key | 1;
+    r->base = (uintptr_t)base;
+    r->size = size;
+    r->flags = reg_flags;
+    bm_util_list_push_back(&m->regs, &r->link);
+    return &r->handle;
+}
+
+bm_status_t bm_btl_dgram_deregister_mem(struct bm_btl_module *bm, struct bm_btl_reg_handle *handle)
+{
+    (void)bm;
+    if (!handle)
+        return BM_ERR_BAD_PARAM;
+    struct bm_btl_dgram_reg *r = bm_util_container_of(handle, struct bm_btl_dgram_reg, handle);
+    bm_util_list_remove(&r->link);
+    free(r);
+    return BM_OK;
+}
+
+bm_status_t bm_btl_dgram_flush(struct bm_btl_module *bm, struct bm_btl_endpoint *bep)
+{
+    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    struct bm_btl_dgram_endpoint *only = (struct bm_btl_dgram_endpoint *)bep;
+    for (;;) {
+        uint32_t out = 0;
+        if (only) {
+            out = only->rdma_out;
+        } else {
+            for (int i = 0; i < m->neps; i++)
+                if (m->eps[i])
+                    out += m->eps[i]->rdma_out;
+        }
+        if (out == 0)
+            return BM_OK;
+        bm_btl_dgram_module_progress(m);
+    }
+}
+
+void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce, size_t size)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    static const uint8_t zeros[9000];
+    uint8_t buf[BM_DGRAM_MAX_HDR];
+    struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)buf;
+    size_t hlen = bm_dgram_hdr_len((unsigned)type);
+    fill_base(ep, h, (unsigned)type);
+    struct bm_dgram_chunk *c = (struct bm_dgram_chunk *)(h + 1);
+    memset(c, 0, sizeof(*c));
+    c->frag_id = nonce;
+    size_t pad = size > hlen ? size - hlen : 0;
+    if (pad > sizeof(zeros))
+        pad = sizeof(zeros);
+    int ch = hlen + pad <= ep->mtu[BM_DGRAM_CH_PRIO] ? BM_DGRAM_CH_PRIO : BM_DGRAM_CH_DATA;
+    if (hlen + pad > ep->mtu[ch])
+        pad = ep->mtu[ch] - hlen;
+    c->frag_size = (uint32_t)pad;
+    h->payload_len = (uint16_t)pad;
+    bm_btl_dgram_post(m, ch, &ep->to[ch], buf, hlen, zeros, pad);
+    m->wire->flush(m, ch);
+}

@@ -1,0 +1,40 @@
+/* Statistics of the dgram transport, per module, as the usnic stats had
+ * them: sends per channel, fragments and chunks, resends split into timeout
+ * and fast, ACKs sent and received, duplicate and old ACKs, out-of-window
+ * and duplicate receives, bad datagrams by reason, window occupancy and path
+ * failures. Printed every BM_BTL_DGRAM_STATS seconds and at finalize, and
+ * readable by tests through bm_btl_dgram_stats_get. */
+#define BM_LOG_SUBSYS "btl/dgram"
+#include "btl/dgram/dgram.h"
+#include "util/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void bm_btl_dgram_stats_get(const struct bm_btl_dgram_module *m,
+                            struct bm_btl_dgram_stats *stats_out)
+{
+    *stats_out = m->stats;
+}
+
+void bm_btl_dgram_stats_print(const struct bm_btl_dgram_module *m)
+{
+    char line[2048];
+    size_t off = 0;
+    const struct bm_btl_dgram_stats *s = &m->stats;
+    off += (size_t)snprintf(line + off, sizeof(line) - off, "[dgram stats] rank %d %s:", m->rank,
+                            m->super.name);
+#define BM_BTL_DGRAM_STATS_PRINT(name, help)                                                       \
+    if (s->name && off < sizeof(line))                                                             \
+        off += (size_t)snprintf(line + off, sizeof(line) - off, " %s=%llu", #name,                 \
+                                (unsigned long long)s->name);
+    BM_BTL_DGRAM_STATS_MAP(BM_BTL_DGRAM_STATS_PRINT)
+#undef BM_BTL_DGRAM_STATS_PRINT
+    fprintf(stderr, "%s\n", line);
+}
+
+void bm_btl_dgram_stats_maybe_print(struct bm_btl_dgram_module *m)
+{
+    bm_btl_dgram_stats_print(m);
+    m->stats_next_ns = m->now_ns + (uint64_t)m->cfg.stats * 1000000000ull;
+}

@@ -1,0 +1,274 @@
+/* The native UDP wire of the dgram transport: two non-blocking UDP sockets
+ * per module (priority and data channel) bound to the interface's address,
+ * batches of datagrams sent with one sendmmsg(2) and received with one
+ * recvmmsg(2). Each datagram goes out as two iovecs (the header copied into
+ * the batch slot, the payload referenced where it lives), so sending never
+ * copies user data. The debug fault injection (drop, duplicate, reorder,
+ * corrupt) sits here, on the send path, where it acts like a lossy network. */
+#define BM_LOG_SUBSYS "btl/dgram"
+#include "btl/dgram/dgram.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct udp_chan_state {
+    struct mmsghdr *tx_msgs; /* 2 per slot: a duplicate needs its own entry */
+    struct iovec *tx_iov;
+    uint8_t *corrupt_buf; /* copies of corrupted datagrams, one per message */
+    struct mmsghdr *rx_msgs;
+    struct iovec *rx_iov;
+    struct sockaddr_in *rx_from;
+};
+
+static double udp_rand(struct bm_btl_dgram_module *m)
+{
+    /* xorshift64*: deterministic for a given BM_BTL_DGRAM_SEED */
+    uint64_t x = m->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    m->rng = x;
+    return (double)((x * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+}
+
+static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
+{
+    struct bm_btl_dgram_channel *ch = &m->ch[c];
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        bm_log_error("interface %s: socket(AF_INET, SOCK_DGRAM) failed: %s", m->addr.ifname,
+                     strerror(errno));
+        return BM_ERR_SYSTEM;
+    }
+    int sz = (int)m->cfg.sockbuf;
+    if (sz > 0) {
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    }
+    /* We size datagrams ourselves; never let the kernel fragment silently
+     * when the path MTU shrinks (the connectivity check finds MTU trouble). */
+    int pmtu = IP_PMTUDISC_DONT;
+    (void)setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = m->addr.ipv4;
+    sa.sin_port = 0;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+        bm_log_error("interface %s: bind to %s failed: %s; check the address or exclude the "
+                     "interface with BM_BTL_DGRAM_IF_EXCLUDE",
+                     m->addr.ifname, ip, strerror(errno));
+        close(fd);
+        return BM_ERR_SYSTEM;
+    }
+    socklen_t sl = sizeof(sa);
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    ch->fd = fd;
+    ch->port = sa.sin_port;
+
+    struct udp_chan_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return BM_ERR_NO_MEMORY;
+    ch->wire_state = st;
+    st->tx_msgs = calloc((size_t)ch->tx_max * 2, sizeof(*st->tx_msgs));
+    st->tx_iov = calloc((size_t)ch->tx_max * 4, sizeof(*st->tx_iov));
+    st->rx_msgs = calloc(ch->rx_max, sizeof(*st->rx_msgs));
+    st->rx_iov = calloc(ch->rx_max, sizeof(*st->rx_iov));
+    st->rx_from = calloc(ch->rx_max, sizeof(*st->rx_from));
+    if (m->cfg.corrupt > 0)
+        st->corrupt_buf = malloc((size_t)ch->tx_max * 2 * ch->mtu);
+    if (!st->tx_msgs || !st->tx_iov || !st->rx_msgs || !st->rx_iov || !st->rx_from ||
+        (m->cfg.corrupt > 0 && !st->corrupt_buf))
+        return BM_ERR_NO_MEMORY;
+    for (unsigned i = 0; i < ch->rx_max; i++) {
+        st->rx_iov[i].iov_base = ch->rx_buf + (size_t)i * ch->mtu;
+        st->rx_iov[i].iov_len = ch->mtu;
+    }
+    return BM_OK;
+}
+
+static void udp_close(struct bm_btl_dgram_module *m)
+{
+    for (int c = 0; c < BM_DGRAM_NCH; c++) {
+        struct bm_btl_dgram_channel *ch = &m->ch[c];
+        if (ch->fd >= 0)
+            close(ch->fd);
+        ch->fd = -1;
+        struct udp_chan_state *st = ch->wire_state;
+        if (st) {
+            free(st->tx_msgs);
+            free(st->tx_iov);
+            free(st->corrupt_buf);
+            free(st->rx_msgs);
+            free(st->rx_iov);
+            free(st->rx_from);
+            free(st);
+        }
+        ch->wire_state = NULL;
+    }
+}
+
+static bm_status_t udp_open(struct bm_btl_dgram_module *m)
+{
+    for (int c = 0; c < BM_DGRAM_NCH; c++) {
+        bm_status_t rc = udp_open_channel(m, c);
+        if (rc != BM_OK) {
+            udp_close(m);
+            return rc;
+        }
+    }
+    m->addr.port_prio = m->ch[BM_DGRAM_CH_PRIO].port;
+    m->addr.port_data = m->ch[BM_DGRAM_CH_DATA].port;
+    return BM_OK;
+}
+
+/* Send n prepared messages; a full socket buffer (EAGAIN) or an unreachable
+ * network loses the rest like a congested link would: the reliability
+ * engine resends them. */
+static void udp_sendmmsg(struct bm_btl_dgram_module *m, int c, struct mmsghdr *msgs, unsigned n)
+{
+    unsigned done = 0;
+    while (done < n) {
+        int r = sendmmsg(m->ch[c].fd, msgs + done, n - done, 0);
+        if (r > 0) {
+            done += (unsigned)r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            bm_log_ratelimited(BM_LOG_DEBUG, "interface %s: sendmmsg: %s (datagrams dropped)",
+                               m->addr.ifname, strerror(errno));
+        /* skip the failed datagram (an error is about the first one) */
+        done++;
+    }
+}
+
+static void udp_fill_msg(struct mmsghdr *msg, struct iovec *iov, const struct sockaddr_in *to,
+                         const void *hdr, size_t hdr_len, const void *payload, size_t payload_len)
+{
+    iov[0].iov_base = (void *)hdr;
+    iov[0].iov_len = hdr_len;
+    iov[1].iov_base = (void *)payload;
+    iov[1].iov_len = payload_len;
+    memset(msg, 0, sizeof(*msg));
+    msg->msg_hdr.msg_name = (void *)to;
+    msg->msg_hdr.msg_namelen = sizeof(*to);
+    msg->msg_hdr.msg_iov = iov;
+    msg->msg_hdr.msg_iovlen = payload_len ? 2 : 1;
+}
+
+static int udp_flush(struct bm_btl_dgram_module *m, int c)
+{
+    struct bm_btl_dgram_channel *ch = &m->ch[c];
+    struct udp_chan_state *st = ch->wire_state;
+    unsigned n = 0;
+    bool inject = m->cfg.drop > 0 || m->cfg.dup > 0 || m->cfg.reorder > 0 || m->cfg.corrupt > 0;
+    bool hold_now = false;
+    for (unsigned i = 0; i < ch->tx_count; i++) {
+        struct bm_btl_dgram_txslot *s = &ch->tx[i];
+        int copies = 1;
+        if (inject) {
+            if (m->cfg.drop > 0 && udp_rand(m) < m->cfg.drop) {
+                m->stats.injected_drop++;
+                continue;
+            }
+            if (m->cfg.dup > 0 && udp_rand(m) < m->cfg.dup) {
+                m->stats.injected_dup++;
+                copies = 2;
+            }
+            if (m->cfg.reorder > 0 && m->held_len == 0 && !hold_now &&
+                udp_rand(m) < m->cfg.reorder) {
+                /* Held back: it goes out after the rest of this batch (or
+                 * the next one), behind datagrams that were posted later. */
+                memcpy(m->held, s->hdr, s->hdr_len);
+                memcpy(m->held + s->hdr_len, s->payload, s->payload_len);
+                m->held_len = s->hdr_len + s->payload_len;
+                m->held_ch = c;
+                m->held_to = *s->to;
+                m->stats.injected_reorder++;
+                hold_now = true;
+                continue;
+            }
+        }
+        for (int k = 0; k < copies; k++) {
+            struct mmsghdr *msg = &st->tx_msgs[n];
+            struct iovec *iov = &st->tx_iov[2 * n];
+            if (m->cfg.corrupt > 0 && udp_rand(m) < m->cfg.corrupt) {
+                uint8_t *cb = st->corrupt_buf + (size_t)n * ch->mtu;
+                size_t len = s->hdr_len + s->payload_len;
+                memcpy(cb, s->hdr, s->hdr_len);
+                memcpy(cb + s->hdr_len, s->payload, s->payload_len);
+                size_t at = (size_t)(udp_rand(m) * (double)len);
+                cb[at < len ? at : len - 1] ^= (uint8_t)(1u + (unsigned)(udp_rand(m) * 254.0));
+                m->stats.injected_corrupt++;
+                udp_fill_msg(msg, iov, s->to, cb, len, NULL, 0);
+            } else {
+                udp_fill_msg(msg, iov, s->to, s->hdr, s->hdr_len, s->payload, s->payload_len);
+            }
+            n++;
+        }
+    }
+    if (n)
+        udp_sendmmsg(m, c, st->tx_msgs, n);
+    if (c == BM_DGRAM_CH_DATA)
+        m->stats.sends_data += n;
+    else
+        m->stats.sends_prio += n;
+    ch->tx_count = 0;
+    if (m->held_len && !hold_now) {
+        struct mmsghdr msg;
+        struct iovec iov[2];
+        udp_fill_msg(&msg, iov, &m->held_to, m->held, m->held_len, NULL, 0);
+        udp_sendmmsg(m, m->held_ch, &msg, 1);
+        m->held_len = 0;
+    }
+    return (int)n;
+}
+
+static int udp_poll(struct bm_btl_dgram_module *m, int c)
+{
+    struct bm_btl_dgram_channel *ch = &m->ch[c];
+    struct udp_chan_state *st = ch->wire_state;
+    /* A receive callback that calls progress again must not reuse the batch
+     * that is being delivered. */
+    if (m->in_poll)
+        return 0;
+    for (unsigned i = 0; i < ch->rx_max; i++) {
+        memset(&st->rx_msgs[i].msg_hdr, 0, sizeof(st->rx_msgs[i].msg_hdr));
+        st->rx_msgs[i].msg_hdr.msg_iov = &st->rx_iov[i];
+        st->rx_msgs[i].msg_hdr.msg_iovlen = 1;
+        st->rx_msgs[i].msg_hdr.msg_name = &st->rx_from[i];
+        st->rx_msgs[i].msg_hdr.msg_namelen = sizeof(st->rx_from[i]);
+    }
+    int r = recvmmsg(ch->fd, st->rx_msgs, ch->rx_max, MSG_DONTWAIT, NULL);
+    if (r <= 0)
+        return 0;
+    m->in_poll = true;
+    for (int i = 0; i < r; i++) {
+        if (st->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+            m->stats.bad_short++;
+            continue;
+        }
+        bm_btl_dgram_recv_packet(m, c, st->rx_iov[i].iov_base, st->rx_msgs[i].msg_len,
+                                 &st->rx_from[i]);
+    }
+    m->in_poll = false;
+    return r;
+}
+
+const struct bm_btl_dgram_wire_ops bm_btl_dgram_wire_udp = {
+    .name = "udp",
+    .open = udp_open,
+    .close = udp_close,
+    .flush = udp_flush,
+    .poll = udp_poll,
+};

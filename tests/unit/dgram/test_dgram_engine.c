@@ -1,0 +1,485 @@
+/* Unit tests of the dgram reliability engine without the runtime: two
+ * modules of this process on 127.0.0.1 talk to each other through real UDP
+ * sockets. Covered: small and large fragments with every byte checked,
+ * exactly-once delivery under injected drop/duplicate/reorder/corruption,
+ * sequence-number wrap-around, a black-holed path declared failed within
+ * its bound and taken back when it answers again, stray datagrams (random
+ * bytes, another job's packets, unknown senders, bad chunks) dropped and
+ * counted, emulated PUT and GET, and the packet parser on crafted input. */
+#include "bm_test.h"
+#include "btl/dgram/dgram.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TAG     BM_BTL_TAG_TEST
+#define MAXMSG  4096
+#define JOB_KEY 0x1234567890abcdefull
+
+struct rx {
+    int count;
+    unsigned char *seen; /* per message id: deliveries */
+    int bad;
+    int nmsg;
+};
+
+struct pair {
+    struct bm_btl_dgram_module *a, *b;
+    struct bm_btl_dgram_endpoint *ab, *ba;
+    struct rx rxa, rxb;
+};
+
+static int completions, completion_errors;
+static int error_reports[4];
+
+static void fill(unsigned char *p, size_t len, uint32_t id)
+{
+    for (size_t i = 0; i < len; i++)
+        p[i] = (unsigned char)(id * 31u + i * 7u + (i >> 8));
+}
+
+/* message: [id:4][len:4][pattern] */
+static void on_recv(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    struct rx *rx = cbdata;
+    (void)m;
+    const unsigned char *p = d->seg[0].addr;
+    size_t len = d->seg[0].len;
+    uint32_t id, mlen;
+    if (len < 8) {
+        rx->bad++;
+        return;
+    }
+    memcpy(&id, p, 4);
+    memcpy(&mlen, p + 4, 4);
+    if (mlen != len || (int)id >= rx->nmsg) {
+        rx->bad++;
+        return;
+    }
+    unsigned char *want = malloc(len);
+    fill(want, len - 8, id);
+    if (memcmp(want, p + 8, len - 8) != 0)
+        rx->bad++;
+    free(want);
+    rx->seen[id]++;
+    rx->count++;
+}
+
+static void on_sent(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                    struct bm_btl_descriptor *des, int status)
+{
+    (void)m;
+    (void)ep;
+    (void)des;
+    completions++;
+    if (status != BM_OK)
+        completion_errors++;
+}
+
+static void on_error(struct bm_btl_module *m, const struct bm_btl_error *err, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    error_reports[err->kind]++;
+}
+
+static struct bm_btl_dgram_config base_cfg(void)
+{
+    struct bm_btl_dgram_config c;
+    bm_status_t rc = bm_btl_dgram_config_load(&c);
+    BM_CHECK_EQ_INT(rc, BM_OK);
+    c.seed = 42;
+    return c;
+}
+
+static void pair_open(struct pair *p, const struct bm_btl_dgram_config *ca,
+                      const struct bm_btl_dgram_config *cb, int nmsg)
+{
+    memset(p, 0, sizeof(*p));
+    uint32_t lo = htonl(INADDR_LOOPBACK), mask = htonl(0xff000000u);
+    BM_CHECK_EQ_INT(
+        bm_btl_dgram_module_create(ca, "lo", lo, mask, 65536, 10000, 0, 0, JOB_KEY, &p->a), BM_OK);
+    BM_CHECK_EQ_INT(
+        bm_btl_dgram_module_create(cb, "lo", lo, mask, 65536, 10000, 0, 1, JOB_KEY, &p->b), BM_OK);
+    BM_CHECK_EQ_INT(bm_btl_dgram_endpoint_create(p->a, 1, &p->b->addr, &p->ab), BM_OK);
+    BM_CHECK_EQ_INT(bm_btl_dgram_endpoint_create(p->b, 0, &p->a->addr, &p->ba), BM_OK);
+    p->rxa.nmsg = p->rxb.nmsg = nmsg;
+    p->rxa.seen = calloc((size_t)nmsg, 1);
+    p->rxb.seen = calloc((size_t)nmsg, 1);
+    p->a->super.recv_cb[TAG].cb = on_recv;
+    p->a->super.recv_cb[TAG].cbdata = &p->rxa;
+    p->b->super.recv_cb[TAG].cb = on_recv;
+    p->b->super.recv_cb[TAG].cbdata = &p->rxb;
+    p->a->super.error_cb = on_error;
+    p->b->super.error_cb = on_error;
+    completions = completion_errors = 0;
+    memset(error_reports, 0, sizeof(error_reports));
+}
+
+static void pair_close(struct pair *p)
+{
+    bm_btl_dgram_module_destroy(p->a);
+    bm_btl_dgram_module_destroy(p->b);
+    free(p->rxa.seen);
+    free(p->rxb.seen);
+}
+
+static void progress(struct pair *p)
+{
+    bm_btl_dgram_module_progress(p->a);
+    bm_btl_dgram_module_progress(p->b);
+}
+
+/* Send message id of len bytes from a to b; retries while out of resources. */
+static int send_msg(struct pair *p, uint32_t id, size_t len)
+{
+    struct bm_btl_module *m = &p->a->super;
+    size_t body = len - 8;
+    unsigned char *tmp = malloc(body ? body : 1);
+    fill(tmp, body, id);
+    struct bm_btl_descriptor *d;
+    size_t take = body;
+    while (!(d = bm_btl_dgram_prepare_src(m, (struct bm_btl_endpoint *)p->ab, tmp, 8, &take, 0,
+                                          BM_BTL_DES_F_BTL_OWNED)))
+        progress(p);
+    uint32_t l32 = (uint32_t)len;
+    memcpy(d->seg[0].addr, &id, 4);
+    memcpy((char *)d->seg[0].addr + 4, &l32, 4);
+    d->cbfunc = on_sent;
+    free(tmp);
+    return bm_btl_dgram_send(m, (struct bm_btl_endpoint *)p->ab, d, TAG);
+}
+
+static bool wait_for(struct pair *p, int *counter, int target, double seconds)
+{
+    uint64_t end = bm_btl_dgram_now() + (uint64_t)(seconds * 1e9);
+    while (*counter < target && bm_btl_dgram_now() < end)
+        progress(p);
+    return *counter >= target;
+}
+
+static void check_exactly_once(struct rx *rx, int n)
+{
+    int missing = 0, dups = 0;
+    for (int i = 0; i < n; i++) {
+        if (rx->seen[i] == 0)
+            missing++;
+        if (rx->seen[i] > 1)
+            dups++;
+    }
+    BM_CHECK_EQ_INT(missing, 0);
+    BM_CHECK_EQ_INT(dups, 0);
+    BM_CHECK_EQ_INT(rx->bad, 0);
+}
+
+static void test_sizes(void)
+{
+    static const size_t sizes[] = {8,    9,    100,  700,  727,   728,   1000,
+                                   1400, 5000, 8930, 8931, 20000, 65536, 262144};
+    int n = (int)(sizeof(sizes) / sizeof(sizes[0]));
+    struct bm_btl_dgram_config c = base_cfg();
+    struct pair p;
+    pair_open(&p, &c, &c, n);
+    for (int i = 0; i < n; i++)
+        BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)i, sizes[i]), BM_OK);
+    BM_CHECK(wait_for(&p, &completions, n, 10));
+    BM_CHECK_EQ_INT(p.rxb.count, n);
+    check_exactly_once(&p.rxb, n);
+    BM_CHECK_EQ_INT(completion_errors, 0);
+    struct bm_btl_dgram_stats s;
+    bm_btl_dgram_stats_get(p.a, &s);
+    BM_CHECK(s.chunks_sent > 0);
+    BM_CHECK(s.frags_sent > 0);
+    BM_CHECK(s.sends_prio > 0);
+    pair_close(&p);
+}
+
+static void run_faults(double drop, double dup, double reorder, double corrupt, int n)
+{
+    struct bm_btl_dgram_config c = base_cfg();
+    c.drop = drop;
+    c.dup = dup;
+    c.reorder = reorder;
+    c.corrupt = corrupt;
+    c.checksum = true;
+    c.rto_min_us = 1000;
+    c.rto_init_us = 2000;
+    c.fail_timeouts = 1000;
+    c.fail_ms = 60000;
+    struct pair p;
+    pair_open(&p, &c, &c, n);
+    unsigned r = 7;
+    for (int i = 0; i < n; i++) {
+        r = r * 1103515245u + 12345u;
+        size_t len = 8 + (r >> 8) % (i % 10 == 0 ? 30000 : 1200);
+        BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)i, len), BM_OK);
+        if (i % 16 == 0)
+            progress(&p);
+    }
+    BM_CHECK(wait_for(&p, &completions, n, 60));
+    BM_CHECK_EQ_INT(p.rxb.count, n);
+    check_exactly_once(&p.rxb, n);
+    BM_CHECK_EQ_INT(completion_errors, 0);
+    struct bm_btl_dgram_stats sa, sb;
+    bm_btl_dgram_stats_get(p.a, &sa);
+    bm_btl_dgram_stats_get(p.b, &sb);
+    if (drop > 0) {
+        BM_CHECK(sa.injected_drop > 0);
+        BM_CHECK(sa.resends_timeout + sa.resends_fast > 0);
+    }
+    if (dup > 0)
+        BM_CHECK(sb.recv_dup > 0);
+    if (corrupt > 0)
+        BM_CHECK(sb.bad_checksum + sa.bad_checksum > 0);
+    BM_CHECK_EQ_INT(sa.path_failures, 0);
+    bm_btl_dgram_stats_print(p.a);
+    bm_btl_dgram_stats_print(p.b);
+    pair_close(&p);
+}
+
+static void test_faults(void)
+{
+    run_faults(0.10, 0, 0, 0, 1500);
+    run_faults(0, 0.2, 0.2, 0, 1500);
+    run_faults(0.2, 0.05, 0.05, 0.05, 1000);
+}
+
+static void test_wrap(void)
+{
+    /* more than 65536 sequence numbers: the 16-bit space wraps */
+    int n = 70000;
+    struct bm_btl_dgram_config c = base_cfg();
+    struct pair p;
+    pair_open(&p, &c, &c, n);
+    for (int i = 0; i < n; i++) {
+        BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)i, 16), BM_OK);
+        if (i % 64 == 0)
+            progress(&p);
+    }
+    BM_CHECK(wait_for(&p, &completions, n, 60));
+    check_exactly_once(&p.rxb, n);
+    BM_CHECK(p.ab->snd_next < 10000); /* wrapped */
+    pair_close(&p);
+}
+
+static void test_blackhole(void)
+{
+    struct bm_btl_dgram_config c = base_cfg();
+    c.rto_min_us = 1000;
+    c.rto_init_us = 1000;
+    c.rto_max_us = 20000;
+    c.fail_timeouts = 6;
+    c.fail_ms = 2000;
+    c.probe_ms = 20;
+    struct pair p;
+    pair_open(&p, &c, &c, 16);
+    BM_CHECK_EQ_INT(send_msg(&p, 0, 100), BM_OK);
+    BM_CHECK(wait_for(&p, &completions, 1, 5));
+    p.a->cfg.drop = 1.0; /* every datagram a sends vanishes */
+    uint64_t t0 = bm_btl_dgram_now();
+    BM_CHECK_EQ_INT(send_msg(&p, 1, 100), BM_OK);
+    BM_CHECK_EQ_INT(send_msg(&p, 2, 50000), BM_OK);
+    BM_CHECK(wait_for(&p, &error_reports[BM_BTL_ERROR_PEER], 1, 5));
+    double secs = (double)(bm_btl_dgram_now() - t0) / 1e9;
+    /* 1+2+4+8+16+20 ms of back-off, well below fail_ms */
+    BM_CHECK_MSG(secs < 1.0, "failure declared after %.3f s", secs);
+    BM_CHECK(wait_for(&p, &completions, 3, 1));
+    BM_CHECK_EQ_INT(completion_errors, 2);
+    BM_CHECK_EQ_INT(send_msg(&p, 3, 100), BM_ERR_LINK_DOWN);
+    p.a->cfg.drop = 0;
+    BM_CHECK(wait_for(&p, &error_reports[BM_BTL_ERROR_RECOVERED], 1, 5));
+    BM_CHECK_EQ_INT(send_msg(&p, 4, 100), BM_OK);
+    BM_CHECK_EQ_INT(send_msg(&p, 5, 30000), BM_OK);
+    BM_CHECK(wait_for(&p, &completions, 5, 5));
+    BM_CHECK_EQ_INT(completion_errors, 2);
+    BM_CHECK_EQ_INT(p.rxb.seen[4], 1);
+    BM_CHECK_EQ_INT(p.rxb.seen[5], 1);
+    BM_CHECK(p.rxb.seen[1] <= 1 && p.rxb.seen[2] <= 1);
+    pair_close(&p);
+}
+
+static void sendto_port(int fd, uint16_t port, const void *buf, size_t len)
+{
+    struct sockaddr_in to = {0};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = port;
+    (void)sendto(fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to));
+}
+
+static void test_stray(void)
+{
+    int n = 200;
+    struct bm_btl_dgram_config c = base_cfg();
+    struct pair p;
+    pair_open(&p, &c, &c, n);
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    BM_CHECK(fd >= 0);
+    unsigned char junk[1500];
+    unsigned r = 99;
+    for (int k = 0; k < 300; k++) {
+        size_t len = (size_t)(k % 150);
+        for (size_t i = 0; i < len; i++) {
+            r = r * 1103515245u + 12345u;
+            junk[i] = (unsigned char)(r >> 16);
+        }
+        if (k % 3 == 0 && len >= sizeof(struct bm_dgram_hdr)) {
+            /* looks like ours: right magic and version, random rest */
+            struct bm_dgram_hdr h;
+            memcpy(&h, junk, sizeof(h));
+            h.magic = BM_DGRAM_MAGIC;
+            h.version = BM_DGRAM_VERSION;
+            h.type = (uint8_t)(1 + k % 9);
+            h.checksum = 0;
+            memcpy(junk, &h, sizeof(h));
+        }
+        sendto_port(fd, p.b->addr.port_prio, junk, len);
+        sendto_port(fd, p.b->addr.port_data, junk, len);
+    }
+    /* a well-formed packet of another job, and one claiming to be rank 0 from a stranger */
+    struct bm_dgram_hdr h = {0};
+    h.magic = BM_DGRAM_MAGIC;
+    h.version = BM_DGRAM_VERSION;
+    h.type = BM_DGRAM_T_FRAG;
+    h.sender = 0;
+    h.job_key = JOB_KEY ^ 1;
+    h.tag = TAG;
+    h.payload_len = 0;
+    h.checksum = 0;
+    h.checksum = bm_btl_dgram_checksum(&h, sizeof(h));
+    sendto_port(fd, p.b->addr.port_prio, &h, sizeof(h));
+    h.job_key = JOB_KEY;
+    h.checksum = 0;
+    h.checksum = bm_btl_dgram_checksum(&h, sizeof(h));
+    sendto_port(fd, p.b->addr.port_prio, &h, sizeof(h));
+    for (int i = 0; i < n; i++) {
+        BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)i, 8 + (size_t)(i * 97) % 20000), BM_OK);
+        if (i % 8 == 0)
+            progress(&p);
+    }
+    BM_CHECK(wait_for(&p, &completions, n, 20));
+    check_exactly_once(&p.rxb, n);
+    struct bm_btl_dgram_stats s;
+    bm_btl_dgram_stats_get(p.b, &s);
+    BM_CHECK(s.bad_short > 0);
+    BM_CHECK(s.bad_job >= 1);
+    BM_CHECK(s.bad_sender >= 1);
+    BM_CHECK(s.bad_magic + s.bad_checksum > 0);
+    close(fd);
+    pair_close(&p);
+}
+
+static int rdma_done, rdma_status;
+static void on_rdma(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *la,
+                    struct bm_btl_reg_handle *lh, void *ctx, void *cbdata, int status)
+{
+    (void)m;
+    (void)ep;
+    (void)la;
+    (void)lh;
+    (void)ctx;
+    (void)cbdata;
+    rdma_done++;
+    rdma_status = status;
+}
+
+static void test_rdma(void)
+{
+    struct bm_btl_dgram_config c = base_cfg();
+    struct pair p;
+    pair_open(&p, &c, &c, 1);
+    size_t len = 300000;
+    unsigned char *src = malloc(len), *dst = calloc(1, len), *back = calloc(1, len);
+    fill(src, len, 5);
+    struct bm_btl_module *a = &p.a->super, *b = &p.b->super;
+    struct bm_btl_reg_handle *hs = bm_btl_dgram_register_mem(a, NULL, src, len, 0);
+    struct bm_btl_reg_handle *hd = bm_btl_dgram_register_mem(
+        b, NULL, dst, len, BM_BTL_REG_F_REMOTE_WRITE | BM_BTL_REG_F_REMOTE_READ);
+    struct bm_btl_reg_handle *hb = bm_btl_dgram_register_mem(a, NULL, back, len, 0);
+    rdma_done = 0;
+    BM_CHECK_EQ_INT(bm_btl_dgram_put(a, (struct bm_btl_endpoint *)p.ab, src, (uintptr_t)dst, hs, hd,
+                                     len, 0, 0, on_rdma, NULL, NULL),
+                    BM_OK);
+    BM_CHECK(wait_for(&p, &rdma_done, 1, 10));
+    BM_CHECK_EQ_INT(rdma_status, BM_OK);
+    BM_CHECK(memcmp(src, dst, len) == 0);
+    BM_CHECK_EQ_INT(bm_btl_dgram_get(a, (struct bm_btl_endpoint *)p.ab, back, (uintptr_t)dst, hb,
+                                     hd, len, 0, 0, on_rdma, NULL, NULL),
+                    BM_OK);
+    BM_CHECK(wait_for(&p, &rdma_done, 2, 10));
+    BM_CHECK_EQ_INT(rdma_status, BM_OK);
+    BM_CHECK(memcmp(src, back, len) == 0);
+    /* outside the registration: refused, reported as an error */
+    BM_CHECK_EQ_INT(bm_btl_dgram_get(a, (struct bm_btl_endpoint *)p.ab, back, (uintptr_t)dst + 16,
+                                     hb, hd, len, 0, 0, on_rdma, NULL, NULL),
+                    BM_OK);
+    BM_CHECK(wait_for(&p, &rdma_done, 3, 10));
+    BM_CHECK_EQ_INT(rdma_status, BM_ERR_ACCESS);
+    BM_CHECK_EQ_INT(bm_btl_dgram_flush(a, NULL), BM_OK);
+    bm_btl_dgram_deregister_mem(a, hs);
+    bm_btl_dgram_deregister_mem(b, hd);
+    bm_btl_dgram_deregister_mem(a, hb);
+    free(src);
+    free(dst);
+    free(back);
+    pair_close(&p);
+}
+
+static void test_parse(void)
+{
+    struct bm_btl_dgram_pkt pkt;
+    size_t bad;
+    unsigned char buf[256] = {0};
+    BM_CHECK(bm_btl_dgram_parse(buf, 3, &pkt, &bad) != BM_OK);
+    BM_CHECK_EQ_INT(bad, offsetof(struct bm_btl_dgram_stats, bad_short));
+    struct bm_dgram_hdr h = {0};
+    h.magic = BM_DGRAM_MAGIC;
+    h.version = BM_DGRAM_VERSION;
+    h.type = BM_DGRAM_T_CHUNK;
+    struct bm_dgram_chunk c = {1, 100, 90, 0};
+    h.payload_len = 20; /* 90 + 20 > 100 */
+    memcpy(buf, &h, sizeof(h));
+    memcpy(buf + sizeof(h), &c, sizeof(c));
+    size_t len = sizeof(h) + sizeof(c) + 20;
+    BM_CHECK(bm_btl_dgram_parse(buf, len, &pkt, &bad) != BM_OK);
+    BM_CHECK_EQ_INT(bad, offsetof(struct bm_btl_dgram_stats, bad_chunk));
+    c.offset = 80;
+    memcpy(buf + sizeof(h), &c, sizeof(c));
+    BM_CHECK_EQ_INT(bm_btl_dgram_parse(buf, len, &pkt, &bad), BM_OK);
+    BM_CHECK(bm_btl_dgram_parse(buf, len - 1, &pkt, &bad) != BM_OK); /* length mismatch */
+    h.type = 77;
+    memcpy(buf, &h, sizeof(h));
+    BM_CHECK(bm_btl_dgram_parse(buf, len, &pkt, &bad) != BM_OK);
+    BM_CHECK_EQ_INT(bad, offsetof(struct bm_btl_dgram_stats, bad_magic));
+    /* checksum: a flipped byte is caught */
+    h.type = BM_DGRAM_T_CHUNK;
+    h.checksum = 0;
+    memcpy(buf, &h, sizeof(h));
+    uint32_t sum = bm_btl_dgram_checksum(buf, len);
+    h.checksum = sum ? sum : 1;
+    memcpy(buf, &h, sizeof(h));
+    BM_CHECK_EQ_INT(bm_btl_dgram_parse(buf, len, &pkt, &bad), BM_OK);
+    buf[len - 3] ^= 0x10;
+    BM_CHECK(bm_btl_dgram_parse(buf, len, &pkt, &bad) != BM_OK);
+    BM_CHECK_EQ_INT(bad, offsetof(struct bm_btl_dgram_stats, bad_checksum));
+    /* sequence arithmetic across the wrap */
+    BM_CHECK(bm_dgram_seq_lt(65535, 0));
+    BM_CHECK(bm_dgram_seq_lt(65000, 100));
+    BM_CHECK(!bm_dgram_seq_lt(100, 65000));
+    BM_CHECK_EQ_INT(bm_dgram_seq_diff(2, 65534), 4);
+}
+
+int main(void)
+{
+    BM_RUN(test_parse);
+    BM_RUN(test_sizes);
+    BM_RUN(test_faults);
+    BM_RUN(test_wrap);
+    BM_RUN(test_blackhole);
+    BM_RUN(test_stray);
+    BM_RUN(test_rdma);
+    return bm_test_summary("test_dgram_engine");
+}
