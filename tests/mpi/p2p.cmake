@@ -16,3 +16,4 @@ function(bm_p2p_test prog)
 endfunction()
 
 bm_p2p_test(p2p_order NP 2 3 4 8)
+bm_p2p_test(p2p_sizes NP 2 3 4 8 TIMEOUT 180)
