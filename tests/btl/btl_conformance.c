@@ -23,6 +23,8 @@
 #include "runtime/rte.h"
 #include "util/log.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -621,6 +623,35 @@ static void run_rdma(struct peer_state *ps, unsigned char *buf)
     BM_CHECK_EQ_INT(rdma_pending, 0);
 }
 
+/* ---- end of job ------------------------------------------------------------------------------ */
+
+static atomic_bool barrier_done;
+
+static void *progress_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&barrier_done))
+        bm_btl_base_progress();
+    return NULL;
+}
+
+/* A job-wide barrier that keeps the transports progressing: a rank that has
+ * everything it needs may still owe its peers acknowledgements (reliable
+ * transports over datagrams), and bm_rte_barrier itself does not progress
+ * them. The main thread is blocked in the barrier meanwhile, so the helper
+ * thread is the only caller of the transport layer (its one-thread rule). */
+static void progressing_barrier(void)
+{
+    pthread_t t;
+    atomic_store(&barrier_done, false);
+    bool threaded = pthread_create(&t, NULL, progress_thread, NULL) == 0;
+    bm_status_t rc = bm_rte_barrier();
+    atomic_store(&barrier_done, true);
+    if (threaded)
+        pthread_join(t, NULL);
+    BM_CHECK_EQ_INT(rc, BM_OK);
+}
+
 /* ---- main -------------------------------------------------------------------------------------
  */
 
@@ -848,7 +879,7 @@ int main(int argc, char **argv)
             BM_CHECK_EQ_INT(c32, 3u * ATOMIC_ROUNDS * (uint32_t)atomic_peers);
         }
     }
-    bm_rte_barrier();
+    progressing_barrier();
     bm_btl_base_close();
     for (int r = 0; r < nprocs; r++)
         free(peers[r].got_order);
