@@ -42,8 +42,7 @@ static bool log_parse_level(const char *s, int *level_out)
 static void log_bad_token(const char *tok)
 {
     bm_util_log_emit("util/log", BM_LOG_WARN,
-                     "BM_VERBOSE: '%s' is neither a level (0-5) nor subsystem:level; ignored",
-                     tok);
+                     "BM_VERBOSE: '%s' is neither a level (0-5) nor subsystem:level; ignored", tok);
 }
 
 void bm_util_log_configure(const char *spec)

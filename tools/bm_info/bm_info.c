@@ -1,0 +1,215 @@
+/* bm_info: tells a user what this build of bitmover can do on this machine.
+ * Without arguments it prints the version and build, the optional
+ * dependencies (found, or why not), and each transport with its state: built
+ * and usable, built but unusable here (and why, from the transport's own
+ * query), or not built (and why). With --params it lists every tunable
+ * parameter, grouped by component, with its type, default, current value
+ * from the environment (checked), accepted values and help; a component
+ * ("btl/tcp") or layer ("btl") narrows the list. --topics lists the help
+ * messages bitmover can print. Bad usage prints the usage and exits 2. */
+#include "bitmover.h"
+#include "bm_config.h"
+#include "btl/btl.h"
+#include "util/help.h"
+#include "util/params.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define WIDTH 78
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bm_info                     build, dependencies and transports\n"
+               "       bm_info --params [filter]   tunable parameters; filter is a component\n"
+               "                                   (btl/tcp), a layer (btl) or a parameter name\n"
+               "       bm_info --topics            help messages bitmover can print\n"
+               "       bm_info --help              this text\n");
+}
+
+/* Print text word-wrapped at WIDTH, every line indented by indent. */
+static void print_wrapped(const char *text, int indent)
+{
+    int col = 0;
+    while (*text) {
+        while (*text == ' ')
+            text++;
+        int len = (int)strcspn(text, " ");
+        if (len == 0)
+            break;
+        if (col > 0 && col + 1 + len > WIDTH) {
+            putchar('\n');
+            col = 0;
+        }
+        col += col ? printf(" %.*s", len, text) : printf("%*s%.*s", indent, "", len, text);
+        text += len;
+    }
+    if (col)
+        putchar('\n');
+}
+
+/* ---- the build report ------------------------------------------------- */
+
+static void report_build(void)
+{
+    printf("bitmover %s\n", bm_version());
+    printf("  build type:  %s\n", BM_BUILD_TYPE);
+    printf("  compiler:    %s\n", BM_C_COMPILER);
+    printf("  sanitizers:  %s\n", BM_SANITIZE_FLAGS[0] ? BM_SANITIZE_FLAGS : "none");
+    printf("  log levels:  up to %d (%s)\n", BM_LOG_MAX_LEVEL,
+           BM_LOG_MAX_LEVEL >= 5 ? "debug and trace available" : "debug and trace compiled out");
+    printf("  prefix:      %s\n", BM_INSTALL_PREFIX);
+}
+
+static void report_dep(const char *name, int have, const char *why)
+{
+    printf("  %-9s %s: %s\n", name, have ? "yes" : "no", why);
+}
+
+static void report_deps(void)
+{
+    printf("\nOptional dependencies:\n");
+    report_dep("libfabric", BM_HAVE_OFI, BM_OFI_WHY);
+    report_dep("hwloc", BM_HAVE_HWLOC, BM_HWLOC_WHY);
+    report_dep("pmix", BM_HAVE_PMIX, BM_PMIX_WHY);
+}
+
+static void report_transports(void)
+{
+    printf("\nTransports (select with BM_BTL, e.g. BM_BTL=self,sm,tcp or BM_BTL=^dgram):\n");
+    for (int i = 0; i < bm_btl_registry_count; i++) {
+        const struct bm_btl_ops *ops = bm_btl_registry[i];
+        char why[512] = "";
+        bm_status_t rc = ops->query ? ops->query(why, sizeof(why)) : BM_OK;
+        printf("  %-6s %s", ops->name,
+               rc == BM_OK ? "built and usable" : "built but unusable here");
+        if (rc != BM_OK)
+            printf(": %s", why[0] ? why : bm_status_str(rc));
+        printf("\n");
+        if (ops->description)
+            print_wrapped(ops->description, 9);
+    }
+    for (const struct bm_btl_absent *a = bm_btl_registry_absent; a->name; a++)
+        printf("  %-6s not built: %s\n", a->name, a->why);
+}
+
+/* ---- parameters --------------------------------------------------------- */
+
+struct params_ctx {
+    const char *filter; /* NULL: everything */
+    int shown;
+};
+
+/* The current value line: from the environment (checked) or the default. */
+static void print_current(const struct bm_param *p)
+{
+    const char *env = getenv(p->name);
+    if (!env) {
+        printf("      current: default\n");
+        return;
+    }
+    union {
+        int i;
+        size_t s;
+        bool b;
+        const char *str;
+        double d;
+    } scratch;
+    char err[320];
+    if (bm_util_param_parse(p, env, &scratch, err, sizeof(err)) == BM_OK)
+        printf("      current: \"%s\" (from the environment)\n", env);
+    else
+        printf("      current: \"%s\" (from the environment) INVALID: %s\n", env, err);
+}
+
+static void print_param(const struct bm_param *p)
+{
+    char accepted[256];
+    bm_util_param_describe_accepted(p, accepted, sizeof(accepted));
+    printf("  %s (%s, default \"%s\")%s\n", p->name, bm_util_param_type_name(p->type),
+           p->def ? p->def : "", (p->flags & BM_PARAM_F_DEBUG) ? " [debugging]" : "");
+    print_current(p);
+    printf("      accepts: %s\n", accepted);
+    print_wrapped(p->help ? p->help : "(no help)", 6);
+}
+
+/* Filter: a component, a layer ("btl" for "btl/..."), or a parameter name. */
+static bool table_matches(const struct bm_param_table *t, const char *filter)
+{
+    size_t n = strlen(filter);
+    return strcmp(t->component, filter) == 0 ||
+           (strncmp(t->component, filter, n) == 0 && t->component[n] == '/');
+}
+
+static void params_visit(const struct bm_param_table *t, void *arg)
+{
+    struct params_ctx *ctx = arg;
+    bool whole = !ctx->filter || table_matches(t, ctx->filter);
+    bool header = false;
+    for (size_t i = 0; i < t->count; i++) {
+        if (!whole && strcasecmp(t->params[i].name, ctx->filter) != 0)
+            continue;
+        if (!header)
+            printf("%s%s:\n", ctx->shown ? "\n" : "", t->component);
+        header = true;
+        print_param(&t->params[i]);
+        ctx->shown++;
+    }
+}
+
+static void list_component(const struct bm_param_table *t, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, " %s", t->component);
+}
+
+static int report_params(const char *filter)
+{
+    struct params_ctx ctx = {filter, 0};
+    bm_util_params_foreach(params_visit, &ctx);
+    if (ctx.shown)
+        return 0;
+    fprintf(stderr, "bm_info: no parameter matches '%s'. Components:", filter ? filter : "");
+    bm_util_params_foreach(list_component, NULL);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+/* ---- help topics -------------------------------------------------------- */
+
+static void topic_visit(const struct bm_util_help_topic *t, void *arg)
+{
+    (void)arg;
+    printf("  %-26s %s\n", t->name, t->title);
+    if (t->args && t->args[0]) {
+        printf("      arguments: ");
+        print_wrapped(t->args, 0);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 1) {
+        report_build();
+        report_deps();
+        report_transports();
+        return 0;
+    }
+    if (strcmp(argv[1], "--params") == 0 && argc <= 3)
+        return report_params(argc == 3 ? argv[2] : NULL);
+    if (strcmp(argv[1], "--topics") == 0 && argc == 2) {
+        printf("Help messages (src/util/help.h):\n");
+        bm_util_help_foreach(topic_visit, NULL);
+        return 0;
+    }
+    if ((strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) && argc == 2) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "bm_info: bad usage\n");
+    usage(stderr);
+    return 2;
+}
