@@ -60,5 +60,6 @@ bm_scaled_timeout(t 120)
 add_test(NAME api_bmcc COMMAND ${CMAKE_COMMAND}
     -DBMCC=${CMAKE_BINARY_DIR}/tools/bmcc/bmcc -DBMRUN=$<TARGET_FILE:bmrun>
     -DSRC=${api_dir}/api_bmcc_ring.c -DOUT=${CMAKE_CURRENT_BINARY_DIR}/api_bmcc_ring
+    -DBUILD_DIR=${CMAKE_BINARY_DIR}
     -P ${api_dir}/api_bmcc.cmake)
 set_tests_properties(api_bmcc PROPERTIES TIMEOUT ${t} LABELS mpi ENVIRONMENT "BM_BTL=self,sm")

@@ -1,6 +1,7 @@
 # The api_bmcc test (cmake -P): bmcc compiles and links a plain MPI program
 # with warnings as errors, "bmcc -show" prints a command without running it,
-# and bmrun runs the program on 3 ranks. Inputs: BMCC, BMRUN, SRC, OUT.
+# and bmrun runs the program on 3 ranks; with BUILD_DIR, the same through an
+# install into a scratch prefix. Inputs: BMCC, BMRUN, SRC, OUT, BUILD_DIR.
 execute_process(COMMAND ${BMCC} -show -c x.c OUTPUT_VARIABLE show RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 OR NOT show MATCHES "-I" OR show MATCHES "-lbitmover")
     message(FATAL_ERROR "bmcc -show -c: status ${rc}, printed '${show}' (want -I..., no -lbitmover)")
@@ -22,4 +23,36 @@ execute_process(COMMAND ${BMRUN} -n 3 --timeout 60 ${OUT}
 message("${out}${err}")
 if(NOT rc EQUAL 0 OR NOT out MATCHES "ring: 3 ranks, token 3 ok")
     message(FATAL_ERROR "bmrun -n 3 ${OUT}: status ${rc}, output above")
+endif()
+
+# The install tree: mpicc (a symlink to the installed bmcc) finds headers and
+# library relative to itself, and the installed bmrun runs the result.
+if(BUILD_DIR)
+    set(prefix ${OUT}_install)
+    file(REMOVE_RECURSE ${prefix})
+    execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "cmake --install failed (${rc}):\n${out}${err}")
+    endif()
+    execute_process(COMMAND ${prefix}/bin/mpicc -Wall -Werror -o ${OUT}_installed ${SRC}
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "installed mpicc failed (${rc}):\n${out}${err}")
+    endif()
+    execute_process(COMMAND ${prefix}/bin/mpicc -show x.c OUTPUT_VARIABLE show)
+    if(NOT show MATCHES "${prefix}/include/bitmover")
+        message(FATAL_ERROR "installed mpicc does not use the installed headers: ${show}")
+    endif()
+    set(runner ${prefix}/bin/bmrun)
+    if(NOT EXISTS ${runner})
+        set(runner ${BMRUN})
+    endif()
+    execute_process(COMMAND ${runner} -n 2 --timeout 60 ${OUT}_installed
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    message("${out}${err}")
+    if(NOT rc EQUAL 0 OR NOT out MATCHES "ring: 2 ranks, token 2 ok")
+        message(FATAL_ERROR "${runner} -n 2 ${OUT}_installed: status ${rc}, output above")
+    endif()
+    file(REMOVE_RECURSE ${prefix})
 endif()
