@@ -10,6 +10,7 @@
 #define BM_LOG_SUBSYS "btl"
 #include "btl/btl.h"
 #include "runtime/rte.h"
+#include "util/help.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -32,6 +33,30 @@ static const struct bm_param btl_base_params[] = {
 static const struct bm_param_table btl_base_table = {"btl", btl_base_params,
                                                      BM_PARAM_COUNT(btl_base_params)};
 BM_PARAM_TABLE_REGISTER(btl_base_table);
+
+/* Help topics for the cases the general "btl-unreachable" (different hosts)
+ * does not fit: a process that cannot reach itself, and two processes on
+ * one host. */
+static const struct bm_util_help_topic btl_base_help[] = {
+    {"btl-unreachable-self", "A process cannot send to itself",
+     "rank (int), host (string), transports tried (string), BM_BTL value (string)",
+     "Process %d on host %s cannot send messages to itself: none of the transports tried "
+     "(%s) reaches the process itself. BM_BTL is %s.\n"
+     "\n"
+     "What to do:\n"
+     "  - Add self to BM_BTL (for example BM_BTL=self,sm,tcp), or unset BM_BTL."},
+    {"btl-unreachable-local", "Two processes on one host cannot reach each other",
+     "peer rank (int), local rank (int), host (string), transports tried (string), BM_BTL "
+     "value (string)",
+     "Process %d cannot be reached from process %d, although both run on host %s: none of "
+     "the transports tried (%s) has a path between them. BM_BTL is %s.\n"
+     "\n"
+     "What to do:\n"
+     "  - Add sm to BM_BTL (shared memory between processes of one host), or unset BM_BTL.\n"
+     "  - If sm is selected, check that /dev/shm is mounted, writable and not full; run with "
+     "BM_VERBOSE=btl:4 to see what sm reported."},
+};
+BM_HELP_TOPICS_REGISTER(btl_base_help);
 
 /* Longest peer host name kept in the modex ("btl.host"), for error messages. */
 #define BTL_BASE_HOST_KEY "btl.host"
@@ -189,6 +214,25 @@ static bm_status_t btl_base_parse_selection(const char *spec, struct btl_base_co
     return BM_OK;
 }
 
+/* What was tried, for the unreachable-peer error: every transport with the
+ * reason it was not used, or the modules that were asked. */
+static void btl_base_describe_tried(char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < bm_btl_registry_count && off < len; i++) {
+        const struct btl_base_component *c = &base.comps[i];
+        if (c->count > 0) {
+            for (int k = 0; k < c->count && off < len; k++)
+                off += (size_t)snprintf(buf + off, len - off, "%s%s (does not reach it)",
+                                        off ? ", " : "", c->modules[k]->name);
+        } else {
+            off += (size_t)snprintf(buf + off, len - off, "%s%s (%s)", off ? ", " : "",
+                                    c->ops->name, c->why);
+        }
+    }
+}
+
 /* ---- open ------------------------------------------------------------------ */
 
 static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct bm_btl_module *m)
@@ -287,7 +331,7 @@ bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args)
         c->modules = modules;
         c->count = count;
         if (count == 0)
-            snprintf(c->why, sizeof(c->why), "no usable device or peer here");
+            snprintf(c->why, sizeof(c->why), "no usable device, or no peer it could reach");
         for (int k = 0; k < count; k++) {
             rc = btl_base_add_module(c, modules[k]);
             if (rc != BM_OK)
@@ -296,6 +340,16 @@ bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args)
                          modules[k]->name, modules[k]->exclusivity, modules[k]->latency,
                          modules[k]->bandwidth, modules[k]->caps);
         }
+    }
+    if (base.nmods == 0) {
+        char why[1024];
+        btl_base_describe_tried(why, sizeof(why));
+        bm_util_help_show("btl-no-transport", self->hostname,
+                          base.config.selection && *base.config.selection ? base.config.selection
+                                                                          : "(unset)",
+                          why);
+        rc = BM_ERR_NOT_AVAILABLE;
+        goto err_finalize;
     }
     btl_base_set_progress(false);
     base.open = true;
@@ -376,25 +430,6 @@ static const char *btl_base_peer_host(int rank)
     return "an unknown host";
 }
 
-/* What was tried, for the unreachable-peer error: every transport with the
- * reason it was not used, or the modules that were asked. */
-static void btl_base_describe_tried(char *buf, size_t len)
-{
-    size_t off = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < bm_btl_registry_count && off < len; i++) {
-        const struct btl_base_component *c = &base.comps[i];
-        if (c->count > 0) {
-            for (int k = 0; k < c->count && off < len; k++)
-                off += (size_t)snprintf(buf + off, len - off, "%s%s (does not reach it)",
-                                        off ? ", " : "", c->modules[k]->name);
-        } else {
-            off += (size_t)snprintf(buf + off, len - off, "%s%s (%s)", off ? ", " : "",
-                                    c->ops->name, c->why);
-        }
-    }
-}
-
 static void btl_base_report_unreachable(const int *lost, int nlost)
 {
     const struct bm_rte_proc *self = bm_rte_self();
@@ -402,23 +437,18 @@ static void btl_base_report_unreachable(const int *lost, int nlost)
     btl_base_describe_tried(tried, sizeof(tried));
     const char *sel =
         base.config.selection && *base.config.selection ? base.config.selection : "(unset: all)";
-    for (int i = 0; i < nlost && i < BTL_BASE_MAX_REPORTED; i++) {
-        int r = lost[i];
-        bool same_node = bm_rte_node_of(r) == self->node;
-        const char *hint;
-        if (r == self->rank)
-            hint = "a process reaches itself only through 'self': add self to BM_BTL";
-        else if (same_node)
-            hint = "processes on one host talk through 'sm' (or a network transport): add sm "
-                   "to BM_BTL";
-        else
-            hint = "processes on different hosts need a network transport (tcp, dgram, ofi) "
-                   "that both hosts can use: check BM_BTL and the transports' interface "
-                   "parameters (bm_info --params)";
-        bm_log_error("rank %d on host %s cannot reach rank %d on host %s: no transport reaches "
-                     "it. Tried: %s. BM_BTL=%s. What to do: %s.",
-                     self->rank, self->hostname, r, btl_base_peer_host(r), tried, sel, hint);
-    }
+    /* The first unreachable peer gets the full help text; the rest one line each. */
+    int r = lost[0];
+    if (r == self->rank)
+        bm_util_help_show("btl-unreachable-self", r, self->hostname, tried, sel);
+    else if (bm_rte_node_of(r) == self->node)
+        bm_util_help_show("btl-unreachable-local", r, self->rank, self->hostname, tried, sel);
+    else
+        bm_util_help_show("btl-unreachable", r, btl_base_peer_host(r), self->rank, self->hostname,
+                          tried);
+    for (int i = 1; i < nlost && i < BTL_BASE_MAX_REPORTED; i++)
+        bm_log_error("rank %d on host %s cannot reach rank %d on host %s either", self->rank,
+                     self->hostname, lost[i], btl_base_peer_host(lost[i]));
     if (nlost > BTL_BASE_MAX_REPORTED)
         bm_log_error("... and %d more unreachable ranks", nlost - BTL_BASE_MAX_REPORTED);
 }
