@@ -14,6 +14,7 @@
 
 #include "bm_status.h"
 
+#include <assert.h>
 #include <stddef.h>
 
 /* Called once per object when its chunk is allocated (init) and once per
@@ -63,9 +64,10 @@ static inline void *bm_util_freelist_get(struct bm_util_freelist *fl)
     return fl->free[--fl->nfree];
 }
 
-/* Give back an object obtained from this list. */
+/* Give back an object obtained from this list (once). */
 static inline void bm_util_freelist_put(struct bm_util_freelist *fl, void *obj)
 {
+    assert(fl->nfree < fl->total && "object put twice or not from this list");
     fl->free[fl->nfree++] = obj;
 }
 

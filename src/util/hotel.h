@@ -39,7 +39,8 @@
 
 struct bm_util_hotel;
 
-/* A guest's deadline passed: room is already free again. */
+/* A guest's deadline passed. The room is already free again: the next
+ * check-in may get the same number, so the caller must forget it now. */
 typedef void (*bm_util_hotel_evict_fn)(struct bm_util_hotel *h, int room, void *guest, void *arg);
 
 struct bm_util_hotel_attr {
@@ -95,7 +96,7 @@ static inline bm_status_t bm_util_hotel_checkin(struct bm_util_hotel *h, void *g
  * does nothing. O(1). */
 void bm_util_hotel_checkout(struct bm_util_hotel *h, int room);
 
-/* The guest in room, or NULL when the room is free. */
+/* The guest in room, or NULL when the room is free (or holds a NULL guest). */
 static inline void *bm_util_hotel_guest(const struct bm_util_hotel *h, int room)
 {
     return h->nodes[room].prev == BM_UTIL_HOTEL_NIL ? NULL : h->nodes[room].guest;
