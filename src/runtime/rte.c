@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 /* Detection order: a launcher-specific backend wins; singleton is last and
- * always detects. PMIx and PMI-1 backends go before singleton. */
+ * always detects. PMIx and PMI-1 backends go before singleton, and their
+ * names into BM_RTE_BACKEND's choices (after "auto", any order). */
 static const struct bm_rte_backend_ops *const rte_backends[] = {
     &bm_rte_bmrun_ops,
     &bm_rte_singleton_ops,
@@ -64,9 +65,16 @@ const struct bm_rte_config *bm_rte_config_get(void)
 static const struct bm_rte_backend_ops *rte_select(void)
 {
     if (rte_config.backend > 0) {
-        const char *want = rte_config.backend == 1 ? "bmrun" : "singleton";
+        /* The enum index names a backend through the choices string. */
+        const char *c = rte_params[0].choices;
+        for (int i = 0; i < rte_config.backend && c; i++) {
+            c = strchr(c, '|');
+            c = c ? c + 1 : NULL;
+        }
+        size_t len = c ? strcspn(c, "|") : 0;
         for (size_t i = 0; i < RTE_NBACKENDS; i++)
-            if (strcmp(rte_backends[i]->name, want) == 0)
+            if (c && strlen(rte_backends[i]->name) == len &&
+                strncmp(rte_backends[i]->name, c, len) == 0)
                 return rte_backends[i];
     }
     for (size_t i = 0; i < RTE_NBACKENDS; i++)

@@ -18,4 +18,11 @@ expect_rc abort 7
 expect_err abort '^bmrun: rank 2 \(host [^,]+, pid [0-9]+\) called abort with exit code 7: launcher test abort$'
 expect_no_leftovers abort
 
+# A rank that exits 0 while the others wait for it in a fence would hang the
+# job: bmrun names it and ends the job.
+run skip "$BMRUN" -n 3 "$RANK" skipfence 1 "$TOKEN"
+expect_rc skip 1
+expect_err skip '^bmrun: rank 1 \(host [^,]+, pid [0-9]+\) exited with status 0 while the other ranks wait for it in fence 1'
+expect_no_leftovers skip
+
 finish

@@ -15,4 +15,13 @@ done
 run over "$BMRUN" -n 5 --host localhost:2 "$RANK" modex "$TOKEN"
 expect_rc over 0
 [ "$(grep -c ' ok$' "$T/over.out")" -eq 5 ] && ok "over: 5 ranks" || fail "over: $(cat "$T/over.out")"
+# The environment of the ranks: BMRUN_* identity and -x variables.
+export BMT_PASS=passed
+run env "$BMRUN" -n 3 -x BMT_SET=set -x BMT_PASS sh -c \
+    'echo "$BMRUN_RANK/$BMRUN_SIZE $BMRUN_LOCAL_RANK/$BMRUN_LOCAL_SIZE $BMRUN_NODE/$BMRUN_NUM_NODES $BMT_SET $BMT_PASS ${#BMRUN_SECRET} $BMRUN_JOBID"'
+expect_rc env 0
+for r in 0 1 2; do
+    grep -Eq "^$r/3 $r/3 0/1 set passed 64 [0-9a-z]+$" "$T/env.out" || fail "env: rank $r: $(cat "$T/env.out")"
+done
+[ "$(awk '{print $6}' "$T/env.out" | sort -u | wc -l)" -eq 1 ] && ok "env: one job id" || fail "env: job ids differ"
 finish

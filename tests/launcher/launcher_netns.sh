@@ -49,6 +49,8 @@ for r in 0 1 2 3; do
         fail "two: rank $r did not report node $node and its peer's blob"
 done
 [ "$failures" -eq 0 ] && ok "two: ranks on 2 hosts, node indices right, every peer's blob read"
+# Daemons say nothing when all goes well (no errors, no sanitizer reports).
+[ ! -s "$T/two.err" ] && ok "two: nothing on stderr" || fail "two: stderr: $(head -5 "$T/two.err")"
 
 # A rank killed on the second host: named with its host; everything ends.
 run kill ip netns exec $A "$BMRUN" -n 4 --host $A,$B --launch-agent "$AGENT" --timeout 60 \

@@ -3,13 +3,16 @@
  *   modex             put a blob, fence, get and verify every peer's blob, print node
  *   exit R CODE       rank R exits with CODE at once; the others wait in a fence
  *   kill R            rank R kills itself with SIGKILL; the others wait in a fence
+ *   skipfence R       rank R finalizes and exits 0 without the fence the others enter
  *   hang R            rank R sleeps for ever (every rank when R is -1); the others exit 0
  *   abort R CODE      rank R calls bm_rte_abort(CODE); the others wait in a fence
  *   spam LINES        print LINES numbered lines on stdout and on stderr
  *   files MODE        create job files in /dev/shm and /tmp, then exit 0 (MODE ok)
  *                     or die by SIGKILL on rank 0 (MODE kill)
  *   badsecret         rank 0 talks to the key-value service with a wrong secret and
- *                     checks that it is disconnected without data; then everyone fences */
+ *                     checks that it is disconnected without data (and, when
+ *                     BM_RUN_HELLO_TIMEOUT is set, that a silent connection is
+ *                     closed); then everyone fences */
 #include "runtime/rte.h"
 #include "runtime/rte_proto.h"
 
@@ -160,6 +163,19 @@ static int probe(const uint8_t *secret, int first_type)
     return 0;
 }
 
+/* A connection that never says anything is closed after BM_RUN_HELLO_TIMEOUT. */
+static int probe_silent(void)
+{
+    int fd;
+    if (bm_rte_net_connect_list(getenv("BMRUN_KVS"), 2000, &fd) != BM_OK)
+        return fail("connect to the service");
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    int rc = poll(&p, 1, 10000) == 1 && read(fd, &c, 1) <= 0 ? 0 : 1;
+    close(fd);
+    return rc ? fail("a silent connection was not closed") : 0;
+}
+
 static int do_badsecret(void)
 {
     int rc = 0;
@@ -169,6 +185,8 @@ static int do_badsecret(void)
         bad[7] ^= 0x40;
         rc |= probe(bad, BM_RTE_MSG_HELLO);
         rc |= probe(bad, BM_RTE_MSG_FENCE);
+        if (getenv("BM_RUN_HELLO_TIMEOUT"))
+            rc |= probe_silent();
         if (!rc)
             printf("bad secret rejected\n");
     }
@@ -197,7 +215,10 @@ int main(int argc, char **argv)
         rc = do_one(a, act_kill, 0);
     else if (strcmp(mode, "abort") == 0)
         rc = do_one(a, act_abort, b);
-    else if (strcmp(mode, "hang") == 0) {
+    else if (strcmp(mode, "skipfence") == 0) {
+        if (bm_rte_self()->rank != a)
+            rc = bm_rte_modex_fence() == BM_OK ? 0 : 1;
+    } else if (strcmp(mode, "hang") == 0) {
         if (bm_rte_self()->rank == a || a == -1)
             for (;;)
                 pause();

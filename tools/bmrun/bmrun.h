@@ -10,6 +10,7 @@
 #define BM_TOOLS_BMRUN_H
 
 #include "bm_status.h"
+#include "runtime/rte_launch.h"
 #include "runtime/rte_proto.h"
 
 #include <stdbool.h>
@@ -25,17 +26,8 @@
 #define BM_RUN_EXIT_NOT_FOUND   127 /* program not found or not executable */
 #define BM_RUN_EXIT_SIGNAL_BASE 128 /* + signal: a rank died by a signal, or bmrun got one */
 
-/* Tunables BM_RUN_* (bmrun_main.c). */
-struct bm_run_config {
-    double kill_grace;      /* seconds between SIGTERM and SIGKILL */
-    double daemon_timeout;  /* seconds for a remote daemon to connect back */
-    double hello_timeout;   /* seconds an unauthenticated connection may stay open */
-    double connect_timeout; /* seconds per address when a daemon connects back */
-    const char *launch_agent;
-    double drain_timeout; /* seconds to wait for output after a rank exits */
-};
-extern struct bm_run_config bm_run_cfg;
-bm_status_t bm_run_config_load(void);
+/* Tunables BM_RUN_* (src/runtime/rte_launch.c), loaded once in main. */
+extern struct bm_rte_launch_config bm_run_cfg;
 
 /* Monotonic time in seconds. */
 double bm_run_now(void);

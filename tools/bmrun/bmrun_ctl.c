@@ -191,9 +191,12 @@ static bm_status_t host_add(const char *name, int slots, const char *where)
                 where);
         return BM_ERR_BAD_PARAM;
     }
+    bool local = host_is_local(name);
     for (int i = 0; i < job->nhosts; i++) {
-        if (strcmp(job->hosts[i].name, name) == 0) {
-            job->hosts[i].slots += slots; /* "--host a,a" means two slots on a */
+        /* "--host a,a" means two slots on a; "localhost" and this host's
+         * name are one host, started in-process. */
+        if (strcmp(job->hosts[i].name, name) == 0 || (local && job->hosts[i].local)) {
+            job->hosts[i].slots += slots;
             return BM_OK;
         }
     }
@@ -205,7 +208,7 @@ static bm_status_t host_add(const char *name, int slots, const char *where)
     memset(h, 0, sizeof(*h));
     snprintf(h->name, sizeof(h->name), "%s", name);
     h->slots = slots;
-    h->local = host_is_local(name);
+    h->local = local;
     h->node = -1;
     h->out_fd = h->err_fd = -1;
     return BM_OK;
@@ -264,24 +267,21 @@ static bm_status_t hosts_from_file(const char *path)
         char *name = strtok_r(line, " \t\r\n", &save);
         if (!name)
             continue;
-        rc = host_parse_one(name, where);
-        char *kv;
-        while (rc == BM_OK && (kv = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
-            char *end;
-            long v = -1;
+        long slots = 0;
+        char *kv, *end = NULL;
+        while ((kv = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
+            slots = -1;
             if (strncmp(kv, "slots=", 6) == 0)
-                v = strtol(kv + 6, &end, 10);
-            if (v < 1 || *end) {
+                slots = strtol(kv + 6, &end, 10);
+            if (slots < 1 || slots > 1 << 20 || *end || strchr(name, ':')) {
                 fprintf(stderr, "bmrun: %s: unknown or bad field '%s' (expected slots=N)\n", where,
                         kv);
                 rc = BM_ERR_BAD_PARAM;
                 break;
             }
-            /* "h slots=4": the entry just added counted 1 slot; make it v. */
-            for (int i = 0; i < bm_run_job.nhosts; i++)
-                if (strcmp(bm_run_job.hosts[i].name, name) == 0)
-                    bm_run_job.hosts[i].slots += (int)v - 1;
         }
+        if (rc == BM_OK)
+            rc = slots > 0 ? host_add(name, (int)slots, where) : host_parse_one(name, where);
     }
     fclose(f);
     if (rc == BM_OK && bm_run_job.nhosts == 0) {
@@ -371,6 +371,8 @@ static char **ctl_env_base(bool remote)
             env[n++] = strdup(x);
         else if (getenv(x))
             env[n++] = ctl_strdupf("%s=%s", x, getenv(x));
+        else if (!remote)
+            bm_run_say("warning: -x %s: %s is not set in bmrun's environment; not passed", x, x);
     }
     for (size_t i = 0; i < n; i++)
         if (!env[i])

@@ -21,7 +21,17 @@ static struct {
     double kill_at;
     int host;
     const char *jobid;
+    /* the launch request, kept for the daemon's life */
+    int *ranks;
+    char **argv, **env;
 } dmn;
+
+static void dmn_free_strv(char **v)
+{
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
 
 static void dmn_spawned(void *arg, int rank, pid_t pid)
 {
@@ -77,9 +87,9 @@ static void dmn_launch(const uint8_t *p, size_t len)
     size_t o = sizeof(struct bm_rte_msg_launch);
     if (nranks == 0 || argc == 0 || nranks > (len - o) / 4 || argc > len || envc > len)
         goto err_proto;
-    int *ranks = calloc(nranks, sizeof(int));
-    char **argv = calloc(argc + 1, sizeof(char *));
-    char **env = calloc(envc + 1, sizeof(char *));
+    int *ranks = dmn.ranks = calloc(nranks, sizeof(int));
+    char **argv = dmn.argv = calloc(argc + 1, sizeof(char *));
+    char **env = dmn.env = calloc(envc + 1, sizeof(char *));
     if (!ranks || !argv || !env)
         goto err_proto;
     for (uint32_t i = 0; i < nranks; i++, o += 4)
@@ -89,6 +99,8 @@ static void dmn_launch(const uint8_t *p, size_t len)
         if (!nul)
             goto err_proto;
         char *s = strdup((const char *)p + o);
+        if (!s)
+            goto err_proto;
         if (i < argc)
             argv[i] = s;
         else
@@ -101,8 +113,6 @@ static void dmn_launch(const uint8_t *p, size_t len)
     dmn.launched = true;
     if (bm_run_local_start(&spec, &sink) != BM_OK)
         dmn_stop();
-    /* argv/env/ranks stay allocated for the daemon's life: env strings were
-     * passed to putenv in the children only, but keeping them is simplest. */
     return;
 err_proto:
     fprintf(stderr, "bmrun daemon: malformed launch request from the controller\n");
@@ -229,5 +239,8 @@ int bm_run_daemon_main(int argc, char **argv)
         bm_run_conn_flush(dmn.conn, 2000);
         bm_run_conn_close(dmn.conn);
     }
+    free(dmn.ranks);
+    dmn_free_strv(dmn.argv);
+    dmn_free_strv(dmn.env);
     return dmn.lost ? BM_RUN_EXIT_FAILURE : BM_RUN_EXIT_OK;
 }

@@ -1,7 +1,7 @@
 /* The one poll loop of a bmrun process (controller or daemon). File
  * descriptors register a callback; signals arrive through a signalfd so that
  * SIGCHLD, SIGINT and SIGTERM are handled in the loop like any other event,
- * with no work in signal handlers. Children reset the signal mask before
+ * with no work in signal handlers. Children clear the signal mask before
  * exec, because a blocked mask is inherited across exec. */
 #include "bmrun.h"
 
@@ -94,10 +94,16 @@ bm_status_t bm_run_loop_signals_init(void (*on_signal)(int sig),
     loop_on_child = on_child;
     sigemptyset(&loop_sigset);
     sigaddset(&loop_sigset, SIGCHLD);
-    sigaddset(&loop_sigset, SIGINT);
     sigaddset(&loop_sigset, SIGTERM);
-    sigaddset(&loop_sigset, SIGHUP);
     sigaddset(&loop_sigset, SIGPIPE);
+    /* SIGINT and SIGHUP ignored by whoever started us (nohup, a background
+     * job of a script) stay ignored: a blocked signal would be queued. */
+    int maybe[] = {SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof(maybe) / sizeof(maybe[0]); i++) {
+        struct sigaction old;
+        if (sigaction(maybe[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaddset(&loop_sigset, maybe[i]);
+    }
     if (sigprocmask(SIG_BLOCK, &loop_sigset, NULL) != 0)
         return BM_ERR_SYSTEM;
     loop_sigfd = signalfd(-1, &loop_sigset, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -108,11 +114,8 @@ bm_status_t bm_run_loop_signals_init(void (*on_signal)(int sig),
 
 void bm_run_loop_child_reset(void)
 {
-    struct sigaction sa = {.sa_handler = SIG_DFL};
-    sigemptyset(&sa.sa_mask);
-    int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-        sigaction(sigs[i], &sa, NULL);
+    /* bmrun only blocks signals (it installs no handlers), so clearing the
+     * mask gives the child exactly the dispositions bmrun inherited. */
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -3,7 +3,7 @@
  * and the switch between controller and daemon mode. */
 #include "bmrun.h"
 #include "bm_config.h"
-#include "util/params.h"
+#include "runtime/rte_launch.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,64 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct bm_run_config bm_run_cfg;
-
-static const struct bm_param run_params[] = {
-    {.name = "BM_RUN_KILL_GRACE",
-     .type = BM_PARAM_DOUBLE,
-     .def = "2",
-     .min = 0,
-     .max = 3600,
-     .help = "Seconds bmrun waits after SIGTERM before it sends SIGKILL to the ranks of a job "
-             "it is stopping. Raise it when ranks need time to write results on SIGTERM.",
-     .offset = offsetof(struct bm_run_config, kill_grace)},
-    {.name = "BM_RUN_DAEMON_TIMEOUT",
-     .type = BM_PARAM_DOUBLE,
-     .def = "60",
-     .min = 1,
-     .max = 3600,
-     .help = "Seconds a bmrun daemon started on a remote host through the launch agent has to "
-             "connect back before the job is stopped (slow ssh log-ins need more).",
-     .offset = offsetof(struct bm_run_config, daemon_timeout)},
-    {.name = "BM_RUN_HELLO_TIMEOUT",
-     .type = BM_PARAM_DOUBLE,
-     .def = "10",
-     .min = 1,
-     .max = 3600,
-     .help = "Seconds a connection to the job's key-value service may stay open without "
-             "presenting the job secret before it is closed.",
-     .offset = offsetof(struct bm_run_config, hello_timeout)},
-    {.name = "BM_RUN_CONNECT_TIMEOUT",
-     .type = BM_PARAM_DOUBLE,
-     .def = "5",
-     .min = 0,
-     .max = 600,
-     .help = "Seconds a remote bmrun daemon waits for each published address of the "
-             "controller when it connects back.",
-     .offset = offsetof(struct bm_run_config, connect_timeout)},
-    {.name = "BM_RUN_LAUNCH_AGENT",
-     .type = BM_PARAM_STRING,
-     .def = "ssh -x {host}",
-     .help = "Command that runs a program on another host; {host} is replaced by the host "
-             "name (appended when absent). --launch-agent overrides it.",
-     .offset = offsetof(struct bm_run_config, launch_agent)},
-    {.name = "BM_RUN_DRAIN_TIMEOUT",
-     .type = BM_PARAM_DOUBLE,
-     .def = "1",
-     .min = 0,
-     .max = 600,
-     .help = "Seconds bmrun keeps reading a rank's output after the rank exited, when a "
-             "process it started still holds its stdout or stderr open.",
-     .offset = offsetof(struct bm_run_config, drain_timeout)},
-};
-static const struct bm_param_table run_param_table = {
-    .component = "run", .params = run_params, .count = BM_PARAM_COUNT(run_params)};
-BM_PARAM_TABLE_REGISTER(run_param_table);
-
-bm_status_t bm_run_config_load(void)
-{
-    return bm_util_params_load(&run_param_table, &bm_run_cfg);
-}
+struct bm_rte_launch_config bm_run_cfg;
 
 static void usage(FILE *f)
 {
@@ -143,12 +86,13 @@ static bool opt_is(const char *a, const char *name)
 
 int main(int argc, char **argv)
 {
-    if (bm_run_config_load() != BM_OK)
+    if (bm_rte_launch_config_load(&bm_run_cfg) != BM_OK)
         return BM_RUN_EXIT_USAGE;
     if (argc >= 2 && strcmp(argv[1], "--daemon") == 0)
         return bm_run_daemon_main(argc, argv);
 
-    struct bm_run_opts opts = {.np = 0};
+    /* Static: the options live as long as the process (and stay reachable). */
+    static struct bm_run_opts opts;
     opts.xvars = calloc((size_t)argc, sizeof(char *));
     if (!opts.xvars)
         return BM_RUN_EXIT_FAILURE;
