@@ -17,3 +17,4 @@ endfunction()
 
 bm_p2p_test(p2p_order NP 2 3 4 8)
 bm_p2p_test(p2p_sizes NP 2 3 4 8 TIMEOUT 180)
+bm_p2p_test(p2p_modes NP 2 3)
