@@ -34,4 +34,12 @@ rc=$?
 expect_rc int 130
 expect_no_leftovers int
 
+# Even a bmrun killed with SIGKILL takes its ranks with it.
+"$BMRUN" -n 3 "$RANK" hang -1 "$TOKEN" >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -KILL $pid
+wait $pid 2>/dev/null
+expect_no_leftovers bmrun_killed
+
 finish

@@ -250,8 +250,16 @@ static void kvs_accept(int fd, short revents, void *arg)
                 bm_run_say("accept on the key-value service failed: %s", strerror(errno));
             return;
         }
-        int one = 1;
+        /* A host that dies silently must be noticed (TCP alone would take
+         * minutes): probe idle connections and bound unacknowledged sends. */
+        int one = 1, idle = 10, intvl = 3, cnt = 3;
+        unsigned user_timeout_ms = 30000;
         setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(cfd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        setsockopt(cfd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        setsockopt(cfd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        setsockopt(cfd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+        setsockopt(cfd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
         if (kvs_npend == kvs_pend_cap) {
             size_t cap = kvs_pend_cap ? 2 * kvs_pend_cap : 64;
             struct kvs_pending *n = realloc(kvs_pend, cap * sizeof(*n));
