@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define BM_CLOCK_CALIBRATE_NS 20000000ULL
+#define BM_CLOCK_CALIBRATE_NS  20000000ULL
+#define BM_CLOCK_MAX_WINDOW_NS 2000ULL /* a calibration point read within 2 us */
 
 enum clock_state {
     CLOCK_UNINIT,      /* nothing done yet */
@@ -67,34 +68,58 @@ static bool clock_tsc_allowed(void)
     return true;
 }
 
+/* One (TSC, CLOCK_MONOTONIC) point: the TSC read between two clock reads,
+ * paired with the later one, so the line through two points is never
+ * behind CLOCK_MONOTONIC. Of a few tries, the one with the narrowest
+ * window wins; false when even that was stretched by preemption. */
+static bool clock_sample(uint64_t *tsc_out, uint64_t *ns_out)
+{
+    uint64_t best_window = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t before = bm_util_clock_ns();
+        uint64_t tsc = bm_util_clock_rdtsc_();
+        uint64_t after = bm_util_clock_ns();
+        if (after - before < best_window) {
+            best_window = after - before;
+            *tsc_out = tsc;
+            *ns_out = after;
+        }
+    }
+    return best_window <= BM_CLOCK_MAX_WINDOW_NS;
+}
+
+static void clock_set_state(int s)
+{
+    atomic_store_explicit(&clock_state, s, memory_order_release);
+}
+
 /* Runs in the one thread that moved the state to BUSY from UNINIT. */
 static void clock_take_first_point(void)
 {
-    if (!clock_tsc_allowed()) {
-        atomic_store_explicit(&clock_state, CLOCK_MONOTONIC_ONLY, memory_order_release);
-        return;
-    }
-    /* TSC first, then the clock: the line through both points is never
-     * behind CLOCK_MONOTONIC. */
-    clock_first_tsc = bm_util_clock_rdtsc_();
-    clock_first_ns = bm_util_clock_ns();
-    atomic_store_explicit(&clock_state, CLOCK_FIRST_POINT, memory_order_release);
+    if (!clock_tsc_allowed())
+        clock_set_state(CLOCK_MONOTONIC_ONLY);
+    else if (!clock_sample(&clock_first_tsc, &clock_first_ns))
+        clock_set_state(CLOCK_UNINIT); /* preempted: try again on a later call */
+    else
+        clock_set_state(CLOCK_FIRST_POINT);
 }
 
 /* Runs in the one thread that moved the state to BUSY from FIRST_POINT. */
 static void clock_publish_rate(void)
 {
     struct bm_util_clock_tsc *c = &bm_util_clock_tsc_;
-    c->base_tsc = bm_util_clock_rdtsc_();
-    c->base_ns = bm_util_clock_ns();
-    uint64_t dtsc = c->base_tsc - clock_first_tsc;
-    if (c->base_tsc <= clock_first_tsc || dtsc == 0) {
-        atomic_store_explicit(&clock_state, CLOCK_MONOTONIC_ONLY, memory_order_release);
+    if (!clock_sample(&c->base_tsc, &c->base_ns)) {
+        clock_set_state(CLOCK_FIRST_POINT);
         return;
     }
+    if (c->base_tsc <= clock_first_tsc) {
+        clock_set_state(CLOCK_MONOTONIC_ONLY); /* the TSC did not advance: distrust it */
+        return;
+    }
+    uint64_t dtsc = c->base_tsc - clock_first_tsc;
     c->mult = (uint64_t)(((unsigned __int128)(c->base_ns - clock_first_ns) << 32) / dtsc);
     atomic_store_explicit(&c->ready, 1, memory_order_release);
-    atomic_store_explicit(&clock_state, CLOCK_TSC, memory_order_release);
+    clock_set_state(CLOCK_TSC);
     bm_log_debug("tsc calibrated: %.6f ns per tick", (double)c->mult / 4294967296.0);
 }
 
