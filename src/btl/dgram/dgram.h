@@ -33,13 +33,14 @@ struct bm_btl_dgram_config {
     int wire;               /* BM_DGRAM_WIRE_* */
     const char *if_include; /* comma list of interface names or a.b.c.d/n, "" = all */
     const char *if_exclude;
-    size_t mtu;       /* data channel datagram size; 0 = interface MTU - 28 */
-    size_t prio_mtu;  /* priority channel datagram size (ACKs, tiny fragments) */
-    int window;       /* send window in segments (power of two) */
-    int ep_credits;   /* segments an endpoint may post per turn */
-    int chan_credits; /* datagrams queued per channel before a flush */
-    int max_resends;  /* retransmissions per progress call */
-    int ack_delay_us; /* delay before a standalone ACK */
+    size_t mtu;              /* data channel datagram size; 0 = interface MTU - 28 */
+    size_t prio_mtu;         /* priority channel datagram size (ACKs, tiny fragments) */
+    int window;              /* send window in segments (power of two) */
+    int cwnd_init, cwnd_min; /* congestion window: start and floor, in segments */
+    int ep_credits;          /* segments an endpoint may post per turn */
+    int chan_credits;        /* datagrams queued per channel before a flush */
+    int max_resends;         /* retransmissions per progress call */
+    int ack_delay_us;        /* delay before a standalone ACK */
     int rto_init_us, rto_min_us, rto_max_us; /* retransmit timeout: start, floor, ceiling */
     int fail_timeouts; /* consecutive timeouts of the oldest segment: path failed */
     int fail_ms;       /* time with data outstanding and no ACK progress: path failed */
@@ -85,6 +86,8 @@ struct bm_btl_dgram_config {
     X(no_handler, "fragments dropped: no receive callback for the tag")                            \
     X(window_full, "times an endpoint stopped on a full window")                                   \
     X(window_max, "largest window occupancy seen")                                                 \
+    X(send_errors, "datagrams the wire refused (full socket buffer, unreachable network)")         \
+    X(cwnd_cuts, "congestion window reductions after a loss")                                      \
     X(path_failures, "paths declared failed")                                                      \
     X(path_recoveries, "failed paths taken back")                                                  \
     X(injected_drop, "fault injection: datagrams dropped")                                         \
@@ -269,6 +272,11 @@ struct bm_btl_dgram_endpoint {
     struct bm_util_list_node ready_link;
     uint16_t last_ack;
     uint32_t dup_acks;
+    /* congestion window (segments): the usable part of the send window */
+    uint32_t cwnd, ssthresh;
+    uint64_t rack_ns; /* latest transmit time of a segment known to have arrived */
+    bool in_recovery; /* cwnd was cut; no further cut until recover_seq is ACKed */
+    uint16_t recover_seq;
     /* round-trip estimate (ns) */
     int64_t srtt, rttvar, rto;
     uint32_t consecutive_timeouts;
@@ -447,6 +455,16 @@ int bm_btl_dgram_timer_expire(struct bm_btl_dgram_module *m);
 /* Make room for this many segments in flight (only while no timer runs). */
 bm_status_t bm_btl_dgram_timers_reserve(struct bm_btl_dgram_module *m, uint32_t rooms);
 void bm_btl_dgram_seg_acked(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_seg *s);
+/* A loss was detected on ep: cut the congestion window (once per round trip). */
+void bm_btl_dgram_cwnd_loss(struct bm_btl_dgram_endpoint *ep);
+
+/* Room in the send window: the smaller of the window and the congestion window. */
+static inline bool bm_btl_dgram_window_open(const struct bm_btl_dgram_endpoint *ep)
+{
+    uint32_t lim =
+        ep->cwnd < (uint32_t)ep->module->cfg.window ? ep->cwnd : (uint32_t)ep->module->cfg.window;
+    return (uint16_t)(ep->snd_next - ep->snd_una) < lim;
+}
 
 /* dgram_recv.c */
 /* The parsed view of a datagram; pointers into the datagram. */

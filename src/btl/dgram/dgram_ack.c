@@ -118,6 +118,7 @@ static void timer_evict(struct bm_util_hotel *h, int room, void *guest, void *ar
     m->stats.resends_timeout++;
     m->evicted++;
     if (s->seq == ep->snd_una) {
+        bm_btl_dgram_cwnd_loss(ep);
         /* only the oldest segment counts towards failure and backs off the
          * timeout: a burst of losses is one event, not thousands */
         ep->consecutive_timeouts++;
@@ -223,20 +224,54 @@ void bm_btl_dgram_seg_acked(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgra
         bm_btl_dgram_frag_done(f, BM_OK);
 }
 
-/* Resend now a segment that the ACK shows missing, unless it was already
- * resent less than a round trip ago: then the ACK may simply predate that. */
+/* Resend now a segment that the ACK shows missing, but only when a segment
+ * transmitted clearly later than it has already arrived (ep->rack_ns, the
+ * idea of TCP's RACK). The two channels reorder packets all the time (a tiny
+ * fragment on the priority channel overtakes the chunk posted just before
+ * it), and a hole that is only reordering must not be resent; the same rule
+ * keeps a just-resent segment from being resent again on stale ACKs. */
 static void fast_resend(struct bm_btl_dgram_endpoint *ep, uint16_t seq)
 {
     struct bm_btl_dgram_module *m = ep->module;
     struct bm_btl_dgram_seg *s = ep->win[seq & (uint16_t)(m->cfg.window - 1)];
     if (!s || s->seq != seq || s->state != BM_DGRAM_SEG_POSTED)
         return;
-    if (s->xmits > 1 && m->now_ns - s->sent_ns < (uint64_t)ep->srtt)
+    uint64_t reo = (uint64_t)ep->srtt / 4;
+    if (reo < 20000)
+        reo = 20000;
+    if (s->sent_ns + reo >= ep->rack_ns)
         return;
     bm_btl_dgram_timer_stop(m, s);
     s->state = BM_DGRAM_SEG_RESEND;
     bm_util_list_push_back(&m->resend, &s->link);
     m->stats.resends_fast++;
+    bm_btl_dgram_cwnd_loss(ep);
+}
+
+void bm_btl_dgram_cwnd_loss(struct bm_btl_dgram_endpoint *ep)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    if (ep->in_recovery)
+        return;
+    uint32_t half = ep->cwnd / 2;
+    ep->ssthresh = half > (uint32_t)m->cfg.cwnd_min ? half : (uint32_t)m->cfg.cwnd_min;
+    ep->cwnd = ep->ssthresh;
+    ep->in_recovery = true;
+    ep->recover_seq = (uint16_t)(ep->snd_next - 1);
+    m->stats.cwnd_cuts++;
+}
+
+/* k more segments were ACKed: slow start below ssthresh, then about one
+ * segment per window's worth of ACKs. */
+static void cwnd_grow(struct bm_btl_dgram_endpoint *ep, uint32_t k)
+{
+    uint32_t max = (uint32_t)ep->module->cfg.window;
+    if (ep->cwnd < ep->ssthresh)
+        ep->cwnd += k;
+    else
+        ep->cwnd += (k * 4 + ep->cwnd - 1) / ep->cwnd; /* a little faster than TCP: short paths */
+    if (ep->cwnd > max)
+        ep->cwnd = max;
 }
 
 void bm_btl_dgram_ack_handle(struct bm_btl_dgram_endpoint *ep, const struct bm_dgram_hdr *h)
@@ -268,17 +303,23 @@ void bm_btl_dgram_ack_handle(struct bm_btl_dgram_endpoint *ep, const struct bm_d
         if (outstanding) {
             m->stats.acks_dup++;
             ep->dup_acks++;
-            if (!h->sack)
-                fast_resend(ep, (uint16_t)(a + 1));
         }
     } else {
         for (uint16_t s = ep->snd_una; s != (uint16_t)(a + 1); s++) {
             struct bm_btl_dgram_seg *seg = ep->win[s & mask];
-            if (seg)
+            if (seg) {
+                if (seg->sent_ns > ep->rack_ns)
+                    ep->rack_ns = seg->sent_ns;
                 bm_btl_dgram_seg_acked(ep, seg);
+            }
         }
+        uint32_t k = (uint16_t)(a + 1 - ep->snd_una);
         ep->snd_una = (uint16_t)(a + 1);
         ep->progress_ns = m->now_ns;
+        if (ep->in_recovery && !bm_dgram_seq_lt(a, ep->recover_seq))
+            ep->in_recovery = false;
+        if (!ep->in_recovery)
+            cwnd_grow(ep, k);
         ep->consecutive_timeouts = 0;
         ep->dup_acks = 0;
         m->stats.acks_recv++;
@@ -291,6 +332,8 @@ void bm_btl_dgram_ack_handle(struct bm_btl_dgram_endpoint *ep, const struct bm_d
             break;
         struct bm_btl_dgram_seg *seg = ep->win[s & mask];
         if (seg && seg->seq == s) {
+            if (seg->sent_ns > ep->rack_ns)
+                ep->rack_ns = seg->sent_ns;
             bm_btl_dgram_seg_acked(ep, seg);
             m->stats.sacked++;
         }

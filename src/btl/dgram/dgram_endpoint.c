@@ -66,6 +66,8 @@ bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer
     ep->state = BM_DGRAM_EP_OK;
     ep->snd_session = 1;
     ep->rto = (int64_t)m->cfg.rto_init_us * 1000;
+    ep->cwnd = (uint32_t)m->cfg.cwnd_init;
+    ep->ssthresh = (uint32_t)m->cfg.window;
     ep->credits = m->cfg.ep_credits;
     bm_util_queue_init(&ep->sendq);
     bm_util_list_node_init(&ep->ready_link);
@@ -172,6 +174,9 @@ void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep)
     ep->rto = (int64_t)m->cfg.rto_init_us * 1000;
     ep->consecutive_timeouts = 0;
     ep->dup_acks = 0;
+    ep->cwnd = (uint32_t)m->cfg.cwnd_init;
+    ep->ssthresh = (uint32_t)m->cfg.window;
+    ep->in_recovery = false;
     snprintf(ep->report, sizeof(ep->report), "dgram path from %s to %s works again", m->super.name,
              ep->peer_desc);
     bm_log_info("%s", ep->report);

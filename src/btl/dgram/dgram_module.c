@@ -38,6 +38,13 @@ static const struct bm_param dgram_params[] = {
      CFG(prio_mtu), 0},
     {"BM_BTL_DGRAM_WINDOW", BM_PARAM_INT, "4096", 16, 16384, NULL,
      "Send window in segments per endpoint (rounded up to a power of two).", CFG(window), 0},
+    {"BM_BTL_DGRAM_CWND_INIT", BM_PARAM_INT, "64", 1, 16384, NULL,
+     "Congestion window at start, in segments; it grows with every ACK up to the send window "
+     "and is halved (at most once per round trip) when a loss is detected.",
+     CFG(cwnd_init), 0},
+    {"BM_BTL_DGRAM_CWND_MIN", BM_PARAM_INT, "32", 1, 16384, NULL,
+     "Floor of the congestion window in segments: random loss never throttles a path below it.",
+     CFG(cwnd_min), 0},
     {"BM_BTL_DGRAM_EP_CREDITS", BM_PARAM_INT, "8", 1, 4096, NULL,
      "Segments one endpoint may post before the next ready endpoint gets a turn.", CFG(ep_credits),
      0},
@@ -322,8 +329,16 @@ int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m)
 {
     int n = 0;
     m->now_ns = bm_btl_dgram_now();
-    n += m->wire->poll(m, BM_DGRAM_CH_PRIO);
-    n += m->wire->poll(m, BM_DGRAM_CH_DATA);
+    /* Drain both channels (bounded) before answering: an ACK built after
+     * reading only one of them shows as holes the packets still waiting in
+     * the other, and the sender would resend them for nothing. */
+    for (int round = 0; round < 8; round++) {
+        int k = m->wire->poll(m, BM_DGRAM_CH_PRIO);
+        k += m->wire->poll(m, BM_DGRAM_CH_DATA);
+        n += k;
+        if (k < (int)m->ch[BM_DGRAM_CH_PRIO].rx_max)
+            break;
+    }
     m->now_ns = bm_btl_dgram_now();
     bm_btl_dgram_timer_expire(m);
     if (m->nfailed && m->probe_next_ns <= m->now_ns)

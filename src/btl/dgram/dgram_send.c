@@ -81,11 +81,6 @@ static void seg_transmit(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_s
     bm_btl_dgram_timer_start(m, s);
 }
 
-static inline bool ep_window_open(const struct bm_btl_dgram_endpoint *ep)
-{
-    return (uint16_t)(ep->snd_next - ep->snd_una) < (uint16_t)ep->module->cfg.window;
-}
-
 /* Cut the next segment of fragment f and post it. Returns the segment's
  * channel, or -1 when no segment could be allocated. */
 static int frag_post_next(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_frag *f)
@@ -170,7 +165,7 @@ static int ep_push(struct bm_btl_dgram_endpoint *ep, int credits)
         struct bm_util_queue_node *q = bm_util_queue_peek(&ep->sendq);
         if (!q)
             break;
-        if (!ep_window_open(ep)) {
+        if (!bm_btl_dgram_window_open(ep)) {
             ep->module->stats.window_full++;
             break;
         }
@@ -188,8 +183,8 @@ static int ep_push(struct bm_btl_dgram_endpoint *ep, int credits)
 
 void bm_btl_dgram_endpoint_check_ready(struct bm_btl_dgram_endpoint *ep)
 {
-    if (ep->state == BM_DGRAM_EP_OK && !bm_util_queue_empty(&ep->sendq) && ep_window_open(ep) &&
-        !bm_util_list_node_linked(&ep->ready_link))
+    if (ep->state == BM_DGRAM_EP_OK && !bm_util_queue_empty(&ep->sendq) &&
+        bm_btl_dgram_window_open(ep) && !bm_util_list_node_linked(&ep->ready_link))
         bm_util_list_push_back(&ep->module->ready, &ep->ready_link);
 }
 
@@ -289,7 +284,7 @@ int bm_btl_dgram_sendi(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, co
     if (ep->state != BM_DGRAM_EP_OK)
         return BM_ERR_LINK_DOWN;
     size_t len = hdr_len + payload_len;
-    bool now = bm_util_queue_empty(&ep->sendq) && ep_window_open(ep) &&
+    bool now = bm_util_queue_empty(&ep->sendq) && bm_btl_dgram_window_open(ep) &&
                len + sizeof(struct bm_dgram_hdr) <= ep->mtu[BM_DGRAM_CH_PRIO];
     if (!now) {
         if (des_out && len <= m->super.max_send_size) {

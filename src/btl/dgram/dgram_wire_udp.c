@@ -144,6 +144,7 @@ static void udp_sendmmsg(struct bm_btl_dgram_module *m, int c, struct mmsghdr *m
         }
         if (r < 0 && errno == EINTR)
             continue;
+        m->stats.send_errors++;
         if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
             bm_log_ratelimited(BM_LOG_DEBUG, "interface %s: sendmmsg: %s (datagrams dropped)",
                                m->addr.ifname, strerror(errno));
