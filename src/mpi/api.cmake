@@ -6,4 +6,5 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/comm.c
     ${CMAKE_CURRENT_LIST_DIR}/datatype.c
     ${CMAKE_CURRENT_LIST_DIR}/op.c
-    ${CMAKE_CURRENT_LIST_DIR}/coll.c)
+    ${CMAKE_CURRENT_LIST_DIR}/coll.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_gather.c)

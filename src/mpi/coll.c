@@ -5,6 +5,8 @@
  * dissemination barrier (ceil(log2 p) rounds, any p), binomial-tree
  * broadcast and reduction, and a recursive-doubling allreduce that first
  * folds the ranks beyond the largest power of two into their neighbours.
+ * Also the prefix reductions (MPI_Scan, MPI_Exscan, recursive doubling)
+ * and MPI_Reduce_scatter(_block) (an allreduce, each rank keeping its block).
  * Every combination step computes (lower ranks) op (higher ranks), so
  * non-commutative user operations get rank order and floating-point results
  * do not depend on message timing; in the allreduce both partners of a step
@@ -12,19 +14,10 @@
 #include "mpi/mpi_internal.h"
 #include "pml/pml.h"
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Tags in the collective context, one per algorithm, so that a mismatch
- * between ranks (one calls MPI_Bcast, another MPI_Barrier) shows up as a
- * hang in a named collective rather than as silently wrong data. */
-enum coll_tag {
-    COLL_TAG_BARRIER = 1,
-    COLL_TAG_BCAST,
-    COLL_TAG_REDUCE,
-    COLL_TAG_ALLREDUCE,
-    COLL_TAG_GATHER,
-};
 
 static int coll_fail(MPI_Comm comm, const char *fn, int status, const char *what, int peer)
 {
@@ -32,7 +25,7 @@ static int coll_fail(MPI_Comm comm, const char *fn, int status, const char *what
                         peer, bm_status_str(status));
 }
 
-static int coll_isend(MPI_Comm comm, const void *buf, size_t bytes, int peer, int tag,
+int bm_mpi_coll_isend(MPI_Comm comm, const void *buf, size_t bytes, int peer, int tag,
                       struct bm_pml_request **req_out, const char *fn)
 {
     bm_status_t st =
@@ -42,7 +35,7 @@ static int coll_isend(MPI_Comm comm, const void *buf, size_t bytes, int peer, in
     return st == BM_OK ? MPI_SUCCESS : coll_fail(comm, fn, st, "sending to", peer);
 }
 
-static int coll_wait(MPI_Comm comm, struct bm_pml_request *req, int peer, const char *fn)
+int bm_mpi_coll_wait(MPI_Comm comm, struct bm_pml_request *req, int peer, const char *fn)
 {
     struct bm_pml_status status;
 
@@ -55,7 +48,7 @@ static int coll_wait(MPI_Comm comm, struct bm_pml_request *req, int peer, const 
 /* Receive exactly bytes from peer: any other length means the ranks passed
  * different counts or datatypes, which the standard calls erroneous and we
  * report instead of computing garbage. */
-static int coll_recv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag, const char *fn)
+int bm_mpi_coll_recv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag, const char *fn)
 {
     struct bm_pml_status status;
     bm_status_t st = bm_pml_recv(buf, bytes, comm->context_id + 1, peer, tag, &status);
@@ -70,21 +63,22 @@ static int coll_recv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag, 
     return st == BM_OK ? MPI_SUCCESS : coll_fail(comm, fn, st, "receiving from", peer);
 }
 
-/* Send to and receive from peer at once (both directions may use rendezvous). */
-static int coll_exchange(MPI_Comm comm, const void *sbuf, void *rbuf, size_t bytes, int peer,
-                         int tag, const char *fn)
+/* Both directions are in flight at once, so two ranks exchanging large
+ * (rendezvous) messages never wait for each other. */
+int bm_mpi_coll_sendrecv(MPI_Comm comm, const void *sbuf, size_t sbytes, int dst, void *rbuf,
+                         size_t rbytes, int src, int tag, const char *fn)
 {
     struct bm_pml_request *req;
-    int rc = coll_isend(comm, sbuf, bytes, peer, tag, &req, fn);
+    int rc = bm_mpi_coll_isend(comm, sbuf, sbytes, dst, tag, &req, fn);
 
     if (rc)
         return rc;
-    rc = coll_recv(comm, rbuf, bytes, peer, tag, fn);
+    rc = bm_mpi_coll_recv(comm, rbuf, rbytes, src, tag, fn);
     if (rc) {
         bm_pml_request_free(req);
         return rc;
     }
-    return coll_wait(comm, req, peer, fn);
+    return bm_mpi_coll_wait(comm, req, dst, fn);
 }
 
 int bm_mpi_coll_barrier(MPI_Comm comm, const char *fn)
@@ -92,18 +86,11 @@ int bm_mpi_coll_barrier(MPI_Comm comm, const char *fn)
     char token = 0;
 
     for (int dist = 1; dist < comm->size; dist <<= 1) {
-        struct bm_pml_request *req;
         int to = (comm->rank + dist) % comm->size;
         int from = (comm->rank - dist + comm->size) % comm->size;
-        int rc = coll_isend(comm, &token, 0, to, COLL_TAG_BARRIER, &req, fn);
-
+        int rc =
+            bm_mpi_coll_sendrecv(comm, &token, 0, to, &token, 0, from, BM_MPI_COLL_TAG_BARRIER, fn);
         if (rc)
-            return rc;
-        if ((rc = coll_recv(comm, &token, 0, from, COLL_TAG_BARRIER, fn))) {
-            bm_pml_request_free(req);
-            return rc;
-        }
-        if ((rc = coll_wait(comm, req, to, fn)))
             return rc;
     }
     return MPI_SUCCESS;
@@ -120,7 +107,8 @@ int bm_mpi_coll_bcast(void *buf, size_t bytes, int root, MPI_Comm comm, const ch
         return MPI_SUCCESS;
     while (mask < size) {
         if (rel & mask) {
-            if ((rc = coll_recv(comm, buf, bytes, (rel - mask + root) % size, COLL_TAG_BCAST, fn)))
+            if ((rc = bm_mpi_coll_recv(comm, buf, bytes, (rel - mask + root) % size,
+                                       BM_MPI_COLL_TAG_BCAST, fn)))
                 return rc;
             break;
         }
@@ -129,14 +117,15 @@ int bm_mpi_coll_bcast(void *buf, size_t bytes, int root, MPI_Comm comm, const ch
     for (mask >>= 1; mask > 0; mask >>= 1) {
         if (rel + mask < size) {
             peers[nreq] = (rel + mask + root) % size;
-            rc = coll_isend(comm, buf, bytes, peers[nreq], COLL_TAG_BCAST, &reqs[nreq], fn);
+            rc = bm_mpi_coll_isend(comm, buf, bytes, peers[nreq], BM_MPI_COLL_TAG_BCAST,
+                                   &reqs[nreq], fn);
             if (rc)
                 break;
             nreq++;
         }
     }
     for (int i = 0; i < nreq; i++) {
-        int r = coll_wait(comm, reqs[i], peers[i], fn);
+        int r = bm_mpi_coll_wait(comm, reqs[i], peers[i], fn);
         if (r && !rc)
             rc = r;
     }
@@ -174,14 +163,15 @@ static int coll_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         if (rel & mask) {
             int parent = (rel - mask + shift) % size;
             struct bm_pml_request *req;
-            if ((rc = coll_isend(comm, acc, bytes, parent, COLL_TAG_REDUCE, &req, fn)) == 0)
-                rc = coll_wait(comm, req, parent, fn);
+            if ((rc = bm_mpi_coll_isend(comm, acc, bytes, parent, BM_MPI_COLL_TAG_REDUCE, &req,
+                                        fn)) == 0)
+                rc = bm_mpi_coll_wait(comm, req, parent, fn);
             goto out;
         }
         if (rel + mask < size) {
             char *t;
-            if ((rc =
-                     coll_recv(comm, tmp, bytes, (rel + mask + shift) % size, COLL_TAG_REDUCE, fn)))
+            if ((rc = bm_mpi_coll_recv(comm, tmp, bytes, (rel + mask + shift) % size,
+                                       BM_MPI_COLL_TAG_REDUCE, fn)))
                 goto out;
             /* acc holds the lower ranks: tmp = acc op tmp, then swap. */
             bm_mpi_op_apply(op, acc, tmp, count, dt);
@@ -195,15 +185,15 @@ static int coll_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         memcpy(recvbuf, acc, bytes);
     } else {
         struct bm_pml_request *req;
-        if ((rc = coll_isend(comm, acc, bytes, root, COLL_TAG_REDUCE, &req, fn)) == 0)
-            rc = coll_wait(comm, req, root, fn);
+        if ((rc = bm_mpi_coll_isend(comm, acc, bytes, root, BM_MPI_COLL_TAG_REDUCE, &req, fn)) == 0)
+            rc = bm_mpi_coll_wait(comm, req, root, fn);
         goto out;
     }
 out:
     /* The root of a non-commutative reduction is not rank 0: it receives the
      * result from rank 0 (it already sent its own part up the tree). */
     if (rc == MPI_SUCCESS && comm->rank == root && rel != 0)
-        rc = coll_recv(comm, recvbuf, bytes, 0, COLL_TAG_REDUCE, fn);
+        rc = bm_mpi_coll_recv(comm, recvbuf, bytes, 0, BM_MPI_COLL_TAG_REDUCE, fn);
     free(acc);
     free(tmp);
     return rc;
@@ -235,12 +225,13 @@ int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     if (rank < 2 * rem) {
         if (rank % 2 == 0) {
             struct bm_pml_request *req;
-            if ((rc = coll_isend(comm, recvbuf, bytes, rank + 1, COLL_TAG_ALLREDUCE, &req, fn)) ||
-                (rc = coll_wait(comm, req, rank + 1, fn)))
+            if ((rc = bm_mpi_coll_isend(comm, recvbuf, bytes, rank + 1, BM_MPI_COLL_TAG_ALLREDUCE,
+                                        &req, fn)) ||
+                (rc = bm_mpi_coll_wait(comm, req, rank + 1, fn)))
                 goto out;
             newrank = -1;
         } else {
-            if ((rc = coll_recv(comm, tmp, bytes, rank - 1, COLL_TAG_ALLREDUCE, fn)))
+            if ((rc = bm_mpi_coll_recv(comm, tmp, bytes, rank - 1, BM_MPI_COLL_TAG_ALLREDUCE, fn)))
                 goto out;
             bm_mpi_op_apply(op, tmp, recvbuf, count, dt);
             newrank = rank / 2;
@@ -253,7 +244,8 @@ int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
         for (int mask = 1; mask < pof2; mask <<= 1) {
             int newpeer = newrank ^ mask;
             int peer = newpeer < rem ? newpeer * 2 + 1 : newpeer + rem;
-            if ((rc = coll_exchange(comm, recvbuf, tmp, bytes, peer, COLL_TAG_ALLREDUCE, fn)))
+            if ((rc = bm_mpi_coll_sendrecv(comm, recvbuf, bytes, peer, tmp, bytes, peer,
+                                           BM_MPI_COLL_TAG_ALLREDUCE, fn)))
                 goto out;
             if (newpeer < newrank) {
                 bm_mpi_op_apply(op, tmp, recvbuf, count, dt);
@@ -268,11 +260,11 @@ int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     if (rank < 2 * rem) {
         if (rank % 2 == 1) {
             struct bm_pml_request *req;
-            if ((rc = coll_isend(comm, recvbuf, bytes, rank - 1, COLL_TAG_ALLREDUCE, &req, fn)) ==
-                0)
-                rc = coll_wait(comm, req, rank - 1, fn);
+            if ((rc = bm_mpi_coll_isend(comm, recvbuf, bytes, rank - 1, BM_MPI_COLL_TAG_ALLREDUCE,
+                                        &req, fn)) == 0)
+                rc = bm_mpi_coll_wait(comm, req, rank - 1, fn);
         } else {
-            rc = coll_recv(comm, recvbuf, bytes, rank + 1, COLL_TAG_ALLREDUCE, fn);
+            rc = bm_mpi_coll_recv(comm, recvbuf, bytes, rank + 1, BM_MPI_COLL_TAG_ALLREDUCE, fn);
         }
     }
 out:
@@ -290,18 +282,118 @@ int bm_mpi_coll_allgather_bytes(const void *sendbuf, void *recvbuf, size_t bytes
     if (comm->rank == 0) {
         memcpy(out, sendbuf, bytes);
         for (int r = 1; r < comm->size && rc == MPI_SUCCESS; r++)
-            rc = coll_recv(comm, out + (size_t)r * bytes, bytes, r, COLL_TAG_GATHER, fn);
+            rc = bm_mpi_coll_recv(comm, out + (size_t)r * bytes, bytes, r, BM_MPI_COLL_TAG_GATHER,
+                                  fn);
     } else {
         struct bm_pml_request *req;
-        if ((rc = coll_isend(comm, sendbuf, bytes, 0, COLL_TAG_GATHER, &req, fn)) == 0)
-            rc = coll_wait(comm, req, 0, fn);
+        if ((rc = bm_mpi_coll_isend(comm, sendbuf, bytes, 0, BM_MPI_COLL_TAG_GATHER, &req, fn)) ==
+            0)
+            rc = bm_mpi_coll_wait(comm, req, 0, fn);
     }
     if (rc)
         return rc;
     return bm_mpi_coll_bcast(recvbuf, bytes * (size_t)comm->size, 0, comm, fn);
 }
 
+/* Prefix reductions by recursive doubling: after the step with distance
+ * mask, partial holds the reduction of this rank's aligned block of 2 *
+ * mask ranks and result that of every rank up to this one (exclusive scan:
+ * before it), always combined lower ranks first. */
+static int coll_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                     MPI_Comm comm, bool exclusive, const char *fn)
+{
+    size_t bytes = bm_mpi_type_bytes(dt, count);
+    int rank = comm->rank, rc = MPI_SUCCESS;
+    bool have_result = !exclusive;
+    char *partial, *tmp;
+
+    if (bytes == 0)
+        return MPI_SUCCESS;
+    partial = malloc(bytes);
+    tmp = malloc(bytes);
+    if (partial == NULL || tmp == NULL) {
+        rc = bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate 2 x %zu bytes", bytes);
+        goto out;
+    }
+    memcpy(partial, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, bytes);
+    if (!exclusive && sendbuf != MPI_IN_PLACE)
+        memmove(recvbuf, sendbuf, bytes);
+    for (int mask = 1; mask < comm->size; mask <<= 1) {
+        int peer = rank ^ mask;
+        if (peer >= comm->size)
+            continue;
+        if ((rc = bm_mpi_coll_sendrecv(comm, partial, bytes, peer, tmp, bytes, peer,
+                                       BM_MPI_COLL_TAG_SCAN, fn)))
+            goto out;
+        if (peer < rank) {
+            if (have_result) {
+                bm_mpi_op_apply(op, tmp, recvbuf, count, dt);
+            } else {
+                memcpy(recvbuf, tmp, bytes);
+                have_result = true;
+            }
+            bm_mpi_op_apply(op, tmp, partial, count, dt);
+        } else {
+            char *t = partial;
+            bm_mpi_op_apply(op, partial, tmp, count, dt);
+            partial = tmp;
+            tmp = t;
+        }
+    }
+out:
+    free(partial);
+    free(tmp);
+    return rc;
+}
+
+/* Reduce-scatter as an allreduce of the whole vector, then each rank keeps
+ * its block: every block is computed the same way on every rank. */
+static int coll_reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts, bool uniform,
+                               MPI_Datatype dt, MPI_Op op, MPI_Comm comm, const char *fn)
+{
+    size_t total = 0, offset = 0;
+    char *all;
+    int rc;
+
+    for (int i = 0; i < comm->size; i++) {
+        size_t b = bm_mpi_type_bytes(dt, uniform ? counts[0] : counts[i]);
+        if (i < comm->rank)
+            offset += b;
+        total += b;
+    }
+    if (total == 0)
+        return MPI_SUCCESS;
+    if (total / (size_t)dt->extent > INT_MAX)
+        return bm_mpi_error(comm, MPI_ERR_COUNT, fn, "the counts add up to more than INT_MAX");
+    all = malloc(total);
+    if (all == NULL)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate %zu bytes", total);
+    rc = bm_mpi_coll_allreduce(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, all,
+                               (int)(total / (size_t)dt->extent), dt, op, comm, fn);
+    if (rc == MPI_SUCCESS)
+        memcpy(recvbuf, all + offset,
+               bm_mpi_type_bytes(dt, uniform ? counts[0] : counts[comm->rank]));
+    free(all);
+    return rc;
+}
+
 /* ---- MPI functions ------------------------------------------------------ */
+
+static int check_reduction(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count,
+                           MPI_Datatype dt, MPI_Op op, const char *fn)
+{
+    int rc;
+
+    if ((rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
+        (rc = bm_mpi_check_op(comm, op, dt, fn)))
+        return rc;
+    if (recvbuf == MPI_IN_PLACE)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
+    if ((sendbuf != MPI_IN_PLACE && (rc = bm_mpi_check_buffer(comm, sendbuf, count, dt, fn))) ||
+        (rc = bm_mpi_check_buffer(comm, recvbuf, count, dt, fn)))
+        return rc;
+    return MPI_SUCCESS;
+}
 
 int PMPI_Barrier(MPI_Comm comm)
 {
@@ -360,16 +452,66 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     int rc;
 
     if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
-        (rc = bm_mpi_check_count(comm, count, fn)) ||
-        (rc = bm_mpi_check_datatype(comm, datatype, fn)) ||
-        (rc = bm_mpi_check_op(comm, op, datatype, fn)))
-        return rc;
-    if (recvbuf == MPI_IN_PLACE)
-        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
-    if ((sendbuf != MPI_IN_PLACE &&
-         (rc = bm_mpi_check_buffer(comm, sendbuf, count, datatype, fn))) ||
-        (rc = bm_mpi_check_buffer(comm, recvbuf, count, datatype, fn)))
+        (rc = check_reduction(comm, sendbuf, recvbuf, count, datatype, op, fn)))
         return rc;
     return bm_mpi_coll_allreduce(sendbuf, recvbuf, count, datatype, op, comm, fn);
 }
 BM_MPI_ALIAS(Allreduce);
+
+int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Scan";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = check_reduction(comm, sendbuf, recvbuf, count, datatype, op, fn)))
+        return rc;
+    return coll_scan(sendbuf, recvbuf, count, datatype, op, comm, false, fn);
+}
+BM_MPI_ALIAS(Scan);
+
+int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Exscan";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = check_reduction(comm, sendbuf, recvbuf, count, datatype, op, fn)))
+        return rc;
+    return coll_scan(sendbuf, recvbuf, count, datatype, op, comm, true, fn);
+}
+BM_MPI_ALIAS(Exscan);
+
+int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Reduce_scatter_block";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = check_reduction(comm, sendbuf, recvbuf, recvcount, datatype, op, fn)))
+        return rc;
+    return coll_reduce_scatter(sendbuf, recvbuf, &recvcount, true, datatype, op, comm, fn);
+}
+BM_MPI_ALIAS(Reduce_scatter_block);
+
+int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Reduce_scatter";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (recvcounts == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL recvcounts array");
+    for (int i = 0; i < comm->size; i++)
+        if ((rc = bm_mpi_check_count(comm, recvcounts[i], fn)))
+            return rc;
+    if ((rc = check_reduction(comm, sendbuf, recvbuf, recvcounts[comm->rank], datatype, op, fn)))
+        return rc;
+    return coll_reduce_scatter(sendbuf, recvbuf, recvcounts, false, datatype, op, comm, fn);
+}
+BM_MPI_ALIAS(Reduce_scatter);

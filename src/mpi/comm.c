@@ -387,3 +387,24 @@ int PMPI_Comm_free(MPI_Comm *comm)
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Comm_free);
+
+int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_split_type";
+    int rc;
+
+    (void)info; /* no hints are recognized */
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn,
+                            "invalid split type %d (use MPI_COMM_TYPE_SHARED or MPI_UNDEFINED)",
+                            split_type);
+    /* Processes share memory exactly when the runtime puts them on one node. */
+    return PMPI_Comm_split(comm,
+                           split_type == MPI_UNDEFINED
+                               ? MPI_UNDEFINED
+                               : bm_rte_node_of(bm_mpi_comm_world_rank(comm, comm->rank)),
+                           key, newcomm);
+}
+BM_MPI_ALIAS(Comm_split_type);

@@ -225,7 +225,38 @@ void bm_mpi_comm_finalize(void);
 /* The communicator's name for messages: "MPI_COMM_WORLD", or "(unnamed)". */
 const char *bm_mpi_comm_label(MPI_Comm comm);
 
-/* ---- Collectives (coll.c) ----------------------------------------------- */
+/* ---- Collectives (coll.c, coll_gather.c) -------------------------------- */
+
+/* Tags in the collective context, one per algorithm, so that a mismatch
+ * between ranks (one calls MPI_Bcast, another MPI_Barrier) shows up as a
+ * hang in a named collective rather than as silently wrong data. */
+enum bm_mpi_coll_tag {
+    BM_MPI_COLL_TAG_BARRIER = 1,
+    BM_MPI_COLL_TAG_BCAST,
+    BM_MPI_COLL_TAG_REDUCE,
+    BM_MPI_COLL_TAG_ALLREDUCE,
+    BM_MPI_COLL_TAG_GATHER,
+    BM_MPI_COLL_TAG_SCATTER,
+    BM_MPI_COLL_TAG_ALLGATHER,
+    BM_MPI_COLL_TAG_ALLTOALL,
+    BM_MPI_COLL_TAG_SCAN,
+};
+
+struct bm_pml_request;
+
+/* Point-to-point steps of the collective algorithms, on comm's collective
+ * context; peers are ranks in comm. Failures are reported as fn (through
+ * the communicator's error handler) and return the class. */
+int bm_mpi_coll_isend(MPI_Comm comm, const void *buf, size_t bytes, int peer, int tag,
+                      struct bm_pml_request **req_out, const char *fn);
+/* Wait for a send started by bm_mpi_coll_isend and free it. */
+int bm_mpi_coll_wait(MPI_Comm comm, struct bm_pml_request *req, int peer, const char *fn);
+/* Receive exactly bytes from peer (a different length is MPI_ERR_TRUNCATE:
+ * the ranks passed different counts or datatypes). */
+int bm_mpi_coll_recv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag, const char *fn);
+/* Send sbuf to dst and receive rbuf (exactly rbytes) from src, in either order. */
+int bm_mpi_coll_sendrecv(MPI_Comm comm, const void *sbuf, size_t sbytes, int dst, void *rbuf,
+                         size_t rbytes, int src, int tag, const char *fn);
 
 /* The algorithms behind MPI_Barrier, MPI_Bcast and MPI_Allreduce, for the
  * library's own use (communicator creation, finalize). Arguments are

@@ -7,7 +7,7 @@ function(bm_api_test name np)
         ENV BM_TEST_EXPECT_NP=${np})
 endfunction()
 
-foreach(prog api_init api_errors api_coll)
+foreach(prog api_init api_errors api_coll api_coll_blocks)
     add_executable(${prog} ${api_dir}/${prog}.c)
     target_link_libraries(${prog} PRIVATE bitmover bm_test_harness)
 endforeach()
@@ -27,6 +27,7 @@ foreach(np 1 3)
 endforeach()
 foreach(np 1 2 3 4 8)
     bm_api_test(api_coll ${np})
+    bm_api_test(api_coll_blocks ${np})
 endforeach()
 
 # Fatal errors end the job with a clear message and a non-zero status.
