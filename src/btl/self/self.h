@@ -6,6 +6,7 @@
 #define BM_BTL_SELF_H
 
 #include "btl/btl.h"
+#include "btl/btl_defer.h"
 
 #include <stdalign.h>
 #include <stdbool.h>
@@ -42,16 +43,6 @@ struct bm_btl_self_frag {
     alignas(16) unsigned char buf[];
 };
 
-/* An RDMA/atomic completion waiting for progress (only with ALWAYS_CALLBACK). */
-struct bm_btl_self_rdma_done {
-    struct bm_btl_self_rdma_done *next;
-    bm_btl_rdma_cb_fn cb;
-    void *local_addr;
-    struct bm_btl_reg_handle *local_handle;
-    void *context;
-    void *cbdata;
-};
-
 struct bm_btl_self_module {
     struct bm_btl_module super;
     struct bm_btl_self_config config;
@@ -60,7 +51,7 @@ struct bm_btl_self_module {
     struct bm_btl_self_frag *free_list[BM_BTL_SELF_NCLASS];
     int nfree[BM_BTL_SELF_NCLASS];
     struct bm_btl_self_frag *queue_head, *queue_tail; /* sent, not yet delivered */
-    struct bm_btl_self_rdma_done *rdma_head, *rdma_tail;
+    struct bm_btl_defer_queue rdma_done;              /* callbacks of finished put/get/atomics */
 };
 
 /* The module (there is at most one); NULL outside init..finalize. */
@@ -94,7 +85,5 @@ struct bm_btl_reg_handle *bm_btl_self_register_mem(struct bm_btl_module *m,
                                                    size_t size, uint32_t reg_flags);
 bm_status_t bm_btl_self_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
 bm_status_t bm_btl_self_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
-/* Run queued RDMA callbacks with status; returns how many ran. */
-int bm_btl_self_rdma_progress(struct bm_btl_self_module *sm, int status);
 
 #endif

@@ -155,8 +155,8 @@ static int self_progress(void)
     if (!sm)
         return 0;
     int n = 0;
-    if (sm->rdma_head)
-        n += bm_btl_self_rdma_progress(sm, BM_OK);
+    if (sm->rdma_done.head)
+        n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
     struct bm_btl_self_frag *f = sm->queue_head, *last = sm->queue_tail;
     if (!f)
         return n;
@@ -199,7 +199,7 @@ static void self_finalize(void)
         return;
     struct bm_btl_module *m = &sm->super;
     struct bm_btl_endpoint *ep = (struct bm_btl_endpoint *)&sm->endpoint;
-    bm_btl_self_rdma_progress(sm, BM_ERR_CANCELED);
+    bm_btl_defer_run(&sm->rdma_done, m, BM_ERR_CANCELED);
     while (sm->queue_head) {
         struct bm_btl_self_frag *f = sm->queue_head;
         sm->queue_head = f->next;

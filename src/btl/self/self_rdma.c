@@ -9,55 +9,17 @@
 #include "btl/self/self.h"
 #include "util/log.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static struct bm_btl_reg_handle self_dummy_handle;
 
-/* Queue the callback for progress when the caller asked for one. */
 static int self_rdma_complete(struct bm_btl_module *m, uint32_t flags, bm_btl_rdma_cb_fn cb,
                               void *local_addr, struct bm_btl_reg_handle *local_handle,
                               void *context, void *cbdata)
 {
-    if (!(flags & BM_BTL_DES_F_ALWAYS_CALLBACK) || !cb)
-        return BM_BTL_DONE;
     struct bm_btl_self_module *sm = (struct bm_btl_self_module *)m;
-    struct bm_btl_self_rdma_done *d = malloc(sizeof(*d));
-    if (!d) {
-        /* The operation is already done; only the callback is late. Run it
-         * now rather than lose it. */
-        cb(m, (struct bm_btl_endpoint *)&sm->endpoint, local_addr, local_handle, context, cbdata,
-           BM_OK);
-        return BM_BTL_DONE;
-    }
-    d->next = NULL;
-    d->cb = cb;
-    d->local_addr = local_addr;
-    d->local_handle = local_handle;
-    d->context = context;
-    d->cbdata = cbdata;
-    if (sm->rdma_tail)
-        sm->rdma_tail->next = d;
-    else
-        sm->rdma_head = d;
-    sm->rdma_tail = d;
-    return BM_BTL_DONE;
-}
-
-int bm_btl_self_rdma_progress(struct bm_btl_self_module *sm, int status)
-{
-    int n = 0;
-    struct bm_btl_self_rdma_done *d = sm->rdma_head;
-    sm->rdma_head = sm->rdma_tail = NULL;
-    while (d) {
-        struct bm_btl_self_rdma_done *next = d->next;
-        d->cb(&sm->super, (struct bm_btl_endpoint *)&sm->endpoint, d->local_addr, d->local_handle,
-              d->context, d->cbdata, status);
-        free(d);
-        d = next;
-        n++;
-    }
-    return n;
+    return bm_btl_defer_complete(&sm->rdma_done, m, (struct bm_btl_endpoint *)&sm->endpoint, flags,
+                                 cb, local_addr, local_handle, context, cbdata);
 }
 
 int bm_btl_self_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -258,6 +220,6 @@ bm_status_t bm_btl_self_deregister_mem(struct bm_btl_module *m, struct bm_btl_re
 bm_status_t bm_btl_self_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
 {
     (void)ep;
-    bm_btl_self_rdma_progress((struct bm_btl_self_module *)m, BM_OK);
+    bm_btl_defer_run(&((struct bm_btl_self_module *)m)->rdma_done, m, BM_OK);
     return BM_OK;
 }

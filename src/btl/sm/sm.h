@@ -6,6 +6,7 @@
 #define BM_BTL_SM_H
 
 #include "btl/btl.h"
+#include "btl/btl_defer.h"
 #include "btl/sm/sm_fifo.h"
 #include "btl/sm/sm_proto.h"
 
@@ -54,17 +55,6 @@ struct bm_btl_sm_frag {
     bool internal;  /* made by sendi: no callback, back to the pool on return */
 };
 
-/* An RDMA completion waiting for progress (only with ALWAYS_CALLBACK). */
-struct bm_btl_sm_rdma_done {
-    struct bm_btl_sm_rdma_done *next;
-    struct bm_btl_sm_endpoint *ep;
-    bm_btl_rdma_cb_fn cb;
-    void *local_addr;
-    struct bm_btl_reg_handle *local_handle;
-    void *context;
-    void *cbdata;
-};
-
 struct bm_btl_sm_module {
     struct bm_btl_module super;
     struct bm_btl_sm_config config;
@@ -83,9 +73,9 @@ struct bm_btl_sm_module {
     uint32_t nfrags;
     uint32_t *free_stack[BM_BTL_SM_NCLASS]; /* indices of free fragments */
     uint32_t nfree[BM_BTL_SM_NCLASS];
-    int in_flight; /* fragments pushed and not yet returned */
-    bool cma_ok;   /* process_vm_readv worked towards every peer */
-    struct bm_btl_sm_rdma_done *rdma_head, *rdma_tail;
+    int in_flight;                       /* fragments pushed and not yet returned */
+    bool cma_ok;                         /* process_vm_readv worked towards every peer */
+    struct bm_btl_defer_queue rdma_done; /* callbacks of finished get/put */
 };
 
 extern struct bm_btl_sm_module *bm_btl_sm_module;
@@ -136,6 +126,5 @@ struct bm_btl_reg_handle *bm_btl_sm_register_mem(struct bm_btl_module *m,
                                                  size_t size, uint32_t reg_flags);
 bm_status_t bm_btl_sm_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
 bm_status_t bm_btl_sm_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
-int bm_btl_sm_rdma_progress(struct bm_btl_sm_module *sm, int status);
 
 #endif

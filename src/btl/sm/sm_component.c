@@ -205,8 +205,8 @@ static int sm_progress(void)
     if (!sm)
         return 0;
     int n = 0;
-    if (sm->rdma_head)
-        n += bm_btl_sm_rdma_progress(sm, BM_OK);
+    if (sm->rdma_done.head)
+        n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
     if (bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader))
         n += bm_btl_sm_poll_fifo(sm, sm->config.poll_budget);
     return n;
@@ -217,7 +217,7 @@ static void sm_finalize(void)
     struct bm_btl_sm_module *sm = bm_btl_sm_module;
     if (!sm)
         return;
-    bm_btl_sm_rdma_progress(sm, BM_ERR_CANCELED);
+    bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_ERR_CANCELED);
     /* Whatever the receivers did not give back is reported as cancelled; the
      * segment goes away with it, so nothing is returned to the pool. */
     for (uint32_t i = 0; i < sm->nfrags; i++) {

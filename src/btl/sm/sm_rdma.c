@@ -14,7 +14,6 @@
 #include "util/log.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -63,43 +62,6 @@ static int sm_cma_move(struct bm_btl_sm_endpoint *ep, void *local_addr, uint64_t
     return BM_OK;
 }
 
-static int sm_rdma_complete(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep,
-                            uint32_t flags, bm_btl_rdma_cb_fn cb, void *local_addr,
-                            struct bm_btl_reg_handle *local_handle, void *context, void *cbdata)
-{
-    if (!(flags & BM_BTL_DES_F_ALWAYS_CALLBACK) || !cb)
-        return BM_BTL_DONE;
-    struct bm_btl_sm_rdma_done *d = malloc(sizeof(*d));
-    if (!d) {
-        cb(&sm->super, (struct bm_btl_endpoint *)ep, local_addr, local_handle, context, cbdata,
-           BM_OK);
-        return BM_BTL_DONE;
-    }
-    *d = (struct bm_btl_sm_rdma_done){NULL, ep, cb, local_addr, local_handle, context, cbdata};
-    if (sm->rdma_tail)
-        sm->rdma_tail->next = d;
-    else
-        sm->rdma_head = d;
-    sm->rdma_tail = d;
-    return BM_BTL_DONE;
-}
-
-int bm_btl_sm_rdma_progress(struct bm_btl_sm_module *sm, int status)
-{
-    int n = 0;
-    struct bm_btl_sm_rdma_done *d = sm->rdma_head;
-    sm->rdma_head = sm->rdma_tail = NULL;
-    while (d) {
-        struct bm_btl_sm_rdma_done *next = d->next;
-        d->cb(&sm->super, (struct bm_btl_endpoint *)d->ep, d->local_addr, d->local_handle,
-              d->context, d->cbdata, status);
-        free(d);
-        d = next;
-        n++;
-    }
-    return n;
-}
-
 int bm_btl_sm_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
                   uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                   const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
@@ -114,7 +76,8 @@ int bm_btl_sm_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
     int rc = sm_cma_move(e, local_addr, remote_addr, size, true);
     if (rc != BM_OK)
         return rc;
-    return sm_rdma_complete(sm, e, flags, cb, local_addr, local_handle, context, cbdata);
+    return bm_btl_defer_complete(&sm->rdma_done, m, ep, flags, cb, local_addr, local_handle,
+                                 context, cbdata);
 }
 
 int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -131,7 +94,8 @@ int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
     int rc = sm_cma_move(e, local_addr, remote_addr, size, false);
     if (rc != BM_OK)
         return rc;
-    return sm_rdma_complete(sm, e, flags, cb, local_addr, local_handle, context, cbdata);
+    return bm_btl_defer_complete(&sm->rdma_done, m, ep, flags, cb, local_addr, local_handle,
+                                 context, cbdata);
 }
 
 struct bm_btl_reg_handle *bm_btl_sm_register_mem(struct bm_btl_module *m,
@@ -157,6 +121,6 @@ bm_status_t bm_btl_sm_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_
 bm_status_t bm_btl_sm_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
 {
     (void)ep;
-    bm_btl_sm_rdma_progress((struct bm_btl_sm_module *)m, BM_OK);
+    bm_btl_defer_run(&((struct bm_btl_sm_module *)m)->rdma_done, m, BM_OK);
     return BM_OK;
 }
