@@ -1,0 +1,299 @@
+/* Internal declarations of the tcp transport, shared by its files and by
+ * nothing else: the configuration read from BM_BTL_TCP_* parameters, the
+ * component state (one epoll set for every module), modules (one per network
+ * interface), endpoints (one per reachable peer per module), connections
+ * (BM_BTL_TCP_LINKS per endpoint, each one TCP socket) and fragments (a send
+ * descriptor plus its frame header). See README.md for the design and a
+ * glossary. */
+#ifndef BM_BTL_TCP_H
+#define BM_BTL_TCP_H
+
+#include "btl/btl.h"
+#include "btl/tcp/tcp_proto.h"
+#include "util/list.h"
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* ---- configuration (BM_BTL_TCP_*) ---------------------------------------- */
+
+struct bm_btl_tcp_config {
+    const char *if_include; /* interface names or CIDR networks, comma-separated */
+    const char *if_exclude;
+    int links;             /* connections per peer per module */
+    size_t sndbuf, rcvbuf; /* SO_SNDBUF / SO_RCVBUF; 0 keeps the kernel's autotuning */
+    size_t eager_limit;
+    size_t max_send_size;     /* largest frame payload */
+    size_t inplace_min;       /* prepare_src references user memory from this size on */
+    int connect_timeout_ms;   /* TCP connect of one interface pair (kernel level) */
+    int handshake_timeout_ms; /* the peer process answering our HELLO (needs its progress) */
+    int user_timeout_ms;      /* TCP_USER_TIMEOUT: unacknowledged data this long = link down */
+    int keepalive_idle_s;     /* TCP_KEEPIDLE */
+    int keepalive_intvl_s;    /* TCP_KEEPINTVL */
+    int keepalive_cnt;        /* TCP_KEEPCNT */
+    int finalize_drain_ms;    /* how long finalize waits for unacknowledged sends */
+};
+
+/* ---- local interfaces (tcp_if.c) ------------------------------------------ */
+
+struct bm_btl_tcp_ifaddr {
+    int family; /* AF_INET or AF_INET6 */
+    uint8_t addr[16];
+    uint8_t prefixlen;
+};
+
+#define BM_BTL_TCP_IF_MAX_ADDRS 2 /* one IPv4 and one IPv6 address per interface */
+
+struct bm_btl_tcp_if {
+    char name[IF_NAMESIZE];
+    int ifindex;
+    bool loopback;
+    uint32_t bandwidth; /* Mbit/s */
+    struct bm_btl_tcp_ifaddr addrs[BM_BTL_TCP_IF_MAX_ADDRS];
+    int naddrs;
+};
+
+/* Usable interfaces after BM_BTL_TCP_IF_INCLUDE/_EXCLUDE. Loopback interfaces
+ * are kept only when with_loopback, or when named by the include list.
+ * *ifs_out is malloc'ed (free it). BM_ERR_BAD_PARAM on a bad filter. */
+bm_status_t bm_btl_tcp_if_discover(const struct bm_btl_tcp_config *cfg, bool with_loopback,
+                                   struct bm_btl_tcp_if **ifs_out, int *count_out);
+/* Kernel boot id and network-namespace inode: equal on two processes exactly
+ * when their loopback interfaces are the same one. */
+void bm_btl_tcp_if_host_id(uint8_t host_id_out[16], uint64_t *netns_ino_out);
+/* The interface the kernel would route a packet to addr through (netlink
+ * RTM_GETROUTE), or -1 when there is no route. */
+int bm_btl_tcp_if_route_oif(int family, const uint8_t *addr);
+/* True when a and b (same family) are in the network of a/prefixlen. */
+bool bm_btl_tcp_if_in_subnet(int family, const uint8_t *net, int prefixlen, const uint8_t *addr);
+/* "10.0.0.1:4000" or "[fe80::1]:4000"; port 0 omits the port. */
+void bm_btl_tcp_addr_str(int family, const uint8_t *addr, uint16_t port, char *buf, size_t len);
+
+/* ---- objects ---------------------------------------------------------------- */
+
+/* What an epoll event's data.ptr points to starts with this. */
+enum bm_btl_tcp_poll_kind {
+    BM_BTL_TCP_POLL_LISTENER,
+    BM_BTL_TCP_POLL_CONN,
+};
+
+struct bm_btl_tcp_module;
+struct bm_btl_tcp_endpoint;
+
+struct bm_btl_tcp_listener {
+    enum bm_btl_tcp_poll_kind kind;
+    int fd;
+    struct bm_btl_tcp_module *module;
+    struct bm_btl_tcp_ifaddr addr;
+    uint16_t port;
+};
+
+struct bm_btl_tcp_module {
+    struct bm_btl_module super; /* first: the PML's pointer is ours */
+    int index;                  /* in the component's array and in the modex record */
+    struct bm_btl_tcp_if iface;
+    struct bm_btl_tcp_listener listeners[BM_BTL_TCP_IF_MAX_ADDRS];
+    int nlisteners;
+    struct bm_btl_tcp_endpoint **eps; /* [job size], NULL until add_procs or a peer connects */
+};
+
+#define BM_BTL_TCP_FRAG_F_INTERNAL 0x1u /* ACK/FIN frame of a connection: no callback */
+#define BM_BTL_TCP_FRAG_F_POOLED   0x2u /* returns to the component's pool */
+#define BM_BTL_TCP_FRAG_F_QUEUED   0x4u /* on a send or unacknowledged queue */
+#define BM_BTL_TCP_FRAG_F_FREE     0x8u /* internal frame freed once written (FIN) */
+
+/* Largest frame payload a receiver accepts: anything bigger is a corrupt stream. */
+#define BM_BTL_TCP_FRAME_MAX (64u << 20)
+
+struct bm_btl_tcp_frag {
+    struct bm_btl_descriptor des; /* first: the PML's pointer is ours */
+    struct bm_util_queue_node qnode;
+    struct bm_btl_tcp_endpoint *ep;
+    struct bm_btl_tcp_hdr hdr; /* network byte order once queued */
+    size_t total;              /* header + payload bytes */
+    size_t sent;               /* bytes of total already written */
+    uint32_t seq;              /* host order copy of hdr.seq */
+    uint32_t flags;            /* BM_BTL_TCP_FRAG_F_* */
+    size_t cap;                /* bytes of data[] */
+    struct bm_btl_tcp_frag *pool_next;
+    _Alignas(16) char data[]; /* seg[0] lives here */
+};
+
+enum bm_btl_tcp_conn_state {
+    BM_BTL_TCP_CONN_IDLE,       /* no socket */
+    BM_BTL_TCP_CONN_CONNECTING, /* non-blocking connect() in progress */
+    BM_BTL_TCP_CONN_HS_SENT,    /* HELLO sent, waiting for ACCEPT/REJECT */
+    BM_BTL_TCP_CONN_WAIT_PEER,  /* lost a simultaneous connect: the peer's connection is coming */
+    BM_BTL_TCP_CONN_ACCEPTING,  /* accepted socket, waiting for the peer's HELLO */
+    BM_BTL_TCP_CONN_CONNECTED,  /* frames flow */
+    BM_BTL_TCP_CONN_CLOSED,     /* peer finalized (FIN) or we did */
+};
+
+struct bm_btl_tcp_conn {
+    enum bm_btl_tcp_poll_kind kind; /* BM_BTL_TCP_POLL_CONN */
+    enum bm_btl_tcp_conn_state state;
+    int fd;
+    struct bm_btl_tcp_endpoint *ep;          /* NULL while an accepted socket is anonymous */
+    struct bm_btl_tcp_module *accept_module; /* module whose listener accepted it */
+    int link;
+    uint32_t events; /* currently registered epoll events */
+    long long deadline_ns;
+    struct bm_util_list_node timer_node; /* on the component's timer list while deadline_ns */
+    struct bm_util_list_node qnode_anon; /* on the component's anon list while unidentified */
+    int err;   /* errno of a send failure, reported at the end of progress */
+    bool dead; /* on the component's dead list */
+    struct bm_btl_tcp_conn *dead_next;
+    uint8_t hs[sizeof(struct bm_btl_tcp_hs)];
+    size_t hs_len;
+    char peer_str[64]; /* remote address:port for messages */
+    char local_str[64];
+    /* sending */
+    struct bm_util_queue sendq; /* frags not completely written, in order */
+    struct bm_util_queue ackq;  /* frags written, waiting for the peer's acknowledgement */
+    size_t queued_bytes;
+    uint32_t tx_seq;   /* next DATA sequence number */
+    uint32_t rx_count; /* DATA frames received */
+    uint32_t ack_sent; /* rx_count last sent to the peer */
+    bool ack_listed;   /* on the component's ack list */
+    struct bm_btl_tcp_conn *ack_next;
+    struct bm_btl_tcp_frag *ctl; /* the ACK/FIN frame of this connection */
+    bool peer_fin;               /* the peer said goodbye */
+    /* receiving */
+    char *rbuf;
+    size_t rcap, rlen, rpos; /* buffer capacity, bytes in it, start of the unparsed part */
+};
+
+struct bm_btl_tcp_candidate {
+    int family;
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    bool bind_local; /* bind to the module's address (the pair is direct) */
+    int remote_module;
+    char str[64];    /* remote address for messages */
+    char ifname[16]; /* remote interface name */
+};
+
+struct bm_btl_tcp_endpoint {
+    struct bm_btl_tcp_module *module;
+    int rank;
+    bool announced; /* reported reachable to the PML by add_procs */
+    bool failed;
+    int fail_status;
+    struct bm_btl_tcp_candidate *cands; /* remote addresses to try, best first */
+    int ncands;
+    int cand;                      /* the one in use; earlier ones were dropped with a warning */
+    struct bm_btl_tcp_conn *links; /* [config.links] */
+    int nlinks;
+    uint32_t rr; /* round-robin cursor over links */
+};
+
+/* ---- peers' modex records, pairing (tcp_module.c) ---------------------------- */
+
+struct bm_btl_tcp_peer {
+    bool loaded;
+    bool have_tcp; /* published a usable record */
+    bool same_host;
+    const struct bm_btl_tcp_modex_hdr *hdr;
+    const struct bm_btl_tcp_modex_addr *addrs; /* hdr->naddrs of them (network order) */
+    int naddrs;
+    int *pair_remote; /* [nmodules]: remote address index paired with local module, or -1 */
+};
+
+/* ---- component ---------------------------------------------------------------- */
+
+struct bm_btl_tcp_component {
+    struct bm_btl_tcp_config cfg;
+    int epfd;
+    int rank, size;
+    uint8_t nonce[BM_BTL_TCP_NONCE_LEN];
+    struct bm_btl_tcp_module **modules;
+    int nmodules;
+    struct bm_btl_tcp_peer *peers; /* [size] */
+    struct bm_util_list timers;    /* connections with a deadline */
+    struct bm_util_list anon;      /* accepted sockets not yet identified (also on timers) */
+    struct bm_btl_tcp_conn *ack_list;
+    struct bm_btl_tcp_conn *dead_list; /* send failures to report at the end of progress */
+    struct bm_btl_tcp_frag *pool;
+    int pool_count;
+    int completions; /* counted by progress */
+    bool finalizing;
+};
+
+extern struct bm_btl_tcp_component bm_btl_tcp_component;
+extern const struct bm_btl_ops bm_btl_tcp_ops;
+
+long long bm_btl_tcp_now_ns(void);
+
+/* tcp_module.c */
+bm_status_t bm_btl_tcp_module_create(int index, const struct bm_btl_tcp_if *iface,
+                                     struct bm_btl_tcp_module **module_out);
+void bm_btl_tcp_module_destroy(struct bm_btl_tcp_module *m);
+/* The module's address of this family, or NULL. */
+const struct bm_btl_tcp_ifaddr *bm_btl_tcp_module_addr(const struct bm_btl_tcp_module *m,
+                                                       int family);
+/* Parse a peer's modex record and pair interfaces (once per peer). */
+struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(int rank);
+bm_status_t bm_btl_tcp_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                 struct bm_btl_endpoint **endpoints_out,
+                                 struct bm_util_bitmap *reachable);
+bm_status_t bm_btl_tcp_del_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                 struct bm_btl_endpoint **endpoints);
+
+/* tcp_endpoint.c */
+/* The endpoint of module m for rank, created with its candidate list. */
+struct bm_btl_tcp_endpoint *bm_btl_tcp_endpoint_get(struct bm_btl_tcp_module *m, int rank);
+void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status);
+/* Start connecting a link that is IDLE (lazily, on first send). */
+void bm_btl_tcp_endpoint_connect(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *c);
+/* Mark the endpoint failed: error callback first, then every outstanding
+ * fragment completes with status. Idempotent. */
+void bm_btl_tcp_endpoint_fail(struct bm_btl_tcp_endpoint *ep, int status, const char *what);
+/* A new socket from a listener. */
+void bm_btl_tcp_endpoint_accept(struct bm_btl_tcp_listener *l);
+/* epoll events on a connection. */
+void bm_btl_tcp_conn_event(struct bm_btl_tcp_conn *c, uint32_t events);
+/* Expire deadlines (connects, handshakes). */
+void bm_btl_tcp_endpoint_timers(long long now);
+/* The connection failed (err: errno, 0 for an unexpected EOF): fail its endpoint. */
+void bm_btl_tcp_conn_fail(struct bm_btl_tcp_conn *c, int err);
+/* Report connections that failed inside send (called at the end of progress). */
+void bm_btl_tcp_endpoint_reap(void);
+/* Close and free accepted sockets that never identified themselves (finalize). */
+void bm_btl_tcp_endpoint_close_anon(void);
+/* Update the epoll interest of a connection (EPOLLIN always, EPOLLOUT when asked). */
+void bm_btl_tcp_conn_want_write(struct bm_btl_tcp_conn *c, bool want);
+/* Close the socket of a connection and forget its state (not its queues). */
+void bm_btl_tcp_conn_close_fd(struct bm_btl_tcp_conn *c);
+/* Send FIN on every connected link and close (finalize). */
+void bm_btl_tcp_endpoint_shutdown(struct bm_btl_tcp_endpoint *ep);
+
+/* tcp_frag.c */
+struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                           uint8_t order, size_t size, uint32_t flags);
+void bm_btl_tcp_free(struct bm_btl_module *m, struct bm_btl_descriptor *des);
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
+                                                 struct bm_btl_endpoint *ep, const void *data,
+                                                 size_t reserve, size_t *size, uint8_t order,
+                                                 uint32_t flags);
+int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                    struct bm_btl_descriptor *des, bm_btl_tag_t tag);
+/* Write queued frames until the socket would block. Returns false when the
+ * connection failed (the endpoint was failed). */
+bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c);
+/* Read and dispatch frames. Returns false when the connection failed or closed. */
+bool bm_btl_tcp_frag_recv(struct bm_btl_tcp_conn *c);
+/* Send pending standalone acknowledgements. */
+void bm_btl_tcp_frag_flush_acks(void);
+/* Queue a FIN (finalize). */
+void bm_btl_tcp_frag_queue_fin(struct bm_btl_tcp_conn *c);
+/* Complete every fragment of a connection's queues with status. */
+void bm_btl_tcp_frag_fail_all(struct bm_btl_tcp_conn *c, int status);
+/* Release the component's fragment pool. */
+void bm_btl_tcp_frag_pool_release(void);
+/* Allocate the internal control fragment of a connection. */
+struct bm_btl_tcp_frag *bm_btl_tcp_frag_new_ctl(void);
+
+#endif

@@ -1,0 +1,340 @@
+/* The tcp transport component: its parameters (BM_BTL_TCP_*), start-up
+ * (find interfaces, open one module per interface, publish the addresses and
+ * a random per-process nonce in the modex under "btl.tcp"), the epoll-driven
+ * progress loop shared by every module, and finalize (let outstanding sends
+ * be acknowledged, say goodbye to every peer, release everything). The one
+ * const ops table of the transport is at the end. */
+#define BM_LOG_SUBSYS "btl/tcp"
+#include "btl/tcp/tcp.h"
+#include "runtime/rte.h"
+#include "util/log.h"
+#include "util/params.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+struct bm_btl_tcp_component bm_btl_tcp_component = {.epfd = -1};
+
+#define TCP_CFG(f) offsetof(struct bm_btl_tcp_config, f)
+
+static const struct bm_param tcp_params[] = {
+    {"BM_BTL_TCP_IF_INCLUDE", BM_PARAM_STRING, "", 0, 0, NULL,
+     "Use only these interfaces: a comma list of names (eth0) and CIDR networks (10.1.0.0/16, "
+     "fd00::/8). Naming a loopback interface here uses it even when sm is selected. Exclusive "
+     "with BM_BTL_TCP_IF_EXCLUDE.",
+     TCP_CFG(if_include), 0},
+    {"BM_BTL_TCP_IF_EXCLUDE", BM_PARAM_STRING, "", 0, 0, NULL,
+     "Never use these interfaces (names or CIDR networks, comma-separated). Exclusive with "
+     "BM_BTL_TCP_IF_INCLUDE.",
+     TCP_CFG(if_exclude), 0},
+    {"BM_BTL_TCP_LINKS", BM_PARAM_INT, "1", 1, 16, NULL,
+     "TCP connections per peer per interface. More than one spreads large transfers over "
+     "several sockets (and drops the in-order guarantee of the module).",
+     TCP_CFG(links), 0},
+    {"BM_BTL_TCP_SNDBUF", BM_PARAM_SIZE, "0", 0, 1LL << 30, NULL,
+     "Socket send buffer size (SO_SNDBUF). 0 keeps the kernel's automatic tuning, which is "
+     "usually best.",
+     TCP_CFG(sndbuf), 0},
+    {"BM_BTL_TCP_RCVBUF", BM_PARAM_SIZE, "0", 0, 1LL << 30, NULL,
+     "Socket receive buffer size (SO_RCVBUF). 0 keeps the kernel's automatic tuning.",
+     TCP_CFG(rcvbuf), 0},
+    {"BM_BTL_TCP_EAGER_LIMIT", BM_PARAM_SIZE, "64k", 1024, 16LL << 20, NULL,
+     "Largest message sent eagerly (PML header included); larger ones use the rendezvous "
+     "protocol.",
+     TCP_CFG(eager_limit), 0},
+    {"BM_BTL_TCP_MAX_SEND_SIZE", BM_PARAM_SIZE, "1m", 4096, 32LL << 20, NULL,
+     "Largest fragment of a large message. Bigger fragments mean fewer system calls; every "
+     "connection keeps a receive buffer of this size.",
+     TCP_CFG(max_send_size), 0},
+    {"BM_BTL_TCP_INPLACE_MIN", BM_PARAM_SIZE, "16k", 0, 1LL << 30, NULL,
+     "Fragments at least this large are sent straight from the user's buffer (no copy); "
+     "smaller ones are copied, which is cheaper for small sizes.",
+     TCP_CFG(inplace_min), 0},
+    {"BM_BTL_TCP_CONNECT_TIMEOUT", BM_PARAM_INT, "5000", 100, 600000, NULL,
+     "Milliseconds a TCP connect on one interface pair may take before the pair is dropped for "
+     "that peer (with a warning naming both addresses) and the peer's next address is tried.",
+     TCP_CFG(connect_timeout_ms), 0},
+    {"BM_BTL_TCP_HANDSHAKE_TIMEOUT", BM_PARAM_INT, "60000", 100, 3600000, NULL,
+     "Milliseconds the peer process may take to answer our handshake once TCP is connected "
+     "(it answers from its progress loop, so a busy peer is slow). Also how long a stray "
+     "connection that sends nothing is kept open.",
+     TCP_CFG(handshake_timeout_ms), 0},
+    {"BM_BTL_TCP_USER_TIMEOUT", BM_PARAM_INT, "10000", 0, 3600000, NULL,
+     "Milliseconds sent data may stay unacknowledged by the peer's kernel before the "
+     "connection is declared dead (TCP_USER_TIMEOUT). 0 uses the kernel default (~15 min).",
+     TCP_CFG(user_timeout_ms), 0},
+    {"BM_BTL_TCP_KEEPALIVE_IDLE", BM_PARAM_INT, "5", 0, 86400, NULL,
+     "Seconds of silence before TCP keepalive probes start, so that a reader notices a dead "
+     "link or host. 0 disables keepalive.",
+     TCP_CFG(keepalive_idle_s), 0},
+    {"BM_BTL_TCP_KEEPALIVE_INTVL", BM_PARAM_INT, "1", 1, 3600, NULL,
+     "Seconds between unanswered keepalive probes.", TCP_CFG(keepalive_intvl_s), 0},
+    {"BM_BTL_TCP_KEEPALIVE_CNT", BM_PARAM_INT, "5", 1, 100, NULL,
+     "Unanswered keepalive probes before the connection is declared dead.", TCP_CFG(keepalive_cnt),
+     0},
+    {"BM_BTL_TCP_FINALIZE_DRAIN", BM_PARAM_INT, "10000", 0, 600000, NULL,
+     "Milliseconds finalize waits for outstanding sends to be acknowledged before closing.",
+     TCP_CFG(finalize_drain_ms), 0},
+};
+static const struct bm_param_table tcp_param_table = {"btl/tcp", tcp_params,
+                                                      BM_PARAM_COUNT(tcp_params)};
+BM_PARAM_TABLE_REGISTER(tcp_param_table);
+
+long long bm_btl_tcp_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static bm_status_t bm_btl_tcp_query(char *why, size_t whylen)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(why, whylen, "cannot create a TCP socket: %s", strerror(errno));
+        return BM_ERR_NOT_AVAILABLE;
+    }
+    close(fd);
+    return BM_OK;
+}
+
+/* Is the sm transport in use (then same-host peers never need loopback)? */
+static bool tcp_sm_selected(void)
+{
+    bool built = false;
+    for (int i = 0; i < bm_btl_registry_count; i++)
+        built |= strcmp(bm_btl_registry[i]->name, "sm") == 0;
+    if (!built)
+        return false;
+    const char *sel = getenv("BM_BTL");
+    if (!sel || !*sel)
+        return true;
+    bool exclude = sel[0] == '^';
+    bool named = false;
+    for (const char *p = sel + exclude; *p;) {
+        size_t len = strcspn(p, ",");
+        named |= len == 2 && strncmp(p, "sm", 2) == 0;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return exclude ? !named : named;
+}
+
+static bm_status_t tcp_publish(void)
+{
+    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    size_t naddrs = 0;
+    for (int i = 0; i < c->nmodules; i++)
+        naddrs += (size_t)c->modules[i]->nlisteners;
+    size_t len =
+        sizeof(struct bm_btl_tcp_modex_hdr) + naddrs * sizeof(struct bm_btl_tcp_modex_addr);
+    struct bm_btl_tcp_modex_hdr *h = calloc(1, len);
+    if (!h)
+        return BM_ERR_NO_MEMORY;
+    h->magic = htonl(BM_BTL_TCP_MODEX_MAGIC);
+    h->version = htons(BM_BTL_TCP_MODEX_VERSION);
+    h->naddrs = htons((uint16_t)naddrs);
+    memcpy(h->nonce, c->nonce, sizeof(h->nonce));
+    bm_btl_tcp_if_host_id(h->host_id, &h->netns_ino);
+    struct bm_btl_tcp_modex_addr *a = (struct bm_btl_tcp_modex_addr *)(h + 1);
+    for (int i = 0; i < c->nmodules; i++) {
+        struct bm_btl_tcp_module *m = c->modules[i];
+        for (int k = 0; k < m->nlisteners; k++, a++) {
+            const struct bm_btl_tcp_listener *l = &m->listeners[k];
+            a->family = l->addr.family == AF_INET6 ? 6 : 4;
+            a->prefixlen = l->addr.prefixlen;
+            a->port = htons(l->port);
+            a->module = htons((uint16_t)m->index);
+            a->flags = htons(m->iface.loopback ? BM_BTL_TCP_ADDR_F_LOOPBACK : 0);
+            a->bandwidth = htonl(m->iface.bandwidth);
+            memcpy(a->addr, l->addr.addr, sizeof(a->addr));
+            snprintf(a->ifname, sizeof(a->ifname), "%.15s", m->iface.name);
+        }
+    }
+    bm_status_t rc = bm_rte_modex_put("btl.tcp", h, len);
+    free(h);
+    return rc;
+}
+
+static void bm_btl_tcp_finalize(void);
+
+static bm_status_t bm_btl_tcp_init(const struct bm_btl_init_args *args,
+                                   struct bm_btl_module ***modules_out, int *count_out)
+{
+    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    (void)args;
+    memset(c, 0, sizeof(*c));
+    c->epfd = -1;
+    bm_util_list_init(&c->timers);
+    bm_util_list_init(&c->anon);
+    bm_status_t rc = bm_util_params_load(&tcp_param_table, &c->cfg);
+    if (rc != BM_OK)
+        return rc;
+    const struct bm_rte_proc *self = bm_rte_self();
+    c->rank = self->rank;
+    c->size = self->size;
+    if (getrandom(c->nonce, sizeof(c->nonce), 0) != (ssize_t)sizeof(c->nonce)) {
+        bm_log_error("getrandom failed: %s; cannot create the job secret for tcp handshakes",
+                     strerror(errno));
+        return BM_ERR_SYSTEM;
+    }
+    c->epfd = epoll_create1(EPOLL_CLOEXEC);
+    c->peers = calloc((size_t)c->size, sizeof(*c->peers));
+    if (c->epfd < 0 || !c->peers) {
+        rc = c->epfd < 0 ? BM_ERR_SYSTEM : BM_ERR_NO_MEMORY;
+        goto err;
+    }
+    struct bm_btl_tcp_if *ifs = NULL;
+    int nifs = 0;
+    rc = bm_btl_tcp_if_discover(&c->cfg, !tcp_sm_selected(), &ifs, &nifs);
+    if (rc != BM_OK)
+        goto err;
+    c->modules = calloc((size_t)nifs + 1, sizeof(*c->modules));
+    if (!c->modules) {
+        free(ifs);
+        rc = BM_ERR_NO_MEMORY;
+        goto err;
+    }
+    for (int i = 0; i < nifs; i++) {
+        struct bm_btl_tcp_module *m;
+        if (bm_btl_tcp_module_create(c->nmodules, &ifs[i], &m) == BM_OK)
+            c->modules[c->nmodules++] = m;
+    }
+    free(ifs);
+    if (c->nmodules == 0) {
+        bm_log_info("no usable network interface (check BM_BTL_TCP_IF_INCLUDE/_EXCLUDE); tcp "
+                    "reaches no peer from this process");
+    } else {
+        rc = tcp_publish();
+        if (rc != BM_OK)
+            goto err;
+    }
+    *modules_out = (struct bm_btl_module **)c->modules;
+    *count_out = c->nmodules;
+    return BM_OK;
+err:
+    bm_btl_tcp_finalize();
+    return rc;
+}
+
+static int bm_btl_tcp_progress(void)
+{
+    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    struct epoll_event ev[64];
+    c->completions = 0;
+    int n = epoll_wait(c->epfd, ev, 64, 0);
+    for (int i = 0; i < n; i++) {
+        enum bm_btl_tcp_poll_kind *kind = ev[i].data.ptr;
+        if (*kind == BM_BTL_TCP_POLL_LISTENER)
+            bm_btl_tcp_endpoint_accept(ev[i].data.ptr);
+        else
+            bm_btl_tcp_conn_event(ev[i].data.ptr, ev[i].events);
+    }
+    if (!bm_util_list_empty(&c->timers))
+        bm_btl_tcp_endpoint_timers(bm_btl_tcp_now_ns());
+    if (c->dead_list)
+        bm_btl_tcp_endpoint_reap();
+    if (c->ack_list)
+        bm_btl_tcp_frag_flush_acks();
+    return c->completions;
+}
+
+/* Anything still to be written or acknowledged on a live connection? */
+static bool tcp_busy(void)
+{
+    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    for (int i = 0; i < c->nmodules; i++)
+        for (int r = 0; r < c->size; r++) {
+            struct bm_btl_tcp_endpoint *ep = c->modules[i]->eps[r];
+            if (!ep || ep->failed)
+                continue;
+            for (int k = 0; k < ep->nlinks; k++)
+                if (!bm_util_queue_empty(&ep->links[k].sendq) ||
+                    !bm_util_queue_empty(&ep->links[k].ackq))
+                    return true;
+        }
+    return false;
+}
+
+/* Let outstanding sends be acknowledged (bounded by BM_BTL_TCP_FINALIZE_DRAIN). */
+static void tcp_drain(void)
+{
+    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    long long deadline = bm_btl_tcp_now_ns() + (long long)c->cfg.finalize_drain_ms * 1000000LL;
+    while (tcp_busy() && bm_btl_tcp_now_ns() < deadline) {
+        bm_btl_tcp_progress();
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    bm_btl_tcp_progress(); /* last acknowledgements out */
+}
+
+static bm_status_t tcp_del_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                 struct bm_btl_endpoint **endpoints)
+{
+    if (bm_btl_tcp_component.epfd >= 0)
+        tcp_drain();
+    return bm_btl_tcp_del_procs(m, nprocs, ranks, endpoints);
+}
+
+static void bm_btl_tcp_finalize(void)
+{
+    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    if (c->epfd >= 0 && c->modules)
+        tcp_drain();
+    for (int i = 0; i < c->nmodules; i++)
+        for (int r = 0; r < c->size; r++)
+            if (c->modules[i]->eps[r])
+                bm_btl_tcp_endpoint_shutdown(c->modules[i]->eps[r]);
+    for (int i = 0; i < c->nmodules; i++)
+        bm_btl_tcp_module_destroy(c->modules[i]);
+    bm_btl_tcp_endpoint_close_anon();
+    free(c->modules);
+    c->modules = NULL;
+    c->nmodules = 0;
+    if (c->peers)
+        for (int r = 0; r < c->size; r++)
+            free(c->peers[r].pair_remote);
+    free(c->peers);
+    c->peers = NULL;
+    bm_btl_tcp_frag_pool_release();
+    if (c->epfd >= 0)
+        close(c->epfd);
+    c->epfd = -1;
+}
+
+/* tcp has no RDMA operations, so there is never anything to flush; callers
+ * that flush every module at close get an immediate answer. */
+static bm_status_t bm_btl_tcp_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
+{
+    (void)m;
+    (void)ep;
+    return BM_OK;
+}
+
+const struct bm_btl_ops bm_btl_tcp_ops = {
+    .name = "tcp",
+    .description = "TCP sockets over every usable IPv4/IPv6 interface (works everywhere)",
+    .params = &tcp_param_table,
+    .query = bm_btl_tcp_query,
+    .init = bm_btl_tcp_init,
+    .progress = bm_btl_tcp_progress,
+    .finalize = bm_btl_tcp_finalize,
+    .add_procs = bm_btl_tcp_add_procs,
+    .del_procs = tcp_del_procs,
+    .alloc = bm_btl_tcp_alloc,
+    .free = bm_btl_tcp_free,
+    .prepare_src = bm_btl_tcp_prepare_src,
+    .send = bm_btl_tcp_send,
+    .flush = bm_btl_tcp_flush,
+};

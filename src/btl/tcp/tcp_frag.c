@@ -1,0 +1,525 @@
+/* Fragments of the tcp transport: send descriptors (alloc, prepare_src,
+ * send, free), the scatter-gather write of queued frames, the parsing of the
+ * received byte stream into frames, and acknowledgements. Data larger than
+ * BM_BTL_TCP_INPLACE_MIN is never copied on the send side: prepare_src
+ * points the descriptor's second segment at the caller's memory and sendmsg
+ * gathers header, caller header and data in one call. A send completes only
+ * when the peer acknowledges its frame (the ack field of any frame coming
+ * back, or a standalone ACK sent at the end of the peer's progress), so the
+ * contract "never report success for data that may not have arrived" holds
+ * even when a connection breaks with data still in the kernel's buffers. */
+#define BM_LOG_SUBSYS "btl/tcp"
+#include "btl/tcp/tcp.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#define TCP_RBUF_INITIAL (256u << 10)
+#define TCP_IOV_MAX      64
+
+/* ---- allocation -------------------------------------------------------------- */
+
+static size_t tcp_pool_cap(void)
+{
+    return bm_btl_tcp_component.cfg.eager_limit;
+}
+
+static struct bm_btl_tcp_frag *tcp_frag_get(size_t cap)
+{
+    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    struct bm_btl_tcp_frag *f;
+    if (cap <= tcp_pool_cap()) {
+        f = c->pool;
+        if (f) {
+            c->pool = f->pool_next;
+            c->pool_count--;
+        } else {
+            f = malloc(sizeof(*f) + tcp_pool_cap());
+            if (!f)
+                return NULL;
+        }
+        memset(f, 0, sizeof(*f));
+        f->cap = tcp_pool_cap();
+        f->flags = BM_BTL_TCP_FRAG_F_POOLED;
+        return f;
+    }
+    f = malloc(sizeof(*f) + cap);
+    if (!f)
+        return NULL;
+    memset(f, 0, sizeof(*f));
+    f->cap = cap;
+    return f;
+}
+
+static void tcp_frag_put(struct bm_btl_tcp_frag *f)
+{
+    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    if ((f->flags & BM_BTL_TCP_FRAG_F_POOLED) && c->pool_count < 1024) {
+        f->pool_next = c->pool;
+        c->pool = f;
+        c->pool_count++;
+        return;
+    }
+    free(f);
+}
+
+void bm_btl_tcp_frag_pool_release(void)
+{
+    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    while (c->pool) {
+        struct bm_btl_tcp_frag *f = c->pool;
+        c->pool = f->pool_next;
+        free(f);
+    }
+    c->pool_count = 0;
+}
+
+struct bm_btl_tcp_frag *bm_btl_tcp_frag_new_ctl(void)
+{
+    struct bm_btl_tcp_frag *f = calloc(1, sizeof(*f));
+    if (f) {
+        f->flags = BM_BTL_TCP_FRAG_F_INTERNAL;
+        f->total = sizeof(struct bm_btl_tcp_hdr);
+    }
+    return f;
+}
+
+struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                           uint8_t order, size_t size, uint32_t flags)
+{
+    (void)ep;
+    if (size > m->max_send_size)
+        return NULL;
+    struct bm_btl_tcp_frag *f = tcp_frag_get(size);
+    if (!f)
+        return NULL;
+    f->des.seg[0].addr = f->data;
+    f->des.seg[0].len = size;
+    f->des.seg_count = 1;
+    f->des.flags = flags;
+    f->des.order = order;
+    f->des.module = m;
+    return &f->des;
+}
+
+void bm_btl_tcp_free(struct bm_btl_module *m, struct bm_btl_descriptor *des)
+{
+    (void)m;
+    tcp_frag_put((struct bm_btl_tcp_frag *)des);
+}
+
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
+                                                 struct bm_btl_endpoint *ep, const void *data,
+                                                 size_t reserve, size_t *size, uint8_t order,
+                                                 uint32_t flags)
+{
+    (void)ep;
+    size_t room = m->max_send_size > reserve ? m->max_send_size - reserve : 0;
+    size_t n = *size < room ? *size : room;
+    bool inplace = n >= bm_btl_tcp_component.cfg.inplace_min;
+    struct bm_btl_tcp_frag *f = tcp_frag_get(inplace ? reserve : reserve + n);
+    if (!f)
+        return NULL;
+    f->des.seg[0].addr = f->data;
+    if (inplace) {
+        f->des.seg[0].len = reserve;
+        f->des.seg[1].addr = (void *)(uintptr_t)data;
+        f->des.seg[1].len = n;
+        f->des.seg_count = 2;
+    } else {
+        if (n)
+            memcpy(f->data + reserve, data, n);
+        f->des.seg[0].len = reserve + n;
+        f->des.seg_count = 1;
+    }
+    f->des.flags = flags;
+    f->des.order = order;
+    f->des.module = m;
+    *size = n;
+    return &f->des;
+}
+
+/* ---- completion ----------------------------------------------------------------- */
+
+static void tcp_frag_complete(struct bm_btl_tcp_frag *f, int status)
+{
+    f->flags &= ~BM_BTL_TCP_FRAG_F_QUEUED;
+    if (f->flags & BM_BTL_TCP_FRAG_F_INTERNAL) {
+        if (f->flags & BM_BTL_TCP_FRAG_F_FREE)
+            free(f);
+        return;
+    }
+    struct bm_btl_descriptor *des = &f->des;
+    bool owned = (des->flags & BM_BTL_DES_F_BTL_OWNED) != 0;
+    bm_btl_tcp_component.completions++;
+    if (des->cbfunc)
+        des->cbfunc(des->module, (struct bm_btl_endpoint *)f->ep, des, status);
+    if (owned)
+        tcp_frag_put(f);
+}
+
+void bm_btl_tcp_frag_fail_all(struct bm_btl_tcp_conn *c, int status)
+{
+    struct bm_util_queue_node *n;
+    while ((n = bm_util_queue_pop(&c->sendq)) != NULL)
+        tcp_frag_complete(bm_util_container_of(n, struct bm_btl_tcp_frag, qnode), status);
+    while ((n = bm_util_queue_pop(&c->ackq)) != NULL)
+        tcp_frag_complete(bm_util_container_of(n, struct bm_btl_tcp_frag, qnode), status);
+    c->queued_bytes = 0;
+}
+
+/* The peer has received every DATA frame numbered below ack. */
+static void tcp_frag_acked(struct bm_btl_tcp_conn *c, uint32_t ack)
+{
+    struct bm_util_queue_node *n;
+    while ((n = bm_util_queue_peek(&c->ackq)) != NULL) {
+        struct bm_btl_tcp_frag *f = bm_util_container_of(n, struct bm_btl_tcp_frag, qnode);
+        if ((int32_t)(ack - f->seq) <= 0)
+            break;
+        bm_util_queue_pop(&c->ackq);
+        tcp_frag_complete(f, BM_OK);
+    }
+}
+
+/* ---- sending ----------------------------------------------------------------------- */
+
+static void tcp_conn_mark_dead(struct bm_btl_tcp_conn *c, int err)
+{
+    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    if (c->dead)
+        return;
+    c->dead = true;
+    c->err = err;
+    c->dead_next = comp->dead_list;
+    comp->dead_list = c;
+    /* Nothing more goes out on it; progress reports it. */
+    bm_btl_tcp_conn_want_write(c, false);
+}
+
+bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
+{
+    if (c->dead || c->fd < 0 || c->state != BM_BTL_TCP_CONN_CONNECTED)
+        return !c->dead;
+    while (!bm_util_queue_empty(&c->sendq)) {
+        struct iovec iov[TCP_IOV_MAX];
+        int niov = 0;
+        for (struct bm_util_queue_node *n = bm_util_queue_peek(&c->sendq);
+             n && niov + 1 + BM_BTL_DES_MAX_SEGS <= TCP_IOV_MAX; n = n->next) {
+            struct bm_btl_tcp_frag *f = bm_util_container_of(n, struct bm_btl_tcp_frag, qnode);
+            if (f->sent == 0) {
+                f->hdr.ack = htonl(c->rx_count);
+                c->ack_sent = c->rx_count;
+            }
+            size_t skip = f->sent;
+            const char *hp = (const char *)&f->hdr;
+            if (skip < sizeof(f->hdr)) {
+                iov[niov++] = (struct iovec){(void *)(hp + skip), sizeof(f->hdr) - skip};
+                skip = 0;
+            } else {
+                skip -= sizeof(f->hdr);
+            }
+            if (f->flags & BM_BTL_TCP_FRAG_F_INTERNAL)
+                continue;
+            for (uint32_t s = 0; s < f->des.seg_count; s++) {
+                size_t len = f->des.seg[s].len;
+                if (skip >= len) {
+                    skip -= len;
+                    continue;
+                }
+                iov[niov++] = (struct iovec){(char *)f->des.seg[s].addr + skip, len - skip};
+                skip = 0;
+            }
+        }
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                bm_btl_tcp_conn_want_write(c, true);
+                return true;
+            }
+            tcp_conn_mark_dead(c, errno);
+            return false;
+        }
+        size_t left = (size_t)w;
+        while (left > 0) {
+            struct bm_btl_tcp_frag *f =
+                bm_util_container_of(bm_util_queue_peek(&c->sendq), struct bm_btl_tcp_frag, qnode);
+            size_t need = f->total - f->sent;
+            if (left < need) {
+                f->sent += left;
+                break;
+            }
+            left -= need;
+            f->sent = f->total;
+            bm_util_queue_pop(&c->sendq);
+            c->queued_bytes -= f->total;
+            if (f->flags & BM_BTL_TCP_FRAG_F_INTERNAL)
+                tcp_frag_complete(f, BM_OK); /* ACK/FIN frames need no acknowledgement */
+            else
+                bm_util_queue_push(&c->ackq, &f->qnode);
+        }
+    }
+    bm_btl_tcp_conn_want_write(c, false);
+    return true;
+}
+
+static struct bm_btl_tcp_conn *tcp_pick_link(struct bm_btl_tcp_endpoint *ep)
+{
+    if (ep->nlinks == 1)
+        return &ep->links[0];
+    struct bm_btl_tcp_conn *best = NULL;
+    for (int i = 0; i < ep->nlinks; i++) {
+        struct bm_btl_tcp_conn *c = &ep->links[i];
+        if (c->state == BM_BTL_TCP_CONN_CONNECTED &&
+            (!best || c->queued_bytes < best->queued_bytes))
+            best = c;
+    }
+    if (best && best->queued_bytes == 0)
+        return best;
+    /* Rotate so that every link gets traffic (and gets connected). */
+    struct bm_btl_tcp_conn *c = &ep->links[ep->rr++ % (uint32_t)ep->nlinks];
+    if (c->state == BM_BTL_TCP_CONN_CONNECTED || !best)
+        return c;
+    return best;
+}
+
+int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
+                    struct bm_btl_descriptor *des, bm_btl_tag_t tag)
+{
+    (void)m;
+    struct bm_btl_tcp_endpoint *ep = (struct bm_btl_tcp_endpoint *)bep;
+    struct bm_btl_tcp_frag *f = (struct bm_btl_tcp_frag *)des;
+    if (ep->failed)
+        return ep->fail_status;
+    size_t payload = 0;
+    for (uint32_t s = 0; s < des->seg_count; s++)
+        payload += des->seg[s].len;
+    if (payload > BM_BTL_TCP_FRAME_MAX)
+        return BM_ERR_NOT_AVAILABLE;
+    struct bm_btl_tcp_conn *c = tcp_pick_link(ep);
+    f->ep = ep;
+    f->seq = c->tx_seq++;
+    f->hdr.len = htonl((uint32_t)payload);
+    f->hdr.type = BM_BTL_TCP_FRAME_DATA;
+    f->hdr.tag = tag;
+    f->hdr.flags = 0;
+    f->hdr.seq = htonl(f->seq);
+    f->total = sizeof(f->hdr) + payload;
+    f->sent = 0;
+    f->flags |= BM_BTL_TCP_FRAG_F_QUEUED;
+    bool was_empty = bm_util_queue_empty(&c->sendq);
+    bm_util_queue_push(&c->sendq, &f->qnode);
+    c->queued_bytes += f->total;
+    if (c->state == BM_BTL_TCP_CONN_IDLE) {
+        for (int i = 0; i < ep->nlinks; i++)
+            bm_btl_tcp_endpoint_connect(ep, &ep->links[i]);
+    } else if (c->state == BM_BTL_TCP_CONN_CONNECTED && was_empty) {
+        bm_btl_tcp_frag_flush(c); /* a failure is reported by the next progress */
+    }
+    return BM_OK;
+}
+
+/* ---- acknowledgements and FIN -------------------------------------------------------- */
+
+static void tcp_ctl_queue(struct bm_btl_tcp_conn *c, struct bm_btl_tcp_frag *f, int type)
+{
+    f->hdr.len = 0;
+    f->hdr.type = (uint8_t)type;
+    f->hdr.tag = 0;
+    f->hdr.flags = 0;
+    f->hdr.seq = 0;
+    f->sent = 0;
+    f->total = sizeof(f->hdr);
+    f->flags |= BM_BTL_TCP_FRAG_F_QUEUED;
+    bm_util_queue_push(&c->sendq, &f->qnode);
+    c->queued_bytes += f->total;
+}
+
+void bm_btl_tcp_frag_flush_acks(void)
+{
+    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    while (comp->ack_list) {
+        struct bm_btl_tcp_conn *c = comp->ack_list;
+        comp->ack_list = c->ack_next;
+        c->ack_listed = false;
+        if (c->state != BM_BTL_TCP_CONN_CONNECTED || c->fd < 0 || c->ack_sent == c->rx_count)
+            continue;
+        if (!(c->ctl->flags & BM_BTL_TCP_FRAG_F_QUEUED))
+            tcp_ctl_queue(c, c->ctl, BM_BTL_TCP_FRAME_ACK);
+        bm_btl_tcp_frag_flush(c);
+    }
+}
+
+void bm_btl_tcp_frag_queue_fin(struct bm_btl_tcp_conn *c)
+{
+    struct bm_btl_tcp_frag *f = bm_btl_tcp_frag_new_ctl();
+    if (!f)
+        return;
+    f->flags |= BM_BTL_TCP_FRAG_F_FREE;
+    f->ep = c->ep;
+    tcp_ctl_queue(c, f, BM_BTL_TCP_FRAME_FIN);
+}
+
+/* ---- receiving ------------------------------------------------------------------------ */
+
+static void tcp_conn_owe_ack(struct bm_btl_tcp_conn *c)
+{
+    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    if (c->ack_listed)
+        return;
+    c->ack_listed = true;
+    c->ack_next = comp->ack_list;
+    comp->ack_list = c;
+}
+
+static void tcp_conn_protocol_error(struct bm_btl_tcp_conn *c, const char *why)
+{
+    char what[1024];
+    snprintf(what, sizeof(what),
+             "connection to rank %d (%s) via %s carries a corrupt stream (%s); closing it",
+             c->ep->rank, c->peer_str, c->ep->module->iface.name, why);
+    bm_btl_tcp_endpoint_fail(c->ep, BM_ERR_PROTOCOL, what);
+}
+
+/* Dispatch complete frames. false when the connection went away meanwhile. */
+static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
+{
+    struct bm_btl_tcp_endpoint *ep = c->ep;
+    struct bm_btl_module *m = &ep->module->super;
+    while (c->rlen - c->rpos >= sizeof(struct bm_btl_tcp_hdr)) {
+        struct bm_btl_tcp_hdr h;
+        memcpy(&h, c->rbuf + c->rpos, sizeof(h));
+        uint32_t len = ntohl(h.len);
+        if (len > BM_BTL_TCP_FRAME_MAX) {
+            tcp_conn_protocol_error(c, "frame length out of range");
+            return false;
+        }
+        if (c->rlen - c->rpos < sizeof(h) + len)
+            return true;
+        tcp_frag_acked(c, ntohl(h.ack));
+        if (c->fd < 0)
+            return false;
+        switch (h.type) {
+        case BM_BTL_TCP_FRAME_DATA: {
+            if (ntohl(h.seq) != c->rx_count) {
+                tcp_conn_protocol_error(c, "frame out of sequence");
+                return false;
+            }
+            c->rx_count++;
+            tcp_conn_owe_ack(c);
+            struct bm_btl_segment seg = {c->rbuf + c->rpos + sizeof(h), len};
+            struct bm_btl_recv_desc d = {
+                .endpoint = (struct bm_btl_endpoint *)ep,
+                .peer = ep->rank,
+                .tag = h.tag,
+                .seg_count = 1,
+                .seg = &seg,
+            };
+            c->rpos += sizeof(h) + len;
+            bm_btl_tcp_component.completions++;
+            if (h.tag < BM_BTL_TAG_MAX && m->recv_cb[h.tag].cb)
+                m->recv_cb[h.tag].cb(m, &d, m->recv_cb[h.tag].cbdata);
+            else
+                bm_log_ratelimited(BM_LOG_ERROR,
+                                   "%s: a frame for tag %u from rank %d has no receiver; dropped",
+                                   m->name, h.tag, ep->rank);
+            if (c->fd < 0)
+                return false;
+            continue;
+        }
+        case BM_BTL_TCP_FRAME_ACK:
+            break;
+        case BM_BTL_TCP_FRAME_FIN:
+            c->peer_fin = true;
+            break;
+        default:
+            tcp_conn_protocol_error(c, "unknown frame type");
+            return false;
+        }
+        c->rpos += sizeof(h) + len;
+    }
+    return true;
+}
+
+/* Make room for the frame at rpos (or for a header) before reading. */
+static bool tcp_conn_rbuf_room(struct bm_btl_tcp_conn *c)
+{
+    if (c->rpos == c->rlen)
+        c->rpos = c->rlen = 0;
+    size_t need = sizeof(struct bm_btl_tcp_hdr);
+    if (c->rlen - c->rpos >= sizeof(struct bm_btl_tcp_hdr)) {
+        struct bm_btl_tcp_hdr h;
+        memcpy(&h, c->rbuf + c->rpos, sizeof(h));
+        need += ntohl(h.len);
+    }
+    if (need > c->rcap) {
+        size_t ncap = c->rcap ? c->rcap : TCP_RBUF_INITIAL;
+        while (ncap < need)
+            ncap *= 2;
+        char *nb = realloc(c->rbuf, ncap);
+        if (!nb)
+            return false;
+        c->rbuf = nb;
+        c->rcap = ncap;
+    }
+    if (c->rpos > 0 && c->rcap - c->rpos < need + 4096) {
+        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+    }
+    return true;
+}
+
+bool bm_btl_tcp_frag_recv(struct bm_btl_tcp_conn *c)
+{
+    for (;;) {
+        if (!tcp_conn_rbuf_room(c)) {
+            tcp_conn_protocol_error(c, "out of memory for a receive buffer");
+            return false;
+        }
+        size_t want = c->rcap - c->rlen;
+        ssize_t n = recv(c->fd, c->rbuf + c->rlen, want, MSG_DONTWAIT);
+        if (n > 0) {
+            c->rlen += (size_t)n;
+            if (!tcp_conn_parse(c))
+                return false;
+            if ((size_t)n < want)
+                return true; /* drained; level-triggered epoll tells us about more */
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        int err = n == 0 ? 0 : errno;
+        if (c->peer_fin) { /* EOF, or a reset because our last bytes went unread */
+            struct bm_btl_tcp_endpoint *ep = c->ep;
+            size_t pending = 0;
+            for (struct bm_util_queue_node *q = c->sendq.head; q; q = q->next)
+                pending++;
+            for (struct bm_util_queue_node *q = c->ackq.head; q; q = q->next)
+                pending++;
+            bm_btl_tcp_conn_close_fd(c);
+            c->state = BM_BTL_TCP_CONN_IDLE; /* a later send reconnects (and fails loudly) */
+            if (pending) {
+                char what[1024];
+                snprintf(what, sizeof(what),
+                         "rank %d (%s) finalized while %zu send(s) to it via %s were not "
+                         "delivered",
+                         ep->rank, c->peer_str, pending, ep->module->iface.name);
+                bm_btl_tcp_endpoint_fail(ep, BM_ERR_PEER_GONE, what);
+            }
+            return false;
+        }
+        bm_btl_tcp_conn_fail(c, err);
+        return false;
+    }
+}
