@@ -204,6 +204,19 @@ bad:
     return BM_ERR_BAD_PARAM;
 }
 
+bm_status_t bm_util_param_check(const struct bm_param *p, const char *text, char *err,
+                                size_t errlen)
+{
+    union {
+        int i;
+        size_t s;
+        bool b;
+        const char *str;
+        double d;
+    } scratch;
+    return bm_util_param_parse(p, text, &scratch, err, errlen);
+}
+
 bm_status_t bm_util_params_load(const struct bm_param_table *table, void *config_out)
 {
     bm_status_t rc = BM_OK;
@@ -341,15 +354,8 @@ bm_status_t bm_util_params_check_env(void)
             continue;
         const struct bm_param *p = bm_util_params_find(name);
         if (p) {
-            union {
-                int i;
-                size_t s;
-                bool b;
-                const char *str;
-                double d;
-            } scratch;
             char err[320];
-            if (bm_util_param_parse(p, eq + 1, &scratch, err, sizeof(err)) != BM_OK) {
+            if (bm_util_param_check(p, eq + 1, err, sizeof(err)) != BM_OK) {
                 bm_log_error("%s=%s is not valid: %s. Fix or unset the variable.", name, eq + 1,
                              err);
                 rc = BM_ERR_BAD_PARAM;

@@ -59,6 +59,10 @@ bm_status_t bm_util_params_load(const struct bm_param_table *table, void *config
 bm_status_t bm_util_param_parse(const struct bm_param *p, const char *text, void *value_out,
                                 char *err, size_t errlen);
 
+/* Only check that text is a valid value of p (same contract, nothing stored). */
+bm_status_t bm_util_param_check(const struct bm_param *p, const char *text, char *err,
+                                size_t errlen);
+
 /* Check all BM_* environment variables against every registered table:
  * invalid values are errors (returns BM_ERR_BAD_PARAM after reporting all of
  * them), unknown names that look like a typo of a known one get a warning

@@ -111,15 +111,8 @@ static void print_current(const struct bm_param *p)
         printf("      current: default\n");
         return;
     }
-    union {
-        int i;
-        size_t s;
-        bool b;
-        const char *str;
-        double d;
-    } scratch;
     char err[320];
-    if (bm_util_param_parse(p, env, &scratch, err, sizeof(err)) == BM_OK)
+    if (bm_util_param_check(p, env, err, sizeof(err)) == BM_OK)
         printf("      current: \"%s\" (from the environment)\n", env);
     else
         printf("      current: \"%s\" (from the environment) INVALID: %s\n", env, err);

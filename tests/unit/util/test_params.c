@@ -119,6 +119,10 @@ static void test_error_text(void)
     int e;
     bm_util_param_parse(&tst_params[P_ENUM], "x", &e, err, sizeof(err));
     BM_CHECK(strstr(err, "off|on|auto") != NULL);
+    BM_CHECK_EQ_INT(bm_util_param_check(&tst_params[P_SIZE], "2m", err, sizeof(err)), BM_OK);
+    BM_CHECK_EQ_INT(bm_util_param_check(&tst_params[P_INT], "0", err, sizeof(err)),
+                    BM_ERR_BAD_PARAM);
+    BM_CHECK(strstr(err, "an integer from 1 to 100") != NULL);
     BM_CHECK_STR(bm_util_param_type_name(BM_PARAM_SIZE), "size");
     BM_CHECK_STR(bm_util_param_type_name(BM_PARAM_ENUM), "enum");
 }
