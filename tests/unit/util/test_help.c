@@ -3,9 +3,8 @@
  * substitutes the arguments, frames and wraps at 76 columns with list items
  * hanging under their text, reports an unknown topic, follows snprintf's
  * length contract when the buffer is small; bm_util_help_show writes the
- * same block to stderr with the [host:pid] context; and every registered
- * topic is well formed (name, title, a "What to do" paragraph, and as many
- * placeholders as its args field names). */
+ * same block to stderr with the [host:pid] context. (Every topic of the
+ * library is linted by test_registry.c.) */
 #include "util/help.h"
 #include "util/log.h"
 
@@ -151,49 +150,6 @@ static void test_show_to_stderr(void)
     BM_CHECK_STR(buf, expect);
 }
 
-/* Conversions in a printf format ("%%" does not count). */
-static int count_placeholders(const char *fmt)
-{
-    int n = 0;
-    for (const char *p = strchr(fmt, '%'); p; p = strchr(p + 1, '%')) {
-        if (p[1] == '%') {
-            p++;
-            continue;
-        }
-        n++;
-    }
-    return n;
-}
-
-static int count_args(const char *args)
-{
-    if (!args || !*args)
-        return 0;
-    int n = 1;
-    for (const char *p = args; *p; p++)
-        n += *p == ',';
-    return n;
-}
-
-static void check_topic(const struct bm_util_help_topic *t, void *arg)
-{
-    (void)arg;
-    bool name_ok = t->name && *t->name;
-    for (const char *p = t->name; p && *p; p++)
-        name_ok &= (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-';
-    BM_CHECK_MSG(name_ok, "topic name '%s' must be lower case and dashes", t->name);
-    BM_CHECK_MSG(t->title && *t->title && !strchr(t->title, '%'), "topic %s: title", t->name);
-    BM_CHECK_MSG(t->text && strstr(t->text, "What to do"), "topic %s: no 'What to do'", t->name);
-    BM_CHECK_MSG(count_placeholders(t->text) == count_args(t->args),
-                 "topic %s: %d placeholders but args lists %d", t->name,
-                 count_placeholders(t->text), count_args(t->args));
-}
-
-static void test_every_topic_well_formed(void)
-{
-    bm_util_help_foreach(check_topic, NULL);
-}
-
 int main(void)
 {
     BM_RUN(test_find);
@@ -201,6 +157,5 @@ int main(void)
     BM_RUN(test_format_and_wrap);
     BM_RUN(test_unknown_and_truncation);
     BM_RUN(test_show_to_stderr);
-    BM_RUN(test_every_topic_well_formed);
     return bm_test_summary("test_util_help");
 }
