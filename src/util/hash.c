@@ -5,6 +5,7 @@
  * home slot does not lie cyclically between the hole and its position. */
 #include "util/hash.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #define BM_HASH_MIN_CAPACITY 16
@@ -36,6 +37,8 @@ static size_t hash_capacity_for(size_t n)
 
 bm_status_t bm_util_hash_init(struct bm_util_hash *h, size_t expected)
 {
+    if (expected > SIZE_MAX / 4 / sizeof(*h->slots))
+        return BM_ERR_NO_MEMORY;
     size_t cap = hash_capacity_for(expected);
     h->slots = calloc(cap, sizeof(*h->slots));
     if (!h->slots)

@@ -53,6 +53,8 @@ static void test_edge_cases(void)
     BM_CHECK_EQ_INT(bm_util_hash_insert(&h, 0, val_of(9)), BM_ERR_EXISTS);
     BM_CHECK(bm_util_hash_lookup(&h, 0) == val_of(0)); /* unchanged by the failed insert */
     BM_CHECK_EQ_INT(bm_util_hash_insert(&h, 42, NULL), BM_ERR_BAD_PARAM);
+    struct bm_util_hash huge;
+    BM_CHECK_EQ_INT(bm_util_hash_init(&huge, SIZE_MAX / 2), BM_ERR_NO_MEMORY);
     BM_CHECK(bm_util_hash_lookup(&h, UINT64_MAX) == val_of(5));
     BM_CHECK(bm_util_hash_lookup(&h, 1) == NULL);
     BM_CHECK_EQ_INT(bm_util_hash_remove(&h, 1, NULL), BM_ERR_NOT_FOUND);
