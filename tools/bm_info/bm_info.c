@@ -5,7 +5,8 @@
  * query), or not built (and why). With --params it lists every tunable
  * parameter, grouped by component, with its type, default, current value
  * from the environment (checked), accepted values and help; a component
- * ("btl/tcp") or layer ("btl") narrows the list. --topics lists the help
+ * ("btl/tcp") or layer ("btl") narrows the list. --check validates the
+ * BM_* environment (bad values, likely typos). --topics lists the help
  * messages bitmover can print. Bad usage prints the usage and exits 2. */
 #include "bitmover.h"
 #include "bm_config.h"
@@ -26,6 +27,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: bm_info                     build, dependencies and transports\n"
                "       bm_info --params [filter]   tunable parameters; filter is a component\n"
                "                                   (btl/tcp), a layer (btl) or a parameter name\n"
+               "       bm_info --check             check the BM_* environment variables\n"
                "       bm_info --topics            help messages bitmover can print\n"
                "       bm_info --help              this text\n");
 }
@@ -171,6 +173,17 @@ static int report_params(const char *filter)
     return 2;
 }
 
+/* Bad values are errors (exit 1); unknown names get a "did you mean". */
+static int report_check(void)
+{
+    if (bm_util_params_check_env() != BM_OK) {
+        fprintf(stderr, "bm_info: some BM_* variables have invalid values (see above)\n");
+        return 1;
+    }
+    printf("Every BM_* variable that names a parameter has a valid value.\n");
+    return 0;
+}
+
 /* ---- help topics -------------------------------------------------------- */
 
 static void topic_visit(const struct bm_util_help_topic *t, void *arg)
@@ -193,6 +206,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--params") == 0 && argc <= 3)
         return report_params(argc == 3 ? argv[2] : NULL);
+    if (strcmp(argv[1], "--check") == 0 && argc == 2)
+        return report_check();
     if (strcmp(argv[1], "--topics") == 0 && argc == 2) {
         printf("Help messages (src/util/help.h):\n");
         bm_util_help_foreach(topic_visit, NULL);

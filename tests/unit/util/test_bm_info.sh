@@ -1,8 +1,9 @@
 #!/bin/sh
 # Test of tools/bm_info: the parameter listing (BM_VERBOSE with its help,
 # filters by component and by layer, the current value from the environment
-# checked), the build report, the help topic list, and exit status 2 with
-# the usage text for bad usage. Usage: test_bm_info.sh <path to bm_info>
+# checked), the environment check, the build report, the help topic list,
+# and exit status 2 with the usage text for bad usage.
+# Usage: test_bm_info.sh <path to bm_info>
 bm=$1
 fail=0
 pass=0
@@ -37,6 +38,13 @@ check "report has the version" 'echo "$out" | grep -q "^bitmover [0-9]"'
 check "report lists dependencies" 'echo "$out" | grep -q "^  libfabric"'
 check "report lists transports with a state" \
     'echo "$out" | grep -Eq "^  self +(built and usable|built but unusable here|not built)"'
+
+err=$(BM_VERBOSEE=5 "$bm" --check 2>&1); rc=$?
+check "--check suggests the parameter a typo meant" \
+    '[ $rc -eq 0 ] && echo "$err" | grep -q "did you mean BM_VERBOSE?"'
+err=$(BM_UTIL_CLOCK_SOURCE=bogus "$bm" --check 2>&1); rc=$?
+check "--check fails on an invalid value" \
+    '[ $rc -eq 1 ] && echo "$err" | grep -q "BM_UTIL_CLOCK_SOURCE=bogus"'
 
 out=$("$bm" --topics)
 check "--topics lists btl-unreachable" 'echo "$out" | grep -q "btl-unreachable"'
