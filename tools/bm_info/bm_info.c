@@ -191,8 +191,9 @@ static void topic_visit(const struct bm_util_help_topic *t, void *arg)
     (void)arg;
     printf("  %-26s %s\n", t->name, t->title);
     if (t->args && t->args[0]) {
-        printf("      arguments: ");
-        print_wrapped(t->args, 0);
+        char line[512];
+        snprintf(line, sizeof(line), "arguments: %s", t->args);
+        print_wrapped(line, 6);
     }
 }
 
