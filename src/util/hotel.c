@@ -227,16 +227,18 @@ int bm_util_hotel_progress_sweep_(struct bm_util_hotel *h, uint64_t now)
         start = end - h->nslots + 1;
     h->cur_tick = end;
     h->next_due = UINT64_MAX; /* check-ins by callbacks lower it again */
+    /* Collect every due guest first, in tick order, then evict: what the
+     * callbacks check in lands in buckets, never on the sweep list, so this
+     * call cannot evict it again. */
     uint64_t min_left = UINT64_MAX;
-    int n = 0;
     for (uint64_t t = start; t <= end; t++) {
         if (!hotel_bucket_nonempty(h, t))
             continue;
         uint64_t left = hotel_collect_due(h, t, now);
         if (left < min_left)
             min_left = left;
-        n += hotel_evict_swept(h);
     }
+    int n = hotel_evict_swept(h);
     uint64_t next = hotel_next_bucket_start(h);
     if (min_left < next)
         next = min_left;

@@ -167,6 +167,11 @@ static void test_recheckin(void)
     BM_CHECK_EQ_INT(run(&h, &p, 20100), 1); /* does not loop */
     BM_CHECK_EQ_INT(run(&h, &p, 20100), 1); /* the re-check-in fires on the next call */
     BM_CHECK_EQ_INT(bm_util_hotel_occupied(&h), 1);
+    /* Two guests due in different ticks: each re-check-in of the first must
+     * not be evicted again when the sweep reaches the later tick. */
+    bm_util_hotel_checkin_at(&h, (void *)2, 30000, &room);
+    BM_CHECK_EQ_INT(run(&h, &p, 40000), 2); /* guest 1 again, and guest 2 */
+    BM_CHECK_EQ_INT(run(&h, &p, 40000), 2); /* both re-checked in: next call */
     bm_util_hotel_fini(&h);
 }
 
