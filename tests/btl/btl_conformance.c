@@ -62,7 +62,7 @@ struct rdma_card {
     uint64_t put_addr;  /* nprocs slots of WIN_PUT_SLOT, one per sender */
     uint64_t atom_addr; /* uint64_t[4] counters, then uint32_t counter */
     uint32_t handle_len;
-    unsigned char handle[64];
+    uint64_t handle[8]; /* a registration handle (aligned like struct bm_btl_reg_handle) */
 };
 
 struct peer_state {
