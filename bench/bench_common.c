@@ -1,0 +1,362 @@
+/* Options, size sweep, iteration planning and data checking shared by the
+ * MPI benchmarks. See bench_common.h for the contracts; this file only uses
+ * the MPI standard and libc so that it builds with any MPI compiler wrapper. */
+#include "bench_common.h"
+
+#include <errno.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(const struct bm_bench_opts *opts, int windowed)
+{
+    fprintf(stderr,
+            "usage: %s [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s [-t SECONDS]\n"
+            "  -m  message sizes, powers of two from MIN to MAX bytes; suffixes k, m, g\n"
+            "      (default 0:4m; e.g. -m 0:64k)\n"
+            "  -i  timed iterations for sizes up to %d B (default %ld); larger sizes run\n"
+            "      a tenth of them (at least 1)\n"
+            "  -w  warm-up iterations for sizes up to %d B (default %ld); larger sizes a\n"
+            "      tenth\n"
+            "%s"
+            "  -t  time budget per size in seconds: fewer iterations are run when the\n"
+            "      previous size shows the full count would take longer (default 0 = off)\n",
+            opts->name, windowed ? " [-W WINDOW]" : "", BM_BENCH_LARGE_SIZE, opts->iters,
+            BM_BENCH_LARGE_SIZE, opts->warmup,
+            windowed ? "  -W  messages in flight per iteration (default 64)\n" : "");
+}
+
+/* Parses "64", "64k", "4m", "1g" into bytes; returns -1 on junk. */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno != 0)
+        return -1;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v <<= 30;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end != '\0')
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_long(const char *s, long min, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno != 0 || v < min)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int windowed, int argc,
+                        char **argv, int rank)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->name = name;
+    opts->min_size = 0;
+    opts->max_size = (size_t)4 << 20;
+    /* OSU defaults: osu_latency 10000/1000 iterations with 100/10 skipped;
+     * osu_bw 100/20 iterations of a 64-message window with 10/2 skipped. */
+    opts->iters = windowed ? 100 : 10000;
+    opts->warmup = windowed ? 10 : 100;
+    opts->window = windowed ? 64 : 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            if (rank == 0)
+                usage(opts, windowed);
+            return 1;
+        } else if (strcmp(a, "-m") == 0 && v) {
+            char tmp[64];
+            snprintf(tmp, sizeof(tmp), "%s", v);
+            char *colon = strchr(tmp, ':');
+            if (colon) {
+                *colon = '\0';
+                bad = parse_size(tmp, &opts->min_size) || parse_size(colon + 1, &opts->max_size);
+            } else {
+                bad = parse_size(tmp, &opts->max_size);
+            }
+            bad = bad || opts->min_size > opts->max_size;
+            i++;
+        } else if (strcmp(a, "-i") == 0 && v) {
+            bad = parse_long(v, 1, &opts->iters);
+            i++;
+        } else if (strcmp(a, "-w") == 0 && v) {
+            bad = parse_long(v, 0, &opts->warmup);
+            i++;
+        } else if (strcmp(a, "-W") == 0 && v && windowed) {
+            long w = 0;
+            bad = parse_long(v, 1, &w) || w > 4096;
+            opts->window = (int)w;
+            i++;
+        } else if (strcmp(a, "-t") == 0 && v) {
+            char *end;
+            opts->budget = strtod(v, &end);
+            bad = (*end != '\0' || opts->budget < 0);
+            i++;
+        } else {
+            bad = 1;
+        }
+        if (bad) {
+            if (rank == 0) {
+                fprintf(stderr, "%s: bad option or value: %s%s%s\n", name, a, v ? " " : "",
+                        v ? v : "");
+                usage(opts, windowed);
+            }
+            return 2;
+        }
+    }
+    opts->iters_large = opts->iters / 10 > 0 ? opts->iters / 10 : 1;
+    opts->warmup_large = opts->warmup / 10;
+    if (opts->warmup > 0 && opts->warmup_large == 0)
+        opts->warmup_large = 1;
+    return 0;
+}
+
+size_t bm_bench_size_next(size_t size)
+{
+    return size == 0 ? 1 : size * 2;
+}
+
+void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t prev_size,
+                        double prev_iter_seconds, struct bm_bench_plan *plan_out)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    long plan[2];
+    if (rank == 0) {
+        int large = size > BM_BENCH_LARGE_SIZE;
+        long warm = large ? opts->warmup_large : opts->warmup;
+        long iters = large ? opts->iters_large : opts->iters;
+        if (opts->budget > 0 && prev_iter_seconds > 0) {
+            double growth = 1.0;
+            if (prev_size > 0 && size > prev_size)
+                growth = (double)size / (double)prev_size;
+            double predicted = prev_iter_seconds * growth;
+            /* 80% of the budget for the timed loop, 20% for warm-up. */
+            long fit = (long)(opts->budget * 0.8 / predicted);
+            long fit_warm = (long)(opts->budget * 0.2 / predicted);
+            if (fit < iters)
+                iters = fit < 1 ? 1 : fit;
+            if (fit_warm < warm)
+                warm = fit_warm < 1 ? (warm > 0 ? 1 : 0) : fit_warm;
+        }
+        plan[0] = warm;
+        plan[1] = iters;
+    }
+    MPI_Bcast(plan, 2, MPI_LONG, 0, MPI_COMM_WORLD);
+    plan_out->warmup = plan[0];
+    plan_out->iters = plan[1];
+}
+
+/* A cheap hash per byte so that shifted, truncated, duplicated or swapped data
+ * does not match by accident; depends on the size, the number of timed
+ * iterations, the slot in the window and the sending rank. */
+static inline unsigned char pattern_byte(size_t j, uint64_t seed)
+{
+    uint64_t x = (uint64_t)j * 0x9E3779B97F4A7C15ull + seed;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 32;
+    return (unsigned char)x;
+}
+
+static uint64_t pattern_seed(size_t size, long iters, int slot, int sender)
+{
+    return ((uint64_t)size << 24) ^ ((uint64_t)iters << 8) ^ ((uint64_t)slot << 40) ^
+           ((uint64_t)sender << 52) ^ 0x5bd1e995ull;
+}
+
+void bm_bench_pattern_fill(unsigned char *buf, size_t len, size_t size, long iters, int slot,
+                           int sender)
+{
+    uint64_t seed = pattern_seed(size, iters, slot, sender);
+    for (size_t j = 0; j < len; j++)
+        buf[j] = pattern_byte(j, seed);
+}
+
+int bm_bench_pattern_check(const struct bm_bench_opts *opts, int rank, const unsigned char *buf,
+                           size_t len, size_t size, long iters, int slot, int sender)
+{
+    uint64_t seed = pattern_seed(size, iters, slot, sender);
+    for (size_t j = 0; j < len; j++) {
+        unsigned char want = pattern_byte(j, seed);
+        if (buf[j] != want) {
+            fprintf(stderr,
+                    "%s: DATA ERROR on rank %d: message of %zu B from rank %d (window slot %d): "
+                    "first bad byte at offset %zu is 0x%02x, expected 0x%02x\n",
+                    opts->name, rank, size, sender, slot, j, buf[j], want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int bm_bench_slots(const struct bm_bench_opts *opts, size_t size)
+{
+    if (size == 0)
+        return opts->window;
+    size_t fit = BM_BENCH_SLOT_BYTES_MAX / size;
+    if (fit < 1)
+        fit = 1;
+    return fit < (size_t)opts->window ? (int)fit : opts->window;
+}
+
+size_t bm_bench_window_bytes(const struct bm_bench_opts *opts)
+{
+    size_t bytes = 0;
+    for (size_t s = opts->min_size; s <= opts->max_size; s = bm_bench_size_next(s)) {
+        size_t need = s * (size_t)bm_bench_slots(opts, s);
+        if (need > bytes)
+            bytes = need;
+        if (s == opts->max_size)
+            break;
+    }
+    return bytes;
+}
+
+void *bm_bench_alloc(size_t len)
+{
+    void *p = malloc(len ? len : 1);
+    if (!p) {
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        fprintf(stderr,
+                "bench: rank %d cannot allocate %zu bytes of message buffers; use -m "
+                "with a smaller maximum size or -W with a smaller window\n",
+                rank, len);
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    }
+    return p;
+}
+
+void bm_bench_header(const struct bm_bench_opts *opts, int rank, const char *what,
+                     const char *columns)
+{
+    if (rank != 0)
+        return;
+    int nprocs;
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    int major = 0, minor = 0;
+    MPI_Get_version(&major, &minor);
+    printf("# %s: %s\n", opts->name, what);
+    printf("# MPI %d.%d, ranks %d, iterations %ld (%ld above %d B), warm-up %ld (%ld)", major,
+           minor, nprocs, opts->iters, opts->iters_large, BM_BENCH_LARGE_SIZE, opts->warmup,
+           opts->warmup_large);
+    if (opts->window > 1)
+        printf(", window %d", opts->window);
+    if (opts->budget > 0)
+        printf(", time budget %.3g s per size", opts->budget);
+    printf("\n# %s\n", columns);
+    fflush(stdout);
+}
+
+void bm_bench_fail(void)
+{
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+int bm_bench_start(int *argc, char ***argv, const char *name, int windowed,
+                   struct bm_bench_opts *opts_out, int *rank_out, int *nprocs_out, int *exit_out)
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank_out);
+    MPI_Comm_size(MPI_COMM_WORLD, nprocs_out);
+    int rc = bm_bench_opts_parse(opts_out, name, windowed, *argc, *argv, *rank_out);
+    if (rc == 0 && *nprocs_out < 2) {
+        if (*rank_out == 0)
+            fprintf(stderr, "%s: needs at least 2 ranks (got %d)\n", name, *nprocs_out);
+        rc = 2;
+    }
+    if (rc != 0) {
+        MPI_Finalize();
+        *exit_out = rc == 1 ? 0 : 2;
+        return -1;
+    }
+    return 0;
+}
+
+void bm_bench_check_all(int failed)
+{
+    int any_failed = 0;
+    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any_failed)
+        bm_bench_fail();
+}
+
+void bm_bench_slots_fill(unsigned char *buf, int slots, size_t size, long iters, int sender)
+{
+    for (int s = 0; s < slots; s++)
+        bm_bench_pattern_fill(buf + (size_t)s * size, size, size, iters, s, sender);
+}
+
+int bm_bench_slots_check(const struct bm_bench_opts *opts, int rank, const unsigned char *buf,
+                         int slots, size_t size, long iters, int sender)
+{
+    for (int s = 0; s < slots; s++)
+        if (bm_bench_pattern_check(opts, rank, buf + (size_t)s * size, size, size, iters, s,
+                                   sender) != 0)
+            return -1;
+    return 0;
+}
+
+void bm_bench_window_init(struct bm_bench_window *win, int n)
+{
+    win->n = n;
+    win->reqs = bm_bench_alloc(sizeof(MPI_Request) * (size_t)n);
+    win->stats = bm_bench_alloc(sizeof(MPI_Status) * (size_t)n);
+}
+
+void bm_bench_window_fini(struct bm_bench_window *win)
+{
+    free(win->reqs);
+    free(win->stats);
+}
+
+void bm_bench_window_send(struct bm_bench_window *win, int count, unsigned char *buf, int slots,
+                          size_t size, int peer, int tag)
+{
+    int ack = 0;
+    for (int k = 0; k < count; k++)
+        MPI_Isend(buf + (size_t)(k % slots) * size, (int)size, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                  &win->reqs[k]);
+    MPI_Waitall(count, win->reqs, win->stats);
+    MPI_Recv(&ack, 1, MPI_INT, peer, tag + 1, MPI_COMM_WORLD, &win->stats[0]);
+}
+
+void bm_bench_window_recv(struct bm_bench_window *win, int count, unsigned char *buf, int slots,
+                          size_t size, int peer, int tag)
+{
+    int ack = 0;
+    for (int k = 0; k < count; k++)
+        MPI_Irecv(buf + (size_t)(k % slots) * size, (int)size, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                  &win->reqs[k]);
+    MPI_Waitall(count, win->reqs, win->stats);
+    MPI_Send(&ack, 1, MPI_INT, peer, tag + 1, MPI_COMM_WORLD);
+}

@@ -1,0 +1,129 @@
+/* Shared plumbing of the MPI benchmarks (bm_latency, bm_bw, bm_bibw, bm_mr):
+ * command-line options, the list of message sizes, how many warm-up and timed
+ * iterations each size gets, and the data pattern that the receiver checks
+ * after the timed loop so that a fast but wrong transfer cannot pass. Only the
+ * MPI standard is used, so the same files build with bmcc, mpicc.openmpi and
+ * mpicc.mpich. */
+#ifndef BM_BENCH_COMMON_H
+#define BM_BENCH_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+/* Largest size that gets the "small message" iteration counts, as in the OSU
+ * micro-benchmarks; larger sizes run a tenth of the iterations. */
+#define BM_BENCH_LARGE_SIZE 8192
+
+/* Upper bound on the memory one process gives to per-slot buffers of a window
+ * benchmark (bw, bibw, mr), per direction. 64 slots of 4 MiB fit exactly, so
+ * no two outstanding receives ever share memory. */
+#define BM_BENCH_SLOT_BYTES_MAX ((size_t)256 << 20)
+
+struct bm_bench_opts {
+    const char *name;  /* program name shown in the header, e.g. "bm_latency" */
+    size_t min_size;   /* smallest message size in bytes (0 allowed) */
+    size_t max_size;   /* largest message size in bytes */
+    long iters;        /* timed iterations for sizes <= BM_BENCH_LARGE_SIZE */
+    long iters_large;  /* timed iterations for larger sizes */
+    long warmup;       /* warm-up iterations for small sizes */
+    long warmup_large; /* warm-up iterations for larger sizes */
+    int window;        /* messages in flight per iteration (bw, bibw, mr) */
+    double budget;     /* seconds one size may take (0: fixed counts only) */
+};
+
+/* The iteration counts rank 0 chose for one size, broadcast to every rank so
+ * that all processes run the same loop. */
+struct bm_bench_plan {
+    long warmup;
+    long iters;
+};
+
+/* MPI_Init, option parsing (bm_bench_opts_parse) and the check that there
+ * are at least 2 ranks. Returns 0 when the benchmark should run; otherwise
+ * MPI_Finalize has been called and main should return *exit_out (0 for -h,
+ * 2 for bad usage). */
+int bm_bench_start(int *argc, char ***argv, const char *name, int windowed,
+                   struct bm_bench_opts *opts_out, int *rank_out, int *nprocs_out, int *exit_out);
+
+/* Collective over MPI_COMM_WORLD: when any rank passes failed != 0, ends the
+ * job through bm_bench_fail, so no rank hangs in the next exchange. */
+void bm_bench_check_all(int failed);
+
+/* Fills `slots` consecutive buffers of `size` bytes, slot s with its own
+ * pattern, and checks them (0, or -1 after printing the first bad byte). */
+void bm_bench_slots_fill(unsigned char *buf, int slots, size_t size, long iters, int sender);
+int bm_bench_slots_check(const struct bm_bench_opts *opts, int rank, const unsigned char *buf,
+                         int slots, size_t size, long iters, int sender);
+
+/* The requests of one window of non-blocking operations. A real status array
+ * is used because some MPI headers define MPI_STATUSES_IGNORE as a fake
+ * pointer that compilers warn about. */
+struct bm_bench_window {
+    int n; /* capacity in requests */
+    MPI_Request *reqs;
+    MPI_Status *stats;
+};
+
+void bm_bench_window_init(struct bm_bench_window *win, int n);
+void bm_bench_window_fini(struct bm_bench_window *win);
+
+/* One window of the streaming pattern shared by bm_bw and bm_mr: the sender
+ * starts `count` non-blocking sends (message k from slot k % slots of buf,
+ * tag `tag`), waits for them, then receives the 4-byte acknowledgement (tag
+ * + 1); the receiver posts the matching receives, waits, and acknowledges. */
+void bm_bench_window_send(struct bm_bench_window *win, int count, unsigned char *buf, int slots,
+                          size_t size, int peer, int tag);
+void bm_bench_window_recv(struct bm_bench_window *win, int count, unsigned char *buf, int slots,
+                          size_t size, int peer, int tag);
+
+/* Fills defaults, parses argv (-m MIN:MAX, -i ITERS, -w WARMUP, -W WINDOW,
+ * -t SECONDS, -h) and returns 0, or prints usage on rank 0 and returns 1 for
+ * -h or 2 for a bad option. Defaults depend on the benchmark kind: a window
+ * benchmark (window > 0 passed in) gets OSU bw counts, ping-pong gets OSU
+ * latency counts. */
+int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int windowed, int argc,
+                        char **argv, int rank);
+
+/* Next size after `size` in the power-of-two sweep (0, 1, 2, 4, ...). */
+size_t bm_bench_size_next(size_t size);
+
+/* Chooses warm-up and timed iteration counts for `size` on rank 0 and
+ * broadcasts them. `prev_iter_seconds` is the measured time of one timed
+ * iteration of the previous size (0 when unknown); with a time budget the
+ * counts shrink so that the size fits in it, assuming time grows at most
+ * linearly with size. Collective over MPI_COMM_WORLD. */
+void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t prev_size,
+                        double prev_iter_seconds, struct bm_bench_plan *plan_out);
+
+/* Writes the pattern for (size, iters, slot, sender) into buf[0..len). */
+void bm_bench_pattern_fill(unsigned char *buf, size_t len, size_t size, long iters, int slot,
+                           int sender);
+
+/* Checks buf against the pattern; on the first mismatch prints the benchmark,
+ * rank, size, slot, byte offset, found and expected values on stderr and
+ * returns -1; returns 0 when every byte matches. */
+int bm_bench_pattern_check(const struct bm_bench_opts *opts, int rank, const unsigned char *buf,
+                           size_t len, size_t size, long iters, int slot, int sender);
+
+/* Number of distinct buffers a window benchmark uses for `size`: the window,
+ * reduced only if window * size would exceed BM_BENCH_SLOT_BYTES_MAX. */
+int bm_bench_slots(const struct bm_bench_opts *opts, size_t size);
+
+/* Bytes one side of a window benchmark needs for the per-slot buffers of
+ * the largest size in the sweep. */
+size_t bm_bench_window_bytes(const struct bm_bench_opts *opts);
+
+/* malloc that aborts the MPI job with a message when memory is short. */
+void *bm_bench_alloc(size_t len);
+
+/* Prints the two header lines ("# <name>: <what>" and a column legend) and
+ * the iteration policy, on rank 0 only. */
+void bm_bench_header(const struct bm_bench_opts *opts, int rank, const char *what,
+                     const char *columns);
+
+/* Ends the job after a failed data check: MPI_Abort with exit code 3. */
+void bm_bench_fail(void);
+
+#endif

@@ -1,0 +1,341 @@
+/* Raw UDP and TCP limits between two processes: 8-byte ping-pong latency
+ * (half the round trip) and streaming bandwidth, with nothing but the
+ * kernel's sockets in between. No MPI transport over the same wire can beat
+ * these. One process is the server, the other the client; a TCP connection
+ * carries the client's commands (and the TCP tests themselves), and a UDP
+ * socket on the same address and port serves the UDP tests.
+ *
+ *   net_pingpong                       fork a server on 127.0.0.1 (loopback)
+ *   net_pingpong --server ADDR [PORT]  serve on ADDR (e.g. inside a namespace)
+ *   net_pingpong --client ADDR [PORT]  run the tests against that server
+ *
+ * Output: "limit <name> <value> <unit>" lines (best of several trials). */
+#include "limits_util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#define DEFAULT_PORT 47001
+#define TRIALS       3
+#define PP_SIZE      8
+
+enum op { OP_TCP_PINGPONG = 1, OP_TCP_STREAM, OP_UDP_PINGPONG, OP_UDP_STREAM, OP_QUIT };
+
+struct cmd {
+    uint32_t op;
+    uint32_t size;
+    uint64_t count;
+};
+
+struct udp_result {
+    uint64_t bytes;
+    double seconds;
+};
+
+static void die(const char *what)
+{
+    fprintf(stderr, "net_pingpong: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static void full_write(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            die("tcp write");
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static void full_read(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = read(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            die(n == 0 ? "tcp read (peer closed)" : "tcp read");
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static struct sockaddr_in make_addr(const char *ip, int port)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+        fprintf(stderr, "net_pingpong: bad IPv4 address %s\n", ip);
+        exit(2);
+    }
+    return sa;
+}
+
+static void tune(int fd, int tcp)
+{
+    int one = 1, buf = 4 << 20;
+    if (tcp)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+/* Serves commands on one TCP connection until OP_QUIT. `ready_fd` (or -1)
+ * receives the bound port once both sockets listen. */
+static int serve(const char *ip, int port, int ready_fd)
+{
+    struct sockaddr_in sa = make_addr(ip, port);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 1) != 0)
+        die("tcp listen");
+    socklen_t sl = sizeof(sa);
+    getsockname(lfd, (struct sockaddr *)&sa, &sl);
+    int ufd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (ufd < 0 || bind(ufd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+        die("udp bind (same port as tcp)");
+    tune(ufd, 0);
+    if (ready_fd >= 0) {
+        int p = ntohs(sa.sin_port);
+        full_write(ready_fd, &p, sizeof(p));
+        close(ready_fd);
+    }
+    int cfd = accept(lfd, NULL, NULL);
+    if (cfd < 0)
+        die("tcp accept");
+    tune(cfd, 1);
+    unsigned char *buf = malloc(1 << 20);
+    for (;;) {
+        struct cmd c;
+        full_read(cfd, &c, sizeof(c));
+        if (c.op == OP_QUIT)
+            break;
+        if (c.size > (1u << 20))
+            c.size = 1u << 20;
+        if (c.op == OP_TCP_PINGPONG) {
+            for (uint64_t i = 0; i < c.count; i++) {
+                full_read(cfd, buf, c.size);
+                full_write(cfd, buf, c.size);
+            }
+        } else if (c.op == OP_TCP_STREAM) {
+            for (uint64_t i = 0; i < c.count; i++)
+                full_read(cfd, buf, c.size);
+            full_write(cfd, "k", 1);
+        } else if (c.op == OP_UDP_PINGPONG || c.op == OP_UDP_STREAM) {
+            /* UDP until the client's next TCP message says the test is over. */
+            struct udp_result r = {0, 0};
+            double first = 0, last = 0;
+            struct pollfd pf[2] = {{.fd = ufd, .events = POLLIN}, {.fd = cfd, .events = POLLIN}};
+            for (;;) {
+                if (poll(pf, 2, -1) < 0 && errno != EINTR)
+                    die("poll");
+                if (pf[0].revents & POLLIN) {
+                    struct sockaddr_in from;
+                    socklen_t fl = sizeof(from);
+                    ssize_t n = recvfrom(ufd, buf, 1 << 20, 0, (struct sockaddr *)&from, &fl);
+                    if (n < 0)
+                        continue;
+                    if (c.op == OP_UDP_PINGPONG) {
+                        sendto(ufd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+                    } else {
+                        last = bm_limits_now();
+                        if (r.bytes == 0)
+                            first = last;
+                        r.bytes += (uint64_t)n;
+                    }
+                    continue;
+                }
+                if (pf[1].revents & (POLLIN | POLLHUP))
+                    break;
+            }
+            char end;
+            full_read(cfd, &end, 1);
+            r.seconds = last - first;
+            full_write(cfd, &r, sizeof(r));
+        }
+    }
+    free(buf);
+    close(cfd);
+    close(lfd);
+    close(ufd);
+    return 0;
+}
+
+static void send_cmd(int cfd, enum op op, uint32_t size, uint64_t count)
+{
+    struct cmd c = {.op = (uint32_t)op, .size = size, .count = count};
+    full_write(cfd, &c, sizeof(c));
+}
+
+static double tcp_pingpong(int cfd, long iters)
+{
+    char b[PP_SIZE] = {0};
+    send_cmd(cfd, OP_TCP_PINGPONG, PP_SIZE, (uint64_t)iters);
+    double t0 = bm_limits_now();
+    for (long i = 0; i < iters; i++) {
+        full_write(cfd, b, PP_SIZE);
+        full_read(cfd, b, PP_SIZE);
+    }
+    return (bm_limits_now() - t0) * 1e6 / (2.0 * (double)iters);
+}
+
+static double tcp_stream(int cfd, unsigned char *buf, uint32_t size, uint64_t count)
+{
+    send_cmd(cfd, OP_TCP_STREAM, size, count);
+    double t0 = bm_limits_now();
+    for (uint64_t i = 0; i < count; i++)
+        full_write(cfd, buf, size);
+    char k;
+    full_read(cfd, &k, 1);
+    return (double)size * (double)count / (bm_limits_now() - t0) / 1e6;
+}
+
+static double udp_pingpong(int cfd, int ufd, long iters)
+{
+    /* A lost datagram is resent after 100 ms; the sequence number in the
+     * payload discards late echoes of earlier attempts. */
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
+    setsockopt(ufd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    send_cmd(cfd, OP_UDP_PINGPONG, PP_SIZE, (uint64_t)iters);
+    double t0 = bm_limits_now();
+    for (long i = 0; i < iters; i++) {
+        uint64_t seq = (uint64_t)i, got = UINT64_MAX;
+        while (got != seq) {
+            if (send(ufd, &seq, sizeof(seq), 0) < 0)
+                die("udp send");
+            while (recv(ufd, &got, sizeof(got), 0) == (ssize_t)sizeof(got) && got != seq)
+                ;
+        }
+    }
+    double us = (bm_limits_now() - t0) * 1e6 / (2.0 * (double)iters);
+    full_write(cfd, "e", 1);
+    struct udp_result r;
+    full_read(cfd, &r, sizeof(r));
+    return us;
+}
+
+static double udp_stream(int cfd, int ufd, unsigned char *buf, uint32_t size, double seconds)
+{
+    send_cmd(cfd, OP_UDP_STREAM, size, 0);
+    double t0 = bm_limits_now();
+    long n = 0;
+    while (1) {
+        if (send(ufd, buf, size, 0) < 0 && errno != ENOBUFS && errno != EAGAIN)
+            die("udp send");
+        if ((++n & 63) == 0 && bm_limits_now() - t0 > seconds)
+            break;
+    }
+    /* Let the receiver drain its socket buffer before the end marker. */
+    usleep(20000);
+    full_write(cfd, "e", 1);
+    struct udp_result r;
+    full_read(cfd, &r, sizeof(r));
+    return r.seconds > 0 ? (double)r.bytes / r.seconds / 1e6 : 0;
+}
+
+static double best_max(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+static double best_min(double a, double b)
+{
+    return (a < b || b == 0) ? a : b;
+}
+
+static int client(const char *ip, int port, const char *label)
+{
+    struct sockaddr_in sa = make_addr(ip, port);
+    int cfd = -1;
+    for (int attempt = 0; attempt < 50; attempt++) {
+        cfd = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(cfd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            break;
+        close(cfd);
+        cfd = -1;
+        usleep(100000);
+    }
+    if (cfd < 0)
+        die("tcp connect to the server");
+    tune(cfd, 1);
+    int ufd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (ufd < 0 || connect(ufd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+        die("udp connect");
+    tune(ufd, 0);
+    unsigned char *buf = calloc(1, 1 << 20);
+    double tcp_lat = 0, udp_lat = 0, tcp_bw = 0, udp_bw_mtu = 0, udp_bw_big = 0;
+    for (int t = 0; t < TRIALS; t++) {
+        tcp_lat = best_min(tcp_pingpong(cfd, 2000), tcp_lat);
+        udp_lat = best_min(udp_pingpong(cfd, ufd, 2000), udp_lat);
+        tcp_bw = best_max(tcp_stream(cfd, buf, 1 << 20, 256), tcp_bw);
+        udp_bw_mtu = best_max(udp_stream(cfd, ufd, buf, 1472, 0.2), udp_bw_mtu);
+        udp_bw_big = best_max(udp_stream(cfd, ufd, buf, 65000, 0.2), udp_bw_big);
+    }
+    send_cmd(cfd, OP_QUIT, 0, 0);
+    printf("# raw sockets over %s (%s), %d-byte ping-pong, TCP stream of 1 MiB writes, UDP "
+           "stream goodput at the receiver; best of %d trials\n",
+           label, ip, PP_SIZE, TRIALS);
+    char name[64];
+    snprintf(name, sizeof(name), "tcp_%s_oneway_8b", label);
+    bm_limits_report(name, tcp_lat, "us");
+    snprintf(name, sizeof(name), "udp_%s_oneway_8b", label);
+    bm_limits_report(name, udp_lat, "us");
+    snprintf(name, sizeof(name), "tcp_%s_stream", label);
+    bm_limits_report(name, tcp_bw, "MB/s");
+    snprintf(name, sizeof(name), "udp_%s_stream_1472", label);
+    bm_limits_report(name, udp_bw_mtu, "MB/s");
+    snprintf(name, sizeof(name), "udp_%s_stream_65000", label);
+    bm_limits_report(name, udp_bw_big, "MB/s");
+    free(buf);
+    close(ufd);
+    close(cfd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "--server") == 0)
+        return serve(argv[2], argc > 3 ? atoi(argv[3]) : DEFAULT_PORT, -1);
+    if (argc >= 3 && strcmp(argv[1], "--client") == 0)
+        return client(argv[2], argc > 3 ? atoi(argv[3]) : DEFAULT_PORT, argc > 4 ? argv[4] : "net");
+    if (argc != 1) {
+        fprintf(stderr, "usage: net_pingpong [--server ADDR [PORT] | --client ADDR [PORT "
+                        "[LABEL]]]\n");
+        return 2;
+    }
+    int ready[2];
+    if (pipe(ready) != 0)
+        die("pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        close(ready[0]);
+        _exit(serve("127.0.0.1", 0, ready[1]));
+    }
+    close(ready[1]);
+    int port = 0;
+    full_read(ready[0], &port, sizeof(port));
+    /* Not pinned: the MPI stacks' TCP paths are not either, and on a shared
+     * machine a pinned process waits for its one CPU. */
+    int rc = client("127.0.0.1", port, "loopback");
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return rc != 0 ? rc : (WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}

@@ -1,0 +1,30 @@
+# Benchmark programs built against bitmover inside our CMake build (the same
+# sources are built with mpicc.openmpi and mpicc.mpich by bench/compare), plus
+# the physical-limit probes of bench/limits, which need no MPI. The MPI
+# programs and their smoke tests exist only once the MPI layer (include/mpi.h)
+# does, so this file never breaks the build before it lands.
+set(BM_BENCH_LIMITS shm_pingpong memcpy_bw cma_bw net_pingpong)
+foreach(prog ${BM_BENCH_LIMITS})
+    if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/limits/${prog}.c)
+        add_executable(bm_limit_${prog} limits/${prog}.c)
+        target_link_libraries(bm_limit_${prog} PRIVATE m)
+    endif()
+endforeach()
+
+if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
+    foreach(prog latency bw bibw mr)
+        add_executable(bm_${prog} ${prog}.c bench_common.c)
+        target_link_libraries(bm_${prog} PRIVATE bitmover)
+    endforeach()
+    add_executable(bm_hello hello.c)
+    target_link_libraries(bm_hello PRIVATE bitmover)
+
+    # Smoke tests: short sizes and few iterations, so they check that the
+    # programs run and that their data checks pass, not speed.
+    if(BUILD_TESTING AND TARGET bmrun)
+        bm_add_mpi_test(bench_latency_smoke TARGET bm_latency NP 2 LABELS bench TIMEOUT 60
+            ARGS -m 0:64k -i 50 -w 5)
+        bm_add_mpi_test(bench_bw_smoke TARGET bm_bw NP 2 LABELS bench TIMEOUT 60
+            ARGS -m 0:1m -i 10 -w 1 -W 16)
+    endif()
+endif()
