@@ -15,6 +15,14 @@ done
 run over "$BMRUN" -n 5 --host localhost:2 "$RANK" modex "$TOKEN"
 expect_rc over 0
 [ "$(grep -c ' ok$' "$T/over.out")" -eq 5 ] && ok "over: 5 ranks" || fail "over: $(cat "$T/over.out")"
+# A hostfile naming this host twice (localhost and its own name): one host,
+# 2+2 slots; without -n there is one rank per slot.
+printf '# comment\nlocalhost slots=2\n%s:2  # me\n\n' "$(hostname)" >"$T/hosts"
+run hostfile "$BMRUN" --hostfile "$T/hosts" "$RANK" modex "$TOKEN"
+expect_rc hostfile 0
+[ "$(grep -c 'of 4 node 0 of 1 local [0-3] of 4 .* ok$' "$T/hostfile.out")" -eq 4 ] &&
+    ok "hostfile: 4 ranks on one node" || fail "hostfile: $(cat "$T/hostfile.out")"
+
 # The environment of the ranks: BMRUN_* identity and -x variables.
 export BMT_PASS=passed
 run env "$BMRUN" -n 3 -x BMT_SET=set -x BMT_PASS sh -c \

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -812,6 +813,13 @@ int bm_run_ctl_run(const struct bm_run_opts *opts)
     }
     self[sl] = '\0';
 
+    /* Three descriptors per local rank (stdout, stderr, service connection):
+     * large jobs need more than the usual soft limit of 1024. */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
     if (bm_run_loop_signals_init(ctl_on_signal, ctl_on_child) != BM_OK ||
         bm_run_kvs_start(any_remote) != BM_OK)
         return BM_RUN_EXIT_FAILURE;
