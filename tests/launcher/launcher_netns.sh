@@ -59,6 +59,26 @@ expect_rc kill 137
 expect_err kill "^bmrun: rank 3 \(host $B, pid [0-9]+\) killed by signal 9 \(SIGKILL\)$"
 expect_no_leftovers kill
 
+# A timeout reaches ranks through the daemons and names the remote rank.
+run hang ip netns exec $A "$BMRUN" -n 4 --host $A:2,$B:2 --launch-agent "$AGENT" --timeout 2 \
+    "$RANK" hang 3 "$TOKEN"
+expect_rc hang 124
+expect_err hang "had not finished: 3 \(host $B, pid [0-9]+\)$"
+expect_no_leftovers hang
+
+# abort on a remote rank.
+run abort ip netns exec $A "$BMRUN" -n 4 --host $A:2,$B:2 --launch-agent "$AGENT" --timeout 60 \
+    "$RANK" abort 2 5 "$TOKEN"
+expect_rc abort 5
+expect_err abort "^bmrun: rank 2 \(host $B, pid [0-9]+\) called abort with exit code 5: launcher test abort$"
+expect_no_leftovers abort
+
+# A program missing on the remote hosts: exec failure reported by the daemons.
+run missing ip netns exec $A "$BMRUN" -n 2 --host $A,$B --launch-agent "$AGENT" --timeout 60 \
+    /nonexistent/program-$TOKEN
+expect_rc missing 127
+expect_err missing "cannot execute '/nonexistent/program-$TOKEN' for rank [01] on host ($A|$B): No such file or directory"
+
 # Files of the job are removed on every host.
 run files ip netns exec $A "$BMRUN" -n 2 --host $A,$B --launch-agent "$AGENT" --timeout 60 \
     "$RANK" files ok "$TOKEN"
