@@ -22,6 +22,10 @@ run hostfile "$BMRUN" -n 2 --hostfile "$T/hostfile" "$RANK" modex
 expect_rc hostfile 2
 expect_err hostfile 'hostfile line 2: unknown or bad field'
 
+run badagent "$BMRUN" -n 2 --host far-away-host --launch-agent "ssh 'unterminated" "$RANK" modex
+expect_rc badagent 2
+expect_err badagent "bad launch agent"
+
 run missing "$BMRUN" -n 2 /nonexistent/program
 expect_rc missing 127
 expect_err missing "program '/nonexistent/program' not found"

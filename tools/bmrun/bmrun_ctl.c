@@ -535,7 +535,9 @@ static void ctl_agent_output(int fd, short revents, void *arg)
     char buf[4096];
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     if (n <= 0) {
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        /* Nothing more now; when the agent has exited, whoever still holds
+         * the pipe (a left-over child) is not worth waiting for. */
+        if (n < 0 && (errno == EINTR || errno == EAGAIN) && !host->agent_exited)
             return;
         bm_run_loop_del(fd);
         close(fd);
@@ -551,37 +553,72 @@ static void ctl_agent_output(int fd, short revents, void *arg)
         bm_run_say("[host %s] %s", host->name, line);
 }
 
+/* Split the agent template into words as a shell would for simple words:
+ * blanks separate, '...' and "..." quote, a backslash escapes one character.
+ * {host} inside a word becomes the host name. NULL on an unterminated quote. */
 static char **ctl_agent_argv(const char *tmpl, const char *hostname, const char *self, int h)
 {
-    char *copy = strdup(tmpl);
-    char **argv = calloc(strlen(tmpl) + 16, sizeof(char *));
-    if (!copy || !argv) {
-        free(copy);
+    size_t cap = strlen(tmpl) + 8;
+    char **argv = calloc(cap, sizeof(char *));
+    char *word = malloc(strlen(tmpl) + 1);
+    size_t n = 0;
+    bool had_host = false, ok = argv && word;
+    const char *p = tmpl;
+    while (ok && *p) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        size_t w = 0;
+        char quote = 0;
+        for (; *p && (quote || (*p != ' ' && *p != '\t')); p++) {
+            if (quote && *p == quote)
+                quote = 0;
+            else if (!quote && (*p == '\'' || *p == '"'))
+                quote = *p;
+            else if (*p == '\\' && p[1] && quote != '\'')
+                word[w++] = *++p;
+            else
+                word[w++] = *p;
+        }
+        word[w] = '\0';
+        if (quote) {
+            ok = false;
+            break;
+        }
+        char *at = strstr(word, "{host}");
+        had_host |= at != NULL;
+        argv[n++] =
+            at ? ctl_strdupf("%.*s%s%s", (int)(at - word), word, hostname, at + 6) : strdup(word);
+    }
+    free(word);
+    if (ok && n == 0)
+        ok = false;
+    if (ok) {
+        if (!had_host)
+            argv[n++] = strdup(hostname);
+        argv[n++] = strdup(self);
+        argv[n++] = strdup("--daemon");
+        argv[n++] = ctl_strdupf("%d", h);
+        argv[n++] = strdup(bm_run_job.kvs_addrs);
+        argv[n++] = strdup(bm_run_job.jobid);
+        for (size_t i = 0; i < n; i++)
+            ok &= argv[i] != NULL;
+    }
+    if (!ok && argv) {
+        for (size_t i = 0; i < n; i++)
+            free(argv[i]);
         free(argv);
         return NULL;
     }
-    size_t n = 0;
-    bool had_host = false;
-    char *save = NULL;
-    for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-        char *at = strstr(w, "{host}");
-        if (at) {
-            had_host = true;
-            argv[n++] = ctl_strdupf("%.*s%s%s", (int)(at - w), w, hostname, at + 6);
-        } else {
-            argv[n++] = strdup(w);
-        }
-    }
-    free(copy);
-    if (!had_host)
-        argv[n++] = strdup(hostname);
-    argv[n++] = strdup(self);
-    argv[n++] = strdup("--daemon");
-    argv[n++] = ctl_strdupf("%d", h);
-    argv[n++] = strdup(bm_run_job.kvs_addrs);
-    argv[n++] = strdup(bm_run_job.jobid);
-    argv[n] = NULL;
     return argv;
+}
+
+static void ctl_free_argv(char **argv)
+{
+    for (char **a = argv; a && *a; a++)
+        free(*a);
+    free(argv);
 }
 
 static bm_status_t ctl_start_daemon(int h, const char *self)
@@ -589,16 +626,23 @@ static bm_status_t ctl_start_daemon(int h, const char *self)
     struct bm_run_host *host = &bm_run_job.hosts[h];
     const char *tmpl = ctl.opts->agent ? ctl.opts->agent : bm_run_cfg.launch_agent;
     char **argv = ctl_agent_argv(tmpl, host->name, self, h);
-    if (!argv)
-        return BM_ERR_NO_MEMORY;
-    int inp[2], outp[2], errp[2];
-    if (pipe2(inp, O_CLOEXEC) != 0)
+    if (!argv) {
+        bm_run_say("cannot use the launch agent '%s': empty, or a quote is not closed", tmpl);
+        return BM_ERR_BAD_PARAM;
+    }
+    int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    pid_t pid = -1;
+    if (pipe2(inp, O_CLOEXEC) == 0 && pipe2(outp, O_CLOEXEC) == 0 && pipe2(errp, O_CLOEXEC) == 0)
+        pid = fork();
+    if (pid < 0) {
+        bm_run_say("cannot start the launch agent for host %s: %s", host->name, strerror(errno));
+        int fds[] = {inp[0], inp[1], outp[0], outp[1], errp[0], errp[1]};
+        for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
+        ctl_free_argv(argv);
         return BM_ERR_SYSTEM;
-    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0)
-        return BM_ERR_SYSTEM;
-    pid_t pid = fork();
-    if (pid < 0)
-        return BM_ERR_SYSTEM;
+    }
     if (pid == 0) {
         bm_run_loop_child_reset();
         setpgid(0, 0);
@@ -622,11 +666,11 @@ static bm_status_t ctl_start_daemon(int h, const char *self)
     close(inp[1]);
     host->out_fd = outp[0];
     host->err_fd = errp[0];
+    fcntl(outp[0], F_SETFL, fcntl(outp[0], F_GETFL) | O_NONBLOCK);
+    fcntl(errp[0], F_SETFL, fcntl(errp[0], F_GETFL) | O_NONBLOCK);
     bm_run_loop_add(outp[0], POLLIN, ctl_agent_output, host);
     bm_run_loop_add(errp[0], POLLIN, ctl_agent_output, host);
-    for (char **a = argv; *a; a++)
-        free(*a);
-    free(argv);
+    ctl_free_argv(argv);
     return BM_OK;
 }
 
@@ -640,6 +684,11 @@ static void ctl_on_child(pid_t pid, int wstatus)
             continue;
         host->agent_exited = true;
         host->agent_status = wstatus;
+        /* What the agent said (ssh's reason) comes before our verdict. */
+        while (host->out_fd >= 0)
+            ctl_agent_output(host->out_fd, POLLIN, host);
+        while (host->err_fd >= 0)
+            ctl_agent_output(host->err_fd, POLLIN, host);
         if (!host->hello) {
             char how[64];
             if (WIFSIGNALED(wstatus))
@@ -799,6 +848,16 @@ int bm_run_ctl_run(const struct bm_run_opts *opts)
         any_local |= job->hosts[h].local;
         any_remote |= !job->hosts[h].local;
     }
+    if (any_remote) {
+        const char *tmpl = opts->agent ? opts->agent : bm_run_cfg.launch_agent;
+        char **probe = ctl_agent_argv(tmpl, "host", "bmrun", 0);
+        if (!probe) {
+            fprintf(stderr, "bmrun: bad launch agent '%s': empty, or a quote is not closed\n",
+                    tmpl);
+            return BM_RUN_EXIT_USAGE;
+        }
+        ctl_free_argv(probe);
+    }
     char found[PATH_MAX];
     if (any_local && !bm_run_find_program(opts->argv[0], found, sizeof(found))) {
         bm_run_say("program '%s' not found or not executable%s", opts->argv[0],
@@ -854,7 +913,7 @@ int bm_run_ctl_run(const struct bm_run_opts *opts)
                 free(env);
             }
         } else if (ctl_start_daemon(h, self) != BM_OK) {
-            ctl_host_lost(host, "cannot start the launch agent");
+            ctl_host_lost(host, "could not start the launch agent");
         }
     }
     int code = ctl_loop();
