@@ -147,17 +147,32 @@ void bm_util_hotel_checkout(struct bm_util_hotel *h, int room)
         h->next_due = UINT64_MAX;
 }
 
-/* Move the due guests of one bucket to the sweep list, keeping their order;
- * returns the earliest deadline of those that stay (UINT64_MAX if none). */
+/* Insert r into the sweep list in deadline order (stable). Guests arrive
+ * almost sorted (tick order; equal timeouts within a tick), so the walk
+ * back from the tail usually stops at the first compare. */
+static void hotel_sweep_insert(struct bm_util_hotel *h, uint32_t r)
+{
+    uint32_t sweep = hotel_sweep_head(h), pos = h->nodes[sweep].prev;
+    while (pos != sweep && h->nodes[pos].deadline > h->nodes[r].deadline)
+        pos = h->nodes[pos].prev;
+    uint32_t nx = h->nodes[pos].next;
+    h->nodes[r].prev = pos;
+    h->nodes[r].next = nx;
+    h->nodes[pos].next = r;
+    h->nodes[nx].prev = r;
+}
+
+/* Move the due guests of one bucket to the sweep list; returns the earliest
+ * deadline of those that stay (UINT64_MAX if none). */
 static uint64_t hotel_collect_due(struct bm_util_hotel *h, uint64_t tick, uint64_t now)
 {
-    uint32_t head = hotel_bucket_head(h, tick), sweep = hotel_sweep_head(h);
+    uint32_t head = hotel_bucket_head(h, tick);
     uint64_t min_left = UINT64_MAX;
     for (uint32_t r = h->nodes[head].next, nx; r != head; r = nx) {
         nx = h->nodes[r].next;
         if (h->nodes[r].deadline <= now) {
             hotel_unlink(h, r);
-            hotel_link_tail(h, sweep, r);
+            hotel_sweep_insert(h, r);
         } else if (h->nodes[r].deadline < min_left) {
             min_left = h->nodes[r].deadline;
         }

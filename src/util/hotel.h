@@ -14,13 +14,13 @@
  * leaves it, which is safe), recomputed only after a sweep. A bitmap of
  * non-empty buckets makes that recomputation a short word scan.
  *
- * Order: guests are evicted in order of their deadline's tick (tick_ns,
- * default 65.5 us); within one tick, in check-in order, which is deadline
- * order when all timeouts are equal (the retransmission case). Strict order
- * needs progress to be called at least once per wheel revolution
- * (tick_ns * nslots, default 67 ms); after a longer pause every due guest is
- * still evicted in that call, possibly out of order. Nobody is evicted before
- * its deadline.
+ * Order: the guests evicted by one progress call go in deadline order
+ * (check-in order for equal deadlines); calls see deadlines in increasing
+ * order. This needs progress to be called at least once per wheel
+ * revolution (tick_ns * nslots, default 67 ms): after a longer pause every
+ * due guest is still evicted in that call, possibly out of order. Nobody is
+ * evicted before its deadline; tick_ns (default 65.5 us) bounds only how
+ * much work a sweep does, not the precision.
  *
  * The eviction callback runs inside bm_util_hotel_progress after the room
  * was freed; it may check guests in (the same one again, into any room) and

@@ -8,6 +8,7 @@
 
 #include "bm_test.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -71,6 +72,26 @@ static void test_in_order(void)
     BM_CHECK_EQ_INT(late, 0);
     BM_CHECK_EQ_INT(bm_util_hotel_occupied(&h), 0);
     BM_CHECK(h.next_due == UINT64_MAX);
+    bm_util_hotel_fini(&h);
+}
+
+/* Different timeouts whose deadlines share a tick, checked in against
+ * deadline order: one progress call evicts them in deadline order. */
+static void test_in_order_within_tick(void)
+{
+    struct bm_util_hotel h;
+    static struct log l;
+    hotel_setup(&h, 16, 64, record, &l);
+    int room;
+    for (uintptr_t i = 10; i > 0; i--) /* deadlines 5000+10*i, latest first */
+        bm_util_hotel_checkin_at(&h, (void *)i, 5 * 1024 + 10 * i, &room);
+    bm_util_hotel_checkin_at(&h, (void *)11, 5 * 1024 + 10, &room); /* ties with guest 1 */
+    BM_CHECK_EQ_INT(run(&h, &l, 6 * 1024), 11);
+    static const uintptr_t want[11] = {1, 11, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    int bad = 0;
+    for (int i = 0; i < 11; i++)
+        bad += l.guest[i] != want[i];
+    BM_CHECK_EQ_INT(bad, 0);
     bm_util_hotel_fini(&h);
 }
 
@@ -205,7 +226,9 @@ struct model {
     int room; /* -1: not in the hotel */
 };
 static struct model guests[256];
-static int model_fired_bad;
+static int model_fired_bad, model_order_bad;
+static uint64_t model_last;    /* deadline of the previous eviction of this call */
+static bool model_check_order; /* false after a pause longer than a revolution */
 
 static void model_evict(struct bm_util_hotel *h, int room, void *guest, void *arg)
 {
@@ -213,6 +236,8 @@ static void model_evict(struct bm_util_hotel *h, int room, void *guest, void *ar
     uint64_t now = *(uint64_t *)arg;
     struct model *g = guest;
     model_fired_bad += g->room != room || g->deadline > now;
+    model_order_bad += model_check_order && g->deadline < model_last;
+    model_last = g->deadline;
     g->room = -1;
 }
 
@@ -242,13 +267,17 @@ static void test_random_model(void)
             bm_util_hotel_checkout(&h, g->room);
             g->room = -1;
         } else if (kind >= 11) {
-            now += (kind == 15 && (seed & 0x100)) ? 200000 : (seed >> 20) % 3000;
+            uint64_t step = (kind == 15 && (seed & 0x100)) ? 200000 : (seed >> 20) % 3000;
+            now += step;
+            model_last = 0;
+            model_check_order = step < 64 * 1024;
             bm_util_hotel_progress(&h, now);
             for (int i = 0; i < 256; i++)
                 missed += guests[i].room >= 0 && guests[i].deadline <= now;
         }
     }
     BM_CHECK_EQ_INT(model_fired_bad, 0);
+    BM_CHECK_EQ_INT(model_order_bad, 0);
     BM_CHECK_EQ_INT(missed, 0);
     bm_util_hotel_fini(&h);
 }
@@ -265,6 +294,7 @@ static void test_bad_attr(void)
 int main(void)
 {
     BM_RUN(test_in_order);
+    BM_RUN(test_in_order_within_tick);
     BM_RUN(test_checked_out_never_fire);
     BM_RUN(test_full);
     BM_RUN(test_recheckin);
