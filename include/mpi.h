@@ -69,12 +69,14 @@ extern BM_MPI_API struct bm_mpi_comm bm_mpi_comm_world_obj;
 extern BM_MPI_API struct bm_mpi_comm bm_mpi_comm_self_obj;
 extern BM_MPI_API struct bm_mpi_errhandler bm_mpi_errors_are_fatal_obj;
 extern BM_MPI_API struct bm_mpi_errhandler bm_mpi_errors_return_obj;
+extern BM_MPI_API struct bm_mpi_group bm_mpi_group_empty_obj;
 
 #define MPI_COMM_WORLD       (&bm_mpi_comm_world_obj)
 #define MPI_COMM_SELF        (&bm_mpi_comm_self_obj)
 #define MPI_ERRORS_ARE_FATAL (&bm_mpi_errors_are_fatal_obj)
 #define MPI_ERRORS_RETURN    (&bm_mpi_errors_return_obj)
 
+#define MPI_GROUP_EMPTY     (&bm_mpi_group_empty_obj)
 #define MPI_COMM_NULL       ((MPI_Comm)0)
 #define MPI_DATATYPE_NULL   ((MPI_Datatype)0)
 #define MPI_OP_NULL         ((MPI_Op)0)
@@ -398,6 +400,38 @@ BM_MPI_API int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_
                                     MPI_Comm *newcomm);
 BM_MPI_API int MPI_Comm_free(MPI_Comm *comm);
 BM_MPI_API int PMPI_Comm_free(MPI_Comm *comm);
+
+/* group.c */
+BM_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+BM_MPI_API int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+BM_MPI_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
+BM_MPI_API int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
+BM_MPI_API int MPI_Group_size(MPI_Group group, int *size);
+BM_MPI_API int PMPI_Group_size(MPI_Group group, int *size);
+BM_MPI_API int MPI_Group_rank(MPI_Group group, int *rank);
+BM_MPI_API int PMPI_Group_rank(MPI_Group group, int *rank);
+BM_MPI_API int MPI_Group_free(MPI_Group *group);
+BM_MPI_API int PMPI_Group_free(MPI_Group *group);
+BM_MPI_API int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
+                                         MPI_Group group2, int ranks2[]);
+BM_MPI_API int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
+                                          MPI_Group group2, int ranks2[]);
+BM_MPI_API int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+BM_MPI_API int PMPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+BM_MPI_API int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+BM_MPI_API int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+BM_MPI_API int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+BM_MPI_API int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+BM_MPI_API int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+BM_MPI_API int PMPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+BM_MPI_API int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+BM_MPI_API int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+BM_MPI_API int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+BM_MPI_API int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+BM_MPI_API int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+BM_MPI_API int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+BM_MPI_API int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+BM_MPI_API int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
 
 /* datatype.c */
 BM_MPI_API int MPI_Type_size(MPI_Datatype datatype, int *size);

@@ -315,13 +315,32 @@ static int split_entry_cmp(const void *pa, const void *pb)
     return (a->parent_rank > b->parent_rank) - (a->parent_rank < b->parent_rank);
 }
 
+int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int myrank,
+                            MPI_Comm *newcomm, const char *fn)
+{
+    int *copy;
+    uint32_t cid;
+    int rc = agree_context_id(parent, &cid, fn);
+
+    if (rc)
+        return rc;
+    if (myrank == MPI_UNDEFINED) {
+        *newcomm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
+    copy = malloc(sizeof(int) * (size_t)n);
+    if (copy == NULL)
+        return bm_mpi_error(parent, MPI_ERR_NO_MEM, fn, "out of memory");
+    memcpy(copy, world_ranks, sizeof(int) * (size_t)n);
+    return comm_new(parent, cid, myrank, n, copy, newcomm, fn);
+}
+
 int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     static const char fn[] = "MPI_Comm_split";
     struct split_entry mine, *all;
-    int *world_ranks;
-    int n = 0, myrank = -1, rc;
-    uint32_t cid;
+    int *world_ranks = NULL;
+    int n = 0, myrank = MPI_UNDEFINED, rc;
 
     if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
         return rc;
@@ -331,37 +350,30 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn,
                             "invalid color %d (colors are >= 0 or MPI_UNDEFINED)", color);
     all = malloc(sizeof(*all) * (size_t)comm->size);
-    if (all == NULL)
+    world_ranks = malloc(sizeof(int) * (size_t)comm->size);
+    if (all == NULL || world_ranks == NULL) {
+        free(all);
+        free(world_ranks);
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
     mine = (struct split_entry){.color = color, .key = key, .parent_rank = comm->rank};
     rc = bm_mpi_coll_allgather_bytes(&mine, all, sizeof(mine), comm, fn);
+    if (rc == MPI_SUCCESS && color != MPI_UNDEFINED) {
+        for (int i = 0; i < comm->size; i++)
+            if (all[i].color == color)
+                all[n++] = all[i];
+        qsort(all, (size_t)n, sizeof(*all), split_entry_cmp);
+        for (int i = 0; i < n; i++) {
+            world_ranks[i] = bm_mpi_comm_world_rank(comm, all[i].parent_rank);
+            if (all[i].parent_rank == comm->rank)
+                myrank = i;
+        }
+    }
     if (rc == MPI_SUCCESS)
-        rc = agree_context_id(comm, &cid, fn);
-    if (rc) {
-        free(all);
-        return rc;
-    }
-    if (color == MPI_UNDEFINED) {
-        free(all);
-        *newcomm = MPI_COMM_NULL;
-        return MPI_SUCCESS;
-    }
-    for (int i = 0; i < comm->size; i++)
-        if (all[i].color == color)
-            all[n++] = all[i];
-    qsort(all, (size_t)n, sizeof(*all), split_entry_cmp);
-    world_ranks = malloc(sizeof(int) * (size_t)n);
-    if (world_ranks == NULL) {
-        free(all);
-        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
-    }
-    for (int i = 0; i < n; i++) {
-        world_ranks[i] = bm_mpi_comm_world_rank(comm, all[i].parent_rank);
-        if (all[i].parent_rank == comm->rank)
-            myrank = i;
-    }
+        rc = bm_mpi_comm_create_from(comm, world_ranks, n, myrank, newcomm, fn);
     free(all);
-    return comm_new(comm, cid, myrank, n, world_ranks, newcomm, fn);
+    free(world_ranks);
+    return rc;
 }
 BM_MPI_ALIAS(Comm_split);
 

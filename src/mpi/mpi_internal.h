@@ -50,6 +50,7 @@
 #define BM_MPI_MAGIC_DATATYPE   0x64747970U /* "dtyp" */
 #define BM_MPI_MAGIC_OP         0x6f706f70U /* "opop" */
 #define BM_MPI_MAGIC_ERRHANDLER 0x65727268U /* "errh" */
+#define BM_MPI_MAGIC_GROUP      0x67727570U /* "grup" */
 
 /* Context ids of the predefined communicators (collectives use id + 1). */
 #define BM_MPI_CONTEXT_WORLD      0u
@@ -80,6 +81,14 @@ struct bm_mpi_comm {
     MPI_Errhandler errhandler;
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;
+};
+
+/* An ordered set of processes, as world ranks. */
+struct bm_mpi_group {
+    uint32_t magic;
+    int size;
+    int *world_ranks; /* size entries; NULL for the empty group */
+    bool predefined;  /* MPI_GROUP_EMPTY: never freed */
 };
 
 /* What a predefined datatype holds, for the reduction kernels. */
@@ -222,6 +231,12 @@ static inline int bm_mpi_comm_world_rank(MPI_Comm comm, int rank)
 int bm_mpi_comm_init(void);
 /* Free what communicators hold (MPI_Finalize). */
 void bm_mpi_comm_finalize(void);
+/* Collective over parent: agree on a context id, then (when myrank is not
+ * MPI_UNDEFINED) make a communicator of the n processes world_ranks
+ * (copied), in which this process has rank myrank; otherwise *newcomm is
+ * MPI_COMM_NULL. The new communicator inherits parent's error handler. */
+int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int myrank,
+                            MPI_Comm *newcomm, const char *fn);
 /* The communicator's name for messages: "MPI_COMM_WORLD", or "(unnamed)". */
 const char *bm_mpi_comm_label(MPI_Comm comm);
 
