@@ -15,12 +15,13 @@
  * non-empty buckets makes that recomputation a short word scan.
  *
  * Order: the guests evicted by one progress call go in deadline order
- * (check-in order for equal deadlines); calls see deadlines in increasing
- * order. This needs progress to be called at least once per wheel
- * revolution (tick_ns * nslots, default 67 ms): after a longer pause every
- * due guest is still evicted in that call, possibly out of order. Nobody is
- * evicted before its deadline; tick_ns (default 65.5 us) bounds only how
- * much work a sweep does, not the precision.
+ * (check-in order for equal deadlines), and nobody is evicted before its
+ * deadline. tick_ns (default 65.5 us) and nslots only set how much work a
+ * sweep does, not the precision: a sweep visits the buckets of the ticks
+ * since the earliest deadline, at most nslots of them, and sorts what it
+ * collects with an insertion that costs one compare when the guests come
+ * in order (equal timeouts); after a pause longer than a revolution
+ * (tick_ns * nslots, default 67 ms) that sort does more work.
  *
  * The eviction callback runs inside bm_util_hotel_progress after the room
  * was freed; it may check guests in (the same one again, into any room) and
