@@ -24,6 +24,9 @@
 
 struct bm_run_job bm_run_job;
 
+/* Seconds after SIGKILL before bmrun stops waiting for ranks to report. */
+#define CTL_GIVE_UP_AFTER_KILL 10
+
 static struct {
     const struct bm_run_opts *opts;
     char **env_local;  /* additions for ranks on this host */
@@ -783,6 +786,17 @@ static int ctl_loop(void)
         if (ctl.kill_deadline && now >= ctl.kill_deadline && !ctl.killed) {
             ctl.killed = true;
             ctl_signal_all(SIGKILL);
+        }
+        if (ctl.kill_deadline && now >= ctl.kill_deadline + CTL_GIVE_UP_AFTER_KILL) {
+            /* SIGKILL went out long ago: a rank stuck in the kernel or a
+             * daemon that stopped answering must not keep bmrun alive. */
+            for (int r = 0; r < bm_run_job.size; r++)
+                if (bm_run_job.ranks[r].state != BM_RUN_RANK_EXITED)
+                    bm_run_say("rank %d (host %s, pid %d) did not end %d s after SIGKILL; "
+                               "giving up on it",
+                               r, rank_host(r), (int)bm_run_job.ranks[r].pid,
+                               CTL_GIVE_UP_AFTER_KILL);
+            break;
         }
         bm_run_local_tick();
         bm_run_kvs_tick();
