@@ -22,6 +22,11 @@ run hostfile "$BMRUN" -n 2 --hostfile "$T/hostfile" "$RANK" modex
 expect_rc hostfile 2
 expect_err hostfile 'hostfile line 2: unknown or bad field'
 
+# A bad BM_* value stops the job once, in bmrun, before any rank starts.
+BM_RUN_KILL_GRACE=soon run badparam "$BMRUN" -n 2 "$RANK" modex
+expect_rc badparam 2
+expect_err badparam 'BM_RUN_KILL_GRACE=soon is not valid'
+
 run badagent "$BMRUN" -n 2 --host far-away-host --launch-agent "ssh 'unterminated" "$RANK" modex
 expect_rc badagent 2
 expect_err badagent "bad launch agent"

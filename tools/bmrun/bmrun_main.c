@@ -4,6 +4,7 @@
 #include "bmrun.h"
 #include "bm_config.h"
 #include "runtime/rte_launch.h"
+#include "util/params.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,7 +46,8 @@ static void usage(FILE *f)
         "\n"
         "exit status: 0 when every rank exits 0; a failing rank's exit status, or 128+N when\n"
         "it died of signal N; the code given to abort; 124 on --timeout; 128+N when bmrun\n"
-        "got signal N; 127 when the program cannot be found or executed; 2 on bad usage;\n"
+        "got signal N; 127 when the program cannot be found or executed; 2 on bad usage\n"
+        "or a bad BM_* parameter value;\n"
         "1 when the launch itself failed.\n");
 }
 
@@ -165,5 +167,10 @@ int main(int argc, char **argv)
     if (!opts.np && !opts.hosts && !opts.hostfile)
         return bad_usage("%s", "give the number of ranks with -n N");
     opts.argv = &argv[i];
+    /* A bad BM_* value would stop every rank; say it once, before launching. */
+    if (bm_util_params_check_env() != BM_OK) {
+        fprintf(stderr, "bmrun: not starting the job: fix the parameter(s) above\n");
+        return BM_RUN_EXIT_USAGE;
+    }
     return bm_run_ctl_run(&opts);
 }
