@@ -16,7 +16,9 @@
  *    every rank and reports the message) and then exits this process.
  *
  * Backends implement struct bm_rte_backend_ops; adding PMIx or PMI-1 means
- * adding one file and one entry in rte.c's backend list, nothing else.
+ * adding one file (its ops table), its extern in rte_backend.h, and its
+ * entry in rte.c's backend list and BM_RTE_BACKEND choices; callers and the
+ * other backends do not change.
  *
  * Job-scoped files: every shared-memory object of a job is named
  * "bm-<jobid>-<what>" (so it appears as /dev/shm/bm-<jobid>-<what>) and every
@@ -71,7 +73,8 @@ void bm_rte_finalize(void);
 
 /* This process. Valid between init and finalize. */
 const struct bm_rte_proc *bm_rte_self(void);
-/* Node index of any rank (same node <=> same value). Valid after the first fence. */
+/* Node index of any rank (same node <=> same value), -1 for an invalid rank.
+ * Valid after the first fence (bmrun and singleton: already after init). */
 int bm_rte_node_of(int rank);
 /* Name of the backend in use ("bmrun", "singleton", ...). */
 const char *bm_rte_backend_name(void);
