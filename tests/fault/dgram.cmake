@@ -1,0 +1,50 @@
+# Fault tests of the dgram transport (label "fault").
+#  - dgram_fault_*: the transport layer under injected faults (debug
+#    parameters BM_BTL_DGRAM_DROP/DUP/REORDER/CORRUPT) and stray datagrams,
+#    on this host, no privileges needed.
+#  - btl_conformance_dgram_*_inject: the conformance suite with injected loss.
+#  - dgram_netns_*: real faults between two network namespaces (iptables
+#    loss, TEE duplication, htb+CLASSIFY reordering, a black hole); skipped
+#    (77) without root.
+add_executable(dgram_fault ${CMAKE_CURRENT_LIST_DIR}/dgram_fault.c)
+target_link_libraries(dgram_fault PRIVATE bitmover_internal bm_test_harness)
+target_include_directories(dgram_fault PRIVATE ${CMAKE_SOURCE_DIR}/src)
+
+if(NOT TARGET bmrun)
+    return()
+endif()
+
+bm_add_mpi_test(dgram_fault_stray TARGET dgram_fault NP 2 BTL self,dgram LABELS fault
+    TIMEOUT 120 ARGS stray)
+bm_add_mpi_test(dgram_fault_stream_lossy TARGET dgram_fault NP 2 BTL self,dgram LABELS fault
+    TIMEOUT 180 ARGS stream 1000
+    ENV BM_BTL_DGRAM_DROP=0.1 BM_BTL_DGRAM_DUP=0.05 BM_BTL_DGRAM_REORDER=0.05
+        BM_BTL_DGRAM_CORRUPT=0.02 BM_BTL_DGRAM_SEED=7)
+
+if(TARGET btl_conformance)
+    bm_add_mpi_test(btl_conformance_dgram_np2_drop10 TARGET btl_conformance NP 2
+        BTL self,dgram LABELS btl fault TIMEOUT 180 ARGS dgram
+        ENV BM_BTL_DGRAM_DROP=0.1 BM_BTL_DGRAM_SEED=11)
+    bm_add_mpi_test(btl_conformance_dgram_np4_faults TARGET btl_conformance NP 4
+        BTL self,dgram LABELS btl fault TIMEOUT 240 ARGS dgram
+        ENV BM_BTL_DGRAM_DROP=0.05 BM_BTL_DGRAM_DUP=0.05 BM_BTL_DGRAM_REORDER=0.05
+            BM_BTL_DGRAM_CORRUPT=0.01 BM_BTL_DGRAM_SEED=12)
+
+    foreach(scenario loss:0.01 loss:0.05 loss:0.20 dup:0.10 reorder:0.02 blackhole:0 stray:0)
+        string(REPLACE ":" ";" parts ${scenario})
+        list(GET parts 0 kind)
+        list(GET parts 1 prob)
+        string(REPLACE "." "" tag ${prob})
+        if(kind STREQUAL "loss" OR kind STREQUAL "dup")
+            set(name dgram_netns_${kind}${tag})
+        else()
+            set(name dgram_netns_${kind})
+        endif()
+        add_test(NAME ${name}
+            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dgram_netns.sh $<TARGET_FILE:bmrun>
+                $<TARGET_FILE:btl_conformance> $<TARGET_FILE:dgram_fault> ${kind} ${prob})
+        bm_scaled_timeout(t 240)
+        set_tests_properties(${name} PROPERTIES TIMEOUT ${t} LABELS fault SKIP_RETURN_CODE 77
+            RUN_SERIAL TRUE)
+    endforeach()
+endif()

@@ -1,0 +1,163 @@
+#!/bin/bash
+# Real faults for the dgram transport: two network namespaces joined by a
+# veth pair stand for two hosts (one rank each, bmrun's launch agent is
+# 'ip netns exec {host}'), and the kernel loses, duplicates or reorders the
+# UDP traffic between them (recipes of TESTBED.md):
+#   loss P       iptables statistic DROP with probability P in both
+#                receivers' INPUT chains; the conformance suite must pass
+#                (every byte verified, exactly once) and resends must show.
+#   dup P        iptables TEE duplicates a share P of the datagrams.
+#   reorder P    a share P of the datagrams goes through a slow htb class.
+#   blackhole    every datagram to rank 1 vanishes: rank 0 must report the
+#                path failed within the bound, then recover when it is lifted.
+#   stray        rank 0 fires garbage and foreign datagrams at rank 1's ports
+#                during a stream over the veth: nothing is disturbed.
+# Needs root and ip netns; otherwise skipped (exit 77).
+# usage: dgram_netns.sh BMRUN BTL_CONFORMANCE DGRAM_FAULT KIND PROB
+BMRUN=$1 CONF=$2 FAULT=$3 KIND=$4 PROB=$5
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP: needs root to create network namespaces"
+    exit 77
+fi
+if ! ip netns list >/dev/null 2>&1 || ! command -v iptables >/dev/null; then
+    echo "SKIP: 'ip netns' or iptables is not available"
+    exit 77
+fi
+A=dgA$$
+B=dgB$$
+VA=dgva$$
+VB=dgvb$$
+NET=10.250.1
+T=$(mktemp -d)
+teardown() {
+    ip netns del $A 2>/dev/null
+    ip netns del $B 2>/dev/null
+    rm -rf "$T"
+}
+trap teardown EXIT
+if ! ip netns add $A || ! ip netns add $B; then
+    echo "SKIP: cannot create network namespaces here"
+    exit 77
+fi
+ip link add $VA type veth peer name $VB || { echo "SKIP: cannot create a veth pair"; exit 77; }
+ip link set $VA netns $A
+ip link set $VB netns $B
+ip -n $A addr add $NET.1/24 dev $VA
+ip -n $B addr add $NET.2/24 dev $VB
+for n in $A $B; do ip -n $n link set lo up; done
+ip -n $A link set $VA up
+ip -n $B link set $VB up
+
+export BM_BTL=self,dgram
+export BM_BTL_DGRAM_STATS=86400 # print the counters at finalize
+AGENT='ip netns exec {host}'
+fail=0
+bad() {
+    echo "FAIL: $*"
+    fail=1
+}
+job() { # job NAME PROGRAM ARGS...: run 2 ranks, one per namespace
+    local name=$1
+    shift
+    ip netns exec $A "$BMRUN" -n 2 --host $A,$B --launch-agent "$AGENT" --tag-output \
+        --timeout 200 "$@" >"$T/$name.out" 2>"$T/$name.err"
+}
+show() {
+    echo "---- stdout"
+    tail -20 "$T/$1.out"
+    echo "---- stderr"
+    tail -20 "$T/$1.err"
+}
+
+case $KIND in
+loss)
+    ip netns exec $B iptables -A INPUT -i $VB -p udp -m statistic --mode random \
+        --probability "$PROB" -j DROP
+    ip netns exec $A iptables -A INPUT -i $VA -p udp -m statistic --mode random \
+        --probability "$PROB" -j DROP
+    ;;
+dup)
+    ip netns exec $A iptables -t mangle -A POSTROUTING -o $VA -p udp -m statistic \
+        --mode random --probability "$PROB" -j TEE --gateway $NET.2
+    ip netns exec $B iptables -t mangle -A POSTROUTING -o $VB -p udp -m statistic \
+        --mode random --probability "$PROB" -j TEE --gateway $NET.1
+    ;;
+reorder)
+    for side in "$A $VA" "$B $VB"; do
+        set -- $side
+        ip netns exec $1 tc qdisc add dev $2 root handle 1: htb default 10
+        ip netns exec $1 tc class add dev $2 parent 1: classid 1:10 htb rate 10gbit
+        ip netns exec $1 tc class add dev $2 parent 1: classid 1:20 htb rate 2mbit ceil 2mbit \
+            burst 16000b cburst 16000b
+        ip netns exec $1 iptables -t mangle -A POSTROUTING -o $2 -p udp -m statistic \
+            --mode random --probability "$PROB" -j CLASSIFY --set-class 1:20
+    done
+    ;;
+esac
+
+case $KIND in
+loss | dup | reorder)
+    job conf "$CONF" dgram
+    rc=$?
+    [ $rc -eq 0 ] || bad "conformance over $KIND $PROB exited $rc"
+    n=$(grep -c "btl_conformance\[dgram\] rank [01]: [0-9]* passed, 0 failed" "$T/conf.out")
+    [ "$n" -eq 2 ] || bad "conformance over $KIND $PROB: $n of 2 ranks passed"
+    case $KIND in
+    loss) grep -Eq "resends_(timeout|fast)=[1-9]" "$T/conf.err" ||
+        bad "no resends counted: was the loss applied?" ;;
+    dup) grep -Eq "recv_(dup|old)=[1-9]" "$T/conf.err" ||
+        bad "no duplicates counted: was TEE applied?" ;;
+    esac
+    ;;
+blackhole)
+    export BM_BTL_DGRAM_FAIL_MS=3000 BM_BTL_DGRAM_PROBE_MS=100
+    FLAG=$T/blackhole
+    job bh "$FAULT" blackhole "$FLAG" &
+    pid=$!
+    for _ in $(seq 600); do
+        grep -q "phase 1 done" "$T/bh.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    ip netns exec $B iptables -A INPUT -i $VB -p udp -j DROP
+    touch "$FLAG"
+    for _ in $(seq 600); do
+        [ -e "$FLAG.failed" ] && break
+        sleep 0.1
+    done
+    ip netns exec $B iptables -D INPUT -i $VB -p udp -j DROP
+    wait $pid
+    rc=$?
+    [ $rc -eq 0 ] || bad "blackhole job exited $rc"
+    ms=$(sed -n 's/.*path failure reported after \([0-9]*\) ms.*/\1/p' "$T/bh.out")
+    if [ -z "$ms" ]; then
+        bad "no path failure reported"
+    elif [ "$ms" -gt 4000 ]; then
+        bad "path failure took $ms ms (bound: BM_BTL_DGRAM_FAIL_MS=3000)"
+    else
+        echo "path failure reported after $ms ms"
+    fi
+    grep -q "path recovered" "$T/bh.out" || bad "no recovery reported"
+    ;;
+stray)
+    job stray "$FAULT" stray
+    rc=$?
+    [ $rc -eq 0 ] || bad "stray job exited $rc"
+    grep -q "stray datagrams dropped" "$T/stray.out" || bad "rank 1 did not report the drops"
+    ;;
+*)
+    echo "unknown scenario $KIND"
+    exit 2
+    ;;
+esac
+
+for f in "$T"/*.out; do
+    name=$(basename "$f" .out)
+    if [ $fail -ne 0 ]; then
+        show "$name"
+    else
+        grep -h "dgram stats\|passed\|reported after\|dropped" "$f" "$T/$name.err" | head -8
+    fi
+done
+[ $fail -eq 0 ] && echo "PASS: dgram $KIND $PROB"
+exit $fail
