@@ -89,12 +89,13 @@ _Static_assert(sizeof(struct bm_rte_msg_kv) == 12, "kv entry header is 12 bytes"
 /* LAUNCH payload: this header, then nranks u32 global ranks (in local-rank
  * order), then argc NUL-terminated argument strings (argv[0] is the program),
  * then envc NUL-terminated "NAME=value" strings to add to each rank's
- * environment (BMRUN_* job variables and the user's -x variables). */
+ * environment (BMRUN_* job variables and the user's -x variables), then, when
+ * has_wdir is 1, one NUL-terminated working directory for the ranks. */
 struct bm_rte_msg_launch {
-    uint32_t nranks;     /* ranks to start on this node */
-    uint32_t argc;       /* program and arguments */
-    uint32_t envc;       /* environment additions */
-    uint32_t tag_output; /* unused by the daemon; reserved, 0 */
+    uint32_t nranks;   /* ranks to start on this node */
+    uint32_t argc;     /* program and arguments */
+    uint32_t envc;     /* environment additions */
+    uint32_t has_wdir; /* 1: the controller's working directory follows */
 };
 _Static_assert(sizeof(struct bm_rte_msg_launch) == 16, "launch header is 16 bytes");
 

@@ -52,6 +52,16 @@ done
 # Daemons say nothing when all goes well (no errors, no sanitizer reports).
 [ ! -s "$T/two.err" ] && ok "two: nothing on stderr" || fail "two: stderr: $(head -5 "$T/two.err")"
 
+# Remote ranks start in bmrun's working directory even when the agent puts
+# the daemon elsewhere: a relative program path works.
+(cd "$(dirname "$RANK")" &&
+    run wdir ip netns exec $A "$BMRUN" -n 2 --host $A,$B --timeout 60 \
+        --launch-agent 'ip netns exec {host} env --chdir=/' ./"$(basename "$RANK")" modex "$TOKEN"
+    expect_rc wdir 0
+    [ "$(grep -c ' ok$' "$T/wdir.out")" -eq 2 ] && ok "wdir: relative program found" ||
+        fail "wdir: $(cat "$T/wdir.err")"
+    exit $failures) || failures=$((failures + 1))
+
 # A rank killed on the second host: named with its host; everything ends.
 run kill ip netns exec $A "$BMRUN" -n 4 --host $A,$B --launch-agent "$AGENT" --timeout 60 \
     "$RANK" kill 3 "$TOKEN"

@@ -480,7 +480,11 @@ static bm_status_t ctl_send_launch(struct bm_run_host *host, int h)
     char **env = ctl_env_for_host(h);
     if (!env)
         return BM_ERR_NO_MEMORY;
+    char wdir[PATH_MAX];
+    bool has_wdir = getcwd(wdir, sizeof(wdir)) != NULL;
     size_t argc = 0, envc = 0, bytes = sizeof(struct bm_rte_msg_launch) + 4 * (size_t)host->nranks;
+    if (has_wdir)
+        bytes += strlen(wdir) + 1;
     for (char **a = ctl.opts->argv; *a; a++, argc++)
         bytes += strlen(*a) + 1;
     for (char **e = env; *e; e++, envc++)
@@ -491,7 +495,7 @@ static bm_status_t ctl_send_launch(struct bm_run_host *host, int h)
         bm_rte_proto_put_u32(p, (uint32_t)host->nranks);
         bm_rte_proto_put_u32(p + 4, (uint32_t)argc);
         bm_rte_proto_put_u32(p + 8, (uint32_t)envc);
-        bm_rte_proto_put_u32(p + 12, 0);
+        bm_rte_proto_put_u32(p + 12, has_wdir);
         size_t o = sizeof(struct bm_rte_msg_launch);
         for (int i = 0; i < host->nranks; i++, o += 4)
             bm_rte_proto_put_u32(p + o, (uint32_t)host->ranks[i]);
@@ -503,6 +507,8 @@ static bm_status_t ctl_send_launch(struct bm_run_host *host, int h)
             memcpy(p + o, *e, strlen(*e) + 1);
             o += strlen(*e) + 1;
         }
+        if (has_wdir)
+            memcpy(p + o, wdir, strlen(wdir) + 1);
         rc = bm_run_conn_send(host->daemon, BM_RTE_MSG_LAUNCH, (uint32_t)host->node, p, bytes);
         free(p);
     }

@@ -83,7 +83,7 @@ static void dmn_launch(const uint8_t *p, size_t len)
     if (len < sizeof(struct bm_rte_msg_launch))
         goto err_proto;
     uint32_t nranks = bm_rte_proto_get_u32(p), argc = bm_rte_proto_get_u32(p + 4),
-             envc = bm_rte_proto_get_u32(p + 8);
+             envc = bm_rte_proto_get_u32(p + 8), has_wdir = bm_rte_proto_get_u32(p + 12);
     size_t o = sizeof(struct bm_rte_msg_launch);
     if (nranks == 0 || argc == 0 || nranks > (len - o) / 4 || argc > len || envc > len)
         goto err_proto;
@@ -106,6 +106,18 @@ static void dmn_launch(const uint8_t *p, size_t len)
         else
             env[i - argc] = s;
         o = (size_t)(nul - p) + 1;
+    }
+    if (has_wdir) {
+        const uint8_t *nul = o < len ? memchr(p + o, 0, len - o) : NULL;
+        if (!nul)
+            goto err_proto;
+        /* Ranks start where bmrun was started, when that directory exists
+         * here (a shared file system); otherwise in the daemon's directory. */
+        if (chdir((const char *)p + o) != 0)
+            fprintf(stderr,
+                    "bmrun daemon: warning: cannot change to the working directory %s (%s); "
+                    "ranks start in the daemon's directory instead\n",
+                    (const char *)p + o, strerror(errno));
     }
     struct bm_run_local_spec spec = {
         .argv = argv, .env_add = env, .ranks = ranks, .nranks = (int)nranks};
