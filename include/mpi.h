@@ -457,6 +457,16 @@ BM_MPI_API int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype dataty
 BM_MPI_API int MPI_Get_address(const void *location, MPI_Aint *address);
 BM_MPI_API int PMPI_Get_address(const void *location, MPI_Aint *address);
 
+BM_MPI_API int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_commit(MPI_Datatype *datatype);
+BM_MPI_API int PMPI_Type_commit(MPI_Datatype *datatype);
+BM_MPI_API int MPI_Type_free(MPI_Datatype *datatype);
+BM_MPI_API int PMPI_Type_free(MPI_Datatype *datatype);
+BM_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
+BM_MPI_API int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
 /* op.c */
 BM_MPI_API int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 BM_MPI_API int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);

@@ -2,7 +2,10 @@
  * extent and kind (which reductions apply), and the queries on them
  * (MPI_Type_size, MPI_Type_get_extent, MPI_Get_elements...). Every datatype
  * is contiguous for now: count elements are count * extent bytes from the
- * buffer address, padding of the value-index pair types included. The PML
+ * buffer address, padding of the value-index pair types included. Derived
+ * types so far are MPI_Type_contiguous (and MPI_Type_dup) of these, which
+ * keeps that property; types with gaps (vector, indexed, struct) need
+ * packing in the point-to-point path and are not provided yet. The PML
  * turns received bytes back into a count with bm_mpi_type_count. */
 #include "mpi/mpi_internal.h"
 
@@ -12,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
@@ -41,7 +45,7 @@ struct bm_mpi_long_double_int {
     int i;
 };
 
-#define BM_TYPE_DEF(obj, mpiname, size_, extent_, kind_, signed_)                                  \
+#define BM_TYPE_DEF(obj, namestr, size_, extent_, kind_, signed_)                                  \
     struct bm_mpi_datatype bm_mpi_type_##obj##_obj = {                                             \
         .magic = BM_MPI_MAGIC_DATATYPE,                                                            \
         .id = BM_MPI_TYPE_ID_##obj,                                                                \
@@ -52,13 +56,16 @@ struct bm_mpi_long_double_int {
         .is_signed = (signed_),                                                                    \
         .contiguous = true,                                                                        \
         .predefined = true,                                                                        \
-        .name = #mpiname,                                                                          \
+        .committed = true,                                                                         \
+        .basic = &bm_mpi_type_##obj##_obj,                                                         \
+        .basic_count = 1,                                                                          \
+        .name = namestr,                                                                           \
     }
 #define BM_SCALAR(obj, mpiname, ctype, kind, sgn)                                                  \
-    BM_TYPE_DEF(obj, mpiname, sizeof(ctype), sizeof(ctype), kind, sgn)
+    BM_TYPE_DEF(obj, #mpiname, sizeof(ctype), sizeof(ctype), kind, sgn)
 /* MPI counts a pair's size without padding (value + int), its extent with. */
 #define BM_PAIR(obj, mpiname, vtype)                                                               \
-    BM_TYPE_DEF(obj, mpiname, sizeof(vtype) + sizeof(int), sizeof(struct bm_mpi_##obj),            \
+    BM_TYPE_DEF(obj, #mpiname, sizeof(vtype) + sizeof(int), sizeof(struct bm_mpi_##obj),           \
                 BM_MPI_KIND_PAIR, true)
 
 BM_SCALAR(char, MPI_CHAR, char, BM_MPI_KIND_CHAR, CHAR_MIN < 0);
@@ -113,18 +120,22 @@ int bm_mpi_type_count(MPI_Datatype dt, size_t bytes)
     return n > INT_MAX ? MPI_UNDEFINED : (int)n;
 }
 
-/* Basic elements in one element of dt: the pair types hold two. */
-static int type_basic_elements(MPI_Datatype dt)
+/* Basic elements (MPI_Get_elements' unit) in one predefined element: the
+ * pair types hold two. */
+static int type_basic_elements(MPI_Datatype basic)
 {
-    return dt->kind == BM_MPI_KIND_PAIR ? 2 : 1;
+    return basic->kind == BM_MPI_KIND_PAIR ? 2 : 1;
 }
 
 static int check_type_query(MPI_Datatype dt, const void *out, const char *fn)
 {
     int rc;
 
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_datatype(NULL, dt, fn)))
+    if ((rc = bm_mpi_check_initialized(fn)))
         return rc;
+    /* Queries work on types not committed yet. */
+    if (dt == MPI_DATATYPE_NULL || dt->magic != BM_MPI_MAGIC_DATATYPE)
+        return bm_mpi_check_datatype(NULL, dt, fn);
     if (out == NULL)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL output argument");
     return MPI_SUCCESS;
@@ -180,21 +191,145 @@ int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint
 {
     int rc = check_type_query(datatype, true_lb && true_extent ? true_lb : NULL,
                               "MPI_Type_get_true_extent");
+    MPI_Aint pad = 0;
 
     if (rc)
         return rc;
-    /* The true extent spans the data only: a pair's trailing padding is not in it. */
-    *true_lb = datatype->lb;
-    *true_extent = datatype->extent;
-    if (datatype->kind == BM_MPI_KIND_PAIR) {
-        /* The int follows the value at its natural alignment. */
-        size_t vsize = datatype->size - sizeof(int);
+    /* The true extent spans the data only: the last pair's trailing
+     * padding (after its int, which follows the value at int alignment)
+     * is not in it. */
+    if (datatype->basic->kind == BM_MPI_KIND_PAIR && datatype->extent > 0) {
+        size_t vsize = datatype->basic->size - sizeof(int);
         size_t ioff = (vsize + alignof(int) - 1) / alignof(int) * alignof(int);
-        *true_extent = (MPI_Aint)(ioff + sizeof(int));
+        pad = datatype->basic->extent - (MPI_Aint)(ioff + sizeof(int));
     }
+    *true_lb = datatype->lb;
+    *true_extent = datatype->extent - pad;
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Type_get_true_extent);
+
+void bm_mpi_type_retain(MPI_Datatype dt)
+{
+    if (!dt->predefined)
+        dt->refcount++;
+}
+
+void bm_mpi_type_release(MPI_Datatype dt)
+{
+    if (!dt->predefined && --dt->refcount == 0) {
+        bm_mpi_type_release(dt->basic);
+        dt->magic = 0;
+        free(dt);
+    }
+}
+
+/* Derived datatypes are contiguous runs of a predefined type for now: they
+ * need no packing, so every transfer path moves them as they lie. */
+int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    static const char fn[] = "MPI_Type_contiguous";
+    struct bm_mpi_datatype *t;
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_count(NULL, count, fn)))
+        return rc;
+    /* The old type need not be committed to build on it. */
+    if (oldtype == MPI_DATATYPE_NULL || oldtype->magic != BM_MPI_MAGIC_DATATYPE)
+        return bm_mpi_check_datatype(NULL, oldtype, fn);
+    if (newtype == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL newtype pointer");
+    if (oldtype->extent != 0 && (size_t)count > (size_t)INTPTR_MAX / (size_t)oldtype->extent)
+        return bm_mpi_error(NULL, MPI_ERR_COUNT, fn, "%d elements of %s overflow the address space",
+                            count, oldtype->name);
+    t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
+    t->magic = BM_MPI_MAGIC_DATATYPE;
+    t->id = BM_MPI_TYPE_ID_COUNT;
+    t->kind = oldtype->kind;
+    t->size = (size_t)count * oldtype->size;
+    t->lb = oldtype->lb;
+    t->extent = (MPI_Aint)count * oldtype->extent;
+    t->is_signed = oldtype->is_signed;
+    t->contiguous = oldtype->contiguous;
+    t->basic = oldtype->basic;
+    t->basic_count = (size_t)count * oldtype->basic_count;
+    t->refcount = 1;
+    t->name = t->name_buf;
+    bm_mpi_type_retain(t->basic);
+    *newtype = t;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Type_contiguous);
+
+static int check_derived(MPI_Datatype *datatype, const char *fn)
+{
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (datatype == NULL || *datatype == MPI_DATATYPE_NULL ||
+        (*datatype)->magic != BM_MPI_MAGIC_DATATYPE)
+        return bm_mpi_error(NULL, MPI_ERR_TYPE, fn, "invalid datatype handle");
+    return MPI_SUCCESS;
+}
+
+int PMPI_Type_commit(MPI_Datatype *datatype)
+{
+    int rc = check_derived(datatype, "MPI_Type_commit");
+
+    if (rc)
+        return rc;
+    (*datatype)->committed = true;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Type_commit);
+
+int PMPI_Type_free(MPI_Datatype *datatype)
+{
+    static const char fn[] = "MPI_Type_free";
+    int rc = check_derived(datatype, fn);
+
+    if (rc)
+        return rc;
+    if ((*datatype)->predefined)
+        return bm_mpi_error(NULL, MPI_ERR_TYPE, fn, "cannot free the predefined datatype %s",
+                            (*datatype)->name);
+    bm_mpi_type_release(*datatype);
+    *datatype = MPI_DATATYPE_NULL;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Type_free);
+
+int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    int rc = PMPI_Type_contiguous(1, oldtype, newtype);
+
+    if (rc == MPI_SUCCESS) {
+        (*newtype)->committed = oldtype->committed;
+        snprintf((*newtype)->name_buf, sizeof((*newtype)->name_buf), "%s", oldtype->name);
+    }
+    return rc;
+}
+BM_MPI_ALIAS(Type_dup);
+
+int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
+{
+    static const char fn[] = "MPI_Type_set_name";
+    int rc = check_derived(&datatype, fn);
+
+    if (rc)
+        return rc;
+    if (type_name == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL name");
+    if (datatype->predefined)
+        return bm_mpi_error(NULL, MPI_ERR_TYPE, fn, "cannot rename the predefined datatype %s",
+                            datatype->name);
+    snprintf(datatype->name_buf, sizeof(datatype->name_buf), "%s", type_name);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Type_set_name);
 
 int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
 {
@@ -221,7 +356,15 @@ static int get_elements(const MPI_Status *status, MPI_Datatype datatype, MPI_Cou
         return MPI_SUCCESS;
     }
     n = bm_mpi_type_count(datatype, status->bm_count);
-    *count = n == MPI_UNDEFINED ? MPI_UNDEFINED : (MPI_Count)n * type_basic_elements(datatype);
+    if (n != MPI_UNDEFINED) {
+        *count =
+            (MPI_Count)n * (MPI_Count)datatype->basic_count * type_basic_elements(datatype->basic);
+    } else {
+        /* A partial derived element still holds whole basic elements. */
+        n = bm_mpi_type_count(datatype->basic, status->bm_count);
+        *count = n == MPI_UNDEFINED ? MPI_UNDEFINED
+                                    : (MPI_Count)n * type_basic_elements(datatype->basic);
+    }
     return MPI_SUCCESS;
 }
 

@@ -240,6 +240,10 @@ int bm_mpi_check_datatype(MPI_Comm comm, MPI_Datatype dt, const char *fn)
                             "the datatype handle %p is not a datatype (freed, or another kind "
                             "of handle)",
                             (void *)dt);
+    if (!dt->committed)
+        return bm_mpi_error(comm, MPI_ERR_TYPE, fn,
+                            "the datatype %s is not committed; call MPI_Type_commit first",
+                            dt->name[0] ? dt->name : "(unnamed)");
     return MPI_SUCCESS;
 }
 

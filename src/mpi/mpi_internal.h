@@ -112,15 +112,23 @@ enum bm_mpi_type_id {
 
 struct bm_mpi_datatype {
     uint32_t magic;
-    enum bm_mpi_type_id id;
+    enum bm_mpi_type_id id; /* BM_MPI_TYPE_ID_COUNT for derived types */
     enum bm_mpi_type_kind kind;
     size_t size;     /* bytes of data in one element */
     MPI_Aint lb;     /* lower bound */
     MPI_Aint extent; /* stride between consecutive elements */
     bool is_signed;  /* integers: signed or unsigned arithmetic */
-    bool contiguous; /* the bytes of count elements are one block of count * size */
+    bool contiguous; /* the bytes of count elements are one block of count * extent */
     bool predefined;
-    const char *name; /* "MPI_INT" */
+    bool committed; /* usable in communication (predefined types always are) */
+    /* The predefined type this one is made of, and how many of them one
+     * element holds: reductions run on basic_count * count basic elements.
+     * A predefined type is its own basic type (basic_count 1). */
+    MPI_Datatype basic;
+    size_t basic_count;
+    int refcount;     /* derived types: the handle plus users such as persistent requests */
+    const char *name; /* "MPI_INT"; derived types point at name_buf */
+    char name_buf[MPI_MAX_OBJECT_NAME];
 };
 
 /* Internal reduction kernel: inout[i] = in[i] op inout[i] for count elements. */
@@ -297,6 +305,11 @@ static inline size_t bm_mpi_type_bytes(MPI_Datatype dt, int count)
 {
     return (size_t)count * (size_t)dt->extent;
 }
+
+/* Keep a derived datatype alive while a request refers to it (MPI_Type_free
+ * may come first); no-ops on predefined types. */
+void bm_mpi_type_retain(MPI_Datatype dt);
+void bm_mpi_type_release(MPI_Datatype dt);
 
 /* Number of whole elements of dt in bytes received (the inverse of
  * bm_mpi_type_bytes), or MPI_UNDEFINED when bytes is not a multiple of the

@@ -37,7 +37,7 @@ BM_OP_DEF(no_op, MPI_NO_OP, false);
 
 bool bm_mpi_op_supports(MPI_Op op, MPI_Datatype dt)
 {
-    enum bm_mpi_type_kind k = dt->kind;
+    enum bm_mpi_type_kind k = dt->basic->kind;
 
     switch (op->id) {
     case BM_MPI_OP_ID_max:
@@ -299,7 +299,8 @@ void bm_mpi_op_apply(MPI_Op op, const void *in, void *inout, int count, MPI_Data
     case BM_MPI_OP_ID_no_op:
         return;
     default:
-        kernels[dt->id](op->id, in, inout, (size_t)count);
+        /* Derived types reduce as runs of their predefined basic type. */
+        kernels[dt->basic->id](op->id, in, inout, (size_t)count * dt->basic_count);
     }
 }
 

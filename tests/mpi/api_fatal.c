@@ -2,7 +2,8 @@
  * checks that the job ends with a non-zero status and a clear message. The
  * first argument picks the failure: "root" (the last rank calls MPI_Bcast
  * with an invalid root under MPI_ERRORS_ARE_FATAL while the others wait in a
- * barrier), "abort" (rank 1, or 0 alone, calls MPI_Abort with code 7),
+ * barrier), "op" (every rank reduces MPI_2INT with MPI_SUM), "abort" (rank
+ * 1, or 0 alone, calls MPI_Abort with code 7),
  * "before-init" (MPI_Comm_rank before MPI_Init), "after-finalize". */
 #include <mpi.h>
 #include <stdio.h>
@@ -25,6 +26,9 @@ int main(int argc, char **argv)
             MPI_Bcast(&buf, 1, MPI_INT, size + 5, MPI_COMM_WORLD);
         else
             MPI_Barrier(MPI_COMM_WORLD);
+    } else if (strcmp(mode, "op") == 0) {
+        int pair[2] = {rank, rank}, out[2];
+        MPI_Allreduce(pair, out, 1, MPI_2INT, MPI_SUM, MPI_COMM_WORLD);
     } else if (strcmp(mode, "abort") == 0) {
         if (rank == (size > 1 ? 1 : 0))
             MPI_Abort(MPI_COMM_WORLD, 7);
