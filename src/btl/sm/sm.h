@@ -64,7 +64,6 @@ struct bm_btl_sm_module {
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl;
     struct bm_btl_sm_fifo_reader reader;
-    int expected_mappers; /* local peers that will map our segment */
     /* rank -> base address of that rank's segment here (ours included),
      * NULL for ranks we do not reach. Resolves relative pointers. */
     unsigned char **bases;

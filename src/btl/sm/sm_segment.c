@@ -60,7 +60,14 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
         return BM_ERR_BAD_PARAM;
     }
 
-    snprintf(sm->name, sizeof(sm->name), "/bm-%s-sm-%d", self->jobid, self->rank);
+    /* The launcher's naming convention (rte.h): bmrun removes bm-<jobid>-* after a crash. */
+    char what[32], job_name[sizeof(sm->name) - 1];
+    snprintf(what, sizeof(what), "sm-%d", self->rank);
+    if (bm_rte_job_name(what, job_name, sizeof(job_name)) != BM_OK) {
+        bm_log_error("job id '%s' too long for a shared-memory file name", self->jobid);
+        return BM_ERR_BAD_PARAM;
+    }
+    snprintf(sm->name, sizeof(sm->name), "/%s", job_name);
     int fd = shm_open(sm->name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 && errno == EEXIST) {
         /* Left by an earlier job that was given the same id and crashed
