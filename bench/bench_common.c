@@ -149,6 +149,7 @@ void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t pr
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     long plan[2];
+    plan_out->predicted = 0;
     if (rank == 0) {
         int large = size > BM_BENCH_LARGE_SIZE;
         long warm = large ? opts->warmup_large : opts->warmup;
@@ -158,6 +159,7 @@ void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t pr
             if (prev_size > 0 && size > prev_size)
                 growth = (double)size / (double)prev_size;
             double predicted = prev_iter_seconds * growth;
+            plan_out->predicted = predicted;
             /* 80% of the budget for the timed loop, 20% for warm-up. */
             long fit = (long)(opts->budget * 0.8 / predicted);
             long fit_warm = (long)(opts->budget * 0.2 / predicted);
@@ -172,6 +174,28 @@ void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t pr
     MPI_Bcast(plan, 2, MPI_LONG, 0, MPI_COMM_WORLD);
     plan_out->warmup = plan[0];
     plan_out->iters = plan[1];
+    plan_out->seed = plan[1];
+}
+
+double bm_bench_plan_timed(const struct bm_bench_opts *opts, double warm_seconds,
+                           struct bm_bench_plan *plan)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    long iters = plan->iters;
+    if (rank == 0 && opts->budget > 0) {
+        double per = plan->warmup > 0 ? warm_seconds / (double)plan->warmup : 0;
+        if (plan->predicted > 0 && (per <= 0 || plan->predicted < per))
+            per = plan->predicted;
+        if (per > 0) {
+            long fit = (long)(opts->budget * 0.8 / per);
+            if (fit < iters)
+                iters = fit < 1 ? 1 : fit;
+        }
+    }
+    MPI_Bcast(&iters, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    plan->iters = iters;
+    return MPI_Wtime();
 }
 
 /* A cheap hash per byte so that shifted, truncated, duplicated or swapped data

@@ -38,6 +38,8 @@ struct bm_bench_opts {
 struct bm_bench_plan {
     long warmup;
     long iters;
+    long seed;        /* iteration count planned before warm-up: seeds the data pattern */
+    double predicted; /* rank 0: expected seconds per iteration from the previous size */
 };
 
 /* MPI_Init, option parsing (bm_bench_opts_parse) and the check that there
@@ -96,6 +98,16 @@ size_t bm_bench_size_next(size_t size);
  * linearly with size. Collective over MPI_COMM_WORLD. */
 void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t prev_size,
                         double prev_iter_seconds, struct bm_bench_plan *plan_out);
+
+/* Called by every rank when its warm-up loop ends (ranks that take part in
+ * no loop call it at the same point with warm_seconds = 0). With a time
+ * budget rank 0 lowers plan->iters to what fits, judged by the measured
+ * warm-up (the lower of that and the previous size's prediction, because the
+ * first warm-up iterations also pay for connection set-up), and broadcasts
+ * it. Collective over MPI_COMM_WORLD. Returns MPI_Wtime(), the start of the
+ * timed loop. */
+double bm_bench_plan_timed(const struct bm_bench_opts *opts, double warm_seconds,
+                           struct bm_bench_plan *plan);
 
 /* Writes the pattern for (size, iters, slot, sender) into buf[0..len). */
 void bm_bench_pattern_fill(unsigned char *buf, size_t len, size_t size, long iters, int slot,

@@ -37,16 +37,15 @@ int main(int argc, char **argv)
         bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan);
         int slots = bm_bench_slots(&opts, size);
         if (active) {
-            bm_bench_slots_fill(sbuf, slots, size, plan.iters, rank);
+            bm_bench_slots_fill(sbuf, slots, size, plan.seed, rank);
             memset(rbuf, 0xA5, size * (size_t)slots);
         }
-        long total = plan.warmup + plan.iters;
-        double t0 = 0;
         MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
         if (active) {
-            for (long i = 0; i < total; i++) {
+            for (long i = 0; i < plan.warmup + plan.iters; i++) {
                 if (i == plan.warmup)
-                    t0 = MPI_Wtime();
+                    t0 = bm_bench_plan_timed(&opts, MPI_Wtime() - t0, &plan);
                 for (int k = 0; k < w; k++)
                     MPI_Irecv(rbuf + (size_t)(k % slots) * size, (int)size, MPI_BYTE, peer, 200,
                               MPI_COMM_WORLD, &win.reqs[k]);
@@ -62,7 +61,9 @@ int main(int argc, char **argv)
                 printf("%-10zu %12.2f\n", size, mbs);
                 fflush(stdout);
             }
-            failed = bm_bench_slots_check(&opts, rank, rbuf, slots, size, plan.iters, peer) != 0;
+            failed = bm_bench_slots_check(&opts, rank, rbuf, slots, size, plan.seed, peer) != 0;
+        } else {
+            bm_bench_plan_timed(&opts, 0, &plan);
         }
         bm_bench_check_all(failed);
         prev_size = size;

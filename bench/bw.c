@@ -35,17 +35,16 @@ int main(int argc, char **argv)
         bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan);
         int slots = bm_bench_slots(&opts, size);
         if (rank == 0) {
-            bm_bench_slots_fill(buf, slots, size, plan.iters, 0);
+            bm_bench_slots_fill(buf, slots, size, plan.seed, 0);
         } else if (rank == 1) {
             memset(buf, 0xA5, size * (size_t)slots);
         }
-        long total = plan.warmup + plan.iters;
-        double t0 = 0;
         MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
         if (rank == 0) {
-            for (long i = 0; i < total; i++) {
+            for (long i = 0; i < plan.warmup + plan.iters; i++) {
                 if (i == plan.warmup)
-                    t0 = MPI_Wtime();
+                    t0 = bm_bench_plan_timed(&opts, MPI_Wtime() - t0, &plan);
                 bm_bench_window_send(&win, w, buf, slots, size, 1, 100);
             }
             double elapsed = MPI_Wtime() - t0;
@@ -54,10 +53,14 @@ int main(int argc, char **argv)
             printf("%-10zu %12.2f\n", size, mbs);
             fflush(stdout);
         } else if (rank == 1) {
-            for (long i = 0; i < total; i++) {
+            for (long i = 0; i < plan.warmup + plan.iters; i++) {
+                if (i == plan.warmup)
+                    bm_bench_plan_timed(&opts, 0, &plan);
                 bm_bench_window_recv(&win, w, buf, slots, size, 0, 100);
             }
-            failed = bm_bench_slots_check(&opts, rank, buf, slots, size, plan.iters, 0) != 0;
+            failed = bm_bench_slots_check(&opts, rank, buf, slots, size, plan.seed, 0) != 0;
+        } else {
+            bm_bench_plan_timed(&opts, 0, &plan);
         }
         bm_bench_check_all(failed);
         prev_size = size;

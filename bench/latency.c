@@ -31,24 +31,27 @@ int main(int argc, char **argv)
         struct bm_bench_plan plan;
         bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan);
         if (active) {
-            bm_bench_pattern_fill(sbuf, size, size, plan.iters, 0, rank);
+            bm_bench_pattern_fill(sbuf, size, size, plan.seed, 0, rank);
             memset(rbuf, 0xA5, size);
         }
-        long total = plan.warmup + plan.iters;
-        double t0 = 0;
         MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
         if (rank == 0) {
-            for (long i = 0; i < total; i++) {
+            for (long i = 0; i < plan.warmup + plan.iters; i++) {
                 if (i == plan.warmup)
-                    t0 = MPI_Wtime();
+                    t0 = bm_bench_plan_timed(&opts, MPI_Wtime() - t0, &plan);
                 MPI_Send(sbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
                 MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
         } else if (rank == 1) {
-            for (long i = 0; i < total; i++) {
+            for (long i = 0; i < plan.warmup + plan.iters; i++) {
+                if (i == plan.warmup)
+                    bm_bench_plan_timed(&opts, 0, &plan);
                 MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(sbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
             }
+        } else {
+            bm_bench_plan_timed(&opts, 0, &plan);
         }
         if (rank == 0) {
             double elapsed = MPI_Wtime() - t0;
@@ -57,7 +60,7 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         if (active &&
-            bm_bench_pattern_check(&opts, rank, rbuf, size, size, plan.iters, 0, peer) != 0)
+            bm_bench_pattern_check(&opts, rank, rbuf, size, size, plan.seed, 0, peer) != 0)
             failed = 1;
         /* Every rank learns about a data error before the next size, so the
          * job ends at once instead of hanging in the next exchange. */

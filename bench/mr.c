@@ -40,26 +40,29 @@ int main(int argc, char **argv)
         bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan);
         int slots = bm_bench_slots(&opts, size);
         if (sender) {
-            bm_bench_slots_fill(buf, slots, size, plan.iters, rank);
+            bm_bench_slots_fill(buf, slots, size, plan.seed, rank);
         } else if (receiver) {
             memset(buf, 0xA5, size * (size_t)slots);
         }
-        long total = plan.warmup + plan.iters;
         double elapsed = 0;
         MPI_Barrier(MPI_COMM_WORLD);
         if (sender) {
-            double t0 = 0;
-            for (long i = 0; i < total; i++) {
+            double t0 = MPI_Wtime();
+            for (long i = 0; i < plan.warmup + plan.iters; i++) {
                 if (i == plan.warmup)
-                    t0 = MPI_Wtime();
+                    t0 = bm_bench_plan_timed(&opts, MPI_Wtime() - t0, &plan);
                 bm_bench_window_send(&win, w, buf, slots, size, peer, 300);
             }
             elapsed = MPI_Wtime() - t0;
         } else if (receiver) {
-            for (long i = 0; i < total; i++) {
+            for (long i = 0; i < plan.warmup + plan.iters; i++) {
+                if (i == plan.warmup)
+                    bm_bench_plan_timed(&opts, 0, &plan);
                 bm_bench_window_recv(&win, w, buf, slots, size, peer, 300);
             }
-            failed = bm_bench_slots_check(&opts, rank, buf, slots, size, plan.iters, peer) != 0;
+            failed = bm_bench_slots_check(&opts, rank, buf, slots, size, plan.seed, peer) != 0;
+        } else {
+            bm_bench_plan_timed(&opts, 0, &plan);
         }
         double slowest = 0;
         MPI_Reduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
