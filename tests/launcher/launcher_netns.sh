@@ -62,6 +62,26 @@ done
         fail "wdir: $(cat "$T/wdir.err")"
     exit $failures) || failures=$((failures + 1))
 
+# Heavy output from ranks on both hosts arrives whole through the daemons.
+run spam ip netns exec $A "$BMRUN" -n 4 --host $A:2,$B:2 --launch-agent "$AGENT" --timeout 60 \
+    "$RANK" spam 2000 "$TOKEN"
+expect_rc spam 0
+for stream in out err; do
+    n=$(grep -Ec "^$stream rank [0-3] line [0-9]+ x{199} end$" "$T/spam.$stream")
+    [ "$n" -eq 8000 ] && ok "spam: std$stream 8000 whole lines" || fail "spam: std$stream has $n whole lines"
+done
+
+# SIGTERM to bmrun reaches the ranks on both hosts.
+ip netns exec $A "$BMRUN" -n 4 --host $A:2,$B:2 --launch-agent "$AGENT" "$RANK" hang -1 "$TOKEN" \
+    >"$T/term.out" 2>"$T/term.err" &
+pid=$!
+sleep 1.5
+kill -TERM $pid
+wait $pid
+rc=$?
+expect_rc term 143
+expect_no_leftovers term
+
 # A rank killed on the second host: named with its host; everything ends.
 run kill ip netns exec $A "$BMRUN" -n 4 --host $A,$B --launch-agent "$AGENT" --timeout 60 \
     "$RANK" kill 3 "$TOKEN"

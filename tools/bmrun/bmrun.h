@@ -61,6 +61,8 @@ void bm_run_conn_set_handlers(struct bm_run_conn *c, bm_run_msg_fn on_msg,
 int bm_run_conn_fd(const struct bm_run_conn *c);
 /* Largest payload accepted (unauthenticated peers get a tiny limit). */
 void bm_run_conn_set_max(struct bm_run_conn *c, uint32_t max_msg);
+/* Bytes queued for sending. */
+size_t bm_run_conn_queued(const struct bm_run_conn *c);
 /* True once the peer has sent at least one byte. */
 bool bm_run_conn_got_data(const struct bm_run_conn *c);
 /* Queue a message; never blocks. Returns BM_ERR_NO_MEMORY or BM_ERR_CONN_RESET. */
@@ -98,6 +100,9 @@ bm_status_t bm_run_local_start(const struct bm_run_local_spec *spec,
 /* Signal every local rank that is still running (its whole process group). */
 void bm_run_local_kill(int sig);
 int bm_run_local_running(void);
+/* Stop (true) or resume reading the ranks' output: backpressure when what
+ * was read cannot be passed on fast enough. */
+void bm_run_local_pause_output(bool pause);
 /* Offer a reaped child; true when it was a local rank. */
 bool bm_run_local_reaped(pid_t pid, int wstatus);
 /* Earliest output-drain deadline (bm_run_now() units) or 0; call _tick then. */

@@ -34,6 +34,7 @@ struct bm_run_conn {
     uint8_t *rx;
     size_t rxlen, rxcap;
     struct conn_seg *txhead, *txtail;
+    size_t txbytes; /* queued, not yet written */
     bool close_after_flush;
     uint32_t max_msg; /* longer payloads are a protocol error */
     bool got_data;    /* any byte was ever received */
@@ -94,6 +95,11 @@ void bm_run_conn_set_handlers(struct bm_run_conn *c, bm_run_msg_fn on_msg, bm_ru
 {
     c->on_msg = on_msg;
     c->on_close = on_close;
+}
+
+size_t bm_run_conn_queued(const struct bm_run_conn *c)
+{
+    return c->txbytes;
 }
 
 bool bm_run_conn_got_data(const struct bm_run_conn *c)
@@ -168,6 +174,7 @@ static bool conn_write(struct bm_run_conn *c)
             return false;
         }
         s->off += (size_t)n;
+        c->txbytes -= (size_t)n;
         if (s->off == s->buf->len) {
             c->txhead = s->next;
             if (!c->txhead)
@@ -193,6 +200,7 @@ bm_status_t bm_run_conn_send_shared(struct bm_run_conn *c, struct bm_run_shared 
         return BM_ERR_NO_MEMORY;
     s->refs++;
     seg->buf = s;
+    c->txbytes += s->len;
     if (c->txtail)
         c->txtail->next = seg;
     else

@@ -15,9 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#define DMN_OUTPUT_HIGH (16u << 20)
+#define DMN_OUTPUT_LOW  (4u << 20)
+
 static struct {
     struct bm_run_conn *conn;
-    bool launched, shutdown, lost, killed;
+    bool launched, shutdown, lost, killed, paused;
     double kill_at;
     int host;
     const char *jobid;
@@ -236,6 +239,16 @@ int bm_run_daemon_main(int argc, char **argv)
         if (dmn.kill_at && now >= dmn.kill_at && !dmn.killed) {
             dmn.killed = true;
             bm_run_local_kill(SIGKILL);
+        }
+        /* Output goes to the controller no faster than it takes it: above
+         * the high mark the ranks' pipes are left unread (and the ranks
+         * block in write) until the queue drains below the low mark. */
+        if (dmn.conn) {
+            size_t q = bm_run_conn_queued(dmn.conn);
+            if (!dmn.paused && q > DMN_OUTPUT_HIGH)
+                bm_run_local_pause_output(dmn.paused = true);
+            else if (dmn.paused && q < DMN_OUTPUT_LOW)
+                bm_run_local_pause_output(dmn.paused = false);
         }
         bm_run_local_tick();
         double next = now + 0.25;

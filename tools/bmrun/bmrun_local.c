@@ -235,6 +235,17 @@ void bm_run_local_kill(int sig)
     }
 }
 
+void bm_run_local_pause_output(bool pause)
+{
+    for (int i = 0; i < local_n; i++) {
+        struct local_rank *lr = &local_ranks[i];
+        if (lr->out.fd >= 0)
+            bm_run_loop_set_events(lr->out.fd, pause ? 0 : POLLIN);
+        if (lr->err.fd >= 0)
+            bm_run_loop_set_events(lr->err.fd, pause ? 0 : POLLIN);
+    }
+}
+
 int bm_run_local_running(void)
 {
     int n = 0;
