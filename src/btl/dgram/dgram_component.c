@@ -1,13 +1,15 @@
 /* The dgram component: finds the interfaces to use (one module each),
  * publishes their addresses in the modex under "btl.dgram", pairs our
  * modules with each peer's when they are added (a maximum-weight matching:
- * same subnet first, then link speed, computed identically on both sides),
+ * same subnet first, then link speed, solved by util/graph.h identically on
+ * both sides),
  * progresses every module, and tears everything down at finalize. The
  * const ops table registered in btl_registry.c is at the end. */
 #define BM_LOG_SUBSYS "btl/dgram"
 #include "btl/dgram/dgram.h"
 #include "bm_config.h"
 #include "runtime/rte.h"
+#include "util/graph.h"
 #include "util/log.h"
 
 #include <arpa/inet.h>
@@ -229,30 +231,6 @@ static int pair_weight(const struct bm_btl_dgram_addr *a, const struct bm_btl_dg
     return w + (int)(sp / 100 > 999 ? 999 : sp / 100);
 }
 
-/* Pair modules: a maximum-weight matching between the lower rank's
- * modules (rows) and the higher rank's (columns). With at most 8 modules a
- * side, an exact search over assignments is cheap and, ties broken by
- * index, gives both sides the same answer. */
-static void pair_search(int r, int nr, int nc, const int w[DGRAM_MAX_MODULES][DGRAM_MAX_MODULES],
-                        int *cur, unsigned used, long sum, long *best, int *best_assign)
-{
-    if (r == nr) {
-        if (sum > *best) {
-            *best = sum;
-            memcpy(best_assign, cur, sizeof(int) * (size_t)nr);
-        }
-        return;
-    }
-    for (int c = 0; c < nc; c++) {
-        if ((used & (1u << c)) || w[r][c] <= 0)
-            continue;
-        cur[r] = c;
-        pair_search(r + 1, nr, nc, w, cur, used | (1u << c), sum + w[r][c], best, best_assign);
-    }
-    cur[r] = -1;
-    pair_search(r + 1, nr, nc, w, cur, used, sum, best, best_assign);
-}
-
 static bm_status_t dgram_add_procs(struct bm_btl_module *bm, int nprocs, const int *ranks,
                                    struct bm_btl_endpoint **endpoints_out,
                                    struct bm_util_bitmap *reachable)
@@ -276,24 +254,25 @@ static bm_status_t dgram_add_procs(struct bm_btl_module *bm, int nprocs, const i
         bool same_node = bm_rte_node_of(rank) == bm_rte_node_of(dgram.me);
         bool me_rows = dgram.me < rank;
         int nr = me_rows ? dgram.nmods : npeer, nc = me_rows ? npeer : dgram.nmods;
-        int w[DGRAM_MAX_MODULES][DGRAM_MAX_MODULES];
+        /* The lower rank's modules are the rows, so both sides solve the
+         * same matrix and agree on the pairs. */
+        int64_t w[DGRAM_MAX_MODULES * DGRAM_MAX_MODULES];
         for (int r = 0; r < nr; r++)
             for (int c = 0; c < nc; c++) {
                 const struct bm_btl_dgram_addr *a = me_rows ? &dgram.mods[r]->addr : &pa[r];
                 const struct bm_btl_dgram_addr *b = me_rows ? &pa[c] : &dgram.mods[c]->addr;
-                w[r][c] = pair_weight(a, b, same_node);
+                int wt = pair_weight(a, b, same_node);
+                w[r * nc + c] = wt > 0 ? wt : BM_UTIL_GRAPH_NO_EDGE;
             }
-        int cur[DGRAM_MAX_MODULES], assign[DGRAM_MAX_MODULES];
-        for (int r = 0; r < DGRAM_MAX_MODULES; r++)
-            cur[r] = assign[r] = -1;
-        long best = -1;
-        pair_search(0, nr, nc, w, cur, 0, 0, &best, assign);
+        int match[DGRAM_MAX_MODULES];
+        if (bm_util_graph_match((size_t)nr, (size_t)nc, w, match, NULL) != BM_OK)
+            continue;
         int partner = -1;
         if (me_rows) {
-            partner = assign[mine];
+            partner = match[mine];
         } else {
             for (int r = 0; r < nr; r++)
-                if (assign[r] == mine)
+                if (match[r] == mine)
                     partner = r;
         }
         if (partner < 0)
