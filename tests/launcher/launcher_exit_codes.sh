@@ -18,6 +18,10 @@ expect_rc abort 7
 expect_err abort '^bmrun: rank 2 \(host [^,]+, pid [0-9]+\) called abort with exit code 7: launcher test abort$'
 expect_no_leftovers abort
 
+run abort0 "$BMRUN" -n 2 "$RANK" abort 0 256 "$TOKEN"
+expect_rc abort0 1
+expect_err abort0 'called abort with exit code 256'
+
 # A rank that exits 0 while the others wait for it in a fence would hang the
 # job: bmrun names it and ends the job.
 run skip "$BMRUN" -n 3 "$RANK" skipfence 1 "$TOKEN"

@@ -29,10 +29,8 @@ struct bm_run_job bm_run_job;
 
 static struct {
     const struct bm_run_opts *opts;
-    char **env_local;  /* additions for ranks on this host */
-    char **env_remote; /* additions for ranks on other hosts (adds BM_* of bmrun) */
-    bool stopping;     /* the job is being ended */
-    bool killed;       /* SIGKILL already sent */
+    bool stopping; /* the job is being ended */
+    bool killed;   /* SIGKILL already sent */
     int exit_code;
     double kill_deadline;  /* when to send SIGKILL (0: not armed) */
     double timeout_at;     /* --timeout deadline (0: none) */
@@ -78,7 +76,9 @@ void bm_run_ctl_abort_request(int rank, int code, const char *msg, size_t len)
     } else {
         bm_run_say("%.*s", (int)len, msg);
     }
-    ctl_stop(code & 255, SIGTERM);
+    /* An aborted job never looks successful: a code that is 0 in 8 bits
+     * becomes 1. */
+    ctl_stop(code & 255 ? code & 255 : BM_RUN_EXIT_FAILURE, SIGTERM);
 }
 
 void bm_run_ctl_fence_broken(int rank)

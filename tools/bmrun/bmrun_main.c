@@ -44,11 +44,10 @@ static void usage(FILE *f)
         "BMRUN_NUM_NODES, BMRUN_HOSTNAME, BMRUN_JOBID, BMRUN_KVS and BMRUN_SECRET; remote\n"
         "ranks also get every BM_* variable of bmrun's environment. stdin is /dev/null.\n"
         "\n"
-        "exit status: 0 when every rank exits 0; a failing rank's exit status, or 128+N when\n"
-        "it died of signal N; the code given to abort; 124 on --timeout; 128+N when bmrun\n"
-        "got signal N; 127 when the program cannot be found or executed; 2 on bad usage\n"
-        "or a bad BM_* parameter value;\n"
-        "1 when the launch itself failed.\n");
+        "exit status: 0 when every rank exits 0; else the first failing rank's exit status,\n"
+        "or 128+N when it died of signal N; the code given to abort (1 for 0); 124 on\n"
+        "--timeout; 128+N when bmrun got signal N; 127 when the program cannot be found or\n"
+        "executed; 2 on bad usage or a bad BM_* parameter value; 1 when the launch failed.\n");
 }
 
 static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
