@@ -6,11 +6,13 @@
 #include "runtime/rte_launch.h"
 #include "util/params.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct bm_rte_launch_config bm_run_cfg;
 
@@ -85,8 +87,24 @@ static bool opt_is(const char *a, const char *name)
     return strncmp(a, name, n) == 0 && (a[n] == '\0' || (a[n] == '=' && name[1] == '-'));
 }
 
+/* Started with stdin, stdout or stderr closed, the first socket or pipe
+ * would take that number and rank output would land in it. */
+static void std_fds_open(void)
+{
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0)
+            continue;
+        int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (n >= 0 && n != fd) {
+            dup2(n, fd);
+            close(n);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    std_fds_open();
     if (bm_rte_launch_config_load(&bm_run_cfg) != BM_OK)
         return BM_RUN_EXIT_USAGE;
     if (argc >= 2 && strcmp(argv[1], "--daemon") == 0)
