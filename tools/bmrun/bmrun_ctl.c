@@ -739,9 +739,14 @@ static void ctl_report_timeout(void)
         if (rk->state == BM_RUN_RANK_EXITED)
             continue;
         n++;
-        if (o < sizeof(list) - 80)
+        if (o >= sizeof(list) - 80)
+            continue;
+        if (rk->pid > 0)
             o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d (host %s, pid %d)",
                                   o ? ", " : "", r, rank_host(r), (int)rk->pid);
+        else
+            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d (host %s, not started)",
+                                  o ? ", " : "", r, rank_host(r));
     }
     bm_run_say("timeout after %g s: %d rank(s) had not finished: %s", ctl.opts->timeout, n, list);
 }
