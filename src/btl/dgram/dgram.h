@@ -329,6 +329,8 @@ struct bm_btl_dgram_module {
 
     /* segment pool */
     struct bm_btl_dgram_seg **seg_free;
+    struct bm_btl_dgram_seg **seg_blocks; /* what the pool allocated, freed at destroy */
+    int seg_nblocks;
     int seg_nfree, seg_cap;
 
     /* retransmission timers: every posted segment is a guest of the hotel */

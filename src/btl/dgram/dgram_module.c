@@ -141,14 +141,17 @@ static bm_status_t module_pool_grow(struct bm_btl_dgram_module *m)
     if (!nf)
         return BM_ERR_NO_MEMORY;
     m->seg_free = nf;
+    struct bm_btl_dgram_seg **nb =
+        realloc(m->seg_blocks, sizeof(*nb) * (size_t)(m->seg_nblocks + 1));
+    if (!nb)
+        return BM_ERR_NO_MEMORY;
+    m->seg_blocks = nb;
     struct bm_btl_dgram_seg *block = calloc((size_t)add, sizeof(*block));
     if (!block)
         return BM_ERR_NO_MEMORY;
-    /* The block pointer is remembered as the first entry of a chain: each
-     * block's first segment has embedded = 2 so destroy can find the starts. */
+    m->seg_blocks[m->seg_nblocks++] = block;
     for (int i = 0; i < add; i++) {
         block[i].timer = -1;
-        block[i].embedded = i == 0 ? 2 : 0;
         m->seg_free[m->seg_nfree++] = &block[i];
     }
     m->seg_cap += add;
@@ -160,9 +163,7 @@ struct bm_btl_dgram_seg *bm_btl_dgram_seg_get(struct bm_btl_dgram_module *m)
     if (m->seg_nfree == 0 && module_pool_grow(m) != BM_OK)
         return NULL;
     struct bm_btl_dgram_seg *s = m->seg_free[--m->seg_nfree];
-    uint8_t blk = s->embedded;
     memset(s, 0, sizeof(*s));
-    s->embedded = blk;
     s->timer = -1;
     bm_util_list_node_init(&s->link);
     return s;
@@ -171,7 +172,7 @@ struct bm_btl_dgram_seg *bm_btl_dgram_seg_get(struct bm_btl_dgram_module *m)
 void bm_btl_dgram_seg_put(struct bm_btl_dgram_module *m, struct bm_btl_dgram_seg *s)
 {
     s->state = BM_DGRAM_SEG_FREE;
-    if (s->embedded == 1)
+    if (s->embedded)
         return; /* belongs to its fragment */
     m->seg_free[m->seg_nfree++] = s;
 }
@@ -306,10 +307,9 @@ void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m)
     while ((n = bm_util_list_pop_front(&m->regs)))
         free(bm_util_container_of(n, struct bm_btl_dgram_reg, link));
     m->wire->close(m);
-    /* Every pool segment is free again now; blocks start where embedded == 2. */
-    for (int i = 0; i < m->seg_nfree; i++)
-        if (m->seg_free[i]->embedded == 2)
-            free(m->seg_free[i]);
+    for (int i = 0; i < m->seg_nblocks; i++)
+        free(m->seg_blocks[i]);
+    free(m->seg_blocks);
     free(m->seg_free);
     for (int c = 0; c < BM_DGRAM_NCH; c++) {
         free(m->ch[c].tx);

@@ -191,7 +191,8 @@ static int udp_flush(struct bm_btl_dgram_module *m, int c)
                 /* Held back: it goes out after the rest of this batch (or
                  * the next one), behind datagrams that were posted later. */
                 memcpy(m->held, s->hdr, s->hdr_len);
-                memcpy(m->held + s->hdr_len, s->payload, s->payload_len);
+                if (s->payload_len)
+                    memcpy(m->held + s->hdr_len, s->payload, s->payload_len);
                 m->held_len = s->hdr_len + s->payload_len;
                 m->held_ch = c;
                 m->held_to = *s->to;
@@ -207,7 +208,8 @@ static int udp_flush(struct bm_btl_dgram_module *m, int c)
                 uint8_t *cb = st->corrupt_buf + (size_t)n * ch->mtu;
                 size_t len = s->hdr_len + s->payload_len;
                 memcpy(cb, s->hdr, s->hdr_len);
-                memcpy(cb + s->hdr_len, s->payload, s->payload_len);
+                if (s->payload_len)
+                    memcpy(cb + s->hdr_len, s->payload, s->payload_len);
                 size_t at = (size_t)(udp_rand(m) * (double)len);
                 cb[at < len ? at : len - 1] ^= (uint8_t)(1u + (unsigned)(udp_rand(m) * 254.0));
                 m->stats.injected_corrupt++;

@@ -150,7 +150,10 @@ static int send_msg(struct pair *p, uint32_t id, size_t len)
     memcpy((char *)d->seg[0].addr + 4, &l32, 4);
     d->cbfunc = on_sent;
     free(tmp);
-    return bm_btl_dgram_send(m, (struct bm_btl_endpoint *)p->ab, d, TAG);
+    int rc = bm_btl_dgram_send(m, (struct bm_btl_endpoint *)p->ab, d, TAG);
+    if (rc != BM_OK && rc != BM_BTL_DONE)
+        bm_btl_dgram_free(m, d); /* not started: still ours */
+    return rc;
 }
 
 static bool wait_for(struct pair *p, int *counter, int target, double seconds)
