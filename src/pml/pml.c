@@ -96,7 +96,8 @@ bm_status_t bm_pml_init(int thread_level)
     if (rc != BM_OK)
         goto err_close;
     bm_pml_g.path_bytes = calloc((size_t)bm_pml_g.world_size, sizeof(*bm_pml_g.path_bytes));
-    if (!bm_pml_g.path_bytes) {
+    bm_pml_g.retry_blocked = calloc((size_t)bm_pml_g.world_size, sizeof(*bm_pml_g.retry_blocked));
+    if (!bm_pml_g.path_bytes || !bm_pml_g.retry_blocked) {
         rc = BM_ERR_NO_MEMORY;
         goto err_close;
     }
@@ -114,9 +115,11 @@ bm_status_t bm_pml_init(int thread_level)
 err_bytes:
     for (int r = 0; r < bm_pml_g.world_size; r++)
         free(bm_pml_g.path_bytes[r]);
+err_close:
     free(bm_pml_g.path_bytes);
     bm_pml_g.path_bytes = NULL;
-err_close:
+    free(bm_pml_g.retry_blocked);
+    bm_pml_g.retry_blocked = NULL;
     bm_btl_base_close();
     return rc;
 }
@@ -136,6 +139,8 @@ void bm_pml_finalize(void)
         free(bm_pml_g.path_bytes[r]);
     free(bm_pml_g.path_bytes);
     bm_pml_g.path_bytes = NULL;
+    free(bm_pml_g.retry_blocked);
+    bm_pml_g.retry_blocked = NULL;
 }
 
 /* ---- probes ------------------------------------------------------------------- */

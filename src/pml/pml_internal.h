@@ -174,9 +174,11 @@ struct bm_pml_state {
     /* retry queues */
     struct bm_pml_request *pend_head, *pend_tail;
     struct bm_pml_ctl *ctl_head, *ctl_tail;
-    int inflight;     /* descriptors handed to transports, not yet called back */
-    int freed_active; /* requests freed by their owner while active */
-    int idle_polls;   /* consecutive progress calls that found nothing */
+    int inflight;            /* descriptors handed to transports, not yet called back */
+    int freed_active;        /* requests freed by their owner while active */
+    int idle_polls;          /* consecutive progress calls that found nothing */
+    uint32_t retry_stamp;    /* number of the current retry pass */
+    uint32_t *retry_blocked; /* per world rank: last retry pass in which a send was refused */
 };
 
 extern struct bm_pml_state bm_pml_g;

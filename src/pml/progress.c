@@ -155,14 +155,27 @@ static int retry_queued(void)
         }
         n++;
     }
+    /* Once a send to a peer is refused again, the others to that peer are
+     * not tried in this call: a long queue behind a full transport would
+     * otherwise cost a refused transport call each, on every poll. */
+    uint32_t stamp = ++bm_pml_g.retry_stamp;
     struct bm_pml_request *list = bm_pml_g.pend_head;
     bm_pml_g.pend_head = bm_pml_g.pend_tail = NULL;
     while (list) {
         struct bm_pml_request *req = list;
         list = req->pend_next;
         req->pending = false;
+        if (bm_pml_g.retry_blocked[req->peer] == stamp) {
+            bm_pml_pending_add(req);
+            continue;
+        }
         bm_pml_send_resume(req);
-        n++;
+        /* a request completed here may already be back on the free list,
+         * whose entries are never pending */
+        if (req->pending)
+            bm_pml_g.retry_blocked[req->peer] = stamp;
+        else
+            n++;
     }
     return n;
 }

@@ -1,9 +1,15 @@
 # MPI point-to-point tests, each run through bmrun over self+sm at 2, 3, 4
-# and 8 processes (label mpi).
+# and 8 processes (labels mpi, p2p). The "scarce" runs shrink the shared
+# memory transport to a handful of fragments, turn off inline sends and cut
+# rendezvous fragments small, so that transports refuse sends
+# (BM_ERR_OUT_OF_RESOURCE) all the time and the PML's retry queue, pipeline
+# and fragment reassembly carry the traffic.
 set(p2p_dir ${CMAKE_CURRENT_LIST_DIR})
+set(p2p_scarce_env BM_BTL_SM_EAGER_FRAGS=4 BM_BTL_SM_MAX_FRAGS=2 BM_PML_SENDI_LIMIT=0
+    BM_PML_FRAG_SIZE=3000 BM_BTL_SELF_FREE_FRAGS=0)
 
 function(bm_p2p_test prog)
-    cmake_parse_arguments(A "" "TIMEOUT" "NP" ${ARGN})
+    cmake_parse_arguments(A "" "TIMEOUT" "NP;SCARCE_NP" ${ARGN})
     if(NOT A_TIMEOUT)
         set(A_TIMEOUT 120)
     endif()
@@ -13,12 +19,16 @@ function(bm_p2p_test prog)
         bm_add_mpi_test(${prog}_np${np} TARGET ${prog} NP ${np} BTL self,sm
             TIMEOUT ${A_TIMEOUT} LABELS mpi p2p)
     endforeach()
+    foreach(np ${A_SCARCE_NP})
+        bm_add_mpi_test(${prog}_scarce_np${np} TARGET ${prog} NP ${np} BTL self,sm
+            TIMEOUT ${A_TIMEOUT} LABELS mpi p2p ENV ${p2p_scarce_env})
+    endforeach()
 endfunction()
 
-bm_p2p_test(p2p_order NP 2 3 4 8)
-bm_p2p_test(p2p_sizes NP 2 3 4 8 TIMEOUT 180)
-bm_p2p_test(p2p_modes NP 2 3)
+bm_p2p_test(p2p_order NP 2 3 4 8 SCARCE_NP 3)
+bm_p2p_test(p2p_sizes NP 2 3 4 8 SCARCE_NP 2 TIMEOUT 180)
+bm_p2p_test(p2p_modes NP 2 3 SCARCE_NP 2)
 bm_p2p_test(p2p_persist NP 2 3 4 8)
 bm_p2p_test(p2p_probe NP 2 3 4 8)
 bm_p2p_test(p2p_errors NP 2 3)
-bm_p2p_test(p2p_waits NP 2 3 4 8)
+bm_p2p_test(p2p_waits NP 2 3 4 8 SCARCE_NP 4)
