@@ -24,6 +24,7 @@ struct bm_btl_sm_config {
     int max_frags;        /* large fragments */
     int poll_budget;      /* fragments handled per progress call at most */
     bool single_copy;     /* offer get/put through process_vm_readv/writev */
+    int peer_check_ms;    /* how often to look for dead peers while waiting; 0 = never */
 };
 
 enum bm_btl_sm_class {
@@ -40,6 +41,7 @@ struct bm_btl_sm_endpoint {
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl; /* == seg */
     int outstanding;               /* our fragments sent to it, not yet back */
+    bool failed;                   /* its process is gone: sends fail with BM_ERR_PEER_GONE */
 };
 
 /* Private side of one of our fragments (descriptor first: a descriptor
@@ -53,6 +55,10 @@ struct bm_btl_sm_frag {
     uint8_t cls;
     bool in_flight; /* pushed, not yet returned */
     bool internal;  /* made by sendi: no callback, back to the pool on return */
+    /* Sent to a peer that died: kept out of the pool until this time (see
+     * sm_peer.c), 0 otherwise. */
+    uint64_t quarantine_until_ns;
+    bool freed_in_quarantine; /* its owner freed it during the quarantine */
 };
 
 struct bm_btl_sm_module {
@@ -72,7 +78,10 @@ struct bm_btl_sm_module {
     uint32_t nfrags;
     uint32_t *free_stack[BM_BTL_SM_NCLASS]; /* indices of free fragments */
     uint32_t nfree[BM_BTL_SM_NCLASS];
-    int in_flight;                       /* fragments pushed and not yet returned */
+    int in_flight;       /* fragments pushed and not yet returned */
+    int nquarantined;    /* fragments held back after a peer died */
+    unsigned idle_polls; /* idle progress calls since the last peer check */
+    uint64_t next_peer_check_ns;
     bool cma_ok;                         /* process_vm_readv worked towards every peer */
     struct bm_btl_defer_queue rdma_done; /* callbacks of finished get/put */
 };
@@ -109,6 +118,18 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const v
                     uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
 /* Handle what arrived on our FIFO (at most budget fragments). */
 int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget);
+
+/* sm_peer.c */
+/* A peer's process is gone (or its path broke): report it through the
+ * error callback, then complete every fragment still sent to it with status. */
+void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int status,
+                           const char *what);
+/* Called by idle progress calls while fragments are out: now and then,
+ * looks for peers whose process is gone and releases quarantined fragments.
+ * Returns the number of completions it caused. */
+int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm);
+/* Give a fragment back to the pool (sm_send.c). */
+void bm_btl_sm_frag_release(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f);
 
 /* sm_rdma.c */
 bool bm_btl_sm_cma_probe(struct bm_btl_sm_endpoint *ep, uint64_t remote_seg_addr);

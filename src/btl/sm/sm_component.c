@@ -45,6 +45,11 @@ static const struct bm_param sm_params[] = {
      "Offer get/put with process_vm_readv/writev (one copy, straight between the processes' "
      "buffers) when the kernel allows it. Turn off to force copying through shared memory.",
      offsetof(struct sm_params, c.single_copy), 0},
+    {"BM_BTL_SM_PEER_CHECK_MS", BM_PARAM_INT, "250", 0, 3600000, NULL,
+     "While sends to a local peer are outstanding and nothing arrives, check this often "
+     "(milliseconds) whether the peer's process still exists, so that a crashed peer is "
+     "reported instead of waited for. 0 disables the check.",
+     offsetof(struct sm_params, c.peer_check_ms), 0},
     {"BM_BTL_SM_SINGLE_COPY_MIN", BM_PARAM_SIZE, "32k", 0, 0, NULL,
      "Messages smaller than this are copied through shared memory even when single copy is "
      "possible (tells the PML where its RDMA protocols start).",
@@ -209,6 +214,13 @@ static int sm_progress(void)
         n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
     if (bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader))
         n += bm_btl_sm_poll_fifo(sm, sm->config.poll_budget);
+    /* Waiting for fragments to come back: every so often make sure the
+     * peers holding them are still alive. Counting idle calls first keeps
+     * even the clock read off the common path. */
+    if (n == 0 && (sm->in_flight > 0 || sm->nquarantined > 0) && ++sm->idle_polls >= 256) {
+        sm->idle_polls = 0;
+        n += bm_btl_sm_peer_check(sm);
+    }
     return n;
 }
 

@@ -53,8 +53,11 @@ static int sm_cma_move(struct bm_btl_sm_endpoint *ep, void *local_addr, uint64_t
                 BM_LOG_ERROR, "%s of %zu bytes at 0x%llx in rank %d (pid %d) failed: %s",
                 write ? "process_vm_writev" : "process_vm_readv", size - done,
                 (unsigned long long)(remote_addr + done), ep->rank, (int)ep->pid, strerror(err));
-            if (err == ESRCH)
+            if (err == ESRCH) {
+                bm_btl_sm_peer_failed(bm_btl_sm_module, ep, BM_ERR_PEER_GONE,
+                                      "its process is gone (single-copy transfer failed)");
                 return BM_ERR_PEER_GONE;
+            }
             return err == EFAULT ? BM_ERR_BAD_PARAM : BM_ERR_LINK_DOWN;
         }
         done += (size_t)n;
@@ -73,6 +76,8 @@ int bm_btl_sm_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
     struct bm_btl_sm_endpoint *e = (struct bm_btl_sm_endpoint *)ep;
     if (!sm->cma_ok)
         return BM_ERR_NOT_AVAILABLE;
+    if (e->failed)
+        return BM_ERR_PEER_GONE;
     int rc = sm_cma_move(e, local_addr, remote_addr, size, true);
     if (rc != BM_OK)
         return rc;
@@ -91,6 +96,8 @@ int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
     struct bm_btl_sm_endpoint *e = (struct bm_btl_sm_endpoint *)ep;
     if (!sm->cma_ok)
         return BM_ERR_NOT_AVAILABLE;
+    if (e->failed)
+        return BM_ERR_PEER_GONE;
     int rc = sm_cma_move(e, local_addr, remote_addr, size, false);
     if (rc != BM_OK)
         return rc;

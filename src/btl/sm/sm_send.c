@@ -45,7 +45,17 @@ static struct bm_btl_sm_frag *sm_frag_get(struct bm_btl_sm_module *sm, size_t si
 
 static void sm_frag_put(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f)
 {
+    /* A quarantined fragment goes back only when its time is up (sm_peer.c). */
+    if (f->quarantine_until_ns) {
+        f->freed_in_quarantine = true;
+        return;
+    }
     sm->free_stack[f->cls][sm->nfree[f->cls]++] = (uint32_t)(f - sm->frags);
+}
+
+void bm_btl_sm_frag_release(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f)
+{
+    sm_frag_put(sm, f);
 }
 
 struct bm_btl_descriptor *bm_btl_sm_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
@@ -107,6 +117,8 @@ int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
     struct bm_btl_sm_frag *f = (struct bm_btl_sm_frag *)des;
     if (tag >= BM_BTL_TAG_MAX)
         return BM_ERR_BAD_PARAM;
+    if (((struct bm_btl_sm_endpoint *)ep)->failed)
+        return BM_ERR_PEER_GONE;
     size_t len = des->seg[0].len;
     /* A caller that filled a second segment itself gets it copied in too. */
     if (des->seg_count > 1 && des->seg[1].len) {
@@ -133,6 +145,8 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const v
         *des_out = NULL;
     if (tag >= BM_BTL_TAG_MAX)
         return BM_ERR_BAD_PARAM;
+    if (((struct bm_btl_sm_endpoint *)ep)->failed)
+        return BM_ERR_PEER_GONE;
     size_t len = hdr_len + payload_len;
     if (len > sm->config.max_send_size)
         return BM_ERR_NOT_AVAILABLE;
@@ -155,6 +169,9 @@ static void sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_
 {
     struct bm_btl_sm_frag *f = &sm->frags[hdr->index];
     struct bm_btl_sm_endpoint *dest = f->dest;
+    /* Already completed: its receiver was declared dead (sm_peer.c). */
+    if (!f->in_flight)
+        return;
     f->in_flight = false;
     f->dest = NULL;
     sm->in_flight--;

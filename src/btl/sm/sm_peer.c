@@ -1,0 +1,105 @@
+/* Dead local peers. A process that crashes holds on to the fragments we
+ * sent it; without a check, a sender would wait for them forever. While
+ * fragments are out and nothing arrives, progress looks every
+ * BM_BTL_SM_PEER_CHECK_MS whether each peer holding our fragments still
+ * exists (kill(pid, 0) fails with ESRCH once it is gone). A dead peer is
+ * reported through the error callback (BM_BTL_ERROR_PEER with
+ * BM_ERR_PEER_GONE, so the PML can fail over or end the job with a clear
+ * message), and then every fragment still sent to it completes with that
+ * status, as btl.h requires. Later sends to it fail at once.
+ *
+ * The fragments that were sent to the dead peer are not reused at once:
+ * another sender may be appending to the dead peer's FIFO at this very
+ * moment and, between its exchange and its link store, still write into
+ * the fragment that was the FIFO's tail. They stay in quarantine for a
+ * second, far longer than that window of a few instructions, and then go
+ * back to the pool.
+ *
+ * A peer that dies inside its own append to our FIFO (between the exchange
+ * and the link store) leaves our FIFO cut at that point; such a death is
+ * not recovered from (the window is a few instructions wide). */
+#define BM_LOG_SUBSYS "btl/sm"
+#include "btl/sm/sm.h"
+#include "runtime/rte.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+
+#define SM_QUARANTINE_NS 1000000000ull
+
+void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int status,
+                           const char *what)
+{
+    if (ep->failed)
+        return;
+    ep->failed = true;
+    struct bm_btl_module *m = &sm->super;
+    char text[320];
+    snprintf(text, sizeof(text),
+             "sm: local peer rank %d (pid %d) on %s: %s; %d sends to it are cancelled", ep->rank,
+             (int)ep->pid, bm_rte_self()->hostname, what, ep->outstanding);
+    struct bm_btl_error err = {
+        .kind = BM_BTL_ERROR_PEER,
+        .endpoint = (struct bm_btl_endpoint *)ep,
+        .peer = ep->rank,
+        .status = status,
+        .what = text,
+    };
+    m->error_cb(m, &err, m->error_cbdata);
+    uint64_t until = bm_util_clock_now_ns() + SM_QUARANTINE_NS;
+    for (uint32_t i = 0; i < sm->nfrags; i++) {
+        struct bm_btl_sm_frag *f = &sm->frags[i];
+        if (!f->in_flight || f->dest != ep)
+            continue;
+        f->in_flight = false;
+        f->dest = NULL;
+        f->quarantine_until_ns = until;
+        sm->in_flight--;
+        sm->nquarantined++;
+        ep->outstanding--;
+        if (!f->internal && f->des.cbfunc)
+            f->des.cbfunc(m, (struct bm_btl_endpoint *)ep, &f->des, status);
+    }
+}
+
+static void sm_quarantine_release(struct bm_btl_sm_module *sm, uint64_t now)
+{
+    for (uint32_t i = 0; i < sm->nfrags && sm->nquarantined > 0; i++) {
+        struct bm_btl_sm_frag *f = &sm->frags[i];
+        if (!f->quarantine_until_ns || f->quarantine_until_ns > now)
+            continue;
+        f->quarantine_until_ns = 0;
+        sm->nquarantined--;
+        /* Back to the pool unless its owner still holds it (a caller-owned
+         * descriptor not freed yet goes back when it is). */
+        bool owned_by_us = f->internal || (f->des.flags & BM_BTL_DES_F_BTL_OWNED);
+        if (owned_by_us || f->freed_in_quarantine) {
+            f->freed_in_quarantine = false;
+            bm_btl_sm_frag_release(sm, f);
+        }
+    }
+}
+
+int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm)
+{
+    if (sm->config.peer_check_ms <= 0)
+        return 0;
+    uint64_t now = bm_util_clock_now_ns();
+    if (now < sm->next_peer_check_ns)
+        return 0;
+    sm->next_peer_check_ns = now + (uint64_t)sm->config.peer_check_ms * 1000000ull;
+    int before = sm->in_flight;
+    for (int r = 0; r < sm->nprocs && sm->in_flight > 0; r++) {
+        struct bm_btl_sm_endpoint *ep = sm->eps[r];
+        if (!ep || ep->failed || ep->outstanding == 0)
+            continue;
+        if (kill(ep->pid, 0) != 0 && errno == ESRCH)
+            bm_btl_sm_peer_failed(sm, ep, BM_ERR_PEER_GONE, "its process is gone");
+    }
+    if (sm->nquarantined > 0)
+        sm_quarantine_release(sm, now);
+    return before - sm->in_flight;
+}
