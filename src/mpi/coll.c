@@ -3,8 +3,10 @@
  * and receives in the communicator's collective context (context_id + 1), so
  * collective traffic never matches a user's receive. Algorithms: a
  * dissemination barrier (ceil(log2 p) rounds, any p), binomial-tree
- * broadcast and reduction, and a recursive-doubling allreduce that first
- * folds the ranks beyond the largest power of two into their neighbours.
+ * broadcast and reduction, and an allreduce that first folds the ranks
+ * beyond the largest power of two into their neighbours, then runs
+ * recursive doubling (small messages, non-commutative operations) or
+ * Rabenseifner's reduce-scatter + allgather (large messages).
  * Also the prefix reductions (MPI_Scan, MPI_Exscan, recursive doubling)
  * and MPI_Reduce_scatter(_block) (an allreduce, each rank keeping its block).
  * Every combination step computes (lower ranks) op (higher ranks), so
@@ -199,6 +201,92 @@ out:
     return rc;
 }
 
+/* Messages at least this large use the bandwidth-saving allreduce. */
+#define BM_MPI_ALLREDUCE_LARGE 32768
+
+/* The real rank of rank newrank in the power-of-two set left after the fold. */
+static int fold_peer(int newrank, int rem)
+{
+    return newrank < rem ? newrank * 2 + 1 : newrank + rem;
+}
+
+/* Recursive doubling over the pof2 ranks: both partners of a step compute
+ * (lower half) op (upper half), the same expression, so they agree. */
+static int allreduce_doubling(char *buf, char *tmp, int count, MPI_Datatype dt, MPI_Op op,
+                              MPI_Comm comm, int newrank, int pof2, int rem, const char *fn)
+{
+    size_t bytes = bm_mpi_type_bytes(dt, count);
+
+    for (int mask = 1; mask < pof2; mask <<= 1) {
+        int newpeer = newrank ^ mask, peer = fold_peer(newpeer, rem);
+        int rc = bm_mpi_coll_sendrecv(comm, buf, bytes, peer, tmp, bytes, peer,
+                                      BM_MPI_COLL_TAG_ALLREDUCE, fn);
+        if (rc)
+            return rc;
+        if (newpeer < newrank) {
+            bm_mpi_op_apply(op, tmp, buf, count, dt);
+        } else {
+            bm_mpi_op_apply(op, buf, tmp, count, dt);
+            memcpy(buf, tmp, bytes);
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* First element of block i when count elements are cut into nblocks blocks
+ * whose sizes differ by at most one. */
+static int block_start(int i, int count, int nblocks)
+{
+    int base = count / nblocks, extra = count % nblocks;
+    return i * base + (i < extra ? i : extra);
+}
+
+/* Reduce-scatter by recursive halving (each step keeps half of the current
+ * block range and reduces it), then allgather by recursive doubling. */
+static int allreduce_rabenseifner(char *buf, char *tmp, int count, MPI_Datatype dt, MPI_Op op,
+                                  MPI_Comm comm, int newrank, int pof2, int rem, const char *fn)
+{
+    size_t ext = (size_t)dt->extent;
+    int lo = 0, hi = pof2, rc;
+
+    for (int mask = pof2 / 2; mask >= 1; mask >>= 1) {
+        int peer = fold_peer(newrank ^ mask, rem), mid = lo + (hi - lo) / 2;
+        bool upper = newrank & mask;
+        int klo = upper ? mid : lo, khi = upper ? hi : mid;
+        int slo = upper ? lo : mid, shi = upper ? mid : hi;
+        int ks = block_start(klo, count, pof2), ke = block_start(khi, count, pof2);
+        int ss = block_start(slo, count, pof2), se = block_start(shi, count, pof2);
+        char *kbuf = buf + (size_t)ks * ext, *ktmp = tmp + (size_t)ks * ext;
+
+        if ((rc = bm_mpi_coll_sendrecv(comm, buf + (size_t)ss * ext, (size_t)(se - ss) * ext, peer,
+                                       ktmp, (size_t)(ke - ks) * ext, peer,
+                                       BM_MPI_COLL_TAG_ALLREDUCE, fn)))
+            return rc;
+        if (upper) {
+            bm_mpi_op_apply(op, ktmp, kbuf, ke - ks, dt);
+        } else {
+            bm_mpi_op_apply(op, kbuf, ktmp, ke - ks, dt);
+            memcpy(kbuf, ktmp, (size_t)(ke - ks) * ext);
+        }
+        lo = klo;
+        hi = khi;
+    }
+    for (int mask = 1; mask < pof2; mask <<= 1) {
+        int peer = fold_peer(newrank ^ mask, rem), width = hi - lo;
+        int plo = (newrank & mask) ? lo - width : hi, phi = plo + width;
+        int ms = block_start(lo, count, pof2), me = block_start(hi, count, pof2);
+        int ps = block_start(plo, count, pof2), pe = block_start(phi, count, pof2);
+
+        if ((rc = bm_mpi_coll_sendrecv(comm, buf + (size_t)ms * ext, (size_t)(me - ms) * ext, peer,
+                                       buf + (size_t)ps * ext, (size_t)(pe - ps) * ext, peer,
+                                       BM_MPI_COLL_TAG_ALLREDUCE, fn)))
+            return rc;
+        lo = plo < lo ? plo : lo;
+        hi = phi > hi ? phi : hi;
+    }
+    return MPI_SUCCESS;
+}
+
 int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                           MPI_Comm comm, const char *fn)
 {
@@ -241,19 +329,16 @@ int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     }
 
     if (newrank >= 0) {
-        for (int mask = 1; mask < pof2; mask <<= 1) {
-            int newpeer = newrank ^ mask;
-            int peer = newpeer < rem ? newpeer * 2 + 1 : newpeer + rem;
-            if ((rc = bm_mpi_coll_sendrecv(comm, recvbuf, bytes, peer, tmp, bytes, peer,
-                                           BM_MPI_COLL_TAG_ALLREDUCE, fn)))
-                goto out;
-            if (newpeer < newrank) {
-                bm_mpi_op_apply(op, tmp, recvbuf, count, dt);
-            } else {
-                bm_mpi_op_apply(op, recvbuf, tmp, count, dt);
-                memcpy(recvbuf, tmp, bytes);
-            }
-        }
+        /* Rabenseifner's algorithm moves 2 (p - 1) / p of the vector instead
+         * of log2(p) times all of it; it needs a commutative operation (each
+         * block is reduced in its own order) and at least one element per
+         * rank. Each block is computed by one rank, so results agree. */
+        if (op->commutative && count >= pof2 && bytes >= BM_MPI_ALLREDUCE_LARGE)
+            rc = allreduce_rabenseifner(recvbuf, tmp, count, dt, op, comm, newrank, pof2, rem, fn);
+        else
+            rc = allreduce_doubling(recvbuf, tmp, count, dt, op, comm, newrank, pof2, rem, fn);
+        if (rc)
+            goto out;
     }
 
     /* Unfold: the odd ranks give the result back to their even neighbours. */

@@ -448,7 +448,7 @@ static void test_user_ops_world(void)
 
 static void test_large_allreduce(void)
 {
-    const int n = 300000; /* 1.2 MB of ints */
+    const int n = 300001; /* 1.2 MB of ints, not a multiple of any rank count */
     int *in = malloc(sizeof(int) * n), *out = malloc(sizeof(int) * n);
     bool ok = true;
 
