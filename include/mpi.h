@@ -58,6 +58,13 @@ typedef struct MPI_Status {
     size_t bm_count;
 } MPI_Status;
 
+typedef int MPI_Comm_copy_attr_function(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                                        void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Comm_delete_attr_function(MPI_Comm comm, int comm_keyval, void *attribute_val,
+                                          void *extra_state);
+/* MPI-1 names of the same callback types. */
+typedef MPI_Comm_copy_attr_function MPI_Copy_function;
+typedef MPI_Comm_delete_attr_function MPI_Delete_function;
 typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
 typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errcode, ...);
 /* MPI-2 name of the same type, still used by older programs. */
@@ -209,6 +216,16 @@ BM_MPI_PREDEFINED_OPS(BM_MPI_OP_EXTERN)
 #define MPI_MINLOC  (&bm_mpi_op_minloc_obj)
 #define MPI_REPLACE (&bm_mpi_op_replace_obj)
 #define MPI_NO_OP   (&bm_mpi_op_no_op_obj)
+
+/* Attribute callbacks: copy nothing, delete nothing, or copy the value. */
+BM_MPI_API int bm_mpi_comm_dup_fn(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                                  void *attribute_val_in, void *attribute_val_out, int *flag);
+#define MPI_COMM_NULL_COPY_FN   ((MPI_Comm_copy_attr_function *)0)
+#define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0)
+#define MPI_COMM_DUP_FN         bm_mpi_comm_dup_fn
+#define MPI_NULL_COPY_FN        MPI_COMM_NULL_COPY_FN
+#define MPI_NULL_DELETE_FN      MPI_COMM_NULL_DELETE_FN
+#define MPI_DUP_FN              MPI_COMM_DUP_FN
 
 /* ---- Constants --------------------------------------------------------- */
 
@@ -400,6 +417,30 @@ BM_MPI_API int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_
                                     MPI_Comm *newcomm);
 BM_MPI_API int MPI_Comm_free(MPI_Comm *comm);
 BM_MPI_API int PMPI_Comm_free(MPI_Comm *comm);
+
+/* attr.c */
+BM_MPI_API int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                                      MPI_Comm_delete_attr_function *comm_delete_attr_fn,
+                                      int *comm_keyval, void *extra_state);
+BM_MPI_API int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                                       MPI_Comm_delete_attr_function *comm_delete_attr_fn,
+                                       int *comm_keyval, void *extra_state);
+BM_MPI_API int MPI_Comm_free_keyval(int *comm_keyval);
+BM_MPI_API int PMPI_Comm_free_keyval(int *comm_keyval);
+BM_MPI_API int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
+BM_MPI_API int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
+BM_MPI_API int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+BM_MPI_API int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+BM_MPI_API int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn,
+                                 int *keyval, void *extra_state);
+BM_MPI_API int PMPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn,
+                                  int *keyval, void *extra_state);
+BM_MPI_API int MPI_Keyval_free(int *keyval);
+BM_MPI_API int PMPI_Keyval_free(int *keyval);
+BM_MPI_API int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
+BM_MPI_API int PMPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
+BM_MPI_API int MPI_Attr_delete(MPI_Comm comm, int keyval);
+BM_MPI_API int PMPI_Attr_delete(MPI_Comm comm, int keyval);
 
 /* group.c */
 BM_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);

@@ -152,70 +152,6 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 }
 BM_MPI_ALIAS(Comm_compare);
 
-static int get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, const char *fn)
-{
-    /* Attribute values are returned as pointers to these. */
-    static int tag_ub = BM_MPI_TAG_UB;
-    static int host = MPI_PROC_NULL;
-    static int io = MPI_ANY_SOURCE; /* every process can do I/O */
-    static int wtime_is_global = 0; /* each node's monotonic clock is its own */
-    static int universe_size;
-    static int appnum = 0;
-    static int lastusedcode = MPI_ERR_LASTCODE;
-    int *value;
-    int rc;
-
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
-        return rc;
-    if (attribute_val == NULL || flag == NULL)
-        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL output argument");
-    switch (keyval) {
-    case MPI_TAG_UB:
-        value = &tag_ub;
-        break;
-    case MPI_HOST:
-        value = &host;
-        break;
-    case MPI_IO:
-        value = &io;
-        break;
-    case MPI_WTIME_IS_GLOBAL:
-        value = &wtime_is_global;
-        break;
-    case MPI_UNIVERSE_SIZE:
-        universe_size = MPI_COMM_WORLD->size;
-        value = &universe_size;
-        break;
-    case MPI_APPNUM:
-        value = &appnum;
-        break;
-    case MPI_LASTUSEDCODE:
-        value = &lastusedcode;
-        break;
-    default:
-        return bm_mpi_error(comm, MPI_ERR_KEYVAL, fn,
-                            "unknown attribute key %d (user attribute keys are not supported; "
-                            "predefined keys: MPI_TAG_UB, MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL, "
-                            "MPI_UNIVERSE_SIZE, MPI_APPNUM, MPI_LASTUSEDCODE)",
-                            keyval);
-    }
-    memcpy(attribute_val, &value, sizeof(value));
-    *flag = 1;
-    return MPI_SUCCESS;
-}
-
-int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
-{
-    return get_attr(comm, comm_keyval, attribute_val, flag, "MPI_Comm_get_attr");
-}
-BM_MPI_ALIAS(Comm_get_attr);
-
-int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
-{
-    return get_attr(comm, keyval, attribute_val, flag, "MPI_Attr_get");
-}
-BM_MPI_ALIAS(Attr_get);
-
 int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
 {
     int rc = check_query(comm, comm_name && resultlen ? comm_name : NULL, "MPI_Comm_get_name");
@@ -277,6 +213,18 @@ static int comm_new(MPI_Comm parent, uint32_t cid, int rank, int size, int *worl
     return MPI_SUCCESS;
 }
 
+/* Frees a communicator whose attributes are gone. */
+static void comm_destroy(MPI_Comm comm)
+{
+    /* Only a failed MPI_Comm_dup leaves attributes here: their copies never
+     * became visible, so their delete callbacks do not run. */
+    bm_mpi_attr_drop_all(comm);
+    bm_mpi_errhandler_release(comm->errhandler);
+    free(comm->world_ranks);
+    comm->magic = 0;
+    free(comm);
+}
+
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     static const char fn[] = "MPI_Comm_dup";
@@ -296,7 +244,13 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
             return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
         memcpy(world_ranks, comm->world_ranks, sizeof(int) * (size_t)comm->size);
     }
-    return comm_new(comm, cid, comm->rank, comm->size, world_ranks, newcomm, fn);
+    if ((rc = comm_new(comm, cid, comm->rank, comm->size, world_ranks, newcomm, fn)))
+        return rc;
+    if ((rc = bm_mpi_attr_copy_all(comm, *newcomm, fn))) {
+        comm_destroy(*newcomm);
+        *newcomm = MPI_COMM_NULL;
+    }
+    return rc;
 }
 BM_MPI_ALIAS(Comm_dup);
 
@@ -391,10 +345,9 @@ int PMPI_Comm_free(MPI_Comm *comm)
     if ((*comm)->predefined)
         return bm_mpi_error(*comm, MPI_ERR_COMM, fn, "cannot free the predefined communicator %s",
                             (*comm)->name);
-    bm_mpi_errhandler_release((*comm)->errhandler);
-    free((*comm)->world_ranks);
-    (*comm)->magic = 0;
-    free(*comm);
+    if ((rc = bm_mpi_attr_delete_all(*comm, fn)))
+        return rc;
+    comm_destroy(*comm);
     *comm = MPI_COMM_NULL;
     return MPI_SUCCESS;
 }

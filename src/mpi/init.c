@@ -120,6 +120,11 @@ int PMPI_Finalize(void)
 
     if ((rc = bm_mpi_check_initialized(fn)))
         return rc;
+    /* The standard's clean-up hook for libraries: MPI_COMM_SELF's attribute
+     * delete callbacks run first, while MPI is still fully usable. */
+    if ((rc = bm_mpi_attr_delete_all(MPI_COMM_SELF, fn)) ||
+        (rc = bm_mpi_attr_delete_all(MPI_COMM_WORLD, fn)))
+        return rc;
     /* Finalize is collective: no rank may close its transports while a
      * peer may still be sending to it. */
     if ((rc = PMPI_Barrier(MPI_COMM_WORLD)))

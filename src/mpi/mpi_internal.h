@@ -79,6 +79,7 @@ struct bm_mpi_comm {
     /* World rank of each communicator rank; NULL when rank i is world rank i. */
     int *world_ranks;
     MPI_Errhandler errhandler;
+    struct bm_mpi_attr *attrs; /* cached attributes (attr.c), newest first */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;
 };
@@ -247,6 +248,15 @@ int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int 
                             MPI_Comm *newcomm, const char *fn);
 /* The communicator's name for messages: "MPI_COMM_WORLD", or "(unnamed)". */
 const char *bm_mpi_comm_label(MPI_Comm comm);
+
+/* ---- Attributes (attr.c) ----------------------------------------------- */
+
+/* MPI_Comm_dup: run the copy callbacks of oldcomm's attributes onto newcomm. */
+int bm_mpi_attr_copy_all(MPI_Comm oldcomm, MPI_Comm newcomm, const char *fn);
+/* Run the delete callbacks of every attribute of comm (newest first) and drop them. */
+int bm_mpi_attr_delete_all(MPI_Comm comm, const char *fn);
+/* Drop every attribute of comm without calling delete callbacks. */
+void bm_mpi_attr_drop_all(MPI_Comm comm);
 
 /* ---- Collectives (coll.c, coll_gather.c) -------------------------------- */
 
