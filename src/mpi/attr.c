@@ -276,17 +276,26 @@ int PMPI_Comm_free_keyval(int *comm_keyval)
 }
 BM_MPI_ALIAS(Comm_free_keyval);
 
+/* Checks shared by set and delete; *pa_out is where the key's attribute
+ * is (or would be linked) on comm. */
+static int attr_lookup(MPI_Comm comm, int keyval, struct bm_mpi_attr ***pa_out, const char *fn)
+{
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = check_user_keyval(comm, keyval, fn)))
+        return rc;
+    *pa_out = attr_find(comm, keyval);
+    return MPI_SUCCESS;
+}
+
 int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val)
 {
     static const char fn[] = "MPI_Comm_set_attr";
     struct bm_mpi_attr **pa;
     int rc;
 
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
-        (rc = check_user_keyval(comm, comm_keyval, fn)))
-        return rc;
-    pa = attr_find(comm, comm_keyval);
-    if (*pa && (rc = attr_remove(comm, pa, fn)))
+    if ((rc = attr_lookup(comm, comm_keyval, &pa, fn)) || (*pa && (rc = attr_remove(comm, pa, fn))))
         return rc;
     return attr_add(comm, comm_keyval, attribute_val, fn);
 }
@@ -298,10 +307,8 @@ int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval)
     struct bm_mpi_attr **pa;
     int rc;
 
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
-        (rc = check_user_keyval(comm, comm_keyval, fn)))
+    if ((rc = attr_lookup(comm, comm_keyval, &pa, fn)))
         return rc;
-    pa = attr_find(comm, comm_keyval);
     if (*pa == NULL)
         return bm_mpi_error(comm, MPI_ERR_KEYVAL, fn, "no attribute with key %d is set on %s",
                             comm_keyval, bm_mpi_comm_label(comm));
