@@ -184,8 +184,11 @@ double bm_bench_plan_timed(const struct bm_bench_opts *opts, double warm_seconds
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     long iters = plan->iters;
     if (rank == 0 && opts->budget > 0) {
+        /* The warm-up of this very size is the best guide; the previous
+         * size's time only stands in when there was no warm-up. Taking the
+         * lower of the two would trust a quiet moment on a noisy machine. */
         double per = plan->warmup > 0 ? warm_seconds / (double)plan->warmup : 0;
-        if (plan->predicted > 0 && (per <= 0 || plan->predicted < per))
+        if (per <= 0)
             per = plan->predicted;
         if (per > 0) {
             long fit = (long)(opts->budget * 0.8 / per);

@@ -102,8 +102,7 @@ void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t pr
 /* Called by every rank when its warm-up loop ends (ranks that take part in
  * no loop call it at the same point with warm_seconds = 0). With a time
  * budget rank 0 lowers plan->iters to what fits, judged by the measured
- * warm-up (the lower of that and the previous size's prediction, because the
- * first warm-up iterations also pay for connection set-up), and broadcasts
+ * warm-up (or, without warm-up, by the previous size's time), and broadcasts
  * it. Collective over MPI_COMM_WORLD. Returns MPI_Wtime(), the start of the
  * timed loop. */
 double bm_bench_plan_timed(const struct bm_bench_opts *opts, double warm_seconds,
