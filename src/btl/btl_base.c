@@ -98,6 +98,16 @@ static struct {
     int nprogress;
 } base;
 
+/* Callbacks registered by the layer above. Kept apart from `base` so that a
+ * registration made before bm_btl_base_open (or across a close and a new
+ * open) still reaches every module created later. NULL: the defaults below. */
+static struct {
+    bm_btl_recv_cb_fn cb;
+    void *cbdata;
+} btl_base_recv_reg[BM_BTL_TAG_MAX];
+static bm_btl_error_cb_fn btl_base_error_reg;
+static void *btl_base_error_reg_data;
+
 /* ---- default callbacks: transports never find a NULL callback ------------ */
 
 static void btl_base_recv_unregistered(struct bm_btl_module *module,
@@ -246,11 +256,12 @@ static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct b
     mods[base.nmods].comp = comp;
     base.nmods++;
     for (int t = 0; t < BM_BTL_TAG_MAX; t++) {
-        m->recv_cb[t].cb = btl_base_recv_unregistered;
-        m->recv_cb[t].cbdata = NULL;
+        bool set = btl_base_recv_reg[t].cb != NULL;
+        m->recv_cb[t].cb = set ? btl_base_recv_reg[t].cb : btl_base_recv_unregistered;
+        m->recv_cb[t].cbdata = set ? btl_base_recv_reg[t].cbdata : NULL;
     }
-    m->error_cb = btl_base_error_default;
-    m->error_cbdata = NULL;
+    m->error_cb = btl_base_error_reg ? btl_base_error_reg : btl_base_error_default;
+    m->error_cbdata = btl_base_error_reg ? btl_base_error_reg_data : NULL;
     return BM_OK;
 }
 
@@ -553,6 +564,8 @@ void bm_btl_base_register_recv(bm_btl_tag_t tag, bm_btl_recv_cb_fn cb, void *cbd
 {
     if (tag >= BM_BTL_TAG_MAX)
         return;
+    btl_base_recv_reg[tag].cb = cb;
+    btl_base_recv_reg[tag].cbdata = cbdata;
     for (int k = 0; k < base.nmods; k++) {
         base.mods[k].module->recv_cb[tag].cb = cb ? cb : btl_base_recv_unregistered;
         base.mods[k].module->recv_cb[tag].cbdata = cb ? cbdata : NULL;
@@ -561,6 +574,8 @@ void bm_btl_base_register_recv(bm_btl_tag_t tag, bm_btl_recv_cb_fn cb, void *cbd
 
 void bm_btl_base_register_error(bm_btl_error_cb_fn cb, void *cbdata)
 {
+    btl_base_error_reg = cb;
+    btl_base_error_reg_data = cbdata;
     for (int k = 0; k < base.nmods; k++) {
         base.mods[k].module->error_cb = cb ? cb : btl_base_error_default;
         base.mods[k].module->error_cbdata = cb ? cbdata : NULL;
