@@ -30,6 +30,14 @@ if(TARGET btl_conformance)
         ENV BM_BTL_DGRAM_DROP=0.05 BM_BTL_DGRAM_DUP=0.05 BM_BTL_DGRAM_REORDER=0.05
             BM_BTL_DGRAM_CORRUPT=0.01 BM_BTL_DGRAM_SEED=12)
 
+    if(BM_HAVE_OFI)
+        bm_add_mpi_test(btl_conformance_dgram_ofi_np2 TARGET btl_conformance NP 2
+            BTL self,dgram LABELS btl TIMEOUT 180 ARGS dgram ENV BM_BTL_DGRAM_WIRE=ofi)
+        bm_add_mpi_test(btl_conformance_dgram_ofi_np4_drop5 TARGET btl_conformance NP 4
+            BTL self,dgram LABELS btl fault TIMEOUT 240 ARGS dgram
+            ENV BM_BTL_DGRAM_WIRE=ofi BM_BTL_DGRAM_DROP=0.05 BM_BTL_DGRAM_SEED=13)
+    endif()
+
     foreach(scenario loss:0.01 loss:0.05 loss:0.20 dup:0.10 reorder:0.02 blackhole:0 stray:0)
         string(REPLACE ":" ";" parts ${scenario})
         list(GET parts 0 kind)

@@ -123,11 +123,13 @@ enum { BM_DGRAM_CH_PRIO = 0, BM_DGRAM_CH_DATA = 1, BM_DGRAM_NCH = 2 };
 
 /* One datagram queued for a batch send: header copied, payload referenced. */
 struct bm_btl_dgram_txslot {
+    const uint8_t *whole; /* a whole datagram elsewhere (fault injection), else NULL */
     uint8_t hdr[BM_DGRAM_MAX_HDR];
     size_t hdr_len;
     const void *payload;
     size_t payload_len;
     const struct sockaddr_in *to;
+    uint64_t to_wire; /* the wire's own address handle (libfabric fi_addr_t) */
 };
 
 struct bm_btl_dgram_channel {
@@ -136,6 +138,7 @@ struct bm_btl_dgram_channel {
     uint16_t port;
     struct bm_btl_dgram_txslot *tx;
     unsigned tx_count, tx_max; /* tx_max: the channel's send credits */
+    /* room for 2 * tx_max + 1 slots: injected duplicates and a held datagram */
     /* receive batch */
     uint8_t *rx_buf;
     unsigned rx_max;
@@ -143,6 +146,7 @@ struct bm_btl_dgram_channel {
 };
 
 struct bm_btl_dgram_module;
+struct bm_btl_dgram_endpoint;
 struct bm_btl_dgram_wire_ops {
     const char *name;
     /* Open both channels bound to the module's address. */
@@ -152,8 +156,13 @@ struct bm_btl_dgram_wire_ops {
     int (*flush)(struct bm_btl_dgram_module *m, int ch);
     /* Receive up to rx_max datagrams; calls bm_btl_dgram_recv_packet for each. */
     int (*poll)(struct bm_btl_dgram_module *m, int ch);
+    /* A new peer: set ep->wire_addr[] (address vector insertion). */
+    bm_status_t (*peer_add)(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep);
 };
 extern const struct bm_btl_dgram_wire_ops bm_btl_dgram_wire_udp;
+/* The libfabric wire (dgram_wire_ofi.c), or NULL in builds without
+ * libfabric (dgram_wire_none.c): CMake picks the file, no #if needed. */
+extern const struct bm_btl_dgram_wire_ops *const bm_btl_dgram_wire_ofi;
 
 /* ---- fragments and segments --------------------------------------------- */
 
@@ -257,8 +266,9 @@ struct bm_btl_dgram_endpoint {
     int peer;           /* rank */
     uint8_t peer_index; /* the peer's module index */
     struct sockaddr_in to[BM_DGRAM_NCH];
-    size_t mtu[BM_DGRAM_NCH]; /* datagram size per channel: min(ours, the peer's) */
-    char peer_desc[96];       /* "rank 3 (10.250.1.2)" for messages */
+    uint64_t wire_addr[BM_DGRAM_NCH]; /* the wire's handle for to[] */
+    size_t mtu[BM_DGRAM_NCH];         /* datagram size per channel: min(ours, the peer's) */
+    char peer_desc[96];               /* "rank 3 (10.250.1.2)" for messages */
 
     int state;
     /* send side */
@@ -345,11 +355,14 @@ struct bm_btl_dgram_module {
 
     struct bm_btl_dgram_stats stats;
     uint64_t stats_next_ns;
-    uint64_t rng;  /* fault injection */
+    uint64_t rng;        /* fault injection */
+    uint8_t *inject_buf; /* corrupted copies: 2 * tx_max datagrams (allocated on first use) */
+    struct bm_btl_dgram_txslot *inject_tmp;
     uint8_t *held; /* reorder injection: one datagram held back */
     size_t held_len;
     int held_ch;
     struct sockaddr_in held_to;
+    uint64_t held_to_wire;
     uint64_t next_reg_key;
     uint64_t now_ns; /* cached clock of the current progress call */
     bool in_poll;    /* delivering a receive batch */
@@ -441,8 +454,11 @@ bm_status_t bm_btl_dgram_flush(struct bm_btl_module *m, struct bm_btl_endpoint *
 void bm_btl_dgram_enqueue(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_frag *f);
 int bm_btl_dgram_progress_sends(struct bm_btl_dgram_module *m);
 /* Queue one datagram on a channel (flushing when the batch is full). */
-void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch, const struct sockaddr_in *to,
-                       const void *hdr, size_t hdr_len, const void *payload, size_t payload_len);
+void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch,
+                       const struct bm_btl_dgram_endpoint *ep, const void *hdr, size_t hdr_len,
+                       const void *payload, size_t payload_len);
+/* Hand a channel's queued datagrams to the wire (fault injection first). */
+void bm_btl_dgram_flush_channel(struct bm_btl_dgram_module *m, int ch);
 void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce,
                             size_t size);
 

@@ -79,7 +79,7 @@ int bm_btl_dgram_ack_progress(struct bm_btl_dgram_module *m)
         h->src_module = m->addr.index;
         h->dst_module = ep->peer_index;
         bm_btl_dgram_ack_fill(ep, h);
-        bm_btl_dgram_post(m, BM_DGRAM_CH_PRIO, &ep->to[BM_DGRAM_CH_PRIO], buf, sizeof(*h), NULL, 0);
+        bm_btl_dgram_post(m, BM_DGRAM_CH_PRIO, ep, buf, sizeof(*h), NULL, 0);
         m->stats.acks_sent++;
         n++;
     }

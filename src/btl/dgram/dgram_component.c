@@ -163,11 +163,6 @@ static bm_status_t dgram_init(const struct bm_btl_init_args *args,
     bm_status_t rc = bm_btl_dgram_config_load(&dgram.cfg);
     if (rc != BM_OK)
         return rc;
-    if (dgram.cfg.wire == BM_DGRAM_WIRE_OFI) {
-        bm_log_error("BM_BTL_DGRAM_WIRE=ofi: the libfabric wire of the dgram transport is not "
-                     "implemented in this build; use BM_BTL_DGRAM_WIRE=udp (the default)");
-        return BM_ERR_NOT_SUPPORTED;
-    }
     const struct bm_rte_proc *self = bm_rte_self();
     dgram.me = self->rank;
     uint64_t key = job_key_of(self->jobid);

@@ -63,6 +63,12 @@ bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer
     char ip[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &ep->to[0].sin_addr, ip, sizeof(ip));
     snprintf(ep->peer_desc, sizeof(ep->peer_desc), "rank %d (%s on %.16s)", peer, ip, pa->ifname);
+    if (m->wire->peer_add(m, ep) != BM_OK) {
+        free(ep->win);
+        free(ep->rcv_seen);
+        free(ep);
+        return BM_ERR_UNREACHABLE;
+    }
     ep->state = BM_DGRAM_EP_OK;
     ep->snd_session = 1;
     ep->rto = (int64_t)m->cfg.rto_init_us * 1000;

@@ -189,6 +189,15 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
     m->rank = rank;
     m->job_key = job_key;
     m->wire = &bm_btl_dgram_wire_udp;
+    if (cfg->wire == BM_DGRAM_WIRE_OFI) {
+        if (!bm_btl_dgram_wire_ofi) {
+            bm_log_error("BM_BTL_DGRAM_WIRE=ofi, but this build has no libfabric (see bm_info); "
+                         "use BM_BTL_DGRAM_WIRE=udp");
+            free(m);
+            return BM_ERR_NOT_SUPPORTED;
+        }
+        m->wire = bm_btl_dgram_wire_ofi;
+    }
     bm_util_list_init(&m->ready);
     bm_util_list_init(&m->acks);
     bm_util_list_init(&m->resend);
@@ -215,13 +224,16 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
     m->ch[BM_DGRAM_CH_DATA].mtu = data_mtu;
     for (int c = 0; c < BM_DGRAM_NCH; c++) {
         m->ch[c].tx_max = (unsigned)cfg->chan_credits;
-        m->ch[c].tx = calloc(m->ch[c].tx_max, sizeof(*m->ch[c].tx));
+        m->ch[c].tx = calloc(2 * (size_t)m->ch[c].tx_max + 1, sizeof(*m->ch[c].tx));
         m->ch[c].rx_max = 32;
         m->ch[c].rx_buf = malloc(m->ch[c].mtu * m->ch[c].rx_max);
         if (!m->ch[c].tx || !m->ch[c].rx_buf)
             goto err_free;
     }
     m->held = malloc(data_mtu);
+    m->inject_tmp = calloc(2 * (size_t)cfg->chan_credits + 1, sizeof(*m->inject_tmp));
+    if (!m->inject_tmp)
+        goto err_free;
     m->frag_small_cap = data_mtu;
     m->frag_cache_max = 256;
     m->frag_cache = calloc((size_t)m->frag_cache_max, sizeof(*m->frag_cache));
@@ -246,6 +258,11 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
 
     if (m->wire->open(m) != BM_OK)
         goto err_free;
+    /* the wire may have lowered the datagram sizes (libfabric's limits) */
+    m->addr.mtu_prio = (uint32_t)m->ch[BM_DGRAM_CH_PRIO].mtu;
+    m->addr.mtu_data = (uint32_t)m->ch[BM_DGRAM_CH_DATA].mtu;
+    m->addr.wire =
+        (uint8_t)(m->wire == &bm_btl_dgram_wire_udp ? BM_DGRAM_WIRE_UDP : BM_DGRAM_WIRE_OFI);
 
     struct bm_btl_module *b = &m->super;
     b->ops = &bm_btl_dgram_ops;
@@ -275,6 +292,8 @@ err_free:
         free(m->ch[c].rx_buf);
     }
     free(m->held);
+    free(m->inject_tmp);
+    free(m->inject_buf);
     if (m->hotel.nodes)
         bm_util_hotel_fini(&m->hotel);
     free(m->frag_cache);
@@ -298,7 +317,7 @@ void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m)
     bm_btl_dgram_ack_progress(m);
     for (int c = 0; c < BM_DGRAM_NCH; c++)
         if (m->ch[c].tx_count)
-            m->wire->flush(m, c);
+            bm_btl_dgram_flush_channel(m, c);
     for (int i = 0; i < m->neps; i++)
         if (m->eps[i])
             bm_btl_dgram_endpoint_destroy(m->eps[i]);
@@ -316,6 +335,8 @@ void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m)
         free(m->ch[c].rx_buf);
     }
     free(m->held);
+    free(m->inject_tmp);
+    free(m->inject_buf);
     bm_util_hotel_fini(&m->hotel);
     for (int i = 0; i < m->frag_ncache; i++)
         free(m->frag_cache[i]);

@@ -13,18 +13,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch, const struct sockaddr_in *to,
-                       const void *hdr, size_t hdr_len, const void *payload, size_t payload_len)
+void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch,
+                       const struct bm_btl_dgram_endpoint *ep, const void *hdr, size_t hdr_len,
+                       const void *payload, size_t payload_len)
 {
     struct bm_btl_dgram_channel *c = &m->ch[ch];
     if (c->tx_count == c->tx_max)
-        m->wire->flush(m, ch);
+        bm_btl_dgram_flush_channel(m, ch);
     struct bm_btl_dgram_txslot *s = &c->tx[c->tx_count++];
+    s->whole = NULL;
     memcpy(s->hdr, hdr, hdr_len);
     s->hdr_len = hdr_len;
     s->payload = payload;
     s->payload_len = payload_len;
-    s->to = to;
+    s->to = &ep->to[ch];
+    s->to_wire = ep->wire_addr[ch];
     struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)s->hdr;
     h->checksum = 0;
     if (m->cfg.checksum) {
@@ -32,6 +35,104 @@ void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch, const struct socka
         uint32_t sum = bm_btl_dgram_checksum2(s->hdr, hdr_len, payload, payload_len);
         h->checksum = sum ? sum : 1;
     }
+}
+
+static double inject_rand(struct bm_btl_dgram_module *m)
+{
+    /* xorshift64*: deterministic for a given BM_BTL_DGRAM_SEED */
+    uint64_t x = m->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    m->rng = x;
+    return (double)((x * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+}
+
+static void slot_copy_whole(const struct bm_btl_dgram_txslot *s, uint8_t *dst)
+{
+    memcpy(dst, s->whole ? s->whole : s->hdr, s->hdr_len);
+    if (s->payload_len)
+        memcpy(dst + s->hdr_len, s->payload, s->payload_len);
+}
+
+/* The debug fault injection, on the send path and for every wire: drop,
+ * duplicate, corrupt (one flipped byte in a copy) or hold back one datagram
+ * to send it after later ones. Rewrites the channel's batch in place. */
+static void inject_faults(struct bm_btl_dgram_module *m, int c)
+{
+    struct bm_btl_dgram_channel *ch = &m->ch[c];
+    const struct bm_btl_dgram_config *cfg = &m->cfg;
+    if (cfg->corrupt > 0 && !m->inject_buf) {
+        m->inject_buf = malloc(2 * (size_t)ch->tx_max * m->ch[BM_DGRAM_CH_DATA].mtu);
+        if (!m->inject_buf)
+            return;
+    }
+    bool release_held = m->held_len && m->held_ch == c;
+    unsigned n = 0, ncorrupt = 0;
+    for (unsigned i = 0; i < ch->tx_count; i++) {
+        struct bm_btl_dgram_txslot *s = &ch->tx[i];
+        if (cfg->drop > 0 && inject_rand(m) < cfg->drop) {
+            m->stats.injected_drop++;
+            continue;
+        }
+        if (cfg->reorder > 0 && m->held_len == 0 && inject_rand(m) < cfg->reorder) {
+            slot_copy_whole(s, m->held);
+            m->held_len = s->hdr_len + s->payload_len;
+            m->held_ch = c;
+            m->held_to = *s->to;
+            m->held_to_wire = s->to_wire;
+            m->stats.injected_reorder++;
+            continue;
+        }
+        int copies = 1;
+        if (cfg->dup > 0 && inject_rand(m) < cfg->dup) {
+            m->stats.injected_dup++;
+            copies = 2;
+        }
+        for (int k = 0; k < copies; k++) {
+            struct bm_btl_dgram_txslot *d = &m->inject_tmp[n++];
+            *d = *s;
+            if (cfg->corrupt > 0 && inject_rand(m) < cfg->corrupt) {
+                uint8_t *cb = m->inject_buf + (size_t)ncorrupt++ * m->ch[BM_DGRAM_CH_DATA].mtu;
+                size_t len = s->hdr_len + s->payload_len;
+                slot_copy_whole(s, cb);
+                size_t at = (size_t)(inject_rand(m) * (double)len);
+                cb[at < len ? at : len - 1] ^= (uint8_t)(1u + (unsigned)(inject_rand(m) * 254.0));
+                d->whole = cb;
+                d->hdr_len = len;
+                d->payload = NULL;
+                d->payload_len = 0;
+                m->stats.injected_corrupt++;
+            }
+        }
+    }
+    if (release_held) {
+        /* the datagram held back by an earlier batch goes out behind this one */
+        struct bm_btl_dgram_txslot *d = &m->inject_tmp[n++];
+        memset(d, 0, sizeof(*d));
+        d->whole = m->held;
+        d->hdr_len = m->held_len;
+        d->to = &m->held_to;
+        d->to_wire = m->held_to_wire;
+    }
+    for (unsigned i = 0; i < n; i++)
+        ch->tx[i] = m->inject_tmp[i];
+    ch->tx_count = n;
+}
+
+void bm_btl_dgram_flush_channel(struct bm_btl_dgram_module *m, int c)
+{
+    const struct bm_btl_dgram_config *cfg = &m->cfg;
+    bool held_here = m->held_len && m->held_ch == c;
+    if (cfg->drop > 0 || cfg->dup > 0 || cfg->reorder > 0 || cfg->corrupt > 0 || held_here) {
+        size_t before = m->held_len;
+        inject_faults(m, c);
+        m->wire->flush(m, c);
+        if (held_here && m->held_len == before)
+            m->held_len = 0; /* it was sent */
+        return;
+    }
+    m->wire->flush(m, c);
 }
 
 static void fill_base(struct bm_btl_dgram_endpoint *ep, struct bm_dgram_hdr *h, unsigned type)
@@ -75,7 +176,7 @@ static void seg_transmit(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_s
         }
     }
     bm_btl_dgram_ack_fill(ep, h);
-    bm_btl_dgram_post(m, ch, &ep->to[ch], buf, hlen, s->len ? f->data + s->offset : NULL, s->len);
+    bm_btl_dgram_post(m, ch, ep, buf, hlen, s->len ? f->data + s->offset : NULL, s->len);
     s->xmits++;
     s->sent_ns = m->now_ns;
     bm_btl_dgram_timer_start(m, s);
@@ -238,7 +339,7 @@ int bm_btl_dgram_progress_sends(struct bm_btl_dgram_module *m)
     n += bm_btl_dgram_ack_progress(m);
     for (int c = 0; c < BM_DGRAM_NCH; c++)
         if (m->ch[c].tx_count || (m->held_len && m->held_ch == c))
-            m->wire->flush(m, c);
+            bm_btl_dgram_flush_channel(m, c);
     return n;
 }
 
@@ -267,7 +368,7 @@ int bm_btl_dgram_send(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
                 m->stats.fastpath_sends++;
             for (int c = 0; c < BM_DGRAM_NCH; c++)
                 if (m->ch[c].tx_count)
-                    m->wire->flush(m, c);
+                    bm_btl_dgram_flush_channel(m, c);
         }
         if (bm_util_queue_empty(&ep->sendq) && bm_util_list_node_linked(&ep->ready_link))
             bm_util_list_remove(&ep->ready_link);
@@ -317,7 +418,7 @@ int bm_btl_dgram_sendi(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, co
     if (bm_util_list_node_linked(&ep->ready_link) && bm_util_queue_empty(&ep->sendq))
         bm_util_list_remove(&ep->ready_link);
     m->stats.fastpath_sends++;
-    m->wire->flush(m, BM_DGRAM_CH_PRIO);
+    bm_btl_dgram_flush_channel(m, BM_DGRAM_CH_PRIO);
     return BM_BTL_DONE;
 }
 
@@ -464,6 +565,6 @@ void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t
         pad = ep->mtu[ch] - hlen;
     c->frag_size = (uint32_t)pad;
     h->payload_len = (uint16_t)pad;
-    bm_btl_dgram_post(m, ch, &ep->to[ch], buf, hlen, zeros, pad);
-    m->wire->flush(m, ch);
+    bm_btl_dgram_post(m, ch, ep, buf, hlen, zeros, pad);
+    bm_btl_dgram_flush_channel(m, ch);
 }

@@ -3,8 +3,7 @@
  * batches of datagrams sent with one sendmmsg(2) and received with one
  * recvmmsg(2). Each datagram goes out as two iovecs (the header copied into
  * the batch slot, the payload referenced where it lives), so sending never
- * copies user data. The debug fault injection (drop, duplicate, reorder,
- * corrupt) sits here, on the send path, where it acts like a lossy network. */
+ * copies user data. */
 #define BM_LOG_SUBSYS "btl/dgram"
 #include "btl/dgram/dgram.h"
 #include "util/log.h"
@@ -18,24 +17,12 @@
 #include <unistd.h>
 
 struct udp_chan_state {
-    struct mmsghdr *tx_msgs; /* 2 per slot: a duplicate needs its own entry */
-    struct iovec *tx_iov;
-    uint8_t *corrupt_buf; /* copies of corrupted datagrams, one per message */
+    struct mmsghdr *tx_msgs; /* one per batch slot */
+    struct iovec *tx_iov;    /* two per batch slot: header, payload */
     struct mmsghdr *rx_msgs;
     struct iovec *rx_iov;
     struct sockaddr_in *rx_from;
 };
-
-static double udp_rand(struct bm_btl_dgram_module *m)
-{
-    /* xorshift64*: deterministic for a given BM_BTL_DGRAM_SEED */
-    uint64_t x = m->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    m->rng = x;
-    return (double)((x * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
-}
 
 static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
 {
@@ -78,15 +65,12 @@ static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
     if (!st)
         return BM_ERR_NO_MEMORY;
     ch->wire_state = st;
-    st->tx_msgs = calloc((size_t)ch->tx_max * 2, sizeof(*st->tx_msgs));
-    st->tx_iov = calloc((size_t)ch->tx_max * 4, sizeof(*st->tx_iov));
+    st->tx_msgs = calloc((size_t)ch->tx_max * 2 + 1, sizeof(*st->tx_msgs));
+    st->tx_iov = calloc((size_t)ch->tx_max * 4 + 2, sizeof(*st->tx_iov));
     st->rx_msgs = calloc(ch->rx_max, sizeof(*st->rx_msgs));
     st->rx_iov = calloc(ch->rx_max, sizeof(*st->rx_iov));
     st->rx_from = calloc(ch->rx_max, sizeof(*st->rx_from));
-    if (m->cfg.corrupt > 0)
-        st->corrupt_buf = malloc((size_t)ch->tx_max * 2 * ch->mtu);
-    if (!st->tx_msgs || !st->tx_iov || !st->rx_msgs || !st->rx_iov || !st->rx_from ||
-        (m->cfg.corrupt > 0 && !st->corrupt_buf))
+    if (!st->tx_msgs || !st->tx_iov || !st->rx_msgs || !st->rx_iov || !st->rx_from)
         return BM_ERR_NO_MEMORY;
     for (unsigned i = 0; i < ch->rx_max; i++) {
         st->rx_iov[i].iov_base = ch->rx_buf + (size_t)i * ch->mtu;
@@ -106,7 +90,6 @@ static void udp_close(struct bm_btl_dgram_module *m)
         if (st) {
             free(st->tx_msgs);
             free(st->tx_iov);
-            free(st->corrupt_buf);
             free(st->rx_msgs);
             free(st->rx_iov);
             free(st->rx_from);
@@ -171,54 +154,11 @@ static int udp_flush(struct bm_btl_dgram_module *m, int c)
 {
     struct bm_btl_dgram_channel *ch = &m->ch[c];
     struct udp_chan_state *st = ch->wire_state;
-    unsigned n = 0;
-    bool inject = m->cfg.drop > 0 || m->cfg.dup > 0 || m->cfg.reorder > 0 || m->cfg.corrupt > 0;
-    bool hold_now = false;
-    for (unsigned i = 0; i < ch->tx_count; i++) {
-        struct bm_btl_dgram_txslot *s = &ch->tx[i];
-        int copies = 1;
-        if (inject) {
-            if (m->cfg.drop > 0 && udp_rand(m) < m->cfg.drop) {
-                m->stats.injected_drop++;
-                continue;
-            }
-            if (m->cfg.dup > 0 && udp_rand(m) < m->cfg.dup) {
-                m->stats.injected_dup++;
-                copies = 2;
-            }
-            if (m->cfg.reorder > 0 && m->held_len == 0 && !hold_now &&
-                udp_rand(m) < m->cfg.reorder) {
-                /* Held back: it goes out after the rest of this batch (or
-                 * the next one), behind datagrams that were posted later. */
-                memcpy(m->held, s->hdr, s->hdr_len);
-                if (s->payload_len)
-                    memcpy(m->held + s->hdr_len, s->payload, s->payload_len);
-                m->held_len = s->hdr_len + s->payload_len;
-                m->held_ch = c;
-                m->held_to = *s->to;
-                m->stats.injected_reorder++;
-                hold_now = true;
-                continue;
-            }
-        }
-        for (int k = 0; k < copies; k++) {
-            struct mmsghdr *msg = &st->tx_msgs[n];
-            struct iovec *iov = &st->tx_iov[2 * n];
-            if (m->cfg.corrupt > 0 && udp_rand(m) < m->cfg.corrupt) {
-                uint8_t *cb = st->corrupt_buf + (size_t)n * ch->mtu;
-                size_t len = s->hdr_len + s->payload_len;
-                memcpy(cb, s->hdr, s->hdr_len);
-                if (s->payload_len)
-                    memcpy(cb + s->hdr_len, s->payload, s->payload_len);
-                size_t at = (size_t)(udp_rand(m) * (double)len);
-                cb[at < len ? at : len - 1] ^= (uint8_t)(1u + (unsigned)(udp_rand(m) * 254.0));
-                m->stats.injected_corrupt++;
-                udp_fill_msg(msg, iov, s->to, cb, len, NULL, 0);
-            } else {
-                udp_fill_msg(msg, iov, s->to, s->hdr, s->hdr_len, s->payload, s->payload_len);
-            }
-            n++;
-        }
+    unsigned n = ch->tx_count;
+    for (unsigned i = 0; i < n; i++) {
+        const struct bm_btl_dgram_txslot *s = &ch->tx[i];
+        udp_fill_msg(&st->tx_msgs[i], &st->tx_iov[2 * i], s->to, s->whole ? s->whole : s->hdr,
+                     s->hdr_len, s->payload, s->payload_len);
     }
     if (n)
         udp_sendmmsg(m, c, st->tx_msgs, n);
@@ -227,13 +167,6 @@ static int udp_flush(struct bm_btl_dgram_module *m, int c)
     else
         m->stats.sends_prio += n;
     ch->tx_count = 0;
-    if (m->held_len && !hold_now) {
-        struct mmsghdr msg;
-        struct iovec iov[2];
-        udp_fill_msg(&msg, iov, &m->held_to, m->held, m->held_len, NULL, 0);
-        udp_sendmmsg(m, m->held_ch, &msg, 1);
-        m->held_len = 0;
-    }
     return (int)n;
 }
 
@@ -268,10 +201,18 @@ static int udp_poll(struct bm_btl_dgram_module *m, int c)
     return r;
 }
 
+static bm_status_t udp_peer_add(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep)
+{
+    (void)m;
+    ep->wire_addr[0] = ep->wire_addr[1] = 0; /* sendmmsg takes the sockaddr itself */
+    return BM_OK;
+}
+
 const struct bm_btl_dgram_wire_ops bm_btl_dgram_wire_udp = {
     .name = "udp",
     .open = udp_open,
     .close = udp_close,
     .flush = udp_flush,
     .poll = udp_poll,
+    .peer_add = udp_peer_add,
 };

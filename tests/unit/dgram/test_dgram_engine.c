@@ -367,10 +367,14 @@ static void test_stray(void)
     check_exactly_once(&p.rxb, n);
     struct bm_btl_dgram_stats s;
     bm_btl_dgram_stats_get(p.b, &s);
-    BM_CHECK(s.bad_short > 0);
-    BM_CHECK(s.bad_job >= 1);
-    BM_CHECK(s.bad_sender >= 1);
-    BM_CHECK(s.bad_magic + s.bad_checksum > 0);
+    if (p.b->wire == &bm_btl_dgram_wire_udp) {
+        /* libfabric's udp provider already discards datagrams from
+         * addresses outside its address vector: nothing to count then */
+        BM_CHECK(s.bad_short > 0);
+        BM_CHECK(s.bad_job >= 1);
+        BM_CHECK(s.bad_sender >= 1);
+        BM_CHECK(s.bad_magic + s.bad_checksum > 0);
+    }
     close(fd);
     pair_close(&p);
 }
