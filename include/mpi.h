@@ -245,6 +245,8 @@ BM_MPI_API int bm_mpi_comm_dup_fn(MPI_Comm oldcomm, int comm_keyval, void *extra
 
 #define MPI_MAX_PROCESSOR_NAME         256
 #define MPI_MAX_ERROR_STRING           256
+#define MPI_MAX_INFO_KEY               255
+#define MPI_MAX_INFO_VAL               1024
 #define MPI_MAX_OBJECT_NAME            64
 #define MPI_MAX_LIBRARY_VERSION_STRING 256
 /* Bytes MPI_Bsend needs per message on top of the data, for MPI_Buffer_attach sizing. */
@@ -441,6 +443,26 @@ BM_MPI_API int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
 BM_MPI_API int PMPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
 BM_MPI_API int MPI_Attr_delete(MPI_Comm comm, int keyval);
 BM_MPI_API int PMPI_Attr_delete(MPI_Comm comm, int keyval);
+
+/* info.c */
+BM_MPI_API int MPI_Info_create(MPI_Info *info);
+BM_MPI_API int PMPI_Info_create(MPI_Info *info);
+BM_MPI_API int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+BM_MPI_API int PMPI_Info_set(MPI_Info info, const char *key, const char *value);
+BM_MPI_API int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+BM_MPI_API int PMPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+BM_MPI_API int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+BM_MPI_API int PMPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+BM_MPI_API int MPI_Info_delete(MPI_Info info, const char *key);
+BM_MPI_API int PMPI_Info_delete(MPI_Info info, const char *key);
+BM_MPI_API int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+BM_MPI_API int PMPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+BM_MPI_API int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+BM_MPI_API int PMPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+BM_MPI_API int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+BM_MPI_API int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+BM_MPI_API int MPI_Info_free(MPI_Info *info);
+BM_MPI_API int PMPI_Info_free(MPI_Info *info);
 
 /* group.c */
 BM_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);

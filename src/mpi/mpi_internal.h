@@ -51,6 +51,7 @@
 #define BM_MPI_MAGIC_OP         0x6f706f70U /* "opop" */
 #define BM_MPI_MAGIC_ERRHANDLER 0x65727268U /* "errh" */
 #define BM_MPI_MAGIC_GROUP      0x67727570U /* "grup" */
+#define BM_MPI_MAGIC_INFO       0x696e666fU /* "info" */
 
 /* Context ids of the predefined communicators (collectives use id + 1). */
 #define BM_MPI_CONTEXT_WORLD      0u
