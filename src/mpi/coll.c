@@ -1,18 +1,18 @@
-/* Collective operations: MPI_Barrier, MPI_Bcast, MPI_Reduce and
- * MPI_Allreduce on any communicator, built on the PML's non-blocking sends
- * and receives in the communicator's collective context (context_id + 1), so
- * collective traffic never matches a user's receive. Algorithms: a
- * dissemination barrier (ceil(log2 p) rounds, any p), binomial-tree
- * broadcast and reduction, and an allreduce that first folds the ranks
- * beyond the largest power of two into their neighbours, then runs
- * recursive doubling (small messages, non-commutative operations) or
- * Rabenseifner's reduce-scatter + allgather (large messages).
- * Also the prefix reductions (MPI_Scan, MPI_Exscan, recursive doubling)
- * and MPI_Reduce_scatter(_block) (an allreduce, each rank keeping its block).
- * Every combination step computes (lower ranks) op (higher ranks), so
- * non-commutative user operations get rank order and floating-point results
- * do not depend on message timing; in the allreduce both partners of a step
- * evaluate the same expression, so every rank ends with identical bits. */
+/* Collective operations: MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce,
+ * MPI_Scan, MPI_Exscan and MPI_Reduce_scatter(_block) on any communicator,
+ * built on the PML's non-blocking sends and receives in the communicator's
+ * collective context (context_id + 1), so collective traffic never matches a
+ * user's receive. Algorithms: a dissemination barrier (ceil(log2 p) rounds,
+ * any p); a binomial-tree broadcast, or scatter + ring allgather for large
+ * messages; a binomial-tree reduction; an allreduce that folds the ranks
+ * beyond the largest power of two into their neighbours, then runs recursive
+ * doubling (small messages, non-commutative operations) or Rabenseifner's
+ * reduce-scatter + allgather (large messages); recursive-doubling prefix
+ * reductions; and reduce-scatter as an allreduce of which each rank keeps
+ * its block. Every combination step computes (lower ranks) op (higher
+ * ranks), so non-commutative user operations get rank order, and every
+ * floating-point result is computed by one fixed expression independent of
+ * message timing, so all ranks end with identical bits. */
 #include "mpi/mpi_internal.h"
 #include "pml/pml.h"
 
@@ -98,8 +98,64 @@ int bm_mpi_coll_barrier(MPI_Comm comm, const char *fn)
     return MPI_SUCCESS;
 }
 
+/* Messages at least this large (and more than 2 ranks) use the
+ * scatter-allgather broadcast. */
+#define BM_MPI_BCAST_LARGE 131072
+
+/* Byte offset of chunk i when bytes are cut into n chunks. */
+static size_t chunk_start(int i, size_t bytes, int n)
+{
+    size_t base = bytes / (size_t)n, extra = bytes % (size_t)n;
+    return (size_t)i * base + ((size_t)i < extra ? (size_t)i : extra);
+}
+
+/* Van de Geijn's broadcast: a binomial scatter of size chunks from the
+ * root, then a ring allgather of the chunks. Each byte crosses about two
+ * links instead of log2(p) of them. Ranks are relative to the root. */
+static int bcast_scatter_allgather(char *buf, size_t bytes, int root, MPI_Comm comm, const char *fn)
+{
+    int size = comm->size, rel = (comm->rank - root + size) % size, mask = 1, rc;
+
+#define REAL(r) (((r) + root) % size)
+    while (mask < size) {
+        if (rel & mask) {
+            int hi = rel + mask < size ? rel + mask : size;
+            size_t off = chunk_start(rel, bytes, size);
+            if ((rc = bm_mpi_coll_recv(comm, buf + off, chunk_start(hi, bytes, size) - off,
+                                       REAL(rel - mask), BM_MPI_COLL_TAG_BCAST, fn)))
+                return rc;
+            break;
+        }
+        mask <<= 1;
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+        if (rel + mask < size) {
+            int lo = rel + mask, hi = rel + 2 * mask < size ? rel + 2 * mask : size;
+            size_t off = chunk_start(lo, bytes, size);
+            struct bm_pml_request *req;
+            if ((rc = bm_mpi_coll_isend(comm, buf + off, chunk_start(hi, bytes, size) - off,
+                                        REAL(lo), BM_MPI_COLL_TAG_BCAST, &req, fn)) ||
+                (rc = bm_mpi_coll_wait(comm, req, REAL(lo), fn)))
+                return rc;
+        }
+    }
+    for (int k = 0; k < size - 1; k++) {
+        int sc = (rel - k + size) % size, rcv = (rel - k - 1 + size) % size;
+        size_t soff = chunk_start(sc, bytes, size), roff = chunk_start(rcv, bytes, size);
+        if ((rc = bm_mpi_coll_sendrecv(comm, buf + soff, chunk_start(sc + 1, bytes, size) - soff,
+                                       REAL(rel + 1), buf + roff,
+                                       chunk_start(rcv + 1, bytes, size) - roff,
+                                       REAL(rel - 1 + size), BM_MPI_COLL_TAG_BCAST, fn)))
+            return rc;
+    }
+#undef REAL
+    return MPI_SUCCESS;
+}
+
 int bm_mpi_coll_bcast(void *buf, size_t bytes, int root, MPI_Comm comm, const char *fn)
 {
+    if (comm->size > 2 && bytes >= BM_MPI_BCAST_LARGE)
+        return bcast_scatter_allgather(buf, bytes, root, comm, fn);
     struct bm_pml_request *reqs[32];
     int peers[32];
     int size = comm->size, rel = (comm->rank - root + size) % size;
