@@ -74,3 +74,20 @@ add_test(NAME api_bmcc COMMAND ${CMAKE_COMMAND}
     -DBUILD_DIR=${CMAKE_BINARY_DIR}
     -P ${api_dir}/api_bmcc.cmake)
 set_tests_properties(api_bmcc PROPERTIES TIMEOUT ${t} LABELS mpi ENVIRONMENT "BM_BTL=self,sm")
+
+# mpi.h as C99, C11 and C++ (the C++ half needs a C++ compiler).
+find_program(BM_TEST_CXX NAMES c++ g++ clang++)
+if(NOT BM_TEST_CXX)
+    set(BM_TEST_CXX "")
+endif()
+set(sanitize_flag "")
+if(BM_SANITIZE)
+    set(sanitize_flag -fsanitize=${BM_SANITIZE})
+endif()
+add_test(NAME api_header COMMAND ${CMAKE_COMMAND}
+    -DCC=${CMAKE_C_COMPILER} -DCXX=${BM_TEST_CXX} -DINCDIR=${CMAKE_SOURCE_DIR}/include
+    -DLIBDIR=$<TARGET_FILE_DIR:bitmover> -DSRC_C=${api_dir}/api_header_c.c
+    -DSRC_CXX=${api_dir}/api_header_cxx.cc -DOUT=${CMAKE_CURRENT_BINARY_DIR}/api_header
+    -DSANITIZE=${sanitize_flag} -P ${api_dir}/api_header.cmake)
+bm_scaled_timeout(t 120)
+set_tests_properties(api_header PROPERTIES TIMEOUT ${t} LABELS mpi)
