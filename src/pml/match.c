@@ -243,23 +243,11 @@ struct bm_pml_uframe *bm_pml_match_find_unexpected(uint32_t cid, int src, int ta
     return n ? BM_PML_CONTAINER_OF(n - c, struct bm_pml_uframe, node[0]) : NULL;
 }
 
-/* A fragment whose turn has come: give it to a posted receive or queue it. */
+/* A fragment whose turn has come: give it to a posted receive or queue it.
+ * Its payload is the contiguous data_len bytes at data. */
 static void match_process(struct bm_pml_ctx *ctx, int peer_world, const struct bm_pml_hdr_match *mh,
-                          const char *frag, size_t len)
+                          uint64_t msg_len, bm_pml_reqid_t sreq, const char *data, size_t data_len)
 {
-    size_t hlen = sizeof(struct bm_pml_hdr_match);
-    uint64_t msg_len = len - hlen;
-    bm_pml_reqid_t sreq = 0;
-    if (mh->base.type == BM_PML_HDR_RNDV) {
-        struct bm_pml_hdr_rndv rh;
-        memcpy(&rh, frag, sizeof(rh));
-        hlen = sizeof(rh);
-        msg_len = rh.msg_len;
-        sreq = rh.sreq;
-    }
-    const char *data = frag + hlen;
-    size_t data_len = len - hlen;
-
     struct bm_pml_request *req = find_posted(ctx, mh->src, mh->tag);
     if (req) {
         qt_remove(&ctx->posted, &req->qnode);
@@ -285,33 +273,57 @@ static void match_process(struct bm_pml_ctx *ctx, int peer_world, const struct b
     unexpected_add(ctx, uf);
 }
 
-void bm_pml_match_incoming(int peer_world, const void *frag, size_t len)
+/* Header size of a MATCH or RNDV fragment by its first byte, 0 for others. */
+static size_t match_hdr_len(const void *head, size_t head_len)
 {
+    if (head_len < 1)
+        return 0;
+    uint8_t type = *(const uint8_t *)head;
+    return type == BM_PML_HDR_MATCH  ? sizeof(struct bm_pml_hdr_match)
+           : type == BM_PML_HDR_RNDV ? sizeof(struct bm_pml_hdr_rndv)
+                                     : 0;
+}
+
+size_t bm_pml_match_hdr_len(const void *head, size_t head_len)
+{
+    return match_hdr_len(head, head_len);
+}
+
+/* Process a fragment that is head followed by tail, where either tail is
+ * empty or head is exactly the header (how transports hand over a header
+ * and a payload in two segments). */
+static void match_in(int peer_world, const char *head, size_t head_len, const char *tail,
+                     size_t tail_len)
+{
+    size_t len = head_len + tail_len;
+    size_t hlen = match_hdr_len(head, head_len);
     struct bm_pml_hdr_match mh;
-    if (len < sizeof(mh)) {
+    struct bm_pml_hdr_rndv rh;
+    if (hlen == 0 || head_len < hlen || (tail_len && head_len != hlen)) {
         bm_log_ratelimited(BM_LOG_ERROR,
-                           "dropped a %zu-byte fragment from rank %d: shorter than "
-                           "a MATCH header",
-                           len, peer_world);
+                           "dropped a %zu-byte fragment from rank %d: not a MATCH or RNDV "
+                           "fragment (type %u)",
+                           len, peer_world, head_len ? *(const uint8_t *)head : 0u);
         return;
     }
-    memcpy(&mh, frag, sizeof(mh));
-    int src_limit = bm_pml_g.world_size > 0 ? bm_pml_g.world_size : BM_PML_SRC_LIMIT_NOINIT;
-    bool ok = (mh.base.type == BM_PML_HDR_MATCH ||
-               (mh.base.type == BM_PML_HDR_RNDV && len >= sizeof(struct bm_pml_hdr_rndv))) &&
-              mh.src >= 0 && mh.src < src_limit && mh.tag >= 0;
-    if (ok && mh.base.type == BM_PML_HDR_RNDV) {
-        struct bm_pml_hdr_rndv rh;
-        memcpy(&rh, frag, sizeof(rh));
-        ok = rh.msg_len >= len - sizeof(rh) && rh.sreq != 0;
+    memcpy(&mh, head, sizeof(mh));
+    uint64_t msg_len = len - hlen;
+    bm_pml_reqid_t sreq = 0;
+    if (mh.base.type == BM_PML_HDR_RNDV) {
+        memcpy(&rh, head, sizeof(rh));
+        msg_len = rh.msg_len;
+        sreq = rh.sreq;
     }
-    if (!ok) {
+    int src_limit = bm_pml_g.world_size > 0 ? bm_pml_g.world_size : BM_PML_SRC_LIMIT_NOINIT;
+    if (mh.src < 0 || mh.src >= src_limit || mh.tag < 0 || msg_len < len - hlen ||
+        (mh.base.type == BM_PML_HDR_RNDV && sreq == 0)) {
         bm_log_ratelimited(BM_LOG_ERROR,
                            "dropped a malformed fragment from rank %d (type %u, source %d, tag %d, "
                            "%zu bytes)",
                            peer_world, mh.base.type, mh.src, mh.tag, len);
         return;
     }
+    const char *data = tail_len ? tail : head + hlen;
 
     struct bm_pml_ctx *ctx = bm_pml_ctx_get(mh.cid);
     struct bm_pml_srcstate *st = ctx_src(ctx, mh.src);
@@ -337,13 +349,15 @@ void bm_pml_match_incoming(int peer_world, const void *frag, size_t len)
         h->seq = mh.seq;
         h->peer_world = peer_world;
         h->len = len;
-        memcpy(h->bytes, frag, len);
+        memcpy(h->bytes, head, head_len);
+        if (tail_len)
+            memcpy(h->bytes + head_len, tail, tail_len);
         h->next = *pp;
         *pp = h;
         return;
     }
 
-    match_process(ctx, peer_world, &mh, frag, len);
+    match_process(ctx, peer_world, &mh, msg_len, sreq, data, len - hlen);
     st = ctx_src(ctx, mh.src);
     st->expected++;
     while (st->held && st->held->seq == st->expected) {
@@ -351,11 +365,30 @@ void bm_pml_match_incoming(int peer_world, const void *frag, size_t len)
         st->held = h->next;
         struct bm_pml_hdr_match hm;
         memcpy(&hm, h->bytes, sizeof(hm));
-        match_process(ctx, h->peer_world, &hm, h->bytes, h->len);
+        size_t hl = match_hdr_len(h->bytes, h->len);
+        uint64_t ml = h->len - hl;
+        bm_pml_reqid_t sr = 0;
+        if (hm.base.type == BM_PML_HDR_RNDV) {
+            memcpy(&rh, h->bytes, sizeof(rh));
+            ml = rh.msg_len;
+            sr = rh.sreq;
+        }
+        match_process(ctx, h->peer_world, &hm, ml, sr, h->bytes + hl, h->len - hl);
         free(h);
         st = ctx_src(ctx, mh.src);
         st->expected++;
     }
+}
+
+void bm_pml_match_incoming(int peer_world, const void *frag, size_t len)
+{
+    match_in(peer_world, frag, len, NULL, 0);
+}
+
+void bm_pml_match_incoming_split(int peer_world, const void *hdr, size_t hdr_len, const void *data,
+                                 size_t data_len)
+{
+    match_in(peer_world, hdr, hdr_len, data, data_len);
 }
 
 void bm_pml_match_post(struct bm_pml_request *req)

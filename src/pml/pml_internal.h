@@ -79,6 +79,7 @@ struct bm_pml_request {
     bool pending;    /* on the retry queue */
     bool acked;      /* send: the receiver's ACK arrived */
     bool retransmit; /* send: the first fragment is being resent after a path failure */
+    bool force_rndv; /* send: the eager path could not take the whole message */
     uint8_t nest;    /* a send function is working on it (see send.c) */
     struct bm_pml_status status;
 
@@ -201,6 +202,11 @@ struct bm_pml_ctx *bm_pml_ctx_get(uint32_t cid);
 uint32_t bm_pml_ctx_next_seq(struct bm_pml_ctx *ctx, int dst_world);
 /* A MATCH or RNDV fragment arrived (whole fragment in one contiguous buffer). */
 void bm_pml_match_incoming(int peer_world, const void *frag, size_t len);
+/* The same, as a header segment of exactly the header's size plus the payload. */
+void bm_pml_match_incoming_split(int peer_world, const void *hdr, size_t hdr_len, const void *data,
+                                 size_t data_len);
+/* Header size of a MATCH or RNDV fragment from its first bytes; 0 for others. */
+size_t bm_pml_match_hdr_len(const void *head, size_t head_len);
 /* Post a receive: matches the oldest waiting message or queues it. */
 void bm_pml_match_post(struct bm_pml_request *req);
 /* Take a posted, unmatched receive off its queue. True when it was posted. */

@@ -119,6 +119,13 @@ void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc
         bm_pml_match_incoming(d->peer, d->seg[0].addr, d->seg[0].len);
         return;
     }
+    /* header and payload in two segments (a transport referencing the
+     * sender's buffer): no need to join them */
+    if (d->seg_count == 2 && d->seg[0].len == bm_pml_match_hdr_len(d->seg[0].addr, d->seg[0].len)) {
+        bm_pml_match_incoming_split(d->peer, d->seg[0].addr, d->seg[0].len, d->seg[1].addr,
+                                    d->seg[1].len);
+        return;
+    }
     size_t len = desc_len(d);
     char *flat = malloc(len ? len : 1);
     if (!flat)

@@ -38,7 +38,6 @@ static void send_check_done(struct bm_pml_request *req)
         return;
     if (req->rndv && !req->acked)
         return;
-    req->status.error = BM_OK;
     bm_pml_request_complete(req);
 }
 
@@ -66,10 +65,15 @@ static int des_submit(struct bm_pml_request *req, struct bm_btl_path *path,
     if (rc >= 0)
         return BM_OK;
     des_abandon(req, path->module, des);
-    if (rc == BM_ERR_OUT_OF_RESOURCE)
-        return rc;
-    bm_pml_path_failed(req->peer, path, rc, "send failed");
+    if (bm_status_is_link(rc) || bm_status_is_peer(rc))
+        bm_pml_path_failed(req->peer, path, rc, "send failed");
     return rc;
+}
+
+/* After des_submit failed: true when another path should be tried. */
+static bool retry_other_path(int rc)
+{
+    return bm_status_is_link(rc) || bm_status_is_peer(rc);
 }
 
 /* Send the MATCH or RNDV fragment. */
@@ -94,8 +98,8 @@ static bm_status_t send_first(struct bm_pml_request *req)
             .tag = req->tag,
             .seq = req->seq,
         };
-        req->rndv =
-            req->mode == BM_PML_SEND_SYNCHRONOUS || sizeof(mh) + req->bytes > m->eager_limit;
+        req->rndv = req->mode == BM_PML_SEND_SYNCHRONOUS || req->force_rndv ||
+                    sizeof(mh) + req->bytes > m->eager_limit;
         if (!req->rndv) {
             if ((m->caps & BM_BTL_CAP_SENDI) && req->bytes <= bm_pml_g.cfg.sendi_limit) {
                 int rc = bm_btl_sendi(m, path->endpoint, &mh, sizeof(mh), req->sbuf, req->bytes, 0,
@@ -116,9 +120,11 @@ static bm_status_t send_first(struct bm_pml_request *req)
             if (!des)
                 return BM_ERR_OUT_OF_RESOURCE;
             if (size != req->bytes) {
-                /* The transport took less than its eager limit promised. */
+                /* The transport took less than its eager limit promised:
+                 * the rendezvous protocol copes with any fragment size. */
                 bm_btl_free(m, des);
-                return BM_ERR_OUT_OF_RESOURCE;
+                req->force_rndv = true;
+                continue;
             }
             memcpy(des->seg[0].addr, &mh, sizeof(mh));
             req->sphase = BM_PML_SPHASE_SENT;
@@ -126,7 +132,7 @@ static bm_status_t send_first(struct bm_pml_request *req)
             if (rc == BM_OK)
                 return BM_OK;
             req->sphase = BM_PML_SPHASE_START;
-            if (rc == BM_ERR_OUT_OF_RESOURCE)
+            if (!retry_other_path(rc))
                 return rc;
             continue;
         }
@@ -153,7 +159,7 @@ static bm_status_t send_first(struct bm_pml_request *req)
         if (rc == BM_OK)
             return BM_OK;
         req->sphase = BM_PML_SPHASE_START;
-        if (rc == BM_ERR_OUT_OF_RESOURCE)
+        if (!retry_other_path(rc))
             return rc;
     }
 }
@@ -222,7 +228,7 @@ static bm_status_t send_frags(struct bm_pml_request *req)
             continue;
         }
         req->frag_next = at;
-        if (rc == BM_ERR_OUT_OF_RESOURCE)
+        if (!retry_other_path(rc))
             return rc;
     }
     if (req->frag_next >= req->frag_end)
@@ -241,8 +247,18 @@ static void send_advance(struct bm_pml_request *req)
     if (rc == BM_OK && req->sphase == BM_PML_SPHASE_FRAGS)
         rc = send_frags(req);
     req->nest--;
-    if (rc == BM_ERR_OUT_OF_RESOURCE)
+    if (rc == BM_ERR_OUT_OF_RESOURCE) {
         bm_pml_pending_add(req);
+    } else if (rc != BM_OK) {
+        /* The transport refused for good (a limit, a bad argument): the
+         * send fails with that status once its fragments are back. */
+        bm_log_error("send of %zu bytes to rank %d (tag %d) failed: %s", req->bytes, req->peer,
+                     req->tag, bm_status_str(rc));
+        req->status.error = rc;
+        req->acked = true;
+        req->frag_end = req->frag_next;
+        req->sphase = BM_PML_SPHASE_SENT;
+    }
     send_check_done(req);
 }
 
