@@ -264,6 +264,11 @@ BM_MPI_API int bm_mpi_comm_dup_fn(MPI_Comm oldcomm, int comm_keyval, void *extra
 #define MPI_SIMILAR   2
 #define MPI_UNEQUAL   3
 
+/* MPI_Topo_test results. */
+#define MPI_GRAPH      1
+#define MPI_CART       2
+#define MPI_DIST_GRAPH 3
+
 /* MPI_Comm_split_type split types. */
 #define MPI_COMM_TYPE_SHARED 1
 
@@ -463,6 +468,30 @@ BM_MPI_API int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
 BM_MPI_API int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
 BM_MPI_API int MPI_Info_free(MPI_Info *info);
 BM_MPI_API int PMPI_Info_free(MPI_Info *info);
+
+/* topo.c */
+BM_MPI_API int MPI_Dims_create(int nnodes, int ndims, int dims[]);
+BM_MPI_API int PMPI_Dims_create(int nnodes, int ndims, int dims[]);
+BM_MPI_API int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+                               int reorder, MPI_Comm *comm_cart);
+BM_MPI_API int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+                                int reorder, MPI_Comm *comm_cart);
+BM_MPI_API int MPI_Topo_test(MPI_Comm comm, int *status);
+BM_MPI_API int PMPI_Topo_test(MPI_Comm comm, int *status);
+BM_MPI_API int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
+BM_MPI_API int PMPI_Cartdim_get(MPI_Comm comm, int *ndims);
+BM_MPI_API int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+BM_MPI_API int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+BM_MPI_API int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
+BM_MPI_API int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
+BM_MPI_API int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+BM_MPI_API int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+BM_MPI_API int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
+                              int *rank_dest);
+BM_MPI_API int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
+                               int *rank_dest);
+BM_MPI_API int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+BM_MPI_API int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
 
 /* group.c */
 BM_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);

@@ -219,6 +219,7 @@ static void comm_destroy(MPI_Comm comm)
     /* Only a failed MPI_Comm_dup leaves attributes here: their copies never
      * became visible, so their delete callbacks do not run. */
     bm_mpi_attr_drop_all(comm);
+    bm_mpi_cart_free(comm->cart);
     bm_mpi_errhandler_release(comm->errhandler);
     free(comm->world_ranks);
     comm->magic = 0;
@@ -246,7 +247,10 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     }
     if ((rc = comm_new(comm, cid, comm->rank, comm->size, world_ranks, newcomm, fn)))
         return rc;
-    if ((rc = bm_mpi_attr_copy_all(comm, *newcomm, fn))) {
+    /* A duplicate keeps the topology. */
+    if (comm->cart && ((*newcomm)->cart = bm_mpi_cart_dup(comm->cart)) == NULL)
+        rc = bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    if (rc || (rc = bm_mpi_attr_copy_all(comm, *newcomm, fn))) {
         comm_destroy(*newcomm);
         *newcomm = MPI_COMM_NULL;
     }

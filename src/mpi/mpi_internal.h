@@ -81,6 +81,7 @@ struct bm_mpi_comm {
     int *world_ranks;
     MPI_Errhandler errhandler;
     struct bm_mpi_attr *attrs; /* cached attributes (attr.c), newest first */
+    struct bm_mpi_cart *cart;  /* Cartesian topology (topo.c), or NULL */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;
 };
@@ -249,6 +250,13 @@ int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int 
                             MPI_Comm *newcomm, const char *fn);
 /* The communicator's name for messages: "MPI_COMM_WORLD", or "(unnamed)". */
 const char *bm_mpi_comm_label(MPI_Comm comm);
+
+/* ---- Topologies (topo.c) ------------------------------------------------ */
+
+struct bm_mpi_cart;
+/* A copy for MPI_Comm_dup (NULL for NULL; NULL also when out of memory). */
+struct bm_mpi_cart *bm_mpi_cart_dup(const struct bm_mpi_cart *cart);
+void bm_mpi_cart_free(struct bm_mpi_cart *cart);
 
 /* ---- Attributes (attr.c) ----------------------------------------------- */
 
