@@ -165,8 +165,11 @@ void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t pr
             long fit_warm = (long)(opts->budget * 0.2 / predicted);
             if (fit < iters)
                 iters = fit < 1 ? 1 : fit;
+            /* When not even one warm-up iteration fits, the previous size
+             * (which ran just before, over the same connections) is the
+             * warm-up; slow transports would otherwise spend minutes here. */
             if (fit_warm < warm)
-                warm = fit_warm < 1 ? (warm > 0 ? 1 : 0) : fit_warm;
+                warm = fit_warm;
         }
         plan[0] = warm;
         plan[1] = iters;
