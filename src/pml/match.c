@@ -418,32 +418,57 @@ bool bm_pml_match_unpost(struct bm_pml_request *req)
     return true;
 }
 
+static void ctx_free(struct bm_pml_ctx *c)
+{
+    struct bm_pml_qnode *n =
+        qt_head(&c->unexpected, bm_pml_qkey(BM_PML_ANY_SOURCE, BM_PML_ANY_TAG));
+    while (n) {
+        struct bm_pml_qnode *nn = n->next;
+        free(BM_PML_CONTAINER_OF(n - 3, struct bm_pml_uframe, node[0]));
+        n = nn;
+    }
+    for (int s = 0; s < c->nsrcs; s++) {
+        struct bm_pml_held *h = c->srcs[s].held;
+        while (h) {
+            struct bm_pml_held *hn = h->next;
+            free(h);
+            h = hn;
+        }
+    }
+    qt_fini(&c->posted);
+    qt_fini(&c->unexpected);
+    free(c->srcs);
+    free(c->send_seq);
+    free(c);
+}
+
+bool bm_pml_context_release(uint32_t cid)
+{
+    struct bm_pml_ctx **pp = &ctx_slots[cid % BM_PML_CTX_SLOTS];
+    while (*pp && (*pp)->cid != cid)
+        pp = &(*pp)->hnext;
+    struct bm_pml_ctx *c = *pp;
+    if (!c)
+        return true;
+    if (c->nposted > 0 || c->nunexpected > 0)
+        return false;
+    for (int s = 0; s < c->nsrcs; s++)
+        if (c->srcs[s].held)
+            return false;
+    *pp = c->hnext;
+    if (ctx_last == c)
+        ctx_last = NULL;
+    ctx_free(c);
+    return true;
+}
+
 void bm_pml_match_fini(void)
 {
     for (int i = 0; i < BM_PML_CTX_SLOTS; i++) {
         struct bm_pml_ctx *c = ctx_slots[i];
         while (c) {
             struct bm_pml_ctx *next = c->hnext;
-            struct bm_pml_qnode *n =
-                qt_head(&c->unexpected, bm_pml_qkey(BM_PML_ANY_SOURCE, BM_PML_ANY_TAG));
-            while (n) {
-                struct bm_pml_qnode *nn = n->next;
-                free(BM_PML_CONTAINER_OF(n - 3, struct bm_pml_uframe, node[0]));
-                n = nn;
-            }
-            for (int s = 0; s < c->nsrcs; s++) {
-                struct bm_pml_held *h = c->srcs[s].held;
-                while (h) {
-                    struct bm_pml_held *hn = h->next;
-                    free(h);
-                    h = hn;
-                }
-            }
-            qt_fini(&c->posted);
-            qt_fini(&c->unexpected);
-            free(c->srcs);
-            free(c->send_seq);
-            free(c);
+            ctx_free(c);
             c = next;
         }
         ctx_slots[i] = NULL;

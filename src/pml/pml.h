@@ -100,6 +100,13 @@ void bm_pml_request_free(struct bm_pml_request *req);
  * completes normally; MPI allows a send cancel to fail). Returns BM_OK. */
 bm_status_t bm_pml_request_cancel(struct bm_pml_request *req);
 
+/* The communicator using context cid was freed: release the matching state
+ * (queues, sequence numbers) the PML keeps for it. Context ids must not be
+ * reused afterwards (sequence numbers would restart on one side only).
+ * Returns false, keeping the state, while receives are still posted or
+ * messages still wait on it. */
+bool bm_pml_context_release(uint32_t cid);
+
 /* Blocking helpers for collectives and the MPI layer. */
 bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
                         int tag, enum bm_pml_send_mode mode);

@@ -283,6 +283,27 @@ static void test_malformed(void)
                     BM_ERR_BAD_PARAM);
 }
 
+static void test_release(void)
+{
+    int v = 0;
+    struct bm_pml_request *r = post(&v, 80, 0, 0);
+    BM_CHECK(!bm_pml_context_release(80)); /* a receive is posted */
+    feed_int(80, 0, 0, 0, 1);
+    expect_done(r, &v, 0, 0, 1);
+    feed_int(80, 0, 0, 1, 2);
+    BM_CHECK(!bm_pml_context_release(80)); /* a message waits */
+    r = post(&v, 80, 0, 0);
+    expect_done(r, &v, 0, 0, 2);
+    feed_int(80, 0, 0, 5, 3);
+    BM_CHECK(!bm_pml_context_release(80)); /* an early arrival is held */
+    BM_CHECK(bm_pml_context_release(81));  /* never used */
+    struct bm_pml_ctx *c = bm_pml_ctx_get(82);
+    BM_CHECK(c != NULL);
+    BM_CHECK(bm_pml_context_release(82));
+    BM_CHECK(bm_pml_ctx_get(82) != NULL); /* a fresh one */
+    BM_CHECK(bm_pml_context_release(82));
+}
+
 #define MANY 10000
 
 static void test_many_unexpected(void)
@@ -332,6 +353,7 @@ int main(void)
     BM_RUN(test_probe);
     BM_RUN(test_seq_wrap);
     BM_RUN(test_malformed);
+    BM_RUN(test_release);
     BM_RUN(test_many_unexpected);
     bm_pml_match_fini();
     bm_pml_request_table_fini();
