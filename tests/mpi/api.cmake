@@ -19,7 +19,7 @@ foreach(np 1 2 4)
     bm_api_test(api_init ${np})
 endforeach()
 # Without a launcher: a singleton job of one process.
-add_test(NAME api_init_singleton COMMAND api_init)
+add_test(NAME api_init_singleton COMMAND api_init --singleton)
 bm_scaled_timeout(t 30)
 set_tests_properties(api_init_singleton PROPERTIES TIMEOUT ${t} LABELS mpi)
 
