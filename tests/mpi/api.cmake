@@ -65,9 +65,15 @@ add_test(NAME api_fatal_before_init COMMAND ${expect_fail}
 add_test(NAME api_fatal_after_finalize COMMAND ${expect_fail}
     "MPI_Barrier: MPI_ERR_OTHER: called after MPI_Finalize" $<TARGET_FILE:api_fatal>
     after-finalize)
+# Alone (no launcher to check the environment first), MPI_Init refuses a bad
+# BM_* value and names it.
+add_test(NAME api_fatal_bad_param COMMAND ${expect_fail}
+    "MPI_Init on rank 0 \\(host [^)]+\\): MPI_ERR_ARG: invalid BM_"
+    $<TARGET_FILE:api_fatal> abort)
 bm_scaled_timeout(t 30)
-set_tests_properties(api_fatal_before_init api_fatal_after_finalize PROPERTIES TIMEOUT ${t}
-    LABELS mpi)
+set_tests_properties(api_fatal_before_init api_fatal_after_finalize api_fatal_bad_param
+    PROPERTIES TIMEOUT ${t} LABELS mpi)
+set_tests_properties(api_fatal_bad_param PROPERTIES ENVIRONMENT "BM_PML_SENDI_LIMIT=abc")
 
 # bmcc compiles an MPI program from outside the build system; bmrun runs it.
 bm_scaled_timeout(t 120)
