@@ -7,6 +7,7 @@
  * ever share one; processes in different colors of a split may receive the
  * same id, which is safe because they never exchange messages in it. */
 #include "mpi/mpi_internal.h"
+#include "pml/pml.h"
 #include "runtime/rte.h"
 
 #include <stdio.h>
@@ -219,6 +220,10 @@ static void comm_destroy(MPI_Comm comm)
     /* Only a failed MPI_Comm_dup leaves attributes here: their copies never
      * became visible, so their delete callbacks do not run. */
     bm_mpi_attr_drop_all(comm);
+    /* Context ids are never reused, so the PML may drop their matching
+     * state; it keeps it while receives or unexpected messages remain. */
+    bm_pml_context_release(comm->context_id);
+    bm_pml_context_release(comm->context_id + 1);
     bm_mpi_cart_free(comm->cart);
     bm_mpi_errhandler_release(comm->errhandler);
     free(comm->world_ranks);
