@@ -14,7 +14,10 @@
  *   stray          rank 0 streams to rank 1 while it also fires random bytes,
  *                  truncated and foreign-job datagrams and packets claiming
  *                  unknown senders at rank 1's dgram ports; the stream must be
- *                  undisturbed and rank 1's counters must show the drops. */
+ *                  undisturbed and rank 1's counters must show the drops.
+ *   pingpong       not a test: 8-byte ping-pong latency and 1 MiB streaming
+ *                  bandwidth over the transport layer, printed by rank 0
+ *                  (for choosing defaults; speed targets live in bench/). */
 #define BM_LOG_SUBSYS "test/dgram"
 #include "bm_test.h"
 #include "btl/btl.h"
@@ -94,6 +97,25 @@ static void on_recv(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, v
     received++;
 }
 
+static int pp_mode, pp_count;
+
+static void pp_reply(void)
+{
+    uint64_t x = 0;
+    while (bm_btl_sendi(mod, ep, &x, sizeof(x), NULL, 0, 0, 0, TAG + 2, NULL) != BM_BTL_DONE)
+        bm_btl_base_progress();
+}
+
+static void on_pp(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)d;
+    (void)cbdata;
+    pp_count++;
+    if (me == 1 && pp_mode == 0)
+        pp_reply();
+}
+
 static void on_done(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
 {
     (void)m;
@@ -163,6 +185,50 @@ static void stream(int n)
     BM_CHECK_EQ_INT(bad, 0);
     BM_CHECK_EQ_INT(received, n);
     printf("rank %d: stream of %d messages ok\n", me, n);
+}
+
+static void pingpong(void)
+{
+    int iters = 20000, warm = 1000;
+    uint64_t t0 = 0;
+    if (me == 0) {
+        for (int i = 0; i < iters + warm; i++) {
+            if (i == warm)
+                t0 = now_ns();
+            int target = pp_count + 1;
+            pp_reply();
+            while (pp_count < target)
+                bm_btl_base_progress();
+        }
+        double us = (double)(now_ns() - t0) / 1e3 / iters / 2;
+        printf("pingpong 8 B: %.2f us one way\n", us);
+    } else {
+        while (pp_count < iters + warm)
+            bm_btl_base_progress();
+    }
+    /* bandwidth: rank 0 streams 1 MiB messages as max_send_size pieces */
+    pp_mode = 1;
+    size_t piece = mod->max_send_size, total = (size_t)64 << 20;
+    if (me == 0) {
+        int before = completions;
+        int n = 0;
+        t0 = now_ns();
+        for (size_t off = 0; off < total; off += piece) {
+            struct bm_btl_descriptor *d;
+            while (!(d = bm_btl_alloc(mod, ep, 0, piece, BM_BTL_DES_F_BTL_OWNED)))
+                bm_btl_base_progress();
+            d->cbfunc = on_sent;
+            while (n - (completions - before) >= 64)
+                bm_btl_base_progress();
+            BM_CHECK_EQ_INT(bm_btl_send(mod, ep, d, TAG + 2), BM_OK);
+            n++;
+        }
+        while (completions - before < n)
+            bm_btl_base_progress();
+        double s = (double)(now_ns() - t0) / 1e9;
+        printf("stream %zu MiB in %zu B sends: %.1f MB/s\n", total >> 20, piece,
+               (double)total / s / 1e6);
+    }
 }
 
 static bool file_exists(const char *p)
@@ -362,6 +428,7 @@ int main(int argc, char **argv)
     BM_CHECK_EQ_INT(bm_btl_base_open(NULL), BM_OK);
     bm_btl_base_register_recv(TAG, on_recv, NULL);
     bm_btl_base_register_recv(TAG_DONE, on_done, NULL);
+    bm_btl_base_register_recv(TAG + 2, on_pp, NULL);
     bm_btl_base_register_error(on_error, NULL);
     BM_CHECK_EQ_INT(bm_rte_modex_fence(), BM_OK);
     BM_CHECK_EQ_INT(bm_btl_base_add_procs(2), BM_OK);
@@ -380,6 +447,8 @@ int main(int argc, char **argv)
             blackhole(argv[2]);
         else if (strcmp(argv[1], "stray") == 0)
             stray();
+        else if (strcmp(argv[1], "pingpong") == 0)
+            pingpong();
         else
             BM_CHECK_MSG(0, "unknown mode %s", argv[1]);
     }

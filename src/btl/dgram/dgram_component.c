@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ static struct {
     struct bm_btl_module *bmods[DGRAM_MAX_MODULES];
     int nmods;
     int me;
+    unsigned idle; /* progress calls in a row that found nothing */
 } dgram;
 
 struct dgram_if {
@@ -200,6 +202,18 @@ static int dgram_progress(void)
     int n = 0;
     for (int i = 0; i < dgram.nmods; i++)
         n += bm_btl_dgram_module_progress(dgram.mods[i]);
+    /* A peer on an oversubscribed node only runs when we give the core
+     * away: after a long idle spin, yield once (a no-op when nothing else
+     * is runnable). Measured on the 2-core test bed under load: the
+     * ping-pong latency over dgram fell several times. */
+    if (n == 0) {
+        if (++dgram.idle >= 256) {
+            dgram.idle = 0;
+            sched_yield();
+        }
+    } else {
+        dgram.idle = 0;
+    }
     return n;
 }
 

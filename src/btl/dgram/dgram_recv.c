@@ -345,7 +345,13 @@ static void recv_sequenced(struct bm_btl_dgram_module *m, struct bm_btl_dgram_en
         bm_btl_dgram_ack_schedule(ep, false);
         return;
     }
-    if (!process(m, ep, pkt))
+    /* A whole fragment cannot fail to be processed, so it is recorded as
+     * received before the callback runs: a reply sent from the callback
+     * then piggy-backs the ACK for it and no standalone ACK is needed.
+     * Other types are recorded only once they were processed (they may run
+     * out of memory and must then be resent). */
+    bool early = h->type == BM_DGRAM_T_FRAG;
+    if (!early && !process(m, ep, pkt))
         return;
     ep->rcv_last = seq;
     if (d == 0) {
@@ -363,6 +369,8 @@ static void recv_sequenced(struct bm_btl_dgram_module *m, struct bm_btl_dgram_en
         ep->rcv_ooo++;
     }
     bm_btl_dgram_ack_schedule(ep, false);
+    if (early)
+        process(m, ep, pkt);
 }
 
 void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
