@@ -190,6 +190,180 @@ int bm_mpi_coll_bcast(void *buf, size_t bytes, int root, MPI_Comm comm, const ch
     return rc;
 }
 
+/* Messages at least this large use the bandwidth-saving allreduce and reduce. */
+#define BM_MPI_ALLREDUCE_LARGE 32768
+
+/* The real rank of rank newrank in the power-of-two set left after the fold. */
+static int fold_peer(int newrank, int rem)
+{
+    return newrank < rem ? newrank * 2 + 1 : newrank + rem;
+}
+
+/* Recursive doubling over the pof2 ranks: both partners of a step compute
+ * (lower half) op (upper half), the same expression, so they agree. */
+static int allreduce_doubling(char *buf, char *tmp, int count, MPI_Datatype dt, MPI_Op op,
+                              MPI_Comm comm, int newrank, int pof2, int rem, const char *fn)
+{
+    size_t bytes = bm_mpi_type_bytes(dt, count);
+
+    for (int mask = 1; mask < pof2; mask <<= 1) {
+        int newpeer = newrank ^ mask, peer = fold_peer(newpeer, rem);
+        int rc = bm_mpi_coll_sendrecv(comm, buf, bytes, peer, tmp, bytes, peer,
+                                      BM_MPI_COLL_TAG_ALLREDUCE, fn);
+        if (rc)
+            return rc;
+        if (newpeer < newrank) {
+            bm_mpi_op_apply(op, tmp, buf, count, dt);
+        } else {
+            bm_mpi_op_apply(op, buf, tmp, count, dt);
+            memcpy(buf, tmp, bytes);
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* First element of block i when count elements are cut into nblocks blocks
+ * whose sizes differ by at most one. */
+static int block_start(int i, int count, int nblocks)
+{
+    int base = count / nblocks, extra = count % nblocks;
+    return i * base + (i < extra ? i : extra);
+}
+
+/* Reduce-scatter by recursive halving over the pof2 ranks left after the
+ * fold: each step keeps half of the current block range and reduces it
+ * with the partner's copy. On return block newrank of buf holds the
+ * reduction of that block over all ranks. */
+static int reduce_scatter_halving(char *buf, char *tmp, int count, MPI_Datatype dt, MPI_Op op,
+                                  MPI_Comm comm, int newrank, int pof2, int rem, int tag,
+                                  const char *fn)
+{
+    size_t ext = (size_t)dt->extent;
+    int lo = 0, hi = pof2, rc;
+
+    for (int mask = pof2 / 2; mask >= 1; mask >>= 1) {
+        int peer = fold_peer(newrank ^ mask, rem), mid = lo + (hi - lo) / 2;
+        bool upper = newrank & mask;
+        int klo = upper ? mid : lo, khi = upper ? hi : mid;
+        int slo = upper ? lo : mid, shi = upper ? mid : hi;
+        int ks = block_start(klo, count, pof2), ke = block_start(khi, count, pof2);
+        int ss = block_start(slo, count, pof2), se = block_start(shi, count, pof2);
+        char *kbuf = buf + (size_t)ks * ext, *ktmp = tmp + (size_t)ks * ext;
+
+        if ((rc = bm_mpi_coll_sendrecv(comm, buf + (size_t)ss * ext, (size_t)(se - ss) * ext, peer,
+                                       ktmp, (size_t)(ke - ks) * ext, peer, tag, fn)))
+            return rc;
+        if (upper) {
+            bm_mpi_op_apply(op, ktmp, kbuf, ke - ks, dt);
+        } else {
+            bm_mpi_op_apply(op, kbuf, ktmp, ke - ks, dt);
+            memcpy(kbuf, ktmp, (size_t)(ke - ks) * ext);
+        }
+        lo = klo;
+        hi = khi;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Rabenseifner's allreduce: reduce-scatter by recursive halving, then
+ * allgather by recursive doubling. */
+static int allreduce_rabenseifner(char *buf, char *tmp, int count, MPI_Datatype dt, MPI_Op op,
+                                  MPI_Comm comm, int newrank, int pof2, int rem, const char *fn)
+{
+    size_t ext = (size_t)dt->extent;
+    int lo = newrank, hi = newrank + 1;
+    int rc = reduce_scatter_halving(buf, tmp, count, dt, op, comm, newrank, pof2, rem,
+                                    BM_MPI_COLL_TAG_ALLREDUCE, fn);
+
+    for (int mask = 1; mask < pof2 && rc == MPI_SUCCESS; mask <<= 1) {
+        int peer = fold_peer(newrank ^ mask, rem), width = hi - lo;
+        int plo = (newrank & mask) ? lo - width : hi, phi = plo + width;
+        int ms = block_start(lo, count, pof2), me = block_start(hi, count, pof2);
+        int ps = block_start(plo, count, pof2), pe = block_start(phi, count, pof2);
+
+        rc = bm_mpi_coll_sendrecv(comm, buf + (size_t)ms * ext, (size_t)(me - ms) * ext, peer,
+                                  buf + (size_t)ps * ext, (size_t)(pe - ps) * ext, peer,
+                                  BM_MPI_COLL_TAG_ALLREDUCE, fn);
+        lo = plo < lo ? plo : lo;
+        hi = phi > hi ? phi : hi;
+    }
+    return rc;
+}
+
+/* The fold before a power-of-two algorithm: among the first 2 * rem ranks,
+ * each even rank hands its data to the odd rank above it (which combines
+ * them, lower rank first) and sits out (*newrank_out = -1). */
+static int fold_in(char *buf, char *tmp, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                   int rem, int tag, int *newrank_out, const char *fn)
+{
+    size_t bytes = bm_mpi_type_bytes(dt, count);
+    int rank = comm->rank, rc;
+
+    if (rank >= 2 * rem) {
+        *newrank_out = rank - rem;
+        return MPI_SUCCESS;
+    }
+    if (rank % 2 == 0) {
+        struct bm_pml_request *req;
+        *newrank_out = -1;
+        if ((rc = bm_mpi_coll_isend(comm, buf, bytes, rank + 1, tag, &req, fn)))
+            return rc;
+        return bm_mpi_coll_wait(comm, req, rank + 1, fn);
+    }
+    *newrank_out = rank / 2;
+    if ((rc = bm_mpi_coll_recv(comm, tmp, bytes, rank - 1, tag, fn)))
+        return rc;
+    bm_mpi_op_apply(op, tmp, buf, count, dt);
+    return MPI_SUCCESS;
+}
+
+/* Large commutative reductions to a root: fold, reduce-scatter by
+ * recursive halving, then every block owner sends its block to the root. */
+static int reduce_large(const void *mine, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                        int root, MPI_Comm comm, const char *fn)
+{
+    size_t bytes = bm_mpi_type_bytes(dt, count), ext = (size_t)dt->extent;
+    int pof2 = 1, newrank, rc;
+    char *work = malloc(bytes), *tmp = malloc(bytes);
+
+    if (work == NULL || tmp == NULL) {
+        rc = bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate 2 x %zu bytes", bytes);
+        goto out;
+    }
+    while (pof2 * 2 <= comm->size)
+        pof2 *= 2;
+    memcpy(work, mine, bytes);
+    if ((rc = fold_in(work, tmp, count, dt, op, comm, comm->size - pof2, BM_MPI_COLL_TAG_REDUCE,
+                      &newrank, fn)))
+        goto out;
+    if (newrank >= 0 &&
+        (rc = reduce_scatter_halving(work, tmp, count, dt, op, comm, newrank, pof2,
+                                     comm->size - pof2, BM_MPI_COLL_TAG_REDUCE, fn)))
+        goto out;
+    if (newrank >= 0 && comm->rank != root) {
+        struct bm_pml_request *req;
+        int s = block_start(newrank, count, pof2), e = block_start(newrank + 1, count, pof2);
+        if ((rc = bm_mpi_coll_isend(comm, work + (size_t)s * ext, (size_t)(e - s) * ext, root,
+                                    BM_MPI_COLL_TAG_REDUCE, &req, fn)) == 0)
+            rc = bm_mpi_coll_wait(comm, req, root, fn);
+    } else if (comm->rank == root) {
+        for (int b = 0; b < pof2 && rc == MPI_SUCCESS; b++) {
+            int owner = fold_peer(b, comm->size - pof2);
+            size_t off = (size_t)block_start(b, count, pof2) * ext;
+            size_t len = (size_t)block_start(b + 1, count, pof2) * ext - off;
+            if (owner == root)
+                memcpy((char *)recvbuf + off, work + off, len);
+            else
+                rc = bm_mpi_coll_recv(comm, (char *)recvbuf + off, len, owner,
+                                      BM_MPI_COLL_TAG_REDUCE, fn);
+        }
+    }
+out:
+    free(work);
+    free(tmp);
+    return rc;
+}
+
 /* Binomial reduction towards rel rank 0, which is root when op commutes.
  * Non-commutative operations run the tree over the ranks in order and rank
  * 0 hands the result to root, so that every step combines adjacent blocks.
@@ -210,6 +384,8 @@ static int coll_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         memmove(recvbuf, mine, bytes);
         return MPI_SUCCESS;
     }
+    if (op->commutative && count >= size && bytes >= BM_MPI_ALLREDUCE_LARGE)
+        return reduce_large(mine, recvbuf, count, dt, op, root, comm, fn);
     acc = malloc(bytes);
     tmp = malloc(bytes);
     if (acc == NULL || tmp == NULL) {
@@ -257,92 +433,6 @@ out:
     return rc;
 }
 
-/* Messages at least this large use the bandwidth-saving allreduce. */
-#define BM_MPI_ALLREDUCE_LARGE 32768
-
-/* The real rank of rank newrank in the power-of-two set left after the fold. */
-static int fold_peer(int newrank, int rem)
-{
-    return newrank < rem ? newrank * 2 + 1 : newrank + rem;
-}
-
-/* Recursive doubling over the pof2 ranks: both partners of a step compute
- * (lower half) op (upper half), the same expression, so they agree. */
-static int allreduce_doubling(char *buf, char *tmp, int count, MPI_Datatype dt, MPI_Op op,
-                              MPI_Comm comm, int newrank, int pof2, int rem, const char *fn)
-{
-    size_t bytes = bm_mpi_type_bytes(dt, count);
-
-    for (int mask = 1; mask < pof2; mask <<= 1) {
-        int newpeer = newrank ^ mask, peer = fold_peer(newpeer, rem);
-        int rc = bm_mpi_coll_sendrecv(comm, buf, bytes, peer, tmp, bytes, peer,
-                                      BM_MPI_COLL_TAG_ALLREDUCE, fn);
-        if (rc)
-            return rc;
-        if (newpeer < newrank) {
-            bm_mpi_op_apply(op, tmp, buf, count, dt);
-        } else {
-            bm_mpi_op_apply(op, buf, tmp, count, dt);
-            memcpy(buf, tmp, bytes);
-        }
-    }
-    return MPI_SUCCESS;
-}
-
-/* First element of block i when count elements are cut into nblocks blocks
- * whose sizes differ by at most one. */
-static int block_start(int i, int count, int nblocks)
-{
-    int base = count / nblocks, extra = count % nblocks;
-    return i * base + (i < extra ? i : extra);
-}
-
-/* Reduce-scatter by recursive halving (each step keeps half of the current
- * block range and reduces it), then allgather by recursive doubling. */
-static int allreduce_rabenseifner(char *buf, char *tmp, int count, MPI_Datatype dt, MPI_Op op,
-                                  MPI_Comm comm, int newrank, int pof2, int rem, const char *fn)
-{
-    size_t ext = (size_t)dt->extent;
-    int lo = 0, hi = pof2, rc;
-
-    for (int mask = pof2 / 2; mask >= 1; mask >>= 1) {
-        int peer = fold_peer(newrank ^ mask, rem), mid = lo + (hi - lo) / 2;
-        bool upper = newrank & mask;
-        int klo = upper ? mid : lo, khi = upper ? hi : mid;
-        int slo = upper ? lo : mid, shi = upper ? mid : hi;
-        int ks = block_start(klo, count, pof2), ke = block_start(khi, count, pof2);
-        int ss = block_start(slo, count, pof2), se = block_start(shi, count, pof2);
-        char *kbuf = buf + (size_t)ks * ext, *ktmp = tmp + (size_t)ks * ext;
-
-        if ((rc = bm_mpi_coll_sendrecv(comm, buf + (size_t)ss * ext, (size_t)(se - ss) * ext, peer,
-                                       ktmp, (size_t)(ke - ks) * ext, peer,
-                                       BM_MPI_COLL_TAG_ALLREDUCE, fn)))
-            return rc;
-        if (upper) {
-            bm_mpi_op_apply(op, ktmp, kbuf, ke - ks, dt);
-        } else {
-            bm_mpi_op_apply(op, kbuf, ktmp, ke - ks, dt);
-            memcpy(kbuf, ktmp, (size_t)(ke - ks) * ext);
-        }
-        lo = klo;
-        hi = khi;
-    }
-    for (int mask = 1; mask < pof2; mask <<= 1) {
-        int peer = fold_peer(newrank ^ mask, rem), width = hi - lo;
-        int plo = (newrank & mask) ? lo - width : hi, phi = plo + width;
-        int ms = block_start(lo, count, pof2), me = block_start(hi, count, pof2);
-        int ps = block_start(plo, count, pof2), pe = block_start(phi, count, pof2);
-
-        if ((rc = bm_mpi_coll_sendrecv(comm, buf + (size_t)ms * ext, (size_t)(me - ms) * ext, peer,
-                                       buf + (size_t)ps * ext, (size_t)(pe - ps) * ext, peer,
-                                       BM_MPI_COLL_TAG_ALLREDUCE, fn)))
-            return rc;
-        lo = plo < lo ? plo : lo;
-        hi = phi > hi ? phi : hi;
-    }
-    return MPI_SUCCESS;
-}
-
 int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                           MPI_Comm comm, const char *fn)
 {
@@ -364,25 +454,9 @@ int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
         pof2 *= 2;
     rem = size - pof2;
 
-    /* Fold: among the first 2*rem ranks, each even rank hands its data to
-     * the odd rank above it and sits out the doubling. */
-    if (rank < 2 * rem) {
-        if (rank % 2 == 0) {
-            struct bm_pml_request *req;
-            if ((rc = bm_mpi_coll_isend(comm, recvbuf, bytes, rank + 1, BM_MPI_COLL_TAG_ALLREDUCE,
-                                        &req, fn)) ||
-                (rc = bm_mpi_coll_wait(comm, req, rank + 1, fn)))
-                goto out;
-            newrank = -1;
-        } else {
-            if ((rc = bm_mpi_coll_recv(comm, tmp, bytes, rank - 1, BM_MPI_COLL_TAG_ALLREDUCE, fn)))
-                goto out;
-            bm_mpi_op_apply(op, tmp, recvbuf, count, dt);
-            newrank = rank / 2;
-        }
-    } else {
-        newrank = rank - rem;
-    }
+    if ((rc = fold_in(recvbuf, tmp, count, dt, op, comm, rem, BM_MPI_COLL_TAG_ALLREDUCE, &newrank,
+                      fn)))
+        goto out;
 
     if (newrank >= 0) {
         /* Rabenseifner's algorithm moves 2 (p - 1) / p of the vector instead

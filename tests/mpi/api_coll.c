@@ -466,6 +466,17 @@ static void test_large_allreduce(void)
             ok = out[i] == i % 1000 + size - 1;
         BM_CHECK_MSG(ok, "large reduce: wrong max");
     }
+    /* Root 0 sits out the power-of-two part when the rank count is not one. */
+    memcpy(out, in, sizeof(int) * n);
+    BM_CHECK_EQ_INT(
+        MPI_Reduce(rank == 0 ? MPI_IN_PLACE : in, out, n, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD),
+        MPI_SUCCESS);
+    if (rank == 0) {
+        ok = true;
+        for (int i = 0; i < n && ok; i++)
+            ok = out[i] == (i % 1000) * size + size * (size - 1) / 2;
+        BM_CHECK_MSG(ok, "large in-place reduce to rank 0: wrong sum");
+    }
     free(in);
     free(out);
 }
