@@ -1,0 +1,38 @@
+# Fault tests of the tcp transport (label "fault"), driven by tcp_fault.c
+# through the transport layer (no PML):
+#  - tcp_fault_stray: stray connections to the listening ports (garbage, a
+#    HELLO without the job secret, silence) are closed; the job is unaffected.
+#  - tcp_fault_kill: a peer SIGKILLed mid-stream is reported at once.
+#  - tcp_netns_*: two network namespaces joined by two veth rails: both rails
+#    used; one rail black-holed from the start (the job runs on the other and
+#    the warning names the dropped pair); both black-holed mid-stream (both
+#    ranks report within the timeouts). Skipped (77) without root.
+#  - btl_conformance_tcp_np2_16m: the conformance sweep up to 16 MiB fragments.
+add_executable(tcp_fault ${CMAKE_CURRENT_LIST_DIR}/tcp_fault.c)
+target_link_libraries(tcp_fault PRIVATE bitmover_internal bm_test_harness)
+
+if(NOT TARGET bmrun)
+    return()
+endif()
+
+bm_add_mpi_test(tcp_fault_stray TARGET tcp_fault NP 2 BTL self,tcp LABELS fault TIMEOUT 120
+    ARGS stray ENV BM_BTL_TCP_HANDSHAKE_TIMEOUT=1000)
+
+bm_scaled_timeout(t 120)
+add_test(NAME tcp_fault_kill
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tcp_kill.sh $<TARGET_FILE:bmrun> $<TARGET_FILE:tcp_fault>)
+set_tests_properties(tcp_fault_kill PROPERTIES TIMEOUT ${t} LABELS fault)
+
+foreach(scenario rails droprail blackhole)
+    add_test(NAME tcp_netns_${scenario}
+        COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tcp_netns.sh $<TARGET_FILE:bmrun>
+            $<TARGET_FILE:tcp_fault> ${scenario})
+    bm_scaled_timeout(t 150)
+    set_tests_properties(tcp_netns_${scenario} PROPERTIES TIMEOUT ${t} LABELS fault
+        SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+endforeach()
+
+if(TARGET btl_conformance)
+    bm_add_mpi_test(btl_conformance_tcp_np2_16m TARGET btl_conformance NP 2 BTL self,tcp
+        LABELS btl TIMEOUT 120 ARGS tcp ENV BM_BTL_TCP_MAX_SEND_SIZE=16m)
+endif()

@@ -1,0 +1,134 @@
+#!/bin/bash
+# The tcp transport between two "hosts" (network namespaces) joined by two
+# veth rails on different subnets (10.250.1.0/24 and 10.250.2.0/24):
+#   rails      both interface pairs carry traffic (interface counters);
+#   droprail   rail 1 black-holed from the start (iptables DROP on both
+#              ends): the job still runs, over rail 2, and the warning names
+#              the dropped pair (both addresses);
+#   blackhole  both rails black-holed in the middle of a stream: both ranks
+#              report the failure within the configured timeouts, never hang.
+# Needs root and network namespaces; otherwise skipped (exit 77).
+# usage: tcp_netns.sh <bmrun> <tcp_fault> rails|droprail|blackhole
+set -u
+bmrun=$1 prog=$2 scenario=$3
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
+    echo "SKIP: needs root, ip and iptables"
+    exit 77
+fi
+s=$$
+A=bmtcp${s}a B=bmtcp${s}b
+out=$(mktemp /tmp/bm-tcp-netns.XXXXXX)
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    # Processes of this test still inside the namespaces (a cut-off daemon).
+    for n in "$A" "$B"; do
+        for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+    done
+    ip netns del "$A" 2>/dev/null
+    ip netns del "$B" 2>/dev/null
+    rm -f "$out" "$out".*
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL: $*"
+    echo "---- job output ----"
+    cat "$out"
+    exit 1
+}
+if ! ip netns add "$A" 2>/dev/null || ! ip netns add "$B"; then
+    echo "SKIP: cannot create network namespaces"
+    exit 77
+fi
+# Interface names are unique per run (veth names are global until moved).
+ra1=t1a$s ra2=t2a$s rb1=t1b$s rb2=t2b$s
+ip link add "$ra1" type veth peer name "$rb1" || fail "cannot create veth"
+ip link add "$ra2" type veth peer name "$rb2" || fail "cannot create veth"
+ip link set "$ra1" netns "$A"; ip link set "$rb1" netns "$B"
+ip link set "$ra2" netns "$A"; ip link set "$rb2" netns "$B"
+ip -n "$A" addr add 10.250.1.1/24 dev "$ra1"; ip -n "$B" addr add 10.250.1.2/24 dev "$rb1"
+ip -n "$A" addr add 10.250.2.1/24 dev "$ra2"; ip -n "$B" addr add 10.250.2.2/24 dev "$rb2"
+for n in "$A" "$B"; do ip -n "$n" link set lo up; done
+ip -n "$A" link set "$ra1" up; ip -n "$A" link set "$ra2" up
+ip -n "$B" link set "$rb1" up; ip -n "$B" link set "$rb2" up
+
+rx() { ip netns exec "$B" cat "/sys/class/net/$1/statistics/rx_bytes"; }
+drop_rail() { # drop_rail <A-side dev> <B-side dev>
+    ip netns exec "$A" iptables -A INPUT -i "$1" -j DROP
+    ip netns exec "$B" iptables -A INPUT -i "$2" -j DROP
+}
+run_job() { # run_job <tcp_fault args...>: in the background, output in $out
+    ip netns exec "$A" env BM_BTL=self,tcp BM_RUN_KILL_GRACE=30 TCP_FAULT_LOG="$out" \
+        BM_BTL_TCP_CONNECT_TIMEOUT=1500 BM_BTL_TCP_USER_TIMEOUT=3000 \
+        BM_BTL_TCP_KEEPALIVE_IDLE=1 BM_BTL_TCP_KEEPALIVE_INTVL=1 BM_BTL_TCP_KEEPALIVE_CNT=2 \
+        "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 100 \
+        "$prog" "$@" >"$out" 2>&1 &
+    pid=$!
+}
+
+case $scenario in
+rails)
+    r1=$(rx "$rb1") r2=$(rx "$rb2")
+    run_job rails 64
+    wait "$pid" || fail "the job failed"
+    pid=
+    d1=$(($(rx "$rb1") - r1)) d2=$(($(rx "$rb2") - r2))
+    echo "rail 1 carried $d1 bytes, rail 2 carried $d2 bytes"
+    grep -q "path 1: tcp:" "$out" || fail "only one tcp path between the hosts"
+    [ "$d1" -gt $((16 << 20)) ] || fail "rail 1 carried too little ($d1 bytes)"
+    [ "$d2" -gt $((16 << 20)) ] || fail "rail 2 carried too little ($d2 bytes)"
+    ;;
+droprail)
+    drop_rail "$ra1" "$rb1"
+    r2=$(rx "$rb2")
+    run_job rails 32
+    wait "$pid" || fail "the job failed with rail 1 black-holed"
+    pid=
+    d2=$(($(rx "$rb2") - r2))
+    echo "rail 2 carried $d2 bytes"
+    [ "$d2" -gt $((32 << 20)) ] || fail "rail 2 did not carry the job ($d2 bytes)"
+    grep -E "interface pair 10\.250\.1\.[12] .* -> 10\.250\.1\.[12]:[0-9]+ .* cannot connect" \
+        "$out" || fail "no warning naming the dropped pair"
+    ;;
+blackhole)
+    # Both ranks write their findings to $out.<rank>: the black hole also
+    # cuts bmrun's output forwarding from host B.
+    run_job stream
+    reports() { cat "$out".0 "$out".1 2>/dev/null; }
+    for _ in $(seq 1 300); do
+        [ "$(reports | grep -c 'streaming$')" = 2 ] && break
+        kill -0 "$pid" 2>/dev/null || fail "the job ended before streaming"
+        sleep 0.1
+    done
+    [ "$(reports | grep -c 'streaming$')" = 2 ] || fail "the ranks never started streaming"
+    t0=$(date +%s.%N)
+    drop_rail "$ra1" "$rb1"
+    drop_rail "$ra2" "$rb2"
+    for _ in $(seq 1 400); do
+        [ "$(reports | grep -c 'checks: ')" = 2 ] && break
+        sleep 0.1
+    done
+    t1=$(date +%s.%N)
+    # bmrun itself is cut off from host B's daemon and would wait for it:
+    # end it (the cleanup ends what is left in the namespaces).
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    pid=
+    reports
+    [ "$(reports | grep -c 'detected the failure')" = 2 ] || fail "not both ranks reported the failure"
+    [ "$(reports | grep -c 'checks: 0 failed')" = 2 ] || fail "checks failed"
+    reports | grep -q "connection to rank [01] (10\.250\.[12]\.[12]:[0-9]*) via t[12][ab]$s timed out" ||
+        fail "the error does not name the peer, its address and the interface"
+    secs=$(echo "$t1 - $t0" | bc)
+    echo "both ranks reported the black hole within ${secs} s"
+    # USER_TIMEOUT 3 s (writers) or keepalive 1 + 2 x 1 s (readers), plus slack.
+    [ "$(echo "$secs < 10" | bc)" = 1 ] || fail "detection took ${secs} s (limit 10 s)"
+    ;;
+*)
+    echo "unknown scenario $scenario"
+    exit 2
+    ;;
+esac
+echo "---- job output ----"
+cat "$out"
+echo PASS
