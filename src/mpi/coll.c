@@ -4,10 +4,11 @@
  * collective context (context_id + 1), so collective traffic never matches a
  * user's receive. Algorithms: a dissemination barrier (ceil(log2 p) rounds,
  * any p); a binomial-tree broadcast, or scatter + ring allgather for large
- * messages; a binomial-tree reduction; an allreduce that folds the ranks
- * beyond the largest power of two into their neighbours, then runs recursive
- * doubling (small messages, non-commutative operations) or Rabenseifner's
- * reduce-scatter + allgather (large messages); recursive-doubling prefix
+ * messages; a binomial-tree reduction (reduce-scatter + gather to the root
+ * for large messages); an allreduce that folds the ranks beyond the largest
+ * power of two into their neighbours, then runs recursive doubling (small
+ * messages, non-commutative operations) or Rabenseifner's reduce-scatter +
+ * allgather (large messages); recursive-doubling prefix
  * reductions; and reduce-scatter as an allreduce of which each rank keeps
  * its block. Every combination step computes (lower ranks) op (higher
  * ranks), so non-commutative user operations get rank order, and every
