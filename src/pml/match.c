@@ -301,8 +301,8 @@ static void match_in(int peer_world, const char *head, size_t head_len, const ch
     struct bm_pml_hdr_rndv rh;
     if (hlen == 0 || head_len < hlen || (tail_len && head_len != hlen)) {
         bm_log_ratelimited(BM_LOG_ERROR,
-                           "dropped a %zu-byte fragment from rank %d: not a MATCH or RNDV "
-                           "fragment (type %u)",
+                           "dropped a %zu-byte fragment from rank %d: not a whole MATCH or "
+                           "RNDV fragment (type %u)",
                            len, peer_world, head_len ? *(const uint8_t *)head : 0u);
         return;
     }

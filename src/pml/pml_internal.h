@@ -80,6 +80,7 @@ struct bm_pml_request {
     bool acked;      /* send: the receiver's ACK arrived */
     bool retransmit; /* send: the first fragment is being resent after a path failure */
     bool force_rndv; /* send: the eager path could not take the whole message */
+    bool copied;     /* send: the transport copied the eager payload (buffer free) */
     uint8_t nest;    /* a send function is working on it (see send.c) */
     struct bm_pml_status status;
 
@@ -186,8 +187,12 @@ extern struct bm_pml_state bm_pml_g;
 
 /* request.c */
 struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind);
-/* Mark complete; releases it when the owner already freed it. */
+/* Mark complete; releases it when the owner already freed it and no
+ * descriptor still refers to it. */
 void bm_pml_request_complete(struct bm_pml_request *req);
+/* A descriptor of a completed request came back: release it when it was
+ * the last one and the owner freed the request. */
+void bm_pml_request_des_returned(struct bm_pml_request *req);
 /* The request an id names, when it is active and of that kind; else NULL. */
 struct bm_pml_request *bm_pml_request_lookup(bm_pml_reqid_t id, enum bm_pml_req_kind kind);
 static inline bm_pml_reqid_t bm_pml_request_id(const struct bm_pml_request *req)
@@ -233,6 +238,9 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
 void bm_pml_pending_add(struct bm_pml_request *req);
 /* Send a control header (ACK) to a peer now, or queue it for retry. */
 void bm_pml_ctl_send(int peer_world, bm_btl_tag_t tag, const void *hdr, size_t len);
+/* The same for a fragment given as segments (copied). */
+void bm_pml_ctl_sendv(int peer_world, bm_btl_tag_t tag, const struct bm_btl_segment *segs,
+                      uint32_t nsegs);
 /* Pick a working path of a list; NULL when none (then the peer is cut off). */
 struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list);
 /* A transport call returned a link error: mark the path failed, abort the

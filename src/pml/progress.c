@@ -16,15 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A control message (ACK) waiting to be sent or in flight. The header is
- * kept until the transport calls back so that it can be resent after a path
- * failure. */
+/* A control message (ACK, or an eager fragment resent after its path
+ * failed) waiting to be sent or in flight. The bytes are kept until the
+ * transport calls back so that they can be resent after a path failure. */
 struct bm_pml_ctl {
     struct bm_pml_ctl *next;
     int peer;
     bm_btl_tag_t tag;
     size_t len;
-    uint64_t hdr[BM_PML_HDR_MAX_SIZE / sizeof(uint64_t)];
+    _Alignas(8) char hdr[];
 };
 
 struct bm_pml_state bm_pml_g;
@@ -115,18 +115,32 @@ static int ctl_try(struct bm_pml_ctl *c)
     }
 }
 
-void bm_pml_ctl_send(int peer_world, bm_btl_tag_t tag, const void *hdr, size_t len)
+void bm_pml_ctl_sendv(int peer_world, bm_btl_tag_t tag, const struct bm_btl_segment *segs,
+                      uint32_t nsegs)
 {
-    struct bm_pml_ctl *c = malloc(sizeof(*c));
+    size_t len = 0;
+    for (uint32_t i = 0; i < nsegs; i++)
+        len += segs[i].len;
+    struct bm_pml_ctl *c = malloc(sizeof(*c) + len);
     if (!c)
         abort();
     c->peer = peer_world;
     c->tag = tag;
-    c->len = len;
-    memcpy(c->hdr, hdr, len);
+    c->len = 0;
+    for (uint32_t i = 0; i < nsegs; i++) {
+        if (segs[i].len)
+            memcpy(c->hdr + c->len, segs[i].addr, segs[i].len);
+        c->len += segs[i].len;
+    }
     /* Keep control messages in order behind ones already waiting. */
     if (bm_pml_g.ctl_head || ctl_try(c) == BM_ERR_OUT_OF_RESOURCE)
         ctl_queue(c, false);
+}
+
+void bm_pml_ctl_send(int peer_world, bm_btl_tag_t tag, const void *hdr, size_t len)
+{
+    struct bm_btl_segment seg = {.addr = (void *)(uintptr_t)hdr, .len = len};
+    bm_pml_ctl_sendv(peer_world, tag, &seg, 1);
 }
 
 void bm_pml_ctl_done(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *ctl, int status)

@@ -68,8 +68,15 @@ void bm_pml_request_complete(struct bm_pml_request *req)
     if (req->user_freed) {
         if (req->kind == BM_PML_REQ_SEND)
             bm_pml_g.freed_active--;
-        request_release(req);
+        if (req->outstanding == 0)
+            request_release(req);
     }
+}
+
+void bm_pml_request_des_returned(struct bm_pml_request *req)
+{
+    if (req->outstanding == 0 && req->user_freed)
+        request_release(req);
 }
 
 struct bm_pml_request *bm_pml_request_lookup(bm_pml_reqid_t id, enum bm_pml_req_kind kind)
@@ -122,7 +129,12 @@ void bm_pml_request_wait(struct bm_pml_request *req, struct bm_pml_status *statu
 void bm_pml_request_free(struct bm_pml_request *req)
 {
     if (req->state == BM_PML_REQ_COMPLETE) {
-        request_release(req);
+        /* An eager send completes once its data is copied; its descriptor
+         * may still be with the transport and point at the request. */
+        if (req->outstanding == 0)
+            request_release(req);
+        else
+            req->user_freed = true;
         return;
     }
     /* MPI lets the communication finish after the free: a receive still

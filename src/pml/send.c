@@ -38,6 +38,10 @@ static void send_check_done(struct bm_pml_request *req)
         return;
     if (req->rndv && !req->acked)
         return;
+    /* An eager payload the transport copied frees the user's buffer at
+     * once: the send completes without waiting for the peer to take it. */
+    if (req->outstanding > 0 && (req->rndv || !req->copied))
+        return;
     bm_pml_request_complete(req);
 }
 
@@ -129,8 +133,10 @@ static bm_status_t send_first(struct bm_pml_request *req)
             memcpy(des->seg[0].addr, &mh, sizeof(mh));
             req->sphase = BM_PML_SPHASE_SENT;
             int rc = des_submit(req, path, des, BM_PML_HDR_MATCH);
-            if (rc == BM_OK)
+            if (rc == BM_OK) {
+                req->copied = !(m->caps & BM_BTL_CAP_SEND_INPLACE);
                 return BM_OK;
+            }
             req->sphase = BM_PML_SPHASE_START;
             if (!retry_other_path(rc))
                 return rc;
@@ -354,6 +360,19 @@ void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
     }
     struct bm_pml_request *req = des->cbdata;
     req->outstanding--;
+    if (req->state == BM_PML_REQ_COMPLETE) {
+        /* An eager send already completed from its copy. If the copy was
+         * lost with its path, resend it from the descriptor (the receiver
+         * drops a duplicate by its sequence number). */
+        if (status < 0) {
+            bm_pml_path_failed_ep(req->peer, m, ep, status);
+            struct bm_pml_hdr_base *hb = des->seg[0].addr;
+            hb->flags |= BM_PML_HDR_F_RETRANSMIT;
+            bm_pml_ctl_sendv(req->peer, BM_PML_BTL_TAG(type), des->seg, des->seg_count);
+        }
+        bm_pml_request_des_returned(req);
+        return;
+    }
     if (status < 0) {
         bm_pml_path_failed_ep(req->peer, m, ep, status);
         /* Another path remains (else the job was aborted). MATCH and RNDV
