@@ -9,21 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(const struct bm_bench_opts *opts, int windowed)
+/* OSU defaults: osu_latency 10000/1000 iterations with 100/10 skipped;
+ * osu_bw 100/20 iterations of a 64-message window with 10/2 skipped (we run a
+ * tenth above 8 KiB for both). */
+#define ITERS_PINGPONG  10000
+#define WARMUP_PINGPONG 100
+#define ITERS_WINDOW    100
+#define WARMUP_WINDOW   10
+
+static void usage(const char *name, int windowed)
 {
     fprintf(stderr,
             "usage: %s [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s [-t SECONDS]\n"
             "  -m  message sizes, powers of two from MIN to MAX bytes; suffixes k, m, g\n"
             "      (default 0:4m; e.g. -m 0:64k)\n"
-            "  -i  timed iterations for sizes up to %d B (default %ld); larger sizes run\n"
+            "  -i  timed iterations for sizes up to %d B (default %d); larger sizes run\n"
             "      a tenth of them (at least 1)\n"
-            "  -w  warm-up iterations for sizes up to %d B (default %ld); larger sizes a\n"
+            "  -w  warm-up iterations for sizes up to %d B (default %d); larger sizes a\n"
             "      tenth\n"
             "%s"
-            "  -t  time budget per size in seconds: fewer iterations are run when the\n"
-            "      previous size shows the full count would take longer (default 0 = off)\n",
-            opts->name, windowed ? " [-W WINDOW]" : "", BM_BENCH_LARGE_SIZE, opts->iters,
-            BM_BENCH_LARGE_SIZE, opts->warmup,
+            "  -t  time budget per size in seconds: after each size's warm-up, fewer\n"
+            "      iterations are run when the full count would take longer (default 0 = off)\n",
+            name, windowed ? " [-W WINDOW]" : "", BM_BENCH_LARGE_SIZE,
+            windowed ? ITERS_WINDOW : ITERS_PINGPONG, BM_BENCH_LARGE_SIZE,
+            windowed ? WARMUP_WINDOW : WARMUP_PINGPONG,
             windowed ? "  -W  messages in flight per iteration (default 64)\n" : "");
 }
 
@@ -78,10 +87,8 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int window
     opts->name = name;
     opts->min_size = 0;
     opts->max_size = (size_t)4 << 20;
-    /* OSU defaults: osu_latency 10000/1000 iterations with 100/10 skipped;
-     * osu_bw 100/20 iterations of a 64-message window with 10/2 skipped. */
-    opts->iters = windowed ? 100 : 10000;
-    opts->warmup = windowed ? 10 : 100;
+    opts->iters = windowed ? ITERS_WINDOW : ITERS_PINGPONG;
+    opts->warmup = windowed ? WARMUP_WINDOW : WARMUP_PINGPONG;
     opts->window = windowed ? 64 : 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -89,7 +96,7 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int window
         int bad = 0;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             if (rank == 0)
-                usage(opts, windowed);
+                usage(name, windowed);
             return 1;
         } else if (strcmp(a, "-m") == 0 && v) {
             char tmp[64];
@@ -126,7 +133,7 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int window
             if (rank == 0) {
                 fprintf(stderr, "%s: bad option or value: %s%s%s\n", name, a, v ? " " : "",
                         v ? v : "");
-                usage(opts, windowed);
+                usage(name, windowed);
             }
             return 2;
         }
