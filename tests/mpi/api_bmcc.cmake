@@ -1,7 +1,8 @@
 # The api_bmcc test (cmake -P): bmcc compiles and links a plain MPI program
 # with warnings as errors, "bmcc -show" prints a command without running it,
 # and bmrun runs the program on 3 ranks; with BUILD_DIR, the same through an
-# install into a scratch prefix. Inputs: BMCC, BMRUN, SRC, OUT, BUILD_DIR.
+# install into a scratch prefix, and a CMake project that finds the installed
+# mpicc with find_package(MPI). Inputs: BMCC, BMRUN, SRC, OUT, BUILD_DIR.
 execute_process(COMMAND ${BMCC} -show -c x.c OUTPUT_VARIABLE show RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 OR NOT show MATCHES "-I" OR show MATCHES "-lbitmover")
     message(FATAL_ERROR "bmcc -show -c: status ${rc}, printed '${show}' (want -I..., no -lbitmover)")
@@ -54,5 +55,32 @@ if(BUILD_DIR)
     if(NOT rc EQUAL 0 OR NOT out MATCHES "ring: 2 ranks, token 2 ok")
         message(FATAL_ERROR "${runner} -n 2 ${OUT}_installed: status ${rc}, output above")
     endif()
-    file(REMOVE_RECURSE ${prefix})
+
+    # A CMake project finds the installed mpicc with find_package(MPI).
+    set(proj ${OUT}_findmpi)
+    file(REMOVE_RECURSE ${proj})
+    file(WRITE ${proj}/CMakeLists.txt "cmake_minimum_required(VERSION 3.20)
+project(findmpi C)
+find_package(MPI REQUIRED COMPONENTS C)
+message(STATUS \"bm-found MPI \${MPI_C_VERSION}: \${MPI_C_LIBRARIES}\")
+add_executable(ring ${SRC})
+target_link_libraries(ring MPI::MPI_C)
+")
+    execute_process(COMMAND ${CMAKE_COMMAND} -S ${proj} -B ${proj}/build
+        -DMPI_C_COMPILER=${prefix}/bin/mpicc
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 OR NOT out MATCHES "bm-found MPI 3.1: ${prefix}/lib")
+        message(FATAL_ERROR "find_package(MPI) with the installed mpicc (${rc}):\n${out}${err}")
+    endif()
+    execute_process(COMMAND ${CMAKE_COMMAND} --build ${proj}/build
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "building with MPI::MPI_C failed (${rc}):\n${out}${err}")
+    endif()
+    execute_process(COMMAND ${runner} -n 2 --timeout 60 ${proj}/build/ring
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 OR NOT out MATCHES "ring: 2 ranks, token 2 ok")
+        message(FATAL_ERROR "the find_package(MPI) build did not run (${rc}):\n${out}${err}")
+    endif()
+    file(REMOVE_RECURSE ${prefix} ${proj})
 endif()
