@@ -33,8 +33,7 @@ enum bm_pml_send_phase {
 
 static void send_check_done(struct bm_pml_request *req)
 {
-    if (req->nest > 0 || req->state != BM_PML_REQ_ACTIVE || req->outstanding > 0 ||
-        req->sphase != BM_PML_SPHASE_SENT)
+    if (req->nest > 0 || req->state != BM_PML_REQ_ACTIVE || req->sphase != BM_PML_SPHASE_SENT)
         return;
     if (req->rndv && !req->acked)
         return;
@@ -55,8 +54,9 @@ static void des_abandon(struct bm_pml_request *req, struct bm_btl_module *m,
 }
 
 /* Hand a filled descriptor to the path. BM_OK when it left (the callback
- * will fire), BM_ERR_OUT_OF_RESOURCE when it must be retried later, or the
- * link error after marking the path failed (the caller picks another). */
+ * will fire), BM_ERR_OUT_OF_RESOURCE when it must be retried later, a link
+ * or peer error after marking the path failed (the caller picks another),
+ * or another refusal (the send fails). */
 static int des_submit(struct bm_pml_request *req, struct bm_btl_path *path,
                       struct bm_btl_descriptor *des, uint8_t type)
 {

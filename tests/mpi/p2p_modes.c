@@ -1,7 +1,8 @@
 /* Send modes and truncation between ranks 0 and 1 (other ranks only take
  * part in the barriers): a synchronous send (eager and rendezvous sized)
  * never completes before the receiver matched it, while a small standard
- * send completes without a receive; ready sends; buffered sends copy the
+ * send completes without a receive, even when the receiver makes no MPI
+ * call at all (the transport copied the data); ready sends; buffered sends copy the
  * data at once (the user buffer may change right after), MPI_Ibsend
  * completes at once, MPI_Buffer_detach returns the buffer, and a missing or
  * small buffer gives MPI_ERR_BUFFER; a message longer than the receive
@@ -11,8 +12,10 @@
 #include "bm_test.h"
 
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, size;
 
@@ -79,6 +82,56 @@ static void test_ssend(void)
         free(buf);
         MPI_Barrier(MPI_COMM_WORLD);
     }
+}
+
+/* Wait outside MPI (no progress) for a file to appear; false after 10 s. */
+static int wait_file(const char *path)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (access(path, F_OK) == 0)
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    BM_CHECK(f != NULL);
+    if (f)
+        fclose(f);
+}
+
+/* A standard send of an eager size completes while the receiver makes no
+ * MPI call at all: rank 1 leaves MPI and says so with a file; rank 0 then
+ * sends and waits, and says it is done with another file that rank 1
+ * waits for, still outside MPI. */
+static void test_eager_local_completion(void)
+{
+    char ready[128], done[128];
+    int pid = (int)getpid();
+    MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    snprintf(ready, sizeof(ready), "/tmp/bm_p2p_modes_%d.ready", pid);
+    snprintf(done, sizeof(done), "/tmp/bm_p2p_modes_%d.done", pid);
+    static char buf[2000];
+    if (rank == 0) {
+        memset(buf, 'e', sizeof(buf));
+        BM_CHECK(wait_file(ready));
+        MPI_Request r;
+        MPI_Isend(buf, (int)sizeof(buf), MPI_CHAR, 1, 50, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        touch(done);
+    } else if (rank == 1) {
+        touch(ready);
+        BM_CHECK_MSG(wait_file(done),
+                     "a 2000-byte MPI_Isend did not complete while its receiver was busy");
+        MPI_Recv(buf, (int)sizeof(buf), MPI_CHAR, 0, 50, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        BM_CHECK(buf[0] == 'e' && buf[1999] == 'e');
+        unlink(ready);
+        unlink(done);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void test_rsend(void)
@@ -251,6 +304,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (size >= 2) {
         BM_RUN(test_ssend);
+        BM_RUN(test_eager_local_completion);
         BM_RUN(test_rsend);
         BM_RUN(test_bsend);
         BM_RUN(test_truncate);
