@@ -15,6 +15,10 @@
  *                  truncated and foreign-job datagrams and packets claiming
  *                  unknown senders at rank 1's dgram ports; the stream must be
  *                  undisturbed and rank 1's counters must show the drops.
+ *   mtu F          the path drops full-size datagrams (the script's iptables
+ *                  length rule): rank 0 sends, the connectivity check must
+ *                  report an MTU problem; rank 0 then creates F, for which
+ *                  rank 1 (answering pings meanwhile) waits.
  *   pingpong       not a test: 8-byte ping-pong latency and 1 MiB streaming
  *                  bandwidth over the transport layer, printed by rank 0
  *                  (for choosing defaults; speed targets live in bench/). */
@@ -135,12 +139,15 @@ static void on_sent(struct bm_btl_module *m, struct bm_btl_endpoint *e,
         completion_errors++;
 }
 
+static char last_what[512];
+
 static void on_error(struct bm_btl_module *m, const struct bm_btl_error *err, void *cbdata)
 {
     (void)m;
     (void)cbdata;
     reports[err->kind]++;
     report_ns[err->kind] = now_ns();
+    snprintf(last_what, sizeof(last_what), "%s", err->what);
     printf("rank %d: transport report %d: %s\n", me, err->kind, err->what);
     fflush(stdout);
 }
@@ -234,6 +241,26 @@ static void pingpong(void)
 static bool file_exists(const char *p)
 {
     return access(p, F_OK) == 0;
+}
+
+static void touch(const char *p);
+
+static void mtu(const char *flag)
+{
+    if (me == 1) {
+        uint64_t end = now_ns() + 120000000000ull;
+        while (!file_exists(flag) && now_ns() < end)
+            bm_btl_base_progress();
+        return;
+    }
+    uint64_t t0 = now_ns();
+    BM_CHECK_EQ_INT(send_one(0, TAG), BM_OK); /* message 0 is large */
+    progress_until(&reports[BM_BTL_ERROR_PEER], 1, 60);
+    BM_CHECK_EQ_INT(reports[BM_BTL_ERROR_PEER], 1);
+    BM_CHECK_MSG(strstr(last_what, "MTU problem") != NULL, "report: %s", last_what);
+    printf("rank 0: MTU problem reported after %llu ms\n",
+           (unsigned long long)((report_ns[BM_BTL_ERROR_PEER] - t0) / 1000000));
+    touch(flag);
 }
 
 static void touch(const char *p)
@@ -449,10 +476,12 @@ int main(int argc, char **argv)
             stray();
         else if (strcmp(argv[1], "pingpong") == 0)
             pingpong();
+        else if (strcmp(argv[1], "mtu") == 0 && argc > 2)
+            mtu(argv[2]);
         else
             BM_CHECK_MSG(0, "unknown mode %s", argv[1]);
     }
-    if (mod) {
+    if (mod && strcmp(argv[1], "mtu") != 0) {
         finish();
         if (me == 1 && strcmp(argv[1], "blackhole") == 0)
             check_blackhole();

@@ -10,6 +10,8 @@
 #   reorder P    a share P of the datagrams goes through a slow htb class.
 #   blackhole    every datagram to rank 1 vanishes: rank 0 must report the
 #                path failed within the bound, then recover when it is lifted.
+#   mtu          datagrams above 1000 bytes vanish on the way to rank 1 (an
+#                MTU black hole): the connectivity check must say so.
 #   stray        rank 0 fires garbage and foreign datagrams at rank 1's ports
 #                during a stream over the veth: nothing is disturbed.
 # Needs root and ip netns; otherwise skipped (exit 77).
@@ -138,6 +140,13 @@ blackhole)
         echo "path failure reported after $ms ms"
     fi
     grep -q "path recovered" "$T/bh.out" || bad "no recovery reported"
+    ;;
+mtu)
+    ip netns exec $B iptables -A INPUT -i $VB -p udp -m length --length 1000:65535 -j DROP
+    job mtu "$FAULT" mtu "$T/mtu.flag"
+    rc=$?
+    [ $rc -eq 0 ] || bad "mtu job exited $rc"
+    grep -q "MTU problem reported after" "$T/mtu.out" || bad "no MTU problem reported"
     ;;
 stray)
     job stray "$FAULT" stray

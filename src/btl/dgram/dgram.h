@@ -47,11 +47,14 @@ struct bm_btl_dgram_config {
     int probe_ms;      /* interval of probes on a failed path */
     size_t eager_limit;
     size_t max_send_size;
-    bool checksum;  /* checksum every datagram (needed to detect injected corruption) */
-    int stats;      /* print statistics every N seconds (0: at finalize only if set) */
-    size_t sockbuf; /* SO_SNDBUF/SO_RCVBUF request */
+    bool checksum;   /* checksum every datagram (needed to detect injected corruption) */
+    int stats;       /* print statistics every N seconds (0: at finalize only if set) */
+    size_t sockbuf;  /* SO_SNDBUF/SO_RCVBUF request */
+    int check_tries; /* connectivity check: pings per size before giving up */
+    int check_ms;    /* connectivity check: interval between tries */
     double drop, dup, reorder, corrupt; /* fault injection probabilities on the send path */
-    int seed;                           /* fault injection seed (0: from pid and time) */
+    size_t drop_above; /* fault injection: drop datagrams larger than this (MTU trouble) */
+    int seed;          /* fault injection seed (0: from pid and time) */
 };
 
 /* ---- statistics ------------------------------------------------------- */
@@ -89,7 +92,9 @@ struct bm_btl_dgram_config {
     X(send_errors, "datagrams the wire refused (full socket buffer, unreachable network)")         \
     X(cwnd_cuts, "congestion window reductions after a loss")                                      \
     X(path_failures, "paths declared failed")                                                      \
+    X(check_failures, "connectivity checks that failed (no path, or MTU trouble)")                 \
     X(path_recoveries, "failed paths taken back")                                                  \
+    X(injected_drop_big, "fault injection: datagrams dropped for their size")                      \
     X(injected_drop, "fault injection: datagrams dropped")                                         \
     X(injected_dup, "fault injection: datagrams duplicated")                                       \
     X(injected_reorder, "fault injection: datagrams delayed")                                      \
@@ -260,6 +265,7 @@ struct bm_btl_dgram_reg {
 /* ---- endpoints ---------------------------------------------------------- */
 
 enum { BM_DGRAM_EP_OK, BM_DGRAM_EP_FAILED };
+enum { BM_DGRAM_CHECK_NONE, BM_DGRAM_CHECK_RUNNING, BM_DGRAM_CHECK_DONE };
 
 struct bm_btl_dgram_endpoint {
     struct bm_btl_dgram_module *module;
@@ -293,6 +299,12 @@ struct bm_btl_dgram_endpoint {
     uint64_t progress_ns; /* last time the window advanced (or data became outstanding) */
     uint64_t next_probe_ns;
     uint32_t probe_nonce;
+    /* connectivity check at first contact: a small and a full-size ping */
+    uint8_t check; /* BM_DGRAM_CHECK_* */
+    bool check_small_ok, check_big_ok;
+    uint32_t check_nonce; /* small ping: nonce, full-size ping: nonce + 1 */
+    int check_tries;
+    uint64_t check_next_ns;
 
     /* receive side */
     bool rcv_valid;
@@ -351,6 +363,7 @@ struct bm_btl_dgram_module {
     struct bm_util_list getdone; /* GETs completed with an error, callback due */
     int reports_pending;         /* endpoints with report_pending */
     int nfailed;                 /* endpoints in BM_DGRAM_EP_FAILED */
+    int nchecking;               /* endpoints with a connectivity check running */
     uint64_t probe_next_ns;
 
     struct bm_btl_dgram_stats stats;
@@ -414,6 +427,11 @@ void bm_btl_dgram_endpoint_fail(struct bm_btl_dgram_endpoint *ep, const char *wh
 void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_check_health(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_probe_failed(struct bm_btl_dgram_module *m);
+/* Connectivity check: start it (first send), advance it (progress), and
+ * take a PONG for it; true when the PONG belonged to the check. */
+void bm_btl_dgram_check_start(struct bm_btl_dgram_endpoint *ep);
+void bm_btl_dgram_check_progress(struct bm_btl_dgram_module *m);
+bool bm_btl_dgram_check_pong(struct bm_btl_dgram_endpoint *ep, uint32_t nonce);
 
 /* dgram_frag.c */
 struct bm_btl_dgram_frag *bm_btl_dgram_frag_new(struct bm_btl_dgram_module *m, size_t cap);

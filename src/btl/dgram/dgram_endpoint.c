@@ -148,6 +148,10 @@ void bm_btl_dgram_endpoint_fail(struct bm_btl_dgram_endpoint *ep, const char *wh
         return;
     ep->state = BM_DGRAM_EP_FAILED;
     m->nfailed++;
+    if (ep->check == BM_DGRAM_CHECK_RUNNING) {
+        ep->check = BM_DGRAM_CHECK_NONE; /* runs again after recovery */
+        m->nchecking--;
+    }
     m->stats.path_failures++;
     snprintf(ep->report, sizeof(ep->report),
              "dgram path from %s to %s failed: %s. Messages to that peer move to other "
@@ -183,6 +187,7 @@ void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep)
     ep->cwnd = (uint32_t)m->cfg.cwnd_init;
     ep->ssthresh = (uint32_t)m->cfg.window;
     ep->in_recovery = false;
+    ep->check = BM_DGRAM_CHECK_NONE;
     snprintf(ep->report, sizeof(ep->report), "dgram path from %s to %s works again", m->super.name,
              ep->peer_desc);
     bm_log_info("%s", ep->report);
@@ -218,9 +223,86 @@ void bm_btl_dgram_endpoint_probe_failed(struct bm_btl_dgram_module *m)
             continue;
         ep->probe_nonce = (uint32_t)(m->rng >> 17) ^ (uint32_t)m->now_ns ^ (uint32_t)i;
         m->rng = m->rng * 6364136223846793005ull + 1;
-        bm_btl_dgram_send_ping(ep, BM_DGRAM_T_PING, ep->probe_nonce, 0);
+        /* full size: a path that only passes small datagrams is not back */
+        bm_btl_dgram_send_ping(ep, BM_DGRAM_T_PING, ep->probe_nonce, ep->mtu[BM_DGRAM_CH_DATA]);
     }
     m->probe_next_ns = m->now_ns + (uint64_t)m->cfg.probe_ms * 1000000u;
+}
+
+/* ---- connectivity check --------------------------------------------------
+ * At first contact (the first send to a peer) a small ping on the priority
+ * channel and a full-size one on the data channel are sent and retried; the
+ * peer answers each with a PONG of the same size. Data flows meanwhile. If
+ * neither size is answered there is no path; if only the small one is, the
+ * path drops full-size datagrams (an MTU mismatch somewhere): either way the
+ * path is declared failed with a message that says which, between which
+ * addresses, and what to do, instead of retransmitting into the void. */
+
+static void check_send(struct bm_btl_dgram_endpoint *ep)
+{
+    if (!ep->check_small_ok)
+        bm_btl_dgram_send_ping(ep, BM_DGRAM_T_PING, ep->check_nonce, 0);
+    if (!ep->check_big_ok)
+        bm_btl_dgram_send_ping(ep, BM_DGRAM_T_PING, ep->check_nonce + 1, ep->mtu[BM_DGRAM_CH_DATA]);
+    ep->check_tries++;
+    ep->check_next_ns = bm_btl_dgram_now() + (uint64_t)ep->module->cfg.check_ms * 1000000u;
+}
+
+void bm_btl_dgram_check_start(struct bm_btl_dgram_endpoint *ep)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    if (ep->state != BM_DGRAM_EP_OK)
+        return;
+    ep->check = BM_DGRAM_CHECK_RUNNING;
+    ep->check_small_ok = ep->check_big_ok = false;
+    ep->check_tries = 0;
+    m->rng = m->rng * 6364136223846793005ull + 1442695040888963407ull;
+    ep->check_nonce = (uint32_t)(m->rng >> 32) & ~1u;
+    m->nchecking++;
+    check_send(ep);
+}
+
+bool bm_btl_dgram_check_pong(struct bm_btl_dgram_endpoint *ep, uint32_t nonce)
+{
+    if (ep->check != BM_DGRAM_CHECK_RUNNING || (nonce & ~1u) != ep->check_nonce)
+        return false;
+    if (nonce & 1)
+        ep->check_big_ok = true;
+    else
+        ep->check_small_ok = true;
+    if (ep->check_small_ok && ep->check_big_ok) {
+        ep->check = BM_DGRAM_CHECK_DONE;
+        ep->module->nchecking--;
+    }
+    return true;
+}
+
+void bm_btl_dgram_check_progress(struct bm_btl_dgram_module *m)
+{
+    for (int i = 0; i < m->neps && m->nchecking; i++) {
+        struct bm_btl_dgram_endpoint *ep = m->eps[i];
+        if (!ep || ep->check != BM_DGRAM_CHECK_RUNNING || ep->check_next_ns > m->now_ns)
+            continue;
+        if (ep->check_tries < m->cfg.check_tries) {
+            check_send(ep);
+            continue;
+        }
+        char why[256];
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &ep->to[0].sin_addr, ip, sizeof(ip));
+        if (!ep->check_small_ok)
+            snprintf(why, sizeof(why),
+                     "no answer to %d connectivity pings: no path to %s (routing, firewall, or "
+                     "the peer stopped making progress)",
+                     ep->check_tries, ip);
+        else
+            snprintf(why, sizeof(why),
+                     "small datagrams reach %s but %zu-byte ones do not: an MTU problem on the "
+                     "path; lower BM_BTL_DGRAM_MTU or fix the interfaces' MTU",
+                     ip, ep->mtu[BM_DGRAM_CH_DATA]);
+        m->stats.check_failures++;
+        bm_btl_dgram_endpoint_fail(ep, why);
+    }
 }
 
 /* Run reports to the error callback (first) and completion callbacks. */

@@ -71,6 +71,12 @@ static const struct bm_param dgram_params[] = {
      CFG(fail_ms), 0},
     {"BM_BTL_DGRAM_PROBE_MS", BM_PARAM_INT, "500", 1, 3600000, NULL,
      "Interval of probes sent on a failed path to find out when it works again.", CFG(probe_ms), 0},
+    {"BM_BTL_DGRAM_CHECK_TRIES", BM_PARAM_INT, "10", 1, 1000, NULL,
+     "Connectivity check at first contact with a peer: a small and a full-size ping are "
+     "retried this many times before the path is declared failed (naming which size failed).",
+     CFG(check_tries), 0},
+    {"BM_BTL_DGRAM_CHECK_MS", BM_PARAM_INT, "200", 1, 60000, NULL,
+     "Interval between connectivity check pings.", CFG(check_ms), 0},
     {"BM_BTL_DGRAM_EAGER_LIMIT", BM_PARAM_SIZE, "65536", 1024, 1048576, NULL,
      "Largest eager send (PML header included).", CFG(eager_limit), 0},
     {"BM_BTL_DGRAM_MAX_SEND_SIZE", BM_PARAM_SIZE, "262144", 1024, 16777216, NULL,
@@ -95,6 +101,10 @@ static const struct bm_param dgram_params[] = {
     {"BM_BTL_DGRAM_CORRUPT", BM_PARAM_DOUBLE, "0", 0, 1, NULL,
      "Fault injection: probability of flipping one byte of a datagram.", CFG(corrupt),
      BM_PARAM_F_DEBUG},
+    {"BM_BTL_DGRAM_DROP_ABOVE", BM_PARAM_SIZE, "0", 0, 65536, NULL,
+     "Fault injection: drop every datagram larger than this many bytes, as a path with a "
+     "smaller MTU would (0: off).",
+     CFG(drop_above), BM_PARAM_F_DEBUG},
     {"BM_BTL_DGRAM_SEED", BM_PARAM_INT, "0", 0, 2147483647, NULL,
      "Fault injection seed (0: from the process id and the time).", CFG(seed), BM_PARAM_F_DEBUG},
 };
@@ -364,6 +374,8 @@ int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m)
     bm_btl_dgram_timer_expire(m);
     if (m->nfailed && m->probe_next_ns <= m->now_ns)
         bm_btl_dgram_endpoint_probe_failed(m);
+    if (m->nchecking)
+        bm_btl_dgram_check_progress(m);
     n += bm_btl_dgram_progress_sends(m);
     n += bm_btl_dgram_run_completions(m);
     if (m->stats_next_ns && m->stats_next_ns <= m->now_ns)

@@ -415,6 +415,8 @@ void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void 
     case BM_DGRAM_T_PONG: {
         struct bm_dgram_chunk c;
         memcpy(&c, pkt.chunk, sizeof(c));
+        if (bm_btl_dgram_check_pong(ep, c.frag_id))
+            break;
         if (ep->state == BM_DGRAM_EP_FAILED && c.frag_id == ep->probe_nonce)
             bm_btl_dgram_endpoint_recovered(ep);
         break;

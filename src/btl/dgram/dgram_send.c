@@ -71,6 +71,10 @@ static void inject_faults(struct bm_btl_dgram_module *m, int c)
     unsigned n = 0, ncorrupt = 0;
     for (unsigned i = 0; i < ch->tx_count; i++) {
         struct bm_btl_dgram_txslot *s = &ch->tx[i];
+        if (cfg->drop_above && s->hdr_len + s->payload_len > cfg->drop_above) {
+            m->stats.injected_drop_big++;
+            continue;
+        }
         if (cfg->drop > 0 && inject_rand(m) < cfg->drop) {
             m->stats.injected_drop++;
             continue;
@@ -124,7 +128,8 @@ void bm_btl_dgram_flush_channel(struct bm_btl_dgram_module *m, int c)
 {
     const struct bm_btl_dgram_config *cfg = &m->cfg;
     bool held_here = m->held_len && m->held_ch == c;
-    if (cfg->drop > 0 || cfg->dup > 0 || cfg->reorder > 0 || cfg->corrupt > 0 || held_here) {
+    if (cfg->drop > 0 || cfg->dup > 0 || cfg->reorder > 0 || cfg->corrupt > 0 || cfg->drop_above ||
+        held_here) {
         size_t before = m->held_len;
         inject_faults(m, c);
         m->wire->flush(m, c);
@@ -291,6 +296,8 @@ void bm_btl_dgram_endpoint_check_ready(struct bm_btl_dgram_endpoint *ep)
 
 void bm_btl_dgram_enqueue(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_frag *f)
 {
+    if (ep->check == BM_DGRAM_CHECK_NONE)
+        bm_btl_dgram_check_start(ep);
     f->ep = ep;
     f->next_off = 0;
     f->segs_cut = 0;

@@ -34,6 +34,7 @@ struct pair {
 
 static int completions, completion_errors;
 static int error_reports[4];
+static char last_report[512];
 
 static void fill(unsigned char *p, size_t len, uint32_t id)
 {
@@ -84,6 +85,7 @@ static void on_error(struct bm_btl_module *m, const struct bm_btl_error *err, vo
     (void)m;
     (void)cbdata;
     error_reports[err->kind]++;
+    snprintf(last_report, sizeof(last_report), "%s", err->what);
 }
 
 static struct bm_btl_dgram_config base_cfg(void)
@@ -304,6 +306,49 @@ static void test_blackhole(void)
     pair_close(&p);
 }
 
+/* The connectivity check names the cause: a path that drops full-size
+ * datagrams is an MTU problem, a path that drops everything has no route. */
+static void run_check(bool mtu_trouble, double drop, const char *expect)
+{
+    struct bm_btl_dgram_config c = base_cfg();
+    c.check_ms = 10;
+    c.check_tries = 5;
+    c.fail_timeouts = 1000; /* only the check may declare the failure */
+    c.fail_ms = 60000;
+    c.drop = drop;
+    struct pair p;
+    pair_open(&p, &c, &c, 4);
+    if (mtu_trouble) /* full-size datagrams from a vanish, smaller ones pass */
+        p.a->cfg.drop_above = p.a->ch[BM_DGRAM_CH_DATA].mtu - 1;
+    BM_CHECK_EQ_INT(send_msg(&p, 0, 100), BM_OK);
+    BM_CHECK(wait_for(&p, &error_reports[BM_BTL_ERROR_PEER], 1, 5));
+    BM_CHECK_MSG(strstr(last_report, expect) != NULL, "report '%s' lacks '%s'", last_report,
+                 expect);
+    struct bm_btl_dgram_stats s;
+    bm_btl_dgram_stats_get(p.a, &s);
+    BM_CHECK_EQ_INT(s.check_failures, 1);
+    pair_close(&p);
+}
+
+static void test_check(void)
+{
+    run_check(true, 0, "MTU problem");
+    run_check(false, 1.0, "no path");
+    /* a healthy path passes the check and stays up */
+    struct bm_btl_dgram_config c = base_cfg();
+    c.check_ms = 10;
+    struct pair p;
+    pair_open(&p, &c, &c, 4);
+    BM_CHECK_EQ_INT(send_msg(&p, 0, 100), BM_OK);
+    BM_CHECK(wait_for(&p, &completions, 1, 5));
+    uint64_t end = bm_btl_dgram_now() + 200000000ull;
+    while (bm_btl_dgram_now() < end)
+        progress(&p);
+    BM_CHECK_EQ_INT(p.ab->check, BM_DGRAM_CHECK_DONE);
+    BM_CHECK_EQ_INT(error_reports[BM_BTL_ERROR_PEER], 0);
+    pair_close(&p);
+}
+
 static void sendto_port(int fd, uint16_t port, const void *buf, size_t len)
 {
     struct sockaddr_in to = {0};
@@ -486,6 +531,7 @@ int main(void)
     BM_RUN(test_faults);
     BM_RUN(test_wrap);
     BM_RUN(test_blackhole);
+    BM_RUN(test_check);
     BM_RUN(test_stray);
     BM_RUN(test_rdma);
     return bm_test_summary("test_dgram_engine");
