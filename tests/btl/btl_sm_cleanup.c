@@ -1,7 +1,7 @@
 /* Helper of the sm cleanup test (btl_sm_cleanup.sh): starts the transports
  * with BM_BTL=self,sm and then, by mode, ends normally after some traffic
  * ("normal"), aborts the job from rank 1 before the peers have mapped its
- * segment ("abort"), or SIGKILLs rank 1 at that point ("kill"). Rank 0
+ * segment ("abort"), or SIGKILLs rank 1 at that point ("kill"). Every rank
  * prints JOBID=<jobid> first so that the script can look for leftovers of
  * exactly this job. In normal mode it also checks that each segment's name
  * is gone as soon as every local peer has mapped it. */
@@ -31,10 +31,10 @@ int main(int argc, char **argv)
     if (bm_rte_init() != BM_OK)
         return 1;
     const struct bm_rte_proc *self = bm_rte_self();
-    if (self->rank == 0) {
-        printf("JOBID=%s\n", self->jobid);
-        fflush(stdout);
-    }
+    /* Every rank prints it: the one that dies on purpose may do so before
+     * any other has printed anything. */
+    printf("JOBID=%s\n", self->jobid);
+    fflush(stdout);
     BM_CHECK_EQ_INT(bm_btl_base_open(NULL), BM_OK);
     char path[256];
     snprintf(path, sizeof(path), "/dev/shm/bm-%s-sm-%d", self->jobid, self->rank);
