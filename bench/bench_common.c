@@ -20,7 +20,7 @@
 static void usage(const char *name, int windowed)
 {
     fprintf(stderr,
-            "usage: %s [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s [-t SECONDS]\n"
+            "usage: %s [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s [-t SECONDS] [-T SECONDS]\n"
             "  -m  message sizes, powers of two from MIN to MAX bytes; suffixes k, m, g\n"
             "      (default 0:4m; e.g. -m 0:64k)\n"
             "  -i  timed iterations for sizes up to %d B (default %d); larger sizes run\n"
@@ -29,7 +29,9 @@ static void usage(const char *name, int windowed)
             "      tenth\n"
             "%s"
             "  -t  time budget per size in seconds: after each size's warm-up, fewer\n"
-            "      iterations are run when the full count would take longer (default 0 = off)\n",
+            "      iterations are run when the full count would take longer (default 0 = off)\n"
+            "  -T  end the sweep before a size whose single iteration is predicted (from\n"
+            "      the previous size) to take longer than SECONDS (default 0 = off)\n",
             name, windowed ? " [-W WINDOW]" : "", BM_BENCH_LARGE_SIZE,
             windowed ? ITERS_WINDOW : ITERS_PINGPONG, BM_BENCH_LARGE_SIZE,
             windowed ? WARMUP_WINDOW : WARMUP_PINGPONG,
@@ -121,6 +123,11 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int window
             bad = parse_long(v, 1, &w) || w > 4096;
             opts->window = (int)w;
             i++;
+        } else if (strcmp(a, "-T") == 0 && v) {
+            char *end;
+            opts->iter_limit = strtod(v, &end);
+            bad = (*end != '\0' || opts->iter_limit < 0);
+            i++;
         } else if (strcmp(a, "-t") == 0 && v) {
             char *end;
             opts->budget = strtod(v, &end);
@@ -150,23 +157,25 @@ size_t bm_bench_size_next(size_t size)
     return size == 0 ? 1 : size * 2;
 }
 
-void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t prev_size,
-                        double prev_iter_seconds, struct bm_bench_plan *plan_out)
+int bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t prev_size,
+                       double prev_iter_seconds, struct bm_bench_plan *plan_out)
 {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    long plan[2];
+    long plan[3] = {0, 0, 0};
     plan_out->predicted = 0;
     if (rank == 0) {
         int large = size > BM_BENCH_LARGE_SIZE;
         long warm = large ? opts->warmup_large : opts->warmup;
         long iters = large ? opts->iters_large : opts->iters;
-        if (opts->budget > 0 && prev_iter_seconds > 0) {
+        double predicted = 0;
+        if (prev_iter_seconds > 0) {
             double growth = 1.0;
             if (prev_size > 0 && size > prev_size)
                 growth = (double)size / (double)prev_size;
-            double predicted = prev_iter_seconds * growth;
-            plan_out->predicted = predicted;
+            predicted = prev_iter_seconds * growth;
+        }
+        if (opts->budget > 0 && predicted > 0) {
             /* 80% of the budget for the timed loop, 20% for warm-up. */
             long fit = (long)(opts->budget * 0.8 / predicted);
             long fit_warm = (long)(opts->budget * 0.2 / predicted);
@@ -178,13 +187,22 @@ void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t pr
             if (fit_warm < warm)
                 warm = fit_warm;
         }
+        if (opts->iter_limit > 0 && predicted > opts->iter_limit) {
+            printf("# stopped before %zu B: one iteration would take about %.1f s (over -T "
+                   "%g)\n",
+                   size, predicted, opts->iter_limit);
+            fflush(stdout);
+            plan[2] = 1;
+        }
         plan[0] = warm;
         plan[1] = iters;
+        plan_out->predicted = predicted;
     }
-    MPI_Bcast(plan, 2, MPI_LONG, 0, MPI_COMM_WORLD);
+    MPI_Bcast(plan, 3, MPI_LONG, 0, MPI_COMM_WORLD);
     plan_out->warmup = plan[0];
     plan_out->iters = plan[1];
     plan_out->seed = plan[1];
+    return (int)plan[2];
 }
 
 double bm_bench_plan_timed(const struct bm_bench_opts *opts, double warm_seconds,

@@ -31,6 +31,7 @@ struct bm_bench_opts {
     long warmup_large; /* warm-up iterations for larger sizes */
     int window;        /* messages in flight per iteration (bw, bibw, mr) */
     double budget;     /* seconds one size may take (0: fixed counts only) */
+    double iter_limit; /* -T: end the sweep before a size whose one iteration would take longer */
 };
 
 /* The iteration counts rank 0 chose for one size, broadcast to every rank so
@@ -81,7 +82,7 @@ void bm_bench_window_recv(struct bm_bench_window *win, int count, unsigned char 
                           size_t size, int peer, int tag);
 
 /* Fills defaults, parses argv (-m MIN:MAX, -i ITERS, -w WARMUP, -W WINDOW,
- * -t SECONDS, -h) and returns 0, or prints usage on rank 0 and returns 1 for
+ * -t SECONDS, -T SECONDS, -h) and returns 0, or prints usage on rank 0 and returns 1 for
  * -h or 2 for a bad option. Defaults depend on the benchmark kind: a window
  * benchmark (window > 0 passed in) gets OSU bw counts, ping-pong gets OSU
  * latency counts. */
@@ -95,9 +96,11 @@ size_t bm_bench_size_next(size_t size);
  * broadcasts them. `prev_iter_seconds` is the measured time of one timed
  * iteration of the previous size (0 when unknown); with a time budget the
  * counts shrink so that the size fits in it, assuming time grows at most
- * linearly with size. Collective over MPI_COMM_WORLD. */
-void bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t prev_size,
-                        double prev_iter_seconds, struct bm_bench_plan *plan_out);
+ * linearly with size. Returns 1 on every rank when the sweep must end here
+ * (-T: one iteration would take too long; rank 0 printed a "# stopped"
+ * line), else 0. Collective over MPI_COMM_WORLD. */
+int bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t prev_size,
+                       double prev_iter_seconds, struct bm_bench_plan *plan_out);
 
 /* Called by every rank when its warm-up loop ends (ranks that take part in
  * no loop call it at the same point with warm_seconds = 0). With a time

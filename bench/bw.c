@@ -32,7 +32,8 @@ int main(int argc, char **argv)
 
     for (size_t size = opts.min_size; size <= opts.max_size; size = bm_bench_size_next(size)) {
         struct bm_bench_plan plan;
-        bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan);
+        if (bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan))
+            break;
         int slots = bm_bench_slots(&opts, size);
         if (rank == 0) {
             bm_bench_slots_fill(buf, slots, size, plan.seed, 0);

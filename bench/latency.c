@@ -29,7 +29,8 @@ int main(int argc, char **argv)
 
     for (size_t size = opts.min_size; size <= opts.max_size; size = bm_bench_size_next(size)) {
         struct bm_bench_plan plan;
-        bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan);
+        if (bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan))
+            break;
         if (active) {
             bm_bench_pattern_fill(sbuf, size, size, plan.seed, 0, rank);
             memset(rbuf, 0xA5, size);

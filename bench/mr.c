@@ -37,7 +37,8 @@ int main(int argc, char **argv)
 
     for (size_t size = opts.min_size; size <= opts.max_size; size = bm_bench_size_next(size)) {
         struct bm_bench_plan plan;
-        bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan);
+        if (bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan))
+            break;
         int slots = bm_bench_slots(&opts, size);
         if (sender) {
             bm_bench_slots_fill(buf, slots, size, plan.seed, rank);
