@@ -269,6 +269,12 @@ BM_MPI_API int bm_mpi_comm_dup_fn(MPI_Comm oldcomm, int comm_keyval, void *extra
 #define MPI_CART       2
 #define MPI_DIST_GRAPH 3
 
+/* Weights of MPI_Dist_graph_create_adjacent: none, or an empty list. */
+extern BM_MPI_API int bm_mpi_unweighted_obj;
+extern BM_MPI_API int bm_mpi_weights_empty_obj;
+#define MPI_UNWEIGHTED    (&bm_mpi_unweighted_obj)
+#define MPI_WEIGHTS_EMPTY (&bm_mpi_weights_empty_obj)
+
 /* MPI_Comm_split_type split types. */
 #define MPI_COMM_TYPE_SHARED 1
 
@@ -492,6 +498,52 @@ BM_MPI_API int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank
                                int *rank_dest);
 BM_MPI_API int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
 BM_MPI_API int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+
+/* topo_graph.c */
+BM_MPI_API int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
+                                int reorder, MPI_Comm *comm_graph);
+BM_MPI_API int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
+                                 const int edges[], int reorder, MPI_Comm *comm_graph);
+BM_MPI_API int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+                                              const int sourceweights[], int outdegree,
+                                              const int destinations[], const int destweights[],
+                                              MPI_Info info, int reorder,
+                                              MPI_Comm *comm_dist_graph);
+BM_MPI_API int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+                                               const int sourceweights[], int outdegree,
+                                               const int destinations[], const int destweights[],
+                                               MPI_Info info, int reorder,
+                                               MPI_Comm *comm_dist_graph);
+BM_MPI_API int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+BM_MPI_API int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+BM_MPI_API int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
+BM_MPI_API int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
+BM_MPI_API int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+BM_MPI_API int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+BM_MPI_API int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+BM_MPI_API int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+BM_MPI_API int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
+                                              int *weighted);
+BM_MPI_API int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
+                                               int *weighted);
+BM_MPI_API int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
+                                        int sourceweights[], int maxoutdegree, int destinations[],
+                                        int destweights[]);
+BM_MPI_API int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
+                                         int sourceweights[], int maxoutdegree, int destinations[],
+                                         int destweights[]);
+BM_MPI_API int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                      MPI_Comm comm);
+BM_MPI_API int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                       MPI_Comm comm);
+BM_MPI_API int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                     MPI_Comm comm);
+BM_MPI_API int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                      MPI_Comm comm);
 
 /* group.c */
 BM_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);

@@ -8,6 +8,7 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/group.c
     ${CMAKE_CURRENT_LIST_DIR}/info.c
     ${CMAKE_CURRENT_LIST_DIR}/topo.c
+    ${CMAKE_CURRENT_LIST_DIR}/topo_graph.c
     ${CMAKE_CURRENT_LIST_DIR}/datatype.c
     ${CMAKE_CURRENT_LIST_DIR}/op.c
     ${CMAKE_CURRENT_LIST_DIR}/coll.c

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Starts a receive that must bring exactly bytes (checked at completion). */
-static int coll_irecv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag,
+int bm_mpi_coll_irecv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag,
                       struct bm_pml_request **req_out, const char *fn)
 {
     bm_status_t st = bm_pml_irecv(buf, bytes, comm->context_id + 1, peer, tag, req_out);
@@ -25,7 +24,7 @@ static int coll_irecv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag,
     return MPI_SUCCESS;
 }
 
-static int coll_irecv_wait(MPI_Comm comm, struct bm_pml_request *req, size_t bytes, int peer,
+int bm_mpi_coll_irecv_wait(MPI_Comm comm, struct bm_pml_request *req, size_t bytes, int peer,
                            const char *fn)
 {
     struct bm_pml_status status;
@@ -84,14 +83,15 @@ static int gather_linear(const void *sendbuf, size_t sbytes, void *recvbuf, MPI_
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
     for (int i = 0; i < comm->size && rc == MPI_SUCCESS; i++)
         if (i != root)
-            rc = coll_irecv(comm, block_at(recvbuf, rtype, rcounts, displs, i),
-                            block_bytes(rtype, rcounts, displs, i), i, BM_MPI_COLL_TAG_GATHER,
-                            &reqs[i], fn);
+            rc = bm_mpi_coll_irecv(comm, block_at(recvbuf, rtype, rcounts, displs, i),
+                                   block_bytes(rtype, rcounts, displs, i), i,
+                                   BM_MPI_COLL_TAG_GATHER, &reqs[i], fn);
     for (int i = 0; i < comm->size; i++) {
         if (reqs[i] == NULL)
             continue;
         if (rc == MPI_SUCCESS)
-            rc = coll_irecv_wait(comm, reqs[i], block_bytes(rtype, rcounts, displs, i), i, fn);
+            rc = bm_mpi_coll_irecv_wait(comm, reqs[i], block_bytes(rtype, rcounts, displs, i), i,
+                                        fn);
         else
             bm_pml_request_free(reqs[i]);
     }

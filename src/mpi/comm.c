@@ -225,6 +225,7 @@ static void comm_destroy(MPI_Comm comm)
     bm_pml_context_release(comm->context_id);
     bm_pml_context_release(comm->context_id + 1);
     bm_mpi_cart_free(comm->cart);
+    bm_mpi_graph_free(comm->graph);
     bm_mpi_errhandler_release(comm->errhandler);
     free(comm->world_ranks);
     comm->magic = 0;
@@ -253,7 +254,8 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     if ((rc = comm_new(comm, cid, comm->rank, comm->size, world_ranks, newcomm, fn)))
         return rc;
     /* A duplicate keeps the topology. */
-    if (comm->cart && ((*newcomm)->cart = bm_mpi_cart_dup(comm->cart)) == NULL)
+    if ((comm->cart && ((*newcomm)->cart = bm_mpi_cart_dup(comm->cart)) == NULL) ||
+        (comm->graph && ((*newcomm)->graph = bm_mpi_graph_dup(comm->graph)) == NULL))
         rc = bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
     if (rc || (rc = bm_mpi_attr_copy_all(comm, *newcomm, fn))) {
         comm_destroy(*newcomm);
@@ -296,6 +298,20 @@ int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int 
         return bm_mpi_error(parent, MPI_ERR_NO_MEM, fn, "out of memory");
     memcpy(copy, world_ranks, sizeof(int) * (size_t)n);
     return comm_new(parent, cid, myrank, n, copy, newcomm, fn);
+}
+
+int bm_mpi_comm_create_prefix(MPI_Comm parent, int n, MPI_Comm *newcomm, const char *fn)
+{
+    int *world_ranks = malloc(sizeof(int) * (size_t)(n ? n : 1)), rc;
+
+    if (world_ranks == NULL)
+        return bm_mpi_error(parent, MPI_ERR_NO_MEM, fn, "out of memory");
+    for (int i = 0; i < n; i++)
+        world_ranks[i] = bm_mpi_comm_world_rank(parent, i);
+    rc = bm_mpi_comm_create_from(parent, world_ranks, n,
+                                 parent->rank < n ? parent->rank : MPI_UNDEFINED, newcomm, fn);
+    free(world_ranks);
+    return rc;
 }
 
 int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)

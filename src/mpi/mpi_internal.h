@@ -80,8 +80,9 @@ struct bm_mpi_comm {
     /* World rank of each communicator rank; NULL when rank i is world rank i. */
     int *world_ranks;
     MPI_Errhandler errhandler;
-    struct bm_mpi_attr *attrs; /* cached attributes (attr.c), newest first */
-    struct bm_mpi_cart *cart;  /* Cartesian topology (topo.c), or NULL */
+    struct bm_mpi_attr *attrs;  /* cached attributes (attr.c), newest first */
+    struct bm_mpi_cart *cart;   /* Cartesian topology (topo.c), or NULL */
+    struct bm_mpi_graph *graph; /* graph topology (topo_graph.c), or NULL */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;
 };
@@ -248,6 +249,9 @@ void bm_mpi_comm_finalize(void);
  * MPI_COMM_NULL. The new communicator inherits parent's error handler. */
 int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int myrank,
                             MPI_Comm *newcomm, const char *fn);
+/* Collective over parent: a communicator of parent's first n ranks, in
+ * order (topologies); the other ranks get MPI_COMM_NULL. */
+int bm_mpi_comm_create_prefix(MPI_Comm parent, int n, MPI_Comm *newcomm, const char *fn);
 /* The communicator's name for messages: "MPI_COMM_WORLD", or "(unnamed)". */
 const char *bm_mpi_comm_label(MPI_Comm comm);
 
@@ -257,6 +261,11 @@ struct bm_mpi_cart;
 /* A copy for MPI_Comm_dup (NULL for NULL; NULL also when out of memory). */
 struct bm_mpi_cart *bm_mpi_cart_dup(const struct bm_mpi_cart *cart);
 void bm_mpi_cart_free(struct bm_mpi_cart *cart);
+struct bm_mpi_graph;
+struct bm_mpi_graph *bm_mpi_graph_dup(const struct bm_mpi_graph *graph);
+void bm_mpi_graph_free(struct bm_mpi_graph *graph);
+/* MPI_GRAPH or MPI_DIST_GRAPH. */
+int bm_mpi_graph_kind(const struct bm_mpi_graph *graph);
 
 /* ---- Attributes (attr.c) ----------------------------------------------- */
 
@@ -282,6 +291,7 @@ enum bm_mpi_coll_tag {
     BM_MPI_COLL_TAG_ALLGATHER,
     BM_MPI_COLL_TAG_ALLTOALL,
     BM_MPI_COLL_TAG_SCAN,
+    BM_MPI_COLL_TAG_NEIGHBOR,
 };
 
 struct bm_pml_request;
@@ -291,6 +301,12 @@ struct bm_pml_request;
  * the communicator's error handler) and return the class. */
 int bm_mpi_coll_isend(MPI_Comm comm, const void *buf, size_t bytes, int peer, int tag,
                       struct bm_pml_request **req_out, const char *fn);
+/* Start a receive that must bring exactly bytes from peer; complete it with
+ * bm_mpi_coll_irecv_wait, which checks the length and frees the request. */
+int bm_mpi_coll_irecv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag,
+                      struct bm_pml_request **req_out, const char *fn);
+int bm_mpi_coll_irecv_wait(MPI_Comm comm, struct bm_pml_request *req, size_t bytes, int peer,
+                           const char *fn);
 /* Wait for a send started by bm_mpi_coll_isend and free it. */
 int bm_mpi_coll_wait(MPI_Comm comm, struct bm_pml_request *req, int peer, const char *fn);
 /* Receive exactly bytes from peer (a different length is MPI_ERR_TRUNCATE:

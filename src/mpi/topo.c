@@ -149,7 +149,7 @@ int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int p
 {
     static const char fn[] = "MPI_Cart_create";
     long cells = 1;
-    int *world_ranks, rc;
+    int rc;
     struct bm_mpi_cart *cart;
 
     (void)reorder;
@@ -168,18 +168,9 @@ int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int p
                                 bm_mpi_comm_label(comm_old));
     }
     cart = cart_new(ndims, dims, periods);
-    world_ranks = malloc(sizeof(int) * (size_t)cells);
-    if (cart == NULL || world_ranks == NULL) {
-        bm_mpi_cart_free(cart);
-        free(world_ranks);
+    if (cart == NULL)
         return bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
-    }
-    for (int i = 0; i < (int)cells; i++)
-        world_ranks[i] = bm_mpi_comm_world_rank(comm_old, i);
-    rc = bm_mpi_comm_create_from(comm_old, world_ranks, (int)cells,
-                                 comm_old->rank < cells ? comm_old->rank : MPI_UNDEFINED, comm_cart,
-                                 fn);
-    free(world_ranks);
+    rc = bm_mpi_comm_create_prefix(comm_old, (int)cells, comm_cart, fn);
     if (rc == MPI_SUCCESS && *comm_cart != MPI_COMM_NULL) {
         (*comm_cart)->cart = cart;
         cart = NULL;
@@ -198,7 +189,7 @@ int PMPI_Topo_test(MPI_Comm comm, int *status)
         return rc;
     if (status == NULL)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL status pointer");
-    *status = comm->cart ? MPI_CART : MPI_UNDEFINED;
+    *status = comm->cart ? MPI_CART : comm->graph ? bm_mpi_graph_kind(comm->graph) : MPI_UNDEFINED;
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Topo_test);

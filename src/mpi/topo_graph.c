@@ -1,0 +1,450 @@
+/* Graph process topologies and neighborhood collectives: MPI_Graph_create
+ * (the whole graph given on every process), MPI_Dist_graph_create_adjacent
+ * (each process gives its own in- and out-neighbours, optionally weighted),
+ * their queries, and MPI_Neighbor_allgather / MPI_Neighbor_alltoall on
+ * graph and Cartesian communicators. Ranks are never reordered. A
+ * neighbourhood collective posts every receive, then every send, in
+ * neighbour order, so repeated edges between two processes match in order
+ * as the standard requires; MPI_PROC_NULL neighbours (Cartesian edges)
+ * leave their block untouched. */
+#include "mpi/mpi_internal.h"
+#include "pml/pml.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct bm_mpi_graph {
+    int kind;   /* MPI_GRAPH or MPI_DIST_GRAPH */
+    int nnodes; /* MPI_GRAPH: the whole graph (index/edges as given) */
+    int *index;
+    int *edges;
+    int indegree; /* this process's neighbours */
+    int outdegree;
+    int *sources;
+    int *destinations;
+    int *sourceweights; /* NULL when unweighted */
+    int *destweights;
+};
+
+/* MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are distinct addresses, never data. */
+int bm_mpi_unweighted_obj;
+int bm_mpi_weights_empty_obj;
+
+int bm_mpi_graph_kind(const struct bm_mpi_graph *g)
+{
+    return g->kind;
+}
+
+void bm_mpi_graph_free(struct bm_mpi_graph *g)
+{
+    if (g) {
+        free(g->index);
+        free(g->edges);
+        free(g->sources);
+        free(g->destinations);
+        free(g->sourceweights);
+        free(g->destweights);
+        free(g);
+    }
+}
+
+static int *int_dup(const int *src, int n, bool *fail)
+{
+    int *p;
+
+    if (src == NULL || n == 0)
+        return NULL;
+    p = malloc(sizeof(int) * (size_t)n);
+    if (p == NULL)
+        *fail = true;
+    else
+        memcpy(p, src, sizeof(int) * (size_t)n);
+    return p;
+}
+
+struct bm_mpi_graph *bm_mpi_graph_dup(const struct bm_mpi_graph *g)
+{
+    struct bm_mpi_graph *c;
+    bool fail = false;
+
+    if (g == NULL || (c = calloc(1, sizeof(*c))) == NULL)
+        return NULL;
+    *c = *g;
+    c->index = int_dup(g->index, g->nnodes, &fail);
+    c->edges = int_dup(g->edges, g->nnodes ? g->index[g->nnodes - 1] : 0, &fail);
+    c->sources = int_dup(g->sources, g->indegree, &fail);
+    c->destinations = int_dup(g->destinations, g->outdegree, &fail);
+    c->sourceweights = int_dup(g->sourceweights, g->indegree, &fail);
+    c->destweights = int_dup(g->destweights, g->outdegree, &fail);
+    if (fail) {
+        bm_mpi_graph_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Makes the communicator of the first nprocs processes and attaches g. */
+static int graph_attach(MPI_Comm comm_old, struct bm_mpi_graph *g, int nprocs, MPI_Comm *newcomm,
+                        const char *fn)
+{
+    int rc = bm_mpi_comm_create_prefix(comm_old, nprocs, newcomm, fn);
+
+    if (rc == MPI_SUCCESS && *newcomm != MPI_COMM_NULL) {
+        (*newcomm)->graph = g;
+        g = NULL;
+    }
+    bm_mpi_graph_free(g);
+    return rc;
+}
+
+static int check_ranks(MPI_Comm comm, const int *ranks, int n, int limit, const char *what,
+                       const char *fn)
+{
+    for (int i = 0; i < n; i++)
+        if (ranks[i] < 0 || ranks[i] >= limit)
+            return bm_mpi_error(comm, MPI_ERR_RANK, fn, "%s[%d] = %d is not a rank below %d", what,
+                                i, ranks[i], limit);
+    return MPI_SUCCESS;
+}
+
+int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
+                      int reorder, MPI_Comm *comm_graph)
+{
+    static const char fn[] = "MPI_Graph_create";
+    struct bm_mpi_graph *g;
+    bool fail = false;
+    int rc, me, first;
+
+    (void)reorder;
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm_old, fn)))
+        return rc;
+    if (nnodes < 0 || nnodes > comm_old->size || comm_graph == NULL ||
+        (nnodes > 0 && (index == NULL || edges == NULL)))
+        return bm_mpi_error(comm_old, MPI_ERR_ARG, fn,
+                            "invalid arguments (nnodes %d, communicator of %d)", nnodes,
+                            comm_old->size);
+    for (int i = 0; i < nnodes; i++)
+        if (index[i] < (i ? index[i - 1] : 0))
+            return bm_mpi_error(comm_old, MPI_ERR_ARG, fn, "index[%d] = %d decreases", i, index[i]);
+    if ((rc = check_ranks(comm_old, edges, nnodes ? index[nnodes - 1] : 0, nnodes, "edges", fn)))
+        return rc;
+    g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
+    g->kind = MPI_GRAPH;
+    g->nnodes = nnodes;
+    g->index = int_dup(index, nnodes, &fail);
+    g->edges = int_dup(edges, nnodes ? index[nnodes - 1] : 0, &fail);
+    me = comm_old->rank;
+    if (me < nnodes) {
+        first = me ? index[me - 1] : 0;
+        g->indegree = g->outdegree = index[me] - first;
+        g->sources = int_dup(edges + first, g->indegree, &fail);
+        g->destinations = int_dup(edges + first, g->outdegree, &fail);
+    }
+    if (fail) {
+        bm_mpi_graph_free(g);
+        return bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
+    return graph_attach(comm_old, g, nnodes, comm_graph, fn);
+}
+BM_MPI_ALIAS(Graph_create);
+
+int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+                                    const int sourceweights[], int outdegree,
+                                    const int destinations[], const int destweights[],
+                                    MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
+{
+    static const char fn[] = "MPI_Dist_graph_create_adjacent";
+    struct bm_mpi_graph *g;
+    bool fail = false, weighted = sourceweights != MPI_UNWEIGHTED;
+    int rc;
+
+    (void)info;
+    (void)reorder;
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm_old, fn)))
+        return rc;
+    if (indegree < 0 || outdegree < 0 || comm_dist_graph == NULL ||
+        (indegree > 0 && sources == NULL) || (outdegree > 0 && destinations == NULL) ||
+        (sourceweights == MPI_UNWEIGHTED) != (destweights == MPI_UNWEIGHTED))
+        return bm_mpi_error(comm_old, MPI_ERR_ARG, fn,
+                            "invalid arguments (indegree %d, outdegree %d; both or neither "
+                            "weight arrays must be MPI_UNWEIGHTED)",
+                            indegree, outdegree);
+    if ((rc = check_ranks(comm_old, sources, indegree, comm_old->size, "sources", fn)) ||
+        (rc = check_ranks(comm_old, destinations, outdegree, comm_old->size, "destinations", fn)))
+        return rc;
+    g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
+    g->kind = MPI_DIST_GRAPH;
+    g->indegree = indegree;
+    g->outdegree = outdegree;
+    g->sources = int_dup(sources, indegree, &fail);
+    g->destinations = int_dup(destinations, outdegree, &fail);
+    if (weighted) {
+        /* Weights are kept for the queries; they do not change placement. */
+        g->sourceweights = calloc((size_t)indegree + 1, sizeof(int));
+        g->destweights = calloc((size_t)outdegree + 1, sizeof(int));
+        fail = fail || !g->sourceweights || !g->destweights;
+        if (!fail && sourceweights != MPI_WEIGHTS_EMPTY && indegree > 0)
+            memcpy(g->sourceweights, sourceweights, sizeof(int) * (size_t)indegree);
+        if (!fail && destweights != MPI_WEIGHTS_EMPTY && outdegree > 0)
+            memcpy(g->destweights, destweights, sizeof(int) * (size_t)outdegree);
+    }
+    if (fail) {
+        bm_mpi_graph_free(g);
+        return bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
+    return graph_attach(comm_old, g, comm_old->size, comm_dist_graph, fn);
+}
+BM_MPI_ALIAS(Dist_graph_create_adjacent);
+
+static int check_graph(MPI_Comm comm, int kind, const char *fn)
+{
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (comm->graph == NULL || (kind && comm->graph->kind != kind))
+        return bm_mpi_error(comm, MPI_ERR_TOPOLOGY, fn, "communicator %s has no %s topology",
+                            bm_mpi_comm_label(comm),
+                            kind == MPI_GRAPH ? "graph (MPI_Graph_create)" : "distributed graph");
+    return MPI_SUCCESS;
+}
+
+int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
+{
+    static const char fn[] = "MPI_Graphdims_get";
+    int rc = check_graph(comm, MPI_GRAPH, fn);
+
+    if (rc)
+        return rc;
+    if (nnodes == NULL || nedges == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL output argument");
+    *nnodes = comm->graph->nnodes;
+    *nedges = comm->graph->nnodes ? comm->graph->index[comm->graph->nnodes - 1] : 0;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Graphdims_get);
+
+int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[])
+{
+    static const char fn[] = "MPI_Graph_get";
+    const struct bm_mpi_graph *g;
+    int rc = check_graph(comm, MPI_GRAPH, fn), nedges;
+
+    if (rc)
+        return rc;
+    g = comm->graph;
+    nedges = g->nnodes ? g->index[g->nnodes - 1] : 0;
+    if (maxindex < 0 || maxedges < 0 || (maxindex > 0 && index == NULL) ||
+        (maxedges > 0 && edges == NULL))
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "invalid output arrays");
+    for (int i = 0; i < g->nnodes && i < maxindex; i++)
+        index[i] = g->index[i];
+    for (int i = 0; i < nedges && i < maxedges; i++)
+        edges[i] = g->edges[i];
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Graph_get);
+
+int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
+{
+    static const char fn[] = "MPI_Graph_neighbors_count";
+    int rc = check_graph(comm, MPI_GRAPH, fn);
+
+    if (rc || (rc = bm_mpi_check_rank(comm, rank, 0, fn)))
+        return rc;
+    if (nneighbors == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL nneighbors pointer");
+    *nneighbors = comm->graph->index[rank] - (rank ? comm->graph->index[rank - 1] : 0);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Graph_neighbors_count);
+
+int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[])
+{
+    static const char fn[] = "MPI_Graph_neighbors";
+    int rc = check_graph(comm, MPI_GRAPH, fn), first;
+
+    if (rc || (rc = bm_mpi_check_rank(comm, rank, 0, fn)))
+        return rc;
+    if (maxneighbors < 0 || (maxneighbors > 0 && neighbors == NULL))
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "invalid neighbors array");
+    first = rank ? comm->graph->index[rank - 1] : 0;
+    for (int i = 0; i < comm->graph->index[rank] - first && i < maxneighbors; i++)
+        neighbors[i] = comm->graph->edges[first + i];
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Graph_neighbors);
+
+int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted)
+{
+    static const char fn[] = "MPI_Dist_graph_neighbors_count";
+    int rc = check_graph(comm, 0, fn);
+
+    if (rc)
+        return rc;
+    if (indegree == NULL || outdegree == NULL || weighted == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL output argument");
+    *indegree = comm->graph->indegree;
+    *outdegree = comm->graph->outdegree;
+    *weighted = comm->graph->sourceweights != NULL;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Dist_graph_neighbors_count);
+
+int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[],
+                              int maxoutdegree, int destinations[], int destweights[])
+{
+    static const char fn[] = "MPI_Dist_graph_neighbors";
+    const struct bm_mpi_graph *g;
+    int rc = check_graph(comm, 0, fn);
+
+    if (rc)
+        return rc;
+    g = comm->graph;
+    if (maxindegree < g->indegree || maxoutdegree < g->outdegree ||
+        (g->indegree && sources == NULL) || (g->outdegree && destinations == NULL))
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn,
+                            "arrays smaller than the %d in- and %d out-neighbours", g->indegree,
+                            g->outdegree);
+    for (int i = 0; i < g->indegree; i++) {
+        sources[i] = g->sources[i];
+        if (g->sourceweights && sourceweights != MPI_UNWEIGHTED && sourceweights)
+            sourceweights[i] = g->sourceweights[i];
+    }
+    for (int i = 0; i < g->outdegree; i++) {
+        destinations[i] = g->destinations[i];
+        if (g->destweights && destweights != MPI_UNWEIGHTED && destweights)
+            destweights[i] = g->destweights[i];
+    }
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Dist_graph_neighbors);
+
+/* In- and out-neighbour lists of a topology communicator. Cartesian: for
+ * each dimension the -1 then the +1 neighbour (MPI_PROC_NULL at open
+ * edges), the same list both ways. The caller frees *in_out (one block). */
+static int neighbors(MPI_Comm comm, int **in_out, int *nin, int **out_out, int *nout,
+                     const char *fn)
+{
+    int rc, ndims, *list;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (comm->graph) {
+        const struct bm_mpi_graph *g = comm->graph;
+        list = malloc(sizeof(int) * (size_t)(g->indegree + g->outdegree + 1));
+        if (list == NULL)
+            return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+        if (g->indegree)
+            memcpy(list, g->sources, sizeof(int) * (size_t)g->indegree);
+        if (g->outdegree)
+            memcpy(list + g->indegree, g->destinations, sizeof(int) * (size_t)g->outdegree);
+        *in_out = list;
+        *out_out = list + g->indegree;
+        *nin = g->indegree;
+        *nout = g->outdegree;
+        return MPI_SUCCESS;
+    }
+    if (comm->cart == NULL)
+        return bm_mpi_error(comm, MPI_ERR_TOPOLOGY, fn,
+                            "communicator %s has no topology (neighbourhood collectives need "
+                            "a Cartesian or graph communicator)",
+                            bm_mpi_comm_label(comm));
+    PMPI_Cartdim_get(comm, &ndims);
+    list = malloc(sizeof(int) * (size_t)(2 * ndims + 1));
+    if (list == NULL)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    for (int d = 0; d < ndims; d++)
+        PMPI_Cart_shift(comm, d, 1, &list[2 * d], &list[2 * d + 1]);
+    *in_out = *out_out = list;
+    *nin = *nout = 2 * ndims;
+    return MPI_SUCCESS;
+}
+
+/* Receive block i from in-neighbour i and send block j (or the same block
+ * when sblock is 0) to out-neighbour j. */
+static int neighbor_exchange(const char *sendbuf, size_t sblock, size_t sbytes, char *recvbuf,
+                             size_t rbytes, MPI_Comm comm, const char *fn)
+{
+    struct bm_pml_request **reqs;
+    int *in, *out, nin, nout, rc = neighbors(comm, &in, &nin, &out, &nout, fn);
+
+    if (rc)
+        return rc;
+    reqs = calloc((size_t)(nin + nout + 1), sizeof(*reqs));
+    if (reqs == NULL) {
+        free(in);
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
+    for (int i = 0; i < nin && rc == MPI_SUCCESS; i++)
+        if (in[i] != MPI_PROC_NULL)
+            rc = bm_mpi_coll_irecv(comm, recvbuf + (size_t)i * rbytes, rbytes, in[i],
+                                   BM_MPI_COLL_TAG_NEIGHBOR, &reqs[i], fn);
+    for (int j = 0; j < nout && rc == MPI_SUCCESS; j++)
+        if (out[j] != MPI_PROC_NULL)
+            rc = bm_mpi_coll_isend(comm, sendbuf + (size_t)j * sblock, sbytes, out[j],
+                                   BM_MPI_COLL_TAG_NEIGHBOR, &reqs[nin + j], fn);
+    for (int i = 0; i < nin + nout; i++) {
+        int r;
+        if (reqs[i] == NULL)
+            continue;
+        if (rc != MPI_SUCCESS) {
+            bm_pml_request_free(reqs[i]);
+            continue;
+        }
+        r = i < nin ? bm_mpi_coll_irecv_wait(comm, reqs[i], rbytes, in[i], fn)
+                    : bm_mpi_coll_wait(comm, reqs[i], out[i - nin], fn);
+        rc = rc ? rc : r;
+    }
+    free(reqs);
+    free(in);
+    return rc;
+}
+
+static int check_blocks(MPI_Comm comm, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                        const void *recvbuf, int recvcount, MPI_Datatype recvtype, const char *fn)
+{
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = bm_mpi_check_count(comm, sendcount, fn)) ||
+        (rc = bm_mpi_check_datatype(comm, sendtype, fn)) ||
+        (rc = bm_mpi_check_buffer(comm, sendbuf, sendcount, sendtype, fn)) ||
+        (rc = bm_mpi_check_count(comm, recvcount, fn)) ||
+        (rc = bm_mpi_check_datatype(comm, recvtype, fn)) ||
+        (rc = bm_mpi_check_buffer(comm, recvbuf, recvcount, recvtype, fn)))
+        return rc;
+    return MPI_SUCCESS;
+}
+
+int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Neighbor_allgather";
+    int rc = check_blocks(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, fn);
+
+    if (rc)
+        return rc;
+    return neighbor_exchange(sendbuf, 0, bm_mpi_type_bytes(sendtype, sendcount), recvbuf,
+                             bm_mpi_type_bytes(recvtype, recvcount), comm, fn);
+}
+BM_MPI_ALIAS(Neighbor_allgather);
+
+int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Neighbor_alltoall";
+    int rc = check_blocks(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, fn);
+    size_t sbytes;
+
+    if (rc)
+        return rc;
+    sbytes = bm_mpi_type_bytes(sendtype, sendcount);
+    return neighbor_exchange(sendbuf, sbytes, sbytes, recvbuf,
+                             bm_mpi_type_bytes(recvtype, recvcount), comm, fn);
+}
+BM_MPI_ALIAS(Neighbor_alltoall);

@@ -1,0 +1,121 @@
+/* Graph topologies and neighbourhood collectives: MPI_Graph_create of a
+ * ring (queries and a neighbour allgather on every rank, a decreasing
+ * index refused), MPI_Dist_graph_create_adjacent
+ * with weights and a repeated edge, MPI_Neighbor_allgather and
+ * MPI_Neighbor_alltoall on the distributed graph (blocks in neighbour
+ * order, repeated edges matched in order) and on a non-periodic Cartesian
+ * line (MPI_PROC_NULL neighbours leave their blocks untouched). */
+#include "bm_test.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+
+static int rank, size;
+
+static void test_graph(void)
+{
+    /* Node i links to i-1 and i+1 (a ring) over the first n = size ranks. */
+    int n = size, *index = malloc(sizeof(int) * (size_t)n), *edges = malloc(sizeof(int) * 2 * n);
+    int nn, ne, cnt, nb[2], status;
+    MPI_Comm g;
+
+    for (int i = 0; i < n; i++) {
+        edges[2 * i] = (i - 1 + n) % n;
+        edges[2 * i + 1] = (i + 1) % n;
+        index[i] = 2 * (i + 1);
+    }
+    BM_CHECK_EQ_INT(MPI_Graph_create(MPI_COMM_WORLD, n, index, edges, 0, &g), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Topo_test(g, &status), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(status, MPI_GRAPH);
+    BM_CHECK_EQ_INT(MPI_Graphdims_get(g, &nn, &ne), MPI_SUCCESS);
+    BM_CHECK(nn == n && ne == 2 * n);
+    BM_CHECK_EQ_INT(MPI_Graph_neighbors_count(g, rank, &cnt), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(cnt, 2);
+    BM_CHECK_EQ_INT(MPI_Graph_neighbors(g, rank, 2, nb), MPI_SUCCESS);
+    BM_CHECK(nb[0] == (rank - 1 + n) % n && nb[1] == (rank + 1) % n);
+    {
+        int got[2] = {-1, -1};
+        BM_CHECK_EQ_INT(MPI_Neighbor_allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, g), MPI_SUCCESS);
+        BM_CHECK(got[0] == nb[0] && got[1] == nb[1]);
+    }
+    MPI_Comm_free(&g);
+    BM_CHECK_EQ_INT(MPI_Graph_neighbors_count(MPI_COMM_WORLD, 0, &cnt), MPI_ERR_TOPOLOGY);
+    index[0] = 5; /* must not decrease: index[1] = 4 */
+    if (n > 1)
+        BM_CHECK_EQ_INT(MPI_Graph_create(MPI_COMM_WORLD, n, index, edges, 0, &g), MPI_ERR_ARG);
+    free(index);
+    free(edges);
+}
+
+static void test_dist_graph(void)
+{
+    /* In: from rank-1 twice (a repeated edge) and from rank+2; out: the
+     * mirror image, so that every edge is declared at both ends. */
+    int left = (rank - 1 + size) % size, right = (rank + 1) % size;
+    int sources[3] = {left, left, (rank - 2 + 2 * size) % size};
+    int dests[3] = {right, right, (rank + 2) % size};
+    int sw[3] = {1, 2, 3}, dw[3] = {4, 5, 6}, gs[3], gsw[3], gd[3], gdw[3];
+    int indeg, outdeg, weighted, send[3], recv[3];
+    MPI_Comm g;
+
+    BM_CHECK_EQ_INT(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 3, sources, sw, 3, dests, dw,
+                                                   MPI_INFO_NULL, 0, &g),
+                    MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Dist_graph_neighbors_count(g, &indeg, &outdeg, &weighted), MPI_SUCCESS);
+    BM_CHECK(indeg == 3 && outdeg == 3 && weighted == 1);
+    BM_CHECK_EQ_INT(MPI_Dist_graph_neighbors(g, 3, gs, gsw, 3, gd, gdw), MPI_SUCCESS);
+    BM_CHECK(gs[2] == sources[2] && gsw[2] == 3 && gd[1] == right && gdw[0] == 4);
+
+    /* Alltoall: block j goes to out-neighbour j; the repeated edge keeps
+     * its order (block 0 arrives in slot 0, block 1 in slot 1). */
+    for (int j = 0; j < 3; j++)
+        send[j] = rank * 10 + j;
+    BM_CHECK_EQ_INT(MPI_Neighbor_alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, g), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(recv[0], left * 10 + 0);
+    BM_CHECK_EQ_INT(recv[1], left * 10 + 1);
+    BM_CHECK_EQ_INT(recv[2], sources[2] * 10 + 2);
+    MPI_Comm_free(&g);
+
+    BM_CHECK_EQ_INT(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 0, NULL, MPI_UNWEIGHTED, 0, NULL,
+                                                   MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g),
+                    MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Dist_graph_neighbors_count(g, &indeg, &outdeg, &weighted), MPI_SUCCESS);
+    BM_CHECK(indeg == 0 && outdeg == 0 && weighted == 0);
+    MPI_Comm_free(&g);
+    BM_CHECK_EQ_INT(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, (int[]){size}, MPI_UNWEIGHTED,
+                                                   0, NULL, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g),
+                    MPI_ERR_RANK);
+}
+
+static void test_cart_neighbors(void)
+{
+    int dims[1] = {size}, periods[1] = {0}, got[2] = {-7, -7}, send[2], recv[2] = {-7, -7};
+    MPI_Comm line;
+
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &line);
+    BM_CHECK_EQ_INT(MPI_Neighbor_allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, line), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(got[0], rank > 0 ? rank - 1 : -7);
+    BM_CHECK_EQ_INT(got[1], rank < size - 1 ? rank + 1 : -7);
+    /* To the left goes block 0, to the right block 1. */
+    send[0] = rank * 2;
+    send[1] = rank * 2 + 1;
+    BM_CHECK_EQ_INT(MPI_Neighbor_alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, line), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(recv[0], rank > 0 ? (rank - 1) * 2 + 1 : -7);
+    BM_CHECK_EQ_INT(recv[1], rank < size - 1 ? (rank + 1) * 2 : -7);
+    MPI_Comm_free(&line);
+    BM_CHECK_EQ_INT(MPI_Neighbor_allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, MPI_COMM_WORLD),
+                    MPI_ERR_TOPOLOGY);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    BM_RUN(test_graph);
+    BM_RUN(test_dist_graph);
+    BM_RUN(test_cart_neighbors);
+    MPI_Finalize();
+    return bm_test_summary("api_topo_graph");
+}
