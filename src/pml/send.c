@@ -132,9 +132,11 @@ static bm_status_t send_first(struct bm_pml_request *req)
             }
             memcpy(des->seg[0].addr, &mh, sizeof(mh));
             req->sphase = BM_PML_SPHASE_SENT;
+            /* In-place data is always in seg[1] (btl.h): one segment is a copy. */
+            bool copied = !(m->caps & BM_BTL_CAP_SEND_INPLACE) || des->seg_count < 2;
             int rc = des_submit(req, path, des, BM_PML_HDR_MATCH);
             if (rc == BM_OK) {
-                req->copied = !(m->caps & BM_BTL_CAP_SEND_INPLACE);
+                req->copied = copied;
                 return BM_OK;
             }
             req->sphase = BM_PML_SPHASE_START;

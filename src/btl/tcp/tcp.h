@@ -27,7 +27,6 @@ struct bm_btl_tcp_config {
     size_t sndbuf, rcvbuf; /* SO_SNDBUF / SO_RCVBUF; 0 keeps the kernel's autotuning */
     size_t eager_limit;
     size_t max_send_size;     /* largest frame payload */
-    size_t inplace_min;       /* prepare_src references user memory from this size on */
     int connect_timeout_ms;   /* TCP connect of one interface pair (kernel level) */
     int handshake_timeout_ms; /* the peer process answering our HELLO (needs its progress) */
     int user_timeout_ms;      /* TCP_USER_TIMEOUT: unacknowledged data this long = link down */

@@ -53,10 +53,6 @@ static const struct bm_param tcp_params[] = {
      "Largest fragment of a large message. Bigger fragments mean fewer system calls; every "
      "connection keeps a receive buffer of this size.",
      TCP_CFG(max_send_size), 0},
-    {"BM_BTL_TCP_INPLACE_MIN", BM_PARAM_SIZE, "16k", 0, 1LL << 30, NULL,
-     "Fragments at least this large are sent straight from the user's buffer (no copy); "
-     "smaller ones are copied, which is cheaper for small sizes.",
-     TCP_CFG(inplace_min), 0},
     {"BM_BTL_TCP_CONNECT_TIMEOUT", BM_PARAM_INT, "5000", 100, 600000, NULL,
      "Milliseconds a TCP connect on one interface pair may take before the pair is dropped for "
      "that peer (with a warning naming both addresses) and the peer's next address is tried.",

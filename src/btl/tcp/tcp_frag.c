@@ -1,7 +1,7 @@
 /* Fragments of the tcp transport: send descriptors (alloc, prepare_src,
  * send, free), the scatter-gather write of queued frames, the parsing of the
  * received byte stream into frames, and acknowledgements. Data larger than
- * BM_BTL_TCP_INPLACE_MIN is never copied on the send side: prepare_src
+ * the eager limit is never copied on the send side: prepare_src
  * points the descriptor's second segment at the caller's memory and sendmsg
  * gathers header, caller header and data in one call. A send completes only
  * when the peer acknowledges its frame (the ack field of any frame coming
@@ -122,7 +122,11 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
     (void)ep;
     size_t room = m->max_send_size > reserve ? m->max_send_size - reserve : 0;
     size_t n = *size < room ? *size : room;
-    bool inplace = n >= bm_btl_tcp_component.cfg.inplace_min;
+    /* Anything that fits an eager frame is copied: the PML may then complete
+     * an eager send at once (MPI's local completion) while the transport
+     * keeps the copy until the peer acknowledges it. Larger data (rendezvous
+     * fragments, which wait for the receiver anyway) is sent in place. */
+    bool inplace = reserve + n > m->eager_limit;
     struct bm_btl_tcp_frag *f = tcp_frag_get(inplace ? reserve : reserve + n);
     if (!f)
         return NULL;
