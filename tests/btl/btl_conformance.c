@@ -42,7 +42,7 @@ enum {
 
 #define PREP_RESERVE  24
 #define SENDI_HDR     8
-#define ORDER_COUNT   3000
+#define ORDER_COUNT   3000 /* longest order stream (2 ranks); shorter with more */
 #define MAX_SIZES     96
 #define WIN_GET_BYTES (256 * 1024)
 #define WIN_PUT_SLOT  (256 * 1024)
@@ -56,6 +56,10 @@ static const char *transport;
 static int me, nprocs;
 static size_t sizes[MAX_SIZES];
 static int nsizes;
+/* Messages in each order stream: ORDER_COUNT between two ranks, fewer with
+ * more ranks so that the whole run stays about as long (every rank streams
+ * to every peer, and all share the same cores). */
+static uint32_t order_count;
 
 struct rdma_card {
     uint64_t get_addr;  /* WIN_GET_BYTES of pattern(owner) */
@@ -412,7 +416,7 @@ static void run_sends(struct peer_state *ps, unsigned char *src_buf, uint32_t co
         }
     }
     /* the order stream, alternating small alloc+send and sendi */
-    for (uint32_t seq = 0; seq < ORDER_COUNT; seq++) {
+    for (uint32_t seq = 0; seq < order_count; seq++) {
         unsigned char b[8];
         uint32_t check = seq * 2654435761u + (uint32_t)me;
         memcpy(b, &seq, 4);
@@ -706,6 +710,7 @@ int main(int argc, char **argv)
     BM_CHECK_EQ_INT(bm_rte_init(), BM_OK);
     me = bm_rte_self()->rank;
     nprocs = bm_rte_self()->size;
+    order_count = nprocs <= 2 ? ORDER_COUNT : (uint32_t)(2 * ORDER_COUNT / nprocs);
     bm_test_current = transport;
 
     peers = calloc((size_t)nprocs, sizeof(*peers));
