@@ -78,12 +78,17 @@ set_tests_properties(api_fatal_before_init api_fatal_after_finalize api_fatal_ba
     PROPERTIES TIMEOUT ${t} LABELS mpi)
 set_tests_properties(api_fatal_bad_param PROPERTIES ENVIRONMENT "BM_PML_SENDI_LIMIT=abc")
 
+set(sanitize_flag "")
+if(BM_SANITIZE)
+    set(sanitize_flag -fsanitize=${BM_SANITIZE})
+endif()
+
 # bmcc compiles an MPI program from outside the build system; bmrun runs it.
 bm_scaled_timeout(t 120)
 add_test(NAME api_bmcc COMMAND ${CMAKE_COMMAND}
     -DBMCC=${CMAKE_BINARY_DIR}/tools/bmcc/bmcc -DBMRUN=$<TARGET_FILE:bmrun>
     -DSRC=${api_dir}/api_bmcc_ring.c -DOUT=${CMAKE_CURRENT_BINARY_DIR}/api_bmcc_ring
-    -DBUILD_DIR=${CMAKE_BINARY_DIR}
+    -DBUILD_DIR=${CMAKE_BINARY_DIR} -DSANITIZE=${sanitize_flag}
     -P ${api_dir}/api_bmcc.cmake)
 set_tests_properties(api_bmcc PROPERTIES TIMEOUT ${t} LABELS mpi ENVIRONMENT "BM_BTL=self,sm")
 
@@ -91,10 +96,6 @@ set_tests_properties(api_bmcc PROPERTIES TIMEOUT ${t} LABELS mpi ENVIRONMENT "BM
 find_program(BM_TEST_CXX NAMES c++ g++ clang++)
 if(NOT BM_TEST_CXX)
     set(BM_TEST_CXX "")
-endif()
-set(sanitize_flag "")
-if(BM_SANITIZE)
-    set(sanitize_flag -fsanitize=${BM_SANITIZE})
 endif()
 add_test(NAME api_header COMMAND ${CMAKE_COMMAND}
     -DCC=${CMAKE_C_COMPILER} -DCXX=${BM_TEST_CXX} -DINCDIR=${CMAKE_SOURCE_DIR}/include

@@ -2,7 +2,8 @@
 # with warnings as errors, "bmcc -show" prints a command without running it,
 # and bmrun runs the program on 3 ranks; with BUILD_DIR, the same through an
 # install into a scratch prefix, and a CMake project that finds the installed
-# mpicc with find_package(MPI). Inputs: BMCC, BMRUN, SRC, OUT, BUILD_DIR.
+# mpicc with find_package(MPI). Inputs: BMCC, BMRUN, SRC, OUT, BUILD_DIR,
+# SANITIZE (the build's -fsanitize= flag, or empty).
 execute_process(COMMAND ${BMCC} -show -c x.c OUTPUT_VARIABLE show RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 OR NOT show MATCHES "-I" OR show MATCHES "-lbitmover")
     message(FATAL_ERROR "bmcc -show -c: status ${rc}, printed '${show}' (want -I..., no -lbitmover)")
@@ -68,6 +69,9 @@ target_link_libraries(ring MPI::MPI_C)
 ")
     execute_process(COMMAND ${CMAKE_COMMAND} -S ${proj} -B ${proj}/build
         -DMPI_C_COMPILER=${prefix}/bin/mpicc
+        # FindMPI keeps only -I/-L/-l from "mpicc -show": a sanitized
+        # library needs the sanitizer flags given to the project itself.
+        "-DCMAKE_C_FLAGS=${SANITIZE}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE}"
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     if(NOT rc EQUAL 0 OR NOT out MATCHES "bm-found MPI 3.1: ${prefix}/lib")
         message(FATAL_ERROR "find_package(MPI) with the installed mpicc (${rc}):\n${out}${err}")
