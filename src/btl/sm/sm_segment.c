@@ -21,7 +21,6 @@
 
 /* The name to remove at exit; static so the handler never sees freed memory. */
 static char sm_segment_exit_name[96];
-static bool sm_segment_exit_registered;
 
 static void sm_segment_unlink_at_exit(void *arg)
 {
@@ -84,10 +83,9 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
         return BM_ERR_SYSTEM;
     }
     snprintf(sm_segment_exit_name, sizeof(sm_segment_exit_name), "%s", sm->name);
-    if (!sm_segment_exit_registered) {
-        bm_rte_at_exit(sm_segment_unlink_at_exit, NULL);
-        sm_segment_exit_registered = true;
-    }
+    /* The runtime drops its handlers once they ran (at finalize), so register
+     * with every segment; running the handler twice is harmless. */
+    bm_rte_at_exit(sm_segment_unlink_at_exit, NULL);
     /* posix_fallocate reserves the pages now, so a full /dev/shm is an error
      * here instead of a SIGBUS in the middle of a send. */
     int err = posix_fallocate(fd, 0, (off_t)size);
