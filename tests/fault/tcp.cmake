@@ -8,6 +8,8 @@
 #    the warning names the dropped pair); both black-holed mid-stream (both
 #    ranks report within the timeouts). Skipped (77) without root.
 #  - btl_conformance_tcp_np2_16m: the conformance sweep up to 16 MiB fragments.
+#  - p2p_*_tcp: MPI point-to-point programs of tests/mpi over tcp alone (the
+#    PML on top of this transport, incl. local completion of eager sends).
 add_executable(tcp_fault ${CMAKE_CURRENT_LIST_DIR}/tcp_fault.c)
 target_link_libraries(tcp_fault PRIVATE bitmover_internal bm_test_harness)
 
@@ -36,3 +38,13 @@ if(TARGET btl_conformance)
     bm_add_mpi_test(btl_conformance_tcp_np2_16m TARGET btl_conformance NP 2 BTL self,tcp
         LABELS btl TIMEOUT 120 ARGS tcp ENV BM_BTL_TCP_MAX_SEND_SIZE=16m)
 endif()
+
+foreach(prog_np p2p_sizes:3 p2p_modes:2 p2p_waits:4)
+    string(REPLACE ":" ";" parts ${prog_np})
+    list(GET parts 0 prog)
+    list(GET parts 1 np)
+    if(TARGET ${prog})
+        bm_add_mpi_test(${prog}_tcp_np${np} TARGET ${prog} NP ${np} BTL self,tcp LABELS mpi fault
+            TIMEOUT 120)
+    endif()
+endforeach()
