@@ -157,6 +157,8 @@ struct bm_btl_tcp_conn {
     uint32_t rx_count; /* DATA frames received */
     uint32_t ack_sent; /* rx_count last sent to the peer */
     bool ack_listed;   /* on the component's ack list */
+    bool ack_urgent;   /* a frame asked for an acknowledgement at once */
+    int ack_age;       /* progress calls the owed acknowledgement has waited */
     struct bm_btl_tcp_conn *ack_next;
     struct bm_btl_tcp_frag *ctl; /* the ACK/FIN frame of this connection */
     bool peer_fin;               /* the peer said goodbye */

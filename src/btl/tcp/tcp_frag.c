@@ -219,6 +219,8 @@ bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
             if (f->sent == 0) {
                 f->hdr.ack = htonl(c->rx_count);
                 c->ack_sent = c->rx_count;
+                c->ack_urgent = false;
+                c->ack_age = 0;
             }
             size_t skip = f->sent;
             const char *hp = (const char *)&f->hdr;
@@ -314,7 +316,7 @@ int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
     f->hdr.len = htonl((uint32_t)payload);
     f->hdr.type = BM_BTL_TCP_FRAME_DATA;
     f->hdr.tag = tag;
-    f->hdr.flags = 0;
+    f->hdr.flags = htons(des->seg_count > 1 ? BM_BTL_TCP_HDR_F_ACK_NOW : 0);
     f->hdr.seq = htonl(f->seq);
     f->total = sizeof(f->hdr) + payload;
     f->sent = 0;
@@ -347,19 +349,32 @@ static void tcp_ctl_queue(struct bm_btl_tcp_conn *c, struct bm_btl_tcp_frag *f, 
     c->queued_bytes += f->total;
 }
 
+/* Frames received and not acknowledged after which an ACK goes out at once. */
+#define TCP_ACK_BATCH 32
+
 void bm_btl_tcp_frag_flush_acks(void)
 {
     struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    struct bm_btl_tcp_conn *keep = NULL;
     while (comp->ack_list) {
         struct bm_btl_tcp_conn *c = comp->ack_list;
         comp->ack_list = c->ack_next;
         c->ack_listed = false;
         if (c->state != BM_BTL_TCP_CONN_CONNECTED || c->fd < 0 || c->ack_sent == c->rx_count)
             continue;
+        if (!c->ack_urgent && c->ack_age == 0 && c->rx_count - c->ack_sent < TCP_ACK_BATCH) {
+            /* Give a reply the chance to carry it; next progress at the latest. */
+            c->ack_age = 1;
+            c->ack_listed = true;
+            c->ack_next = keep;
+            keep = c;
+            continue;
+        }
         if (!(c->ctl->flags & BM_BTL_TCP_FRAG_F_QUEUED))
             tcp_ctl_queue(c, c->ctl, BM_BTL_TCP_FRAME_ACK);
         bm_btl_tcp_frag_flush(c);
     }
+    comp->ack_list = keep;
 }
 
 void bm_btl_tcp_frag_queue_fin(struct bm_btl_tcp_conn *c)
@@ -419,6 +434,8 @@ static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
             }
             c->rx_count++;
             tcp_conn_owe_ack(c);
+            if (ntohs(h.flags) & BM_BTL_TCP_HDR_F_ACK_NOW)
+                c->ack_urgent = true;
             struct bm_btl_segment seg = {c->rbuf + c->rpos + sizeof(h), len};
             struct bm_btl_recv_desc d = {
                 .endpoint = (struct bm_btl_endpoint *)ep,

@@ -87,11 +87,18 @@ enum bm_btl_tcp_frame_type {
     BM_BTL_TCP_FRAME_FIN = 3,  /* no payload: the sender is closing normally (finalize) */
 };
 
+/* The sender waits for this frame's acknowledgement before it can reuse
+ * memory (data sent in place from the user's buffer): acknowledge it at the
+ * end of the progress call that received it. Frames without the flag (the
+ * sender kept a copy) may be acknowledged one progress call later, so that
+ * a reply usually carries the acknowledgement and no ACK frame is needed. */
+#define BM_BTL_TCP_HDR_F_ACK_NOW 0x1u
+
 struct bm_btl_tcp_hdr {
     uint32_t len;   /* payload bytes after this header (0 for ACK and FIN) */
     uint8_t type;   /* enum bm_btl_tcp_frame_type */
     uint8_t tag;    /* DATA: the bm_btl_tag_t of the receive callback */
-    uint16_t flags; /* zero (reserved) */
+    uint16_t flags; /* BM_BTL_TCP_HDR_F_* */
     uint32_t seq;   /* DATA: number of this frame on this connection and direction */
     uint32_t ack;   /* DATA frames the sender has received on this connection so far */
 };
