@@ -6,6 +6,7 @@
  * route lookup, used to pair interfaces that are not on the same subnet). */
 #define BM_LOG_SUBSYS "btl/tcp"
 #include "btl/tcp/tcp.h"
+#include "util/help.h"
 #include "util/log.h"
 
 #include <arpa/inet.h>
@@ -20,6 +21,28 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+static const struct bm_util_help_topic tcp_if_help[] = {
+    {"btl-tcp-if-conflict", "Both BM_BTL_TCP_IF_INCLUDE and BM_BTL_TCP_IF_EXCLUDE are set",
+     "include list, exclude list",
+     "The tcp transport was given both an include list (BM_BTL_TCP_IF_INCLUDE=%s) and an "
+     "exclude list (BM_BTL_TCP_IF_EXCLUDE=%s) of interfaces. They contradict each other, so tcp "
+     "is not started in this process.\n\n"
+     "What to do:\n"
+     "- Keep only one of them: the include list names exactly the interfaces or networks to use "
+     "(e.g. eth1,10.2.0.0/16); the exclude list names those never to use (e.g. docker0).\n"
+     "- 'ip addr' shows this host's interfaces and networks."},
+    {"btl-tcp-if-none", "No network interface left for the tcp transport",
+     "host name, include list, exclude list",
+     "On host %s no network interface is usable by the tcp transport (BM_BTL_TCP_IF_INCLUDE=%s, "
+     "BM_BTL_TCP_IF_EXCLUDE=%s). Interfaces must be up and have an IPv4 or a global IPv6 "
+     "address; loopback is used only when sm is not selected or when the include list names "
+     "it. This process reaches no peer over tcp.\n\n"
+     "What to do:\n"
+     "- Check the names and networks against 'ip addr' on this host.\n"
+     "- Or let tcp choose: unset both variables."},
+};
+BM_HELP_TOPICS_REGISTER(tcp_if_help);
 
 /* One item of an include/exclude list: an interface name or a network. */
 struct tcp_if_filter_item {
@@ -223,9 +246,7 @@ bm_status_t bm_btl_tcp_if_discover(const struct bm_btl_tcp_config *cfg, bool wit
     bool has_inc = cfg->if_include && *cfg->if_include;
     bool has_exc = cfg->if_exclude && *cfg->if_exclude;
     if (has_inc && has_exc) {
-        bm_log_error("BM_BTL_TCP_IF_INCLUDE=%s and BM_BTL_TCP_IF_EXCLUDE=%s are both set; they "
-                     "contradict each other. Set only one of them",
-                     cfg->if_include, cfg->if_exclude);
+        bm_util_help_show("btl-tcp-if-conflict", cfg->if_include, cfg->if_exclude);
         return BM_ERR_BAD_PARAM;
     }
     struct tcp_if_filter inc, exc;
@@ -290,6 +311,12 @@ bm_status_t bm_btl_tcp_if_discover(const struct bm_btl_tcp_config *cfg, bool wit
         tcp_if_warn_unused(&inc, cfg->if_include);
     if (has_exc)
         tcp_if_warn_unused(&exc, cfg->if_exclude);
+    if (count == 0 && (has_inc || has_exc)) {
+        char host[256] = "?";
+        gethostname(host, sizeof(host) - 1);
+        bm_util_help_show("btl-tcp-if-none", host, has_inc ? cfg->if_include : "",
+                          has_exc ? cfg->if_exclude : "");
+    }
     *ifs_out = ifs;
     *count_out = count;
     rc = BM_OK;
