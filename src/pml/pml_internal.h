@@ -98,22 +98,39 @@ struct bm_pml_request {
     uint8_t sphase; /* enum bm_pml_send_phase (send.c) */
     bool rndv;      /* RNDV protocol (else eager MATCH) */
     uint32_t seq;
-    bm_pml_reqid_t rreq; /* receiver's request once ACKed */
-    size_t first_len;    /* payload bytes carried by the RNDV */
-    size_t frag_next;    /* next byte to put in a FRAG */
-    size_t frag_end;     /* bytes the receiver wants */
-    int outstanding;     /* descriptors in flight */
+    bm_pml_reqid_t rreq;          /* receiver's request once ACKed */
+    size_t first_len;             /* payload bytes carried by the RNDV */
+    size_t frag_next;             /* next byte to put in a FRAG */
+    size_t frag_end;              /* bytes the receiver wants */
+    int outstanding;              /* descriptors in flight */
+    struct bm_pml_resend *resend; /* FRAG ranges to send again (their path failed) */
 
     /* recv */
     char *rbuf;
     size_t capacity;
-    int src_world;             /* sender's world rank once matched */
-    size_t msg_len;            /* length of the matched message */
-    size_t want;               /* bytes of the message that will arrive (rendezvous) */
-    size_t arrived;            /* message bytes arrived so far (rendezvous) */
+    int src_world;  /* sender's world rank once matched */
+    size_t msg_len; /* length of the matched message */
+    size_t want;    /* bytes of the message that will arrive (rendezvous) */
+    size_t arrived; /* distinct message bytes arrived so far (rendezvous) */
+    /* Byte ranges arrived, sorted and merged: a FRAG resent after a path
+     * failure may duplicate one that did arrive and must not count twice.
+     * In-order traffic keeps this at one range. */
+    struct bm_pml_range *ranges;
+    int nranges, cap_ranges;
     uint64_t post_seq;         /* order of posting, for wildcard fairness */
     struct bm_pml_qnode qnode; /* in a posted list */
     struct bm_pml_ctx *ctx;    /* while posted */
+};
+
+/* [start, end) of a message. */
+struct bm_pml_range {
+    size_t start, end;
+};
+
+/* A FRAG range lost with its path, to be sent again. */
+struct bm_pml_resend {
+    struct bm_pml_resend *next;
+    size_t offset, len;
 };
 
 /* ---- unexpected messages and held (early) arrivals ---------------------- */
@@ -226,6 +243,9 @@ void bm_pml_match_fini(void);
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len);
 void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+/* Record bytes [start, end) of a rendezvous as arrived; returns how many
+ * were new (exported for the unit test). */
+size_t bm_pml_recv_ranges_add(struct bm_pml_request *req, size_t start, size_t end);
 void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
 
 /* send.c */

@@ -150,8 +150,9 @@ void bm_pml_ctl_done(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *
         free(c);
         return;
     }
-    /* Resent on another path; a duplicate ACK is ignored by the sender. */
+    /* Resent on another path; a duplicate is recognised by the peer. */
     bm_pml_path_failed_ep(c->peer, m, ep, status);
+    ((struct bm_pml_hdr_base *)(void *)c->hdr)->flags |= BM_PML_HDR_F_RETRANSMIT;
     ctl_queue(c, false);
 }
 

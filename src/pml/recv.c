@@ -70,6 +70,7 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
      * (and complete the request) inside the send. */
     req->arrived = data_len;
     req->want = fit > data_len ? fit : data_len;
+    req->nranges = 0;
     bool done_now = req->arrived >= req->want;
     struct bm_pml_hdr_ack ack = {
         .base = {.type = BM_PML_HDR_ACK},
@@ -135,6 +136,81 @@ void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc
     free(flat);
 }
 
+/* Add [start, end) to the request's arrived ranges; returns how many of
+ * those bytes had not arrived before. The RNDV's bytes [0, arrived) count as
+ * arrived from the start. */
+static size_t ranges_add(struct bm_pml_request *req, size_t start, size_t end)
+{
+    if (req->nranges == 0) {
+        if (!req->cap_ranges) {
+            req->ranges = malloc(4 * sizeof(*req->ranges));
+            if (!req->ranges)
+                abort();
+            req->cap_ranges = 4;
+        }
+        req->ranges[0].start = 0;
+        req->ranges[0].end = req->arrived;
+        req->nranges = 1;
+    }
+    /* fast path: in-order data extends the last range */
+    struct bm_pml_range *last = &req->ranges[req->nranges - 1];
+    if (start == last->end) {
+        last->end = end;
+        return end - start;
+    }
+    size_t fresh = end - start;
+    int i = 0;
+    while (i < req->nranges && req->ranges[i].end < start)
+        i++;
+    /* ranges[i..j) overlap or touch [start, end): they merge into one */
+    int j = i;
+    size_t ns = start, ne = end;
+    while (j < req->nranges && req->ranges[j].start <= end) {
+        size_t os = req->ranges[j].start > start ? req->ranges[j].start : start;
+        size_t oe = req->ranges[j].end < end ? req->ranges[j].end : end;
+        if (oe > os)
+            fresh -= oe - os;
+        if (req->ranges[j].start < ns)
+            ns = req->ranges[j].start;
+        if (req->ranges[j].end > ne)
+            ne = req->ranges[j].end;
+        j++;
+    }
+    if (j == i) {
+        if (req->nranges == req->cap_ranges) {
+            int cap = req->cap_ranges * 2;
+            struct bm_pml_range *r = realloc(req->ranges, (size_t)cap * sizeof(*r));
+            if (!r)
+                abort();
+            req->ranges = r;
+            req->cap_ranges = cap;
+        }
+        memmove(&req->ranges[i + 1], &req->ranges[i],
+                (size_t)(req->nranges - i) * sizeof(*req->ranges));
+        req->nranges++;
+    } else if (j > i + 1) {
+        memmove(&req->ranges[i + 1], &req->ranges[j],
+                (size_t)(req->nranges - j) * sizeof(*req->ranges));
+        req->nranges -= j - i - 1;
+    }
+    req->ranges[i].start = ns;
+    req->ranges[i].end = ne;
+    return fresh;
+}
+
+size_t bm_pml_recv_ranges_add(struct bm_pml_request *req, size_t start, size_t end)
+{
+    return ranges_add(req, start, end);
+}
+
+static void recv_done(struct bm_pml_request *req)
+{
+    free(req->ranges);
+    req->ranges = NULL;
+    req->nranges = req->cap_ranges = 0;
+    bm_pml_request_complete(req);
+}
+
 void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
 {
     (void)m;
@@ -147,7 +223,12 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
     size_t plen = desc_len(d) - sizeof(fh);
     struct bm_pml_request *req = bm_pml_request_lookup(fh.rreq, BM_PML_REQ_RECV);
     if (!req || req->src_world != d->peer || req->want == 0 || fh.offset > req->want ||
-        plen > req->want - fh.offset || plen > req->want - req->arrived) {
+        plen > req->want - fh.offset) {
+        if (fh.base.flags & BM_PML_HDR_F_RETRANSMIT) {
+            /* a resent FRAG whose original arrived and completed the receive */
+            bm_log_debug("dropped a resent FRAG from rank %d for a finished receive", d->peer);
+            return;
+        }
         bm_log_ratelimited(BM_LOG_ERROR,
                            "dropped a FRAG from rank %d naming no active receive (request %#llx, "
                            "offset %llu, %zu bytes)",
@@ -159,7 +240,7 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
         size_t n = req->capacity - fh.offset < plen ? req->capacity - fh.offset : plen;
         desc_copy(d, sizeof(fh), req->rbuf + fh.offset, n);
     }
-    req->arrived += plen;
+    req->arrived += ranges_add(req, fh.offset, fh.offset + plen);
     if (req->arrived >= req->want)
-        bm_pml_request_complete(req);
+        recv_done(req);
 }

@@ -195,10 +195,12 @@ static struct bm_btl_path *send_path(int dst, uint64_t **bytes_out)
     return &l->paths[best];
 }
 
-/* Keep up to pipeline_depth FRAGs in flight. */
+/* Keep up to pipeline_depth FRAGs in flight: first the ranges lost with a
+ * failed path, then the rest of the message in order. */
 static bm_status_t send_frags(struct bm_pml_request *req)
 {
-    while (req->frag_next < req->frag_end && req->outstanding < bm_pml_g.cfg.pipeline_depth) {
+    while ((req->resend || req->frag_next < req->frag_end) &&
+           req->outstanding < bm_pml_g.cfg.pipeline_depth) {
         uint64_t *counter;
         struct bm_btl_path *path = send_path(req->peer, &counter);
         if (!path) {
@@ -211,16 +213,18 @@ static bm_status_t send_frags(struct bm_pml_request *req)
                          : 0;
         if (bm_pml_g.cfg.frag_size_max && max > bm_pml_g.cfg.frag_size_max)
             max = bm_pml_g.cfg.frag_size_max;
-        size_t size = req->frag_end - req->frag_next;
+        struct bm_pml_resend *rs = req->resend;
+        size_t at = rs ? rs->offset : req->frag_next;
+        size_t size = rs ? rs->len : req->frag_end - req->frag_next;
         if (size > max)
             size = max;
         struct bm_pml_hdr_frag fh = {
-            .base = {.type = BM_PML_HDR_FRAG},
+            .base = {.type = BM_PML_HDR_FRAG, .flags = rs ? BM_PML_HDR_F_RETRANSMIT : 0},
             .rreq = req->rreq,
-            .offset = req->frag_next,
+            .offset = at,
         };
-        struct bm_btl_descriptor *des = bm_btl_prepare_src(
-            m, path->endpoint, req->sbuf + req->frag_next, sizeof(fh), &size, 0, BM_PML_DES_FLAGS);
+        struct bm_btl_descriptor *des = bm_btl_prepare_src(m, path->endpoint, req->sbuf + at,
+                                                           sizeof(fh), &size, 0, BM_PML_DES_FLAGS);
         if (!des)
             return BM_ERR_OUT_OF_RESOURCE;
         if (size == 0) {
@@ -228,20 +232,66 @@ static bm_status_t send_frags(struct bm_pml_request *req)
             return BM_ERR_OUT_OF_RESOURCE;
         }
         memcpy(des->seg[0].addr, &fh, sizeof(fh));
-        size_t at = req->frag_next;
-        req->frag_next += size;
+        /* Account before the send: a callback may run inside it. */
+        if (rs) {
+            rs->offset += size;
+            rs->len -= size;
+            if (rs->len == 0)
+                req->resend = rs->next;
+        } else {
+            req->frag_next += size;
+        }
         int rc = des_submit(req, path, des, BM_PML_HDR_FRAG);
+        if (rs && rs->len == 0)
+            free(rs);
         if (rc == BM_OK) {
             *counter += size;
             continue;
         }
-        req->frag_next = at;
+        /* not sent: give the range back */
+        if (rs && rs->len == 0) {
+            rs = malloc(sizeof(*rs));
+            if (!rs)
+                abort();
+            rs->next = req->resend;
+            rs->offset = at;
+            rs->len = size;
+            req->resend = rs;
+        } else if (rs) {
+            rs->offset -= size;
+            rs->len += size;
+        } else {
+            req->frag_next = at;
+        }
         if (!retry_other_path(rc))
             return rc;
     }
-    if (req->frag_next >= req->frag_end)
+    if (req->frag_next >= req->frag_end && !req->resend)
         req->sphase = BM_PML_SPHASE_SENT;
     return BM_OK;
+}
+
+/* A FRAG was lost with its path: queue its range to be sent again. */
+static void frag_lost(struct bm_pml_request *req, const struct bm_btl_descriptor *des)
+{
+    struct bm_pml_hdr_frag fh;
+    memcpy(&fh, des->seg[0].addr, sizeof(fh));
+    size_t len = 0;
+    for (uint32_t i = 0; i < des->seg_count; i++)
+        len += des->seg[i].len;
+    len -= sizeof(fh);
+    struct bm_pml_resend *rs = malloc(sizeof(*rs));
+    if (!rs)
+        abort();
+    rs->next = NULL;
+    rs->offset = fh.offset;
+    rs->len = len;
+    struct bm_pml_resend **pp = &req->resend;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = rs;
+    if (req->sphase == BM_PML_SPHASE_SENT)
+        req->sphase = BM_PML_SPHASE_FRAGS;
 }
 
 /* Advance a send as far as it can go now; queue it when a transport is out
@@ -332,6 +382,10 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
     struct bm_pml_request *req = bm_pml_request_lookup(ah.sreq, BM_PML_REQ_SEND);
     if (!req || req->peer != d->peer || !req->rndv || ah.offset > req->bytes ||
         ah.length > req->bytes) {
+        if (ah.base.flags & BM_PML_HDR_F_RETRANSMIT) {
+            bm_log_debug("dropped a resent ACK from rank %d for a finished send", d->peer);
+            return;
+        }
         bm_log_ratelimited(BM_LOG_ERROR,
                            "dropped an ACK from rank %d naming no rendezvous in progress "
                            "(request %#llx)",
@@ -376,22 +430,17 @@ void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
         return;
     }
     if (status < 0) {
-        bm_pml_path_failed_ep(req->peer, m, ep, status);
-        /* Another path remains (else the job was aborted). MATCH and RNDV
-         * are resent with their sequence number: the receiver drops the
-         * copy it may already have. */
+        bm_pml_path_failed_ep(req->peer, m, ep,
+                              status); /* Another path remains (else the job was aborted). MATCH and
+                                        * RNDV are resent with their sequence number: the receiver
+                                        * drops the copy it may already have. */
         if (type == BM_PML_HDR_MATCH || (type == BM_PML_HDR_RNDV && !req->acked)) {
             req->retransmit = true;
             req->sphase = BM_PML_SPHASE_START;
         } else if (type == BM_PML_HDR_FRAG) {
-            char msg[512];
-            snprintf(msg, sizeof(msg),
-                     "rank %d: a rendezvous fragment to rank %d was lost when its transport "
-                     "failed (%s); resuming a rendezvous on another transport needs the "
-                     "failover protocol, which this version does not have. Aborting the job.",
-                     bm_pml_g.my_rank, req->peer, bm_status_str(status));
-            bm_log_error("%s", msg);
-            bm_rte_abort(1, msg);
+            /* The receiver counts each byte once, so a FRAG that did
+             * arrive after all does no harm when sent again. */
+            frag_lost(req, des);
         }
     }
     if (req->nest > 0 || req->pending)

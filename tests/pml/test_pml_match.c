@@ -304,6 +304,34 @@ static void test_release(void)
     BM_CHECK(bm_pml_context_release(82));
 }
 
+/* Rendezvous bytes counted once, whatever order and duplication FRAGs
+ * arrive in (a FRAG resent after a path failure). */
+static void test_ranges(void)
+{
+    struct bm_pml_request *r = bm_pml_request_alloc(BM_PML_REQ_RECV);
+    r->arrived = 100; /* the RNDV's bytes */
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 100, 200), 100);
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 300, 400), 100);
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 100, 200), 0);   /* duplicate */
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 150, 350), 100); /* fills 200..300 */
+    BM_CHECK_EQ_INT(r->nranges, 1);
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 0, 50), 0);
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 600, 700), 100);
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 800, 900), 100);
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 1000, 1100), 100);
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 1200, 1300), 100); /* grows the array */
+    BM_CHECK_EQ_INT(r->nranges, 5);
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 350, 1250), 900 - 400);
+    BM_CHECK_EQ_INT(r->nranges, 1);
+    BM_CHECK_EQ_INT(r->ranges[0].start, 0);
+    BM_CHECK_EQ_INT(r->ranges[0].end, 1300);
+    BM_CHECK_EQ_INT(bm_pml_recv_ranges_add(r, 1300, 1400), 100); /* in order again */
+    free(r->ranges);
+    r->ranges = NULL;
+    bm_pml_request_complete(r);
+    bm_pml_request_free(r);
+}
+
 #define MANY 10000
 
 static void test_many_unexpected(void)
@@ -354,6 +382,7 @@ int main(void)
     BM_RUN(test_seq_wrap);
     BM_RUN(test_malformed);
     BM_RUN(test_release);
+    BM_RUN(test_ranges);
     BM_RUN(test_many_unexpected);
     bm_pml_match_fini();
     bm_pml_request_table_fini();
