@@ -40,15 +40,17 @@ enum {
     K_FIRST_FREE,              /* tags from here (and 1..31) carry the per-tag test */
 };
 
-#define PREP_RESERVE  24
-#define SENDI_HDR     8
-#define ORDER_COUNT   3000 /* longest order stream (2 ranks); shorter with more */
-#define MAX_SIZES     96
-#define WIN_GET_BYTES (256 * 1024)
-#define WIN_PUT_SLOT  (256 * 1024)
-#define PUT_MAX       (64 * 1024)
-#define ATOMIC_ROUNDS 100
-#define DEADLINE_S    60
+#define PREP_RESERVE      24
+#define SENDI_HDR         8
+#define ORDER_COUNT       3000 /* longest order stream (2 ranks); shorter with more */
+#define MAX_SIZES         96
+#define WIN_GET_BYTES     (256 * 1024)
+#define WIN_PUT_SLOT      (256 * 1024)
+#define PUT_MAX           (64 * 1024)
+#define ATOMIC_ROUNDS     100
+#define DEADLINE_S        60
+#define FLUSH_BATCH       16
+#define FLUSH_BATCH_BYTES 4096
 
 /* ---- job state -------------------------------------------------------------- */
 
@@ -595,6 +597,40 @@ static void run_rdma(struct peer_state *ps, unsigned char *buf)
             BM_CHECK_MSG(ok, "rank %d: get of %zu bytes at offset %zu from %d: wrong data", me,
                          size, off, ps->rank);
             BM_CHECK_MSG(buf[size] == 0, "rank %d: get of %zu bytes wrote past the end", me, size);
+        }
+    }
+    if ((m->caps & BM_BTL_CAP_GET) && m->get_limit >= FLUSH_BATCH_BYTES) {
+        /* Several gets in flight at once, then flush: every callback must
+         * have run when flush returns. */
+        int slots[FLUSH_BATCH] = {0};
+        memset(buf, 0, FLUSH_BATCH * FLUSH_BATCH_BYTES);
+        for (int i = 0; i < FLUSH_BATCH; i++) {
+            size_t off = align_up((size_t)i * FLUSH_BATCH_BYTES, m->get_alignment);
+            int rc;
+            rdma_pending++;
+            while ((rc = bm_btl_get(m, ps->ep, buf + (size_t)i * FLUSH_BATCH_BYTES,
+                                    ps->card->get_addr + off, win_handle, remote_handle(ps),
+                                    FLUSH_BATCH_BYTES, BM_BTL_DES_F_ALWAYS_CALLBACK, 0,
+                                    on_rdma_done, &slots[i], NULL)) == BM_ERR_OUT_OF_RESOURCE)
+                progress_or_die(start, "retrying a batched get");
+            if (rc != BM_OK && rc != BM_BTL_DONE) {
+                bm_test_fail(__FILE__, __LINE__, "rank %d: batched get towards %d: %s", me,
+                             ps->rank, bm_status_str(rc));
+                slots[i] = 1;
+                rdma_pending--;
+            }
+        }
+        BM_CHECK_EQ_INT(m->ops->flush(m, ps->ep), BM_OK);
+        for (int i = 0; i < FLUSH_BATCH; i++) {
+            BM_CHECK_MSG(slots[i] == 1,
+                         "rank %d: batched get %d towards %d: %d callbacks after "
+                         "flush",
+                         me, i, ps->rank, slots[i]);
+            size_t off = align_up((size_t)i * FLUSH_BATCH_BYTES, m->get_alignment);
+            bool ok = true;
+            for (size_t j = 0; j < FLUSH_BATCH_BYTES && ok; j++)
+                ok = buf[(size_t)i * FLUSH_BATCH_BYTES + j] == pattern(ps->rank, -1, 0, off + j);
+            BM_CHECK_MSG(ok, "rank %d: batched get %d from %d: wrong data", me, i, ps->rank);
         }
     }
     if (m->caps & BM_BTL_CAP_PUT) {
