@@ -1,0 +1,87 @@
+#!/bin/bash
+# Failover of the point-to-point layer: two "hosts" (network namespaces)
+# joined by two veth rails, each a tcp path between the two ranks. While
+# p2p_failover streams verified messages over both, rail 1 is black-holed
+# (iptables DROP on both ends, except the launcher's own connection). The
+# tcp transport reports the path failed after its user timeout; the PML must
+# resend what was lost on rail 2 and finish the stream with every message
+# intact, warning which transport failed. Needs root and network namespaces;
+# otherwise skipped (exit 77).
+# usage: p2p_failover.sh <bmrun> <p2p_failover>
+set -u
+bmrun=$1 prog=$2
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
+    echo "SKIP: needs root, ip and iptables"
+    exit 77
+fi
+s=$$
+A=bmpf${s}a B=bmpf${s}b
+out=$(mktemp /tmp/bm-p2p-failover.XXXXXX)
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    for n in "$A" "$B"; do
+        for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+    done
+    ip netns del "$A" 2>/dev/null
+    ip netns del "$B" 2>/dev/null
+    rm -f "$out" "$out".*
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL: $*"
+    echo "---- job output ----"
+    cat "$out" "$out".0 "$out".1 2>/dev/null
+    exit 1
+}
+if ! ip netns add "$A" 2>/dev/null || ! ip netns add "$B"; then
+    echo "SKIP: cannot create network namespaces"
+    exit 77
+fi
+ra1=f1a$s ra2=f2a$s rb1=f1b$s rb2=f2b$s
+ip link add "$ra1" type veth peer name "$rb1" || fail "cannot create veth"
+ip link add "$ra2" type veth peer name "$rb2" || fail "cannot create veth"
+ip link set "$ra1" netns "$A"; ip link set "$rb1" netns "$B"
+ip link set "$ra2" netns "$A"; ip link set "$rb2" netns "$B"
+ip -n "$A" addr add 10.250.1.1/24 dev "$ra1"; ip -n "$B" addr add 10.250.1.2/24 dev "$rb1"
+ip -n "$A" addr add 10.250.2.1/24 dev "$ra2"; ip -n "$B" addr add 10.250.2.2/24 dev "$rb2"
+for n in "$A" "$B"; do ip -n "$n" link set lo up; done
+ip -n "$A" link set "$ra1" up; ip -n "$A" link set "$ra2" up
+ip -n "$B" link set "$rb1" up; ip -n "$B" link set "$rb2" up
+
+ip netns exec "$A" env BM_BTL=self,tcp P2P_FAILOVER_LOG="$out" P2P_FAILOVER_SECS=12 \
+    BM_BTL_TCP_CONNECT_TIMEOUT=1500 BM_BTL_TCP_USER_TIMEOUT=2000 \
+    BM_BTL_TCP_KEEPALIVE_IDLE=1 BM_BTL_TCP_KEEPALIVE_INTVL=1 BM_BTL_TCP_KEEPALIVE_CNT=2 \
+    "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 90 \
+    "$prog" >"$out" 2>&1 &
+pid=$!
+reports() { cat "$out".0 "$out".1 2>/dev/null; }
+for _ in $(seq 1 300); do
+    [ "$(reports | grep -c '^streaming$')" = 2 ] && break
+    kill -0 "$pid" 2>/dev/null || fail "the job ended before streaming"
+    sleep 0.1
+done
+[ "$(reports | grep -c '^streaming$')" = 2 ] || fail "the ranks never started streaming"
+# The launcher's connections (controller <-> daemon, ranks <-> key-value
+# service) must survive: keep the controller's service ports open.
+ports=$(ip netns exec "$A" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' | sed 's/.*://' | sort -u)
+for dev in "$ra1:$A" "$rb1:$B"; do
+    d=${dev%%:*} n=${dev##*:}
+    for p in $ports; do
+        ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
+        ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
+    done
+    ip netns exec "$n" iptables -A INPUT -i "$d" -j DROP
+done
+echo "rail 1 black-holed (launcher ports kept: ${ports:-none})"
+wait "$pid"
+rc=$?
+pid=
+reports
+[ $rc = 0 ] || fail "the job failed (exit $rc) after rail 1 was black-holed"
+[ "$(reports | grep -c 'checks: 0 failed')" = 2 ] || fail "messages were lost or corrupted"
+grep -q "continuing on the remaining transports\|can no longer reach rank" "$out" ||
+    fail "no warning that a transport failed"
+echo "---- job output ----"
+cat "$out"
+echo PASS
