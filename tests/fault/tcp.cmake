@@ -48,3 +48,10 @@ foreach(prog_np p2p_sizes:3 p2p_modes:2 p2p_waits:4)
             TIMEOUT 120)
     endif()
 endforeach()
+
+# Several connections per peer (no order guarantee then) and the
+# simultaneous connects they cause.
+if(TARGET btl_conformance)
+    bm_add_mpi_test(btl_conformance_tcp_np4_links3 TARGET btl_conformance NP 4 BTL self,tcp
+        LABELS btl TIMEOUT 120 ARGS tcp ENV BM_BTL_TCP_LINKS=3)
+endif()
