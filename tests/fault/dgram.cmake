@@ -38,7 +38,7 @@ if(TARGET btl_conformance)
             ENV BM_BTL_DGRAM_WIRE=ofi BM_BTL_DGRAM_DROP=0.05 BM_BTL_DGRAM_SEED=13)
     endif()
 
-    foreach(scenario loss:0.01 loss:0.05 loss:0.20 dup:0.10 reorder:0.02 blackhole:0 mtu:0 stray:0)
+    foreach(scenario loss:0.01 loss:0.05 loss:0.20 dup:0.10 reorder:0.02 blackhole:0 mtu:0 rails:0 stray:0)
         string(REPLACE ":" ";" parts ${scenario})
         list(GET parts 0 kind)
         list(GET parts 1 prob)

@@ -43,6 +43,11 @@
 static int me, other;
 static struct bm_btl_module *mod;
 static struct bm_btl_endpoint *ep;
+/* every dgram path to the peer (one per paired interface): stream spreads
+ * its messages over all of them */
+static struct bm_btl_module *rail_mod[8];
+static struct bm_btl_endpoint *rail_ep[8];
+static int nrails;
 static unsigned char *seen;
 static int received, bad, done_received;
 static int completions, completion_errors;
@@ -181,9 +186,15 @@ static void progress_until(int *counter, int target, double seconds)
 static void stream(int n)
 {
     int sent = 0;
+    struct bm_btl_module *m0 = mod;
+    struct bm_btl_endpoint *e0 = ep;
     while (sent < n || completions < n || received < n) {
         if (sent < n && sent - completions < 256) {
+            mod = rail_mod[sent % nrails];
+            ep = rail_ep[sent % nrails];
             BM_CHECK_EQ_INT(send_one((uint32_t)sent, TAG), BM_OK);
+            mod = m0;
+            ep = e0;
             sent++;
         }
         bm_btl_base_progress();
@@ -191,7 +202,7 @@ static void stream(int n)
     BM_CHECK_EQ_INT(completion_errors, 0);
     BM_CHECK_EQ_INT(bad, 0);
     BM_CHECK_EQ_INT(received, n);
-    printf("rank %d: stream of %d messages ok\n", me, n);
+    printf("rank %d: stream of %d messages over %d dgram path(s) ok\n", me, n, nrails);
 }
 
 static void pingpong(void)
@@ -464,6 +475,10 @@ int main(int argc, char **argv)
         if (strcmp(peer->send.paths[i].module->ops->name, "dgram") == 0) {
             mod = peer->send.paths[i].module;
             ep = peer->send.paths[i].endpoint;
+            if (nrails < 8) {
+                rail_mod[nrails] = mod;
+                rail_ep[nrails++] = ep;
+            }
         }
     BM_CHECK_MSG(mod != NULL, "rank %d: dgram does not reach rank %d (set BM_BTL=self,dgram)", me,
                  other);

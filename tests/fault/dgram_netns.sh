@@ -12,6 +12,8 @@
 #                path failed within the bound, then recover when it is lifted.
 #   mtu          datagrams above 1000 bytes vanish on the way to rank 1 (an
 #                MTU black hole): the connectivity check must say so.
+#   rails        a second veth pair (another subnet): one module per
+#                interface, paired rail with rail, a stream over both.
 #   stray        rank 0 fires garbage and foreign datagrams at rank 1's ports
 #                during a stream over the veth: nothing is disturbed.
 # Needs root and ip netns; otherwise skipped (exit 77).
@@ -71,6 +73,16 @@ show() {
     echo "---- stderr"
     tail -20 "$T/$1.err"
 }
+
+if [ "$KIND" = rails ]; then
+    ip link add ${VA}r type veth peer name ${VB}r || { echo "SKIP: no second veth"; exit 77; }
+    ip link set ${VA}r netns $A
+    ip link set ${VB}r netns $B
+    ip -n $A addr add 10.250.2.1/24 dev ${VA}r
+    ip -n $B addr add 10.250.2.2/24 dev ${VB}r
+    ip -n $A link set ${VA}r up
+    ip -n $B link set ${VB}r up
+fi
 
 case $KIND in
 loss)
@@ -140,6 +152,18 @@ blackhole)
         echo "path failure reported after $ms ms"
     fi
     grep -q "path recovered" "$T/bh.out" || bad "no recovery reported"
+    ;;
+rails)
+    job rails "$FAULT" stream 2000
+    rc=$?
+    [ $rc -eq 0 ] || bad "rails job exited $rc"
+    grep -q "rank 0: stream of 2000 messages over 2 dgram path(s) ok" "$T/rails.out" ||
+        bad "rank 0 did not use two dgram paths"
+    for r in 0 1; do
+        n=$(grep -c "\[$r\] \[dgram stats\] rank $r dgram:.*recv_delivered=[1-9]" "$T/rails.err")
+        [ "$n" -eq 2 ] || bad "rank $r: $n of its 2 modules delivered messages"
+    done
+    grep -q "bad_sender" "$T/rails.err" && bad "datagrams from unknown senders: mispaired?"
     ;;
 mtu)
     ip netns exec $B iptables -A INPUT -i $VB -p udp -m length --length 1000:65535 -j DROP
