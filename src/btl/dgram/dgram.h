@@ -522,6 +522,10 @@ uint32_t bm_btl_dgram_checksum(const void *buf, size_t len);
 /* The checksum of a followed by b, as if contiguous (alen a multiple of 8). */
 uint32_t bm_btl_dgram_checksum2(const void *a, size_t alen, const void *b, size_t blen);
 
+/* dgram_topo_hwloc.c (or _none.c): for each interface, 1 when its device is
+ * local to the cores this process is bound to, 0 when remote, -1 unknown. */
+void bm_btl_dgram_topo_near(const char *const *ifnames, int n, int *near_out);
+
 /* dgram_stats.c */
 void bm_btl_dgram_stats_maybe_print(struct bm_btl_dgram_module *m);
 

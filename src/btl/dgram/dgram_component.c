@@ -180,6 +180,18 @@ static bm_status_t dgram_init(const struct bm_btl_init_args *args,
         dgram.bmods[dgram.nmods] = &m->super;
         dgram.nmods++;
     }
+    if (dgram.nmods > 1) {
+        /* Interfaces close to our cores (hwloc) get the better latency
+         * class; with one interface there is nothing to rank. */
+        const char *names[DGRAM_MAX_MODULES];
+        int near[DGRAM_MAX_MODULES];
+        for (int i = 0; i < dgram.nmods; i++)
+            names[i] = dgram.mods[i]->addr.ifname;
+        bm_btl_dgram_topo_near(names, dgram.nmods, near);
+        for (int i = 0; i < dgram.nmods; i++)
+            if (near[i] == 0)
+                dgram.mods[i]->super.latency += 1;
+    }
     if (dgram.nmods > 0) {
         struct bm_btl_dgram_addr addrs[DGRAM_MAX_MODULES];
         for (int i = 0; i < dgram.nmods; i++)

@@ -522,6 +522,12 @@ static void test_parse(void)
     BM_CHECK(bm_dgram_seq_lt(65000, 100));
     BM_CHECK(!bm_dgram_seq_lt(100, 65000));
     BM_CHECK_EQ_INT(bm_dgram_seq_diff(2, 65534), 4);
+    /* interface locality: an interface that does not exist is "unknown" */
+    const char *names[2] = {"lo", "no-such-if0"};
+    int near[2] = {7, 7};
+    bm_btl_dgram_topo_near(names, 2, near);
+    BM_CHECK(near[0] >= -1 && near[0] <= 1);
+    BM_CHECK_EQ_INT(near[1], -1);
 }
 
 int main(void)
