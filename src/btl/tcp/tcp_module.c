@@ -1,16 +1,18 @@
 /* Modules of the tcp transport (one per usable interface) and their peers:
  * creating a module opens its listening sockets; add_procs reads each peer's
- * modex record and pairs local with remote interfaces. Pairing is a greedy
- * maximum-weight matching over (local module, remote interface): loopback to
- * the same host's loopback first, then pairs on the same subnet, then pairs
- * the kernel routes through the local interface, ties broken by speed and
- * then by the lower rank's interface order, so both sides of a pair compute
- * the same matching from the same two records. A module reaches a peer only
+ * modex record and pairs local with remote interfaces. Pairing is a
+ * maximum-weight bipartite matching (util/graph.h) of local modules with the
+ * peer's modules: loopback to the same host's loopback first, then pairs on
+ * the same subnet, then pairs the kernel routes through the local interface,
+ * each class weighted by the slower side's speed; the lower rank's modules
+ * are the rows, so both sides of a pair compute the same matching from the
+ * same two records. A module reaches a peer only
  * through its matched pair; the peer's other addresses stay on the
  * endpoint's candidate list as fallbacks when that pair cannot connect. */
 #define BM_LOG_SUBSYS "btl/tcp"
 #include "btl/tcp/tcp.h"
 #include "runtime/rte.h"
+#include "util/graph.h"
 #include "util/log.h"
 
 #include <arpa/inet.h>
@@ -161,78 +163,90 @@ static int tcp_module_weight(const struct bm_btl_tcp_module *m, const struct bm_
     return 0;
 }
 
-struct tcp_pair_cand {
-    int local, remote, weight;
-    uint32_t bw;
-    int low_idx, high_idx; /* the lower rank's index first: both sides sort alike */
-};
-
-static int tcp_pair_cmp(const void *pa, const void *pb)
+/* Weight of one module pair in the matching: reachability class first,
+ * then the slower side's speed (Mbit/s, capped) as the tie-break. */
+static int64_t tcp_pair_weight(int level, uint32_t bw)
 {
-    const struct tcp_pair_cand *a = pa, *b = pb;
-    if (a->weight != b->weight)
-        return b->weight - a->weight;
-    if (a->bw != b->bw)
-        return a->bw < b->bw ? 1 : -1;
-    if (a->low_idx != b->low_idx)
-        return a->low_idx - b->low_idx;
-    return a->high_idx - b->high_idx;
+    if (bw > 999999)
+        bw = 999999;
+    return (int64_t)level * 1000000 + bw;
 }
 
 static void tcp_module_pair(int rank, struct bm_btl_tcp_peer *p)
 {
     struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
-    int nl = c->nmodules, nr = p->naddrs;
+    int nl = c->nmodules, nr = 0;
     for (int i = 0; i < nl; i++)
         p->pair_remote[i] = -1;
-    struct tcp_pair_cand *cands = calloc((size_t)(nl * nr + 1), sizeof(*cands));
-    bool *rused = calloc((size_t)nr + 1, sizeof(bool));
-    bool *lused = calloc((size_t)nl + 1, sizeof(bool));
-    if (!cands || !rused || !lused)
+    for (int j = 0; j < p->naddrs; j++)
+        if (ntohs(p->addrs[j].module) + 1 > nr)
+            nr = ntohs(p->addrs[j].module) + 1;
+    if (nl == 0 || nr == 0)
+        return;
+    /* best[i * nr + k]: the address of remote module k that local module i
+     * reaches best, and how well. */
+    int *best = malloc((size_t)nl * (size_t)nr * sizeof(int));
+    int64_t *w = malloc((size_t)nl * (size_t)nr * sizeof(int64_t));
+    int *match = malloc((size_t)(nl > nr ? nl : nr) * sizeof(int));
+    if (!best || !w || !match)
         goto out;
-    int n = 0;
+    bool low = c->rank < rank; /* the lower rank's modules are the rows */
     for (int i = 0; i < nl; i++) {
-        for (int j = 0; j < nr; j++) {
-            int w = tcp_module_weight(c->modules[i], p, &p->addrs[j]);
-            if (w == 0)
-                continue;
-            uint32_t rbw = ntohl(p->addrs[j].bandwidth), lbw = c->modules[i]->iface.bandwidth;
-            int rmod = ntohs(p->addrs[j].module);
-            struct tcp_pair_cand *k = &cands[n++];
-            k->local = i;
-            k->remote = j;
-            k->weight = w;
-            k->bw = rbw < lbw ? rbw : lbw;
-            k->low_idx = c->rank < rank ? c->modules[i]->index : rmod;
-            k->high_idx = c->rank < rank ? rmod : c->modules[i]->index;
+        for (int k = 0; k < nr; k++) {
+            int64_t bw_best = BM_UTIL_GRAPH_NO_EDGE;
+            int arg = -1;
+            for (int j = 0; j < p->naddrs; j++) {
+                if (ntohs(p->addrs[j].module) != k)
+                    continue;
+                int level = tcp_module_weight(c->modules[i], p, &p->addrs[j]);
+                if (level == 0)
+                    continue;
+                uint32_t rbw = ntohl(p->addrs[j].bandwidth), lbw = c->modules[i]->iface.bandwidth;
+                int64_t v = tcp_pair_weight(level, rbw < lbw ? rbw : lbw);
+                if (v > bw_best) {
+                    bw_best = v;
+                    arg = j;
+                }
+            }
+            best[i * nr + k] = arg;
+            if (low)
+                w[i * nr + k] = bw_best;
+            else
+                w[k * nl + i] = bw_best;
         }
     }
-    qsort(cands, (size_t)n, sizeof(*cands), tcp_pair_cmp);
-    for (int k = 0; k < n; k++) {
-        int i = cands[k].local, j = cands[k].remote;
-        int rmod = ntohs(p->addrs[j].module);
-        if (lused[i])
+    bm_status_t rc = low ? bm_util_graph_match((size_t)nl, (size_t)nr, w, match, NULL)
+                         : bm_util_graph_match((size_t)nr, (size_t)nl, w, match, NULL);
+    if (rc != BM_OK) {
+        bm_log_warn("pairing interfaces with rank %d failed (%s); tcp does not reach it", rank,
+                    bm_status_str(rc));
+        goto out;
+    }
+    for (int i = 0; i < nl; i++) {
+        int k = -1;
+        if (low) {
+            k = match[i];
+        } else {
+            for (int r = 0; r < nr; r++)
+                if (match[r] == i)
+                    k = r;
+        }
+        if (k < 0 || best[i * nr + k] < 0)
             continue;
-        bool taken = false;
-        for (int q = 0; q < nr; q++)
-            taken |= rused[q] && ntohs(p->addrs[q].module) == rmod;
-        if (taken)
-            continue;
-        lused[i] = true;
-        rused[j] = true;
+        int j = best[i * nr + k];
         p->pair_remote[i] = j;
         char ls[64], rs[64];
         const struct bm_btl_tcp_ifaddr *la =
             bm_btl_tcp_module_addr(c->modules[i], tcp_family_of(p->addrs[j].family));
         bm_btl_tcp_addr_str(la->family, la->addr, 0, ls, sizeof(ls));
         bm_btl_tcp_addr_str(la->family, p->addrs[j].addr, 0, rs, sizeof(rs));
-        bm_log_debug("rank %d: pair %s (%s) <-> %s (%s), weight %d", rank, ls,
-                     c->modules[i]->iface.name, rs, p->addrs[j].ifname, cands[k].weight);
+        bm_log_debug("rank %d: pair %s (%s) <-> %s (%s)", rank, ls, c->modules[i]->iface.name, rs,
+                     p->addrs[j].ifname);
     }
 out:
-    free(cands);
-    free(rused);
-    free(lused);
+    free(best);
+    free(w);
+    free(match);
 }
 
 struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(int rank)
