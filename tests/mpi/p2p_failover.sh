@@ -1,7 +1,8 @@
 #!/bin/bash
 # Failover of the point-to-point layer: two "hosts" (network namespaces)
 # joined by two veth rails, each a tcp path between the two ranks. While
-# p2p_failover streams verified messages over both, rail 1 is black-holed
+# p2p_failover streams verified messages over both (checked with the
+# interface counters), rail 1 is black-holed
 # (iptables DROP on both ends, except the launcher's own connection). The
 # tcp transport reports the path failed after its user timeout; the PML must
 # resend what was lost on rail 2 and finish the stream with every message
@@ -62,6 +63,14 @@ for _ in $(seq 1 300); do
     sleep 0.1
 done
 [ "$(reports | grep -c '^streaming$')" = 2 ] || fail "the ranks never started streaming"
+# Before the fault both rails carry the stream (rendezvous fragments are
+# striped over the send paths by bandwidth weight).
+rx() { ip netns exec "$B" cat "/sys/class/net/$1/statistics/rx_bytes"; }
+r1=$(rx "$rb1") r2=$(rx "$rb2")
+sleep 1
+d1=$(($(rx "$rb1") - r1)) d2=$(($(rx "$rb2") - r2))
+echo "before the fault, in one second: rail 1 carried $d1 bytes, rail 2 $d2 bytes"
+[ "$d1" -gt 100000 ] && [ "$d2" -gt 100000 ] || fail "the stream did not use both rails"
 # The launcher's connections (controller <-> daemon, ranks <-> key-value
 # service) must survive: keep the controller's service ports open.
 ports=$(ip netns exec "$A" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' | sed 's/.*://' | sort -u)
