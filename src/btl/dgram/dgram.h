@@ -17,6 +17,7 @@
 #include "util/list.h"
 
 #include <net/if.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,11 +48,12 @@ struct bm_btl_dgram_config {
     int probe_ms;      /* interval of probes on a failed path */
     size_t eager_limit;
     size_t max_send_size;
-    bool checksum;   /* checksum every datagram (needed to detect injected corruption) */
-    int stats;       /* print statistics every N seconds (0: at finalize only if set) */
-    size_t sockbuf;  /* SO_SNDBUF/SO_RCVBUF request */
-    int check_tries; /* connectivity check: pings per size before giving up */
-    int check_ms;    /* connectivity check: interval between tries */
+    bool thread_multiple; /* set by init: take the module lock on every entry */
+    bool checksum;        /* checksum every datagram (needed to detect injected corruption) */
+    int stats;            /* print statistics every N seconds (0: at finalize only if set) */
+    size_t sockbuf;       /* SO_SNDBUF/SO_RCVBUF request */
+    int check_tries;      /* connectivity check: pings per size before giving up */
+    int check_ms;         /* connectivity check: interval between tries */
     double drop, dup, reorder, corrupt; /* fault injection probabilities on the send path */
     size_t drop_above; /* fault injection: drop datagrams larger than this (MTU trouble) */
     int seed;          /* fault injection seed (0: from pid and time) */
@@ -330,6 +332,10 @@ struct bm_btl_dgram_endpoint {
 
 struct bm_btl_dgram_module {
     struct bm_btl_module super; /* first */
+    /* Recursive, so that a callback run under it may send again on the same
+     * thread (usnic's btl_usnic_lock); taken only for MPI_THREAD_MULTIPLE. */
+    pthread_mutex_t lock;
+    bool locking;
     struct bm_btl_dgram_config cfg;
     const struct bm_btl_dgram_wire_ops *wire;
     int rank;
@@ -394,6 +400,17 @@ static inline bool bm_dgram_seq_lt(uint16_t a, uint16_t b)
 static inline bool bm_dgram_seq_le(uint16_t a, uint16_t b)
 {
     return bm_dgram_seq_diff(a, b) <= 0;
+}
+
+static inline void bm_btl_dgram_lock(struct bm_btl_dgram_module *m)
+{
+    if (m->locking)
+        pthread_mutex_lock(&m->lock);
+}
+static inline void bm_btl_dgram_unlock(struct bm_btl_dgram_module *m)
+{
+    if (m->locking)
+        pthread_mutex_unlock(&m->lock);
 }
 
 /* ---- functions ----------------------------------------------------------- */

@@ -25,6 +25,8 @@
 
 #define DGRAM_MAX_MODULES 8
 #define DGRAM_MODEX_KEY   "btl.dgram"
+/* MPI_THREAD_MULTIPLE's value (the transport layer does not include mpi.h) */
+#define DGRAM_THREAD_MULTIPLE 3
 
 static struct {
     struct bm_btl_dgram_config cfg;
@@ -161,10 +163,10 @@ static bm_status_t dgram_query(char *why, size_t whylen)
 static bm_status_t dgram_init(const struct bm_btl_init_args *args,
                               struct bm_btl_module ***modules_out, int *count_out)
 {
-    (void)args;
     bm_status_t rc = bm_btl_dgram_config_load(&dgram.cfg);
     if (rc != BM_OK)
         return rc;
+    dgram.cfg.thread_multiple = args && args->thread_level >= DGRAM_THREAD_MULTIPLE;
     const struct bm_rte_proc *self = bm_rte_self();
     dgram.me = self->rank;
     uint64_t key = job_key_of(self->jobid);

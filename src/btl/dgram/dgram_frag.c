@@ -84,8 +84,10 @@ void bm_btl_dgram_frag_complete(struct bm_btl_dgram_frag *f, int status)
     }
 }
 
-struct bm_btl_descriptor *bm_btl_dgram_alloc(struct bm_btl_module *bm, struct bm_btl_endpoint *ep,
-                                             uint8_t order, size_t size, uint32_t flags)
+static struct bm_btl_descriptor *bm_btl_dgram_alloc_unlocked(struct bm_btl_module *bm,
+                                                             struct bm_btl_endpoint *ep,
+                                                             uint8_t order, size_t size,
+                                                             uint32_t flags)
 {
     struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
     (void)ep;
@@ -103,16 +105,17 @@ struct bm_btl_descriptor *bm_btl_dgram_alloc(struct bm_btl_module *bm, struct bm
     return &f->des;
 }
 
-void bm_btl_dgram_free(struct bm_btl_module *bm, struct bm_btl_descriptor *des)
+static void bm_btl_dgram_free_unlocked(struct bm_btl_module *bm, struct bm_btl_descriptor *des)
 {
     struct bm_btl_dgram_frag *f = (struct bm_btl_dgram_frag *)des;
     bm_btl_dgram_frag_release((struct bm_btl_dgram_module *)bm, f);
 }
 
-struct bm_btl_descriptor *bm_btl_dgram_prepare_src(struct bm_btl_module *bm,
-                                                   struct bm_btl_endpoint *ep, const void *data,
-                                                   size_t reserve, size_t *size, uint8_t order,
-                                                   uint32_t flags)
+static struct bm_btl_descriptor *bm_btl_dgram_prepare_src_unlocked(struct bm_btl_module *bm,
+                                                                   struct bm_btl_endpoint *ep,
+                                                                   const void *data, size_t reserve,
+                                                                   size_t *size, uint8_t order,
+                                                                   uint32_t flags)
 {
     struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
     if (reserve > m->super.max_send_size)
@@ -135,4 +138,37 @@ void bm_btl_dgram_frag_done(struct bm_btl_dgram_frag *f, int status)
     if (f->status == 0)
         f->status = status;
     bm_util_queue_push(&m->done, &f->qlink);
+}
+
+/* ---- entry points: the module lock (MPI_THREAD_MULTIPLE only) ---------- */
+
+struct bm_btl_descriptor *bm_btl_dgram_alloc(struct bm_btl_module *bm, struct bm_btl_endpoint *ep,
+                                             uint8_t order, size_t size, uint32_t flags)
+{
+    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
+    bm_btl_dgram_lock(lm);
+    struct bm_btl_descriptor *r = bm_btl_dgram_alloc_unlocked(bm, ep, order, size, flags);
+    bm_btl_dgram_unlock(lm);
+    return r;
+}
+
+void bm_btl_dgram_free(struct bm_btl_module *bm, struct bm_btl_descriptor *des)
+{
+    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
+    bm_btl_dgram_lock(lm);
+    bm_btl_dgram_free_unlocked(bm, des);
+    bm_btl_dgram_unlock(lm);
+}
+
+struct bm_btl_descriptor *bm_btl_dgram_prepare_src(struct bm_btl_module *bm,
+                                                   struct bm_btl_endpoint *ep, const void *data,
+                                                   size_t reserve, size_t *size, uint8_t order,
+                                                   uint32_t flags)
+{
+    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
+    bm_btl_dgram_lock(lm);
+    struct bm_btl_descriptor *r =
+        bm_btl_dgram_prepare_src_unlocked(bm, ep, data, reserve, size, order, flags);
+    bm_btl_dgram_unlock(lm);
+    return r;
 }

@@ -215,6 +215,14 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
     bm_util_list_init(&m->getdone);
     bm_util_queue_init(&m->done);
     m->ch[0].fd = m->ch[1].fd = -1;
+    if (cfg->thread_multiple) {
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+        pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&m->lock, &ma);
+        pthread_mutexattr_destroy(&ma);
+        m->locking = true;
+    }
 
     size_t data_mtu = cfg->mtu;
     if (data_mtu == 0) {
@@ -351,12 +359,14 @@ void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m)
     for (int i = 0; i < m->frag_ncache; i++)
         free(m->frag_cache[i]);
     free(m->frag_cache);
+    if (m->locking)
+        pthread_mutex_destroy(&m->lock);
     free(m);
 }
 
 /* One progress pass: receive first (ACKs open windows and free segments),
  * then timers, then sends in the notes' order, then statistics. */
-int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m)
+static int bm_btl_dgram_module_progress_unlocked(struct bm_btl_dgram_module *m)
 {
     int n = 0;
     m->now_ns = bm_btl_dgram_now();
@@ -381,4 +391,15 @@ int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m)
     if (m->stats_next_ns && m->stats_next_ns <= m->now_ns)
         bm_btl_dgram_stats_maybe_print(m);
     return n;
+}
+
+/* ---- entry points: the module lock (MPI_THREAD_MULTIPLE only) ---------- */
+
+int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m)
+{
+    struct bm_btl_dgram_module *lm = m;
+    bm_btl_dgram_lock(lm);
+    int r = bm_btl_dgram_module_progress_unlocked(m);
+    bm_btl_dgram_unlock(lm);
+    return r;
 }

@@ -350,8 +350,8 @@ int bm_btl_dgram_progress_sends(struct bm_btl_dgram_module *m)
     return n;
 }
 
-int bm_btl_dgram_send(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
-                      struct bm_btl_descriptor *des, bm_btl_tag_t tag)
+static int bm_btl_dgram_send_unlocked(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
+                                      struct bm_btl_descriptor *des, bm_btl_tag_t tag)
 {
     struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
     struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
@@ -383,9 +383,10 @@ int bm_btl_dgram_send(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
     return BM_OK;
 }
 
-int bm_btl_dgram_sendi(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, const void *hdr,
-                       size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
-                       uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
+static int bm_btl_dgram_sendi_unlocked(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
+                                       const void *hdr, size_t hdr_len, const void *payload,
+                                       size_t payload_len, uint8_t order, uint32_t flags,
+                                       bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
 {
     struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
     struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
@@ -431,10 +432,12 @@ int bm_btl_dgram_sendi(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, co
 
 /* ---- emulated RDMA ------------------------------------------------------ */
 
-int bm_btl_dgram_put(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, void *local_addr,
-                     uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
-                     const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
-                     uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+static int bm_btl_dgram_put_unlocked(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
+                                     void *local_addr, uint64_t remote_addr,
+                                     struct bm_btl_reg_handle *local_handle,
+                                     const struct bm_btl_reg_handle *remote_handle, size_t size,
+                                     uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                                     void *context, void *cbdata)
 {
     struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
     struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
@@ -463,10 +466,12 @@ int bm_btl_dgram_put(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, void
     return BM_OK;
 }
 
-int bm_btl_dgram_get(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, void *local_addr,
-                     uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
-                     const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
-                     uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+static int bm_btl_dgram_get_unlocked(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
+                                     void *local_addr, uint64_t remote_addr,
+                                     struct bm_btl_reg_handle *local_handle,
+                                     const struct bm_btl_reg_handle *remote_handle, size_t size,
+                                     uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                                     void *context, void *cbdata)
 {
     struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
     struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
@@ -503,9 +508,10 @@ int bm_btl_dgram_get(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, void
     return BM_OK;
 }
 
-struct bm_btl_reg_handle *bm_btl_dgram_register_mem(struct bm_btl_module *bm,
-                                                    struct bm_btl_endpoint *ep, void *base,
-                                                    size_t size, uint32_t reg_flags)
+static struct bm_btl_reg_handle *bm_btl_dgram_register_mem_unlocked(struct bm_btl_module *bm,
+                                                                    struct bm_btl_endpoint *ep,
+                                                                    void *base, size_t size,
+                                                                    uint32_t reg_flags)
 {
     struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
     (void)ep;
@@ -523,7 +529,8 @@ struct bm_btl_reg_handle *bm_btl_dgram_register_mem(struct bm_btl_module *bm,
     return &r->handle;
 }
 
-bm_status_t bm_btl_dgram_deregister_mem(struct bm_btl_module *bm, struct bm_btl_reg_handle *handle)
+static bm_status_t bm_btl_dgram_deregister_mem_unlocked(struct bm_btl_module *bm,
+                                                        struct bm_btl_reg_handle *handle)
 {
     (void)bm;
     if (!handle)
@@ -574,4 +581,74 @@ void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t
     h->payload_len = (uint16_t)pad;
     bm_btl_dgram_post(m, ch, ep, buf, hlen, zeros, pad);
     bm_btl_dgram_flush_channel(m, ch);
+}
+
+/* ---- entry points: the module lock (MPI_THREAD_MULTIPLE only) ---------- */
+
+int bm_btl_dgram_send(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
+                      struct bm_btl_descriptor *des, bm_btl_tag_t tag)
+{
+    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
+    bm_btl_dgram_lock(lm);
+    int r = bm_btl_dgram_send_unlocked(bm, bep, des, tag);
+    bm_btl_dgram_unlock(lm);
+    return r;
+}
+
+int bm_btl_dgram_sendi(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, const void *hdr,
+                       size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
+                       uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
+{
+    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
+    bm_btl_dgram_lock(lm);
+    int r = bm_btl_dgram_sendi_unlocked(bm, bep, hdr, hdr_len, payload, payload_len, order, flags,
+                                        tag, des_out);
+    bm_btl_dgram_unlock(lm);
+    return r;
+}
+
+int bm_btl_dgram_put(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, void *local_addr,
+                     uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                     const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                     uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
+    bm_btl_dgram_lock(lm);
+    int r = bm_btl_dgram_put_unlocked(bm, bep, local_addr, remote_addr, local_handle, remote_handle,
+                                      size, flags, order, cb, context, cbdata);
+    bm_btl_dgram_unlock(lm);
+    return r;
+}
+
+int bm_btl_dgram_get(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, void *local_addr,
+                     uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                     const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                     uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
+    bm_btl_dgram_lock(lm);
+    int r = bm_btl_dgram_get_unlocked(bm, bep, local_addr, remote_addr, local_handle, remote_handle,
+                                      size, flags, order, cb, context, cbdata);
+    bm_btl_dgram_unlock(lm);
+    return r;
+}
+
+struct bm_btl_reg_handle *bm_btl_dgram_register_mem(struct bm_btl_module *bm,
+                                                    struct bm_btl_endpoint *ep, void *base,
+                                                    size_t size, uint32_t reg_flags)
+{
+    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
+    bm_btl_dgram_lock(lm);
+    struct bm_btl_reg_handle *r = bm_btl_dgram_register_mem_unlocked(bm, ep, base, size, reg_flags);
+    bm_btl_dgram_unlock(lm);
+    return r;
+}
+
+bm_status_t bm_btl_dgram_deregister_mem(struct bm_btl_module *bm, struct bm_btl_reg_handle *handle)
+{
+    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
+    bm_btl_dgram_lock(lm);
+    bm_status_t r = bm_btl_dgram_deregister_mem_unlocked(bm, handle);
+    bm_btl_dgram_unlock(lm);
+    return r;
 }

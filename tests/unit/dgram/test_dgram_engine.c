@@ -10,6 +10,8 @@
 #include "btl/dgram/dgram.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -349,6 +351,53 @@ static void test_check(void)
     pair_close(&p);
 }
 
+/* MPI_THREAD_MULTIPLE: several threads send on one module while another
+ * progresses both; the module lock keeps the engine consistent. */
+#define TH_SENDERS 4
+#define TH_MSGS    400
+static struct pair th_pair;
+static atomic_bool th_stop;
+
+static void *th_progress(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&th_stop))
+        progress(&th_pair);
+    return NULL;
+}
+
+static void *th_send(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    for (int i = 0; i < TH_MSGS; i++) {
+        uint32_t id = (uint32_t)(t * TH_MSGS + i);
+        if (send_msg(&th_pair, id, 8 + (id * 131u) % 12000) != BM_OK)
+            abort();
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    int n = TH_SENDERS * TH_MSGS;
+    struct bm_btl_dgram_config c = base_cfg();
+    c.thread_multiple = true;
+    pair_open(&th_pair, &c, &c, n);
+    atomic_store(&th_stop, false);
+    pthread_t prog, snd[TH_SENDERS];
+    pthread_create(&prog, NULL, th_progress, NULL);
+    for (int t = 0; t < TH_SENDERS; t++)
+        pthread_create(&snd[t], NULL, th_send, (void *)(intptr_t)t);
+    for (int t = 0; t < TH_SENDERS; t++)
+        pthread_join(snd[t], NULL);
+    atomic_store(&th_stop, true);
+    pthread_join(prog, NULL);
+    BM_CHECK(wait_for(&th_pair, &completions, n, 30));
+    BM_CHECK_EQ_INT(completion_errors, 0);
+    check_exactly_once(&th_pair.rxb, n);
+    pair_close(&th_pair);
+}
+
 static void sendto_port(int fd, uint16_t port, const void *buf, size_t len)
 {
     struct sockaddr_in to = {0};
@@ -538,6 +587,7 @@ int main(void)
     BM_RUN(test_wrap);
     BM_RUN(test_blackhole);
     BM_RUN(test_check);
+    BM_RUN(test_threads);
     BM_RUN(test_stray);
     BM_RUN(test_rdma);
     return bm_test_summary("test_dgram_engine");
