@@ -12,6 +12,8 @@
  *                 when the error callback fired with a sentence naming the
  *                 peer, and every outstanding send completed with an error
  *                 status; fails when nothing is reported within 60 s.
+ *   stream idle   the same, but both ranks stop sending once streaming
+ *                 began: only TCP keepalive can notice a dead link.
  *   stray         rank 0 opens stray connections to every listening address
  *                 of rank 1 (garbage bytes, a HELLO with a wrong secret, and
  *                 one that sends nothing) while the two ranks exchange
@@ -260,7 +262,9 @@ static void on_term(int sig)
     got_term = 1;
 }
 
-static int run_stream(void)
+/* idle: stop sending once streaming began (and everything is acknowledged),
+ * so that only keepalive can notice a dead link. */
+static int run_stream(bool idle)
 {
     /* bmrun stops the job with SIGTERM when the peer dies; keep going for
      * BM_RUN_KILL_GRACE to report what the transport saw. */
@@ -269,10 +273,14 @@ static int run_stream(void)
     uint64_t seq = 0;
     while (err_reports == 0 && now_s() - start < 60) {
         bm_btl_base_progress();
-        if (!announced && rx_msgs >= 16) {
+        /* idle: each rank sends 32 messages, then waits for the peer's 32
+         * and for its own to be acknowledged, then only polls. */
+        if (!announced && rx_msgs >= (idle ? 32 : 16) && (!idle || in_flight == 0)) {
             announced = now_s();
             report("tcp_fault: rank %d pid %d streaming", me, (int)getpid());
         }
+        if (idle && seq >= 32)
+            continue;
         if (in_flight < IN_FLIGHT && !paths[0].failed && send_one(0, CHUNK, seq))
             seq++;
     }
@@ -429,7 +437,8 @@ static int run_stray(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s rails <MiB> | stream | stray   (2 ranks, BM_BTL=self,tcp)\n",
+        fprintf(stderr,
+                "usage: %s rails <MiB> | stream [idle] | stray   (2 ranks, BM_BTL=self,tcp)\n",
                 argv[0]);
         return 2;
     }
@@ -465,7 +474,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "rails") == 0)
         run_rails(argc > 2 ? (size_t)atoi(argv[2]) : 64);
     else if (strcmp(mode, "stream") == 0)
-        run_stream();
+        run_stream(argc > 2 && strcmp(argv[2], "idle") == 0);
     else if (strcmp(mode, "stray") == 0)
         run_stray();
     else

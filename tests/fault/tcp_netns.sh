@@ -6,9 +6,11 @@
 #              ends): the job still runs, over rail 2, and the warning names
 #              the dropped pair (both addresses);
 #   blackhole  both rails black-holed in the middle of a stream: both ranks
-#              report the failure within the configured timeouts, never hang.
+#              report the failure within the configured timeouts, never hang;
+#   blackhole_idle  the same with both ranks idle (nothing unacknowledged):
+#              keepalive must notice.
 # Needs root and network namespaces; otherwise skipped (exit 77).
-# usage: tcp_netns.sh <bmrun> <tcp_fault> rails|droprail|blackhole
+# usage: tcp_netns.sh <bmrun> <tcp_fault> rails|droprail|blackhole|blackhole_idle
 set -u
 bmrun=$1 prog=$2 scenario=$3
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
@@ -90,10 +92,10 @@ droprail)
     grep -E "interface pair 10\.250\.1\.[12] .* -> 10\.250\.1\.[12]:[0-9]+ .* cannot connect" \
         "$out" || fail "no warning naming the dropped pair"
     ;;
-blackhole)
+blackhole | blackhole_idle)
     # Both ranks write their findings to $out.<rank>: the black hole also
     # cuts bmrun's output forwarding from host B.
-    run_job stream
+    if [ "$scenario" = blackhole ]; then run_job stream; else run_job stream idle; fi
     reports() { cat "$out".0 "$out".1 2>/dev/null; }
     for _ in $(seq 1 300); do
         [ "$(reports | grep -c 'streaming$')" = 2 ] && break
