@@ -1,5 +1,6 @@
 # Fault tests of the tcp transport (label "fault"), driven by tcp_fault.c
-# through the transport layer (no PML):
+# through the transport layer (no PML), and tcp_if_test (unit: interface
+# filters, subnets, host identity, route lookup):
 #  - tcp_fault_stray: stray connections to the listening ports (garbage, a
 #    HELLO without the job secret, silence) are closed; the job is unaffected.
 #  - tcp_fault_kill: a peer SIGKILLed mid-stream is reported at once.
@@ -11,6 +12,9 @@
 #  - btl_conformance_tcp_np2_16m: the conformance sweep up to 16 MiB fragments.
 #  - p2p_*_tcp: MPI point-to-point programs of tests/mpi over tcp alone (the
 #    PML on top of this transport, incl. local completion of eager sends).
+bm_add_unit_test(tcp_if_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/tcp_if_test.c LABELS unit btl
+    TIMEOUT 30)
+
 add_executable(tcp_fault ${CMAKE_CURRENT_LIST_DIR}/tcp_fault.c)
 target_link_libraries(tcp_fault PRIVATE bitmover_internal bm_test_harness)
 
