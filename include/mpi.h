@@ -550,6 +550,8 @@ BM_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
 BM_MPI_API int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group);
 BM_MPI_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
 BM_MPI_API int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
+BM_MPI_API int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm);
+BM_MPI_API int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm);
 BM_MPI_API int MPI_Group_size(MPI_Group group, int *size);
 BM_MPI_API int PMPI_Group_size(MPI_Group group, int *size);
 BM_MPI_API int MPI_Group_rank(MPI_Group group, int *rank);

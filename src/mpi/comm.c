@@ -184,8 +184,8 @@ static int agree_context_id(MPI_Comm parent, uint32_t *cid_out, const char *fn)
 
     if (next_context_id > UINT32_MAX - 2)
         return bm_mpi_error(parent, MPI_ERR_INTERN, fn,
-                            "out of communicator context ids (more than 2^31 communicators "
-                            "created); free communicators you no longer use");
+                            "out of communicator context ids: more than 2^31 communicators "
+                            "were created in this job, and ids are never reused");
     rc = bm_mpi_coll_allreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, parent, fn);
     if (rc)
         return rc;
@@ -298,6 +298,59 @@ int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int 
         return bm_mpi_error(parent, MPI_ERR_NO_MEM, fn, "out of memory");
     memcpy(copy, world_ranks, sizeof(int) * (size_t)n);
     return comm_new(parent, cid, myrank, n, copy, newcomm, fn);
+}
+
+/* Rank in comm of world rank w, or -1. */
+static int comm_rank_of_world(MPI_Comm comm, int w)
+{
+    for (int i = 0; i < comm->size; i++)
+        if (bm_mpi_comm_world_rank(comm, i) == w)
+            return i;
+    return -1;
+}
+
+int bm_mpi_comm_create_group_from(MPI_Comm parent, const int *world_ranks, int n, int myrank,
+                                  int tag, MPI_Comm *newcomm, const char *fn)
+{
+    /* Only the members take part: the first member gathers every member's
+     * next free id and sends back the largest, in the parent's collective
+     * context with the parent's rank numbers (the PML orders messages per
+     * parent rank). The tag keeps concurrent calls on overlapping groups
+     * apart. */
+    int ctag = BM_MPI_COLL_TAG_GROUP_BASE | (tag & (BM_MPI_COLL_TAG_GROUP_BASE - 1));
+    int leader = comm_rank_of_world(parent, world_ranks[0]), *copy, rc = MPI_SUCCESS;
+    unsigned agreed = next_context_id;
+
+    if (next_context_id > UINT32_MAX - 2)
+        return bm_mpi_error(parent, MPI_ERR_INTERN, fn,
+                            "out of communicator context ids: more than 2^31 communicators "
+                            "were created in this job, and ids are never reused");
+    if (myrank == 0) {
+        for (int r = 1; r < n && rc == MPI_SUCCESS; r++) {
+            unsigned theirs;
+            rc = bm_mpi_coll_recv(parent, &theirs, sizeof(theirs),
+                                  comm_rank_of_world(parent, world_ranks[r]), ctag, fn);
+            agreed = theirs > agreed ? theirs : agreed;
+        }
+        for (int r = 1; r < n && rc == MPI_SUCCESS; r++) {
+            int peer = comm_rank_of_world(parent, world_ranks[r]);
+            struct bm_pml_request *req;
+            if ((rc = bm_mpi_coll_isend(parent, &agreed, sizeof(agreed), peer, ctag, &req, fn)) ==
+                0)
+                rc = bm_mpi_coll_wait(parent, req, peer, fn);
+        }
+    } else {
+        rc = bm_mpi_coll_sendrecv(parent, &agreed, sizeof(agreed), leader, &agreed, sizeof(agreed),
+                                  leader, ctag, fn);
+    }
+    if (rc)
+        return rc;
+    next_context_id = agreed + 2;
+    copy = malloc(sizeof(int) * (size_t)n);
+    if (copy == NULL)
+        return bm_mpi_error(parent, MPI_ERR_NO_MEM, fn, "out of memory");
+    memcpy(copy, world_ranks, sizeof(int) * (size_t)n);
+    return comm_new(parent, agreed, myrank, n, copy, newcomm, fn);
 }
 
 int bm_mpi_comm_create_prefix(MPI_Comm parent, int n, MPI_Comm *newcomm, const char *fn)

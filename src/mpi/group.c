@@ -1,6 +1,7 @@
 /* Process groups (MPI_Comm_group, MPI_Group_incl/excl/range_incl/range_excl,
- * set operations, rank translation, comparison) and MPI_Comm_create, which
- * turns a group into a communicator. A group is an ordered list of world
+ * set operations, rank translation, comparison), MPI_Comm_create (collective
+ * over the parent) and MPI_Comm_create_group (collective over the group
+ * only), which turn a group into a communicator. A group is an ordered list of world
  * ranks; it is local (no communication) and reference counted so that a
  * communicator made from it never depends on the group's lifetime. */
 #include "mpi/mpi_internal.h"
@@ -348,14 +349,9 @@ int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgrou
 }
 BM_MPI_ALIAS(Group_difference);
 
-int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+/* The group must lie inside comm (MPI_ERR_GROUP otherwise). */
+static int check_subgroup(MPI_Comm comm, MPI_Group group, const char *fn)
 {
-    static const char fn[] = "MPI_Comm_create";
-    int rc;
-
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
-        (rc = check_group(group, fn)) || (rc = check_out(newcomm, fn)))
-        return rc;
     for (int i = 0; i < group->size; i++) {
         bool member = false;
         for (int j = 0; j < comm->size && !member; j++)
@@ -365,7 +361,43 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
                                 "the group holds world rank %d, which is not in communicator %s",
                                 group->world_ranks[i], bm_mpi_comm_label(comm));
     }
+    return MPI_SUCCESS;
+}
+
+int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_create";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = check_group(group, fn)) || (rc = check_out(newcomm, fn)) ||
+        (rc = check_subgroup(comm, group, fn)))
+        return rc;
     return bm_mpi_comm_create_from(comm, group->world_ranks, group->size,
                                    group_find(group, MPI_COMM_WORLD->rank), newcomm, fn);
 }
 BM_MPI_ALIAS(Comm_create);
+
+int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_create_group";
+    int rc, me;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = check_group(group, fn)) || (rc = check_out(newcomm, fn)) ||
+        (rc = bm_mpi_check_tag(comm, tag, false, fn)) || (rc = check_subgroup(comm, group, fn)))
+        return rc;
+    if (group->size == 0) {
+        *newcomm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
+    me = group_find(group, MPI_COMM_WORLD->rank);
+    if (me == MPI_UNDEFINED)
+        return bm_mpi_error(comm, MPI_ERR_GROUP, fn,
+                            "only members of the group call MPI_Comm_create_group, and world "
+                            "rank %d is not in it",
+                            MPI_COMM_WORLD->rank);
+    return bm_mpi_comm_create_group_from(comm, group->world_ranks, group->size, me, tag, newcomm,
+                                         fn);
+}
+BM_MPI_ALIAS(Comm_create_group);

@@ -249,6 +249,12 @@ void bm_mpi_comm_finalize(void);
  * MPI_COMM_NULL. The new communicator inherits parent's error handler. */
 int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int myrank,
                             MPI_Comm *newcomm, const char *fn);
+/* Collective over the n processes world_ranks only (MPI_Comm_create_group):
+ * they agree on a context id among themselves, using tag to keep apart
+ * concurrent calls, and get a communicator in which this process (one of
+ * them) has rank myrank. */
+int bm_mpi_comm_create_group_from(MPI_Comm parent, const int *world_ranks, int n, int myrank,
+                                  int tag, MPI_Comm *newcomm, const char *fn);
 /* Collective over parent: a communicator of parent's first n ranks, in
  * order (topologies); the other ranks get MPI_COMM_NULL. */
 int bm_mpi_comm_create_prefix(MPI_Comm parent, int n, MPI_Comm *newcomm, const char *fn);
@@ -292,6 +298,8 @@ enum bm_mpi_coll_tag {
     BM_MPI_COLL_TAG_ALLTOALL,
     BM_MPI_COLL_TAG_SCAN,
     BM_MPI_COLL_TAG_NEIGHBOR,
+    /* MPI_Comm_create_group: this bit plus the low 30 bits of the user's tag. */
+    BM_MPI_COLL_TAG_GROUP_BASE = 0x40000000,
 };
 
 struct bm_pml_request;

@@ -1,8 +1,9 @@
 /* Process groups and MPI_Comm_create: group queries, inclusion and
  * exclusion (lists and ranges), set operations in the standard's order,
  * rank translation, comparison, error classes for bad groups and rank
- * lists, and a communicator made from a reordered subset that then runs
- * collectives. */
+ * lists, a communicator made from a reordered subset that then runs
+ * collectives, and MPI_Comm_create_group called by the members only (two
+ * disjoint groups at once). */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -144,6 +145,45 @@ static void test_comm_create(void)
     free(ranks);
 }
 
+static void test_comm_create_group(void)
+{
+    MPI_Group world, mine, other;
+    MPI_Comm comm;
+    int ranks[64], n = 0, m = 0, others[64], sum = -1, want = 0, r;
+
+    /* Evens and odds each build their own communicator, at the same time
+     * and with the same tag; only the members of each group take part. */
+    for (int i = rank % 2; i < size; i += 2) {
+        ranks[n++] = i;
+        want += i;
+    }
+    for (int i = 1 - rank % 2; i < size; i += 2)
+        others[m++] = i;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, n, ranks, &mine);
+    BM_CHECK_EQ_INT(MPI_Comm_create_group(MPI_COMM_WORLD, mine, 7, &comm), MPI_SUCCESS);
+    BM_CHECK(comm != MPI_COMM_NULL);
+    MPI_Comm_size(comm, &r);
+    BM_CHECK_EQ_INT(r, n);
+    MPI_Comm_rank(comm, &r);
+    BM_CHECK_EQ_INT(r, rank / 2);
+    BM_CHECK_EQ_INT(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, comm), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(sum, want);
+    BM_CHECK_EQ_INT(MPI_Comm_free(&comm), MPI_SUCCESS);
+    if (m > 0) {
+        MPI_Group_incl(world, m, others, &other);
+        BM_CHECK_EQ_INT(MPI_Comm_create_group(MPI_COMM_WORLD, other, 7, &comm), MPI_ERR_GROUP);
+        MPI_Group_free(&other);
+    }
+    BM_CHECK_EQ_INT(MPI_Comm_create_group(MPI_COMM_WORLD, MPI_GROUP_EMPTY, 0, &comm), MPI_SUCCESS);
+    BM_CHECK(comm == MPI_COMM_NULL);
+    BM_CHECK_EQ_INT(MPI_Comm_create_group(MPI_COMM_WORLD, mine, -1, &comm), MPI_ERR_TAG);
+    MPI_Group_free(&mine);
+    MPI_Group_free(&world);
+    /* Everyone is still in step. */
+    BM_CHECK_EQ_INT(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -153,6 +193,7 @@ int main(int argc, char **argv)
     BM_RUN(test_queries);
     BM_RUN(test_subsets);
     BM_RUN(test_comm_create);
+    BM_RUN(test_comm_create_group);
     MPI_Finalize();
     return bm_test_summary("api_group");
 }
