@@ -47,9 +47,9 @@ typedef long long MPI_Count;
 typedef int MPI_Fint;
 
 /* MPI_SOURCE, MPI_TAG and MPI_ERROR are the standard's fields; bm_count is
- * the received size in bytes (MPI_Get_count divides it by the type size) and
- * bm_cancelled is set when a cancel succeeded. Programs must not rely on the
- * bm_ fields. */
+ * the received size in bytes (MPI_Get_count divides it by the datatype's
+ * extent) and bm_cancelled is set when a cancel succeeded. Programs must not
+ * rely on the bm_ fields. */
 typedef struct MPI_Status {
     int MPI_SOURCE;
     int MPI_TAG;
