@@ -545,6 +545,20 @@ BM_MPI_API int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Da
                                       void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                       MPI_Comm comm);
 
+BM_MPI_API int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void *recvbuf, const int recvcounts[], const int displs[],
+                                       MPI_Datatype recvtype, MPI_Comm comm);
+BM_MPI_API int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                        void *recvbuf, const int recvcounts[], const int displs[],
+                                        MPI_Datatype recvtype, MPI_Comm comm);
+BM_MPI_API int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
+                                      const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                      const int recvcounts[], const int rdispls[],
+                                      MPI_Datatype recvtype, MPI_Comm comm);
+BM_MPI_API int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
+                                       const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                       const int recvcounts[], const int rdispls[],
+                                       MPI_Datatype recvtype, MPI_Comm comm);
 /* group.c */
 BM_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
 BM_MPI_API int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group);

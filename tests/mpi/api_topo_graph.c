@@ -1,8 +1,8 @@
 /* Graph topologies and neighbourhood collectives: MPI_Graph_create of a
  * ring (queries and a neighbour allgather on every rank, a decreasing
  * index refused), MPI_Dist_graph_create_adjacent
- * with weights and a repeated edge, MPI_Neighbor_allgather and
- * MPI_Neighbor_alltoall on the distributed graph (blocks in neighbour
+ * with weights and a repeated edge, MPI_Neighbor_allgather(v) and
+ * MPI_Neighbor_alltoall(v) on the distributed graph (blocks in neighbour
  * order, repeated edges matched in order) and on a non-periodic Cartesian
  * line (MPI_PROC_NULL neighbours leave their blocks untouched). */
 #include "bm_test.h"
@@ -74,6 +74,31 @@ static void test_dist_graph(void)
     BM_CHECK_EQ_INT(recv[0], left * 10 + 0);
     BM_CHECK_EQ_INT(recv[1], left * 10 + 1);
     BM_CHECK_EQ_INT(recv[2], sources[2] * 10 + 2);
+
+    /* v variants: out-neighbour j gets j + 1 elements; in-neighbour i's
+     * block lands at 4 * i, after a gap. */
+    {
+        int vs[6], scounts[3] = {1, 2, 3}, sdispls[3] = {0, 1, 3};
+        int vr[12], rcounts[3] = {1, 2, 3}, rdispls[3] = {1, 5, 9};
+        int mine[2] = {rank, -rank}, ag[12], agc[3] = {2, 2, 2}, agd[3] = {0, 4, 8};
+        for (int k = 0; k < 6; k++)
+            vs[k] = rank * 100 + k;
+        for (int k = 0; k < 12; k++)
+            vr[k] = ag[k] = -1;
+        BM_CHECK_EQ_INT(
+            MPI_Neighbor_alltoallv(vs, scounts, sdispls, MPI_INT, vr, rcounts, rdispls, MPI_INT, g),
+            MPI_SUCCESS);
+        /* From in-neighbour i (who sent its block i: elements at sdispls[i]). */
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < rcounts[i]; k++)
+                BM_CHECK_EQ_INT(vr[rdispls[i] + k], sources[i] * 100 + sdispls[i] + k);
+        BM_CHECK_EQ_INT(vr[0], -1);
+        BM_CHECK_EQ_INT(MPI_Neighbor_allgatherv(mine, 2, MPI_INT, ag, agc, agd, MPI_INT, g),
+                        MPI_SUCCESS);
+        for (int i = 0; i < 3; i++)
+            BM_CHECK(ag[agd[i]] == sources[i] && ag[agd[i] + 1] == -sources[i] &&
+                     ag[agd[i] + 2] == -1);
+    }
     MPI_Comm_free(&g);
 
     BM_CHECK_EQ_INT(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 0, NULL, MPI_UNWEIGHTED, 0, NULL,
