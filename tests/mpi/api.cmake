@@ -104,3 +104,11 @@ add_test(NAME api_header COMMAND ${CMAKE_COMMAND}
     -DSANITIZE=${sanitize_flag} -P ${api_dir}/api_header.cmake)
 bm_scaled_timeout(t 120)
 set_tests_properties(api_header PROPERTIES TIMEOUT ${t} LABELS mpi)
+
+# Every function mpi.h declares exists in the library, and nothing more.
+find_program(BM_TEST_NM NAMES nm)
+if(BM_TEST_NM)
+    add_test(NAME api_exports COMMAND ${CMAKE_COMMAND} -DHEADER=${CMAKE_SOURCE_DIR}/include/mpi.h
+        -DLIB=$<TARGET_FILE:bitmover> -DNM=${BM_TEST_NM} -P ${api_dir}/api_exports.cmake)
+    set_tests_properties(api_exports PROPERTIES TIMEOUT 60 LABELS mpi)
+endif()
