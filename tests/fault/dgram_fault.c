@@ -110,9 +110,13 @@ static int pp_mode, pp_count;
 
 static void pp_reply(void)
 {
-    uint64_t x = 0;
-    while (bm_btl_sendi(mod, ep, &x, sizeof(x), NULL, 0, 0, 0, TAG + 2, NULL) != BM_BTL_DONE)
+    struct bm_btl_descriptor *d;
+    while (!(d = bm_btl_alloc(mod, ep, 0, 8, BM_BTL_DES_F_BTL_OWNED)))
         bm_btl_base_progress();
+    memset(d->seg[0].addr, 0, 8);
+    d->cbfunc = NULL;
+    if (bm_btl_send(mod, ep, d, TAG + 2) != BM_OK)
+        abort();
 }
 
 static void on_pp(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)

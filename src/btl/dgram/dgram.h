@@ -175,7 +175,7 @@ extern const struct bm_btl_dgram_wire_ops *const bm_btl_dgram_wire_ofi;
 
 enum bm_btl_dgram_frag_kind {
     BM_DGRAM_FK_SEND,     /* a PML send descriptor */
-    BM_DGRAM_FK_INTERNAL, /* sendi copy or transport message: freed at completion */
+    BM_DGRAM_FK_INTERNAL, /* a transport message: freed at completion, no callback */
     BM_DGRAM_FK_PUT,
     BM_DGRAM_FK_GET_REQ,
     BM_DGRAM_FK_GET_DATA, /* answer to a peer's GET_REQ, from registered memory */
@@ -470,9 +470,6 @@ struct bm_btl_descriptor *bm_btl_dgram_prepare_src(struct bm_btl_module *m,
 /* dgram_send.c */
 int bm_btl_dgram_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                       struct bm_btl_descriptor *des, bm_btl_tag_t tag);
-int bm_btl_dgram_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
-                       size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
-                       uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
 int bm_btl_dgram_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
                      uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                      const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,

@@ -336,7 +336,6 @@ const struct bm_btl_ops bm_btl_dgram_ops = {
     .free = bm_btl_dgram_free,
     .prepare_src = bm_btl_dgram_prepare_src,
     .send = bm_btl_dgram_send,
-    .sendi = bm_btl_dgram_sendi,
     .put = bm_btl_dgram_put,
     .get = bm_btl_dgram_get,
     .register_mem = bm_btl_dgram_register_mem,

@@ -126,6 +126,15 @@ static void endpoint_purge(struct bm_btl_dgram_endpoint *ep, int status)
 void bm_btl_dgram_endpoint_destroy(struct bm_btl_dgram_endpoint *ep)
 {
     struct bm_btl_dgram_module *m = ep->module;
+    if (ep->ack_needed) {
+        /* The peer may still wait for this ACK (the last message before
+         * MPI_Finalize): it goes out now, or the peer would time out and
+         * declare a path failed while the job ends. */
+        ep->ack_deadline = 0;
+        m->now_ns = bm_btl_dgram_now();
+        bm_btl_dgram_ack_progress(m);
+        bm_btl_dgram_flush_channel(m, BM_DGRAM_CH_PRIO);
+    }
     endpoint_purge(ep, BM_ERR_CANCELED);
     bm_btl_dgram_run_completions(m);
     if (bm_util_list_node_linked(&ep->ack_link))

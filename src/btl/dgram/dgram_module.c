@@ -285,8 +285,13 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
     struct bm_btl_module *b = &m->super;
     b->ops = &bm_btl_dgram_ops;
     snprintf(b->name, sizeof(b->name), "dgram:%s", ifname);
-    b->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
-              BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER;
+    /* No BM_BTL_CAP_SENDI: sendi's "done" would promise delivery of data
+     * that a later path failure can still lose, with no descriptor to
+     * complete with an error, and the PML's failover could not resend it
+     * (measured: the p2p failover stream stalled). send() has the inline
+     * fast path for tiny fragments instead. */
+    b->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_REG_MEM |
+              BM_BTL_CAP_FAILOVER;
     b->exclusivity = BM_BTL_EXCL_DGRAM;
     b->latency = 20;
     b->bandwidth = speed_mbps ? speed_mbps : 10000;

@@ -1,4 +1,4 @@
-/* The send side of the dgram engine: the PML's send, sendi, put and get
+/* The send side of the dgram engine: the PML's send, put and get
  * entry points, memory registration for the emulated RDMA, and send
  * progression in the order of the usnic notes: pending retransmissions
  * first (always on the data channel, so a retransmit storm cannot starve
@@ -383,53 +383,6 @@ static int bm_btl_dgram_send_unlocked(struct bm_btl_module *bm, struct bm_btl_en
     return BM_OK;
 }
 
-static int bm_btl_dgram_sendi_unlocked(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
-                                       const void *hdr, size_t hdr_len, const void *payload,
-                                       size_t payload_len, uint8_t order, uint32_t flags,
-                                       bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
-{
-    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
-    struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
-    if (ep->state != BM_DGRAM_EP_OK)
-        return BM_ERR_LINK_DOWN;
-    size_t len = hdr_len + payload_len;
-    bool now = bm_util_queue_empty(&ep->sendq) && bm_btl_dgram_window_open(ep) &&
-               len + sizeof(struct bm_dgram_hdr) <= ep->mtu[BM_DGRAM_CH_PRIO];
-    if (!now) {
-        if (des_out && len <= m->super.max_send_size) {
-            struct bm_btl_descriptor *d = bm_btl_dgram_alloc(bm, bep, order, len, flags);
-            if (d) {
-                memcpy(d->seg[0].addr, hdr, hdr_len);
-                if (payload_len)
-                    memcpy((uint8_t *)d->seg[0].addr + hdr_len, payload, payload_len);
-            }
-            *des_out = d;
-        }
-        return BM_ERR_OUT_OF_RESOURCE;
-    }
-    /* The bytes are copied into a transport-owned fragment that is resent
-     * until ACKed; nobody is called back when it completes. */
-    struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, len);
-    if (!f)
-        return BM_ERR_OUT_OF_RESOURCE;
-    memcpy(f->buf, hdr, hdr_len);
-    if (payload_len)
-        memcpy(f->buf + hdr_len, payload, payload_len);
-    f->kind = BM_DGRAM_FK_INTERNAL;
-    f->tag = tag;
-    f->data = f->buf;
-    f->len = len;
-    f->des.flags = flags;
-    bm_btl_dgram_enqueue(ep, f);
-    m->now_ns = bm_btl_dgram_now();
-    ep_push(ep, 1);
-    if (bm_util_list_node_linked(&ep->ready_link) && bm_util_queue_empty(&ep->sendq))
-        bm_util_list_remove(&ep->ready_link);
-    m->stats.fastpath_sends++;
-    bm_btl_dgram_flush_channel(m, BM_DGRAM_CH_PRIO);
-    return BM_BTL_DONE;
-}
-
 /* ---- emulated RDMA ------------------------------------------------------ */
 
 static int bm_btl_dgram_put_unlocked(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
@@ -591,18 +544,6 @@ int bm_btl_dgram_send(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
     struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
     bm_btl_dgram_lock(lm);
     int r = bm_btl_dgram_send_unlocked(bm, bep, des, tag);
-    bm_btl_dgram_unlock(lm);
-    return r;
-}
-
-int bm_btl_dgram_sendi(struct bm_btl_module *bm, struct bm_btl_endpoint *bep, const void *hdr,
-                       size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
-                       uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
-{
-    struct bm_btl_dgram_module *lm = (struct bm_btl_dgram_module *)bm;
-    bm_btl_dgram_lock(lm);
-    int r = bm_btl_dgram_sendi_unlocked(bm, bep, hdr, hdr_len, payload, payload_len, order, flags,
-                                        tag, des_out);
     bm_btl_dgram_unlock(lm);
     return r;
 }

@@ -351,6 +351,28 @@ static void test_check(void)
     pair_close(&p);
 }
 
+/* An endpoint destroyed (del_procs, then finalize) while it owes an ACK
+ * sends it first: the peer's last message before MPI_Finalize completes
+ * instead of timing out into a path failure. */
+static void test_ack_on_destroy(void)
+{
+    struct bm_btl_dgram_config ca = base_cfg(), cb = base_cfg();
+    cb.ack_delay_us = 2000000; /* b would only ACK after 2 s */
+    ca.rto_init_us = ca.rto_min_us = ca.rto_max_us = 3000000;
+    struct pair p;
+    pair_open(&p, &ca, &cb, 2);
+    BM_CHECK_EQ_INT(send_msg(&p, 0, 100), BM_OK);
+    BM_CHECK(wait_for(&p, &p.rxb.count, 1, 5));
+    BM_CHECK_EQ_INT(completions, 0);
+    bm_btl_dgram_endpoint_destroy(p.ba);
+    uint64_t end = bm_btl_dgram_now() + 500000000ull;
+    while (completions < 1 && bm_btl_dgram_now() < end)
+        bm_btl_dgram_module_progress(p.a);
+    BM_CHECK_EQ_INT(completions, 1);
+    BM_CHECK_EQ_INT(completion_errors, 0);
+    pair_close(&p);
+}
+
 /* MPI_THREAD_MULTIPLE: several threads send on one module while another
  * progresses both; the module lock keeps the engine consistent. */
 #define TH_SENDERS 4
@@ -588,6 +610,7 @@ int main(void)
     BM_RUN(test_blackhole);
     BM_RUN(test_check);
     BM_RUN(test_threads);
+    BM_RUN(test_ack_on_destroy);
     BM_RUN(test_stray);
     BM_RUN(test_rdma);
     return bm_test_summary("test_dgram_engine");
