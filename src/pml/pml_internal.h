@@ -261,6 +261,11 @@ void bm_pml_ctl_send(int peer_world, bm_btl_tag_t tag, const void *hdr, size_t l
 /* The same for a fragment given as segments (copied). */
 void bm_pml_ctl_sendv(int peer_world, bm_btl_tag_t tag, const struct bm_btl_segment *segs,
                       uint32_t nsegs);
+/* May a fragment to this peer go by sendi on m? Only when the peer has a
+ * single eager path: sendi hands back no descriptor, so a fragment it sent
+ * cannot be reported lost and resent when a path fails (with one path the
+ * job ends anyway). */
+bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module *m);
 /* Pick a working path of a list; NULL when none (then the peer is cut off). */
 struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list);
 /* A transport call returned a link error: mark the path failed, abort the

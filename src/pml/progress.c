@@ -29,6 +29,11 @@ struct bm_pml_ctl {
 
 struct bm_pml_state bm_pml_g;
 
+bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module *m)
+{
+    return (m->caps & BM_BTL_CAP_SENDI) && peer->eager.count == 1;
+}
+
 struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list)
 {
     for (int i = 0; i < list->count; i++)
@@ -82,7 +87,7 @@ static int ctl_try(struct bm_pml_ctl *c)
         }
         struct bm_btl_module *m = path->module;
         int rc;
-        if (m->caps & BM_BTL_CAP_SENDI) {
+        if (bm_pml_sendi_ok(peer, m)) {
             rc = bm_btl_sendi(m, path->endpoint, c->hdr, c->len, NULL, 0, 0, BM_BTL_DES_F_PRIORITY,
                               c->tag, NULL);
             if (rc == BM_BTL_DONE) {
@@ -301,7 +306,8 @@ void bm_pml_error_cb(struct bm_btl_module *m, const struct bm_btl_error *err, vo
     case BM_BTL_ERROR_RECOVERED:
         if (err->peer >= 0 && err->peer < bm_pml_g.world_size &&
             mark_paths(bm_btl_base_peer(err->peer), m, err->endpoint, false))
-            bm_log_info("transport %s reaches rank %d again: %s", m->name, err->peer, what);
+            bm_log_warn("transport %s reaches rank %d again (%s); traffic uses it again", m->name,
+                        err->peer, what);
         break;
     case BM_BTL_ERROR_FATAL: {
         char msg[1024];

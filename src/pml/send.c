@@ -105,7 +105,7 @@ static bm_status_t send_first(struct bm_pml_request *req)
         req->rndv = req->mode == BM_PML_SEND_SYNCHRONOUS || req->force_rndv ||
                     sizeof(mh) + req->bytes > m->eager_limit;
         if (!req->rndv) {
-            if ((m->caps & BM_BTL_CAP_SENDI) && req->bytes <= bm_pml_g.cfg.sendi_limit) {
+            if (bm_pml_sendi_ok(peer, m) && req->bytes <= bm_pml_g.cfg.sendi_limit) {
                 int rc = bm_btl_sendi(m, path->endpoint, &mh, sizeof(mh), req->sbuf, req->bytes, 0,
                                       0, BM_PML_BTL_TAG(BM_PML_HDR_MATCH), NULL);
                 if (rc == BM_BTL_DONE) {

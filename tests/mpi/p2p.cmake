@@ -33,14 +33,21 @@ bm_p2p_test(p2p_probe NP 2 3 4 8)
 bm_p2p_test(p2p_errors NP 2 3)
 bm_p2p_test(p2p_waits NP 2 3 4 8 SCARCE_NP 4)
 
-# Failover: two network namespaces joined by two tcp rails, one black-holed
-# mid-stream; the stream must finish intact on the other (label fault).
+# Failover: two network namespaces joined by two rails, one black-holed
+# mid-stream; the stream must finish intact on the other (tcp), and with
+# dgram the rail comes back and is used again (labels fault, p2p; skipped
+# without root).
 add_executable(p2p_failover ${p2p_dir}/p2p_failover.c)
 target_link_libraries(p2p_failover PRIVATE bitmover bm_test_harness)
 if(TARGET bmrun)
-    add_test(NAME p2p_failover_tcp_rails
-        COMMAND bash ${p2p_dir}/p2p_failover.sh $<TARGET_FILE:bmrun> $<TARGET_FILE:p2p_failover>)
-    bm_scaled_timeout(t 150)
-    set_tests_properties(p2p_failover_tcp_rails PROPERTIES TIMEOUT ${t} LABELS "fault;p2p"
-        SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+    foreach(variant tcp dgram dgram:recover)
+        string(REPLACE ":" ";" args ${variant})
+        string(REPLACE ":" "_" name ${variant})
+        add_test(NAME p2p_failover_${name}
+            COMMAND bash ${p2p_dir}/p2p_failover.sh $<TARGET_FILE:bmrun>
+                $<TARGET_FILE:p2p_failover> ${args})
+        bm_scaled_timeout(t 150)
+        set_tests_properties(p2p_failover_${name} PROPERTIES TIMEOUT ${t} LABELS "fault;p2p"
+            SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+    endforeach()
 endif()

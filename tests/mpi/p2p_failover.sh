@@ -8,9 +8,12 @@
 # resend what was lost on rail 2 and finish the stream with every message
 # intact, warning which transport failed. Needs root and network namespaces;
 # otherwise skipped (exit 77).
-# usage: p2p_failover.sh <bmrun> <p2p_failover>
+# With "recover", the rail comes back a few seconds later: the transport
+# reports the path recovered and the PML must use it again (checked with
+# the interface counters) while the stream goes on.
+# usage: p2p_failover.sh <bmrun> <p2p_failover> tcp|dgram [recover]
 set -u
-bmrun=$1 prog=$2
+bmrun=$1 prog=$2 btl=$3 mode=${4:-}
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
     echo "SKIP: needs root, ip and iptables"
     exit 77
@@ -50,7 +53,8 @@ for n in "$A" "$B"; do ip -n "$n" link set lo up; done
 ip -n "$A" link set "$ra1" up; ip -n "$A" link set "$ra2" up
 ip -n "$B" link set "$rb1" up; ip -n "$B" link set "$rb2" up
 
-ip netns exec "$A" env BM_BTL=self,tcp P2P_FAILOVER_LOG="$out" P2P_FAILOVER_SECS=12 \
+ip netns exec "$A" env BM_BTL=self,$btl P2P_FAILOVER_LOG="$out" P2P_FAILOVER_SECS=14 \
+    BM_BTL_DGRAM_PROBE_MS=300 \
     BM_BTL_TCP_CONNECT_TIMEOUT=1500 BM_BTL_TCP_USER_TIMEOUT=2000 \
     BM_BTL_TCP_KEEPALIVE_IDLE=1 BM_BTL_TCP_KEEPALIVE_INTVL=1 BM_BTL_TCP_KEEPALIVE_CNT=2 \
     "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 90 \
@@ -74,15 +78,38 @@ echo "before the fault, in one second: rail 1 carried $d1 bytes, rail 2 $d2 byte
 # The launcher's connections (controller <-> daemon, ranks <-> key-value
 # service) must survive: keep the controller's service ports open.
 ports=$(ip netns exec "$A" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' | sed 's/.*://' | sort -u)
-for dev in "$ra1:$A" "$rb1:$B"; do
-    d=${dev%%:*} n=${dev##*:}
-    for p in $ports; do
-        ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
-        ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
+rules() { # rules -A|-D: the black hole of rail 1, launcher ports excepted
+    for dev in "$ra1:$A" "$rb1:$B"; do
+        d=${dev%%:*} n=${dev##*:}
+        for p in $ports; do
+            ip netns exec "$n" iptables "$1" INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
+            ip netns exec "$n" iptables "$1" INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
+        done
+        ip netns exec "$n" iptables "$1" INPUT -i "$d" -j DROP
     done
-    ip netns exec "$n" iptables -A INPUT -i "$d" -j DROP
-done
+}
+rules -A
 echo "rail 1 black-holed (launcher ports kept: ${ports:-none})"
+if [ "$mode" = recover ]; then
+    for _ in $(seq 1 100); do
+        grep -q "can no longer reach rank\|continuing on the remaining transports" "$out" && break
+        sleep 0.1
+    done
+    grep -q "can no longer reach rank\|continuing on the remaining transports" "$out" ||
+        fail "the failure of rail 1 was not reported within 10 s"
+    rules -D
+    echo "rail 1 restored"
+    for _ in $(seq 1 50); do
+        grep -q "reaches rank [01] again" "$out" && break
+        sleep 0.1
+    done
+    grep -q "reaches rank [01] again" "$out" || fail "the recovery of rail 1 was not reported"
+    r1=$(rx "$rb1") r2=$(rx "$rb2")
+    sleep 1
+    d1=$(($(rx "$rb1") - r1)) d2=$(($(rx "$rb2") - r2))
+    echo "after the recovery, in one second: rail 1 carried $d1 bytes, rail 2 $d2 bytes"
+    [ "$d1" -gt 100000 ] || fail "the recovered rail was not used again"
+fi
 wait "$pid"
 rc=$?
 pid=
