@@ -514,6 +514,14 @@ BM_MPI_API int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, 
                                                const int destinations[], const int destweights[],
                                                MPI_Info info, int reorder,
                                                MPI_Comm *comm_dist_graph);
+BM_MPI_API int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
+                                     const int degrees[], const int destinations[],
+                                     const int weights[], MPI_Info info, int reorder,
+                                     MPI_Comm *comm_dist_graph);
+BM_MPI_API int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
+                                      const int degrees[], const int destinations[],
+                                      const int weights[], MPI_Info info, int reorder,
+                                      MPI_Comm *comm_dist_graph);
 BM_MPI_API int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
 BM_MPI_API int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
 BM_MPI_API int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);

@@ -1,6 +1,8 @@
 /* Graph process topologies and neighborhood collectives: MPI_Graph_create
  * (the whole graph given on every process), MPI_Dist_graph_create_adjacent
  * (each process gives its own in- and out-neighbours, optionally weighted),
+ * MPI_Dist_graph_create (any process may give any edge; an alltoall tells
+ * each process its neighbours, in the order of the ranks that gave them),
  * their queries, and MPI_Neighbor_allgather(v) / MPI_Neighbor_alltoall(v)
  * on graph and Cartesian communicators. Ranks are never reordered. A
  * neighbourhood collective posts every receive, then every send, in
@@ -199,6 +201,134 @@ int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int s
     return graph_attach(comm_old, g, comm_old->size, comm_dist_graph, fn);
 }
 BM_MPI_ALIAS(Dist_graph_create_adjacent);
+
+/* One end of an edge of MPI_Dist_graph_create, sent to the process it
+ * concerns: "you have neighbour peer in direction dir, with weight w". */
+struct edge_end {
+    int dir; /* 0: in-neighbour (source), 1: out-neighbour (destination) */
+    int peer;
+    int weight;
+};
+/* Edge ends travel as 3 MPI_INTs. */
+_Static_assert(sizeof(struct edge_end) == 3 * sizeof(int), "edge_end must be 3 packed ints");
+
+int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
+                           const int destinations[], const int weights[], MPI_Info info,
+                           int reorder, MPI_Comm *comm_dist_graph)
+{
+    static const char fn[] = "MPI_Dist_graph_create";
+    bool weighted = weights != MPI_UNWEIGHTED, fail = false;
+    int size, nedges = 0, rc, *scount = NULL, *rcount = NULL, *sdispl = NULL, *rdispl = NULL;
+    int nin = 0, nout = 0, total_in = 0, *fill = NULL;
+    struct edge_end *sbuf = NULL, *rbuf = NULL;
+    struct bm_mpi_graph *g = NULL;
+
+    (void)info;
+    (void)reorder;
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm_old, fn)))
+        return rc;
+    size = comm_old->size;
+    if (n < 0 || comm_dist_graph == NULL || (n > 0 && (sources == NULL || degrees == NULL)))
+        return bm_mpi_error(comm_old, MPI_ERR_ARG, fn, "invalid arguments (n = %d)", n);
+    for (int i = 0; i < n; i++) {
+        if (degrees[i] < 0)
+            return bm_mpi_error(comm_old, MPI_ERR_ARG, fn, "degrees[%d] = %d", i, degrees[i]);
+        nedges += degrees[i];
+    }
+    if ((rc = check_ranks(comm_old, sources, n, size, "sources", fn)) ||
+        (nedges > 0 && destinations == NULL) ||
+        (rc = check_ranks(comm_old, destinations, nedges, size, "destinations", fn)))
+        return rc ? rc : bm_mpi_error(comm_old, MPI_ERR_ARG, fn, "NULL destinations");
+
+    /* Every edge end goes to its process: counts first, then the ends. */
+    scount = calloc((size_t)size, sizeof(int));
+    rcount = calloc((size_t)size, sizeof(int));
+    sdispl = calloc((size_t)size, sizeof(int));
+    rdispl = calloc((size_t)size, sizeof(int));
+    fill = calloc((size_t)size, sizeof(int));
+    sbuf = malloc(sizeof(*sbuf) * (size_t)(2 * nedges + 1));
+    if (!scount || !rcount || !sdispl || !rdispl || !fill || !sbuf) {
+        rc = bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
+        goto out;
+    }
+    for (int i = 0, e = 0; i < n; i++)
+        for (int k = 0; k < degrees[i]; k++, e++) {
+            scount[sources[i]] += 3;
+            scount[destinations[e]] += 3;
+        }
+    for (int r = 1; r < size; r++)
+        sdispl[r] = sdispl[r - 1] + scount[r - 1];
+    for (int i = 0, e = 0; i < n; i++)
+        for (int k = 0; k < degrees[i]; k++, e++) {
+            int w = weighted && weights != MPI_WEIGHTS_EMPTY ? weights[e] : 0;
+            int s = sources[i], d = destinations[e];
+            sbuf[(sdispl[s] + fill[s]) / 3] = (struct edge_end){1, d, w};
+            fill[s] += 3;
+            sbuf[(sdispl[d] + fill[d]) / 3] = (struct edge_end){0, s, w};
+            fill[d] += 3;
+        }
+    if ((rc = PMPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm_old)))
+        goto out;
+    for (int r = 0; r < size; r++) {
+        rdispl[r] = total_in;
+        total_in += rcount[r];
+    }
+    rbuf = malloc(sizeof(int) * (size_t)(total_in + 3));
+    if (rbuf == NULL) {
+        rc = bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
+        goto out;
+    }
+    if ((rc = PMPI_Alltoallv(sbuf, scount, sdispl, MPI_INT, rbuf, rcount, rdispl, MPI_INT,
+                             comm_old)))
+        goto out;
+
+    /* Neighbours in the order their edges arrived (by sending rank). */
+    for (int k = 0; k < total_in / 3; k++) {
+        if (rbuf[k].dir)
+            nout++;
+        else
+            nin++;
+    }
+    g = calloc(1, sizeof(*g));
+    if (g == NULL) {
+        rc = bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
+        goto out;
+    }
+    g->kind = MPI_DIST_GRAPH;
+    g->sources = malloc(sizeof(int) * (size_t)(nin + 1));
+    g->destinations = malloc(sizeof(int) * (size_t)(nout + 1));
+    fail = !g->sources || !g->destinations;
+    if (weighted && !fail) {
+        g->sourceweights = malloc(sizeof(int) * (size_t)(nin + 1));
+        g->destweights = malloc(sizeof(int) * (size_t)(nout + 1));
+        fail = !g->sourceweights || !g->destweights;
+    }
+    if (fail) {
+        rc = bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < total_in / 3; k++) {
+        int *list = rbuf[k].dir ? g->destinations : g->sources;
+        int *wl = rbuf[k].dir ? g->destweights : g->sourceweights;
+        int *cnt = rbuf[k].dir ? &g->outdegree : &g->indegree;
+        if (wl)
+            wl[*cnt] = rbuf[k].weight;
+        list[(*cnt)++] = rbuf[k].peer;
+    }
+    rc = graph_attach(comm_old, g, size, comm_dist_graph, fn);
+    g = NULL; /* graph_attach owns it */
+out:
+    bm_mpi_graph_free(g);
+    free(scount);
+    free(rcount);
+    free(sdispl);
+    free(rdispl);
+    free(fill);
+    free(sbuf);
+    free(rbuf);
+    return rc;
+}
+BM_MPI_ALIAS(Dist_graph_create);
 
 static int check_graph(MPI_Comm comm, int kind, const char *fn)
 {

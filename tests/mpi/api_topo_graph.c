@@ -1,7 +1,8 @@
 /* Graph topologies and neighbourhood collectives: MPI_Graph_create of a
  * ring (queries and a neighbour allgather on every rank, a decreasing
  * index refused), MPI_Dist_graph_create_adjacent
- * with weights and a repeated edge, MPI_Neighbor_allgather(v) and
+ * with weights and a repeated edge, MPI_Dist_graph_create with edges given
+ * by their sources or all by one rank, MPI_Neighbor_allgather(v) and
  * MPI_Neighbor_alltoall(v) on the distributed graph (blocks in neighbour
  * order, repeated edges matched in order) and on a non-periodic Cartesian
  * line (MPI_PROC_NULL neighbours leave their blocks untouched). */
@@ -112,6 +113,67 @@ static void test_dist_graph(void)
                     MPI_ERR_RANK);
 }
 
+static int int_cmp(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* MPI_Dist_graph_create: the ring again, once with each rank giving its
+ * own out-edges, once with rank 0 giving every edge (weighted by the
+ * source). Neighbour order is the implementation's: compare sorted. */
+static void test_dist_graph_create(void)
+{
+    int left = (rank - 1 + size) % size, right = (rank + 1) % size;
+    int want[2] = {left, right}, srcs[2], dsts[2], sw[2], dw[2], indeg, outdeg, weighted;
+    int got[2];
+    MPI_Comm g;
+
+    qsort(want, 2, sizeof(int), int_cmp);
+    BM_CHECK_EQ_INT(MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &rank, (int[]){2},
+                                          (int[]){left, right}, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                                          &g),
+                    MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Dist_graph_neighbors_count(g, &indeg, &outdeg, &weighted), MPI_SUCCESS);
+    BM_CHECK(indeg == 2 && outdeg == 2 && weighted == 0);
+    BM_CHECK_EQ_INT(MPI_Neighbor_allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, g), MPI_SUCCESS);
+    qsort(got, 2, sizeof(int), int_cmp);
+    BM_CHECK(got[0] == want[0] && got[1] == want[1]);
+    MPI_Comm_free(&g);
+
+    {
+        int n = rank == 0 ? size : 0, *s = malloc(sizeof(int) * (size_t)size);
+        int *deg = malloc(sizeof(int) * (size_t)size), *d = malloc(sizeof(int) * 2 * size);
+        int *w = malloc(sizeof(int) * 2 * size);
+        for (int i = 0; i < size; i++) {
+            s[i] = i;
+            deg[i] = 2;
+            d[2 * i] = (i - 1 + size) % size;
+            d[2 * i + 1] = (i + 1) % size;
+            w[2 * i] = w[2 * i + 1] = 100 + i;
+        }
+        BM_CHECK_EQ_INT(
+            MPI_Dist_graph_create(MPI_COMM_WORLD, n, s, deg, d, w, MPI_INFO_NULL, 0, &g),
+            MPI_SUCCESS);
+        BM_CHECK_EQ_INT(MPI_Dist_graph_neighbors_count(g, &indeg, &outdeg, &weighted), MPI_SUCCESS);
+        BM_CHECK(indeg == 2 && outdeg == 2 && weighted == 1);
+        BM_CHECK_EQ_INT(MPI_Dist_graph_neighbors(g, 2, srcs, sw, 2, dsts, dw), MPI_SUCCESS);
+        for (int k = 0; k < 2; k++) {
+            BM_CHECK(sw[k] == 100 + srcs[k]); /* an in-edge carries its source's weight */
+            BM_CHECK(dw[k] == 100 + rank);
+        }
+        qsort(srcs, 2, sizeof(int), int_cmp);
+        BM_CHECK(srcs[0] == want[0] && srcs[1] == want[1]);
+        MPI_Comm_free(&g);
+        free(s);
+        free(deg);
+        free(d);
+        free(w);
+    }
+    BM_CHECK_EQ_INT(MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &rank, (int[]){1}, (int[]){-3},
+                                          MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g),
+                    MPI_ERR_RANK);
+}
+
 static void test_cart_neighbors(void)
 {
     int dims[1] = {size}, periods[1] = {0}, got[2] = {-7, -7}, send[2], recv[2] = {-7, -7};
@@ -140,6 +202,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     BM_RUN(test_graph);
     BM_RUN(test_dist_graph);
+    BM_RUN(test_dist_graph_create);
     BM_RUN(test_cart_neighbors);
     MPI_Finalize();
     return bm_test_summary("api_topo_graph");
