@@ -7,6 +7,7 @@
 
 #include "btl/btl.h"
 #include "btl/btl_defer.h"
+#include "btl/sm/sm_fbox.h"
 #include "btl/sm/sm_fifo.h"
 #include "btl/sm/sm_proto.h"
 
@@ -18,13 +19,15 @@
 extern const struct bm_btl_ops bm_btl_sm_ops;
 
 struct bm_btl_sm_config {
-    size_t eager_limit;   /* payload bytes of a small fragment */
-    size_t max_send_size; /* payload bytes of a large fragment */
-    int eager_frags;      /* small fragments in this process's segment */
-    int max_frags;        /* large fragments */
-    int poll_budget;      /* fragments handled per progress call at most */
-    bool single_copy;     /* offer get/put through process_vm_readv/writev */
-    int peer_check_ms;    /* how often to look for dead peers while waiting; 0 = never */
+    size_t eager_limit;    /* payload bytes of a small fragment */
+    size_t max_send_size;  /* payload bytes of a large fragment */
+    int eager_frags;       /* small fragments in this process's segment */
+    int max_frags;         /* large fragments */
+    int poll_budget;       /* fragments handled per progress call at most */
+    bool single_copy;      /* offer get/put through process_vm_readv/writev */
+    int peer_check_ms;     /* how often to look for dead peers while waiting; 0 = never */
+    int fbox_slots;        /* fast-box slots per sender (0: no fast boxes) */
+    size_t fbox_slot_size; /* bytes per fast-box slot (slot word included) */
 };
 
 enum bm_btl_sm_class {
@@ -42,6 +45,10 @@ struct bm_btl_sm_endpoint {
     struct bm_btl_sm_seg_ctl *ctl; /* == seg */
     int outstanding;               /* our fragments sent to it, not yet back */
     bool failed;                   /* its process is gone: sends fail with BM_ERR_PEER_GONE */
+    int local_rank;                /* its index on the node */
+    bool fbox;                     /* fast boxes both ways (both segments have rings) */
+    struct bm_btl_sm_fbox_tx tx;   /* our ring in its segment */
+    struct bm_btl_sm_fbox_rx rx;   /* its ring in our segment */
 };
 
 /* Private side of one of our fragments (descriptor first: a descriptor
@@ -65,7 +72,7 @@ struct bm_btl_sm_module {
     struct bm_btl_module super;
     struct bm_btl_sm_config config;
     int rank, nprocs;
-    char name[96]; /* shm_open name of our segment */
+    char name[88]; /* shm_open name of our segment */
     unsigned char *seg;
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl;
@@ -82,8 +89,12 @@ struct bm_btl_sm_module {
     int nquarantined;    /* fragments held back after a peer died */
     unsigned idle_polls; /* idle progress calls since the last peer check */
     uint64_t next_peer_check_ns;
-    bool cma_ok;                         /* process_vm_readv worked towards every peer */
-    struct bm_btl_defer_queue rdma_done; /* callbacks of finished get/put */
+    bool cma_ok; /* process_vm_readv worked towards every peer */
+    int local_rank, local_size;
+    _Atomic uint64_t *hints; /* our bitmap of rings with data (in our segment) */
+    int nhint_words;
+    struct bm_btl_sm_endpoint **by_local; /* local rank -> endpoint with fast boxes, or NULL */
+    struct bm_btl_defer_queue rdma_done;  /* callbacks of finished get/put */
 };
 
 extern struct bm_btl_sm_module *bm_btl_sm_module;
@@ -118,6 +129,20 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const v
                     uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
 /* Handle what arrived on our FIFO (at most budget fragments). */
 int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget);
+
+/* sm_fbox.c */
+/* Copy hdr + payload into ep's fast box: BM_BTL_DONE, or BM_ERR_OUT_OF_RESOURCE
+ * when the ring is full, fragments to ep are in flight (they must not be
+ * overtaken) or the message does not fit a slot. */
+int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const void *hdr,
+                        size_t hdr_len, const void *payload, size_t payload_len, bm_btl_tag_t tag);
+/* Deliver what the hint bitmap says has arrived in fast boxes (at most budget). */
+int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget);
+/* Deliver everything in ep's fast box now (before a FIFO fragment from ep,
+ * which was sent after it). */
+int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
+/* Set up both rings with ep once its segment is mapped. */
+void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
 
 /* sm_peer.c */
 /* A peer's process is gone (or its path broke): report it through the

@@ -50,6 +50,15 @@ static const struct bm_param sm_params[] = {
      "(milliseconds) whether the peer's process still exists, so that a crashed peer is "
      "reported instead of waited for. 0 disables the check.",
      offsetof(struct sm_params, c.peer_check_ms), 0},
+    {"BM_BTL_SM_FBOX_SLOTS", BM_PARAM_INT, "64", 0, 1 << 16, NULL,
+     "Fast-box slots per pair of local processes: small messages sent with sendi are copied "
+     "straight into a ring in the receiver's segment, no fragment needed. 0 disables fast "
+     "boxes.",
+     offsetof(struct sm_params, c.fbox_slots), 0},
+    {"BM_BTL_SM_FBOX_SIZE", BM_PARAM_SIZE, "320", 64, 65536, NULL,
+     "Bytes per fast-box slot (8 of them are the slot's header): the largest message (PML "
+     "header included) that goes through a fast box. A multiple of 64.",
+     offsetof(struct sm_params, c.fbox_slot_size), 0},
     {"BM_BTL_SM_SINGLE_COPY_MIN", BM_PARAM_SIZE, "32k", 0, 0, NULL,
      "Messages smaller than this are copied through shared memory even when single copy is "
      "possible (tells the PML where its RDMA protocols start).",
@@ -112,6 +121,7 @@ static void sm_module_free(struct bm_btl_sm_module *sm)
     free(sm->frags);
     free(sm->bases);
     free(sm->eps);
+    free(sm->by_local);
     free(sm_all_eps);
     sm_all_eps = NULL;
     free(sm);
@@ -137,10 +147,24 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
                     p.c.eager_limit, p.c.max_send_size, p.c.max_send_size);
         p.c.eager_limit = p.c.max_send_size;
     }
+    if (p.c.fbox_slot_size % BM_BTL_SM_CACHELINE) {
+        size_t up = (p.c.fbox_slot_size + BM_BTL_SM_CACHELINE - 1) / BM_BTL_SM_CACHELINE *
+                    BM_BTL_SM_CACHELINE;
+        bm_log_warn("BM_BTL_SM_FBOX_SIZE (%zu) is not a multiple of %d bytes; using %zu",
+                    p.c.fbox_slot_size, BM_BTL_SM_CACHELINE, up);
+        p.c.fbox_slot_size = up;
+    }
     struct bm_btl_sm_module *sm = calloc(1, sizeof(*sm));
     if (!sm)
         return BM_ERR_NO_MEMORY;
     sm->config = p.c;
+    sm->local_rank = self->local_rank;
+    sm->local_size = self->local_size;
+    sm->by_local = calloc((size_t)self->local_size, sizeof(*sm->by_local));
+    if (!sm->by_local) {
+        free(sm);
+        return BM_ERR_NO_MEMORY;
+    }
     sm->rank = self->rank;
     sm->nprocs = self->size;
     sm->bases = calloc((size_t)self->size, sizeof(*sm->bases));
@@ -164,6 +188,7 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
         .pid = (int32_t)getpid(),
         .size = sm->seg_size,
         .seg_addr = (uint64_t)(uintptr_t)sm->seg,
+        .local_rank = sm->local_rank,
     };
     snprintf(card.name, sizeof(card.name), "%s", sm->name);
     rc = bm_rte_modex_put(SM_MODEX_KEY, &card, sizeof(card));
@@ -212,6 +237,11 @@ static int sm_progress(void)
     int n = 0;
     if (sm->rdma_done.head)
         n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
+    for (int w = 0; w < sm->nhint_words; w++)
+        if (atomic_load_explicit(&sm->hints[w], memory_order_relaxed)) {
+            n += bm_btl_sm_fbox_poll(sm, sm->config.poll_budget);
+            break;
+        }
     if (bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader))
         n += bm_btl_sm_poll_fifo(sm, sm->config.poll_budget);
     /* Waiting for fragments to come back: every so often make sure the
@@ -304,6 +334,8 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
         }
         if (cma && !bm_btl_sm_cma_probe(ep, card.seg_addr))
             cma = false;
+        ep->local_rank = card.local_rank;
+        bm_btl_sm_fbox_connect(sm, ep);
         sm_all_eps[r] = ep;
         sm->eps[r] = ep;
         endpoints_out[i] = (struct bm_btl_endpoint *)ep;

@@ -18,7 +18,7 @@
 
 #define BM_BTL_SM_CACHELINE 64
 #define BM_BTL_SM_MAGIC     0x6765732d6d736d62ull /* "bmsm-seg" */
-#define BM_BTL_SM_VERSION   1u
+#define BM_BTL_SM_VERSION   2u
 
 typedef uint64_t bm_btl_sm_rptr_t;
 #define BM_BTL_SM_RPTR_NONE  ((bm_btl_sm_rptr_t)0)
@@ -61,6 +61,14 @@ struct bm_btl_sm_seg_ctl {
     uint64_t frags_offset[2];                    /* start of each class's fragments */
     uint64_t frag_stride[2];                     /* bytes per fragment, header included */
     uint32_t frag_count[2];                      /* fragments of each class */
+    /* Fast boxes (sm_fbox.h): one ring per local sender, indexed by the
+     * sender's local rank, and the bitmap of rings that may hold data. */
+    uint64_t fbox_offset;    /* first ring */
+    uint64_t fbox_stride;    /* bytes per ring */
+    uint64_t hint_offset;    /* bitmap words (_Atomic uint64_t), on lines of their own */
+    uint32_t fbox_slots;     /* slots per ring (0: no fast boxes) */
+    uint32_t fbox_slot_size; /* bytes per slot, slot word included */
+    uint32_t local_size;     /* rings (processes on the node) */
     /* Local peers that have mapped this segment; the one that completes the
      * count unlinks the file (the mapping survives). Own cache line: written
      * by peers once, at start-up. */
@@ -87,12 +95,14 @@ struct bm_btl_sm_frag_hdr {
 
 /* What each process publishes in the modex under "btl.sm". */
 struct bm_btl_sm_card {
-    uint64_t magic;    /* BM_BTL_SM_MAGIC */
-    uint32_t version;  /* BM_BTL_SM_VERSION */
-    int32_t pid;       /* for process_vm_readv/writev (single copy) */
-    uint64_t size;     /* segment bytes to map */
-    uint64_t seg_addr; /* where the owner mapped it: a known address for the CMA probe */
-    char name[96];     /* shm_open name, "/bm-<jobid>-sm-<rank>" */
+    uint64_t magic;     /* BM_BTL_SM_MAGIC */
+    uint32_t version;   /* BM_BTL_SM_VERSION */
+    int32_t pid;        /* for process_vm_readv/writev (single copy) */
+    uint64_t size;      /* segment bytes to map */
+    uint64_t seg_addr;  /* where the owner mapped it: a known address for the CMA probe */
+    int32_t local_rank; /* owner's index on the node: its fast box in every peer's segment */
+    uint32_t reserved;  /* zero */
+    char name[88];      /* shm_open name, "/bm-<jobid>-sm-<rank>" */
 };
 
 _Static_assert(sizeof(struct bm_btl_sm_fifo) == 2 * BM_BTL_SM_CACHELINE, "fifo: two lines");

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 /* The name to remove at exit; static so the handler never sees freed memory. */
-static char sm_segment_exit_name[96];
+static char sm_segment_exit_name[88];
 
 static void sm_segment_unlink_at_exit(void *arg)
 {
@@ -44,6 +44,16 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
     uint32_t count[BM_BTL_SM_NCLASS] = {(uint32_t)sm->config.eager_frags,
                                         (uint32_t)sm->config.max_frags};
     size_t off = sizeof(struct bm_btl_sm_seg_ctl);
+    /* Fast boxes: the hint bitmap, then one ring per process of the node. */
+    uint32_t local_size = (uint32_t)self->local_size;
+    uint32_t fslots = (uint32_t)sm->config.fbox_slots;
+    uint32_t fslot_size = (uint32_t)sm->config.fbox_slot_size;
+    size_t hint_offset = off;
+    size_t nhint = (local_size + 63) / 64;
+    off += sm_round_up(nhint * sizeof(uint64_t), line);
+    size_t fbox_offset = off;
+    size_t fbox_stride = fslots ? bm_btl_sm_fbox_ring_bytes(fslots, fslot_size) : 0;
+    off += fbox_stride * local_size;
     size_t stride[BM_BTL_SM_NCLASS], start[BM_BTL_SM_NCLASS];
     for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
         stride[c] = sizeof(struct bm_btl_sm_frag_hdr) + sm_round_up(payload[c], line);
@@ -119,6 +129,19 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
         ctl->frag_stride[c] = stride[c];
         ctl->frag_count[c] = count[c];
     }
+    ctl->fbox_offset = fbox_offset;
+    ctl->fbox_stride = fbox_stride;
+    ctl->hint_offset = hint_offset;
+    ctl->fbox_slots = fslots;
+    ctl->fbox_slot_size = fslot_size;
+    ctl->local_size = local_size;
+    sm->hints = (_Atomic uint64_t *)(sm->seg + hint_offset);
+    sm->nhint_words = (int)nhint;
+    for (size_t i = 0; i < nhint; i++)
+        atomic_store_explicit(&sm->hints[i], 0, memory_order_relaxed);
+    for (uint32_t i = 0; fslots && i < local_size; i++)
+        bm_btl_sm_fbox_ring_init(
+            (struct bm_btl_sm_fbox_ring *)(sm->seg + fbox_offset + i * fbox_stride));
     atomic_store_explicit(&ctl->mapped, 0, memory_order_relaxed);
     bm_btl_sm_fifo_init(&ctl->fifo);
     bm_log_debug("created /dev/shm%s: %zu bytes, %u + %u fragments", sm->name, size, count[0],

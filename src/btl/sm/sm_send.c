@@ -150,6 +150,10 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const v
     size_t len = hdr_len + payload_len;
     if (len > sm->config.max_send_size)
         return BM_ERR_NOT_AVAILABLE;
+    int rc = bm_btl_sm_fbox_send(sm, (struct bm_btl_sm_endpoint *)ep, hdr, hdr_len, payload,
+                                 payload_len, tag);
+    if (rc == BM_BTL_DONE)
+        return rc;
     struct bm_btl_sm_frag *f = sm_frag_get(sm, len);
     if (!f)
         return BM_ERR_OUT_OF_RESOURCE;
@@ -203,6 +207,9 @@ static void sm_frag_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_h
                            src);
         return;
     }
+    /* Whatever ep put in its fast box was sent before this fragment. */
+    if (ep->fbox)
+        bm_btl_sm_fbox_drain(sm, ep);
     struct bm_btl_segment seg = {(unsigned char *)hdr + sizeof(*hdr), hdr->len};
     bm_btl_tag_t tag = hdr->tag < BM_BTL_TAG_MAX ? hdr->tag : BM_BTL_TAG_BTL;
     struct bm_btl_recv_desc d = {

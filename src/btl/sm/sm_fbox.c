@@ -1,0 +1,122 @@
+/* The fast-box path of the sm transport (the rings themselves are in
+ * sm_fbox.h): sendi copies a small message straight into the sender's ring
+ * in the receiver's segment, and progress delivers from the rings the hint
+ * bitmap names, handing the receive callback a segment that points into the
+ * slot. Order with the FIFO is kept both ways: a sender uses its ring only
+ * while none of its FIFO fragments to that peer is still out (so a ring
+ * message never overtakes a fragment), and the receiver drains a sender's
+ * ring before delivering a FIFO fragment from it (the fragment was sent
+ * later, and seeing it proves the ring messages are visible). */
+#define BM_LOG_SUBSYS "btl/sm"
+#include "btl/sm/sm.h"
+#include "util/log.h"
+
+#include <string.h>
+
+int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const void *hdr,
+                        size_t hdr_len, const void *payload, size_t payload_len, bm_btl_tag_t tag)
+{
+    size_t len = hdr_len + payload_len;
+    if (!ep->fbox || ep->outstanding > 0 || len > ep->tx.slot_size - BM_BTL_SM_FBOX_SLOT_HDR)
+        return BM_ERR_OUT_OF_RESOURCE;
+    unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx);
+    if (!p)
+        return BM_ERR_OUT_OF_RESOURCE;
+    if (hdr_len)
+        memcpy(p, hdr, hdr_len);
+    if (payload_len)
+        memcpy(p + hdr_len, payload, payload_len);
+    bm_btl_sm_fbox_commit(&ep->tx, (uint32_t)len, tag);
+    bm_btl_sm_hint_set((_Atomic uint64_t *)(ep->seg + ep->ctl->hint_offset), sm->local_rank);
+    return BM_BTL_DONE;
+}
+
+/* Deliver up to budget messages of ep's ring. */
+static int sm_fbox_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int budget)
+{
+    struct bm_btl_module *m = &sm->super;
+    int n = 0;
+    uint32_t len;
+    uint8_t tag;
+    const void *data;
+    while (n < budget && (data = bm_btl_sm_fbox_peek(&ep->rx, &len, &tag)) != NULL) {
+        struct bm_btl_segment seg = {(void *)(uintptr_t)data, len};
+        bm_btl_tag_t t = tag < BM_BTL_TAG_MAX ? tag : BM_BTL_TAG_BTL;
+        struct bm_btl_recv_desc d = {
+            .endpoint = (struct bm_btl_endpoint *)ep,
+            .peer = ep->rank,
+            .tag = t,
+            .seg_count = 1,
+            .seg = &seg,
+        };
+        /* Consume first: a callback that polls again must not see it twice. */
+        bm_btl_sm_fbox_consume(&ep->rx);
+        m->recv_cb[t].cb(m, &d, m->recv_cb[t].cbdata);
+        n++;
+    }
+    bm_btl_sm_fbox_publish(&ep->rx);
+    return n;
+}
+
+int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
+{
+    if (!ep->fbox)
+        return 0;
+    return sm_fbox_deliver(sm, ep, (int)ep->rx.nslots);
+}
+
+int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget)
+{
+    int n = 0;
+    for (int w = 0; w < sm->nhint_words; w++) {
+        uint64_t bits = bm_btl_sm_hint_take(sm->hints, w);
+        while (bits) {
+            int b = __builtin_ctzll(bits);
+            bits &= bits - 1;
+            struct bm_btl_sm_endpoint *ep = sm->by_local[w * 64 + b];
+            if (!ep)
+                continue;
+            int left = budget - n;
+            if (left <= 0) {
+                /* Out of budget: leave the bit for the next call. */
+                bm_btl_sm_hint_set(sm->hints, w * 64 + b);
+                continue;
+            }
+            n += sm_fbox_deliver(sm, ep, left);
+            /* Stopped by the budget with messages left: look again next time. */
+            uint32_t len;
+            uint8_t tag;
+            if (n >= budget && bm_btl_sm_fbox_peek(&ep->rx, &len, &tag))
+                bm_btl_sm_hint_set(sm->hints, w * 64 + b);
+        }
+    }
+    return n;
+}
+
+void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
+{
+    const struct bm_btl_sm_seg_ctl *peer = ep->ctl, *own = sm->ctl;
+    ep->fbox = false;
+    if (!own->fbox_slots || !peer->fbox_slots || ep->local_rank < 0 ||
+        (uint32_t)ep->local_rank >= own->local_size || sm->local_rank < 0 ||
+        (uint32_t)sm->local_rank >= peer->local_size || ep->local_rank == sm->local_rank ||
+        sm->by_local[ep->local_rank])
+        return;
+    ep->tx.ring = (struct bm_btl_sm_fbox_ring *)(ep->seg + peer->fbox_offset +
+                                                 (size_t)sm->local_rank * peer->fbox_stride);
+    ep->tx.tail = 0;
+    ep->tx.head_cache = 0;
+    ep->tx.nslots = peer->fbox_slots;
+    ep->tx.slot_size = peer->fbox_slot_size;
+    ep->rx.ring = (struct bm_btl_sm_fbox_ring *)(sm->seg + own->fbox_offset +
+                                                 (size_t)ep->local_rank * own->fbox_stride);
+    ep->rx.head = 0;
+    ep->rx.published = 0;
+    ep->rx.nslots = own->fbox_slots;
+    ep->rx.slot_size = own->fbox_slot_size;
+    sm->by_local[ep->local_rank] = ep;
+    ep->fbox = true;
+    /* The peer may have written before we got here (its bit was dropped
+     * while we did not know it): look at the ring on the next poll. */
+    bm_btl_sm_hint_set(sm->hints, ep->local_rank);
+}
