@@ -7,8 +7,9 @@
 #  - tcp_netns_*: two network namespaces joined by two veth rails: both rails
 #    used; one rail black-holed from the start (the job runs on the other and
 #    the warning names the dropped pair); both black-holed mid-stream (both
-#    ranks report within the timeouts, also when idle: keepalive). Skipped
-#    (77) without root.
+#    ranks report within the timeouts, also when idle: keepalive), and the
+#    black hole lifted again (the path is reported recovered and used).
+#    Skipped (77) without root.
 #  - btl_conformance_tcp_np2_16m: the conformance sweep up to 16 MiB fragments.
 #  - p2p_*_tcp: MPI point-to-point programs of tests/mpi over tcp alone (the
 #    PML on top of this transport, incl. local completion of eager sends).
@@ -30,7 +31,7 @@ add_test(NAME tcp_fault_kill
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tcp_kill.sh $<TARGET_FILE:bmrun> $<TARGET_FILE:tcp_fault>)
 set_tests_properties(tcp_fault_kill PROPERTIES TIMEOUT ${t} LABELS fault)
 
-foreach(scenario rails droprail blackhole blackhole_idle)
+foreach(scenario rails droprail blackhole blackhole_idle recover)
     add_test(NAME tcp_netns_${scenario}
         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tcp_netns.sh $<TARGET_FILE:bmrun>
             $<TARGET_FILE:tcp_fault> ${scenario})

@@ -14,6 +14,8 @@
  *                 status; fails when nothing is reported within 60 s.
  *   stream idle   the same, but both ranks stop sending once streaming
  *                 began: only TCP keepalive can notice a dead link.
+ *   stream recover  the same, then (the script lifts the fault) the path
+ *                 must be reported recovered and carry 16 more messages.
  *   stray         rank 0 opens stray connections to every listening address
  *                 of rank 1 (garbage bytes, a HELLO with a wrong secret, and
  *                 one that sends nothing) while the two ranks exchange
@@ -144,9 +146,20 @@ static void on_done(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, v
     done_from_peer = 1;
 }
 
+static int recoveries;
+static double recover_time;
+
 static void on_error(struct bm_btl_module *m, const struct bm_btl_error *err, void *cbdata)
 {
     (void)cbdata;
+    if (err->kind == BM_BTL_ERROR_RECOVERED) {
+        if (recoveries++ == 0)
+            recover_time = now_s();
+        for (int i = 0; i < npaths; i++)
+            if (paths[i].module == m && (void *)paths[i].endpoint == (void *)err->endpoint)
+                paths[i].failed = false;
+        return;
+    }
     if (err_reports++ == 0) {
         err_time = now_s();
         snprintf(err_what, sizeof(err_what), "%s: %s (%s)", m->name, err->what,
@@ -264,7 +277,45 @@ static void on_term(int sig)
 
 /* idle: stop sending once streaming began (and everything is acknowledged),
  * so that only keepalive can notice a dead link. */
-static int run_stream(bool idle)
+/* After the failure, wait for the transport to report the path recovered
+ * (the script lifts the black hole), then send again over it. */
+static void stream_recover(void)
+{
+    double t = now_s();
+    while (recoveries == 0 && now_s() - t < 60)
+        bm_btl_base_progress();
+    if (recoveries == 0) {
+        report("tcp_fault: rank %d: the path was not reported recovered within 60 s", me);
+        return;
+    }
+    report("tcp_fault: rank %d: path recovered %.2f s after the failure", me,
+           recover_time - err_time);
+    uint64_t before = rx_msgs;
+    int ok_before = sends_ok;
+    for (uint64_t seq = 1000000; seq < 1000016; seq++) {
+        while (in_flight >= IN_FLIGHT && now_s() - t < 90)
+            bm_btl_base_progress();
+        BM_CHECK(send_one(0, 65536, seq));
+    }
+    /* DONE goes out once our sends are acknowledged, and each rank keeps
+     * progressing until the peer's DONE: nobody stops answering (and
+     * acknowledging) while the other still waits. */
+    bool sent_done = false;
+    while ((!sent_done || !done_from_peer) && now_s() - t < 90) {
+        bm_btl_base_progress();
+        if (!sent_done && in_flight == 0 && rx_msgs >= before + 16) {
+            send_done();
+            sent_done = true;
+        }
+    }
+    BM_CHECK(sent_done && done_from_peer);
+    BM_CHECK_EQ_INT(sends_ok - ok_before, 16);
+    BM_CHECK_EQ_INT(rx_msgs - before, 16);
+    report("tcp_fault: rank %d: after recovery %d sends completed, %llu received", me,
+           sends_ok - ok_before, (unsigned long long)(rx_msgs - before));
+}
+
+static int run_stream(bool idle, bool recover)
 {
     /* bmrun stops the job with SIGTERM when the peer dies; keep going for
      * BM_RUN_KILL_GRACE to report what the transport saw. */
@@ -301,6 +352,17 @@ static int run_stream(bool idle)
     BM_CHECK(sends_err > 0 || sends_ok > 0);
     BM_CHECK(strstr(err_what, "rank") != NULL);
     BM_CHECK_EQ_INT(rx_bad, 0);
+    if (recover && err_reports) {
+        stream_recover();
+        BM_CHECK_EQ_INT(recoveries, 1);
+        BM_CHECK_EQ_INT(rx_bad, 0);
+        report("tcp_fault: rank %d checks: %d failed", me, bm_test_failed);
+        /* Both ranks are done before anyone closes. */
+        BM_CHECK_EQ_INT(bm_rte_barrier(), BM_OK);
+        bm_btl_base_close();
+        bm_rte_finalize();
+        exit(bm_test_summary("tcp_fault stream"));
+    }
     report("tcp_fault: rank %d checks: %d failed", me, bm_test_failed);
     /* Leave without the orderly close (the peer is gone). */
     _exit(bm_test_summary("tcp_fault stream"));
@@ -437,9 +499,10 @@ static int run_stray(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: %s rails <MiB> | stream [idle] | stray   (2 ranks, BM_BTL=self,tcp)\n",
-                argv[0]);
+        fprintf(
+            stderr,
+            "usage: %s rails <MiB> | stream [idle|recover] | stray   (2 ranks, BM_BTL=self,tcp)\n",
+            argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -474,7 +537,8 @@ int main(int argc, char **argv)
     if (strcmp(mode, "rails") == 0)
         run_rails(argc > 2 ? (size_t)atoi(argv[2]) : 64);
     else if (strcmp(mode, "stream") == 0)
-        run_stream(argc > 2 && strcmp(argv[2], "idle") == 0);
+        run_stream(argc > 2 && strcmp(argv[2], "idle") == 0,
+                   argc > 2 && strcmp(argv[2], "recover") == 0);
     else if (strcmp(mode, "stray") == 0)
         run_stray();
     else

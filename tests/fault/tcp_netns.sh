@@ -8,9 +8,11 @@
 #   blackhole  both rails black-holed in the middle of a stream: both ranks
 #              report the failure within the configured timeouts, never hang;
 #   blackhole_idle  the same with both ranks idle (nothing unacknowledged):
-#              keepalive must notice.
+#              keepalive must notice;
+#   recover    the black hole is lifted after both ranks reported it: the
+#              path is reported recovered and carries traffic again.
 # Needs root and network namespaces; otherwise skipped (exit 77).
-# usage: tcp_netns.sh <bmrun> <tcp_fault> rails|droprail|blackhole|blackhole_idle
+# usage: tcp_netns.sh <bmrun> <tcp_fault> rails|droprail|blackhole|blackhole_idle|recover
 set -u
 bmrun=$1 prog=$2 scenario=$3
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
@@ -59,6 +61,10 @@ drop_rail() { # drop_rail <A-side dev> <B-side dev>
     ip netns exec "$A" iptables -A INPUT -i "$1" -j DROP
     ip netns exec "$B" iptables -A INPUT -i "$2" -j DROP
 }
+undrop_all() {
+    ip netns exec "$A" iptables -F INPUT
+    ip netns exec "$B" iptables -F INPUT
+}
 run_job() { # run_job <tcp_fault args...>: in the background, output in $out
     ip netns exec "$A" env BM_BTL=self,tcp BM_RUN_KILL_GRACE=30 TCP_FAULT_LOG="$out" \
         BM_BTL_TCP_CONNECT_TIMEOUT=1500 BM_BTL_TCP_USER_TIMEOUT=3000 \
@@ -92,10 +98,14 @@ droprail)
     grep -E "interface pair 10\.250\.1\.[12] .* -> 10\.250\.1\.[12]:[0-9]+ .* cannot connect" \
         "$out" || fail "no warning naming the dropped pair"
     ;;
-blackhole | blackhole_idle)
+blackhole | blackhole_idle | recover)
     # Both ranks write their findings to $out.<rank>: the black hole also
     # cuts bmrun's output forwarding from host B.
-    if [ "$scenario" = blackhole ]; then run_job stream; else run_job stream idle; fi
+    case $scenario in
+    blackhole) run_job stream ;;
+    blackhole_idle) run_job stream idle ;;
+    recover) run_job stream recover ;;
+    esac
     reports() { cat "$out".0 "$out".1 2>/dev/null; }
     for _ in $(seq 1 300); do
         [ "$(reports | grep -c 'streaming$')" = 2 ] && break
@@ -107,10 +117,26 @@ blackhole | blackhole_idle)
     drop_rail "$ra1" "$rb1"
     drop_rail "$ra2" "$rb2"
     for _ in $(seq 1 400); do
-        [ "$(reports | grep -c 'checks: ')" = 2 ] && break
+        if [ "$scenario" = recover ]; then
+            [ "$(reports | grep -c 'detected the failure')" = 2 ] && break
+        else
+            [ "$(reports | grep -c 'checks: ')" = 2 ] && break
+        fi
         sleep 0.1
     done
     t1=$(date +%s.%N)
+    if [ "$scenario" = recover ]; then
+        undrop_all
+        for _ in $(seq 1 600); do
+            [ "$(reports | grep -c 'checks: ')" = 2 ] && break
+            sleep 0.1
+        done
+        wait "$pid" || fail "the job failed after the recovery"
+        pid=
+        [ "$(reports | grep -c 'path recovered')" = 2 ] || fail "not both ranks saw the recovery"
+        [ "$(reports | grep -c 'after recovery 16 sends completed, 16 received')" = 2 ] ||
+            fail "traffic did not flow again after the recovery"
+    fi
     # bmrun itself is cut off from host B's daemon and would wait for it:
     # end it (the cleanup ends what is left in the namespaces).
     kill -KILL "$pid" 2>/dev/null

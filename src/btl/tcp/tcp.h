@@ -34,6 +34,7 @@ struct bm_btl_tcp_config {
     int keepalive_intvl_s;    /* TCP_KEEPINTVL */
     int keepalive_cnt;        /* TCP_KEEPCNT */
     int finalize_drain_ms;    /* how long finalize waits for unacknowledged sends */
+    int reconnect_ms;         /* retry a failed endpoint this often (0: never) */
 };
 
 /* ---- local interfaces (tcp_if.c) ------------------------------------------ */
@@ -183,6 +184,9 @@ struct bm_btl_tcp_endpoint {
     bool announced; /* reported reachable to the PML by add_procs */
     bool failed;
     int fail_status;
+    bool retry;                         /* failed, and worth reconnecting (reconnect_ms) */
+    bool probing;                       /* a reconnection attempt is under way */
+    long long retry_at;                 /* when to try next */
     struct bm_btl_tcp_candidate *cands; /* remote addresses to try, best first */
     int ncands;
     int cand;                      /* the one in use; earlier ones were dropped with a warning */
@@ -220,6 +224,8 @@ struct bm_btl_tcp_component {
     struct bm_btl_tcp_frag *pool;
     int pool_count;
     int completions; /* counted by progress */
+    int nretry;      /* endpoints with retry set */
+    long long next_retry_check;
     bool finalizing;
 };
 
@@ -260,6 +266,8 @@ void bm_btl_tcp_conn_event(struct bm_btl_tcp_conn *c, uint32_t events);
 void bm_btl_tcp_endpoint_timers(long long now);
 /* The connection failed (err: errno, 0 for an unexpected EOF): fail its endpoint. */
 void bm_btl_tcp_conn_fail(struct bm_btl_tcp_conn *c, int err);
+/* Start reconnection attempts of failed endpoints that are due. */
+void bm_btl_tcp_endpoint_retry(long long now);
 /* Report connections that failed inside send (called at the end of progress). */
 void bm_btl_tcp_endpoint_reap(void);
 /* Close and free accepted sockets that never identified themselves (finalize). */

@@ -75,6 +75,11 @@ static const struct bm_param tcp_params[] = {
     {"BM_BTL_TCP_KEEPALIVE_CNT", BM_PARAM_INT, "5", 1, 100, NULL,
      "Unanswered keepalive probes before the connection is declared dead.", TCP_CFG(keepalive_cnt),
      0},
+    {"BM_BTL_TCP_RECONNECT_INTERVAL", BM_PARAM_INT, "2000", 0, 3600000, NULL,
+     "Milliseconds between attempts to reconnect a failed path to a peer (a link that went "
+     "down and came back); when one succeeds the path is reported recovered and used again. "
+     "0 never retries.",
+     TCP_CFG(reconnect_ms), 0},
     {"BM_BTL_TCP_FINALIZE_DRAIN", BM_PARAM_INT, "10000", 0, 600000, NULL,
      "Milliseconds finalize waits for outstanding sends to be acknowledged before closing.",
      TCP_CFG(finalize_drain_ms), 0},
@@ -240,6 +245,13 @@ static int bm_btl_tcp_progress(void)
         bm_btl_tcp_endpoint_timers(bm_btl_tcp_now_ns());
     if (c->dead_list)
         bm_btl_tcp_endpoint_reap();
+    if (c->nretry > 0) {
+        long long now = bm_btl_tcp_now_ns();
+        if (now >= c->next_retry_check) {
+            c->next_retry_check = now + 50000000LL; /* look at most every 50 ms */
+            bm_btl_tcp_endpoint_retry(now);
+        }
+    }
     if (c->ack_list)
         bm_btl_tcp_frag_flush_acks();
     return c->completions;
@@ -278,6 +290,7 @@ static void tcp_drain(void)
 static bm_status_t tcp_del_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
                                  struct bm_btl_endpoint **endpoints)
 {
+    bm_btl_tcp_component.finalizing = true; /* no reconnection from here on */
     if (bm_btl_tcp_component.epfd >= 0)
         tcp_drain();
     return bm_btl_tcp_del_procs(m, nprocs, ranks, endpoints);
@@ -286,6 +299,7 @@ static bm_status_t tcp_del_procs(struct bm_btl_module *m, int nprocs, const int 
 static void bm_btl_tcp_finalize(void)
 {
     struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    c->finalizing = true;
     if (c->epfd >= 0 && c->modules)
         tcp_drain();
     for (int i = 0; i < c->nmodules; i++)

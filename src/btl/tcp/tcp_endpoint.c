@@ -314,6 +314,8 @@ err_free:
 
 void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status)
 {
+    if (ep->retry)
+        bm_btl_tcp_component.nretry--;
     for (int i = 0; i < ep->nlinks; i++) {
         struct bm_btl_tcp_conn *c = &ep->links[i];
         bm_btl_tcp_conn_close_fd(c);
@@ -367,6 +369,69 @@ void bm_btl_tcp_endpoint_fail(struct bm_btl_tcp_endpoint *ep, int status, const 
     }
     for (int i = 0; i < ep->nlinks; i++)
         bm_btl_tcp_frag_fail_all(&ep->links[i], status);
+    /* A link can heal; a peer that finalized or spoke garbage does not. */
+    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    if (comp->cfg.reconnect_ms > 0 && ep->announced && !comp->finalizing &&
+        status != BM_ERR_PEER_GONE && status != BM_ERR_PROTOCOL && !ep->retry) {
+        ep->retry = true;
+        ep->retry_at = bm_btl_tcp_now_ns() + (long long)comp->cfg.reconnect_ms * 1000000LL;
+        comp->nretry++;
+    }
+}
+
+/* Back to work after a failure: fresh per-connection state on every link
+ * (the peer starts afresh too: it accepts only while its own endpoint is
+ * failed), then tell the PML that the path works again. */
+static void tcp_endpoint_recover(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *via)
+{
+    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    for (int i = 0; i < ep->nlinks; i++) {
+        struct bm_btl_tcp_conn *c = &ep->links[i];
+        if (c != via) {
+            bm_btl_tcp_conn_close_fd(c);
+            c->state = BM_BTL_TCP_CONN_IDLE;
+        }
+        c->tx_seq = c->rx_count = c->ack_sent = 0;
+        c->ack_urgent = false;
+        c->ack_age = 0;
+        c->rlen = c->rpos = 0;
+        c->peer_fin = false;
+    }
+    ep->failed = false;
+    ep->fail_status = BM_OK;
+    ep->probing = false;
+    if (ep->retry) {
+        ep->retry = false;
+        comp->nretry--;
+    }
+    char what[512];
+    snprintf(what, sizeof(what), "connection to rank %d (%s) via %s works again", ep->rank,
+             via->peer_str, ep->module->iface.name);
+    bm_log_warn("%s", what);
+    struct bm_btl_module *m = &ep->module->super;
+    if (ep->announced && m->error_cb) {
+        struct bm_btl_error err = {
+            .kind = BM_BTL_ERROR_RECOVERED,
+            .endpoint = (struct bm_btl_endpoint *)ep,
+            .peer = ep->rank,
+            .status = BM_OK,
+            .what = what,
+        };
+        m->error_cb(m, &err, m->error_cbdata);
+    }
+}
+
+/* A reconnection attempt failed: quietly, try again later. */
+static void tcp_endpoint_probe_failed(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *c,
+                                      const char *why)
+{
+    bm_btl_tcp_conn_close_fd(c);
+    c->state = BM_BTL_TCP_CONN_CLOSED;
+    ep->probing = false;
+    ep->retry_at =
+        bm_btl_tcp_now_ns() + (long long)bm_btl_tcp_component.cfg.reconnect_ms * 1000000LL;
+    bm_log_debug("rank %d via %s: reconnection failed (%s); next try in %d ms", ep->rank,
+                 ep->module->iface.name, why, bm_btl_tcp_component.cfg.reconnect_ms);
 }
 
 static int tcp_errno_status(int err)
@@ -443,6 +508,15 @@ static void tcp_endpoint_drop_pair(struct bm_btl_tcp_endpoint *ep, struct bm_btl
         snprintf(reason, sizeof(reason), "%s", strerror(err));
     bm_btl_tcp_conn_close_fd(c);
     c->state = BM_BTL_TCP_CONN_IDLE;
+    if (ep->probing) {
+        if (ep->cand + 1 < ep->ncands) {
+            ep->cand++;
+            tcp_conn_start(ep, c);
+        } else {
+            tcp_endpoint_probe_failed(ep, c, reason);
+        }
+        return;
+    }
     if (ep->cand + 1 < ep->ncands) {
         bm_log_warn("rank %d: interface pair %s (%s) -> %s (%s) cannot connect: %s; dropping "
                     "this pair for rank %d and trying %s (%s)",
@@ -496,7 +570,7 @@ static void tcp_conn_send_hello(struct bm_btl_tcp_conn *c)
 static void tcp_conn_start(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *c)
 {
     const struct bm_btl_tcp_config *cfg = &bm_btl_tcp_component.cfg;
-    if (ep->failed || c->state != BM_BTL_TCP_CONN_IDLE)
+    if ((ep->failed && !ep->probing) || c->state != BM_BTL_TCP_CONN_IDLE)
         return;
     if (ep->ncands == 0) {
         char what[1024];
@@ -603,9 +677,15 @@ static void tcp_conn_on_reply(struct bm_btl_tcp_conn *c)
     }
     switch (ntohs(hs->kind)) {
     case BM_BTL_TCP_HS_ACCEPT:
+        if (ep->failed)
+            tcp_endpoint_recover(ep, c);
         tcp_conn_established(c);
         break;
     case BM_BTL_TCP_HS_REJECT:
+        if (ep->probing) {
+            tcp_endpoint_probe_failed(ep, c, "the peer still uses its old connection");
+            break;
+        }
         /* We lost a simultaneous connect: the peer's own connection for this
          * link is on its way and will be accepted by us. */
         bm_btl_tcp_conn_close_fd(c);
@@ -718,7 +798,9 @@ static void tcp_anon_on_hello(struct bm_btl_tcp_conn *c)
     int src_module = ntohs(hs->src_module), link = ntohs(hs->link);
     struct bm_btl_tcp_module *m = tcp_accept_module(c, rank, src_module);
     struct bm_btl_tcp_endpoint *ep = bm_btl_tcp_endpoint_get(m, rank);
-    bool accept = ep && !ep->failed;
+    /* A failed endpoint takes a new connection when it could heal (the
+     * peer reconnects): that is its recovery. */
+    bool accept = ep && (!ep->failed || ep->retry);
     struct bm_btl_tcp_conn *l = accept ? &ep->links[link] : NULL;
     if (accept) {
         switch (l->state) {
@@ -730,6 +812,8 @@ static void tcp_anon_on_hello(struct bm_btl_tcp_conn *c)
             } else {
                 bm_btl_tcp_conn_close_fd(l);
                 l->state = BM_BTL_TCP_CONN_IDLE;
+                if (ep->probing)
+                    ep->probing = false; /* the peer's attempt does the job */
             }
             break;
         case BM_BTL_TCP_CONN_CONNECTED:
@@ -756,6 +840,8 @@ static void tcp_anon_on_hello(struct bm_btl_tcp_conn *c)
     if (epoll_ctl(comp->epfd, EPOLL_CTL_DEL, l->fd, NULL) != 0)
         bm_log_debug("epoll_ctl DEL: %s", strerror(errno));
     tcp_anon_free(c);
+    if (ep->failed)
+        tcp_endpoint_recover(ep, l);
     tcp_conn_established(l);
 }
 
@@ -902,5 +988,25 @@ void bm_btl_tcp_endpoint_close_anon(void)
         struct bm_btl_tcp_conn *c = bm_util_container_of(n, struct bm_btl_tcp_conn, qnode_anon);
         close(c->fd);
         tcp_anon_free(c);
+    }
+}
+
+void bm_btl_tcp_endpoint_retry(long long now)
+{
+    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    for (int i = 0; i < comp->nmodules; i++) {
+        struct bm_btl_tcp_module *m = comp->modules[i];
+        for (int r = 0; r < comp->size; r++) {
+            struct bm_btl_tcp_endpoint *ep = m->eps[r];
+            if (!ep || !ep->retry || ep->probing || ep->retry_at > now || ep->ncands == 0)
+                continue;
+            struct bm_btl_tcp_conn *c = &ep->links[0];
+            bm_btl_tcp_conn_close_fd(c);
+            c->state = BM_BTL_TCP_CONN_IDLE;
+            ep->probing = true;
+            ep->cand = 0;
+            bm_log_debug("rank %d via %s: trying to reconnect", ep->rank, m->iface.name);
+            tcp_conn_start(ep, c);
+        }
     }
 }

@@ -110,6 +110,8 @@ bm_status_t bm_btl_tcp_module_create(int index, const struct bm_btl_tcp_if *ifac
     s->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE;
     if (cfg->links == 1)
         s->caps |= BM_BTL_CAP_ORDERED; /* one socket per endpoint keeps order */
+    if (cfg->reconnect_ms > 0)
+        s->caps |= BM_BTL_CAP_FAILOVER; /* reports failure and recovery */
     s->exclusivity = BM_BTL_EXCL_LOW;
     s->latency = iface->loopback ? 40 : 50;
     s->bandwidth = iface->bandwidth;
