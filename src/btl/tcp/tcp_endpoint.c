@@ -344,29 +344,37 @@ void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status)
     free(ep);
 }
 
+/* Tell the PML (the module's error callback) about this endpoint; only for
+ * endpoints it knows (add_procs announced them). */
+static void tcp_endpoint_report(struct bm_btl_tcp_endpoint *ep, enum bm_btl_error_kind kind,
+                                int status, const char *what)
+{
+    struct bm_btl_module *m = &ep->module->super;
+    if (!ep->announced || !m->error_cb)
+        return;
+    struct bm_btl_error err = {
+        .kind = kind,
+        .endpoint = (struct bm_btl_endpoint *)ep,
+        .peer = ep->rank,
+        .status = status,
+        .what = what,
+    };
+    m->error_cb(m, &err, m->error_cbdata);
+}
+
 void bm_btl_tcp_endpoint_fail(struct bm_btl_tcp_endpoint *ep, int status, const char *what)
 {
     if (ep->failed)
         return;
     ep->failed = true;
     ep->fail_status = status;
-    struct bm_btl_module *m = &ep->module->super;
     bm_log_warn("%s", what);
     for (int i = 0; i < ep->nlinks; i++) {
         struct bm_btl_tcp_conn *c = &ep->links[i];
         bm_btl_tcp_conn_close_fd(c);
         c->state = BM_BTL_TCP_CONN_CLOSED;
     }
-    if (ep->announced && m->error_cb) {
-        struct bm_btl_error err = {
-            .kind = BM_BTL_ERROR_PEER,
-            .endpoint = (struct bm_btl_endpoint *)ep,
-            .peer = ep->rank,
-            .status = status,
-            .what = what,
-        };
-        m->error_cb(m, &err, m->error_cbdata);
-    }
+    tcp_endpoint_report(ep, BM_BTL_ERROR_PEER, status, what);
     for (int i = 0; i < ep->nlinks; i++)
         bm_btl_tcp_frag_fail_all(&ep->links[i], status);
     /* A link can heal; a peer that finalized or spoke garbage does not. */
@@ -408,17 +416,7 @@ static void tcp_endpoint_recover(struct bm_btl_tcp_endpoint *ep, struct bm_btl_t
     snprintf(what, sizeof(what), "connection to rank %d (%s) via %s works again", ep->rank,
              via->peer_str, ep->module->iface.name);
     bm_log_warn("%s", what);
-    struct bm_btl_module *m = &ep->module->super;
-    if (ep->announced && m->error_cb) {
-        struct bm_btl_error err = {
-            .kind = BM_BTL_ERROR_RECOVERED,
-            .endpoint = (struct bm_btl_endpoint *)ep,
-            .peer = ep->rank,
-            .status = BM_OK,
-            .what = what,
-        };
-        m->error_cb(m, &err, m->error_cbdata);
-    }
+    tcp_endpoint_report(ep, BM_BTL_ERROR_RECOVERED, BM_OK, what);
 }
 
 /* A reconnection attempt failed: quietly, try again later. */
