@@ -279,9 +279,12 @@ static size_t match_hdr_len(const void *head, size_t head_len)
     if (head_len < 1)
         return 0;
     uint8_t type = *(const uint8_t *)head;
-    return type == BM_PML_HDR_MATCH  ? sizeof(struct bm_pml_hdr_match)
-           : type == BM_PML_HDR_RNDV ? sizeof(struct bm_pml_hdr_rndv)
-                                     : 0;
+    if (type == BM_PML_HDR_MATCH)
+        return sizeof(struct bm_pml_hdr_match);
+    /* An RGET is matched as a RNDV whose payload is the rest of its header (rdma.c). */
+    if (type == BM_PML_HDR_RNDV || type == BM_PML_HDR_RGET)
+        return sizeof(struct bm_pml_hdr_rndv);
+    return 0;
 }
 
 size_t bm_pml_match_hdr_len(const void *head, size_t head_len)
@@ -309,14 +312,14 @@ static void match_in(int peer_world, const char *head, size_t head_len, const ch
     memcpy(&mh, head, sizeof(mh));
     uint64_t msg_len = len - hlen;
     bm_pml_reqid_t sreq = 0;
-    if (mh.base.type == BM_PML_HDR_RNDV) {
+    if (mh.base.type == BM_PML_HDR_RNDV || mh.base.type == BM_PML_HDR_RGET) {
         memcpy(&rh, head, sizeof(rh));
         msg_len = rh.msg_len;
         sreq = rh.sreq;
     }
     int src_limit = bm_pml_g.world_size > 0 ? bm_pml_g.world_size : BM_PML_SRC_LIMIT_NOINIT;
     if (mh.src < 0 || mh.src >= src_limit || mh.tag < 0 || msg_len < len - hlen ||
-        (mh.base.type == BM_PML_HDR_RNDV && sreq == 0)) {
+        (mh.base.type != BM_PML_HDR_MATCH && sreq == 0)) {
         bm_log_ratelimited(BM_LOG_ERROR,
                            "dropped a malformed fragment from rank %d (type %u, source %d, tag %d, "
                            "%zu bytes)",
@@ -368,7 +371,7 @@ static void match_in(int peer_world, const char *head, size_t head_len, const ch
         size_t hl = match_hdr_len(h->bytes, h->len);
         uint64_t ml = h->len - hl;
         bm_pml_reqid_t sr = 0;
-        if (hm.base.type == BM_PML_HDR_RNDV) {
+        if (hm.base.type == BM_PML_HDR_RNDV || hm.base.type == BM_PML_HDR_RGET) {
             memcpy(&rh, h->bytes, sizeof(rh));
             ml = rh.msg_len;
             sr = rh.sreq;

@@ -254,6 +254,17 @@ bm_status_t bm_pml_send_start(struct bm_pml_request *req);
 bm_status_t bm_pml_send_resume(struct bm_pml_request *req);
 void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
 
+/* rdma.c: single copy for large messages (RGET + FIN) */
+/* Should this rendezvous be an RGET (size, a GET path that needs no registration)? */
+bool bm_pml_rdma_rget_ok(const struct bm_pml_request *req);
+/* Send the RGET; the send then waits for FIN (or an ACK when the receiver falls back). */
+void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh);
+/* A posted receive matched an RGET; tail is the RGET header after its RNDV fields. */
+void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int src, int tag,
+                              uint64_t msg_len, bm_pml_reqid_t sreq, const void *tail,
+                              size_t tail_len);
+void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+
 /* progress.c */
 void bm_pml_pending_add(struct bm_pml_request *req);
 /* Send a control header (ACK) to a peer now, or queue it for retry. */

@@ -51,6 +51,10 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len)
 {
+    if (type == BM_PML_HDR_RGET) {
+        bm_pml_rdma_rget_matched(req, peer_world, src, tag, msg_len, sreq, data, data_len);
+        return;
+    }
     req->status.source = src;
     req->status.tag = tag;
     req->src_world = peer_world;

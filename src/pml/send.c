@@ -145,6 +145,12 @@ static bm_status_t send_first(struct bm_pml_request *req)
             continue;
         }
 
+        if (bm_pml_rdma_rget_ok(req)) {
+            /* Single copy (rdma.c): the phase first, as FIN may come back inside the send. */
+            req->sphase = BM_PML_SPHASE_WAIT_ACK;
+            bm_pml_rdma_rget_send(req, &mh);
+            return BM_OK;
+        }
         struct bm_pml_hdr_rndv rh = {
             .match = mh, .msg_len = req->bytes, .sreq = bm_pml_request_id(req)};
         rh.match.base.type = BM_PML_HDR_RNDV;

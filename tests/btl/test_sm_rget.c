@@ -1,0 +1,119 @@
+/* Single copy over sm through the PML's RGET + FIN protocol (src/pml/rdma.c),
+ * run with BM_PML_RGET_LIMIT low enough that large messages use it: every
+ * byte of messages around and far above the limit arrives, in order with
+ * eager traffic; a receive buffer smaller than the message gets exactly what
+ * fits and MPI_ERR_TRUNCATE, with nothing written past it; synchronous and
+ * unexpected (receive posted late) messages work. With the argument
+ * "fallback" rank 1 turns single copy off for itself, so rank 0 still offers
+ * RGET but rank 1 cannot read: it must fall back to RNDV/ACK/FRAG and the
+ * data must still arrive intact. */
+#include "bm_test.h"
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static unsigned char pat(int msg, size_t i)
+{
+    return (unsigned char)(msg * 131 + i * 7 + (i >> 9));
+}
+
+static void fill(unsigned char *b, int msg, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = pat(msg, i);
+}
+
+static long check(const unsigned char *b, int msg, size_t n)
+{
+    long bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += b[i] != pat(msg, i);
+    return bad;
+}
+
+static const size_t sizes[] = {65536, 65537, 200000, 1 << 20, 4 << 20};
+#define NSIZES (int)(sizeof(sizes) / sizeof(sizes[0]))
+
+int main(int argc, char **argv)
+{
+    bool fallback = argc > 1 && strcmp(argv[1], "fallback") == 0;
+    const char *r = getenv("BMRUN_RANK");
+    if (fallback && r && atoi(r) == 1)
+        setenv("BM_BTL_SM_SINGLE_COPY", "0", 1);
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    BM_CHECK_EQ_INT(size, 2);
+    size_t max = 4 << 20;
+    unsigned char *buf = malloc(max + 64);
+    BM_CHECK(buf != NULL);
+
+    /* Sizes around and above the limit, with a small eager message between
+     * each: order across protocols. */
+    for (int k = 0; k < NSIZES; k++) {
+        int small = k;
+        if (rank == 0) {
+            fill(buf, k, sizes[k]);
+            MPI_Send(buf, (int)sizes[k], MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+            MPI_Send(&small, 1, MPI_INT, 1, 1, MPI_COMM_WORLD);
+        } else {
+            memset(buf, 0, max);
+            MPI_Status st;
+            MPI_Recv(buf, (int)max, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &st);
+            int count;
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            BM_CHECK_EQ_INT(count, (long)sizes[k]);
+            BM_CHECK_EQ_INT(check(buf, k, sizes[k]), 0);
+            int got = -1;
+            MPI_Recv(&got, 1, MPI_INT, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            BM_CHECK_EQ_INT(got, k);
+        }
+    }
+
+    /* Truncation: 1 MiB into 300000 bytes; a guard after the buffer. */
+    if (rank == 0) {
+        fill(buf, 50, 1 << 20);
+        MPI_Send(buf, 1 << 20, MPI_BYTE, 1, 2, MPI_COMM_WORLD);
+    } else {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        memset(buf, 0xee, max);
+        MPI_Status st;
+        int rc = MPI_Recv(buf, 300000, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &st);
+        int cls;
+        MPI_Error_class(rc, &cls);
+        BM_CHECK_EQ_INT(cls, MPI_ERR_TRUNCATE);
+        BM_CHECK_EQ_INT(check(buf, 50, 300000), 0);
+        long guard = 0;
+        for (size_t i = 300000; i < 300064; i++)
+            guard += buf[i] != 0xee;
+        BM_CHECK_EQ_INT(guard, 0);
+    }
+
+    /* Synchronous send, and a message that arrives before its receive. */
+    if (rank == 0) {
+        fill(buf, 60, 1 << 20);
+        MPI_Ssend(buf, 1 << 20, MPI_BYTE, 1, 3, MPI_COMM_WORLD);
+        fill(buf, 61, 500000);
+        MPI_Send(buf, 500000, MPI_BYTE, 1, 4, MPI_COMM_WORLD);
+    } else {
+        memset(buf, 0, max);
+        MPI_Recv(buf, 1 << 20, MPI_BYTE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        BM_CHECK_EQ_INT(check(buf, 60, 1 << 20), 0);
+        usleep(100000); /* the RGET of tag 4 waits as an unexpected message */
+        memset(buf, 0, max);
+        MPI_Recv(buf, 500000, MPI_BYTE, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        BM_CHECK_EQ_INT(check(buf, 61, 500000), 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(buf);
+    char name[64];
+    snprintf(name, sizeof(name), "test_sm_rget rank %d%s", rank, fallback ? " (fallback)" : "");
+    int rc = bm_test_summary(name);
+    MPI_Finalize();
+    return rc;
+}
