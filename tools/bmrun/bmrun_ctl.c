@@ -211,6 +211,11 @@ static bm_status_t host_add(const char *name, int slots, const char *where)
     struct bm_run_host *h = &job->hosts[job->nhosts++];
     memset(h, 0, sizeof(*h));
     snprintf(h->name, sizeof(h->name), "%s", name);
+    /* Ranks, error messages and MPI_Get_processor_name name this host as
+     * users know it, not by the alias "localhost" they may have typed. */
+    if (local && gethostname(h->name, sizeof(h->name)) != 0)
+        snprintf(h->name, sizeof(h->name), "%s", name);
+    h->name[sizeof(h->name) - 1] = '\0';
     h->slots = slots;
     h->local = local;
     h->node = -1;
