@@ -259,6 +259,10 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
         free(r);
         return rc;
     }
+    /* A persistent request reads dt at every start, and the program may
+     * free the type before that; MPI_Request_free releases it. */
+    if (persistent)
+        bm_mpi_type_retain(dt);
     *out = r;
     return MPI_SUCCESS;
 }

@@ -395,6 +395,8 @@ int PMPI_Request_free(MPI_Request *request)
     /* An active transfer goes on in the background (the PML finishes it). */
     if (r->pml)
         bm_pml_request_free(r->pml);
+    if (r->persistent)
+        bm_mpi_type_release(r->dt);
     r->magic = 0;
     free(r);
     *request = MPI_REQUEST_NULL;

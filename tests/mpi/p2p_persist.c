@@ -5,7 +5,8 @@
  * status (source MPI_ANY_SOURCE, tag MPI_ANY_TAG, count 0) and leave the
  * handle valid; starting an active request is MPI_ERR_REQUEST;
  * MPI_Request_free releases inactive requests; MPI_PROC_NULL persistent
- * requests complete with the MPI_PROC_NULL status. */
+ * requests complete with the MPI_PROC_NULL status; a derived type freed
+ * between Send_init/Recv_init and MPI_Start stays usable by the requests. */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -111,6 +112,41 @@ static void test_ring(void)
     free(in);
 }
 
+/* The program may free a derived type right after Send_init/Recv_init:
+ * the requests keep it alive (under ASan a freed type is a use after
+ * free at MPI_Start) until MPI_Request_free. */
+static void test_type_freed(void)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Datatype quad;
+    BM_CHECK_EQ_INT(MPI_Type_contiguous(4, MPI_INT, &quad), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Type_commit(&quad), MPI_SUCCESS);
+    int out[12], in[12];
+    MPI_Request reqs[2];
+    BM_CHECK_EQ_INT(MPI_Send_init(out, 3, quad, right, 5, MPI_COMM_WORLD, &reqs[0]), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Recv_init(in, 3, quad, left, 5, MPI_COMM_WORLD, &reqs[1]), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Type_free(&quad), MPI_SUCCESS);
+    BM_CHECK(quad == MPI_DATATYPE_NULL);
+    int bad = 0;
+    for (int it = 0; it < 3; it++) {
+        for (int i = 0; i < 12; i++) {
+            out[i] = it * 1000 + rank * 100 + i;
+            in[i] = -1;
+        }
+        BM_CHECK_EQ_INT(MPI_Startall(2, reqs), MPI_SUCCESS);
+        MPI_Status sts[2];
+        BM_CHECK_EQ_INT(MPI_Waitall(2, reqs, sts), MPI_SUCCESS);
+        for (int i = 0; i < 12; i++)
+            bad += in[i] != it * 1000 + left * 100 + i;
+        int count = -1;
+        MPI_Get_count(&sts[1], MPI_INT, &count);
+        bad += count != 12;
+    }
+    BM_CHECK_EQ_INT(bad, 0);
+    BM_CHECK_EQ_INT(MPI_Request_free(&reqs[0]), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Request_free(&reqs[1]), MPI_SUCCESS);
+}
+
 static void test_proc_null(void)
 {
     int v = 1;
@@ -137,6 +173,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     BM_RUN(test_inactive);
     BM_RUN(test_ring);
+    BM_RUN(test_type_freed);
     BM_RUN(test_proc_null);
     int rc = bm_test_summary("p2p_persist");
     MPI_Finalize();
