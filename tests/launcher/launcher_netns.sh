@@ -7,37 +7,12 @@
 BMRUN=$1 RANK=$2
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "SKIP: needs root to create network namespaces"
-    exit 77
-fi
-if ! ip netns list >/dev/null 2>&1; then
-    echo "SKIP: 'ip netns' is not available"
-    exit 77
-fi
-A=bmA$$
-B=bmB$$
-VA=bmva$$
-VB=bmvb$$
-NET=10.250.$(($$ % 200 + 30))
-teardown() {
-    ip netns del $A 2>/dev/null
-    ip netns del $B 2>/dev/null
-    rm -rf "$T"
-}
-trap teardown EXIT
-if ! ip netns add $A || ! ip netns add $B; then
-    echo "SKIP: cannot create network namespaces here"
-    exit 77
-fi
-ip link add $VA type veth peer name $VB || { echo "SKIP: cannot create a veth pair"; exit 77; }
-ip link set $VA netns $A
-ip link set $VB netns $B
-ip -n $A addr add $NET.1/24 dev $VA
-ip -n $B addr add $NET.2/24 dev $VB
-for n in $A $B; do ip -n $n link set lo up; done
-ip -n $A link set $VA up
-ip -n $B link set $VB up
+. "$(dirname "$0")/../harness/netns.sh"
+
+bm_netns_require
+bm_netns_hosts 2
+A=${BM_NETNS[0]} B=${BM_NETNS[1]}
+bm_netns_rail 0 1 10.250.$(($$ % 200 + 30))
 
 AGENT='ip netns exec {host}'
 run two ip netns exec $A "$BMRUN" -n 4 --host $A:2,$B:2 --launch-agent "$AGENT" --tag-output \

@@ -14,44 +14,24 @@
 # usage: p2p_failover.sh <bmrun> <p2p_failover> tcp|dgram [recover]
 set -u
 bmrun=$1 prog=$2 btl=$3 mode=${4:-}
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
-    echo "SKIP: needs root, ip and iptables"
-    exit 77
-fi
-s=$$
-A=bmpf${s}a B=bmpf${s}b
+. "$(dirname "$0")/../harness/netns.sh"
+bm_netns_require iptables
 out=$(mktemp /tmp/bm-p2p-failover.XXXXXX)
 pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    for n in "$A" "$B"; do
-        for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-    done
-    ip netns del "$A" 2>/dev/null
-    ip netns del "$B" 2>/dev/null
-    rm -f "$out" "$out".*
-}
-trap cleanup EXIT
+bm_netns_at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null'
+bm_netns_at_exit 'rm -f "$out" "$out".*'
 fail() {
     echo "FAIL: $*"
     echo "---- job output ----"
     cat "$out" "$out".0 "$out".1 2>/dev/null
     exit 1
 }
-if ! ip netns add "$A" 2>/dev/null || ! ip netns add "$B"; then
-    echo "SKIP: cannot create network namespaces"
-    exit 77
-fi
-ra1=f1a$s ra2=f2a$s rb1=f1b$s rb2=f2b$s
-ip link add "$ra1" type veth peer name "$rb1" || fail "cannot create veth"
-ip link add "$ra2" type veth peer name "$rb2" || fail "cannot create veth"
-ip link set "$ra1" netns "$A"; ip link set "$rb1" netns "$B"
-ip link set "$ra2" netns "$A"; ip link set "$rb2" netns "$B"
-ip -n "$A" addr add 10.250.1.1/24 dev "$ra1"; ip -n "$B" addr add 10.250.1.2/24 dev "$rb1"
-ip -n "$A" addr add 10.250.2.1/24 dev "$ra2"; ip -n "$B" addr add 10.250.2.2/24 dev "$rb2"
-for n in "$A" "$B"; do ip -n "$n" link set lo up; done
-ip -n "$A" link set "$ra1" up; ip -n "$A" link set "$ra2" up
-ip -n "$B" link set "$rb1" up; ip -n "$B" link set "$rb2" up
+bm_netns_hosts 2
+A=${BM_NETNS[0]} B=${BM_NETNS[1]}
+bm_netns_rail 0 1 10.250.1
+ra1=$BM_NETNS_DEV_A rb1=$BM_NETNS_DEV_B
+bm_netns_rail 0 1 10.250.2
+rb2=$BM_NETNS_DEV_B
 
 ip netns exec "$A" env BM_BTL=self,$btl P2P_FAILOVER_LOG="$out" P2P_FAILOVER_SECS=14 \
     BM_BTL_DGRAM_PROBE_MS=300 \

@@ -1,0 +1,105 @@
+# Network-namespace test beds for shell tests (sourced, not run): a few
+# "hosts" (namespaces with unique names) joined by veth "rails" on given
+# subnets, torn down on exit, and the skip check (exit 77) for machines
+# where they cannot be made. TESTBED.md has the recipes this follows.
+#
+#   . "$(dirname "$0")/../harness/netns.sh"
+#   bm_netns_require iptables          # exit 77 unless root + ip netns (+ tools)
+#   bm_netns_hosts 2                   # BM_NETNS=(bmns<pid>h0 bmns<pid>h1), or exit 77
+#   bm_netns_rail 0 1 10.250.1         # h0 10.250.1.1/24 -- h1 10.250.1.2/24
+#   ra1=$BM_NETNS_DEV_A rb1=$BM_NETNS_DEV_B
+#   bm_netns_at_exit 'kill "$pid" 2>/dev/null' # runs first at exit
+#   ip netns exec "${BM_NETNS[1]}" ./prog ...
+#
+# At exit (trap EXIT, installed when sourced) the commands given to
+# bm_netns_at_exit run in order, then every process still inside the
+# namespaces is killed and the namespaces (with their veths and iptables
+# rules) are deleted, then the EXIT trap the script had before sourcing
+# this file runs. Scripts must not replace the EXIT trap afterwards; use
+# bm_netns_at_exit. Works under `set -u`. Names contain the shell's pid, so
+# tests running in parallel never collide; addresses exist only inside the
+# namespaces, so tests may reuse the same subnets.
+
+BM_NETNS=()
+_bm_netns_exit_cmds=()
+_bm_netns_rails=0
+# The script's own EXIT trap (e.g. removing its temporary folder) still
+# runs; a function, so that the caller's positional parameters stay intact.
+_bm_netns_prev_trap() {
+    eval "set -- $(trap -p EXIT)"
+    [ $# -lt 3 ] || printf '%s' "$3"
+}
+_bm_netns_prev_trap=$(_bm_netns_prev_trap)
+
+_bm_netns_skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+
+# bm_netns_require [COMMAND...]: skip (exit 77) unless running as root with
+# a working 'ip netns' and every COMMAND (e.g. iptables, tc) on the PATH.
+bm_netns_require() {
+    [ "$(id -u)" = 0 ] || _bm_netns_skip "needs root to create network namespaces"
+    command -v ip >/dev/null && ip netns list >/dev/null 2>&1 ||
+        _bm_netns_skip "'ip netns' is not available"
+    local c
+    for c in "$@"; do
+        command -v "$c" >/dev/null || _bm_netns_skip "needs $c"
+    done
+}
+
+# bm_netns_at_exit COMMAND: run COMMAND (a string, evaluated) at exit,
+# before the namespaces are deleted.
+bm_netns_at_exit() {
+    _bm_netns_exit_cmds+=("$1")
+}
+
+bm_netns_teardown() {
+    local c n p
+    for c in "${_bm_netns_exit_cmds[@]}"; do
+        eval "$c"
+    done
+    for n in "${BM_NETNS[@]}"; do
+        # Processes of this test still inside (a cut-off daemon, a hung rank).
+        for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+        ip netns del "$n" 2>/dev/null
+    done
+    BM_NETNS=()
+    [ -z "$_bm_netns_prev_trap" ] || eval "$_bm_netns_prev_trap"
+}
+trap bm_netns_teardown EXIT
+
+# bm_netns_hosts N: create N namespaces, named in BM_NETNS[0..N-1], each with
+# its loopback up. Skips (exit 77) when the kernel or container refuses.
+bm_netns_hosts() {
+    local i n
+    for ((i = 0; i < $1; i++)); do
+        n=bmns$$h${#BM_NETNS[@]}
+        ip netns add "$n" 2>/dev/null || _bm_netns_skip "cannot create network namespaces here"
+        BM_NETNS+=("$n")
+        ip -n "$n" link set lo up
+    done
+}
+
+# bm_netns_rail I J SUBNET [MTU]: a veth pair from namespace BM_NETNS[I]
+# (address SUBNET.1/24) to BM_NETNS[J] (SUBNET.2/24), both ends up. The
+# device names are left in BM_NETNS_DEV_A (in I) and BM_NETNS_DEV_B (in J);
+# they are unique per run because veth names are global until moved.
+bm_netns_rail() {
+    local a=${BM_NETNS[$1]} b=${BM_NETNS[$2]} net=$3 mtu=${4:-}
+    _bm_netns_rails=$((_bm_netns_rails + 1))
+    BM_NETNS_DEV_A=bmr${_bm_netns_rails}a$$
+    BM_NETNS_DEV_B=bmr${_bm_netns_rails}b$$
+    ip link add "$BM_NETNS_DEV_A" type veth peer name "$BM_NETNS_DEV_B" ||
+        _bm_netns_skip "cannot create a veth pair"
+    ip link set "$BM_NETNS_DEV_A" netns "$a"
+    ip link set "$BM_NETNS_DEV_B" netns "$b"
+    ip -n "$a" addr add "$net.1/24" dev "$BM_NETNS_DEV_A"
+    ip -n "$b" addr add "$net.2/24" dev "$BM_NETNS_DEV_B"
+    if [ -n "$mtu" ]; then
+        ip -n "$a" link set "$BM_NETNS_DEV_A" mtu "$mtu"
+        ip -n "$b" link set "$BM_NETNS_DEV_B" mtu "$mtu"
+    fi
+    ip -n "$a" link set "$BM_NETNS_DEV_A" up
+    ip -n "$b" link set "$BM_NETNS_DEV_B" up
+}
