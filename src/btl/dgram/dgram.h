@@ -197,6 +197,7 @@ struct bm_btl_dgram_seg {
     uint8_t state;
     uint8_t type;
     uint8_t embedded; /* the small fragment's own segment: not from the pool */
+    uint8_t ch;       /* channel of the last transmission */
     uint16_t seq;
     uint32_t xmits;
     uint64_t sent_ns;
@@ -293,6 +294,11 @@ struct bm_btl_dgram_endpoint {
     /* congestion window (segments): the usable part of the send window */
     uint32_t cwnd, ssthresh;
     uint64_t rack_ns; /* latest transmit time of a segment known to have arrived */
+    /* per channel, the (transmit time, seq) of the last-sent segment known
+     * to have arrived: one channel is FIFO, so anything sent before it on
+     * that channel and still missing was lost */
+    uint64_t rack_ch_ns[BM_DGRAM_NCH];
+    uint16_t rack_ch_seq[BM_DGRAM_NCH];
     bool in_recovery; /* cwnd was cut; no further cut until recover_seq is ACKed */
     uint16_t recover_seq;
     /* round-trip estimate (ns) */

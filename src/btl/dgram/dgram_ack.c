@@ -226,10 +226,23 @@ void bm_btl_dgram_seg_acked(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgra
 
 /* Resend now a segment that the ACK shows missing, but only when a segment
  * transmitted clearly later than it has already arrived (ep->rack_ns, the
- * idea of TCP's RACK). The two channels reorder packets all the time (a tiny
- * fragment on the priority channel overtakes the chunk posted just before
- * it), and a hole that is only reordering must not be resent; the same rule
- * keeps a just-resent segment from being resent again on stale ACKs. */
+ * idea of TCP's RACK), or one transmitted after it on the same channel. The two channels reorder
+ * packets all the time (a tiny fragment on the priority channel overtakes the chunk posted just
+ * before it), and a hole that is only reordering must not be resent; the same rule keeps a
+ * just-resent segment from being resent again on stale ACKs. */
+/* seg arrived: remember it as RACK evidence. */
+static void rack_note(struct bm_btl_dgram_endpoint *ep, const struct bm_btl_dgram_seg *seg)
+{
+    if (seg->sent_ns > ep->rack_ns)
+        ep->rack_ns = seg->sent_ns;
+    uint64_t cn = ep->rack_ch_ns[seg->ch];
+    if (seg->sent_ns > cn ||
+        (seg->sent_ns == cn && bm_dgram_seq_lt(ep->rack_ch_seq[seg->ch], seg->seq))) {
+        ep->rack_ch_ns[seg->ch] = seg->sent_ns;
+        ep->rack_ch_seq[seg->ch] = seg->seq;
+    }
+}
+
 static void fast_resend(struct bm_btl_dgram_endpoint *ep, uint16_t seq)
 {
     struct bm_btl_dgram_module *m = ep->module;
@@ -239,7 +252,12 @@ static void fast_resend(struct bm_btl_dgram_endpoint *ep, uint16_t seq)
     uint64_t reo = (uint64_t)ep->srtt / 4;
     if (reo < 20000)
         reo = 20000;
-    if (s->sent_ns + reo >= ep->rack_ns)
+    /* Segments of one batch share a transmit time: within a channel, the
+     * sequence number orders them (a later one of the same batch arrived). */
+    uint64_t cn = ep->rack_ch_ns[s->ch];
+    bool later_on_channel = s->sent_ns < cn || (s->sent_ns == cn && cn != 0 &&
+                                                bm_dgram_seq_lt(s->seq, ep->rack_ch_seq[s->ch]));
+    if (s->sent_ns + reo >= ep->rack_ns && !later_on_channel)
         return;
     bm_btl_dgram_timer_stop(m, s);
     s->state = BM_DGRAM_SEG_RESEND;
@@ -308,8 +326,7 @@ void bm_btl_dgram_ack_handle(struct bm_btl_dgram_endpoint *ep, const struct bm_d
         for (uint16_t s = ep->snd_una; s != (uint16_t)(a + 1); s++) {
             struct bm_btl_dgram_seg *seg = ep->win[s & mask];
             if (seg) {
-                if (seg->sent_ns > ep->rack_ns)
-                    ep->rack_ns = seg->sent_ns;
+                rack_note(ep, seg);
                 bm_btl_dgram_seg_acked(ep, seg);
             }
         }
@@ -332,8 +349,7 @@ void bm_btl_dgram_ack_handle(struct bm_btl_dgram_endpoint *ep, const struct bm_d
             break;
         struct bm_btl_dgram_seg *seg = ep->win[s & mask];
         if (seg && seg->seq == s) {
-            if (seg->sent_ns > ep->rack_ns)
-                ep->rack_ns = seg->sent_ns;
+            rack_note(ep, seg);
             bm_btl_dgram_seg_acked(ep, seg);
             m->stats.sacked++;
         }

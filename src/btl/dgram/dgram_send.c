@@ -184,6 +184,7 @@ static void seg_transmit(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_s
     bm_btl_dgram_post(m, ch, ep, buf, hlen, s->len ? f->data + s->offset : NULL, s->len);
     s->xmits++;
     s->sent_ns = m->now_ns;
+    s->ch = (uint8_t)ch;
     bm_btl_dgram_timer_start(m, s);
 }
 
