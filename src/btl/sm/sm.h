@@ -28,6 +28,7 @@ struct bm_btl_sm_config {
     int peer_check_ms;     /* how often to look for dead peers while waiting; 0 = never */
     int fbox_slots;        /* fast-box slots per sender (0: no fast boxes) */
     size_t fbox_slot_size; /* bytes per fast-box slot (slot word included) */
+    int fbox_hint_min;     /* use the hint bitmap from this many local processes on */
 };
 
 enum bm_btl_sm_class {
@@ -47,6 +48,7 @@ struct bm_btl_sm_endpoint {
     bool failed;                   /* its process is gone: sends fail with BM_ERR_PEER_GONE */
     int local_rank;                /* its index on the node */
     bool fbox;                     /* fast boxes both ways (both segments have rings) */
+    bool tx_hint;                  /* its segment wants our hint bit set */
     struct bm_btl_sm_fbox_tx tx;   /* our ring in its segment */
     struct bm_btl_sm_fbox_rx rx;   /* its ring in our segment */
 };
@@ -93,6 +95,7 @@ struct bm_btl_sm_module {
     int local_rank, local_size;
     _Atomic uint64_t *hints; /* our bitmap of rings with data (in our segment) */
     int nhint_words;
+    bool use_hints;                       /* else poll every ring in by_local */
     struct bm_btl_sm_endpoint **by_local; /* local rank -> endpoint with fast boxes, or NULL */
     struct bm_btl_defer_queue rdma_done;  /* callbacks of finished get/put */
 };
@@ -138,6 +141,8 @@ int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *
                         size_t hdr_len, const void *payload, size_t payload_len, bm_btl_tag_t tag);
 /* Deliver what the hint bitmap says has arrived in fast boxes (at most budget). */
 int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget);
+/* Without hints: look at every ring (few local peers). */
+int bm_btl_sm_fbox_poll_all(struct bm_btl_sm_module *sm, int budget);
 /* Deliver everything in ep's fast box now (before a FIFO fragment from ep,
  * which was sent after it). */
 int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);

@@ -59,6 +59,11 @@ static const struct bm_param sm_params[] = {
      "Bytes per fast-box slot (8 of them are the slot's header): the largest message (PML "
      "header included) that goes through a fast box. A multiple of 64.",
      offsetof(struct sm_params, c.fbox_slot_size), 0},
+    {"BM_BTL_SM_FBOX_HINT_MIN", BM_PARAM_INT, "8", 2, 1 << 20, NULL,
+     "With at least this many processes on the node, senders flag their fast box in a "
+     "per-receiver bitmap so that progress reads only flagged rings; below it the receiver "
+     "polls every ring (one load each), which saves the flag's atomic operations.",
+     offsetof(struct sm_params, c.fbox_hint_min), 0},
     {"BM_BTL_SM_SINGLE_COPY_MIN", BM_PARAM_SIZE, "32k", 0, 0, NULL,
      "Messages smaller than this are copied through shared memory even when single copy is "
      "possible (tells the PML where its RDMA protocols start).",
@@ -237,11 +242,15 @@ static int sm_progress(void)
     int n = 0;
     if (sm->rdma_done.head)
         n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
-    for (int w = 0; w < sm->nhint_words; w++)
-        if (atomic_load_explicit(&sm->hints[w], memory_order_relaxed)) {
-            n += bm_btl_sm_fbox_poll(sm, sm->config.poll_budget);
-            break;
-        }
+    if (!sm->use_hints) {
+        n += bm_btl_sm_fbox_poll_all(sm, sm->config.poll_budget);
+    } else {
+        for (int w = 0; w < sm->nhint_words; w++)
+            if (atomic_load_explicit(&sm->hints[w], memory_order_relaxed)) {
+                n += bm_btl_sm_fbox_poll(sm, sm->config.poll_budget);
+                break;
+            }
+    }
     if (bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader))
         n += bm_btl_sm_poll_fifo(sm, sm->config.poll_budget);
     /* Waiting for fragments to come back: every so often make sure the

@@ -27,7 +27,8 @@ int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *
     if (payload_len)
         memcpy(p + hdr_len, payload, payload_len);
     bm_btl_sm_fbox_commit(&ep->tx, (uint32_t)len, tag);
-    bm_btl_sm_hint_set((_Atomic uint64_t *)(ep->seg + ep->ctl->hint_offset), sm->local_rank);
+    if (ep->tx_hint)
+        bm_btl_sm_hint_set((_Atomic uint64_t *)(ep->seg + ep->ctl->hint_offset), sm->local_rank);
     return BM_BTL_DONE;
 }
 
@@ -93,6 +94,19 @@ int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget)
     return n;
 }
 
+int bm_btl_sm_fbox_poll_all(struct bm_btl_sm_module *sm, int budget)
+{
+    int n = 0;
+    for (int i = 0; i < sm->local_size && n < budget; i++) {
+        struct bm_btl_sm_endpoint *ep = sm->by_local[i];
+        uint32_t len;
+        uint8_t tag;
+        if (ep && bm_btl_sm_fbox_peek(&ep->rx, &len, &tag))
+            n += sm_fbox_deliver(sm, ep, budget - n);
+    }
+    return n;
+}
+
 void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
 {
     const struct bm_btl_sm_seg_ctl *peer = ep->ctl, *own = sm->ctl;
@@ -108,6 +122,7 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
     ep->tx.head_cache = 0;
     ep->tx.nslots = peer->fbox_slots;
     ep->tx.slot_size = peer->fbox_slot_size;
+    ep->tx_hint = peer->fbox_hints != 0;
     ep->rx.ring = (struct bm_btl_sm_fbox_ring *)(sm->seg + own->fbox_offset +
                                                  (size_t)ep->local_rank * own->fbox_stride);
     ep->rx.head = 0;

@@ -69,6 +69,7 @@ struct bm_btl_sm_seg_ctl {
     uint32_t fbox_slots;     /* slots per ring (0: no fast boxes) */
     uint32_t fbox_slot_size; /* bytes per slot, slot word included */
     uint32_t local_size;     /* rings (processes on the node) */
+    uint32_t fbox_hints;     /* 1: senders set their hint bit; 0: the owner polls every ring */
     /* Local peers that have mapped this segment; the one that completes the
      * count unlinks the file (the mapping survives). Own cache line: written
      * by peers once, at start-up. */

@@ -135,6 +135,8 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
     ctl->fbox_slots = fslots;
     ctl->fbox_slot_size = fslot_size;
     ctl->local_size = local_size;
+    sm->use_hints = (int)local_size >= sm->config.fbox_hint_min;
+    ctl->fbox_hints = sm->use_hints;
     sm->hints = (_Atomic uint64_t *)(sm->seg + hint_offset);
     sm->nhint_words = (int)nhint;
     for (size_t i = 0; i < nhint; i++)
