@@ -218,7 +218,14 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "bm_info: bad usage\n");
+    static const char *const known[] = {"--params", "--check", "--topics", "--help", "-h"};
+    bool is_known = false;
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        is_known |= strcmp(argv[1], known[i]) == 0;
+    if (is_known)
+        fprintf(stderr, "bm_info: too many arguments after %s\n", argv[1]);
+    else
+        fprintf(stderr, "bm_info: unknown option '%s'\n", argv[1]);
     usage(stderr);
     return 2;
 }

@@ -52,8 +52,10 @@ check "--topics lists btl-unreachable" 'echo "$out" | grep -q "btl-unreachable"'
 err=$("$bm" --bogus 2>&1 >/dev/null); rc=$?
 check "--bogus exits 2" '[ $rc -eq 2 ]'
 check "--bogus prints the usage" 'echo "$err" | grep -q "usage: bm_info"'
-"$bm" --params a b >/dev/null 2>&1; rc=$?
+check "--bogus is named" 'echo "$err" | grep -q "unknown option .--bogus."'
+err=$("$bm" --params a b 2>&1 >/dev/null); rc=$?
 check "too many arguments exit 2" '[ $rc -eq 2 ]'
+check "too many arguments said" 'echo "$err" | grep -q "too many arguments after --params"'
 err=$("$bm" --params no/such 2>&1 >/dev/null); rc=$?
 check "unknown component exits 2 and lists components" \
     '[ $rc -eq 2 ] && echo "$err" | grep -q "util/log"'
