@@ -25,11 +25,6 @@ bool bm_mpi_rte_up;
 static int thread_level = MPI_THREAD_SINGLE;
 static pthread_t main_thread;
 
-int bm_mpi_thread_level(void)
-{
-    return thread_level;
-}
-
 static int init_common(int required, int *provided, const char *fn)
 {
     bm_status_t st;

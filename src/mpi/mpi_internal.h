@@ -135,9 +135,6 @@ struct bm_mpi_datatype {
     char name_buf[MPI_MAX_OBJECT_NAME];
 };
 
-/* Internal reduction kernel: inout[i] = in[i] op inout[i] for count elements. */
-typedef void bm_mpi_op_kernel_fn(const void *in, void *inout, size_t count, MPI_Datatype dt);
-
 enum bm_mpi_op_id {
 #define BM_MPI_OP_ID(mpiname, objname) BM_MPI_OP_ID_##objname,
     BM_MPI_PREDEFINED_OPS(BM_MPI_OP_ID)
@@ -164,15 +161,6 @@ enum bm_mpi_state {
 extern enum bm_mpi_state bm_mpi_state;
 /* True while the runtime is up (fatal errors then end the job through it). */
 extern bool bm_mpi_rte_up;
-
-/* True between a successful MPI_Init and MPI_Finalize. */
-static inline bool bm_mpi_is_initialized(void)
-{
-    return bm_mpi_state == BM_MPI_STATE_RUNNING;
-}
-
-/* The thread level provided by MPI_Init_thread. */
-int bm_mpi_thread_level(void);
 
 /* ---- Errors (errhandler.c) --------------------------------------------- */
 
