@@ -277,6 +277,52 @@ static void btl_base_set_progress(bool only_active)
     }
 }
 
+/* Query and start one component that BM_BTL selected, adding its modules.
+ * A component that cannot run here is skipped with the reason in c->why (a
+ * warning when BM_BTL named it); only errors that must end the open are
+ * returned. */
+static bm_status_t btl_base_open_component(struct btl_base_component *c,
+                                           const struct bm_btl_init_args *args)
+{
+    char why[160] = "";
+    bm_status_t q = c->ops->query(why, sizeof(why));
+    if (q != BM_OK) {
+        snprintf(c->why, sizeof(c->why), "not usable here: %s", why[0] ? why : bm_status_str(q));
+        if (c->named)
+            bm_log_warn("%s was requested in BM_BTL but is %s", c->ops->name, c->why);
+        else
+            bm_log_debug("%s: %s", c->ops->name, c->why);
+        return BM_OK;
+    }
+    struct bm_btl_module **modules = NULL;
+    int count = 0;
+    bm_status_t ir = c->ops->init(args, &modules, &count);
+    if (ir != BM_OK) {
+        snprintf(c->why, sizeof(c->why), "failed to start: %s", bm_status_str(ir));
+        if (bm_status_is_fatal(ir)) {
+            bm_log_error("%s: %s", c->ops->name, c->why);
+            return ir;
+        }
+        if (c->named)
+            bm_log_warn("%s was requested in BM_BTL but %s", c->ops->name, c->why);
+        return BM_OK;
+    }
+    c->initialised = true;
+    c->modules = modules;
+    c->count = count;
+    if (count == 0)
+        snprintf(c->why, sizeof(c->why), "no usable device, or no peer it could reach");
+    for (int k = 0; k < count; k++) {
+        bm_status_t rc = btl_base_add_module(c, modules[k]);
+        if (rc != BM_OK)
+            return rc;
+        bm_log_debug("opened %s (exclusivity %u, latency %u, bandwidth %u Mbit/s, caps 0x%x)",
+                     modules[k]->name, modules[k]->exclusivity, modules[k]->latency,
+                     modules[k]->bandwidth, modules[k]->caps);
+    }
+    return BM_OK;
+}
+
 bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args)
 {
     if (base.open) {
@@ -313,44 +359,9 @@ bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args)
             snprintf(c->why, sizeof(c->why), "excluded by BM_BTL");
             continue;
         }
-        char why[160] = "";
-        bm_status_t q = c->ops->query(why, sizeof(why));
-        if (q != BM_OK) {
-            snprintf(c->why, sizeof(c->why), "not usable here: %s",
-                     why[0] ? why : bm_status_str(q));
-            if (c->named)
-                bm_log_warn("%s was requested in BM_BTL but is %s", c->ops->name, c->why);
-            else
-                bm_log_debug("%s: %s", c->ops->name, c->why);
-            continue;
-        }
-        struct bm_btl_module **modules = NULL;
-        int count = 0;
-        bm_status_t ir = c->ops->init(args, &modules, &count);
-        if (ir != BM_OK) {
-            snprintf(c->why, sizeof(c->why), "failed to start: %s", bm_status_str(ir));
-            if (bm_status_is_fatal(ir)) {
-                bm_log_error("%s: %s", c->ops->name, c->why);
-                rc = ir;
-                goto err_finalize;
-            }
-            if (c->named)
-                bm_log_warn("%s was requested in BM_BTL but %s", c->ops->name, c->why);
-            continue;
-        }
-        c->initialised = true;
-        c->modules = modules;
-        c->count = count;
-        if (count == 0)
-            snprintf(c->why, sizeof(c->why), "no usable device, or no peer it could reach");
-        for (int k = 0; k < count; k++) {
-            rc = btl_base_add_module(c, modules[k]);
-            if (rc != BM_OK)
-                goto err_finalize;
-            bm_log_debug("opened %s (exclusivity %u, latency %u, bandwidth %u Mbit/s, caps 0x%x)",
-                         modules[k]->name, modules[k]->exclusivity, modules[k]->latency,
-                         modules[k]->bandwidth, modules[k]->caps);
-        }
+        rc = btl_base_open_component(c, args);
+        if (rc != BM_OK)
+            goto err_finalize;
     }
     if (base.nmods == 0) {
         char why[1024];
