@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#define TRIALS 7
+#define TRIALS 15
 
 struct line {
     _Alignas(64) _Atomic uint64_t value;
@@ -38,8 +38,8 @@ static void pong(struct line *l)
 
 int main(int argc, char **argv)
 {
-    uint64_t rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 100000;
-    double max_seconds = argc > 2 ? strtod(argv[2], NULL) : 0.5;
+    uint64_t rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000;
+    double max_seconds = argc > 2 ? strtod(argv[2], NULL) : 0.2;
     struct line *l = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (l == MAP_FAILED) {
         perror("shm_pingpong: mmap");
