@@ -31,6 +31,17 @@ run badagent "$BMRUN" -n 2 --host far-away-host --launch-agent "ssh 'unterminate
 expect_rc badagent 2
 expect_err badagent "bad launch agent"
 
+# A launch agent that does not exist: named, with what to do.
+run noagent "$BMRUN" -n 1 --host far-away-host --launch-agent "/nonexistent/agent-$TOKEN {host}" \
+    --timeout 30 "$RANK" modex
+expect_rc noagent 1
+expect_err noagent "\[host far-away-host\] cannot execute launch agent '/nonexistent/agent-$TOKEN': No such file or directory; install it or choose another agent with --launch-agent"
+
+# A daemon whose agent did not pass the job secret on (ssh -n): says so.
+run nosecret "$BMRUN" --daemon 0 127.0.0.1:1 job$TOKEN </dev/null
+expect_rc nosecret 1
+expect_err nosecret "no job secret on stdin: the launch agent must pass bmrun's input on to the daemon"
+
 run missing "$BMRUN" -n 2 /nonexistent/program
 expect_rc missing 127
 expect_err missing "program '/nonexistent/program' not found"

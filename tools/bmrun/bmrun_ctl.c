@@ -665,7 +665,10 @@ static bm_status_t ctl_start_daemon(int h, const char *self)
         dup2(outp[1], 1);
         dup2(errp[1], 2);
         execvp(argv[0], argv);
-        fprintf(stderr, "cannot execute launch agent '%s': %s\n", argv[0], strerror(errno));
+        fprintf(stderr,
+                "cannot execute launch agent '%s': %s; install it or choose another agent "
+                "with --launch-agent or BM_RUN_LAUNCH_AGENT\n",
+                argv[0], strerror(errno));
         _exit(127);
     }
     setpgid(pid, pid);

@@ -130,7 +130,9 @@ static void dmn_launch(const uint8_t *p, size_t len)
         dmn_stop();
     return;
 err_proto:
-    fprintf(stderr, "bmrun daemon: malformed launch request from the controller\n");
+    fprintf(stderr, "bmrun daemon: malformed launch request from the controller: bmrun here and "
+                    "on the controller's host are different versions? Install the same bitmover "
+                    "on every host\n");
     dmn.lost = true;
 }
 
@@ -186,12 +188,17 @@ int bm_run_daemon_main(int argc, char **argv)
     char line[2 * BM_RTE_SECRET_LEN + 8];
     uint8_t secret[BM_RTE_SECRET_LEN];
     if (!fgets(line, sizeof(line), stdin)) {
-        fprintf(stderr, "bmrun daemon: no job secret on stdin\n");
+        fprintf(stderr, "bmrun daemon: no job secret on stdin: the launch agent must pass "
+                        "bmrun's input on to the daemon (ssh without -n); the daemon is started "
+                        "by bmrun itself, not by hand\n");
         return BM_RUN_EXIT_FAILURE;
     }
     line[strcspn(line, "\r\n")] = '\0';
     if (bm_rte_proto_secret_from_hex(line, secret) != BM_OK) {
-        fprintf(stderr, "bmrun daemon: malformed job secret on stdin\n");
+        fprintf(stderr,
+                "bmrun daemon: malformed job secret on stdin (expected %d hex "
+                "digits): the launch agent changed the daemon's input\n",
+                2 * BM_RTE_SECRET_LEN);
         return BM_RUN_EXIT_FAILURE;
     }
     int devnull = open("/dev/null", O_RDONLY);
@@ -212,7 +219,10 @@ int bm_run_daemon_main(int argc, char **argv)
     bm_rte_proto_put_u32(hello + BM_RTE_SECRET_LEN, (uint32_t)dmn.host);
     bm_rte_proto_put_u32(hello + BM_RTE_SECRET_LEN + 4, (uint32_t)getpid());
     if (bm_rte_proto_send(fd, BM_RTE_MSG_DAEMON_HELLO, 0, hello, sizeof(hello)) != BM_OK) {
-        fprintf(stderr, "bmrun daemon: lost the controller during the handshake\n");
+        fprintf(stderr,
+                "bmrun daemon: lost the controller at %s during the handshake: bmrun "
+                "ended, or refused this daemon\n",
+                addrs);
         return BM_RUN_EXIT_FAILURE;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
