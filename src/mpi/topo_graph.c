@@ -212,14 +212,53 @@ struct edge_end {
 /* Edge ends travel as 3 MPI_INTs. */
 _Static_assert(sizeof(struct edge_end) == 3 * sizeof(int), "edge_end must be 3 packed ints");
 
+/* The graph of this process from the edge ends it received, neighbours in
+ * the order their edges arrived (by sending rank); NULL when out of memory. */
+static struct bm_mpi_graph *graph_from_edge_ends(const struct edge_end *ends, int nends,
+                                                 bool weighted)
+{
+    int nin = 0, nout = 0;
+    for (int k = 0; k < nends; k++) {
+        if (ends[k].dir)
+            nout++;
+        else
+            nin++;
+    }
+    struct bm_mpi_graph *g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return NULL;
+    g->kind = MPI_DIST_GRAPH;
+    g->sources = malloc(sizeof(int) * (size_t)(nin + 1));
+    g->destinations = malloc(sizeof(int) * (size_t)(nout + 1));
+    bool fail = !g->sources || !g->destinations;
+    if (weighted && !fail) {
+        g->sourceweights = malloc(sizeof(int) * (size_t)(nin + 1));
+        g->destweights = malloc(sizeof(int) * (size_t)(nout + 1));
+        fail = !g->sourceweights || !g->destweights;
+    }
+    if (fail) {
+        bm_mpi_graph_free(g);
+        return NULL;
+    }
+    for (int k = 0; k < nends; k++) {
+        int *list = ends[k].dir ? g->destinations : g->sources;
+        int *wl = ends[k].dir ? g->destweights : g->sourceweights;
+        int *cnt = ends[k].dir ? &g->outdegree : &g->indegree;
+        if (wl)
+            wl[*cnt] = ends[k].weight;
+        list[(*cnt)++] = ends[k].peer;
+    }
+    return g;
+}
+
 int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
                            const int destinations[], const int weights[], MPI_Info info,
                            int reorder, MPI_Comm *comm_dist_graph)
 {
     static const char fn[] = "MPI_Dist_graph_create";
-    bool weighted = weights != MPI_UNWEIGHTED, fail = false;
+    bool weighted = weights != MPI_UNWEIGHTED;
     int size, nedges = 0, rc, *scount = NULL, *rcount = NULL, *sdispl = NULL, *rdispl = NULL;
-    int nin = 0, nout = 0, total_in = 0, *fill = NULL;
+    int total_in = 0, *fill = NULL;
     struct edge_end *sbuf = NULL, *rbuf = NULL;
     struct bm_mpi_graph *g = NULL;
 
@@ -229,7 +268,10 @@ int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const 
         return rc;
     size = comm_old->size;
     if (n < 0 || comm_dist_graph == NULL || (n > 0 && (sources == NULL || degrees == NULL)))
-        return bm_mpi_error(comm_old, MPI_ERR_ARG, fn, "invalid arguments (n = %d)", n);
+        return bm_mpi_error(comm_old, MPI_ERR_ARG, fn, "invalid arguments: %s",
+                            n < 0                     ? "n is negative"
+                            : comm_dist_graph == NULL ? "NULL comm_dist_graph"
+                                                      : "NULL sources or degrees with n > 0");
     for (int i = 0; i < n; i++) {
         if (degrees[i] < 0)
             return bm_mpi_error(comm_old, MPI_ERR_ARG, fn, "degrees[%d] = %d", i, degrees[i]);
@@ -282,38 +324,10 @@ int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const 
                              comm_old)))
         goto out;
 
-    /* Neighbours in the order their edges arrived (by sending rank). */
-    for (int k = 0; k < total_in / 3; k++) {
-        if (rbuf[k].dir)
-            nout++;
-        else
-            nin++;
-    }
-    g = calloc(1, sizeof(*g));
+    g = graph_from_edge_ends(rbuf, total_in / 3, weighted);
     if (g == NULL) {
         rc = bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
         goto out;
-    }
-    g->kind = MPI_DIST_GRAPH;
-    g->sources = malloc(sizeof(int) * (size_t)(nin + 1));
-    g->destinations = malloc(sizeof(int) * (size_t)(nout + 1));
-    fail = !g->sources || !g->destinations;
-    if (weighted && !fail) {
-        g->sourceweights = malloc(sizeof(int) * (size_t)(nin + 1));
-        g->destweights = malloc(sizeof(int) * (size_t)(nout + 1));
-        fail = !g->sourceweights || !g->destweights;
-    }
-    if (fail) {
-        rc = bm_mpi_error(comm_old, MPI_ERR_NO_MEM, fn, "out of memory");
-        goto out;
-    }
-    for (int k = 0; k < total_in / 3; k++) {
-        int *list = rbuf[k].dir ? g->destinations : g->sources;
-        int *wl = rbuf[k].dir ? g->destweights : g->sourceweights;
-        int *cnt = rbuf[k].dir ? &g->outdegree : &g->indegree;
-        if (wl)
-            wl[*cnt] = rbuf[k].weight;
-        list[(*cnt)++] = rbuf[k].peer;
     }
     rc = graph_attach(comm_old, g, size, comm_dist_graph, fn);
     g = NULL; /* graph_attach owns it */
