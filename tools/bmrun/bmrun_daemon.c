@@ -175,44 +175,17 @@ static void dmn_on_child(pid_t pid, int wstatus)
     bm_run_local_reaped(pid, wstatus);
 }
 
-int bm_run_daemon_main(int argc, char **argv)
+/* Connect back to the controller (any of its addresses) and introduce this
+ * daemon with the job secret; the connected socket, or -1 (said on stderr). */
+static int dmn_connect(const char *addrs, const uint8_t *secret)
 {
-    if (argc != 5) {
-        fprintf(stderr, "bmrun daemon: started with wrong arguments; the daemon is started "
-                        "by bmrun itself, not by hand\n");
-        return BM_RUN_EXIT_USAGE;
-    }
-    dmn.host = atoi(argv[2]);
-    const char *addrs = argv[3];
-    dmn.jobid = argv[4];
-    char line[2 * BM_RTE_SECRET_LEN + 8];
-    uint8_t secret[BM_RTE_SECRET_LEN];
-    if (!fgets(line, sizeof(line), stdin)) {
-        fprintf(stderr, "bmrun daemon: no job secret on stdin: the launch agent must pass "
-                        "bmrun's input on to the daemon (ssh without -n); the daemon is started "
-                        "by bmrun itself, not by hand\n");
-        return BM_RUN_EXIT_FAILURE;
-    }
-    line[strcspn(line, "\r\n")] = '\0';
-    if (bm_rte_proto_secret_from_hex(line, secret) != BM_OK) {
-        fprintf(stderr,
-                "bmrun daemon: malformed job secret on stdin (expected %d hex "
-                "digits): the launch agent changed the daemon's input\n",
-                2 * BM_RTE_SECRET_LEN);
-        return BM_RUN_EXIT_FAILURE;
-    }
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull > 0) {
-        dup2(devnull, 0);
-        close(devnull);
-    }
     int fd;
     if (bm_rte_net_connect_list(addrs, (int)(bm_run_cfg.connect_timeout * 1000), &fd) != BM_OK) {
         fprintf(stderr,
                 "bmrun daemon: cannot connect back to the controller at any of %s: "
                 "%s; check that this host can reach the controller's host\n",
                 addrs, strerror(errno));
-        return BM_RUN_EXIT_FAILURE;
+        return -1;
     }
     uint8_t hello[sizeof(struct bm_rte_msg_daemon_hello)];
     memcpy(hello, secret, BM_RTE_SECRET_LEN);
@@ -223,15 +196,16 @@ int bm_run_daemon_main(int argc, char **argv)
                 "bmrun daemon: lost the controller at %s during the handshake: bmrun "
                 "ended, or refused this daemon\n",
                 addrs);
-        return BM_RUN_EXIT_FAILURE;
+        return -1;
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    if (bm_run_loop_signals_init(dmn_on_signal, dmn_on_child) != BM_OK)
-        return BM_RUN_EXIT_FAILURE;
-    dmn.conn = bm_run_conn_new(fd, dmn_msg, dmn_close, NULL);
-    if (!dmn.conn)
-        return BM_RUN_EXIT_FAILURE;
+    return fd;
+}
 
+/* Serve the controller and the ranks until the job is over here: all ranks
+ * ended after a shutdown or the loss of the controller, or the grace period
+ * after that loss ran out. */
+static void dmn_run(void)
+{
     double lost_until = 0;
     for (;;) {
         double now = bm_run_now();
@@ -269,6 +243,50 @@ int bm_run_daemon_main(int argc, char **argv)
             next = dmn.kill_at;
         bm_run_loop_once((int)((next - now) * 1000) + 1);
     }
+}
+
+int bm_run_daemon_main(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "bmrun daemon: started with wrong arguments; the daemon is started "
+                        "by bmrun itself, not by hand\n");
+        return BM_RUN_EXIT_USAGE;
+    }
+    dmn.host = atoi(argv[2]);
+    const char *addrs = argv[3];
+    dmn.jobid = argv[4];
+    char line[2 * BM_RTE_SECRET_LEN + 8];
+    uint8_t secret[BM_RTE_SECRET_LEN];
+    if (!fgets(line, sizeof(line), stdin)) {
+        fprintf(stderr, "bmrun daemon: no job secret on stdin: the launch agent must pass "
+                        "bmrun's input on to the daemon (ssh without -n); the daemon is started "
+                        "by bmrun itself, not by hand\n");
+        return BM_RUN_EXIT_FAILURE;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    if (bm_rte_proto_secret_from_hex(line, secret) != BM_OK) {
+        fprintf(stderr,
+                "bmrun daemon: malformed job secret on stdin (expected %d hex "
+                "digits): the launch agent changed the daemon's input\n",
+                2 * BM_RTE_SECRET_LEN);
+        return BM_RUN_EXIT_FAILURE;
+    }
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull > 0) {
+        dup2(devnull, 0);
+        close(devnull);
+    }
+    int fd = dmn_connect(addrs, secret);
+    if (fd < 0)
+        return BM_RUN_EXIT_FAILURE;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    if (bm_run_loop_signals_init(dmn_on_signal, dmn_on_child) != BM_OK)
+        return BM_RUN_EXIT_FAILURE;
+    dmn.conn = bm_run_conn_new(fd, dmn_msg, dmn_close, NULL);
+    if (!dmn.conn)
+        return BM_RUN_EXIT_FAILURE;
+
+    dmn_run();
     bm_run_cleanup_job_files(dmn.jobid);
     if (dmn.conn) {
         bm_run_conn_flush(dmn.conn, 2000);
