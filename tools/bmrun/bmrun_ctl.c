@@ -855,6 +855,34 @@ static bm_status_t ctl_make_identity(void)
     return BM_OK;
 }
 
+/* Start the ranks of host h on this machine. When they cannot start the
+ * job is stopped, and ranks never started count as ended. */
+static void ctl_start_local(int h)
+{
+    struct bm_run_job *job = &bm_run_job;
+    struct bm_run_host *host = &job->hosts[h];
+    char **env = ctl_env_for_host(h);
+    struct bm_run_local_spec spec = {
+        .argv = ctl.opts->argv, .env_add = env, .ranks = host->ranks, .nranks = host->nranks};
+    struct bm_run_sink sink = {.spawned = ctl_spawned, .output = ctl_output, .exited = ctl_exited};
+    if (!env || bm_run_local_start(&spec, &sink) != BM_OK) {
+        ctl_stop(BM_RUN_EXIT_FAILURE, SIGTERM);
+        for (int i = 0; i < host->nranks; i++) {
+            struct bm_run_rank *rk = &job->ranks[host->ranks[i]];
+            if (rk->state == BM_RUN_RANK_PENDING) {
+                rk->state = BM_RUN_RANK_EXITED;
+                ctl.nexited++;
+            }
+        }
+    }
+    /* env strings stay referenced by nothing after fork; free them. */
+    if (env) {
+        for (char **e = env; *e; e++)
+            free(*e);
+        free(env);
+    }
+}
+
 int bm_run_ctl_run(const struct bm_run_opts *opts)
 {
     ctl.opts = opts;
@@ -923,28 +951,7 @@ int bm_run_ctl_run(const struct bm_run_opts *opts)
         if (!host->nranks)
             continue;
         if (host->local) {
-            char **env = ctl_env_for_host(h);
-            struct bm_run_local_spec spec = {
-                .argv = opts->argv, .env_add = env, .ranks = host->ranks, .nranks = host->nranks};
-            struct bm_run_sink sink = {
-                .spawned = ctl_spawned, .output = ctl_output, .exited = ctl_exited};
-            if (!env || bm_run_local_start(&spec, &sink) != BM_OK) {
-                ctl_stop(BM_RUN_EXIT_FAILURE, SIGTERM);
-                /* Ranks never started count as ended. */
-                for (int i = 0; i < host->nranks; i++) {
-                    struct bm_run_rank *rk = &job->ranks[host->ranks[i]];
-                    if (rk->state == BM_RUN_RANK_PENDING) {
-                        rk->state = BM_RUN_RANK_EXITED;
-                        ctl.nexited++;
-                    }
-                }
-            }
-            /* env strings stay referenced by nothing after fork; free them. */
-            if (env) {
-                for (char **e = env; *e; e++)
-                    free(*e);
-                free(env);
-            }
+            ctl_start_local(h);
         } else if (ctl_start_daemon(h, self) != BM_OK) {
             ctl_host_lost(host, "could not start the launch agent");
         }
