@@ -126,6 +126,7 @@ static int self_atomic_apply(uint64_t remote_addr, enum bm_btl_atomic_op op, uin
     return BM_OK;
 }
 
+/* The previous value goes to local_addr (fetching atomics; 4 or 8 bytes). */
 static void self_store_result(void *local_addr, uint64_t v, uint32_t flags)
 {
     if (flags & BM_BTL_ATOMIC_OP_F_32BIT) {
@@ -141,16 +142,11 @@ int bm_btl_self_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoint *ep, u
                           uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
                           void *context, void *cbdata)
 {
-    (void)ep;
-    (void)remote_handle;
-    (void)order;
-    uint64_t old;
-    int rc = self_atomic_apply(remote_addr, op, operand, flags, &old);
-    if (rc != BM_OK)
-        return rc;
-    return self_rdma_complete(m, flags, cb, NULL, NULL, context, cbdata);
+    return bm_btl_self_atomic_fop(m, ep, NULL, remote_addr, NULL, remote_handle, op, operand, flags,
+                                  order, cb, context, cbdata);
 }
 
+/* Also atomic_op's body, with local_addr NULL: the previous value is dropped. */
 int bm_btl_self_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
                            uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                            const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
@@ -164,7 +160,8 @@ int bm_btl_self_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep, 
     int rc = self_atomic_apply(remote_addr, op, operand, flags, &old);
     if (rc != BM_OK)
         return rc;
-    self_store_result(local_addr, old, flags);
+    if (local_addr)
+        self_store_result(local_addr, old, flags);
     return self_rdma_complete(m, flags, cb, local_addr, local_handle, context, cbdata);
 }
 
