@@ -22,9 +22,11 @@ struct sm_params {
 };
 
 static const struct bm_param sm_params[] = {
-    {"BM_BTL_SM_EAGER_LIMIT", BM_PARAM_SIZE, "4k", 64, 1LL << 20, NULL,
+    {"BM_BTL_SM_EAGER_LIMIT", BM_PARAM_SIZE, "4160", 64, 1LL << 20, NULL,
      "Largest eager message (PML header included) between processes of one node; also the "
-     "payload size of the small fragments.",
+     "payload size of the small fragments. The default lets a 4 KiB message and its header "
+     "go eagerly (measured: 4 KiB latency about halved against a 4096-byte limit, which sent "
+     "it by rendezvous).",
      offsetof(struct sm_params, c.eager_limit), 0},
     {"BM_BTL_SM_MAX_SEND_SIZE", BM_PARAM_SIZE, "32k", 64, 1LL << 24, NULL,
      "Payload size of the large fragments: the largest single send between processes of one "
