@@ -19,6 +19,13 @@
 # bm_netns_at_exit. Works under `set -u`. Names contain the shell's pid, so
 # tests running in parallel never collide; addresses exist only inside the
 # namespaces, so tests may reuse the same subnets.
+#
+# Adopting it in a script that sets up namespaces by hand (as
+# tests/fault/*.sh do): replace the root/ip/iptables checks with
+# bm_netns_require, 'ip netns add' + loopback with bm_netns_hosts, each veth
+# pair with bm_netns_rail (read the device names from BM_NETNS_DEV_A/B),
+# and the cleanup trap with bm_netns_at_exit for what is not a namespace
+# (the job's pid, temporary files).
 
 BM_NETNS=()
 _bm_netns_exit_cmds=()
