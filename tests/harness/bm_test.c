@@ -1,4 +1,5 @@
-/* Failure recording and the summary line for tests/harness/bm_test.h. */
+/* Failure recording, the summary line and the test data pattern of
+ * tests/harness/bm_test.h. */
 #include "bm_test.h"
 
 #include <stdarg.h>
@@ -24,4 +25,25 @@ int bm_test_summary(const char *name)
     printf("%s: %d passed, %d failed\n", name, bm_test_passed, bm_test_failed);
     fflush(stdout);
     return bm_test_failed ? 1 : 0;
+}
+
+static unsigned char bm_test_pattern(size_t i, int seed)
+{
+    return (unsigned char)((i * 2654435761u) >> 13) ^ (unsigned char)(seed * 17 + (int)(i >> 16));
+}
+
+void bm_test_fill(void *b, size_t len, int seed)
+{
+    unsigned char *p = b;
+    for (size_t i = 0; i < len; i++)
+        p[i] = bm_test_pattern(i, seed);
+}
+
+size_t bm_test_bad_bytes(const void *b, size_t len, int seed)
+{
+    const unsigned char *p = b;
+    size_t bad = 0;
+    for (size_t i = 0; i < len; i++)
+        bad += p[i] != bm_test_pattern(i, seed);
+    return bad;
 }

@@ -17,12 +17,18 @@ void bm_test_fail(const char *file, int line, const char *fmt, ...)
 /* Prints "name: N passed, N failed" and returns the process exit code. */
 int bm_test_summary(const char *name);
 
+/* Test data: bm_test_fill writes len bytes of a pattern that depends on seed
+ * and on each byte's position, so that a shifted, truncated or wrong message
+ * differs from it; bm_test_bad_bytes counts the bytes of b that differ. */
+void bm_test_fill(void *b, size_t len, int seed);
+size_t bm_test_bad_bytes(const void *b, size_t len, int seed);
+
 #define BM_CHECK(cond)                                                                             \
     do {                                                                                           \
         if (cond)                                                                                  \
             bm_test_passed++;                                                                      \
         else                                                                                       \
-            bm_test_fail(__FILE__, __LINE__, "check failed: %s", #cond);                          \
+            bm_test_fail(__FILE__, __LINE__, "check failed: %s", #cond);                           \
     } while (0)
 
 #define BM_CHECK_MSG(cond, ...)                                                                    \

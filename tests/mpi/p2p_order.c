@@ -20,20 +20,6 @@ static int stream_len(int i)
     return lens[i % (int)(sizeof(lens) / sizeof(lens[0]))];
 }
 
-static void fill(unsigned char *b, int len, int seed)
-{
-    for (int i = 0; i < len; i++)
-        b[i] = (unsigned char)(seed * 31 + i * 7 + (i >> 8));
-}
-
-static int bad_bytes(const unsigned char *b, int len, int seed)
-{
-    int bad = 0;
-    for (int i = 0; i < len; i++)
-        bad += b[i] != (unsigned char)(seed * 31 + i * 7 + (i >> 8));
-    return bad;
-}
-
 #define STREAM 40
 
 /* Every rank streams to every other with non-blocking sends; receivers name
@@ -49,7 +35,7 @@ static void test_pair_order(void)
             continue;
         for (int i = 0; i < STREAM; i++) {
             bufs[nreq] = malloc((size_t)stream_len(i) + 1);
-            fill(bufs[nreq], stream_len(i), i * 13 + rank);
+            bm_test_fill(bufs[nreq], stream_len(i), i * 13 + rank);
             MPI_Isend(bufs[nreq], stream_len(i), MPI_BYTE, peer, i % 3, MPI_COMM_WORLD,
                       &reqs[nreq]);
             nreq++;
@@ -67,7 +53,7 @@ static void test_pair_order(void)
             if (st.MPI_TAG != i % 3 || st.MPI_SOURCE != peer || count != stream_len(i))
                 order_bad++;
             else
-                data_bad += bad_bytes(rbuf, count, i * 13 + peer);
+                data_bad += bm_test_bad_bytes(rbuf, count, i * 13 + peer);
         }
     }
     BM_CHECK_EQ_INT(order_bad, 0);
@@ -89,7 +75,7 @@ static void test_wildcards(void)
         for (int i = 0; i < n; i++) {
             int len = stream_len(i);
             unsigned char *b = malloc((size_t)len + 1);
-            fill(b, len, rank * 100 + i);
+            bm_test_fill(b, len, rank * 100 + i);
             MPI_Send(b, len, MPI_BYTE, 0, 1000 + i, MPI_COMM_WORLD);
             free(b);
         }
@@ -104,7 +90,7 @@ static void test_wildcards(void)
         int src = st.MPI_SOURCE, count = -1;
         MPI_Get_count(&st, MPI_BYTE, &count);
         if (src <= 0 || src >= size || st.MPI_TAG != 1000 + next[src] ||
-            count != stream_len(next[src]) || bad_bytes(rbuf, count, src * 100 + next[src]))
+            count != stream_len(next[src]) || bm_test_bad_bytes(rbuf, count, src * 100 + next[src]))
             bad++;
         if (src > 0 && src < size)
             next[src]++;
@@ -211,12 +197,12 @@ static void test_self(void)
 {
     const int len = 1 << 20;
     unsigned char *a = malloc(len), *b = malloc(len);
-    fill(a, len, 5);
+    bm_test_fill(a, len, 5);
     MPI_Request r;
     MPI_Isend(a, len, MPI_BYTE, rank, 20001, MPI_COMM_WORLD, &r);
     MPI_Recv(b, len, MPI_BYTE, rank, 20001, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
-    BM_CHECK_EQ_INT(bad_bytes(b, len, 5), 0);
+    BM_CHECK_EQ_INT(bm_test_bad_bytes(b, len, 5), 0);
     memset(b, 0, len);
     /* a tag no other test uses: other ranks may already be further on */
     MPI_Irecv(b, len, MPI_BYTE, MPI_ANY_SOURCE, 20002, MPI_COMM_WORLD, &r);
@@ -227,7 +213,7 @@ static void test_self(void)
     MPI_Get_count(&st, MPI_BYTE, &count);
     BM_CHECK_EQ_INT(count, 1000);
     BM_CHECK_EQ_INT(st.MPI_SOURCE, rank);
-    BM_CHECK_EQ_INT(bad_bytes(b, 1000, 5), 0);
+    BM_CHECK_EQ_INT(bm_test_bad_bytes(b, 1000, 5), 0);
     free(a);
     free(b);
 }

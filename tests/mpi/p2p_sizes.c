@@ -16,25 +16,6 @@
 
 static int rank, size, peer;
 
-static unsigned char pattern(size_t i, int seed)
-{
-    return (unsigned char)((i * 2654435761u) >> 13) ^ (unsigned char)(seed * 17 + (int)(i >> 16));
-}
-
-static void fill(unsigned char *b, size_t len, int seed)
-{
-    for (size_t i = 0; i < len; i++)
-        b[i] = pattern(i, seed);
-}
-
-static size_t bad_bytes(const unsigned char *b, size_t len, int seed)
-{
-    size_t bad = 0;
-    for (size_t i = 0; i < len; i++)
-        bad += b[i] != pattern(i, seed);
-    return bad;
-}
-
 static int guards_ok(const unsigned char *b, size_t len)
 {
     for (int i = 0; i < GUARD; i++)
@@ -54,7 +35,7 @@ static void prepare(size_t len)
 static void exchange(size_t len, int method)
 {
     int seed_out = (int)(len % 251) + rank, seed_in = (int)(len % 251) + peer;
-    fill(sbuf, len, seed_out);
+    bm_test_fill(sbuf, len, seed_out);
     prepare(len);
     MPI_Status st;
     MPI_Request r[2];
@@ -88,7 +69,7 @@ static void exchange(size_t len, int method)
     MPI_Get_count(&st, MPI_BYTE, &count);
     BM_CHECK_MSG(count == (int)len, "size %zu method %d: count %d", len, method, count);
     BM_CHECK_MSG(st.MPI_SOURCE == peer, "size %zu: source %d", len, st.MPI_SOURCE);
-    size_t bad = bad_bytes(rbuf, len, seed_in);
+    size_t bad = bm_test_bad_bytes(rbuf, len, seed_in);
     BM_CHECK_MSG(bad == 0, "size %zu method %d: %zu bad bytes", len, method, bad);
     BM_CHECK_MSG(guards_ok(rbuf, len), "size %zu method %d: guard bytes overwritten", len, method);
 }
