@@ -38,8 +38,8 @@ struct bm_mpi_request {
     /* the operation's arguments (kept for persistent requests) */
     void *buf;
     int count;
-    MPI_Datatype dt;
-    int peer; /* destination or source rank in comm, MPI_ANY_SOURCE, MPI_PROC_NULL */
+    MPI_Datatype dt; /* persistent requests hold a reference (bm_mpi_type_retain) */
+    int peer;        /* destination or source rank in comm, MPI_ANY_SOURCE, MPI_PROC_NULL */
     int tag;
 };
 
