@@ -34,23 +34,17 @@ expect_rc() { # name want
     fi
 }
 
-expect_err() { # name extended-regex
-    if grep -Eq -- "$2" "$T/$1.err"; then
-        ok "$1: stderr has /$2/"
+# expect_stream NAME out|err REGEX: the run's stdout or stderr has a line matching REGEX
+expect_stream() {
+    if grep -Eq -- "$3" "$T/$1.$2"; then
+        ok "$1: std$2 has /$3/"
     else
-        fail "$1: stderr lacks /$2/"
-        sed 's/^/    stderr: /' "$T/$1.err" | head -20 >&2
+        fail "$1: std$2 lacks /$3/"
+        sed "s/^/    std$2: /" "$T/$1.$2" | head -20 >&2
     fi
 }
-
-expect_out() { # name extended-regex
-    if grep -Eq -- "$2" "$T/$1.out"; then
-        ok "$1: stdout has /$2/"
-    else
-        fail "$1: stdout lacks /$2/"
-        sed 's/^/    stdout: /' "$T/$1.out" | head -20 >&2
-    fi
-}
+expect_err() { expect_stream "$1" err "$2"; } # name extended-regex
+expect_out() { expect_stream "$1" out "$2"; } # name extended-regex
 
 # No process of this test may survive bmrun.
 expect_no_leftovers() {
