@@ -39,8 +39,7 @@ static const struct bm_param rdma_params[] = {
      "copy-in/copy-out (sender and receiver copying at once) won at every size.",
      offsetof(struct rdma_params, rget_limit), 0},
 };
-static const struct bm_param_table rdma_table = {"pml/rdma", rdma_params,
-                                                 BM_PARAM_COUNT(rdma_params)};
+static const struct bm_param_table rdma_table = {"pml", rdma_params, BM_PARAM_COUNT(rdma_params)};
 BM_PARAM_TABLE_REGISTER(rdma_table);
 
 /* The part of an RGET header after its RNDV fields (what match.c calls the

@@ -103,6 +103,7 @@ static void report_transports(void)
 struct params_ctx {
     const char *filter; /* NULL: everything */
     int shown;
+    const char *last_component; /* several tables of one component share a heading */
 };
 
 /* The current value line: from the environment (checked) or the default. */
@@ -147,9 +148,10 @@ static void params_visit(const struct bm_param_table *t, void *arg)
     for (size_t i = 0; i < t->count; i++) {
         if (!whole && strcasecmp(t->params[i].name, ctx->filter) != 0)
             continue;
-        if (!header)
+        if (!header && !(ctx->last_component && strcmp(ctx->last_component, t->component) == 0))
             printf("%s%s:\n", ctx->shown ? "\n" : "", t->component);
         header = true;
+        ctx->last_component = t->component;
         print_param(&t->params[i]);
         ctx->shown++;
     }
@@ -163,7 +165,7 @@ static void list_component(const struct bm_param_table *t, void *arg)
 
 static int report_params(const char *filter)
 {
-    struct params_ctx ctx = {filter, 0};
+    struct params_ctx ctx = {filter, 0, NULL};
     bm_util_params_foreach(params_visit, &ctx);
     if (ctx.shown)
         return 0;
