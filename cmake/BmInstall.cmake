@@ -16,5 +16,10 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/bitmoverConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/bitmoverConfig.cmake
     ${CMAKE_BINARY_DIR}/bitmoverConfigVersion.cmake
     DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/bitmover)
+# The .pc file finds the prefix relative to itself, so the tree can be moved
+# or installed with cmake --install --prefix.
+file(RELATIVE_PATH BM_PC_PREFIX_REL ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig
+    ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" BM_PC_PREFIX_REL "${BM_PC_PREFIX_REL}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/bitmover.pc.in ${CMAKE_BINARY_DIR}/bitmover.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/bitmover.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -57,6 +57,31 @@ if(BUILD_DIR)
         message(FATAL_ERROR "${runner} -n 2 ${OUT}_installed: status ${rc}, output above")
     endif()
 
+    # pkg-config: the installed bitmover.pc points into this prefix (it is
+    # relocatable), and its flags build a program that runs.
+    find_program(PKG_CONFIG_EXE pkg-config)
+    if(PKG_CONFIG_EXE)
+        execute_process(COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${prefix}/lib/pkgconfig
+            ${PKG_CONFIG_EXE} --cflags --libs bitmover
+            RESULT_VARIABLE rc OUTPUT_VARIABLE pcflags ERROR_VARIABLE err
+            OUTPUT_STRIP_TRAILING_WHITESPACE)
+        if(NOT rc EQUAL 0 OR NOT pcflags MATCHES "${prefix}/lib/pkgconfig")
+            message(FATAL_ERROR "pkg-config bitmover (${rc}) does not point into ${prefix}: ${pcflags}${err}")
+        endif()
+        separate_arguments(pcflags UNIX_COMMAND "${pcflags}")
+        separate_arguments(sanflags UNIX_COMMAND "${SANITIZE}")
+        execute_process(COMMAND cc ${sanflags} -o ${OUT}_pkgconfig ${SRC} ${pcflags}
+            RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+        if(NOT rc EQUAL 0)
+            message(FATAL_ERROR "cc with pkg-config flags failed (${rc}):\n${out}${err}")
+        endif()
+        execute_process(COMMAND ${runner} -n 2 --timeout 60 ${OUT}_pkgconfig
+            RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+        if(NOT rc EQUAL 0 OR NOT out MATCHES "ring: 2 ranks, token 2 ok")
+            message(FATAL_ERROR "program built with pkg-config flags: status ${rc}:\n${out}${err}")
+        endif()
+    endif()
+
     # A CMake project finds the installed mpicc with find_package(MPI).
     set(proj ${OUT}_findmpi)
     file(REMOVE_RECURSE ${proj})
