@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 CTEST_JOBS ?= 2
 
-.PHONY: all deps build demo check check-dev check-asan tsan install clean
+.PHONY: all deps build demo check check-dev check-asan check-O3 tsan install clean
 
 all: build
 
@@ -22,7 +22,7 @@ build: deps
 demo: build
 	tools/demo.sh build/release
 
-check: deps check-dev check-asan
+check: deps check-dev check-asan check-O3
 
 check-dev:
 	cmake --preset dev >/dev/null
@@ -33,6 +33,12 @@ check-asan:
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan -j $(CTEST_JOBS)
+
+# -O3 with warnings as errors, compile only: the optimizer's flow analysis
+# (use-after-free, maybe-uninitialized) sees bugs the debug build does not.
+check-O3:
+	cmake --preset release -B build/release-werror -DBM_WERROR=ON >/dev/null
+	cmake --build build/release-werror -j $(JOBS)
 
 tsan: deps
 	cmake --preset tsan >/dev/null

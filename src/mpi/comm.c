@@ -182,10 +182,13 @@ static int agree_context_id(MPI_Comm parent, uint32_t *cid_out, const char *fn)
     unsigned mine = next_context_id, agreed;
     int rc;
 
-    if (next_context_id > UINT32_MAX - 2)
-        return bm_mpi_error(parent, MPI_ERR_INTERN, fn,
-                            "out of communicator context ids: more than 2^31 communicators "
-                            "were created in this job, and ids are never reused");
+    if (next_context_id > UINT32_MAX - 2) {
+        /* A user error handler may return; the caller must still fail. */
+        bm_mpi_error(parent, MPI_ERR_INTERN, fn,
+                     "out of communicator context ids: more than 2^31 communicators "
+                     "were created in this job, and ids are never reused");
+        return MPI_ERR_INTERN;
+    }
     rc = bm_mpi_coll_allreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, parent, fn);
     if (rc)
         return rc;

@@ -556,7 +556,8 @@ static int neighbor_exchange(const struct nbr_side *snd, const struct nbr_side *
                              const char *fn)
 {
     struct bm_pml_request **reqs;
-    int *in, *out, nin, nout, rc = neighbors(comm, &in, &nin, &out, &nout, fn);
+    int *in = NULL, *out = NULL, nin = 0, nout = 0;
+    int rc = neighbors(comm, &in, &nin, &out, &nout, fn);
 
     if (rc)
         return rc;

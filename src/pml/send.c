@@ -247,15 +247,18 @@ static bm_status_t send_frags(struct bm_pml_request *req)
         } else {
             req->frag_next += size;
         }
+        /* A resend range used up here is freed after the send; remember
+         * that before, since the failure path below must not read it. */
+        bool rs_used_up = rs && rs->len == 0;
         int rc = des_submit(req, path, des, BM_PML_HDR_FRAG);
-        if (rs && rs->len == 0)
+        if (rs_used_up)
             free(rs);
         if (rc == BM_OK) {
             *counter += size;
             continue;
         }
         /* not sent: give the range back */
-        if (rs && rs->len == 0) {
+        if (rs_used_up) {
             rs = malloc(sizeof(*rs));
             if (!rs)
                 abort();

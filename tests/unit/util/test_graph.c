@@ -71,7 +71,7 @@ static void test_against_brute_force(void)
         unsigned holes = rnd(4);                   /* 0..3 quarters missing */
         for (int k = 0; k < n * m; k++)
             w[k] = rnd(4) < holes ? NE : (int64_t)rnd(range);
-        struct best want = {0, 0}, got;
+        struct best want = {0, 0}, got = {0, 0};
         brute(w, n, m, 0, 0, 0, 0, &want);
         int64_t total = -1;
         if (bm_util_graph_match((size_t)n, (size_t)m, w, match, &total) != BM_OK ||
