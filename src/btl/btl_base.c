@@ -69,7 +69,7 @@ struct btl_base_component {
     bool selected;    /* by BM_BTL */
     bool named;       /* named explicitly in an include list */
     bool initialised; /* init succeeded: finalize is owed */
-    bool active;      /* has a module that reaches at least one peer: progress it */
+    bool active;      /* a module of it is on some peer's path list: progress it */
     struct bm_btl_module **modules;
     int count;
     char why[192]; /* why it was not used, for the unreachable-peer error */
@@ -513,8 +513,6 @@ bm_status_t bm_btl_base_add_procs(int nprocs)
             continue;
         }
         bm->procs_added = true;
-        if (bm_util_bitmap_count(&bm->reach) > 0)
-            bm->comp->active = true;
     }
 
     int nlost = 0;
@@ -537,6 +535,11 @@ bm_status_t bm_btl_base_add_procs(int nprocs)
                 kept[nkept++] = k;
         if (!found)
             lost[nlost++] = r;
+        /* Only components that carry some peer's traffic are progressed: a
+         * transport that reaches a peer but lost the selection to a more
+         * exclusive one (tcp next to sm) must not cost a system call per poll. */
+        for (int i = 0; i < nkept; i++)
+            base.mods[kept[i]].comp->active = true;
         if (btl_base_build_list(&peer->eager, kept, nkept, r, 0, btl_base_cmp_latency) != BM_OK ||
             btl_base_build_list(&peer->send, kept, nkept, r, BM_BTL_CAP_SEND,
                                 btl_base_cmp_bandwidth) != BM_OK ||
