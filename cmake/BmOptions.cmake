@@ -53,7 +53,9 @@ function(bm_optional_dep var pcname what)
         pkg_check_modules(PC_${var} QUIET ${pcname})
         if(PC_${var}_FOUND)
             set(have 1)
-            set(BM_DEP_LIBS ${BM_DEP_LIBS} ${PC_${var}_LINK_LIBRARIES} PARENT_SCOPE)
+            if(NOT var IN_LIST BM_DEPS_LOADED_AT_RUN_TIME)
+                set(BM_DEP_LIBS ${BM_DEP_LIBS} ${PC_${var}_LINK_LIBRARIES} PARENT_SCOPE)
+            endif()
             set(BM_DEP_INCLUDES ${BM_DEP_INCLUDES} ${PC_${var}_INCLUDE_DIRS} PARENT_SCOPE)
             set(BM_DEP_PC_REQUIRES "${BM_DEP_PC_REQUIRES} ${pcname}" PARENT_SCOPE)
             set(why "found ${pcname} ${PC_${var}_VERSION}")
@@ -69,6 +71,10 @@ function(bm_optional_dep var pcname what)
     set(BM_${var}_WHY "${why}" PARENT_SCOPE)
 endfunction()
 
+# libfabric is opened with dlopen when a transport first uses it
+# (src/btl/btl_ofi_load.c): linked, its PSM dependencies cost every process
+# 100-250 ms at start-up. Only its headers are used at build time.
+set(BM_DEPS_LOADED_AT_RUN_TIME OFI)
 bm_optional_dep(OFI libfabric "libfabric transports (ofi, dgram over libfabric)")
 bm_optional_dep(HWLOC hwloc "topology-aware interface ranking")
 bm_optional_dep(PMIX pmix "PMIx launch (Slurm, other PMIx launchers)")

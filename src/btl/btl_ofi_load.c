@@ -1,0 +1,99 @@
+/* libfabric, loaded when first used instead of linked. Debian's libfabric
+ * pulls in the PSM libraries, whose load-time constructors spend 100-250 ms
+ * calibrating a timebase; linked, every MPI program and bmrun paid that at
+ * start-up even when no libfabric wire was used (Open MPI avoids it by
+ * loading its libfabric plugins only on demand). The transports call the
+ * usual fi_* API: the handful of real libfabric exports they use are defined
+ * here (hidden, so they never interpose on anyone else) and forward to the
+ * library opened on the first call; everything else in the fi_* API is
+ * inline code over the objects those calls return. When libfabric cannot be
+ * loaded every call fails with -FI_ENOSYS and fi_strerror says why. */
+#define BM_LOG_SUBSYS "btl/ofi"
+#include "util/log.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include <stdio.h>
+
+#define OFI_LIBRARY "libfabric.so.1"
+
+static struct {
+    pthread_once_t once;
+    bool loaded;
+    char why[256];
+    int (*getinfo)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
+                   struct fi_info **);
+    void (*freeinfo)(struct fi_info *);
+    struct fi_info *(*dupinfo)(const struct fi_info *);
+    int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
+    const char *(*strerror)(int);
+} ofi = {.once = PTHREAD_ONCE_INIT};
+
+static void *ofi_sym(void *lib, const char *name, bool *ok)
+{
+    void *p = dlsym(lib, name);
+    if (!p && *ok) {
+        snprintf(ofi.why, sizeof(ofi.why), "%s has no symbol %s", OFI_LIBRARY, name);
+        *ok = false;
+    }
+    return p;
+}
+
+static void ofi_load(void)
+{
+    void *lib = dlopen(OFI_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *err = dlerror();
+        snprintf(ofi.why, sizeof(ofi.why), "%s could not be loaded: %s", OFI_LIBRARY,
+                 err ? err : "unknown error");
+        bm_log_debug("%s", ofi.why);
+        return;
+    }
+    bool ok = true;
+    *(void **)&ofi.getinfo = ofi_sym(lib, "fi_getinfo", &ok);
+    *(void **)&ofi.freeinfo = ofi_sym(lib, "fi_freeinfo", &ok);
+    *(void **)&ofi.dupinfo = ofi_sym(lib, "fi_dupinfo", &ok);
+    *(void **)&ofi.fabric = ofi_sym(lib, "fi_fabric", &ok);
+    *(void **)&ofi.strerror = ofi_sym(lib, "fi_strerror", &ok);
+    if (!ok) {
+        bm_log_debug("%s", ofi.why);
+        dlclose(lib);
+        return;
+    }
+    ofi.loaded = true; /* kept open for the life of the process */
+}
+
+static bool ofi_ready(void)
+{
+    pthread_once(&ofi.once, ofi_load);
+    return ofi.loaded;
+}
+
+int fi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+               const struct fi_info *hints, struct fi_info **info)
+{
+    return ofi_ready() ? ofi.getinfo(version, node, service, flags, hints, info) : -FI_ENOSYS;
+}
+
+void fi_freeinfo(struct fi_info *info)
+{
+    if (info && ofi_ready())
+        ofi.freeinfo(info);
+}
+
+struct fi_info *fi_dupinfo(const struct fi_info *info)
+{
+    return ofi_ready() ? ofi.dupinfo(info) : NULL;
+}
+
+int fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+{
+    return ofi_ready() ? ofi.fabric(attr, fabric, context) : -FI_ENOSYS;
+}
+
+const char *fi_strerror(int errnum)
+{
+    return ofi_ready() ? ofi.strerror(errnum) : ofi.why;
+}
