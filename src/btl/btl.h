@@ -122,8 +122,12 @@ enum bm_btl_atomic_op {
 #define BM_BTL_EXCL_SELF  1000
 #define BM_BTL_EXCL_SM    500
 #define BM_BTL_EXCL_HIGH  100 /* RDMA-capable networks (ofi) */
-#define BM_BTL_EXCL_DGRAM 20
-#define BM_BTL_EXCL_LOW   0  /* tcp */
+#define BM_BTL_EXCL_TCP   20
+/* Over kernel UDP, dgram moves data slower than kernel TCP does
+ * (docs/performance.md), so where both reach a peer tcp wins by default;
+ * dgram carries traffic where tcp cannot, or when BM_BTL names it alone. */
+#define BM_BTL_EXCL_DGRAM 10
+#define BM_BTL_EXCL_LOW   0
 
 /* ---- descriptors ------------------------------------------------------ */
 

@@ -112,7 +112,7 @@ bm_status_t bm_btl_tcp_module_create(int index, const struct bm_btl_tcp_if *ifac
         s->caps |= BM_BTL_CAP_ORDERED; /* one socket per endpoint keeps order */
     if (cfg->reconnect_ms > 0)
         s->caps |= BM_BTL_CAP_FAILOVER; /* reports failure and recovery */
-    s->exclusivity = BM_BTL_EXCL_LOW;
+    s->exclusivity = BM_BTL_EXCL_TCP;
     s->latency = iface->loopback ? 40 : 50;
     s->bandwidth = iface->bandwidth;
     s->eager_limit = cfg->eager_limit;
