@@ -78,11 +78,11 @@ struct bm_btl_descriptor;
 /* ---- tags ------------------------------------------------------------- */
 
 typedef uint8_t bm_btl_tag_t;
-#define BM_BTL_TAG_BTL     0   /* reserved for transports' internal messages */
-#define BM_BTL_TAG_PML     1   /* first tag of the PML's range */
-#define BM_BTL_TAG_PML_MAX 31  /* last tag of the PML's range */
-#define BM_BTL_TAG_TEST    32  /* free for tests (conformance suite) */
-#define BM_BTL_TAG_MAX     64  /* 1 + the highest tag */
+#define BM_BTL_TAG_BTL     0  /* reserved for transports' internal messages */
+#define BM_BTL_TAG_PML     1  /* first tag of the PML's range */
+#define BM_BTL_TAG_PML_MAX 31 /* last tag of the PML's range */
+#define BM_BTL_TAG_TEST    32 /* free for tests (conformance suite) */
+#define BM_BTL_TAG_MAX     64 /* 1 + the highest tag */
 
 /* ---- return value ----------------------------------------------------- */
 
@@ -102,9 +102,9 @@ typedef uint8_t bm_btl_tag_t;
 #define BM_BTL_CAP_FAILOVER     0x0200u /* reports path failure and recovery (see contract) */
 
 /* atomic_flags */
-#define BM_BTL_ATOMIC_F_32BIT   0x01u /* 32-bit operands supported (else 64-bit only) */
-#define BM_BTL_ATOMIC_F_GLOBAL  0x02u /* atomic with respect to the CPU too */
-#define BM_BTL_ATOMIC_F_FLOAT   0x04u /* floating-point add */
+#define BM_BTL_ATOMIC_F_32BIT  0x01u /* 32-bit operands supported (else 64-bit only) */
+#define BM_BTL_ATOMIC_F_GLOBAL 0x02u /* atomic with respect to the CPU too */
+#define BM_BTL_ATOMIC_F_FLOAT  0x04u /* floating-point add */
 
 enum bm_btl_atomic_op {
     BM_BTL_ATOMIC_ADD,
@@ -119,10 +119,10 @@ enum bm_btl_atomic_op {
 #define BM_BTL_ATOMIC_OP_F_32BIT 0x1u /* operate on 32 bits (when BM_BTL_ATOMIC_F_32BIT) */
 
 /* exclusivity: higher wins selection for a peer */
-#define BM_BTL_EXCL_SELF  1000
-#define BM_BTL_EXCL_SM    500
-#define BM_BTL_EXCL_HIGH  100 /* RDMA-capable networks (ofi) */
-#define BM_BTL_EXCL_TCP   20
+#define BM_BTL_EXCL_SELF 1000
+#define BM_BTL_EXCL_SM   500
+#define BM_BTL_EXCL_HIGH 100 /* RDMA-capable networks (ofi) */
+#define BM_BTL_EXCL_TCP  20
 /* Over kernel UDP, dgram moves data slower than kernel TCP does
  * (docs/performance.md), so where both reach a peer tcp wins by default;
  * dgram carries traffic where tcp cannot, or when BM_BTL names it alone. */
@@ -149,13 +149,13 @@ typedef void (*bm_btl_send_cb_fn)(struct bm_btl_module *module, struct bm_btl_en
 struct bm_btl_descriptor {
     struct bm_btl_segment seg[BM_BTL_DES_MAX_SEGS]; /* local data; seg[0] begins with the reserve */
     uint32_t seg_count;
-    uint32_t flags;            /* BM_BTL_DES_F_* */
-    uint8_t order;             /* ordering channel; 0 unless the caller needs several */
-    bm_btl_send_cb_fn cbfunc;  /* completion; may be NULL when nothing is to be done */
-    void *cbdata;              /* for the caller */
-    void *context;             /* for the caller */
+    uint32_t flags;               /* BM_BTL_DES_F_* */
+    uint8_t order;                /* ordering channel; 0 unless the caller needs several */
+    bm_btl_send_cb_fn cbfunc;     /* completion; may be NULL when nothing is to be done */
+    void *cbdata;                 /* for the caller */
+    void *context;                /* for the caller */
     struct bm_btl_module *module; /* set by the transport */
-    void *pml_link[2];         /* free for the caller to queue the descriptor */
+    void *pml_link[2];            /* free for the caller to queue the descriptor */
 };
 
 /* What a receive callback is given. Segments are valid until it returns. */
@@ -211,15 +211,15 @@ typedef void (*bm_btl_error_cb_fn)(struct bm_btl_module *module, const struct bm
 
 struct bm_btl_module {
     const struct bm_btl_ops *ops;
-    char name[64];             /* "sm", "tcp:eth0", for messages and bm_info */
-    uint32_t caps;             /* BM_BTL_CAP_* */
-    uint32_t atomic_flags;     /* BM_BTL_ATOMIC_F_* */
-    uint32_t exclusivity;      /* BM_BTL_EXCL_* */
-    uint32_t latency;          /* latency class: lower is better (eager list order) */
-    uint32_t bandwidth;        /* Mbit/s: striping weight */
-    size_t eager_limit;        /* largest eager send, PML header included */
-    size_t rndv_eager_limit;   /* bytes carried by the first fragment of a rendezvous */
-    size_t max_send_size;      /* largest single send descriptor */
+    char name[64];                    /* "sm", "tcp:eth0", for messages and bm_info */
+    uint32_t caps;                    /* BM_BTL_CAP_* */
+    uint32_t atomic_flags;            /* BM_BTL_ATOMIC_F_* */
+    uint32_t exclusivity;             /* BM_BTL_EXCL_* */
+    uint32_t latency;                 /* latency class: lower is better (eager list order) */
+    uint32_t bandwidth;               /* Mbit/s: striping weight */
+    size_t eager_limit;               /* largest eager send, PML header included */
+    size_t rndv_eager_limit;          /* bytes carried by the first fragment of a rendezvous */
+    size_t max_send_size;             /* largest single send descriptor */
     size_t rdma_pipeline_send_length; /* bytes sent by copy before RDMA takes over */
     size_t rdma_pipeline_frag_size;   /* largest single RDMA operation of a pipeline */
     size_t min_rdma_pipeline_size;    /* below this, use send/recv instead of RDMA */
@@ -244,8 +244,8 @@ struct bm_btl_init_args {
 /* ---- the operations table: one const instance per transport ------------ */
 
 struct bm_btl_ops {
-    const char *name;                   /* "self", "sm", "tcp", "dgram", "ofi" */
-    const char *description;            /* one line for bm_info */
+    const char *name;                    /* "self", "sm", "tcp", "dgram", "ofi" */
+    const char *description;             /* one line for bm_info */
     const struct bm_param_table *params; /* the transport's tunables (may be NULL) */
 
     /* Component. */
@@ -281,8 +281,8 @@ struct bm_btl_ops {
     struct bm_btl_descriptor *(*prepare_src)(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                                              const void *data, size_t reserve, size_t *size,
                                              uint8_t order, uint32_t flags);
-    int (*send)(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
-                struct bm_btl_descriptor *des, bm_btl_tag_t tag);
+    int (*send)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, struct bm_btl_descriptor *des,
+                bm_btl_tag_t tag);
     /* Send header + payload now, with no descriptor. BM_BTL_DONE when sent;
      * otherwise BM_ERR_OUT_OF_RESOURCE and, when des_out is not NULL, maybe a
      * descriptor already holding the data for a later send. */
@@ -315,9 +315,8 @@ struct bm_btl_ops {
                         uint64_t value, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
                         void *context, void *cbdata);
     /* Make memory usable for put/get; NULL on failure. ep may be NULL (any peer). */
-    struct bm_btl_reg_handle *(*register_mem)(struct bm_btl_module *m,
-                                              struct bm_btl_endpoint *ep, void *base,
-                                              size_t size, uint32_t reg_flags);
+    struct bm_btl_reg_handle *(*register_mem)(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                              void *base, size_t size, uint32_t reg_flags);
     bm_status_t (*deregister_mem)(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
     /* Wait until every RDMA/atomic operation started on ep (all peers when
      * NULL) has completed and its callback has run. */
@@ -339,11 +338,9 @@ static inline void bm_btl_free(struct bm_btl_module *m, struct bm_btl_descriptor
     m->ops->free(m, des);
 }
 /* Descriptor holding reserve header bytes plus up to *size bytes of data. */
-static inline struct bm_btl_descriptor *bm_btl_prepare_src(struct bm_btl_module *m,
-                                                           struct bm_btl_endpoint *ep,
-                                                           const void *data, size_t reserve,
-                                                           size_t *size, uint8_t order,
-                                                           uint32_t flags)
+static inline struct bm_btl_descriptor *
+bm_btl_prepare_src(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *data,
+                   size_t reserve, size_t *size, uint8_t order, uint32_t flags)
 {
     return m->ops->prepare_src(m, ep, data, reserve, size, order, flags);
 }
@@ -354,9 +351,9 @@ static inline int bm_btl_send(struct bm_btl_module *m, struct bm_btl_endpoint *e
     return m->ops->send(m, ep, des, tag);
 }
 /* Send now or not at all (only with BM_BTL_CAP_SENDI). */
-static inline int bm_btl_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
-                               const void *hdr, size_t hdr_len, const void *payload,
-                               size_t payload_len, uint8_t order, uint32_t flags, bm_btl_tag_t tag,
+static inline int bm_btl_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
+                               size_t hdr_len, const void *payload, size_t payload_len,
+                               uint8_t order, uint32_t flags, bm_btl_tag_t tag,
                                struct bm_btl_descriptor **des_out)
 {
     return m->ops->sendi(m, ep, hdr, hdr_len, payload, payload_len, order, flags, tag, des_out);
@@ -388,8 +385,8 @@ static inline int bm_btl_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep
 struct bm_btl_path {
     struct bm_btl_module *module;
     struct bm_btl_endpoint *endpoint;
-    double weight;  /* share of the traffic (bandwidth-weighted, sums to 1 per list) */
-    bool failed;    /* reported failed; skipped until recovered */
+    double weight; /* share of the traffic (bandwidth-weighted, sums to 1 per list) */
+    bool failed;   /* reported failed; skipped until recovered */
 };
 
 struct bm_btl_path_list {
