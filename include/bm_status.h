@@ -15,21 +15,21 @@ extern "C" {
 #define BM_STATUS_MAP(X)                                                                           \
     X(OK, 0, "success")                                                                            \
     X(ERROR, -1, "unspecified error")                                                              \
-    X(ERR_OUT_OF_RESOURCE, -2, "out of resources (temporary); retry later")                       \
-    X(ERR_NOT_AVAILABLE, -3, "not available (a limit was reached or the feature is absent)")      \
+    X(ERR_OUT_OF_RESOURCE, -2, "out of resources (temporary); retry later")                        \
+    X(ERR_NOT_AVAILABLE, -3, "not available (a limit was reached or the feature is absent)")       \
     X(ERR_BAD_PARAM, -4, "bad parameter")                                                          \
     X(ERR_NOT_FOUND, -5, "not found")                                                              \
     X(ERR_NOT_SUPPORTED, -6, "operation not supported")                                            \
     X(ERR_TIMEOUT, -7, "timed out")                                                                \
-    X(ERR_TRUNCATE, -8, "message truncated: receive buffer too small")                            \
+    X(ERR_TRUNCATE, -8, "message truncated: receive buffer too small")                             \
     X(ERR_NO_MEMORY, -9, "out of memory")                                                          \
     X(ERR_SYSTEM, -10, "system call failed")                                                       \
-    X(ERR_PROTOCOL, -11, "protocol error (malformed or unexpected message)")                      \
+    X(ERR_PROTOCOL, -11, "protocol error (malformed or unexpected message)")                       \
     X(ERR_EXISTS, -12, "already exists")                                                           \
     X(ERR_BUSY, -13, "resource busy")                                                              \
     X(ERR_CANCELED, -14, "operation canceled")                                                     \
     X(ERR_ACCESS, -15, "permission denied")                                                        \
-    X(ERR_UNREACHABLE, -100, "peer not reachable over this transport")                            \
+    X(ERR_UNREACHABLE, -100, "peer not reachable over this transport")                             \
     X(ERR_LINK_DOWN, -101, "transport link to the peer failed")                                    \
     X(ERR_CONN_REFUSED, -102, "connection refused by the peer")                                    \
     X(ERR_CONN_RESET, -103, "connection reset by the peer")                                        \

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define BM_LOG_DEFAULT_LEVEL BM_LOG_WARN
-#define BM_LOG_MAX_RULES 32
+#define BM_LOG_MAX_RULES     32
 
 struct bm_log_rule {
     char name[32];

@@ -300,8 +300,8 @@ size_t bm_util_params_distance(const char *a, const char *b)
     for (size_t i = 1; i <= la; i++) {
         cur[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (toupper((unsigned char)a[i - 1]) !=
-                                        toupper((unsigned char)b[j - 1]));
+            size_t sub = prev[j - 1] +
+                         (toupper((unsigned char)a[i - 1]) != toupper((unsigned char)b[j - 1]));
             size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
             cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
         }

@@ -29,12 +29,12 @@ enum bm_param_type {
 struct bm_param {
     const char *name; /* full environment variable name, e.g. "BM_PML_EAGER_LIMIT" */
     enum bm_param_type type;
-    const char *def;         /* default value as text, parsed like the environment */
-    long long min, max;      /* INT, SIZE, DOUBLE: inclusive bounds (ignored when min == max == 0) */
-    const char *choices;     /* ENUM: "off|on|auto" */
-    const char *help;        /* one or two sentences: what it does and when to change it */
-    size_t offset;           /* offset of the value in the component's config struct */
-    unsigned flags;          /* BM_PARAM_F_* */
+    const char *def;     /* default value as text, parsed like the environment */
+    long long min, max;  /* INT, SIZE, DOUBLE: inclusive bounds (ignored when min == max == 0) */
+    const char *choices; /* ENUM: "off|on|auto" */
+    const char *help;    /* one or two sentences: what it does and when to change it */
+    size_t offset;       /* offset of the value in the component's config struct */
+    unsigned flags;      /* BM_PARAM_F_* */
 };
 
 struct bm_param_table {
