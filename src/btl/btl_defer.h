@@ -38,4 +38,12 @@ static inline int bm_btl_defer_complete(struct bm_btl_defer_queue *q, struct bm_
     return BM_BTL_DONE;
 }
 
+/* register_mem and deregister_mem for the same transports: they reach a
+ * peer's memory without registering it (reg_handle_size 0), so every
+ * registration is one shared handle that carries nothing. */
+struct bm_btl_reg_handle *bm_btl_defer_register_mem(struct bm_btl_module *m,
+                                                    struct bm_btl_endpoint *ep, void *base,
+                                                    size_t size, uint32_t reg_flags);
+bm_status_t bm_btl_defer_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
+
 #endif

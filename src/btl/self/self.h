@@ -80,10 +80,6 @@ int bm_btl_self_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep
                              const struct bm_btl_reg_handle *remote_handle, uint64_t compare,
                              uint64_t value, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
                              void *context, void *cbdata);
-struct bm_btl_reg_handle *bm_btl_self_register_mem(struct bm_btl_module *m,
-                                                   struct bm_btl_endpoint *ep, void *base,
-                                                   size_t size, uint32_t reg_flags);
-bm_status_t bm_btl_self_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
 bm_status_t bm_btl_self_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
 
 #endif

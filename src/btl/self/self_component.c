@@ -368,7 +368,7 @@ const struct bm_btl_ops bm_btl_self_ops = {
     .atomic_op = bm_btl_self_atomic_op,
     .atomic_fop = bm_btl_self_atomic_fop,
     .atomic_cswap = bm_btl_self_atomic_cswap,
-    .register_mem = bm_btl_self_register_mem,
-    .deregister_mem = bm_btl_self_deregister_mem,
+    .register_mem = bm_btl_defer_register_mem,
+    .deregister_mem = bm_btl_defer_deregister_mem,
     .flush = bm_btl_self_flush,
 };

@@ -4,14 +4,12 @@
  * (BM_BTL_DES_F_ALWAYS_CALLBACK), it runs from the next progress or flush
  * call, never inside the call that started the operation, the same
  * re-entrancy rule as self's sends. No registration is needed
- * (reg_handle_size 0); register_mem returns a shared dummy handle. */
+ * (reg_handle_size 0); register_mem is btl_defer's handle that carries nothing. */
 #define BM_LOG_SUBSYS "btl/self"
 #include "btl/self/self.h"
 #include "util/log.h"
 
 #include <string.h>
-
-static struct bm_btl_reg_handle self_dummy_handle;
 
 static int self_rdma_complete(struct bm_btl_module *m, uint32_t flags, bm_btl_rdma_cb_fn cb,
                               void *local_addr, struct bm_btl_reg_handle *local_handle,
@@ -192,25 +190,6 @@ int bm_btl_self_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep
     }
     self_store_result(local_addr, old, flags);
     return self_rdma_complete(m, flags, cb, local_addr, local_handle, context, cbdata);
-}
-
-struct bm_btl_reg_handle *bm_btl_self_register_mem(struct bm_btl_module *m,
-                                                   struct bm_btl_endpoint *ep, void *base,
-                                                   size_t size, uint32_t reg_flags)
-{
-    (void)m;
-    (void)ep;
-    (void)base;
-    (void)size;
-    (void)reg_flags;
-    return &self_dummy_handle;
-}
-
-bm_status_t bm_btl_self_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle)
-{
-    (void)m;
-    (void)handle;
-    return BM_OK;
 }
 
 /* Every operation is already done; only queued callbacks remain to run. */

@@ -171,10 +171,6 @@ int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
                   uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                   const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
                   uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
-struct bm_btl_reg_handle *bm_btl_sm_register_mem(struct bm_btl_module *m,
-                                                 struct bm_btl_endpoint *ep, void *base,
-                                                 size_t size, uint32_t reg_flags);
-bm_status_t bm_btl_sm_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
 bm_status_t bm_btl_sm_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
 
 #endif

@@ -394,7 +394,7 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .atomic_op = NULL,
     .atomic_fop = NULL,
     .atomic_cswap = NULL,
-    .register_mem = bm_btl_sm_register_mem,
-    .deregister_mem = bm_btl_sm_deregister_mem,
+    .register_mem = bm_btl_defer_register_mem,
+    .deregister_mem = bm_btl_defer_deregister_mem,
     .flush = bm_btl_sm_flush,
 };

@@ -17,8 +17,6 @@
 #include <string.h>
 #include <sys/uio.h>
 
-static struct bm_btl_reg_handle sm_dummy_handle;
-
 bool bm_btl_sm_cma_probe(struct bm_btl_sm_endpoint *ep, uint64_t remote_seg_addr)
 {
     uint64_t magic = 0;
@@ -103,25 +101,6 @@ int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
         return rc;
     return bm_btl_defer_complete(&sm->rdma_done, m, ep, flags, cb, local_addr, local_handle,
                                  context, cbdata);
-}
-
-struct bm_btl_reg_handle *bm_btl_sm_register_mem(struct bm_btl_module *m,
-                                                 struct bm_btl_endpoint *ep, void *base,
-                                                 size_t size, uint32_t reg_flags)
-{
-    (void)m;
-    (void)ep;
-    (void)base;
-    (void)size;
-    (void)reg_flags;
-    return &sm_dummy_handle;
-}
-
-bm_status_t bm_btl_sm_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle)
-{
-    (void)m;
-    (void)handle;
-    return BM_OK;
 }
 
 /* Transfers are done when their call returns; only queued callbacks remain. */
