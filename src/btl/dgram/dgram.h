@@ -69,6 +69,8 @@ struct bm_btl_dgram_config {
     X(fastpath_sends, "tiny fragments posted inline by send")                                      \
     X(resends_timeout, "segments resent after a retransmit timeout")                               \
     X(resends_fast, "segments resent after a duplicate or selective ACK")                          \
+    X(rto_events, "retransmit timeouts of a peer's oldest segment")                                \
+    X(resends_rto_recovery, "segments resent, ACK-clocked, after a retransmit timeout")            \
     X(acks_sent, "standalone ACKs sent")                                                           \
     X(acks_piggybacked, "ACKs carried by data packets")                                            \
     X(acks_recv, "ACK fields received that advanced the window")                                   \
@@ -301,6 +303,15 @@ struct bm_btl_dgram_endpoint {
     uint16_t rack_ch_seq[BM_DGRAM_NCH];
     bool in_recovery; /* cwnd was cut; no further cut until recover_seq is ACKed */
     uint16_t recover_seq;
+    /* After a retransmit timeout of the oldest segment, everything sent
+     * before it is presumed lost (an outage, not one drop): each ACK that
+     * advances the window resends the next of those segments, two per ACKed
+     * one, up to rto_mark (snd_next at the timeout). Without it the others
+     * waited one timeout after every ACK and an outage of n segments took n
+     * timeouts to recover. */
+    bool rto_recover;
+    uint16_t rto_mark, rto_cursor;
+    uint64_t rto_event_ns;
     /* round-trip estimate (ns) */
     int64_t srtt, rttvar, rto;
     uint32_t consecutive_timeouts;

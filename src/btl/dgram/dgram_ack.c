@@ -122,6 +122,11 @@ static void timer_evict(struct bm_util_hotel *h, int room, void *guest, void *ar
         /* only the oldest segment counts towards failure and backs off the
          * timeout: a burst of losses is one event, not thousands */
         ep->consecutive_timeouts++;
+        m->stats.rto_events++;
+        ep->rto_recover = true;
+        ep->rto_mark = ep->snd_next;
+        ep->rto_cursor = (uint16_t)(s->seq + 1);
+        ep->rto_event_ns = m->now_ns;
         ep->rto *= 2;
         if (ep->rto > (int64_t)m->cfg.rto_max_us * 1000)
             ep->rto = (int64_t)m->cfg.rto_max_us * 1000;
@@ -292,6 +297,32 @@ static void cwnd_grow(struct bm_btl_dgram_endpoint *ep, uint32_t k)
         ep->cwnd = max;
 }
 
+/* The window advanced by k segments after a retransmit timeout: resend the
+ * next 2k segments that were outstanding at the timeout and have not been
+ * sent since (slow start, clocked by the ACKs of the resent ones). */
+static void rto_recovery_resend(struct bm_btl_dgram_endpoint *ep, uint32_t k)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    uint16_t mask = (uint16_t)(m->cfg.window - 1);
+    if (bm_dgram_seq_lt(ep->rto_cursor, ep->snd_una))
+        ep->rto_cursor = ep->snd_una;
+    for (uint32_t budget = 2 * k; budget > 0 && bm_dgram_seq_lt(ep->rto_cursor, ep->rto_mark);
+         ep->rto_cursor++) {
+        struct bm_btl_dgram_seg *seg = ep->win[ep->rto_cursor & mask];
+        if (!seg || seg->seq != ep->rto_cursor || seg->state != BM_DGRAM_SEG_POSTED ||
+            seg->sent_ns > ep->rto_event_ns)
+            continue; /* ACKed, already queued for resend, or resent since */
+        bm_btl_dgram_timer_stop(m, seg);
+        seg->state = BM_DGRAM_SEG_RESEND;
+        bm_util_list_push_back(&m->resend, &seg->link);
+        m->stats.resends_rto_recovery++;
+        budget--;
+    }
+    if (!bm_dgram_seq_lt(ep->snd_una, ep->rto_mark) ||
+        !bm_dgram_seq_lt(ep->rto_cursor, ep->rto_mark))
+        ep->rto_recover = false;
+}
+
 void bm_btl_dgram_ack_handle(struct bm_btl_dgram_endpoint *ep, const struct bm_dgram_hdr *h)
 {
     struct bm_btl_dgram_module *m = ep->module;
@@ -365,5 +396,8 @@ void bm_btl_dgram_ack_handle(struct bm_btl_dgram_endpoint *ep, const struct bm_d
     }
     while (ep->snd_una != ep->snd_next && ep->win[ep->snd_una & mask] == NULL)
         ep->snd_una++;
+    uint16_t advanced = (uint16_t)(ep->snd_una - una_prev - 1);
+    if (ep->rto_recover && advanced)
+        rto_recovery_resend(ep, advanced);
     bm_btl_dgram_endpoint_check_ready(ep);
 }

@@ -196,6 +196,7 @@ void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep)
     ep->cwnd = (uint32_t)m->cfg.cwnd_init;
     ep->ssthresh = (uint32_t)m->cfg.window;
     ep->in_recovery = false;
+    ep->rto_recover = false;
     ep->check = BM_DGRAM_CHECK_NONE;
     snprintf(ep->report, sizeof(ep->report), "dgram path from %s to %s works again", m->super.name,
              ep->peer_desc);

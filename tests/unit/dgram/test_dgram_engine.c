@@ -308,6 +308,43 @@ static void test_blackhole(void)
     pair_close(&p);
 }
 
+/* An outage shorter than the failure bound loses a whole window of
+ * segments. Once the path is back, the timeout of the oldest one must bring
+ * back the rest within a few round trips (ACK-clocked), not one segment per
+ * retransmit timeout. */
+static void test_outage(void)
+{
+    struct bm_btl_dgram_config c = base_cfg();
+    c.mtu = 1472;
+    c.rto_min_us = 1000;
+    c.rto_init_us = 1000;
+    c.rto_max_us = 20000;
+    c.fail_timeouts = 1000;
+    c.fail_ms = 60000;
+    struct pair p;
+    pair_open(&p, &c, &c, 4);
+    BM_CHECK_EQ_INT(send_msg(&p, 0, 100), BM_OK);
+    BM_CHECK(wait_for(&p, &completions, 1, 5));
+    p.a->cfg.drop = 1.0;
+    BM_CHECK_EQ_INT(send_msg(&p, 1, 60000), BM_OK); /* about 42 segments */
+    struct bm_btl_dgram_stats st;
+    uint64_t end = bm_btl_dgram_now() + 5000000000ull;
+    do {
+        progress(&p);
+        bm_btl_dgram_stats_get(p.a, &st);
+    } while (st.rto_events < 4 && bm_btl_dgram_now() < end);
+    BM_CHECK(st.rto_events >= 4);
+    uint64_t before = st.rto_events;
+    p.a->cfg.drop = 0;
+    BM_CHECK(wait_for(&p, &completions, 2, 10));
+    bm_btl_dgram_stats_get(p.a, &st);
+    BM_CHECK_MSG(st.rto_events - before <= 3, "%llu more timeouts to recover a 42-segment outage",
+                 (unsigned long long)(st.rto_events - before));
+    BM_CHECK_EQ_INT(p.rxb.seen[1], 1);
+    BM_CHECK_EQ_INT(completion_errors, 0);
+    pair_close(&p);
+}
+
 /* The connectivity check names the cause: a path that drops full-size
  * datagrams is an MTU problem, a path that drops everything has no route. */
 static void run_check(bool mtu_trouble, double drop, const char *expect)
@@ -608,6 +645,7 @@ int main(void)
     BM_RUN(test_faults);
     BM_RUN(test_wrap);
     BM_RUN(test_blackhole);
+    BM_RUN(test_outage);
     BM_RUN(test_check);
     BM_RUN(test_threads);
     BM_RUN(test_ack_on_destroy);
