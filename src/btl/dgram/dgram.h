@@ -34,7 +34,7 @@ struct bm_btl_dgram_config {
     int wire;               /* BM_DGRAM_WIRE_* */
     const char *if_include; /* comma list of interface names or a.b.c.d/n, "" = all */
     const char *if_exclude;
-    size_t mtu;              /* data channel datagram size; 0 = interface MTU - 28 */
+    size_t mtu;              /* data channel datagram size; 0 = per peer, route MTU - 28 */
     size_t prio_mtu;         /* priority channel datagram size (ACKs, tiny fragments) */
     int window;              /* send window in segments (power of two) */
     int cwnd_init, cwnd_min; /* congestion window: start and floor, in segments */
@@ -371,6 +371,8 @@ struct bm_btl_dgram_module {
     struct bm_btl_dgram_frag **frag_cache;
     int frag_ncache, frag_cache_max;
     size_t frag_small_cap;
+    /* datagram size toward a peer whose route MTU is unknown (interface MTU - 28) */
+    size_t if_data_mtu;
 
     /* segment pool */
     struct bm_btl_dgram_seg **seg_free;

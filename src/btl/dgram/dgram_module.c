@@ -30,8 +30,9 @@ static const struct bm_param dgram_params[] = {
     {"BM_BTL_DGRAM_IF_EXCLUDE", BM_PARAM_STRING, "", 0, 0, NULL,
      "Comma list of interface names or subnets never to use.", CFG(if_exclude), 0},
     {"BM_BTL_DGRAM_MTU", BM_PARAM_SIZE, "0", 0, 65000, NULL,
-     "Data channel datagram size in bytes, headers included (0: the interface MTU minus 28, "
-     "at most 9000 - 28). Larger than the path MTU means IP fragmentation.",
+     "Data channel datagram size in bytes, headers included (0: per peer, the MTU of the "
+     "route to it minus 28, at most 65000: the interface MTU across a network, the loopback's "
+     "to a process on the same host). Larger than the path MTU means IP fragmentation.",
      CFG(mtu), 0},
     {"BM_BTL_DGRAM_PRIO_MTU", BM_PARAM_SIZE, "768", 128, 9000, NULL,
      "Priority channel datagram size: ACKs and fragments that fit in it use that channel.",
@@ -224,12 +225,14 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
         m->locking = true;
     }
 
-    size_t data_mtu = cfg->mtu;
-    if (data_mtu == 0) {
-        data_mtu = if_mtu > 28 ? if_mtu - 28 : 1472;
-        if (data_mtu > 9000 - 28)
-            data_mtu = 9000 - 28;
-    }
+    /* The data channel receives datagrams of up to data_mtu bytes; each
+     * endpoint sends at most what the route to its peer carries (the udp
+     * wire looks it up), the interface's size when that is unknown. */
+    size_t if_data_mtu = if_mtu > 28 ? if_mtu - 28 : 1472;
+    if (if_data_mtu > BM_DGRAM_MAX_DATAGRAM)
+        if_data_mtu = BM_DGRAM_MAX_DATAGRAM;
+    size_t data_mtu = cfg->mtu ? cfg->mtu : BM_DGRAM_MAX_DATAGRAM;
+    m->if_data_mtu = cfg->mtu ? cfg->mtu : if_data_mtu;
     size_t prio_mtu = cfg->prio_mtu < data_mtu ? cfg->prio_mtu : data_mtu;
     if (data_mtu < BM_DGRAM_MAX_HDR + 64 || prio_mtu < BM_DGRAM_MAX_HDR + 16) {
         bm_log_error("interface %s: datagram size %zu (BM_BTL_DGRAM_MTU) or %zu "
@@ -252,7 +255,8 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
     m->inject_tmp = calloc(2 * (size_t)cfg->chan_credits + 1, sizeof(*m->inject_tmp));
     if (!m->inject_tmp)
         goto err_free;
-    m->frag_small_cap = data_mtu;
+    /* recycled fragments: big enough for one interface-sized datagram */
+    m->frag_small_cap = m->if_data_mtu < 9000 - 28 ? m->if_data_mtu : 9000 - 28;
     m->frag_cache_max = 256;
     m->frag_cache = calloc((size_t)m->frag_cache_max, sizeof(*m->frag_cache));
     if (!m->frag_cache)

@@ -94,6 +94,10 @@ _Static_assert(sizeof(struct bm_dgram_rdma) == 16, "dgram rdma extension is 16 b
     (sizeof(struct bm_dgram_hdr) + sizeof(struct bm_dgram_chunk) + sizeof(struct bm_dgram_rdma))
 _Static_assert(BM_DGRAM_MAX_HDR == 72, "dgram largest header is 72 bytes");
 
+/* Largest datagram, headers included: below the 65507 bytes of UDP payload
+ * that IPv4 allows, leaving room for IP options. */
+#define BM_DGRAM_MAX_DATAGRAM 65000
+
 /* Bytes of header for a packet type (base + extensions), 0 for an unknown type. */
 static inline size_t bm_dgram_hdr_len(unsigned type)
 {

@@ -10,6 +10,7 @@
  * chunks and GET answers are copied straight into registered memory. */
 #define BM_LOG_SUBSYS "btl/dgram"
 #include "btl/dgram/dgram.h"
+#include "util/crc32c.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -17,43 +18,10 @@
 
 #define BAD(field) offsetof(struct bm_btl_dgram_stats, field)
 
-static inline uint64_t ck_mix(uint64_t h, uint64_t w)
-{
-    h ^= w * 0x9E3779B97F4A7C15ull;
-    h = (h << 27) | (h >> 37);
-    return h * 0xC2B2AE3D27D4EB4Full + 0x165667B19E3779F9ull;
-}
-
-static uint64_t ck_words(uint64_t h, const uint8_t *p, size_t len)
-{
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = ck_mix(h, w);
-    }
-    if (i < len) {
-        uint64_t w = 0;
-        memcpy(&w, p + i, len - i);
-        h = ck_mix(h, w ^ ((uint64_t)(len - i) << 56));
-    }
-    return h;
-}
-
-static uint32_t ck_final(uint64_t h, size_t total)
-{
-    h = ck_mix(h, total);
-    h ^= h >> 29;
-    return (uint32_t)(h ^ (h >> 32));
-}
-
 uint32_t bm_btl_dgram_checksum2(const void *a, size_t alen, const void *b, size_t blen)
 {
-    uint64_t h = 0x243F6A8885A308D3ull;
-    h = ck_words(h, a, alen);
-    if (blen)
-        h = ck_words(h, b, blen);
-    return ck_final(h, alen + blen);
+    uint32_t c = bm_util_crc32c(0, a, alen);
+    return blen ? bm_util_crc32c(c, b, blen) : c;
 }
 
 uint32_t bm_btl_dgram_checksum(const void *buf, size_t len)

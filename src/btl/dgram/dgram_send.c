@@ -31,7 +31,6 @@ void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch,
     struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)s->hdr;
     h->checksum = 0;
     if (m->cfg.checksum) {
-        /* hdr_len is a multiple of 8, so the two parts hash like one buffer */
         uint32_t sum = bm_btl_dgram_checksum2(s->hdr, hdr_len, payload, payload_len);
         h->checksum = sum ? sum : 1;
     }
@@ -517,7 +516,7 @@ bm_status_t bm_btl_dgram_flush(struct bm_btl_module *bm, struct bm_btl_endpoint 
 void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce, size_t size)
 {
     struct bm_btl_dgram_module *m = ep->module;
-    static const uint8_t zeros[9000];
+    static const uint8_t zeros[BM_DGRAM_MAX_DATAGRAM];
     uint8_t buf[BM_DGRAM_MAX_HDR];
     struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)buf;
     size_t hlen = bm_dgram_hdr_len((unsigned)type);

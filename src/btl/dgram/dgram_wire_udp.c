@@ -201,10 +201,42 @@ static int udp_poll(struct bm_btl_dgram_module *m, int c)
     return r;
 }
 
+/* The MTU of the route from our address to the peer's, as the kernel
+ * knows it (a connected socket's IP_MTU): the interface's across a
+ * network, the loopback's (65536) when the peer is on this host. 0 when
+ * there is no route. */
+static size_t route_mtu(const struct bm_btl_dgram_module *m, const struct sockaddr_in *to)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = m->addr.ipv4;
+    int mtu = 0;
+    socklen_t len = sizeof(mtu);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        connect(fd, (const struct sockaddr *)to, sizeof(*to)) != 0 ||
+        getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0)
+        mtu = 0;
+    close(fd);
+    return mtu > 0 ? (size_t)mtu : 0;
+}
+
 static bm_status_t udp_peer_add(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep)
 {
-    (void)m;
     ep->wire_addr[0] = ep->wire_addr[1] = 0; /* sendmmsg takes the sockaddr itself */
+    if (m->cfg.mtu == 0) {                   /* not set by the user: as large as the route allows */
+        size_t route = route_mtu(m, &ep->to[BM_DGRAM_CH_DATA]);
+        size_t want = route > 28 ? route - 28 : m->if_data_mtu;
+        if (want < ep->mtu[BM_DGRAM_CH_DATA])
+            ep->mtu[BM_DGRAM_CH_DATA] = want;
+        if (ep->mtu[BM_DGRAM_CH_DATA] < ep->mtu[BM_DGRAM_CH_PRIO])
+            ep->mtu[BM_DGRAM_CH_PRIO] = ep->mtu[BM_DGRAM_CH_DATA];
+        bm_log_debug("datagrams to %s: %zu bytes (route MTU %zu)", ep->peer_desc,
+                     ep->mtu[BM_DGRAM_CH_DATA], route);
+    }
     return BM_OK;
 }
 

@@ -358,7 +358,7 @@ static void run_check(bool mtu_trouble, double drop, const char *expect)
     struct pair p;
     pair_open(&p, &c, &c, 4);
     if (mtu_trouble) /* full-size datagrams from a vanish, smaller ones pass */
-        p.a->cfg.drop_above = p.a->ch[BM_DGRAM_CH_DATA].mtu - 1;
+        p.a->cfg.drop_above = p.ab->mtu[BM_DGRAM_CH_DATA] - 1;
     BM_CHECK_EQ_INT(send_msg(&p, 0, 100), BM_OK);
     BM_CHECK(wait_for(&p, &error_reports[BM_BTL_ERROR_PEER], 1, 5));
     BM_CHECK_MSG(strstr(last_report, expect) != NULL, "report '%s' lacks '%s'", last_report,
