@@ -7,6 +7,7 @@
 #define BM_LOG_SUBSYS "mpi"
 #include "bm_config.h"
 #include "mpi/mpi_internal.h"
+#include "mpi/mpi_request.h"
 #include "pml/pml.h"
 #include "runtime/rte.h"
 #include "util/log.h"
@@ -125,6 +126,7 @@ int PMPI_Finalize(void)
     if ((rc = PMPI_Barrier(MPI_COMM_WORLD)))
         return rc;
     bm_pml_finalize();
+    bm_mpi_request_cache_fini();
     bm_mpi_comm_finalize();
     bm_mpi_state = BM_MPI_STATE_FINALIZED;
     bm_mpi_rte_up = false;

@@ -41,7 +41,16 @@ struct bm_mpi_request {
     MPI_Datatype dt; /* persistent requests hold a reference (bm_mpi_type_retain) */
     int peer;        /* destination or source rank in comm, MPI_ANY_SOURCE, MPI_PROC_NULL */
     int tag;
+    struct bm_mpi_request *next_free; /* in the cache of released requests */
 };
+
+/* A zeroed request, from a cache of released ones (no malloc per Isend or
+ * Irecv on the message-rate path); NULL when out of memory. */
+MPI_Request bm_mpi_request_new(void);
+/* Invalidate r and keep it for reuse. */
+void bm_mpi_request_release(MPI_Request r);
+/* Free the cached requests (MPI_Finalize). */
+void bm_mpi_request_cache_fini(void);
 
 /* Start the operation r describes (p2p.c). MPI_SUCCESS or the error class
  * after the communicator's error handler ran; r is active on success. */

@@ -241,7 +241,7 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
         return rc;
     if (!out)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL request pointer");
-    MPI_Request r = calloc(1, sizeof(*r));
+    MPI_Request r = bm_mpi_request_new();
     if (!r)
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory for a request");
     r->magic = BM_MPI_MAGIC_REQUEST;
@@ -255,8 +255,7 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
     r->peer = peer;
     r->tag = tag;
     if (!persistent && (rc = bm_mpi_p2p_start(r, fn))) {
-        r->magic = 0;
-        free(r);
+        bm_mpi_request_release(r);
         return rc;
     }
     /* A persistent request reads dt at every start, and the program may

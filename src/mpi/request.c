@@ -11,10 +11,52 @@
 #include "mpi/mpi_internal.h"
 #include "mpi/mpi_request.h"
 #include "pml/pml.h"
+#include "util/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Released requests, reused last-in first-out (still warm in the cache).
+ * MPI calls are never concurrent (MPI_THREAD_SERIALIZED at most), so no
+ * lock; the cache is bounded so that a burst of requests does not pin
+ * memory for ever. */
+#define REQ_CACHE_MAX 4096
+static MPI_Request req_cache;
+static int req_cached;
+
+MPI_Request bm_mpi_request_new(void)
+{
+    MPI_Request r = req_cache;
+    if (!r)
+        return calloc(1, sizeof(*r));
+    req_cache = r->next_free;
+    req_cached--;
+    bm_util_zero(r, sizeof(*r)); /* not an inline "rep stos" (util/mem.h) */
+    return r;
+}
+
+void bm_mpi_request_release(MPI_Request r)
+{
+    r->magic = 0;
+    if (req_cached >= REQ_CACHE_MAX) {
+        free(r);
+        return;
+    }
+    r->next_free = req_cache;
+    req_cache = r;
+    req_cached++;
+}
+
+void bm_mpi_request_cache_fini(void)
+{
+    while (req_cache) {
+        MPI_Request r = req_cache;
+        req_cache = r->next_free;
+        free(r);
+    }
+    req_cached = 0;
+}
 
 static void status_empty(MPI_Status *s)
 {
@@ -84,8 +126,7 @@ static int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error, struc
     }
     r->active = false;
     if (!r->persistent) {
-        r->magic = 0;
-        free(r);
+        bm_mpi_request_release(r);
         *rp = MPI_REQUEST_NULL;
     }
     return cls;
@@ -188,12 +229,19 @@ static int finish_all(const char *fn, int count, MPI_Request reqs[], MPI_Status 
                         errors, count, fail.what);
 }
 
+/* Index of the first request from 'from' on that is active and not ready
+ * (count when there is none). */
+static int first_pending(int from, int count, MPI_Request reqs[])
+{
+    int i = from;
+    while (i < count && (!req_active(reqs[i]) || req_ready(reqs[i])))
+        i++;
+    return i;
+}
+
 static bool all_ready(int count, MPI_Request reqs[])
 {
-    for (int i = 0; i < count; i++)
-        if (req_active(reqs[i]) && !req_ready(reqs[i]))
-            return false;
-    return true;
+    return first_pending(0, count, reqs) == count;
 }
 
 int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
@@ -202,7 +250,10 @@ int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of
     int rc = check_array(fn, count, array_of_requests);
     if (rc)
         return rc;
-    while (!all_ready(count, array_of_requests))
+    /* Requests never become un-ready: the ones before the first pending
+     * one need no second look, so a poll checks one request, not all. */
+    for (int i = first_pending(0, count, array_of_requests); i < count;
+         i = first_pending(i, count, array_of_requests))
         bm_pml_progress();
     return finish_all(fn, count, array_of_requests, array_of_statuses);
 }
@@ -397,8 +448,7 @@ int PMPI_Request_free(MPI_Request *request)
         bm_pml_request_free(r->pml);
     if (r->persistent)
         bm_mpi_type_release(r->dt);
-    r->magic = 0;
-    free(r);
+    bm_mpi_request_release(r);
     *request = MPI_REQUEST_NULL;
     return MPI_SUCCESS;
 }

@@ -73,9 +73,14 @@ static void qt_append(struct bm_pml_qtable *t, uint64_t key, struct bm_pml_qnode
     if (!b) {
         if (t->nused >= t->nslots && !qt_grow(t))
             abort(); /* out of memory while matching: nothing sensible remains */
-        b = calloc(1, sizeof(*b));
-        if (!b)
+        b = t->spare;
+        if (b) {
+            t->spare = b->hnext;
+            t->nspare--;
+        } else if (!(b = malloc(sizeof(*b)))) {
             abort();
+        }
+        b->head = b->tail = NULL;
         b->key = key;
         size_t h = qkey_hash(key) & (t->nslots - 1);
         b->hnext = t->slots[h];
@@ -112,7 +117,13 @@ static void qt_remove(struct bm_pml_qtable *t, struct bm_pml_qnode *node)
         pp = &(*pp)->hnext;
     *pp = b->hnext;
     t->nused--;
-    free(b);
+    if (t->nspare < 64) {
+        b->hnext = t->spare;
+        t->spare = b;
+        t->nspare++;
+    } else {
+        free(b);
+    }
 }
 
 static struct bm_pml_qnode *qt_head(const struct bm_pml_qtable *t, uint64_t key)
@@ -130,6 +141,11 @@ static void qt_fini(struct bm_pml_qtable *t)
             free(b);
             b = next;
         }
+    }
+    while (t->spare) {
+        struct bm_pml_qbucket *next = t->spare->hnext;
+        free(t->spare);
+        t->spare = next;
     }
     free(t->slots);
     memset(t, 0, sizeof(*t));

@@ -50,6 +50,11 @@ struct bm_pml_qtable {
     struct bm_pml_qbucket **slots;
     size_t nslots; /* power of two (0 before first use) */
     size_t nused;  /* buckets in the table */
+    /* Emptied buckets kept for reuse (linked by hnext): a blocking receive
+     * posts to an empty list and empties it again at every message, which
+     * would otherwise cost a calloc and a free each time. */
+    struct bm_pml_qbucket *spare;
+    size_t nspare;
 };
 
 static inline uint64_t bm_pml_qkey(int src, int tag)

@@ -8,6 +8,7 @@
 #include "util/log.h"
 
 #include "pml/pml_internal.h"
+#include "util/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,7 @@ struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
     uint32_t gen = req->gen + 1;
     if (gen == 0)
         gen = 1;
-    memset(req, 0, sizeof(*req));
+    bm_util_zero(req, sizeof(*req)); /* not an inline "rep stos" (util/mem.h) */
     req->index = index;
     req->gen = gen;
     req->kind = (uint8_t)kind;
