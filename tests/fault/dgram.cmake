@@ -4,8 +4,9 @@
 #    on this host, no privileges needed.
 #  - btl_conformance_dgram_*_inject: the conformance suite with injected loss.
 #  - dgram_netns_*: real faults between two network namespaces (iptables
-#    loss, TEE duplication, htb+CLASSIFY reordering, a black hole); skipped
-#    (77) without root.
+#    loss, TEE duplication, htb+CLASSIFY reordering, a black hole, a rail
+#    or an address pair that fails the connectivity check and is re-paired
+#    around); skipped (77) without root.
 add_executable(dgram_fault ${CMAKE_CURRENT_LIST_DIR}/dgram_fault.c)
 target_link_libraries(dgram_fault PRIVATE bitmover_internal bm_test_harness)
 target_include_directories(dgram_fault PRIVATE ${CMAKE_SOURCE_DIR}/src)
@@ -55,4 +56,18 @@ if(TARGET btl_conformance)
         set_tests_properties(${name} PROPERTIES TIMEOUT ${t} LABELS fault SKIP_RETURN_CODE 77
             RUN_SERIAL TRUE)
     endforeach()
+
+    # Re-pairing after a failed connectivity check, checked with an MPI job
+    # (every size, every byte verified) through the PML.
+    if(TARGET p2p_sizes)
+        foreach(kind repair repair_addr)
+            add_test(NAME dgram_netns_${kind}
+                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dgram_netns.sh $<TARGET_FILE:bmrun>
+                    $<TARGET_FILE:btl_conformance> $<TARGET_FILE:dgram_fault> ${kind} 0
+                    $<TARGET_FILE:p2p_sizes>)
+            bm_scaled_timeout(t 240)
+            set_tests_properties(dgram_netns_${kind} PROPERTIES TIMEOUT ${t} LABELS fault
+                SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+        endforeach()
+    endif()
 endif()

@@ -16,9 +16,22 @@
 #                interface, paired rail with rail, a stream over both.
 #   stray        rank 0 fires garbage and foreign datagrams at rank 1's ports
 #                during a stream over the veth: nothing is disturbed.
+#   repair       two rails on two subnets, every datagram on rail 1 dropped
+#                from the start (the pairing picks rail with rail): the
+#                connectivity check drops that pair and re-solves the
+#                pairing, rail 1's module is left without a partner and its
+#                traffic moves to rail 2; an MPI job (P2P: every size, every
+#                byte verified) must pass, rail 2 must carry the bytes and
+#                the warning must name the pair and the cause.
+#   repair_addr  one veth, two addresses on each side (four same-subnet
+#                pairs, the matching picks .1-.2 and .3-.4), datagrams
+#                between .1 and .2 dropped: re-solving pairs .1-.4 and
+#                .3-.2, so both endpoints of each rank are retargeted (one
+#                of them with traffic in flight) and both modules carry the
+#                MPI job's messages.
 # Needs root and ip netns; otherwise skipped (exit 77).
-# usage: dgram_netns.sh BMRUN BTL_CONFORMANCE DGRAM_FAULT KIND PROB
-BMRUN=$1 CONF=$2 FAULT=$3 KIND=$4 PROB=$5
+# usage: dgram_netns.sh BMRUN BTL_CONFORMANCE DGRAM_FAULT KIND PROB [P2P]
+BMRUN=$1 CONF=$2 FAULT=$3 KIND=$4 PROB=$5 P2P=$6
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "SKIP: needs root to create network namespaces"
@@ -67,6 +80,13 @@ job() { # job NAME PROGRAM ARGS...: run 2 ranks, one per namespace
     ip netns exec $A "$BMRUN" -n 2 --host $A,$B --launch-agent "$AGENT" --tag-output \
         --timeout 200 "$@" >"$T/$name.out" 2>"$T/$name.err"
 }
+p2p_job() { # p2p_job NAME: the MPI job P2P (every size, every byte verified) must pass
+    job $1 "$P2P"
+    local rc=$?
+    [ $rc -eq 0 ] || bad "$1 job exited $rc"
+    local n=$(grep -c "p2p_sizes: [1-9][0-9]* passed, 0 failed" "$T/$1.out")
+    [ "$n" -eq 2 ] || bad "$1: $n of 2 ranks passed"
+}
 show() {
     echo "---- stdout"
     tail -20 "$T/$1.out"
@@ -74,7 +94,7 @@ show() {
     tail -20 "$T/$1.err"
 }
 
-if [ "$KIND" = rails ]; then
+if [ "$KIND" = rails ] || [ "$KIND" = repair ]; then
     ip link add ${VA}r type veth peer name ${VB}r || { echo "SKIP: no second veth"; exit 77; }
     ip link set ${VA}r netns $A
     ip link set ${VB}r netns $B
@@ -172,6 +192,44 @@ mtu)
     [ $rc -eq 0 ] || bad "mtu job exited $rc"
     grep -q "MTU problem reported after" "$T/mtu.out" || bad "no MTU problem reported"
     ;;
+repair)
+    # UDP only: bmrun's own connections must still work
+    ip netns exec $A iptables -A INPUT -i $VA -p udp -j DROP
+    ip netns exec $B iptables -A INPUT -i $VB -p udp -j DROP
+    export BM_BTL_DGRAM_CHECK_MS=100
+    p2p_job repair
+    grep -Eq "connectivity check from dgram:dgv[ab]$$ to rank [01] \(10\.250\.1\.[12] on dgv[ab]$$\) failed: no answer" \
+        "$T/repair.err" || bad "no warning naming the failed rail-1 pair and 'no answer'"
+    grep -Eq "without a partner at rank [01] \(pairs dropped: 10\.250\.1\.[12] \(dgv[ab]$$\) -> 10\.250\.1\.[12] \(dgv[ab]$$\): .*no path" \
+        "$T/repair.err" || bad "rail 1's endpoint was not failed with the dropped pair and its cause"
+    grep -q "unreachable on every" "$T/repair.err" && bad "a rank was declared unreachable"
+    for side in "$A ${VA}r" "$B ${VB}r"; do
+        set -- $side
+        rx=$(ip netns exec $1 cat /sys/class/net/$2/statistics/rx_bytes)
+        echo "rail 2 ($2) received $rx bytes"
+        [ "$rx" -gt 33554432 ] || bad "rail 2 ($2) received only $rx bytes: traffic did not move"
+    done
+    grep -q "dgram:dgv[ab]$$:.*recv_delivered=[1-9]" "$T/repair.err" &&
+        bad "something was delivered over rail 1"
+    ;;
+repair_addr)
+    ip -n $A addr add $NET.3/24 dev $VA
+    ip -n $B addr add $NET.4/24 dev $VB
+    ip netns exec $B iptables -A INPUT -s $NET.1 -d $NET.2 -p udp -j DROP
+    ip netns exec $A iptables -A INPUT -s $NET.2 -d $NET.1 -p udp -j DROP
+    export BM_BTL_DGRAM_CHECK_MS=100 BM_VERBOSE=btl/dgram:3
+    p2p_job repair_addr
+    grep -Eq "connectivity check from dgram:dgv[ab]$$ to rank [01] \($NET\.[12] on dgv[ab]$$\) failed" \
+        "$T/repair_addr.err" || bad "the pair $NET.1-$NET.2 was not checked and dropped"
+    for r in 0 1; do
+        n=$(grep -c "^\[$r\] .*re-paired: now with rank" "$T/repair_addr.err")
+        [ "$n" -eq 2 ] || bad "rank $r: $n of its 2 endpoints re-paired"
+        n=$(grep -c "\[$r\] \[dgram stats\] rank $r dgram:.*recv_delivered=[1-9]" "$T/repair_addr.err")
+        [ "$n" -eq 2 ] || bad "rank $r: $n of its 2 modules delivered messages"
+    done
+    grep -q "unreachable on every\|without a partner" "$T/repair_addr.err" &&
+        bad "an endpoint was failed although every module has a partner"
+    ;;
 stray)
     job stray "$FAULT" stray
     rc=$?
@@ -189,7 +247,8 @@ for f in "$T"/*.out; do
     if [ $fail -ne 0 ]; then
         show "$name"
     else
-        grep -h "dgram stats\|passed\|reported after\|dropped" "$f" "$T/$name.err" | head -8
+        grep -h "dgram stats\|passed\|reported after\|dropped\|connectivity check\|re-paired" \
+            "$f" "$T/$name.err" | head -12
     fi
 done
 [ $fail -eq 0 ] && echo "PASS: dgram $KIND $PROB"

@@ -342,7 +342,7 @@ struct bm_btl_dgram_endpoint {
     /* a failure or recovery to report to the error callback */
     bool report_pending;
     enum bm_btl_error_kind report_kind;
-    char report[384];
+    char report[1024];
 };
 
 /* ---- modules ------------------------------------------------------------ */
@@ -468,6 +468,22 @@ void bm_btl_dgram_endpoint_probe_failed(struct bm_btl_dgram_module *m);
 void bm_btl_dgram_check_start(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_check_progress(struct bm_btl_dgram_module *m);
 bool bm_btl_dgram_check_pong(struct bm_btl_dgram_endpoint *ep, uint32_t nonce);
+/* Give ep a new partner (re-pairing after a failed check): the endpoint
+ * stays in its module, its stream restarts as a new session with every
+ * fragment not yet ACKed resent from its start, and the check runs again. */
+bm_status_t bm_btl_dgram_endpoint_retarget(struct bm_btl_dgram_endpoint *ep,
+                                           const struct bm_btl_dgram_addr *pa);
+void bm_btl_dgram_send_repair(struct bm_btl_dgram_endpoint *ep, uint32_t nonce, uint8_t flags,
+                              uint64_t excluded, uint64_t excl_mtu);
+
+/* dgram_component.c: interface pairing. A failed connectivity check
+ * excludes the pair and re-solves the matching for that peer (falls back to
+ * failing the endpoint when the component does not know the peer, as in
+ * unit tests); a REPAIR from the peer brings its exclusions. */
+void bm_btl_dgram_pair_check_failed(struct bm_btl_dgram_endpoint *ep, bool small_ok,
+                                    const char *why);
+void bm_btl_dgram_repair_recv(struct bm_btl_dgram_module *m, int ch, const struct bm_dgram_hdr *h,
+                              const struct bm_dgram_repair *r, const struct sockaddr_in *from);
 
 /* dgram_frag.c */
 struct bm_btl_dgram_frag *bm_btl_dgram_frag_new(struct bm_btl_dgram_module *m, size_t cap);
@@ -539,8 +555,9 @@ static inline bool bm_btl_dgram_window_open(const struct bm_btl_dgram_endpoint *
 /* The parsed view of a datagram; pointers into the datagram. */
 struct bm_btl_dgram_pkt {
     const struct bm_dgram_hdr *hdr;
-    const struct bm_dgram_chunk *chunk; /* NULL unless the type has one */
-    const struct bm_dgram_rdma *rdma;   /* NULL unless the type has one */
+    const struct bm_dgram_chunk *chunk;   /* NULL unless the type has one */
+    const struct bm_dgram_rdma *rdma;     /* NULL unless the type has one */
+    const struct bm_dgram_repair *repair; /* REPAIR only */
     const uint8_t *payload;
     size_t payload_len;
 };

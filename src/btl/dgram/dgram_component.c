@@ -28,8 +28,29 @@
 /* MPI_THREAD_MULTIPLE's value (the transport layer does not include mpi.h) */
 #define DGRAM_THREAD_MULTIPLE 3
 
+/* What we know of a peer's modules, and the interface pairs (edges of the
+ * pairing matrix) excluded for it after failed connectivity checks. An edge
+ * is bit row * 8 + column, rows being the lower rank's modules, so both
+ * ranks name an edge alike and exchange masks in REPAIR packets. */
+struct dgram_peer {
+    int npeer; /* modules the peer published; 0: peer unknown */
+    struct bm_btl_dgram_addr addr[DGRAM_MAX_MODULES];
+    bool same_node;
+    uint64_t excl;     /* excluded edges */
+    uint64_t excl_mtu; /* of those, the ones where small pings passed */
+    uint32_t big[DGRAM_MAX_MODULES * DGRAM_MAX_MODULES]; /* full-size ping, by edge, if ours */
+    /* our REPAIR announcing excl, retried until answered */
+    bool repair_pending;
+    uint32_t repair_nonce;
+    int repair_tries;
+    uint64_t repair_next_ns;
+};
+
 static struct {
     struct bm_btl_dgram_config cfg;
+    struct dgram_peer *peers; /* by rank */
+    int npeers;
+    int repairs_pending; /* peers with repair_pending */
     struct bm_btl_dgram_module *mods[DGRAM_MAX_MODULES];
     struct bm_btl_module *bmods[DGRAM_MAX_MODULES];
     int nmods;
@@ -211,11 +232,15 @@ static bm_status_t dgram_init(const struct bm_btl_init_args *args,
     return BM_OK;
 }
 
+static void repair_progress(void);
+
 static int dgram_progress(void)
 {
     int n = 0;
     for (int i = 0; i < dgram.nmods; i++)
         n += bm_btl_dgram_module_progress(dgram.mods[i]);
+    if (dgram.repairs_pending)
+        repair_progress();
     /* A peer on an oversubscribed node only runs when we give the core
      * away: after a long idle spin, yield once (a no-op when nothing else
      * is runnable). Measured on the 2-core test bed under load: the
@@ -239,6 +264,10 @@ static void dgram_finalize(void)
         bm_btl_dgram_module_destroy(dgram.mods[i]);
     }
     dgram.nmods = 0;
+    free(dgram.peers);
+    dgram.peers = NULL;
+    dgram.npeers = 0;
+    dgram.repairs_pending = 0;
 }
 
 /* Weight of pairing address a with b (0: never). Symmetric. */
@@ -254,6 +283,80 @@ static int pair_weight(const struct bm_btl_dgram_addr *a, const struct bm_btl_dg
     return w + (int)(sp / 100 > 999 ? 999 : sp / 100);
 }
 
+/* The peer's entry, filled from the modex on first use; NULL when the peer
+ * published no dgram address (or memory ran out). */
+static struct dgram_peer *peer_get(int rank)
+{
+    if (rank < 0 || rank == dgram.me)
+        return NULL;
+    if (rank >= dgram.npeers) {
+        int n = rank + 1 > 2 * dgram.npeers ? rank + 1 : 2 * dgram.npeers;
+        struct dgram_peer *p = realloc(dgram.peers, sizeof(*p) * (size_t)n);
+        if (!p)
+            return NULL;
+        memset(p + dgram.npeers, 0, sizeof(*p) * (size_t)(n - dgram.npeers));
+        dgram.peers = p;
+        dgram.npeers = n;
+    }
+    struct dgram_peer *p = &dgram.peers[rank];
+    if (p->npeer > 0)
+        return p;
+    const void *blob;
+    size_t len;
+    if (bm_rte_modex_get(rank, DGRAM_MODEX_KEY, &blob, &len) != BM_OK || len == 0 ||
+        len % sizeof(struct bm_btl_dgram_addr) != 0)
+        return NULL;
+    int npeer = (int)(len / sizeof(struct bm_btl_dgram_addr));
+    if (npeer > DGRAM_MAX_MODULES)
+        npeer = DGRAM_MAX_MODULES;
+    memcpy(p->addr, blob, sizeof(p->addr[0]) * (size_t)npeer);
+    for (int j = 0; j < npeer; j++)
+        p->addr[j].ifname[IF_NAMESIZE - 1] = 0; /* printed in messages */
+    p->same_node = bm_rte_node_of(rank) == bm_rte_node_of(dgram.me);
+    p->npeer = npeer;
+    return p;
+}
+
+/* Edge bit of our module i with the peer's module j. */
+static uint64_t edge_bit(int rank, int i, int j)
+{
+    return dgram.me < rank ? 1ull << (i * DGRAM_MAX_MODULES + j)
+                           : 1ull << (j * DGRAM_MAX_MODULES + i);
+}
+
+/* Solve the pairing with rank without its excluded edges: partner_out[i] is
+ * the peer's module paired with our module i, or -1. The lower rank's
+ * modules are the rows, so both sides solve the same matrix and agree. */
+static bm_status_t pair_solve(int rank, const struct dgram_peer *p, int *partner_out)
+{
+    bool me_rows = dgram.me < rank;
+    int nr = me_rows ? dgram.nmods : p->npeer, nc = me_rows ? p->npeer : dgram.nmods;
+    int64_t w[DGRAM_MAX_MODULES * DGRAM_MAX_MODULES];
+    for (int r = 0; r < nr; r++)
+        for (int c = 0; c < nc; c++) {
+            const struct bm_btl_dgram_addr *a = me_rows ? &dgram.mods[r]->addr : &p->addr[r];
+            const struct bm_btl_dgram_addr *b = me_rows ? &p->addr[c] : &dgram.mods[c]->addr;
+            int wt = pair_weight(a, b, p->same_node);
+            bool excluded = (p->excl >> (r * DGRAM_MAX_MODULES + c)) & 1;
+            w[r * nc + c] = wt > 0 && !excluded ? wt : BM_UTIL_GRAPH_NO_EDGE;
+        }
+    int match[DGRAM_MAX_MODULES];
+    bm_status_t rc = bm_util_graph_match((size_t)nr, (size_t)nc, w, match, NULL);
+    if (rc != BM_OK)
+        return rc;
+    for (int i = 0; i < dgram.nmods; i++)
+        partner_out[i] = -1;
+    for (int r = 0; r < nr; r++) {
+        if (match[r] < 0)
+            continue;
+        if (me_rows)
+            partner_out[r] = match[r];
+        else
+            partner_out[match[r]] = r;
+    }
+    return BM_OK;
+}
+
 static bm_status_t dgram_add_procs(struct bm_btl_module *bm, int nprocs, const int *ranks,
                                    struct bm_btl_endpoint **endpoints_out,
                                    struct bm_util_bitmap *reachable)
@@ -263,50 +366,230 @@ static bm_status_t dgram_add_procs(struct bm_btl_module *bm, int nprocs, const i
     bm_btl_dgram_timers_reserve(m, (uint32_t)m->cfg.window * (uint32_t)(nprocs < 64 ? nprocs : 64));
     for (int i = 0; i < nprocs; i++) {
         int rank = ranks[i];
-        if (rank == dgram.me)
-            continue; /* self reaches ourselves */
-        const void *blob;
-        size_t len;
-        if (bm_rte_modex_get(rank, DGRAM_MODEX_KEY, &blob, &len) != BM_OK || len == 0 ||
-            len % sizeof(struct bm_btl_dgram_addr) != 0)
-            continue;
-        int npeer = (int)(len / sizeof(struct bm_btl_dgram_addr));
-        if (npeer > DGRAM_MAX_MODULES)
-            npeer = DGRAM_MAX_MODULES;
-        const struct bm_btl_dgram_addr *pa = blob;
-        bool same_node = bm_rte_node_of(rank) == bm_rte_node_of(dgram.me);
-        bool me_rows = dgram.me < rank;
-        int nr = me_rows ? dgram.nmods : npeer, nc = me_rows ? npeer : dgram.nmods;
-        /* The lower rank's modules are the rows, so both sides solve the
-         * same matrix and agree on the pairs. */
-        int64_t w[DGRAM_MAX_MODULES * DGRAM_MAX_MODULES];
-        for (int r = 0; r < nr; r++)
-            for (int c = 0; c < nc; c++) {
-                const struct bm_btl_dgram_addr *a = me_rows ? &dgram.mods[r]->addr : &pa[r];
-                const struct bm_btl_dgram_addr *b = me_rows ? &pa[c] : &dgram.mods[c]->addr;
-                int wt = pair_weight(a, b, same_node);
-                w[r * nc + c] = wt > 0 ? wt : BM_UTIL_GRAPH_NO_EDGE;
-            }
-        int match[DGRAM_MAX_MODULES];
-        if (bm_util_graph_match((size_t)nr, (size_t)nc, w, match, NULL) != BM_OK)
-            continue;
-        int partner = -1;
-        if (me_rows) {
-            partner = match[mine];
-        } else {
-            for (int r = 0; r < nr; r++)
-                if (match[r] == mine)
-                    partner = r;
-        }
-        if (partner < 0)
+        struct dgram_peer *p = peer_get(rank); /* NULL for ourselves: self reaches us */
+        int partner[DGRAM_MAX_MODULES];
+        if (!p || pair_solve(rank, p, partner) != BM_OK || partner[mine] < 0)
             continue;
         struct bm_btl_dgram_endpoint *ep;
-        if (bm_btl_dgram_endpoint_create(m, rank, &pa[partner], &ep) != BM_OK)
+        if (bm_btl_dgram_endpoint_create(m, rank, &p->addr[partner[mine]], &ep) != BM_OK)
             continue;
         endpoints_out[i] = (struct bm_btl_endpoint *)ep;
         bm_util_bitmap_set(reachable, (size_t)i);
     }
     return BM_OK;
+}
+
+/* ---- re-pairing after a failed connectivity check ------------------------ */
+
+static struct bm_btl_dgram_endpoint *our_ep(int i, int rank)
+{
+    struct bm_btl_dgram_module *m = dgram.mods[i];
+    return rank < m->neps ? m->eps[rank] : NULL;
+}
+
+/* "10.0.0.1 (eth0) -> 10.0.0.2 (eth0): no path; ..." for every excluded edge. */
+static void excluded_list(int rank, const struct dgram_peer *p, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < dgram.nmods; i++)
+        for (int j = 0; j < p->npeer; j++) {
+            uint64_t bit = edge_bit(rank, i, j);
+            if (!(p->excl & bit) || at + 1 >= len)
+                continue;
+            char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN], cause[96];
+            uint32_t big = p->big[__builtin_ctzll(bit)];
+            if (!(p->excl_mtu & bit))
+                snprintf(cause, sizeof(cause), "no answer to small or full-size pings (no path)");
+            else if (big)
+                snprintf(cause, sizeof(cause),
+                         "small pings answered, %u-byte ones lost (MTU problem)", big);
+            else
+                snprintf(cause, sizeof(cause),
+                         "small pings answered, full-size ones lost (MTU problem)");
+            inet_ntop(AF_INET, &dgram.mods[i]->addr.ipv4, a, sizeof(a));
+            inet_ntop(AF_INET, &p->addr[j].ipv4, b, sizeof(b));
+            int n = snprintf(buf + at, len - at, "%s%s (%s) -> %s (%s): %s", at ? "; " : "", a,
+                             dgram.mods[i]->addr.ifname, b, p->addr[j].ifname, cause);
+            if (n < 0)
+                break;
+            at += (size_t)n < len - at ? (size_t)n : len - at - 1;
+        }
+}
+
+/* Re-solve the pairing with rank and move our endpoints to their new
+ * partners; an endpoint whose module is left without one fails (the PML
+ * moves its traffic), and when no pair is left at all the message names
+ * every pair tried and what failed on it. */
+static void repair_apply(int rank, struct dgram_peer *p)
+{
+    int partner[DGRAM_MAX_MODULES];
+    if (pair_solve(rank, p, partner) != BM_OK)
+        return;
+    bool any = false;
+    for (int i = 0; i < dgram.nmods; i++)
+        any |= partner[i] >= 0;
+    char tried[700];
+    excluded_list(rank, p, tried, sizeof(tried));
+    for (int i = 0; i < dgram.nmods; i++) {
+        struct bm_btl_dgram_endpoint *ep = our_ep(i, rank);
+        if (partner[i] >= 0 && !ep) {
+            bm_log_info("dgram: re-pairing with rank %d chose %s, which has no endpoint for that "
+                        "rank (none was created when the rank was added): that pair stays unused",
+                        rank, dgram.mods[i]->super.name);
+            continue;
+        }
+        if (!ep)
+            continue;
+        if (partner[i] >= 0) {
+            /* A failed endpoint whose pair was not dropped keeps its
+             * probes: only the probes tell that this pair works again. */
+            if (partner[i] != ep->peer_index) {
+                bm_btl_dgram_lock(ep->module);
+                bm_btl_dgram_endpoint_retarget(ep, &p->addr[partner[i]]);
+                bm_btl_dgram_unlock(ep->module);
+            }
+            continue;
+        }
+        if (ep->state == BM_DGRAM_EP_FAILED)
+            continue;
+        char why[900];
+        if (any)
+            snprintf(why, sizeof(why),
+                     "re-pairing after failed connectivity checks left this interface without a "
+                     "partner at rank %d (pairs dropped: %s); the other dgram pairs to that rank "
+                     "carry its traffic",
+                     rank, tried);
+        else
+            snprintf(why, sizeof(why),
+                     "rank %d is unreachable on every dgram interface pair: %s. Fix the MTU "
+                     "(or lower BM_BTL_DGRAM_MTU) or the routing/firewall between these addresses",
+                     rank, tried);
+        bm_btl_dgram_lock(ep->module);
+        bm_btl_dgram_endpoint_fail(ep, why);
+        bm_btl_dgram_unlock(ep->module);
+    }
+}
+
+static void repair_announce(struct dgram_peer *p)
+{
+    if (!p->repair_pending)
+        dgram.repairs_pending++;
+    p->repair_pending = true;
+    p->repair_nonce = (uint32_t)bm_btl_dgram_now() ^ (uint32_t)getpid() << 8;
+    p->repair_tries = 0;
+    p->repair_next_ns = 0;
+}
+
+/* Send the exclusions to the peer over every pair of ours that is up
+ * (the peer takes a REPAIR from any address it published). */
+static bool repair_send(int rank, const struct dgram_peer *p, uint8_t flags, uint32_t nonce)
+{
+    bool sent = false;
+    for (int i = 0; i < dgram.nmods; i++) {
+        struct bm_btl_dgram_endpoint *ep = our_ep(i, rank);
+        if (!ep || ep->state != BM_DGRAM_EP_OK)
+            continue;
+        bm_btl_dgram_lock(ep->module);
+        bm_btl_dgram_send_repair(ep, nonce, flags, p->excl, p->excl_mtu);
+        bm_btl_dgram_unlock(ep->module);
+        sent = true;
+    }
+    return sent;
+}
+
+static void repair_progress(void)
+{
+    uint64_t now = bm_btl_dgram_now();
+    for (int r = 0; r < dgram.npeers && dgram.repairs_pending; r++) {
+        struct dgram_peer *p = &dgram.peers[r];
+        if (!p->repair_pending || now < p->repair_next_ns)
+            continue;
+        /* Given up after as many tries as a check makes: by then the new
+         * pairs' own checks have decided whether they work. */
+        if (p->repair_tries >= dgram.cfg.check_tries || !repair_send(r, p, 0, p->repair_nonce)) {
+            p->repair_pending = false;
+            dgram.repairs_pending--;
+            continue;
+        }
+        p->repair_tries++;
+        p->repair_next_ns = now + (uint64_t)dgram.cfg.check_ms * 1000000u;
+    }
+}
+
+void bm_btl_dgram_pair_check_failed(struct bm_btl_dgram_endpoint *ep, bool small_ok,
+                                    const char *why)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    int i = m->addr.index;
+    struct dgram_peer *p = NULL;
+    if (ep->peer < dgram.npeers && i < dgram.nmods && dgram.mods[i] == m)
+        p = &dgram.peers[ep->peer];
+    if (!p || p->npeer == 0 || ep->peer_index >= p->npeer) {
+        bm_btl_dgram_endpoint_fail(ep, why); /* a module outside the component (unit tests) */
+        return;
+    }
+    uint64_t bit = edge_bit(ep->peer, i, ep->peer_index);
+    p->excl |= bit;
+    if (small_ok)
+        p->excl_mtu |= bit;
+    p->big[__builtin_ctzll(bit)] = (uint32_t)ep->mtu[BM_DGRAM_CH_DATA];
+    bm_log_warn("dgram: connectivity check from %s to %s failed: %s. Dropping this interface pair "
+                "and re-pairing the interfaces with rank %d",
+                m->super.name, ep->peer_desc, why, ep->peer);
+    repair_apply(ep->peer, p);
+    repair_announce(p);
+}
+
+void bm_btl_dgram_repair_recv(struct bm_btl_dgram_module *m, int ch, const struct bm_dgram_hdr *h,
+                              const struct bm_dgram_repair *r, const struct sockaddr_in *from)
+{
+    int rank = (int)h->sender;
+    int i = m->addr.index;
+    struct dgram_peer *p = NULL;
+    if (h->sender < (uint32_t)dgram.npeers && i < dgram.nmods && dgram.mods[i] == m)
+        p = &dgram.peers[rank];
+    const struct bm_btl_dgram_addr *src =
+        p && h->src_module < p->npeer ? &p->addr[h->src_module] : NULL;
+    if (!src || h->dst_module != i || from->sin_addr.s_addr != src->ipv4 ||
+        from->sin_port != (ch == BM_DGRAM_CH_PRIO ? src->port_prio : src->port_data)) {
+        m->stats.bad_sender++;
+        return;
+    }
+    m->stats.recv_packets++;
+    uint64_t valid = 0; /* edges that exist between our modules and the peer's */
+    for (int a = 0; a < dgram.nmods; a++)
+        for (int b = 0; b < p->npeer; b++)
+            valid |= edge_bit(rank, a, b);
+    uint64_t theirs = r->excluded & valid;
+    uint64_t news = theirs & ~p->excl;
+    bool they_lack = (p->excl & ~theirs) != 0;
+    p->excl |= theirs;
+    p->excl_mtu |= r->excl_mtu & theirs;
+    if (news) {
+        char tried[700];
+        excluded_list(rank, p, tried, sizeof(tried));
+        bm_log_info("dgram: rank %d dropped interface pairs with us (%s); re-pairing", rank, tried);
+        /* the lock of m is held (receive path): repair_apply may touch
+         * other modules, whose locks are taken by the calls it makes */
+        repair_apply(rank, p);
+    }
+    if (r->flags & BM_DGRAM_REPAIR_F_ANSWER) {
+        if (p->repair_pending && r->nonce == p->repair_nonce && !they_lack) {
+            p->repair_pending = false;
+            dgram.repairs_pending--;
+        } else if (they_lack) {
+            repair_announce(p);
+        }
+        return;
+    }
+    struct bm_btl_dgram_endpoint *ep = m->eps && rank < m->neps ? m->eps[rank] : NULL;
+    if (ep && ep->state == BM_DGRAM_EP_OK)
+        bm_btl_dgram_send_repair(ep, r->nonce, BM_DGRAM_REPAIR_F_ANSWER, p->excl, p->excl_mtu);
+    else
+        repair_send(rank, p, BM_DGRAM_REPAIR_F_ANSWER, r->nonce);
+    if (they_lack)
+        repair_announce(p);
 }
 
 static bm_status_t dgram_del_procs(struct bm_btl_module *bm, int nprocs, const int *ranks,

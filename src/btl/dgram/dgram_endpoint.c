@@ -18,6 +18,66 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Address ep to the peer's module pa (at creation and when re-paired). */
+static void endpoint_set_partner(struct bm_btl_dgram_endpoint *ep,
+                                 const struct bm_btl_dgram_addr *pa)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    ep->peer_index = pa->index;
+    uint16_t ports[BM_DGRAM_NCH] = {pa->port_prio, pa->port_data};
+    uint32_t mtus[BM_DGRAM_NCH] = {pa->mtu_prio, pa->mtu_data};
+    for (int c = 0; c < BM_DGRAM_NCH; c++) {
+        ep->to[c].sin_family = AF_INET;
+        ep->to[c].sin_addr.s_addr = pa->ipv4;
+        ep->to[c].sin_port = ports[c];
+        ep->mtu[c] = mtus[c] < m->ch[c].mtu ? mtus[c] : m->ch[c].mtu;
+    }
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &ep->to[0].sin_addr, ip, sizeof(ip));
+    snprintf(ep->peer_desc, sizeof(ep->peer_desc), "rank %d (%s on %.16s)", ep->peer, ip,
+             pa->ifname);
+}
+
+/* A new send session (after a recovery or a re-pairing): the peer's
+ * receiver restarts its window at 0, and nothing measured on the old
+ * stream carries over. The window must be empty. */
+static void send_restart(struct bm_btl_dgram_endpoint *ep)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    ep->snd_session++;
+    ep->snd_next = ep->snd_una = 0;
+    ep->srtt = ep->rttvar = 0;
+    ep->rto = (int64_t)m->cfg.rto_init_us * 1000;
+    ep->consecutive_timeouts = 0;
+    ep->dup_acks = 0;
+    ep->cwnd = (uint32_t)m->cfg.cwnd_init;
+    ep->ssthresh = (uint32_t)m->cfg.window;
+    ep->in_recovery = false;
+    ep->rto_recover = false;
+    ep->rack_ns = 0;
+    for (int c = 0; c < BM_DGRAM_NCH; c++)
+        ep->rack_ch_ns[c] = 0;
+}
+
+/* Take the segment with sequence number seq out of the window (stopping
+ * its timer or taking it off the resend list); returns its fragment. */
+static struct bm_btl_dgram_frag *seg_take(struct bm_btl_dgram_endpoint *ep, uint16_t seq)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    uint16_t mask = (uint16_t)(m->cfg.window - 1);
+    struct bm_btl_dgram_seg *seg = ep->win[seq & mask];
+    if (!seg)
+        return NULL;
+    ep->win[seq & mask] = NULL;
+    if (seg->state == BM_DGRAM_SEG_POSTED)
+        bm_btl_dgram_timer_stop(m, seg);
+    else if (seg->state == BM_DGRAM_SEG_RESEND)
+        bm_util_list_remove(&seg->link);
+    struct bm_btl_dgram_frag *f = seg->frag;
+    bm_btl_dgram_seg_put(m, seg);
+    return f;
+}
+
 bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer,
                                          const struct bm_btl_dgram_addr *pa,
                                          struct bm_btl_dgram_endpoint **ep_out)
@@ -51,18 +111,7 @@ bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer
     }
     ep->module = m;
     ep->peer = peer;
-    ep->peer_index = pa->index;
-    uint16_t ports[BM_DGRAM_NCH] = {pa->port_prio, pa->port_data};
-    uint32_t mtus[BM_DGRAM_NCH] = {pa->mtu_prio, pa->mtu_data};
-    for (int c = 0; c < BM_DGRAM_NCH; c++) {
-        ep->to[c].sin_family = AF_INET;
-        ep->to[c].sin_addr.s_addr = pa->ipv4;
-        ep->to[c].sin_port = ports[c];
-        ep->mtu[c] = mtus[c] < m->ch[c].mtu ? mtus[c] : m->ch[c].mtu;
-    }
-    char ip[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &ep->to[0].sin_addr, ip, sizeof(ip));
-    snprintf(ep->peer_desc, sizeof(ep->peer_desc), "rank %d (%s on %.16s)", peer, ip, pa->ifname);
+    endpoint_set_partner(ep, pa);
     if (m->wire->peer_add(m, ep) != BM_OK) {
         free(ep->win);
         free(ep->rcv_seen);
@@ -90,18 +139,8 @@ bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer
 static void endpoint_purge(struct bm_btl_dgram_endpoint *ep, int status)
 {
     struct bm_btl_dgram_module *m = ep->module;
-    uint16_t mask = (uint16_t)(m->cfg.window - 1);
     for (uint16_t s = ep->snd_una; s != ep->snd_next; s++) {
-        struct bm_btl_dgram_seg *seg = ep->win[s & mask];
-        if (!seg)
-            continue;
-        ep->win[s & mask] = NULL;
-        if (seg->state == BM_DGRAM_SEG_POSTED)
-            bm_btl_dgram_timer_stop(m, seg);
-        else if (seg->state == BM_DGRAM_SEG_RESEND)
-            bm_util_list_remove(&seg->link);
-        struct bm_btl_dgram_frag *f = seg->frag;
-        bm_btl_dgram_seg_put(m, seg);
+        struct bm_btl_dgram_frag *f = seg_take(ep, s);
         if (f && --f->segs_out == 0 && !f->queued)
             bm_btl_dgram_frag_done(f, status);
     }
@@ -186,17 +225,7 @@ void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep)
     ep->state = BM_DGRAM_EP_OK;
     m->nfailed--;
     m->stats.path_recoveries++;
-    /* a new session: the peer's receiver restarts its window at 0 */
-    ep->snd_session++;
-    ep->snd_next = ep->snd_una = 0;
-    ep->srtt = ep->rttvar = 0;
-    ep->rto = (int64_t)m->cfg.rto_init_us * 1000;
-    ep->consecutive_timeouts = 0;
-    ep->dup_acks = 0;
-    ep->cwnd = (uint32_t)m->cfg.cwnd_init;
-    ep->ssthresh = (uint32_t)m->cfg.window;
-    ep->in_recovery = false;
-    ep->rto_recover = false;
+    send_restart(ep);
     ep->check = BM_DGRAM_CHECK_NONE;
     snprintf(ep->report, sizeof(ep->report), "dgram path from %s to %s works again", m->super.name,
              ep->peer_desc);
@@ -311,8 +340,120 @@ void bm_btl_dgram_check_progress(struct bm_btl_dgram_module *m)
                      "path; lower BM_BTL_DGRAM_MTU or fix the interfaces' MTU",
                      ip, ep->mtu[BM_DGRAM_CH_DATA]);
         m->stats.check_failures++;
-        bm_btl_dgram_endpoint_fail(ep, why);
+        bm_btl_dgram_pair_check_failed(ep, ep->check_small_ok, why);
     }
+}
+
+/* ---- re-pairing ------------------------------------------------------------
+ * When the pairing is re-solved (dgram_component.c), an endpoint whose local
+ * module got another partner is retargeted rather than replaced: the PML's
+ * path lists hold the endpoint, and the module it lives in does not change.
+ * What was in flight toward the old partner may or may not have arrived, so
+ * the stream restarts as a new session: every fragment not wholly ACKed is
+ * taken back from the window and queued again from its first byte, before
+ * the fragments that were still waiting. A message can thus arrive twice
+ * (once over each pair); the PML drops the second copy by its sequence
+ * number, as it does for resends after a path failure. */
+
+static void endpoint_rewind(struct bm_btl_dgram_endpoint *ep)
+{
+    struct bm_util_queue again;
+    bm_util_queue_init(&again);
+    for (uint16_t s = ep->snd_una; s != ep->snd_next; s++) {
+        struct bm_btl_dgram_frag *f = seg_take(ep, s);
+        if (!f)
+            continue;
+        f->segs_out--;
+        if (!f->queued) { /* first segment of f seen: f goes back in stream order */
+            f->queued = true;
+            bm_util_queue_push(&again, &f->qlink);
+        }
+    }
+    /* Only sendq's head can be partly cut, and its segments are the last
+     * in the window; a fragment found in the window was not on sendq. */
+    bm_util_queue_concat(&again, &ep->sendq);
+    struct bm_util_queue_node *q;
+    while ((q = bm_util_queue_pop(&again))) {
+        struct bm_btl_dgram_frag *f = bm_util_container_of(q, struct bm_btl_dgram_frag, qlink);
+        f->next_off = 0;
+        f->segs_cut = 0;
+        f->segs_out = 0;
+        bm_util_queue_push(&ep->sendq, q);
+    }
+    ep->snd_una = ep->snd_next;
+    if (bm_util_list_node_linked(&ep->ready_link))
+        bm_util_list_remove(&ep->ready_link);
+}
+
+bm_status_t bm_btl_dgram_endpoint_retarget(struct bm_btl_dgram_endpoint *ep,
+                                           const struct bm_btl_dgram_addr *pa)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    endpoint_set_partner(ep, pa);
+    bm_log_info("%s re-paired: now with %s", m->super.name, ep->peer_desc);
+    if (ep->check == BM_DGRAM_CHECK_RUNNING)
+        m->nchecking--;
+    ep->check = BM_DGRAM_CHECK_NONE;
+    if (m->wire->peer_add(m, ep) != BM_OK) {
+        bm_btl_dgram_endpoint_fail(ep, "the wire cannot address the peer's interface chosen by "
+                                       "re-pairing");
+        return BM_ERR_UNREACHABLE;
+    }
+    endpoint_rewind(ep);
+    send_restart(ep);
+    ep->progress_ns = bm_btl_dgram_now();
+    /* receive side: whatever session the new partner sends is the stream */
+    ep->rcv_valid = false;
+    ep->rcv_ooo = 0;
+    ep->rcv_next = 0;
+    memset(ep->rcv_seen, 0, (size_t)m->cfg.window / 8);
+    struct bm_util_list_node *n;
+    while ((n = bm_util_list_pop_front(&ep->reasm)))
+        free(bm_util_container_of(n, struct bm_btl_dgram_reasm, link));
+    ep->ack_needed = false;
+    if (bm_util_list_node_linked(&ep->ack_link))
+        bm_util_list_remove(&ep->ack_link);
+    /* GET answers restart from their first byte too */
+    struct bm_util_list_node *it;
+    bm_util_list_foreach(it, &ep->getops)
+    {
+        bm_util_container_of(it, struct bm_btl_dgram_getop, link)->received = 0;
+    }
+    if (ep->state == BM_DGRAM_EP_FAILED) {
+        ep->state = BM_DGRAM_EP_OK;
+        m->nfailed--;
+        snprintf(ep->report, sizeof(ep->report), "dgram path from %s re-paired with %s",
+                 m->super.name, ep->peer_desc);
+        bm_log_info("%s", ep->report);
+        if (!ep->report_pending)
+            m->reports_pending++;
+        ep->report_kind = BM_BTL_ERROR_RECOVERED;
+        ep->report_pending = true;
+    }
+    bm_btl_dgram_check_start(ep);
+    bm_btl_dgram_endpoint_check_ready(ep);
+    return BM_OK;
+}
+
+void bm_btl_dgram_send_repair(struct bm_btl_dgram_endpoint *ep, uint32_t nonce, uint8_t flags,
+                              uint64_t excluded, uint64_t excl_mtu)
+{
+    struct bm_btl_dgram_module *m = ep->module;
+    uint8_t buf[sizeof(struct bm_dgram_hdr) + sizeof(struct bm_dgram_repair)];
+    struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)buf;
+    memset(buf, 0, sizeof(buf));
+    h->magic = BM_DGRAM_MAGIC;
+    h->version = BM_DGRAM_VERSION;
+    h->type = BM_DGRAM_T_REPAIR;
+    h->sender = (uint32_t)m->rank;
+    h->job_key = m->job_key;
+    h->src_module = m->addr.index;
+    h->dst_module = ep->peer_index;
+    struct bm_dgram_repair r = {
+        .nonce = nonce, .flags = flags, .excluded = excluded, .excl_mtu = excl_mtu};
+    memcpy(h + 1, &r, sizeof(r));
+    bm_btl_dgram_post(m, BM_DGRAM_CH_PRIO, ep, buf, sizeof(buf), NULL, 0);
+    bm_btl_dgram_flush_channel(m, BM_DGRAM_CH_PRIO);
 }
 
 /* Run reports to the error callback (first) and completion callbacks. */

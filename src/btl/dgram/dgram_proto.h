@@ -41,7 +41,8 @@ enum bm_dgram_type {
     BM_DGRAM_T_GET_NAK = 7,  /* a GET_REQ was refused (chunk extension, no payload) */
     BM_DGRAM_T_PING = 8,     /* unsequenced probe; payload is padding (connectivity, recovery) */
     BM_DGRAM_T_PONG = 9,     /* answer to a PING, same size, same nonce */
-    BM_DGRAM_T_MAX_ = 10,
+    BM_DGRAM_T_REPAIR = 10,  /* unsequenced: interface pairs excluded (repair extension) */
+    BM_DGRAM_T_MAX_ = 11,
 };
 
 /* Flags (bm_dgram_hdr.flags). */
@@ -89,6 +90,24 @@ struct bm_dgram_rdma {
 };
 _Static_assert(sizeof(struct bm_dgram_rdma) == 16, "dgram rdma extension is 16 bytes");
 
+/* Repair extension: REPAIR only, no payload. When a connectivity check
+ * fails, the pair (interface edge) is excluded and both ranks re-solve the
+ * interface matching; a REPAIR tells the peer which edges are excluded so it
+ * solves the same matrix. Edges are numbered row * 8 + column of the pairing
+ * matrix, whose rows are the lower rank's modules and columns the higher
+ * rank's (module indexes as published in the modex, at most 8 each). The
+ * receiver accepts a REPAIR only from an address the sender published. */
+#define BM_DGRAM_REPAIR_F_ANSWER 0x01u /* an answer to a REPAIR with this nonce */
+struct bm_dgram_repair {
+    uint32_t nonce;      /* chosen by the requester, echoed in the answer */
+    uint8_t flags;       /* BM_DGRAM_REPAIR_F_* */
+    uint8_t reserved[3]; /* 0 */
+    uint64_t excluded;   /* every edge the sender has excluded for this pair of ranks */
+    uint64_t excl_mtu;   /* of those, the ones whose small pings passed (an MTU problem) */
+};
+_Static_assert(sizeof(struct bm_dgram_repair) == 24, "dgram repair extension is 24 bytes");
+_Static_assert(offsetof(struct bm_dgram_repair, excluded) == 8, "repair mask offset");
+
 /* The largest header (base + chunk + rdma). */
 #define BM_DGRAM_MAX_HDR                                                                           \
     (sizeof(struct bm_dgram_hdr) + sizeof(struct bm_dgram_chunk) + sizeof(struct bm_dgram_rdma))
@@ -114,6 +133,8 @@ static inline size_t bm_dgram_hdr_len(unsigned type)
     case BM_DGRAM_T_PUT:
     case BM_DGRAM_T_GET_REQ:
         return BM_DGRAM_MAX_HDR;
+    case BM_DGRAM_T_REPAIR:
+        return sizeof(struct bm_dgram_hdr) + sizeof(struct bm_dgram_repair);
     default:
         return 0;
     }

@@ -65,7 +65,13 @@ bm_status_t bm_btl_dgram_parse(const void *buf, size_t len, struct bm_btl_dgram_
     pkt.hdr = (const struct bm_dgram_hdr *)p;
     pkt.payload = p + hlen;
     pkt.payload_len = len - hlen;
-    if (hlen > sizeof(h)) {
+    if (h.type == BM_DGRAM_T_REPAIR) {
+        if (pkt.payload_len) {
+            *bad_out = BAD(bad_short);
+            return BM_ERR_PROTOCOL;
+        }
+        pkt.repair = (const struct bm_dgram_repair *)(p + sizeof(h));
+    } else if (hlen > sizeof(h)) {
         pkt.chunk = (const struct bm_dgram_chunk *)(p + sizeof(h));
         struct bm_dgram_chunk c;
         memcpy(&c, pkt.chunk, sizeof(c));
@@ -359,6 +365,14 @@ void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void 
     }
     if (h.job_key != m->job_key) {
         m->stats.bad_job++;
+        return;
+    }
+    if (h.type == BM_DGRAM_T_REPAIR) {
+        /* not tied to the current pairing: checked against the addresses
+         * the sender published (the pairing is what it changes) */
+        struct bm_dgram_repair r;
+        memcpy(&r, pkt.repair, sizeof(r));
+        bm_btl_dgram_repair_recv(m, ch, &h, &r, from);
         return;
     }
     struct bm_btl_dgram_endpoint *ep = h.sender < (uint32_t)m->neps ? m->eps[h.sender] : NULL;

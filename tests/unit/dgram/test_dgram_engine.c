@@ -5,7 +5,9 @@
  * sequence-number wrap-around, a black-holed path declared failed within
  * its bound and taken back when it answers again, stray datagrams (random
  * bytes, another job's packets, unknown senders, bad chunks) dropped and
- * counted, emulated PUT and GET, and the packet parser on crafted input. */
+ * counted, emulated PUT and GET, the packet parser on crafted input, and
+ * an endpoint retargeted to another module of its peer with messages in
+ * flight (re-pairing after a failed connectivity check). */
 #include "bm_test.h"
 #include "btl/dgram/dgram.h"
 
@@ -625,6 +627,20 @@ static void test_parse(void)
     buf[len - 3] ^= 0x10;
     BM_CHECK(bm_btl_dgram_parse(buf, len, &pkt, &bad) != BM_OK);
     BM_CHECK_EQ_INT(bad, offsetof(struct bm_btl_dgram_stats, bad_checksum));
+    /* REPAIR: its extension, no payload */
+    memset(buf, 0, sizeof(buf));
+    h.type = BM_DGRAM_T_REPAIR;
+    h.checksum = 0;
+    h.payload_len = 0;
+    memcpy(buf, &h, sizeof(h));
+    len = sizeof(h) + sizeof(struct bm_dgram_repair);
+    BM_CHECK_EQ_INT(bm_btl_dgram_parse(buf, len, &pkt, &bad), BM_OK);
+    BM_CHECK(pkt.repair == (const void *)(buf + sizeof(h)) && pkt.chunk == NULL);
+    BM_CHECK(bm_btl_dgram_parse(buf, len - 1, &pkt, &bad) != BM_OK);
+    h.payload_len = 4;
+    memcpy(buf, &h, sizeof(h));
+    BM_CHECK(bm_btl_dgram_parse(buf, len + 4, &pkt, &bad) != BM_OK);
+    BM_CHECK_EQ_INT(bad, offsetof(struct bm_btl_dgram_stats, bad_short));
     /* sequence arithmetic across the wrap */
     BM_CHECK(bm_dgram_seq_lt(65535, 0));
     BM_CHECK(bm_dgram_seq_lt(65000, 100));
@@ -636,6 +652,73 @@ static void test_parse(void)
     bm_btl_dgram_topo_near(names, 2, near);
     BM_CHECK(near[0] >= -1 && near[0] <= 1);
     BM_CHECK_EQ_INT(near[1], -1);
+}
+
+/* Re-pairing: a's endpoint to b is retargeted to b2 (another module of
+ * rank 1) while messages are in flight and not ACKed, as after a failed
+ * connectivity check. Every message must then arrive through b2 exactly
+ * once (b's endpoint is gone, so nothing of the old stream is delivered),
+ * every send must complete with success, and the check runs on the new pair. */
+static void test_retarget(void)
+{
+    static const size_t sizes[] = {8, 100, 1400, 5000, 70000, 262144};
+    const int n1 = 10, n = 40;
+    struct bm_btl_dgram_config c = base_cfg();
+    struct pair p;
+    pair_open(&p, &c, &c, n);
+    for (int i = 0; i < n1; i++)
+        BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)i, sizes[i % 6]), BM_OK);
+    BM_CHECK(wait_for(&p, &completions, n1, 10));
+    uint32_t lo = htonl(INADDR_LOOPBACK), mask = htonl(0xff000000u);
+    struct bm_btl_dgram_module *b2;
+    BM_CHECK_EQ_INT(
+        bm_btl_dgram_module_create(&c, "lo", lo, mask, 65536, 10000, 1, 1, JOB_KEY, &b2), BM_OK);
+    b2->super.recv_cb[TAG].cb = on_recv;
+    b2->super.recv_cb[TAG].cbdata = &p.rxb;
+    b2->super.error_cb = on_error;
+    /* phase 2: posted by a, never processed by b (send_msg progresses p.b
+     * when it waits for resources: b2, which knows no peer yet) */
+    struct bm_btl_dgram_module *b = p.b;
+    p.b = b2;
+    for (int i = n1; i < n; i++)
+        BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)i, sizes[i % 6]), BM_OK);
+    p.b = b;
+    for (int k = 0; k < 3; k++)
+        bm_btl_dgram_module_progress(p.a);
+    BM_CHECK(p.ab->snd_next != p.ab->snd_una); /* segments in flight */
+    bm_btl_dgram_endpoint_destroy(p.ba);
+    p.ba = NULL;
+    uint16_t session = p.ab->snd_session;
+    BM_CHECK_EQ_INT(bm_btl_dgram_endpoint_retarget(p.ab, &b2->addr), BM_OK);
+    BM_CHECK_EQ_INT(p.ab->peer_index, 1);
+    BM_CHECK(p.ab->snd_session != session);
+    BM_CHECK_EQ_INT(p.ab->check, BM_DGRAM_CHECK_RUNNING);
+    struct bm_btl_dgram_endpoint *b2a;
+    BM_CHECK_EQ_INT(bm_btl_dgram_endpoint_create(b2, 0, &p.a->addr, &b2a), BM_OK);
+    uint64_t end = bm_btl_dgram_now() + 10000000000ull;
+    while ((completions < n || p.ab->check != BM_DGRAM_CHECK_DONE) && bm_btl_dgram_now() < end) {
+        bm_btl_dgram_module_progress(p.a);
+        bm_btl_dgram_module_progress(b2);
+    }
+    BM_CHECK_EQ_INT(completions, n);
+    BM_CHECK_EQ_INT(completion_errors, 0);
+    BM_CHECK_EQ_INT(p.ab->check, BM_DGRAM_CHECK_DONE);
+    BM_CHECK_EQ_INT(error_reports[BM_BTL_ERROR_PEER], 0);
+    check_exactly_once(&p.rxb, n);
+    struct bm_btl_dgram_stats s;
+    bm_btl_dgram_stats_get(b2, &s);
+    BM_CHECK(s.recv_delivered >= (uint64_t)(n - n1));
+    /* a REPAIR from a module the component does not know is refused */
+    bm_btl_dgram_send_repair(p.ab, 1, 0, 1, 0);
+    end = bm_btl_dgram_now() + 1000000000ull;
+    uint64_t before = s.bad_sender;
+    while (s.bad_sender == before && bm_btl_dgram_now() < end) {
+        bm_btl_dgram_module_progress(b2);
+        bm_btl_dgram_stats_get(b2, &s);
+    }
+    BM_CHECK_EQ_INT((int)(s.bad_sender - before), 1);
+    bm_btl_dgram_module_destroy(b2);
+    pair_close(&p);
 }
 
 int main(void)
@@ -651,5 +734,6 @@ int main(void)
     BM_RUN(test_ack_on_destroy);
     BM_RUN(test_stray);
     BM_RUN(test_rdma);
+    BM_RUN(test_retarget);
     return bm_test_summary("test_dgram_engine");
 }
