@@ -160,7 +160,8 @@ struct bm_run_opts {
     const char *hostfile; /* --hostfile */
     const char *agent;    /* --launch-agent */
     bool tag_output;
-    double timeout; /* 0: none */
+    const char *bind_to; /* --bind-to: "core" (default) or "none" */
+    double timeout;      /* 0: none */
     char **xvars;   /* -x arguments */
     int nx;
     char **argv; /* program and arguments */

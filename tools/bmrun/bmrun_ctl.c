@@ -370,6 +370,7 @@ static char **ctl_env_base(bool remote)
     env[n++] = ctl_strdupf("BMRUN_JOBID=%s", job->jobid);
     env[n++] = ctl_strdupf("BMRUN_KVS=%s", job->kvs_addrs);
     env[n++] = ctl_strdupf("BMRUN_SECRET=%s", job->secret_hex);
+    env[n++] = ctl_strdupf("BMRUN_BIND_TO=%s", ctl.opts->bind_to ? ctl.opts->bind_to : "core");
     if (remote)
         for (char **e = environ; *e; e++)
             if (strncmp(*e, "BM_", 3) == 0)

@@ -32,6 +32,9 @@ static void usage(FILE *f)
         "  --launch-agent 'CMD'     how to run a command on a remote host; {host} is replaced\n"
         "                           by the host name (default: $BM_RUN_LAUNCH_AGENT or\n"
         "                           'ssh -x {host}')\n"
+        "  --bind-to core|none      core (default): each rank of a host bound to a CPU of its\n"
+        "                           own, first threads of distinct cores first, when the\n"
+        "                           host has a CPU per rank; none: the kernel places ranks\n"
         "  --tag-output             prefix every output line with \"[rank] \"\n"
         "  --timeout S              stop the job after S seconds and name unfinished ranks\n"
         "  -x VAR[=VAL]             set VAR (or pass bmrun's VAR) in every rank's environment\n"
@@ -43,8 +46,9 @@ static void usage(FILE *f)
         "which starts a bmrun daemon there (same path as this bmrun).\n"
         "\n"
         "Ranks get BMRUN_RANK, BMRUN_SIZE, BMRUN_LOCAL_RANK, BMRUN_LOCAL_SIZE, BMRUN_NODE,\n"
-        "BMRUN_NUM_NODES, BMRUN_HOSTNAME, BMRUN_JOBID, BMRUN_KVS and BMRUN_SECRET; remote\n"
-        "ranks also get every BM_* variable of bmrun's environment. stdin is /dev/null.\n"
+        "BMRUN_NUM_NODES, BMRUN_HOSTNAME, BMRUN_JOBID, BMRUN_KVS, BMRUN_SECRET and\n"
+        "BMRUN_BIND_TO; remote ranks also get every BM_* variable of bmrun's environment.\n"
+        "stdin is /dev/null.\n"
         "\n"
         "exit status: 0 when every rank exits 0; else the first failing rank's exit status,\n"
         "or 128+N when it died of signal N; the code given to abort (1 for 0); 124 on\n"
@@ -158,6 +162,11 @@ int main(int argc, char **argv)
             if (missing || !*v)
                 return bad_usage("%s needs a command", a);
             opts.agent = v;
+        } else if (opt_is(a, "--bind-to")) {
+            v = opt_value(argc, argv, &i, "--bind-to", &missing);
+            if (missing || (strcmp(v, "core") != 0 && strcmp(v, "none") != 0))
+                return bad_usage("--bind-to needs core or none");
+            opts.bind_to = v;
         } else if (strcmp(a, "--tag-output") == 0) {
             opts.tag_output = true;
         } else if (opt_is(a, "--timeout")) {

@@ -1,0 +1,42 @@
+#!/bin/bash
+# --bind-to: by default each local rank runs on a CPU of its own (distinct
+# CPUs, one each) when the host has a CPU per rank; with more ranks than
+# CPUs, or with --bind-to none, the ranks keep bmrun's whole CPU set.
+BMRUN=$1 RANK=$2
+. "$(dirname "$0")/lib.sh"
+
+ncpu=$(nproc)
+all=$(grep Cpus_allowed_list /proc/self/status | awk '{print $2}')
+show='grep Cpus_allowed_list /proc/self/status | awk "{print \$2}"'
+
+n=$((ncpu < 4 ? ncpu : 4))
+run bound "$BMRUN" -n "$n" sh -c "$show"
+expect_rc bound 0
+distinct=$(sort -u "$T/bound.out" | wc -l)
+single=$(grep -cE '^[0-9]+$' "$T/bound.out")
+if [ "$distinct" = "$n" ] && [ "$single" = "$n" ]; then
+    ok "bound: $n ranks on $(tr '\n' ' ' <"$T/bound.out")"
+else
+    fail "bound: expected $n distinct single CPUs, got: $(tr '\n' ' ' <"$T/bound.out")"
+fi
+
+run over "$BMRUN" -n $((ncpu + 1)) sh -c "$show"
+expect_rc over 0
+if [ "$(sort -u "$T/over.out")" = "$all" ]; then
+    ok "oversubscribed: unbound ($all)"
+else
+    fail "oversubscribed: expected $all for every rank, got: $(tr '\n' ' ' <"$T/over.out")"
+fi
+
+run none "$BMRUN" --bind-to none -n "$n" sh -c "$show"
+expect_rc none 0
+if [ "$(sort -u "$T/none.out")" = "$all" ]; then
+    ok "--bind-to none: unbound ($all)"
+else
+    fail "--bind-to none: expected $all for every rank, got: $(tr '\n' ' ' <"$T/none.out")"
+fi
+
+run badbind "$BMRUN" --bind-to socket -n 1 "$RANK"
+expect_rc badbind 2
+expect_err badbind '--bind-to needs core or none'
+finish
