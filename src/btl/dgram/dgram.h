@@ -482,6 +482,8 @@ void bm_btl_dgram_send_repair(struct bm_btl_dgram_endpoint *ep, uint32_t nonce, 
  * unit tests); a REPAIR from the peer brings its exclusions. */
 void bm_btl_dgram_pair_check_failed(struct bm_btl_dgram_endpoint *ep, bool small_ok,
                                     const char *why);
+/* The component's modules (none when modules are driven directly). */
+struct bm_btl_dgram_module *const *bm_btl_dgram_modules(int *n_out);
 void bm_btl_dgram_repair_recv(struct bm_btl_dgram_module *m, int ch, const struct bm_dgram_hdr *h,
                               const struct bm_dgram_repair *r, const struct sockaddr_in *from);
 

@@ -517,6 +517,12 @@ static void repair_progress(void)
     }
 }
 
+struct bm_btl_dgram_module *const *bm_btl_dgram_modules(int *n_out)
+{
+    *n_out = dgram.nmods;
+    return dgram.mods;
+}
+
 void bm_btl_dgram_pair_check_failed(struct bm_btl_dgram_endpoint *ep, bool small_ok,
                                     const char *why)
 {

@@ -99,9 +99,9 @@ static inline void count_bad(struct bm_btl_dgram_module *m, size_t field)
     (*(uint64_t *)((char *)&m->stats + field))++;
 }
 
-/* The registration that holds [addr, addr + len), or NULL. */
-static struct bm_btl_dgram_reg *reg_find(struct bm_btl_dgram_module *m, uint64_t key, uint64_t addr,
-                                         uint64_t len, uint32_t need)
+/* The registration of module m with this key that holds [addr, addr + len). */
+static struct bm_btl_dgram_reg *reg_find_in(struct bm_btl_dgram_module *m, uint64_t key,
+                                            uint64_t addr, uint64_t len, uint32_t need)
 {
     struct bm_util_list_node *it;
     bm_util_list_foreach(it, &m->regs)
@@ -111,12 +111,28 @@ static struct bm_btl_dgram_reg *reg_find(struct bm_btl_dgram_module *m, uint64_t
             continue;
         /* flags 0 means "any access", as callers that do not care pass */
         if (r->flags && !(r->flags & need))
-            return NULL;
+            continue;
         if (addr < r->base || len > r->size || addr - r->base > r->size - len)
-            return NULL;
+            continue;
         return r;
     }
     return NULL;
+}
+
+/* The registration that holds [addr, addr + len), or NULL: first in m,
+ * then in the process's other modules, because after a re-pairing a PUT
+ * or GET_REQ can arrive at another module of ours than the one the
+ * registration was made with (the peer's endpoint was retargeted). */
+static struct bm_btl_dgram_reg *reg_find(struct bm_btl_dgram_module *m, uint64_t key, uint64_t addr,
+                                         uint64_t len, uint32_t need)
+{
+    struct bm_btl_dgram_reg *r = reg_find_in(m, key, addr, len, need);
+    int n = 0;
+    struct bm_btl_dgram_module *const *mods = r ? NULL : bm_btl_dgram_modules(&n);
+    for (int i = 0; i < n && !r; i++)
+        if (mods[i] != m)
+            r = reg_find_in(mods[i], key, addr, len, need);
+    return r;
 }
 
 static struct bm_btl_dgram_getop *getop_find(struct bm_btl_dgram_endpoint *ep, uint32_t id)
