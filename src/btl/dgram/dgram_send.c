@@ -385,6 +385,17 @@ static int bm_btl_dgram_send_unlocked(struct bm_btl_module *bm, struct bm_btl_en
 
 /* ---- emulated RDMA ------------------------------------------------------ */
 
+/* Whether a put or get of size bytes to remote_handle can start on ep. */
+static int rdma_check(const struct bm_btl_dgram_endpoint *ep, size_t size,
+                      const struct bm_btl_reg_handle *remote_handle)
+{
+    if (ep->state != BM_DGRAM_EP_OK)
+        return BM_ERR_LINK_DOWN;
+    if (size > UINT32_MAX || !remote_handle)
+        return BM_ERR_NOT_AVAILABLE;
+    return BM_OK;
+}
+
 static int bm_btl_dgram_put_unlocked(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
                                      void *local_addr, uint64_t remote_addr,
                                      struct bm_btl_reg_handle *local_handle,
@@ -396,10 +407,9 @@ static int bm_btl_dgram_put_unlocked(struct bm_btl_module *bm, struct bm_btl_end
     struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
     (void)flags;
     (void)order;
-    if (ep->state != BM_DGRAM_EP_OK)
-        return BM_ERR_LINK_DOWN;
-    if (size > UINT32_MAX || !remote_handle)
-        return BM_ERR_NOT_AVAILABLE;
+    int rc = rdma_check(ep, size, remote_handle);
+    if (rc != BM_OK)
+        return rc;
     struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, 0);
     if (!f)
         return BM_ERR_OUT_OF_RESOURCE;
@@ -430,10 +440,9 @@ static int bm_btl_dgram_get_unlocked(struct bm_btl_module *bm, struct bm_btl_end
     struct bm_btl_dgram_endpoint *ep = (struct bm_btl_dgram_endpoint *)bep;
     (void)flags;
     (void)order;
-    if (ep->state != BM_DGRAM_EP_OK)
-        return BM_ERR_LINK_DOWN;
-    if (size > UINT32_MAX || !remote_handle)
-        return BM_ERR_NOT_AVAILABLE;
+    int rc = rdma_check(ep, size, remote_handle);
+    if (rc != BM_OK)
+        return rc;
     struct bm_btl_dgram_getop *g = calloc(1, sizeof(*g));
     struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, 0);
     if (!g || !f) {
