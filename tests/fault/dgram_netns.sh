@@ -191,6 +191,9 @@ mtu)
     rc=$?
     [ $rc -eq 0 ] || bad "mtu job exited $rc"
     grep -q "MTU problem reported after" "$T/mtu.out" || bad "no MTU problem reported"
+    # the only pair failed: the report names it, the size lost and the cause
+    grep -Eq "rank 1 is unreachable on every dgram interface pair: $NET\.1 \($VA\) -> $NET\.2 \($VB\): small pings answered, [0-9]+-byte ones lost \(MTU problem\)" \
+        "$T/mtu.out" || bad "the report does not name the pair, the size and the MTU problem"
     ;;
 repair)
     # UDP only: bmrun's own connections must still work

@@ -481,14 +481,16 @@ static void repair_announce(struct dgram_peer *p)
     p->repair_next_ns = 0;
 }
 
-/* Send the exclusions to the peer over every pair of ours that is up
- * (the peer takes a REPAIR from any address it published). */
+/* Send the exclusions to the peer from every module of ours that has an
+ * endpoint for it (the peer takes a REPAIR from any address it published),
+ * failed ones too: a REPAIR is small, and on a pair dropped for its MTU
+ * small datagrams still pass, so a peer left with no pair hears of it. */
 static bool repair_send(int rank, const struct dgram_peer *p, uint8_t flags, uint32_t nonce)
 {
     bool sent = false;
     for (int i = 0; i < dgram.nmods; i++) {
         struct bm_btl_dgram_endpoint *ep = our_ep(i, rank);
-        if (!ep || ep->state != BM_DGRAM_EP_OK)
+        if (!ep)
             continue;
         bm_btl_dgram_lock(ep->module);
         bm_btl_dgram_send_repair(ep, nonce, flags, p->excl, p->excl_mtu);
@@ -590,7 +592,7 @@ void bm_btl_dgram_repair_recv(struct bm_btl_dgram_module *m, int ch, const struc
         return;
     }
     struct bm_btl_dgram_endpoint *ep = m->eps && rank < m->neps ? m->eps[rank] : NULL;
-    if (ep && ep->state == BM_DGRAM_EP_OK)
+    if (ep)
         bm_btl_dgram_send_repair(ep, r->nonce, BM_DGRAM_REPAIR_F_ANSWER, p->excl, p->excl_mtu);
     else
         repair_send(rank, p, BM_DGRAM_REPAIR_F_ANSWER, r->nonce);
