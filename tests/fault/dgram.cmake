@@ -59,15 +59,29 @@ if(TARGET btl_conformance)
 
     # Re-pairing after a failed connectivity check, checked with an MPI job
     # (every size, every byte verified) through the PML.
+    # The _ofi run uses the libfabric wire, which names senders by address
+    # vector entry (every published address of the peer must be in it).
     if(TARGET p2p_sizes)
-        foreach(kind repair repair_addr)
-            add_test(NAME dgram_netns_${kind}
+        set(repair_kinds repair repair_addr)
+        if(BM_HAVE_OFI)
+            list(APPEND repair_kinds repair_addr:ofi)
+        endif()
+        foreach(kw ${repair_kinds})
+            string(REPLACE ":" ";" parts ${kw})
+            list(GET parts 0 kind)
+            set(name dgram_netns_${kind})
+            set(env "")
+            if(kw MATCHES ":ofi$")
+                set(name ${name}_ofi)
+                set(env BM_BTL_DGRAM_WIRE=ofi)
+            endif()
+            add_test(NAME ${name}
                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dgram_netns.sh $<TARGET_FILE:bmrun>
                     $<TARGET_FILE:btl_conformance> $<TARGET_FILE:dgram_fault> ${kind} 0
                     $<TARGET_FILE:p2p_sizes>)
             bm_scaled_timeout(t 240)
-            set_tests_properties(dgram_netns_${kind} PROPERTIES TIMEOUT ${t} LABELS fault
-                SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+            set_tests_properties(${name} PROPERTIES TIMEOUT ${t} LABELS fault
+                SKIP_RETURN_CODE 77 RUN_SERIAL TRUE ENVIRONMENT "${env}")
         endforeach()
     endif()
 endif()

@@ -357,6 +357,34 @@ static bm_status_t pair_solve(int rank, const struct dgram_peer *p, int *partner
     return BM_OK;
 }
 
+/* Make every address the peer published known to module m's wire, not
+ * only its partner's: a wire that names senders by address-vector entry
+ * (libfabric) reports a sender outside the vector as unknown, and after a
+ * re-pairing REPAIR packets and the new partner's traffic come from
+ * another of the peer's modules. The UDP wire needs nothing. */
+static void wire_know_all(struct bm_btl_dgram_module *m, int rank, const struct dgram_peer *p,
+                          int partner)
+{
+    if (m->wire == &bm_btl_dgram_wire_udp)
+        return;
+    for (int j = 0; j < p->npeer; j++) {
+        if (j == partner)
+            continue;
+        struct bm_btl_dgram_endpoint tmp;
+        memset(&tmp, 0, sizeof(tmp));
+        tmp.module = m;
+        tmp.peer = rank;
+        for (int c = 0; c < BM_DGRAM_NCH; c++) {
+            tmp.to[c].sin_family = AF_INET;
+            tmp.to[c].sin_addr.s_addr = p->addr[j].ipv4;
+            tmp.to[c].sin_port =
+                c == BM_DGRAM_CH_PRIO ? p->addr[j].port_prio : p->addr[j].port_data;
+        }
+        snprintf(tmp.peer_desc, sizeof(tmp.peer_desc), "rank %d (module %d)", rank, j);
+        (void)m->wire->peer_add(m, &tmp); /* failure reported; only REPAIR would be lost */
+    }
+}
+
 static bm_status_t dgram_add_procs(struct bm_btl_module *bm, int nprocs, const int *ranks,
                                    struct bm_btl_endpoint **endpoints_out,
                                    struct bm_util_bitmap *reachable)
@@ -373,6 +401,8 @@ static bm_status_t dgram_add_procs(struct bm_btl_module *bm, int nprocs, const i
         struct bm_btl_dgram_endpoint *ep;
         if (bm_btl_dgram_endpoint_create(m, rank, &p->addr[partner[mine]], &ep) != BM_OK)
             continue;
+        if (p->npeer > 1)
+            wire_know_all(m, rank, p, partner[mine]);
         endpoints_out[i] = (struct bm_btl_endpoint *)ep;
         bm_util_bitmap_set(reachable, (size_t)i);
     }
