@@ -456,9 +456,9 @@ static void repair_apply(int rank, struct dgram_peer *p)
     int partner[DGRAM_MAX_MODULES];
     if (pair_solve(rank, p, partner) != BM_OK)
         return;
-    bool any = false;
+    bool any = false; /* a pair left that can carry traffic (has an endpoint) */
     for (int i = 0; i < dgram.nmods; i++)
-        any |= partner[i] >= 0;
+        any |= partner[i] >= 0 && our_ep(i, rank) != NULL;
     char tried[700];
     excluded_list(rank, p, tried, sizeof(tried));
     for (int i = 0; i < dgram.nmods; i++) {
