@@ -1,7 +1,8 @@
 #!/bin/bash
 # --bind-to: by default each local rank runs on a CPU of its own (distinct
 # CPUs, one each) when the host has a CPU per rank; with more ranks than
-# CPUs, or with --bind-to none, the ranks keep bmrun's whole CPU set.
+# CPUs, a single rank, or with --bind-to none, the ranks keep bmrun's whole
+# CPU set.
 BMRUN=$1 RANK=$2
 . "$(dirname "$0")/lib.sh"
 
@@ -26,6 +27,14 @@ if [ "$(sort -u "$T/over.out")" = "$all" ]; then
     ok "oversubscribed: unbound ($all)"
 else
     fail "oversubscribed: expected $all for every rank, got: $(tr '\n' ' ' <"$T/over.out")"
+fi
+
+run single "$BMRUN" -n 1 sh -c "$show"
+expect_rc single 0
+if [ "$(cat "$T/single.out")" = "$all" ]; then
+    ok "single rank: unbound ($all)"
+else
+    fail "single rank: expected $all, got: $(cat "$T/single.out")"
 fi
 
 run none "$BMRUN" --bind-to none -n "$n" sh -c "$show"

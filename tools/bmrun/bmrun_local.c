@@ -151,11 +151,15 @@ static bool cpu_first_thread(int cpu)
  * ranks on a busy machine were measured sharing one CPU now and then, and
  * every shared-memory message then waited for a context switch (2.5 us
  * instead of 0.15 us). With more ranks than CPUs nothing is bound: the
- * kernel balances better than a fixed oversubscribed placement. */
+ * kernel balances better than a fixed oversubscribed placement. A rank
+ * alone on its host is not bound either: it has no local peer to keep
+ * apart from, and "hosts" that are containers or network namespaces of one
+ * machine would all pin their lone rank to the same first CPU (measured:
+ * a veth ping-pong between two namespaces went from 7 to 24 us). */
 static void local_bind(int idx, int nlocal)
 {
     const char *how = getenv("BMRUN_BIND_TO");
-    if (!how || strcmp(how, "core") != 0)
+    if (!how || strcmp(how, "core") != 0 || nlocal < 2)
         return;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) != 0)
