@@ -162,7 +162,7 @@ struct bm_run_opts {
     bool tag_output;
     const char *bind_to; /* --bind-to: "core" (default) or "none" */
     double timeout;      /* 0: none */
-    char **xvars;   /* -x arguments */
+    char **xvars;        /* -x arguments */
     int nx;
     char **argv; /* program and arguments */
 };
