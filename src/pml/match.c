@@ -25,45 +25,89 @@ static struct bm_pml_ctx *ctx_last;
 
 /* ---- queue tables ---------------------------------------------------------- */
 
-static size_t qkey_hash(uint64_t k)
+/* Fibonacci hashing: one multiply spreads (source, tag) over the top bits. */
+static size_t qt_slot(const struct bm_pml_qtable *t, uint64_t k)
 {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ULL;
-    k ^= k >> 33;
-    return (size_t)k;
+    return (size_t)((k * 0x9e3779b97f4a7c15ULL) >> t->shift);
 }
 
-static struct bm_pml_qbucket *qt_find(const struct bm_pml_qtable *t, uint64_t key)
+/* The cache entry a key uses: one per class (exact, any tag, any source, both). */
+static unsigned qt_cache_index(uint64_t k)
 {
+    return ((uint32_t)(k >> 32) == UINT32_MAX ? 2u : 0u) + ((uint32_t)k == UINT32_MAX ? 1u : 0u);
+}
+
+static struct bm_pml_qbucket *qt_find(struct bm_pml_qtable *t, uint64_t key)
+{
+    unsigned c = qt_cache_index(key);
+    struct bm_pml_qbucket *b = t->cache[c];
+    if (b && b->key == key)
+        return b;
     if (t->nslots == 0)
         return NULL;
-    for (struct bm_pml_qbucket *b = t->slots[qkey_hash(key) & (t->nslots - 1)]; b; b = b->hnext)
+    for (b = t->slots[qt_slot(t, key)]; b; b = b->hnext)
         if (b->key == key)
-            return b;
+            return t->cache[c] = b;
     return NULL;
 }
 
-static bool qt_grow(struct bm_pml_qtable *t)
+static void qt_insert_all(struct bm_pml_qtable *t, struct bm_pml_qbucket *b)
 {
+    while (b) {
+        struct bm_pml_qbucket *next = b->hnext;
+        size_t h = qt_slot(t, b->key);
+        b->hnext = t->slots[h];
+        t->slots[h] = b;
+        b = next;
+    }
+}
+
+static void qt_bucket_drop(struct bm_pml_qtable *t, struct bm_pml_qbucket *b)
+{
+    if (t->nspare < 64) {
+        b->hnext = t->spare;
+        t->spare = b;
+        t->nspare++;
+    } else {
+        free(b);
+    }
+}
+
+/* Empty lists stay in the table (a blocking receive empties and refills
+ * the same one at every message); they are dropped here, when the table is
+ * full, so that many distinct tags do not pile up. Doubles the table when
+ * more than half of it still holds waiting entries: every sweep is paid for
+ * by the insertions since the last one. */
+static bool qt_make_room(struct bm_pml_qtable *t)
+{
+    for (size_t i = 0; i < t->nslots; i++) {
+        struct bm_pml_qbucket **pp = &t->slots[i];
+        while (*pp) {
+            struct bm_pml_qbucket *b = *pp;
+            if (b->head) {
+                pp = &b->hnext;
+                continue;
+            }
+            *pp = b->hnext;
+            t->nused--;
+            qt_bucket_drop(t, b);
+        }
+    }
+    memset(t->cache, 0, sizeof(t->cache));
+    if (t->nused < t->nslots / 2)
+        return true;
     size_t n = t->nslots ? t->nslots * 2 : 16;
     struct bm_pml_qbucket **slots = calloc(n, sizeof(*slots));
     if (!slots)
         return false;
-    for (size_t i = 0; i < t->nslots; i++) {
-        struct bm_pml_qbucket *b = t->slots[i];
-        while (b) {
-            struct bm_pml_qbucket *next = b->hnext;
-            size_t h = qkey_hash(b->key) & (n - 1);
-            b->hnext = slots[h];
-            slots[h] = b;
-            b = next;
-        }
-    }
-    free(t->slots);
+    struct bm_pml_qbucket **old = t->slots;
+    size_t nold = t->nslots;
     t->slots = slots;
     t->nslots = n;
+    t->shift = 64u - (unsigned)__builtin_ctzll(n);
+    for (size_t i = 0; i < nold; i++)
+        qt_insert_all(t, old[i]);
+    free(old);
     return true;
 }
 
@@ -71,7 +115,7 @@ static void qt_append(struct bm_pml_qtable *t, uint64_t key, struct bm_pml_qnode
 {
     struct bm_pml_qbucket *b = qt_find(t, key);
     if (!b) {
-        if (t->nused >= t->nslots && !qt_grow(t))
+        if (t->nused >= t->nslots && !qt_make_room(t))
             abort(); /* out of memory while matching: nothing sensible remains */
         b = t->spare;
         if (b) {
@@ -82,10 +126,11 @@ static void qt_append(struct bm_pml_qtable *t, uint64_t key, struct bm_pml_qnode
         }
         b->head = b->tail = NULL;
         b->key = key;
-        size_t h = qkey_hash(key) & (t->nslots - 1);
+        size_t h = qt_slot(t, key);
         b->hnext = t->slots[h];
         t->slots[h] = b;
         t->nused++;
+        t->cache[qt_cache_index(key)] = b;
     }
     node->bucket = b;
     node->next = NULL;
@@ -97,7 +142,7 @@ static void qt_append(struct bm_pml_qtable *t, uint64_t key, struct bm_pml_qnode
     b->tail = node;
 }
 
-static void qt_remove(struct bm_pml_qtable *t, struct bm_pml_qnode *node)
+static void qt_remove(struct bm_pml_qnode *node)
 {
     struct bm_pml_qbucket *b = node->bucket;
     if (node->prev)
@@ -109,24 +154,9 @@ static void qt_remove(struct bm_pml_qtable *t, struct bm_pml_qnode *node)
     else
         b->tail = node->prev;
     node->bucket = NULL;
-    if (b->head)
-        return;
-    /* Empty lists are dropped so that many distinct tags do not pile up. */
-    struct bm_pml_qbucket **pp = &t->slots[qkey_hash(b->key) & (t->nslots - 1)];
-    while (*pp != b)
-        pp = &(*pp)->hnext;
-    *pp = b->hnext;
-    t->nused--;
-    if (t->nspare < 64) {
-        b->hnext = t->spare;
-        t->spare = b;
-        t->nspare++;
-    } else {
-        free(b);
-    }
 }
 
-static struct bm_pml_qnode *qt_head(const struct bm_pml_qtable *t, uint64_t key)
+static struct bm_pml_qnode *qt_head(struct bm_pml_qtable *t, uint64_t key)
 {
     struct bm_pml_qbucket *b = qt_find(t, key);
     return b ? b->head : NULL;
@@ -213,17 +243,23 @@ static int qclass(int src, int tag)
     return (src == BM_PML_ANY_SOURCE ? 2 : 0) + (tag == BM_PML_ANY_TAG ? 1 : 0);
 }
 
-/* The oldest posted receive that matches (src, tag), or NULL. */
+/* The oldest posted receive that matches (src, tag), or NULL. Looks only
+ * at the classes that have posts: without wildcard receives, one lookup. */
 static struct bm_pml_request *find_posted(struct bm_pml_ctx *ctx, int src, int tag)
 {
-    if (ctx->nposted == 0)
-        return NULL;
-    const uint64_t keys[4] = {bm_pml_qkey(src, tag), bm_pml_qkey(src, BM_PML_ANY_TAG),
-                              bm_pml_qkey(BM_PML_ANY_SOURCE, tag),
-                              bm_pml_qkey(BM_PML_ANY_SOURCE, BM_PML_ANY_TAG)};
+    if (ctx->nposted == ctx->nposted_class[0]) {
+        if (ctx->nposted == 0)
+            return NULL;
+        struct bm_pml_qnode *n = qt_head(&ctx->posted, bm_pml_qkey(src, tag));
+        return n ? BM_PML_CONTAINER_OF(n, struct bm_pml_request, qnode) : NULL;
+    }
     struct bm_pml_request *best = NULL;
-    for (int i = 0; i < 4; i++) {
-        struct bm_pml_qnode *n = qt_head(&ctx->posted, keys[i]);
+    for (int c = 0; c < 4; c++) {
+        if (ctx->nposted_class[c] == 0)
+            continue;
+        int ksrc = (c & 2) ? BM_PML_ANY_SOURCE : src;
+        int ktag = (c & 1) ? BM_PML_ANY_TAG : tag;
+        struct bm_pml_qnode *n = qt_head(&ctx->posted, bm_pml_qkey(ksrc, ktag));
         if (!n)
             continue;
         struct bm_pml_request *r = BM_PML_CONTAINER_OF(n, struct bm_pml_request, qnode);
@@ -231,6 +267,14 @@ static struct bm_pml_request *find_posted(struct bm_pml_ctx *ctx, int src, int t
             best = r;
     }
     return best;
+}
+
+static void posted_remove(struct bm_pml_ctx *ctx, struct bm_pml_request *req)
+{
+    qt_remove(&req->qnode);
+    ctx->nposted--;
+    ctx->nposted_class[qclass(req->peer, req->tag)]--;
+    req->ctx = NULL;
 }
 
 static void unexpected_add(struct bm_pml_ctx *ctx, struct bm_pml_uframe *uf)
@@ -245,7 +289,7 @@ static void unexpected_add(struct bm_pml_ctx *ctx, struct bm_pml_uframe *uf)
 void bm_pml_match_remove_unexpected(struct bm_pml_uframe *uf)
 {
     for (int i = 0; i < 4; i++)
-        qt_remove(&uf->ctx->unexpected, &uf->node[i]);
+        qt_remove(&uf->node[i]);
     uf->ctx->nunexpected--;
 }
 
@@ -266,9 +310,7 @@ static void match_process(struct bm_pml_ctx *ctx, int peer_world, const struct b
 {
     struct bm_pml_request *req = find_posted(ctx, mh->src, mh->tag);
     if (req) {
-        qt_remove(&ctx->posted, &req->qnode);
-        ctx->nposted--;
-        req->ctx = NULL;
+        posted_remove(ctx, req);
         bm_pml_recv_matched(req, peer_world, mh->base.type, mh->src, mh->tag, msg_len, sreq, data,
                             data_len);
         return;
@@ -425,15 +467,14 @@ void bm_pml_match_post(struct bm_pml_request *req)
     req->ctx = ctx;
     qt_append(&ctx->posted, bm_pml_qkey(req->peer, req->tag), &req->qnode);
     ctx->nposted++;
+    ctx->nposted_class[qclass(req->peer, req->tag)]++;
 }
 
 bool bm_pml_match_unpost(struct bm_pml_request *req)
 {
     if (!req->ctx)
         return false;
-    qt_remove(&req->ctx->posted, &req->qnode);
-    req->ctx->nposted--;
-    req->ctx = NULL;
+    posted_remove(req->ctx, req);
     return true;
 }
 

@@ -48,11 +48,14 @@ struct bm_pml_qbucket {
 
 struct bm_pml_qtable {
     struct bm_pml_qbucket **slots;
-    size_t nslots; /* power of two (0 before first use) */
-    size_t nused;  /* buckets in the table */
-    /* Emptied buckets kept for reuse (linked by hnext): a blocking receive
-     * posts to an empty list and empties it again at every message, which
-     * would otherwise cost a calloc and a free each time. */
+    size_t nslots;  /* power of two (0 before first use) */
+    unsigned shift; /* 64 - log2(nslots) */
+    size_t nused;   /* buckets in the table, empty ones included */
+    /* The bucket last found for each class of key (exact, any tag, any
+     * source, both): a stream of messages on one (source, tag) finds its
+     * list without hashing. */
+    struct bm_pml_qbucket *cache[4];
+    /* Buckets swept out of the table, kept for reuse (linked by hnext). */
     struct bm_pml_qbucket *spare;
     size_t nspare;
 };
@@ -182,6 +185,7 @@ struct bm_pml_ctx {
     struct bm_pml_qtable unexpected;
     uint64_t post_counter;
     size_t nposted, nunexpected;
+    size_t nposted_class[4]; /* posted receives by class (exact, any tag, any source, both) */
 };
 
 /* ---- global state -------------------------------------------------------- */

@@ -335,17 +335,17 @@ bm_status_t bm_pml_send_resume(struct bm_pml_request *req)
     return BM_OK;
 }
 
-bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
-                         int tag, enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
+static bool send_args_ok(const void *buf, size_t bytes, int dst_world, int src_rank, int tag)
 {
-    if (!bm_pml_g.initialized)
-        return BM_ERR_NOT_AVAILABLE;
-    if (dst_world < 0 || dst_world >= bm_pml_g.world_size || tag < 0 || src_rank < 0 ||
-        (!buf && bytes > 0))
-        return BM_ERR_BAD_PARAM;
-    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_SEND);
-    if (!req)
-        return BM_ERR_NO_MEMORY;
+    return dst_world >= 0 && dst_world < bm_pml_g.world_size && tag >= 0 && src_rank >= 0 &&
+           (buf || bytes == 0);
+}
+
+/* Fill a new send request and advance it as far as it goes now. */
+static void send_request_start(struct bm_pml_request *req, const void *buf, size_t bytes,
+                               int dst_world, uint32_t cid, int src_rank, int tag,
+                               enum bm_pml_send_mode mode, uint32_t seq)
+{
     req->sbuf = buf;
     req->bytes = bytes;
     req->peer = dst_world;
@@ -354,22 +354,77 @@ bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t 
     req->tag = tag;
     req->mode = (uint8_t)mode;
     req->frag_end = bytes;
-    req->seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
+    req->seq = seq;
     req->status.source = src_rank;
     req->status.tag = tag;
     req->status.count = bytes;
-    *req_out = req;
     send_advance(req);
+}
+
+bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
+                         int tag, enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
+{
+    if (!bm_pml_g.initialized)
+        return BM_ERR_NOT_AVAILABLE;
+    if (!send_args_ok(buf, bytes, dst_world, src_rank, tag))
+        return BM_ERR_BAD_PARAM;
+    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_SEND);
+    if (!req)
+        return BM_ERR_NO_MEMORY;
+    *req_out = req;
+    uint32_t seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
+    send_request_start(req, buf, bytes, dst_world, cid, src_rank, tag, mode, seq);
     return BM_OK;
+}
+
+/* A blocking standard send small enough for sendi goes straight to the
+ * transport, with no request: done when sendi took it. Returns false
+ * (with *seq_out taken, or UINT64_MAX when none was) when the request path
+ * must do it. */
+static bool send_inline(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
+                        int tag, uint64_t *seq_out)
+{
+    *seq_out = UINT64_MAX;
+    struct bm_btl_peer *peer = bm_btl_base_peer(dst_world);
+    struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
+    if (!path || !bm_pml_sendi_ok(peer, path->module) ||
+        sizeof(struct bm_pml_hdr_match) + bytes > path->module->eager_limit)
+        return false;
+    uint32_t seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
+    *seq_out = seq;
+    struct bm_pml_hdr_match mh = {
+        .base = {.type = BM_PML_HDR_MATCH}, .cid = cid, .src = src_rank, .tag = tag, .seq = seq};
+    int rc = bm_btl_sendi(path->module, path->endpoint, &mh, sizeof(mh), buf, bytes, 0, 0,
+                          BM_PML_BTL_TAG(BM_PML_HDR_MATCH), NULL);
+    if (rc == BM_BTL_DONE)
+        return true;
+    if (bm_status_is_link(rc) || bm_status_is_peer(rc))
+        bm_pml_path_failed(dst_world, path, rc, "sendi failed");
+    return false;
 }
 
 bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
                         int tag, enum bm_pml_send_mode mode)
 {
-    struct bm_pml_request *req;
-    bm_status_t rc = bm_pml_isend(buf, bytes, dst_world, cid, src_rank, tag, mode, &req);
-    if (rc != BM_OK)
-        return rc;
+    if (!bm_pml_g.initialized)
+        return BM_ERR_NOT_AVAILABLE;
+    if (!send_args_ok(buf, bytes, dst_world, src_rank, tag))
+        return BM_ERR_BAD_PARAM;
+    uint64_t seq = UINT64_MAX;
+    if (mode == BM_PML_SEND_STANDARD && bytes <= bm_pml_g.cfg.sendi_limit &&
+        send_inline(buf, bytes, dst_world, cid, src_rank, tag, &seq))
+        return BM_OK;
+    /* Allocation fails only when memory is gone: the job cannot go on with
+     * a sequence number taken and never sent. */
+    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_SEND);
+    if (!req) {
+        if (seq != UINT64_MAX)
+            abort();
+        return BM_ERR_NO_MEMORY;
+    }
+    if (seq == UINT64_MAX)
+        seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
+    send_request_start(req, buf, bytes, dst_world, cid, src_rank, tag, mode, (uint32_t)seq);
     struct bm_pml_status st;
     bm_pml_request_wait(req, &st);
     bm_pml_request_free(req);
