@@ -38,8 +38,8 @@ static uint8_t pattern(int s, uint64_t seq, size_t i)
 static void *sender(void *arg)
 {
     int s = (int)(intptr_t)arg;
-    struct bm_btl_sm_fbox_tx tx = {
-        .ring = ring_of(s), .tail = 0, .head_cache = 0, .nslots = SLOTS, .slot_size = SLOT_SIZE};
+    struct bm_btl_sm_fbox_tx tx;
+    bm_btl_sm_fbox_tx_init(&tx, ring_of(s), SLOTS, SLOT_SIZE);
     size_t room = SLOT_SIZE - BM_BTL_SM_FBOX_SLOT_HDR;
     for (uint64_t seq = 0; seq < MESSAGES;) {
         unsigned char *p = bm_btl_sm_fbox_reserve(&tx);
@@ -68,8 +68,7 @@ int main(void)
     struct bm_btl_sm_fbox_rx rx[SENDERS];
     for (int s = 0; s < SENDERS; s++) {
         bm_btl_sm_fbox_ring_init(ring_of(s));
-        rx[s] = (struct bm_btl_sm_fbox_rx){
-            .ring = ring_of(s), .head = 0, .published = 0, .nslots = SLOTS, .slot_size = SLOT_SIZE};
+        bm_btl_sm_fbox_rx_init(&rx[s], ring_of(s), SLOTS, SLOT_SIZE);
     }
     atomic_store(&hints[0], 0);
 

@@ -10,6 +10,7 @@
 #define BM_LOG_SUBSYS "btl/sm"
 #include "btl/sm/sm.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 #include <string.h>
 
@@ -22,10 +23,8 @@ int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *
     unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx);
     if (!p)
         return BM_ERR_OUT_OF_RESOURCE;
-    if (hdr_len)
-        memcpy(p, hdr, hdr_len);
-    if (payload_len)
-        memcpy(p + hdr_len, payload, payload_len);
+    bm_util_copy(p, hdr, hdr_len);
+    bm_util_copy(p + hdr_len, payload, payload_len);
     bm_btl_sm_fbox_commit(&ep->tx, (uint32_t)len, tag);
     if (ep->tx_hint)
         bm_btl_sm_hint_set((_Atomic uint64_t *)(ep->seg + ep->ctl->hint_offset), sm->local_rank);
@@ -116,19 +115,17 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
         (uint32_t)sm->local_rank >= peer->local_size || ep->local_rank == sm->local_rank ||
         sm->by_local[ep->local_rank])
         return;
-    ep->tx.ring = (struct bm_btl_sm_fbox_ring *)(ep->seg + peer->fbox_offset +
-                                                 (size_t)sm->local_rank * peer->fbox_stride);
-    ep->tx.tail = 0;
-    ep->tx.head_cache = 0;
-    ep->tx.nslots = peer->fbox_slots;
-    ep->tx.slot_size = peer->fbox_slot_size;
+    bm_btl_sm_fbox_tx_init(
+        &ep->tx,
+        (struct bm_btl_sm_fbox_ring *)(ep->seg + peer->fbox_offset +
+                                       (size_t)sm->local_rank * peer->fbox_stride),
+        peer->fbox_slots, peer->fbox_slot_size);
     ep->tx_hint = peer->fbox_hints != 0;
-    ep->rx.ring = (struct bm_btl_sm_fbox_ring *)(sm->seg + own->fbox_offset +
-                                                 (size_t)ep->local_rank * own->fbox_stride);
-    ep->rx.head = 0;
-    ep->rx.published = 0;
-    ep->rx.nslots = own->fbox_slots;
-    ep->rx.slot_size = own->fbox_slot_size;
+    bm_btl_sm_fbox_rx_init(
+        &ep->rx,
+        (struct bm_btl_sm_fbox_ring *)(sm->seg + own->fbox_offset +
+                                       (size_t)ep->local_rank * own->fbox_stride),
+        own->fbox_slots, own->fbox_slot_size);
     sm->by_local[ep->local_rank] = ep;
     ep->fbox = true;
     /* The peer may have written before we got here (its bit was dropped

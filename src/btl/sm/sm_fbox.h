@@ -57,32 +57,62 @@ static inline uint64_t bm_btl_sm_fbox_word(uint64_t pos, uint32_t len, uint8_t t
     return (uint64_t)(uint32_t)(pos + 1) | (uint64_t)(len & 0xffffu) << 32 | (uint64_t)tag << 48;
 }
 
-static inline _Atomic uint64_t *bm_btl_sm_fbox_slot(struct bm_btl_sm_fbox_ring *r, uint32_t nslots,
-                                                    uint32_t slot_size, uint64_t pos)
-{
-    unsigned char *base = (unsigned char *)(r + 1);
-    return (_Atomic uint64_t *)(base + (size_t)(pos % nslots) * slot_size);
-}
-
 /* The sender's private side of a ring. */
 struct bm_btl_sm_fbox_tx {
     struct bm_btl_sm_fbox_ring *ring; /* in the receiver's segment */
+    unsigned char *slot;              /* slot number tail, kept so no division is needed */
     uint64_t tail;                    /* slots written */
     uint64_t head_cache;              /* last head read from the ring */
+    uint32_t idx;                     /* tail % nslots */
     uint32_t nslots, slot_size;
 };
 
 /* The receiver's private side of a ring. */
 struct bm_btl_sm_fbox_rx {
     struct bm_btl_sm_fbox_ring *ring; /* in our own segment */
+    unsigned char *slot;              /* slot number head */
     uint64_t head;                    /* slots consumed */
     uint64_t published;               /* head as last stored in the ring */
+    uint32_t idx;                     /* head % nslots */
     uint32_t nslots, slot_size;
 };
 
 static inline void bm_btl_sm_fbox_ring_init(struct bm_btl_sm_fbox_ring *r)
 {
     atomic_store_explicit(&r->head, 0, memory_order_relaxed);
+}
+
+static inline unsigned char *bm_btl_sm_fbox_first_slot(struct bm_btl_sm_fbox_ring *r)
+{
+    return (unsigned char *)(r + 1);
+}
+
+static inline void bm_btl_sm_fbox_tx_init(struct bm_btl_sm_fbox_tx *tx,
+                                          struct bm_btl_sm_fbox_ring *r, uint32_t nslots,
+                                          uint32_t slot_size)
+{
+    *tx = (struct bm_btl_sm_fbox_tx){
+        .ring = r, .slot = bm_btl_sm_fbox_first_slot(r), .nslots = nslots, .slot_size = slot_size};
+}
+
+static inline void bm_btl_sm_fbox_rx_init(struct bm_btl_sm_fbox_rx *rx,
+                                          struct bm_btl_sm_fbox_ring *r, uint32_t nslots,
+                                          uint32_t slot_size)
+{
+    *rx = (struct bm_btl_sm_fbox_rx){
+        .ring = r, .slot = bm_btl_sm_fbox_first_slot(r), .nslots = nslots, .slot_size = slot_size};
+}
+
+/* Step a slot pointer and its index to the next slot of the ring. */
+static inline void bm_btl_sm_fbox_step(struct bm_btl_sm_fbox_ring *r, unsigned char **slot,
+                                       uint32_t *idx, uint32_t nslots, uint32_t slot_size)
+{
+    if (++*idx == nslots) {
+        *idx = 0;
+        *slot = bm_btl_sm_fbox_first_slot(r);
+    } else {
+        *slot += slot_size;
+    }
 }
 
 /* Payload space of the next slot (slot_size - 8 bytes), or NULL when the
@@ -94,35 +124,35 @@ static inline void *bm_btl_sm_fbox_reserve(struct bm_btl_sm_fbox_tx *tx)
         if (tx->tail - tx->head_cache >= tx->nslots)
             return NULL;
     }
-    return (unsigned char *)bm_btl_sm_fbox_slot(tx->ring, tx->nslots, tx->slot_size, tx->tail) +
-           BM_BTL_SM_FBOX_SLOT_HDR;
+    return tx->slot + BM_BTL_SM_FBOX_SLOT_HDR;
 }
 
 /* Publish the reserved slot: len payload bytes for receive callback tag. */
 static inline void bm_btl_sm_fbox_commit(struct bm_btl_sm_fbox_tx *tx, uint32_t len, uint8_t tag)
 {
-    _Atomic uint64_t *w = bm_btl_sm_fbox_slot(tx->ring, tx->nslots, tx->slot_size, tx->tail);
-    atomic_store_explicit(w, bm_btl_sm_fbox_word(tx->tail, len, tag), memory_order_release);
+    atomic_store_explicit((_Atomic uint64_t *)tx->slot, bm_btl_sm_fbox_word(tx->tail, len, tag),
+                          memory_order_release);
     tx->tail++;
+    bm_btl_sm_fbox_step(tx->ring, &tx->slot, &tx->idx, tx->nslots, tx->slot_size);
 }
 
 /* The next message's payload, or NULL when none is there. */
 static inline const void *bm_btl_sm_fbox_peek(const struct bm_btl_sm_fbox_rx *rx, uint32_t *len_out,
                                               uint8_t *tag_out)
 {
-    _Atomic uint64_t *w = bm_btl_sm_fbox_slot(rx->ring, rx->nslots, rx->slot_size, rx->head);
-    uint64_t word = atomic_load_explicit(w, memory_order_acquire);
+    uint64_t word = atomic_load_explicit((_Atomic uint64_t *)rx->slot, memory_order_acquire);
     if ((uint32_t)word != (uint32_t)(rx->head + 1))
         return NULL;
     *len_out = (uint32_t)(word >> 32) & 0xffffu;
     *tag_out = (uint8_t)(word >> 48);
-    return (const unsigned char *)w + BM_BTL_SM_FBOX_SLOT_HDR;
+    return rx->slot + BM_BTL_SM_FBOX_SLOT_HDR;
 }
 
 /* Done with the message peek returned (its slot may be reused once published). */
 static inline void bm_btl_sm_fbox_consume(struct bm_btl_sm_fbox_rx *rx)
 {
     rx->head++;
+    bm_btl_sm_fbox_step(rx->ring, &rx->slot, &rx->idx, rx->nslots, rx->slot_size);
 }
 
 /* Let the sender reuse the consumed slots. The release orders our reads of

@@ -1,0 +1,47 @@
+/* Unit test of util/mem.h: bm_util_copy at every size from 0 to 96 bytes and
+ * every alignment of source and destination within a word, checking that
+ * exactly the n bytes are copied and nothing around them is touched (its
+ * small sizes use overlapping word moves), and bm_util_zero. */
+#include "bm_test.h"
+#include "util/mem.h"
+
+#include <string.h>
+
+static void test_copy_sizes(void)
+{
+    unsigned char src[160], dst[160], want[160];
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (unsigned char)(i * 37 + 11);
+    int bad = 0;
+    for (size_t n = 0; n <= 96; n++)
+        for (size_t so = 0; so < 8; so++)
+            for (size_t d_o = 0; d_o < 8; d_o++) {
+                memset(dst, 0xa5, sizeof(dst));
+                memset(want, 0xa5, sizeof(want));
+                memcpy(want + 16 + d_o, src + so, n);
+                bm_util_copy(dst + 16 + d_o, src + so, n);
+                if (memcmp(dst, want, sizeof(dst)) != 0)
+                    bad++;
+            }
+    BM_CHECK_EQ_INT(bad, 0);
+}
+
+static void test_zero(void)
+{
+    unsigned char b[300];
+    memset(b, 0xff, sizeof(b));
+    bm_util_zero(b + 1, 298);
+    BM_CHECK_EQ_INT(b[0], 0xff);
+    BM_CHECK_EQ_INT(b[299], 0xff);
+    int nonzero = 0;
+    for (int i = 1; i < 299; i++)
+        nonzero += b[i] != 0;
+    BM_CHECK_EQ_INT(nonzero, 0);
+}
+
+int main(void)
+{
+    BM_RUN(test_copy_sizes);
+    BM_RUN(test_zero);
+    return bm_test_summary("test_util_mem");
+}
