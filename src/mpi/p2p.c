@@ -238,8 +238,14 @@ int bm_mpi_p2p_start(MPI_Request r, const char *fn)
         r->active = true;
         return MPI_SUCCESS;
     } else {
-        st = bm_pml_isend(r->buf, bytes, bm_mpi_comm_world_rank(comm, r->peer), comm->context_id,
-                          comm->rank, r->tag, (enum bm_pml_send_mode)r->mode, &r->pml);
+        st = bm_pml_isend_or_done(r->buf, bytes, bm_mpi_comm_world_rank(comm, r->peer),
+                                  comm->context_id, comm->rank, r->tag,
+                                  (enum bm_pml_send_mode)r->mode, &r->pml);
+        if (st == BM_OK && !r->pml) { /* sent inline: complete already */
+            r->status.MPI_SOURCE = comm->rank;
+            r->status.MPI_TAG = r->tag;
+            r->status.bm_count = bytes;
+        }
     }
     if (st != BM_OK)
         return pml_error(comm, st, fn, r->kind == BM_MPI_REQ_RECV ? "receive" : "send", r->peer);

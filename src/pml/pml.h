@@ -74,6 +74,12 @@ int bm_pml_progress(void);
  * request completes. */
 bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
                          int tag, enum bm_pml_send_mode mode, struct bm_pml_request **req_out);
+/* The same, except that a small standard send the transport takes at once
+ * (sendi) completes inside the call, with no request: *req_out is then NULL
+ * (the message-rate path of MPI_Isend). */
+bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, uint32_t cid,
+                                 int src_rank, int tag, enum bm_pml_send_mode mode,
+                                 struct bm_pml_request **req_out);
 
 /* Post a receive into buf (capacity bytes) for a message of context cid from
  * communicator rank src (or BM_PML_ANY_SOURCE) with tag (or BM_PML_ANY_TAG).

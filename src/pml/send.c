@@ -403,9 +403,11 @@ static bool send_inline(const void *buf, size_t bytes, int dst_world, uint32_t c
     return false;
 }
 
-bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
-                        int tag, enum bm_pml_send_mode mode)
+bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, uint32_t cid,
+                                 int src_rank, int tag, enum bm_pml_send_mode mode,
+                                 struct bm_pml_request **req_out)
 {
+    *req_out = NULL;
     if (!bm_pml_g.initialized)
         return BM_ERR_NOT_AVAILABLE;
     if (!send_args_ok(buf, bytes, dst_world, src_rank, tag))
@@ -424,7 +426,18 @@ bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t c
     }
     if (seq == UINT64_MAX)
         seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
+    *req_out = req;
     send_request_start(req, buf, bytes, dst_world, cid, src_rank, tag, mode, (uint32_t)seq);
+    return BM_OK;
+}
+
+bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
+                        int tag, enum bm_pml_send_mode mode)
+{
+    struct bm_pml_request *req;
+    bm_status_t rc = bm_pml_isend_or_done(buf, bytes, dst_world, cid, src_rank, tag, mode, &req);
+    if (rc != BM_OK || !req)
+        return rc;
     struct bm_pml_status st;
     bm_pml_request_wait(req, &st);
     bm_pml_request_free(req);
