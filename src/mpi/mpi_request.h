@@ -44,8 +44,9 @@ struct bm_mpi_request {
     struct bm_mpi_request *next_free; /* in the cache of released requests */
 };
 
-/* A zeroed request, from a cache of released ones (no malloc per Isend or
- * Irecv on the message-rate path); NULL when out of memory. */
+/* A request from a cache of released ones (no malloc per Isend or Irecv on
+ * the message-rate path), not cleared: the caller sets every field; NULL
+ * when out of memory. */
 MPI_Request bm_mpi_request_new(void);
 /* Invalidate r and keep it for reuse. */
 void bm_mpi_request_release(MPI_Request r);

@@ -220,7 +220,8 @@ int bm_mpi_p2p_start(MPI_Request r, const char *fn)
     size_t bytes = bm_mpi_type_bytes(r->dt, r->count);
     bm_status_t st;
     r->pml = NULL;
-    memset(&r->status, 0, sizeof(r->status));
+    if (r->kind != BM_MPI_REQ_RECV || r->peer == MPI_PROC_NULL)
+        memset(&r->status, 0, sizeof(r->status)); /* completes at start: status here */
     if (r->peer == MPI_PROC_NULL) {
         status_proc_null(&r->status);
         r->active = true;
@@ -275,6 +276,11 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
     r->dt = dt;
     r->peer = peer;
     r->tag = tag;
+    r->active = false;
+    r->pml = NULL;
+    r->next_free = NULL;
+    if (persistent)
+        memset(&r->status, 0, sizeof(r->status));
     if (!persistent && (rc = bm_mpi_p2p_start(r, fn))) {
         bm_mpi_request_release(r);
         return rc;

@@ -441,9 +441,38 @@ static void match_in(int peer_world, const char *head, size_t head_len, const ch
     }
 }
 
+/* The common case in one pass: an eager MATCH fragment of the context seen
+ * last, in sequence, from a source with nothing held, meeting a posted
+ * receive when no wildcard receive is posted. True when it was delivered;
+ * anything else goes through match_in, which checks it all again. */
+static bool match_fast(int peer_world, const char *frag, size_t len)
+{
+    struct bm_pml_hdr_match mh;
+    if (len < sizeof(mh) || (uint8_t)frag[0] != BM_PML_HDR_MATCH)
+        return false;
+    memcpy(&mh, frag, sizeof(mh));
+    struct bm_pml_ctx *ctx = ctx_last;
+    if (!ctx || ctx->cid != mh.cid || mh.src < 0 || mh.src >= ctx->nsrcs || mh.tag < 0 ||
+        ctx->nposted == 0 || ctx->nposted != ctx->nposted_class[0])
+        return false;
+    struct bm_pml_srcstate *st = &ctx->srcs[mh.src];
+    if (mh.seq != st->expected || st->held)
+        return false;
+    struct bm_pml_qnode *n = qt_head(&ctx->posted, bm_pml_qkey(mh.src, mh.tag));
+    if (!n)
+        return false;
+    struct bm_pml_request *req = BM_PML_CONTAINER_OF(n, struct bm_pml_request, qnode);
+    posted_remove(ctx, req);
+    st->expected++;
+    bm_pml_recv_matched(req, peer_world, BM_PML_HDR_MATCH, mh.src, mh.tag, len - sizeof(mh), 0,
+                        frag + sizeof(mh), len - sizeof(mh));
+    return true;
+}
+
 void bm_pml_match_incoming(int peer_world, const void *frag, size_t len)
 {
-    match_in(peer_world, frag, len, NULL, 0);
+    if (!match_fast(peer_world, frag, len))
+        match_in(peer_world, frag, len, NULL, 0);
 }
 
 void bm_pml_match_incoming_split(int peer_world, const void *hdr, size_t hdr_len, const void *data,

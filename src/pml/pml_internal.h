@@ -97,8 +97,9 @@ struct bm_pml_request {
     int peer; /* send: destination world rank; recv: source comm rank or ANY */
 
     struct bm_pml_request *pend_next; /* retry queue / free list */
+    int outstanding;                  /* send: descriptors in flight */
 
-    /* send */
+    /* send (cleared only for sends: request.c) */
     const char *sbuf;
     size_t bytes;
     int src_rank;   /* this process's rank in the communicator */
@@ -110,10 +111,9 @@ struct bm_pml_request {
     size_t first_len;             /* payload bytes carried by the RNDV */
     size_t frag_next;             /* next byte to put in a FRAG */
     size_t frag_end;              /* bytes the receiver wants */
-    int outstanding;              /* descriptors in flight */
     struct bm_pml_resend *resend; /* FRAG ranges to send again (their path failed) */
 
-    /* recv */
+    /* recv (cleared only for receives) */
     char *rbuf;
     size_t capacity;
     int src_world;  /* sender's world rank once matched */

@@ -8,6 +8,7 @@
 #include "util/log.h"
 
 #include "pml/pml_internal.h"
+#include "util/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +64,7 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
     req->status.count = fit;
     req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
     size_t n = data_len < req->capacity ? data_len : req->capacity;
-    if (n)
-        memcpy(req->rbuf, data, n);
+    bm_util_copy(req->rbuf, data, n);
     if (type == BM_PML_HDR_MATCH) {
         bm_pml_request_complete(req);
         return;

@@ -48,7 +48,16 @@ struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
     uint32_t gen = req->gen + 1;
     if (gen == 0)
         gen = 1;
-    bm_util_zero(req, sizeof(*req)); /* not an inline "rep stos" (util/mem.h) */
+    /* Only the common part and the kind's own part: the other kind's fields
+     * are never read. Not an inline "rep stos" (util/mem.h). */
+    const size_t send_at = offsetof(struct bm_pml_request, sbuf);
+    const size_t recv_at = offsetof(struct bm_pml_request, rbuf);
+    if (kind == BM_PML_REQ_SEND) {
+        bm_util_zero(req, recv_at);
+    } else {
+        bm_util_zero(req, send_at);
+        bm_util_zero((char *)req + recv_at, sizeof(*req) - recv_at);
+    }
     req->index = index;
     req->gen = gen;
     req->kind = (uint8_t)kind;
