@@ -24,6 +24,14 @@ static void status_proc_null(MPI_Status *s)
     s->bm_cancelled = 0;
 }
 
+/* The status of a send that completed as it started (buffered, or sent inline). */
+static void status_sent(MPI_Status *s, MPI_Comm comm, int tag, size_t bytes)
+{
+    s->MPI_SOURCE = comm->rank;
+    s->MPI_TAG = tag;
+    s->bm_count = bytes;
+}
+
 static void status_from_pml(MPI_Status *s, const struct bm_pml_status *ps)
 {
     s->MPI_SOURCE = ps->source;
@@ -233,20 +241,15 @@ int bm_mpi_p2p_start(MPI_Request r, const char *fn)
         int rc = bsend_start(r->buf, bytes, r->peer, r->tag, comm, fn);
         if (rc)
             return rc;
-        r->status.MPI_SOURCE = comm->rank;
-        r->status.MPI_TAG = r->tag;
-        r->status.bm_count = bytes;
+        status_sent(&r->status, comm, r->tag, bytes);
         r->active = true;
         return MPI_SUCCESS;
     } else {
         st = bm_pml_isend_or_done(r->buf, bytes, bm_mpi_comm_world_rank(comm, r->peer),
                                   comm->context_id, comm->rank, r->tag,
                                   (enum bm_pml_send_mode)r->mode, &r->pml);
-        if (st == BM_OK && !r->pml) { /* sent inline: complete already */
-            r->status.MPI_SOURCE = comm->rank;
-            r->status.MPI_TAG = r->tag;
-            r->status.bm_count = bytes;
-        }
+        if (st == BM_OK && !r->pml) /* sent inline: complete already */
+            status_sent(&r->status, comm, r->tag, bytes);
     }
     if (st != BM_OK)
         return pml_error(comm, st, fn, r->kind == BM_MPI_REQ_RECV ? "receive" : "send", r->peer);

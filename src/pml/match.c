@@ -31,10 +31,15 @@ static size_t qt_slot(const struct bm_pml_qtable *t, uint64_t k)
     return (size_t)((k * 0x9e3779b97f4a7c15ULL) >> t->shift);
 }
 
+static int qclass(int src, int tag)
+{
+    return (src == BM_PML_ANY_SOURCE ? 2 : 0) + (tag == BM_PML_ANY_TAG ? 1 : 0);
+}
+
 /* The cache entry a key uses: one per class (exact, any tag, any source, both). */
 static unsigned qt_cache_index(uint64_t k)
 {
-    return ((uint32_t)(k >> 32) == UINT32_MAX ? 2u : 0u) + ((uint32_t)k == UINT32_MAX ? 1u : 0u);
+    return (unsigned)qclass((int)(uint32_t)(k >> 32), (int)(uint32_t)k);
 }
 
 static struct bm_pml_qbucket *qt_find(struct bm_pml_qtable *t, uint64_t key)
@@ -237,11 +242,6 @@ static struct bm_pml_srcstate *ctx_src(struct bm_pml_ctx *ctx, int src)
 }
 
 /* ---- matching ------------------------------------------------------------------ */
-
-static int qclass(int src, int tag)
-{
-    return (src == BM_PML_ANY_SOURCE ? 2 : 0) + (tag == BM_PML_ANY_TAG ? 1 : 0);
-}
 
 /* The oldest posted receive that matches (src, tag), or NULL. Looks only
  * at the classes that have posts: without wildcard receives, one lookup. */

@@ -335,17 +335,33 @@ bm_status_t bm_pml_send_resume(struct bm_pml_request *req)
     return BM_OK;
 }
 
-static bool send_args_ok(const void *buf, size_t bytes, int dst_world, int src_rank, int tag)
+static bm_status_t send_check(const void *buf, size_t bytes, int dst_world, int src_rank, int tag)
 {
-    return dst_world >= 0 && dst_world < bm_pml_g.world_size && tag >= 0 && src_rank >= 0 &&
-           (buf || bytes == 0);
+    if (!bm_pml_g.initialized)
+        return BM_ERR_NOT_AVAILABLE;
+    if (dst_world < 0 || dst_world >= bm_pml_g.world_size || tag < 0 || src_rank < 0 ||
+        (!buf && bytes > 0))
+        return BM_ERR_BAD_PARAM;
+    return BM_OK;
 }
 
-/* Fill a new send request and advance it as far as it goes now. */
-static void send_request_start(struct bm_pml_request *req, const void *buf, size_t bytes,
-                               int dst_world, uint32_t cid, int src_rank, int tag,
-                               enum bm_pml_send_mode mode, uint32_t seq)
+/* A new send request, started with sequence number seq (UINT64_MAX: take
+ * the next one now) and advanced as far as it goes. */
+static bm_status_t send_new(const void *buf, size_t bytes, int dst_world, uint32_t cid,
+                            int src_rank, int tag, enum bm_pml_send_mode mode, uint64_t seq,
+                            struct bm_pml_request **req_out)
 {
+    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_SEND);
+    if (!req) {
+        /* Only when memory is gone: the job cannot go on with a sequence
+         * number taken and never sent. */
+        if (seq != UINT64_MAX)
+            abort();
+        return BM_ERR_NO_MEMORY;
+    }
+    if (seq == UINT64_MAX)
+        seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
+    *req_out = req;
     req->sbuf = buf;
     req->bytes = bytes;
     req->peer = dst_world;
@@ -354,33 +370,26 @@ static void send_request_start(struct bm_pml_request *req, const void *buf, size
     req->tag = tag;
     req->mode = (uint8_t)mode;
     req->frag_end = bytes;
-    req->seq = seq;
+    req->seq = (uint32_t)seq;
     req->status.source = src_rank;
     req->status.tag = tag;
     req->status.count = bytes;
     send_advance(req);
+    return BM_OK;
 }
 
 bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
                          int tag, enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
 {
-    if (!bm_pml_g.initialized)
-        return BM_ERR_NOT_AVAILABLE;
-    if (!send_args_ok(buf, bytes, dst_world, src_rank, tag))
-        return BM_ERR_BAD_PARAM;
-    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_SEND);
-    if (!req)
-        return BM_ERR_NO_MEMORY;
-    *req_out = req;
-    uint32_t seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
-    send_request_start(req, buf, bytes, dst_world, cid, src_rank, tag, mode, seq);
-    return BM_OK;
+    bm_status_t rc = send_check(buf, bytes, dst_world, src_rank, tag);
+    if (rc != BM_OK)
+        return rc;
+    return send_new(buf, bytes, dst_world, cid, src_rank, tag, mode, UINT64_MAX, req_out);
 }
 
-/* A blocking standard send small enough for sendi goes straight to the
- * transport, with no request: done when sendi took it. Returns false
- * (with *seq_out taken, or UINT64_MAX when none was) when the request path
- * must do it. */
+/* A standard send small enough for sendi goes straight to the transport,
+ * with no request: true when sendi took it. Otherwise *seq_out holds the
+ * sequence number taken (UINT64_MAX when none was) for the request path. */
 static bool send_inline(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
                         int tag, uint64_t *seq_out)
 {
@@ -408,27 +417,14 @@ bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, u
                                  struct bm_pml_request **req_out)
 {
     *req_out = NULL;
-    if (!bm_pml_g.initialized)
-        return BM_ERR_NOT_AVAILABLE;
-    if (!send_args_ok(buf, bytes, dst_world, src_rank, tag))
-        return BM_ERR_BAD_PARAM;
+    bm_status_t rc = send_check(buf, bytes, dst_world, src_rank, tag);
+    if (rc != BM_OK)
+        return rc;
     uint64_t seq = UINT64_MAX;
     if (mode == BM_PML_SEND_STANDARD && bytes <= bm_pml_g.cfg.sendi_limit &&
         send_inline(buf, bytes, dst_world, cid, src_rank, tag, &seq))
         return BM_OK;
-    /* Allocation fails only when memory is gone: the job cannot go on with
-     * a sequence number taken and never sent. */
-    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_SEND);
-    if (!req) {
-        if (seq != UINT64_MAX)
-            abort();
-        return BM_ERR_NO_MEMORY;
-    }
-    if (seq == UINT64_MAX)
-        seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
-    *req_out = req;
-    send_request_start(req, buf, bytes, dst_world, cid, src_rank, tag, mode, (uint32_t)seq);
-    return BM_OK;
+    return send_new(buf, bytes, dst_world, cid, src_rank, tag, mode, seq, req_out);
 }
 
 bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
