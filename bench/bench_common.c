@@ -32,10 +32,14 @@ static void usage(const char *name, int windowed)
             "      iterations are run when the full count would take longer (default 0 = off)\n"
             "  -T  end the sweep before a size whose single iteration is predicted (from\n"
             "      the previous size) to take longer than SECONDS (default 0 = off)\n",
-            name, windowed ? " [-W WINDOW]" : "", BM_BENCH_LARGE_SIZE,
+            name, windowed ? " [-W WINDOW] [-B BUFFERS]" : "", BM_BENCH_LARGE_SIZE,
             windowed ? ITERS_WINDOW : ITERS_PINGPONG, BM_BENCH_LARGE_SIZE,
             windowed ? WARMUP_WINDOW : WARMUP_PINGPONG,
-            windowed ? "  -W  messages in flight per iteration (default 64)\n" : "");
+            windowed ? "  -W  messages in flight per iteration (default 64)\n"
+                       "  -B  distinct buffers per window, messages using them in turn (default:\n"
+                       "      one per message, so large windows stream through memory; 1 reuses\n"
+                       "      one cache-hot buffer, as OSU's osu_bw does)\n"
+                     : "");
 }
 
 /* Parses "64", "64k", "4m", "1g" into bytes; returns -1 on junk. */
@@ -122,6 +126,11 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int window
             long w = 0;
             bad = parse_long(v, 1, &w) || w > 4096;
             opts->window = (int)w;
+            i++;
+        } else if (strcmp(a, "-B") == 0 && v && windowed) {
+            long b = 0;
+            bad = parse_long(v, 1, &b) || b > 4096;
+            opts->buffers = (int)b;
             i++;
         } else if (strcmp(a, "-T") == 0 && v) {
             char *end;
@@ -276,10 +285,11 @@ int bm_bench_slots(const struct bm_bench_opts *opts, size_t size)
 {
     if (size == 0)
         return opts->window;
+    int want = opts->buffers > 0 && opts->buffers < opts->window ? opts->buffers : opts->window;
     size_t fit = BM_BENCH_SLOT_BYTES_MAX / size;
     if (fit < 1)
         fit = 1;
-    return fit < (size_t)opts->window ? (int)fit : opts->window;
+    return fit < (size_t)want ? (int)fit : want;
 }
 
 size_t bm_bench_window_bytes(const struct bm_bench_opts *opts)
@@ -325,6 +335,8 @@ void bm_bench_header(const struct bm_bench_opts *opts, int rank, const char *wha
            opts->warmup_large);
     if (opts->window > 1)
         printf(", window %d", opts->window);
+    if (opts->buffers > 0 && opts->buffers < opts->window)
+        printf(", %d buffer%s per window", opts->buffers, opts->buffers > 1 ? "s" : "");
     if (opts->budget > 0)
         printf(", time budget %.3g s per size", opts->budget);
     printf("\n# %s\n", columns);

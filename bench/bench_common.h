@@ -30,6 +30,7 @@ struct bm_bench_opts {
     long warmup;       /* warm-up iterations for small sizes */
     long warmup_large; /* warm-up iterations for larger sizes */
     int window;        /* messages in flight per iteration (bw, bibw, mr) */
+    int buffers;       /* -B: distinct buffers per window (0: one per message) */
     double budget;     /* seconds one size may take (0: fixed counts only) */
     double iter_limit; /* -T: end the sweep before a size whose one iteration would take longer */
 };
@@ -121,8 +122,8 @@ void bm_bench_pattern_fill(unsigned char *buf, size_t len, size_t size, long ite
 int bm_bench_pattern_check(const struct bm_bench_opts *opts, int rank, const unsigned char *buf,
                            size_t len, size_t size, long iters, int slot, int sender);
 
-/* Number of distinct buffers a window benchmark uses for `size`: the window,
- * reduced only if window * size would exceed BM_BENCH_SLOT_BYTES_MAX. */
+/* Number of distinct buffers a window benchmark uses for `size`: the window
+ * (or -B), reduced only if their bytes would exceed BM_BENCH_SLOT_BYTES_MAX. */
 int bm_bench_slots(const struct bm_bench_opts *opts, size_t size);
 
 /* Bytes one side of a window benchmark needs for the per-slot buffers of

@@ -30,6 +30,12 @@ static const struct bm_param pml_params[] = {
      "(sched_yield), so that ranks sharing cores with their peers do not starve them. "
      "0 never yields (lowest latency on dedicated cores).",
      offsetof(struct bm_pml_config, idle_yield), 0},
+    {"BM_PML_STREAM_COPY_MIN", BM_PARAM_SIZE, "1M", 0, 1LL << 40, NULL,
+     "Messages of at least this many bytes are copied out of rendezvous fragments into "
+     "the receive buffer with stores that bypass the cache (x86-64), which roughly halves "
+     "the memory traffic of the copy when the buffer does not fit in cache, but leaves the "
+     "data in memory rather than in cache. 0 never bypasses the cache.",
+     offsetof(struct bm_pml_config, stream_copy_min), 0},
 };
 static const struct bm_param_table pml_table = {"pml", pml_params, BM_PARAM_COUNT(pml_params)};
 BM_PARAM_TABLE_REGISTER(pml_table);

@@ -89,8 +89,10 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
 }
 
 /* Copy n bytes at offset off of a received fragment (which may span
- * segments) to dst. False when the fragment is shorter. */
-static bool desc_copy(const struct bm_btl_recv_desc *d, size_t off, void *dst, size_t n)
+ * segments) to dst, with streaming stores if stream. False when the
+ * fragment is shorter. */
+static bool desc_copy_to(const struct bm_btl_recv_desc *d, size_t off, void *dst, size_t n,
+                         bool stream)
 {
     char *out = dst;
     for (uint32_t i = 0; i < d->seg_count && n > 0; i++) {
@@ -100,12 +102,20 @@ static bool desc_copy(const struct bm_btl_recv_desc *d, size_t off, void *dst, s
             continue;
         }
         size_t take = len - off < n ? len - off : n;
-        memcpy(out, (const char *)d->seg[i].addr + off, take);
+        if (stream)
+            bm_util_copy_stream(out, (const char *)d->seg[i].addr + off, take);
+        else
+            memcpy(out, (const char *)d->seg[i].addr + off, take);
         out += take;
         n -= take;
         off = 0;
     }
     return n == 0;
+}
+
+static bool desc_copy(const struct bm_btl_recv_desc *d, size_t off, void *dst, size_t n)
+{
+    return desc_copy_to(d, off, dst, n, false);
 }
 
 static size_t desc_len(const struct bm_btl_recv_desc *d)
@@ -242,7 +252,8 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
     }
     if (fh.offset < req->capacity) {
         size_t n = req->capacity - fh.offset < plen ? req->capacity - fh.offset : plen;
-        desc_copy(d, sizeof(fh), req->rbuf + fh.offset, n);
+        size_t smin = bm_pml_g.cfg.stream_copy_min;
+        desc_copy_to(d, sizeof(fh), req->rbuf + fh.offset, n, smin && req->msg_len >= smin);
     }
     req->arrived += ranges_add(req, fh.offset, fh.offset + plen);
     if (req->arrived >= req->want)

@@ -15,6 +15,11 @@
 
 void bm_util_zero(void *p, size_t n);
 
+/* Copy with stores that bypass the cache (x86-64; memcpy elsewhere), for
+ * destinations too large to stay in cache: it saves the read of every
+ * destination line that a normal store first fetches. */
+void bm_util_copy_stream(void *dst, const void *src, size_t n);
+
 static inline void bm_util_copy(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
