@@ -18,11 +18,11 @@
 /* ---- configuration (BM_PML_*) -------------------------------------------- */
 
 struct bm_pml_config {
-    size_t sendi_limit;   /* largest payload sent with sendi */
-    int pipeline_depth;   /* FRAG descriptors in flight per rendezvous */
-    size_t frag_size_max; /* cap on FRAG payload (0: the path's max_send_size) */
+    size_t sendi_limit;     /* largest payload sent with sendi */
+    int pipeline_depth;     /* FRAG descriptors in flight per rendezvous */
+    size_t frag_size_max;   /* cap on FRAG payload (0: the path's max_send_size) */
     size_t stream_copy_min; /* messages this large are copied out with streaming stores */
-    int idle_yield;       /* idle progress calls before sched_yield (0: never) */
+    int idle_yield;         /* idle progress calls before sched_yield (0: never) */
 };
 
 /* ---- match queues ----------------------------------------------------------

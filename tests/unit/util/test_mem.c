@@ -35,8 +35,8 @@ static void test_copy_stream(void)
     static unsigned char src[MAX], dst[MAX + 64], want[MAX + 64];
     for (size_t i = 0; i < sizeof(src); i++)
         src[i] = (unsigned char)(i * 131 + 7);
-    static const size_t sizes[] = {0, 1, 63, 255, 256, 257, 319, 320, 321, 1000, 4095, 4096, 4097,
-                                   MAX - 16};
+    static const size_t sizes[] = {0,   1,   63,   255,  256,  257,  319,
+                                   320, 321, 1000, 4095, 4096, 4097, MAX - 16};
     int bad = 0;
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
         for (size_t so = 0; so < 3; so++)
