@@ -3,6 +3,7 @@
 #   target_compile_definitions(bm_objs PRIVATE BM_BTL_BUILD_<NAME>=1)
 # which both btl_registry.c and the conformance suite (tests/btl) look for.
 target_sources(bm_objs PRIVATE
+    ${CMAKE_CURRENT_LIST_DIR}/btl_atomic.c
     ${CMAKE_CURRENT_LIST_DIR}/btl_base.c
     ${CMAKE_CURRENT_LIST_DIR}/btl_defer.c
     ${CMAKE_CURRENT_LIST_DIR}/btl_registry.c)

@@ -5,7 +5,9 @@
  * over sm and checks that the error callback reports rank 1 as gone
  * (BM_BTL_ERROR_PEER, BM_ERR_PEER_GONE) within a few peer-check periods,
  * that every send completes exactly once with that status, and that later
- * sends fail at once. Run with BM_BTL=self,sm and a short
+ * sends fail at once. An atomic started towards rank 1 before it died
+ * (never carried out: the child never calls progress) completes once with
+ * the same status, and flush returns. Run with BM_BTL=self,sm and a short
  * BM_BTL_SM_PEER_CHECK_MS. */
 #include "bm_test.h"
 #include "btl/btl.h"
@@ -48,6 +50,21 @@ static void on_done(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
         completed_ok++;
     else if (status == BM_ERR_PEER_GONE)
         completed_gone++;
+}
+
+static int amo_done, amo_status;
+
+static void on_amo(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                   struct bm_btl_reg_handle *local_handle, void *context, void *cbdata, int status)
+{
+    (void)m;
+    (void)ep;
+    (void)local_addr;
+    (void)local_handle;
+    (void)context;
+    (void)cbdata;
+    amo_done++;
+    amo_status = status;
 }
 
 static double now_s(void)
@@ -101,6 +118,11 @@ int main(void)
     struct bm_btl_path *p = &peer->eager.paths[0];
     BM_CHECK_STR(p->module->ops->name, "sm");
 
+    uint64_t amo_result = 0;
+    BM_CHECK_EQ_INT(p->module->ops->atomic_fop(p->module, p->endpoint, &amo_result, 4096, NULL,
+                                               NULL, BM_BTL_ATOMIC_ADD, 1, 0, 0, on_amo, NULL,
+                                               NULL),
+                    BM_OK);
     int sent = 0, refused = 0;
     double start = now_s();
     while (errors == 0 && now_s() - start < 20) {
@@ -137,7 +159,14 @@ int main(void)
             BM_CHECK_MSG(0, "send %d completed %d times", i, done_count[i]);
             break;
         }
-    /* Later sends fail at once. */
+    BM_CHECK_EQ_INT(amo_done, 1);
+    BM_CHECK_EQ_INT(amo_status, BM_ERR_PEER_GONE);
+    BM_CHECK_EQ_INT(amo_result, 0);
+    BM_CHECK_EQ_INT(p->module->ops->flush(p->module, p->endpoint), BM_OK);
+    /* Later sends and atomics fail at once. */
+    BM_CHECK_EQ_INT(p->module->ops->atomic_op(p->module, p->endpoint, 4096, NULL, BM_BTL_ATOMIC_ADD,
+                                              1, 0, 0, on_amo, NULL, NULL),
+                    BM_ERR_PEER_GONE);
     BM_CHECK_EQ_INT(
         bm_btl_sendi(p->module, p->endpoint, "x", 1, NULL, 0, 0, 0, BM_BTL_TAG_TEST, NULL),
         BM_ERR_PEER_GONE);

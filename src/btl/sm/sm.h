@@ -45,12 +45,22 @@ struct bm_btl_sm_endpoint {
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl; /* == seg */
     int outstanding;               /* our fragments sent to it, not yet back */
+    int amo_pending;               /* of those, atomic requests (flush waits for them) */
     bool failed;                   /* its process is gone: sends fail with BM_ERR_PEER_GONE */
     int local_rank;                /* its index on the node */
     bool fbox;                     /* fast boxes both ways (both segments have rings) */
     bool tx_hint;                  /* its segment wants our hint bit set */
     struct bm_btl_sm_fbox_tx tx;   /* our ring in its segment */
     struct bm_btl_sm_fbox_rx rx;   /* its ring in our segment */
+};
+
+/* The initiator's record of an atomic request in flight (sm_atomic.c). */
+struct bm_btl_sm_amo_wait {
+    bm_btl_rdma_cb_fn cb;
+    void *local_addr; /* where the previous value goes; NULL for atomic_op */
+    struct bm_btl_reg_handle *local_handle;
+    void *context, *cbdata;
+    uint32_t flags; /* BM_BTL_ATOMIC_OP_F_* */
 };
 
 /* Private side of one of our fragments (descriptor first: a descriptor
@@ -63,7 +73,9 @@ struct bm_btl_sm_frag {
     uint32_t cap;                    /* payload capacity */
     uint8_t cls;
     bool in_flight; /* pushed, not yet returned */
-    bool internal;  /* made by sendi: no callback, back to the pool on return */
+    bool internal;  /* made by sendi or an atomic: no descriptor callback, back to the pool */
+    bool amo;       /* an atomic request: amo_wait completes it */
+    struct bm_btl_sm_amo_wait amo_wait;
     /* Sent to a peer that died: kept out of the pool until this time (see
      * sm_peer.c), 0 otherwise. */
     uint64_t quarantine_until_ns;
@@ -88,6 +100,7 @@ struct bm_btl_sm_module {
     uint32_t *free_stack[BM_BTL_SM_NCLASS]; /* indices of free fragments */
     uint32_t nfree[BM_BTL_SM_NCLASS];
     int in_flight;       /* fragments pushed and not yet returned */
+    int amo_pending;     /* atomic requests among them */
     int nquarantined;    /* fragments held back after a peer died */
     unsigned idle_polls; /* idle progress calls since the last peer check */
     uint64_t next_peer_check_ns;
@@ -130,6 +143,11 @@ int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
 int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
                     size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
                     uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
+/* Take a free fragment able to carry size bytes; NULL when none is left. */
+struct bm_btl_sm_frag *bm_btl_sm_frag_take(struct bm_btl_sm_module *sm, size_t size);
+/* Append fragment f (len payload bytes) to dest's FIFO. */
+void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *dest,
+                         struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag, uint8_t hdr_flags);
 /* Handle what arrived on our FIFO (at most budget fragments). */
 int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget);
 
@@ -172,5 +190,29 @@ int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
                   const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
                   uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
 bm_status_t bm_btl_sm_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
+
+/* sm_atomic.c */
+int bm_btl_sm_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoint *ep, uint64_t remote_addr,
+                        const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
+                        uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                        void *context, void *cbdata);
+int bm_btl_sm_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                         uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                         const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
+                         uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                         void *context, void *cbdata);
+int bm_btl_sm_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                           uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                           const struct bm_btl_reg_handle *remote_handle, uint64_t compare,
+                           uint64_t value, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                           void *context, void *cbdata);
+/* Target side: run the request in one of a peer's fragments and write the
+ * answer into it, before the fragment goes home. */
+void bm_btl_sm_amo_run(struct bm_btl_sm_frag_hdr *hdr);
+/* Initiator side: an atomic request is over (returned, its target died, or
+ * the job ends): report status, the fetched value when status is BM_OK, and
+ * give the fragment back. ep is where it was sent. */
+void bm_btl_sm_amo_finish(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f,
+                          struct bm_btl_sm_endpoint *ep, int status);
 
 #endif

@@ -208,8 +208,9 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
     m->ops = &bm_btl_sm_ops;
     snprintf(m->name, sizeof(m->name), "sm");
     /* PUT and GET are added by add_procs once single copy is known to work. */
-    m->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED;
-    m->atomic_flags = 0;
+    m->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED | BM_BTL_CAP_ATOMIC_OPS |
+              BM_BTL_CAP_ATOMIC_FOPS;
+    m->atomic_flags = BM_BTL_ATOMIC_F_32BIT | BM_BTL_ATOMIC_F_GLOBAL | BM_BTL_ATOMIC_F_FLOAT;
     m->exclusivity = BM_BTL_EXCL_SM;
     m->latency = 1;
     m->bandwidth = 40000;
@@ -275,6 +276,11 @@ static void sm_finalize(void)
      * segment goes away with it, so nothing is returned to the pool. */
     for (uint32_t i = 0; i < sm->nfrags; i++) {
         struct bm_btl_sm_frag *f = &sm->frags[i];
+        if (f->in_flight && f->amo) {
+            f->in_flight = false;
+            bm_btl_sm_amo_finish(sm, f, f->dest, BM_ERR_CANCELED);
+            continue;
+        }
         if (!f->in_flight || f->internal)
             continue;
         f->in_flight = false;
@@ -376,7 +382,7 @@ static bm_status_t sm_del_procs(struct bm_btl_module *m, int nprocs, const int *
 const struct bm_btl_ops bm_btl_sm_ops = {
     .name = "sm",
     .description = "shared memory between processes of one node (copy-in/copy-out fragments, "
-                   "single-copy get/put with process_vm_readv)",
+                   "single-copy get/put with process_vm_readv, atomics run by the target)",
     .params = &sm_table,
     .query = sm_query,
     .init = sm_init,
@@ -391,9 +397,9 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .sendi = bm_btl_sm_sendi,
     .put = bm_btl_sm_put,
     .get = bm_btl_sm_get,
-    .atomic_op = NULL,
-    .atomic_fop = NULL,
-    .atomic_cswap = NULL,
+    .atomic_op = bm_btl_sm_atomic_op,
+    .atomic_fop = bm_btl_sm_atomic_fop,
+    .atomic_cswap = bm_btl_sm_atomic_cswap,
     .register_mem = bm_btl_defer_register_mem,
     .deregister_mem = bm_btl_defer_deregister_mem,
     .flush = bm_btl_sm_flush,

@@ -60,7 +60,9 @@ void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
         sm->in_flight--;
         sm->nquarantined++;
         ep->outstanding--;
-        if (!f->internal && f->des.cbfunc)
+        if (f->amo)
+            bm_btl_sm_amo_finish(sm, f, ep, status);
+        else if (!f->internal && f->des.cbfunc)
             f->des.cbfunc(m, (struct bm_btl_endpoint *)ep, &f->des, status);
     }
 }

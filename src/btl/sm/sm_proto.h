@@ -18,7 +18,7 @@
 
 #define BM_BTL_SM_CACHELINE 64
 #define BM_BTL_SM_MAGIC     0x6765732d6d736d62ull /* "bmsm-seg" */
-#define BM_BTL_SM_VERSION   2u
+#define BM_BTL_SM_VERSION   3u
 
 typedef uint64_t bm_btl_sm_rptr_t;
 #define BM_BTL_SM_RPTR_NONE  ((bm_btl_sm_rptr_t)0)
@@ -93,6 +93,24 @@ struct bm_btl_sm_frag_hdr {
     uint8_t pad[32];
 };
 #define BM_BTL_SM_FRAG_F_RETURN 0x1u /* delivered; on its way home to the sender */
+#define BM_BTL_SM_FRAG_F_ATOMIC 0x2u /* payload is a bm_btl_sm_amo for the receiver to run */
+
+/* An atomic operation on the receiver's memory, the payload of a fragment
+ * with BM_BTL_SM_FRAG_F_ATOMIC. The initiator fills the request fields; the
+ * target runs the operation with a CPU atomic in its own progress, writes
+ * result and status into this same fragment and returns it, so the answer
+ * travels home with the fragment and needs no message of its own. */
+struct bm_btl_sm_amo {
+    uint64_t addr;    /* the target's virtual address of the operand */
+    uint64_t operand; /* operand; for compare-and-swap the value to store */
+    uint64_t compare; /* compare-and-swap: the value expected at addr */
+    uint64_t result;  /* written by the target: the previous value at addr */
+    int32_t status;   /* written by the target: BM_OK or a negative bm_status_t */
+    uint32_t flags;   /* BM_BTL_ATOMIC_OP_F_* (32-bit operands) */
+    uint8_t op;       /* enum bm_btl_atomic_op, or BM_BTL_SM_AMO_CSWAP */
+    uint8_t pad[7];
+};
+#define BM_BTL_SM_AMO_CSWAP 0xffu
 
 /* What each process publishes in the modex under "btl.sm". */
 struct bm_btl_sm_card {
@@ -111,6 +129,7 @@ _Static_assert(sizeof(struct bm_btl_sm_frag_hdr) == BM_BTL_SM_CACHELINE, "frag h
 _Static_assert(sizeof(struct bm_btl_sm_seg_ctl) == 5 * BM_BTL_SM_CACHELINE,
                "ctl: two lines of constants, mapped, fifo head, fifo tail");
 _Static_assert(sizeof(struct bm_btl_sm_card) == 128, "card size");
+_Static_assert(sizeof(struct bm_btl_sm_amo) == 48, "atomic request size");
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic word size");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "cross-process atomics must be lock-free");
 

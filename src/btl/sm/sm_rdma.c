@@ -103,10 +103,17 @@ int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
                                  context, cbdata);
 }
 
-/* Transfers are done when their call returns; only queued callbacks remain. */
+/* Transfers are done when their call returns, so only queued callbacks and
+ * atomic requests (sm_atomic.c) remain: wait for the fragments carrying
+ * those to come back, watching for a target that died meanwhile. */
 bm_status_t bm_btl_sm_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
 {
-    (void)ep;
-    bm_btl_defer_run(&((struct bm_btl_sm_module *)m)->rdma_done, m, BM_OK);
+    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
+    struct bm_btl_sm_endpoint *e = (struct bm_btl_sm_endpoint *)ep;
+    bm_btl_defer_run(&sm->rdma_done, m, BM_OK);
+    while (e ? e->amo_pending > 0 : sm->amo_pending > 0) {
+        if (bm_btl_sm_poll_fifo(sm, sm->config.poll_budget) == 0)
+            bm_btl_sm_peer_check(sm);
+    }
     return BM_OK;
 }

@@ -18,7 +18,7 @@ static inline struct bm_btl_sm_module *sm_mod(struct bm_btl_module *m)
     return (struct bm_btl_sm_module *)m;
 }
 
-static struct bm_btl_sm_frag *sm_frag_get(struct bm_btl_sm_module *sm, size_t size)
+struct bm_btl_sm_frag *bm_btl_sm_frag_take(struct bm_btl_sm_module *sm, size_t size)
 {
     int cls;
     if (size <= sm->config.eager_limit)
@@ -40,6 +40,7 @@ static struct bm_btl_sm_frag *sm_frag_get(struct bm_btl_sm_module *sm, size_t si
     f->dest = NULL;
     f->in_flight = false;
     f->internal = false;
+    f->amo = false;
     return f;
 }
 
@@ -62,7 +63,7 @@ struct bm_btl_descriptor *bm_btl_sm_alloc(struct bm_btl_module *m, struct bm_btl
                                           uint8_t order, size_t size, uint32_t flags)
 {
     (void)ep;
-    struct bm_btl_sm_frag *f = sm_frag_get(sm_mod(m), size);
+    struct bm_btl_sm_frag *f = bm_btl_sm_frag_take(sm_mod(m), size);
     if (!f)
         return NULL;
     f->des.seg[0].len = size;
@@ -95,13 +96,13 @@ struct bm_btl_descriptor *bm_btl_sm_prepare_src(struct bm_btl_module *m, struct 
     return des;
 }
 
-static void sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *dest,
-                         struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag)
+void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *dest,
+                         struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag, uint8_t hdr_flags)
 {
     struct bm_btl_sm_frag_hdr *hdr = f->hdr;
     hdr->len = (uint32_t)len;
     hdr->tag = tag;
-    hdr->flags = 0;
+    hdr->flags = hdr_flags;
     hdr->src = sm->rank;
     f->dest = dest;
     f->in_flight = true;
@@ -131,7 +132,7 @@ int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
     if (len > f->cap)
         return BM_ERR_NOT_AVAILABLE;
     f->internal = false;
-    sm_frag_push(sm, (struct bm_btl_sm_endpoint *)ep, f, len, tag);
+    bm_btl_sm_frag_push(sm, (struct bm_btl_sm_endpoint *)ep, f, len, tag, 0);
     return BM_OK;
 }
 
@@ -154,7 +155,7 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const v
                                  payload_len, tag);
     if (rc == BM_BTL_DONE)
         return rc;
-    struct bm_btl_sm_frag *f = sm_frag_get(sm, len);
+    struct bm_btl_sm_frag *f = bm_btl_sm_frag_take(sm, len);
     if (!f)
         return BM_ERR_OUT_OF_RESOURCE;
     unsigned char *data = f->des.seg[0].addr;
@@ -164,7 +165,7 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const v
         memcpy(data + hdr_len, payload, payload_len);
     f->des.order = order;
     f->internal = true;
-    sm_frag_push(sm, (struct bm_btl_sm_endpoint *)ep, f, len, tag);
+    bm_btl_sm_frag_push(sm, (struct bm_btl_sm_endpoint *)ep, f, len, tag, 0);
     return BM_BTL_DONE;
 }
 
@@ -181,6 +182,11 @@ static void sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_
     sm->in_flight--;
     if (dest)
         dest->outstanding--;
+    if (f->amo) {
+        const struct bm_btl_sm_amo *a = (const void *)(hdr + 1);
+        bm_btl_sm_amo_finish(sm, f, dest, a->status);
+        return;
+    }
     if (f->internal) {
         sm_frag_put(sm, f);
         return;
@@ -210,6 +216,12 @@ static void sm_frag_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_h
     /* Whatever ep put in its fast box was sent before this fragment. */
     if (ep->fbox)
         bm_btl_sm_fbox_drain(sm, ep);
+    if (hdr->flags & BM_BTL_SM_FRAG_F_ATOMIC) {
+        bm_btl_sm_amo_run(hdr);
+        hdr->flags |= BM_BTL_SM_FRAG_F_RETURN;
+        bm_btl_sm_fifo_push(&ep->ctl->fifo, hdr, p, bm_btl_sm_resolve, sm);
+        return;
+    }
     struct bm_btl_segment seg = {(unsigned char *)hdr + sizeof(*hdr), hdr->len};
     bm_btl_tag_t tag = hdr->tag < BM_BTL_TAG_MAX ? hdr->tag : BM_BTL_TAG_BTL;
     struct bm_btl_recv_desc d = {
