@@ -183,7 +183,7 @@ static void sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_
     if (dest)
         dest->outstanding--;
     if (f->amo) {
-        const struct bm_btl_sm_amo *a = (const void *)(hdr + 1);
+        const struct bm_btl_sm_amo *a = f->des.seg[0].addr; /* the target's answer */
         bm_btl_sm_amo_finish(sm, f, dest, a->status);
         return;
     }
