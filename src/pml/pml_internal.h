@@ -90,6 +90,7 @@ struct bm_pml_request {
     bool retransmit; /* send: the first fragment is being resent after a path failure */
     bool force_rndv; /* send: the eager path could not take the whole message */
     bool copied;     /* send: the transport copied the eager payload (buffer free) */
+    bool put_done;   /* send: the receiver's PUT was carried out (a resent PUT is ignored) */
     uint8_t nest;    /* a send function is working on it (see send.c) */
     struct bm_pml_status status;
 
@@ -126,6 +127,9 @@ struct bm_pml_request {
      * In-order traffic keeps this at one range. */
     struct bm_pml_range *ranges;
     int nranges, cap_ranges;
+    struct bm_pml_rget *rget;  /* an RGET being received (rdma.c) */
+    int8_t rget_class;         /* an RGET answered with ACK to time the copy path: its size
+                                * class (rdma.c), else -1 */
     uint64_t post_seq;         /* order of posting, for wildcard fairness */
     struct bm_pml_qnode qnode; /* in a posted list */
     struct bm_pml_ctx *ctx;    /* while posted */
@@ -256,6 +260,8 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
 /* Record bytes [start, end) of a rendezvous as arrived; returns how many
  * were new (exported for the unit test). */
 size_t bm_pml_recv_ranges_add(struct bm_pml_request *req, size_t start, size_t end);
+/* A rendezvous receive has all its bytes: complete it. */
+void bm_pml_recv_done(struct bm_pml_request *req);
 void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
 
 /* send.c */
@@ -264,7 +270,7 @@ bm_status_t bm_pml_send_start(struct bm_pml_request *req);
 bm_status_t bm_pml_send_resume(struct bm_pml_request *req);
 void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
 
-/* rdma.c: single copy for large messages (RGET + FIN) */
+/* rdma.c: single copy for large messages (RGET, PUT, FIN) */
 /* Should this rendezvous be an RGET (size, a GET path that needs no registration)? */
 bool bm_pml_rdma_rget_ok(const struct bm_pml_request *req);
 /* Send the RGET; the send then waits for FIN (or an ACK when the receiver falls back). */
@@ -274,6 +280,11 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
                               uint64_t msg_len, bm_pml_reqid_t sreq, const void *tail,
                               size_t tail_len);
 void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+/* FRAG bytes of a receive whose rget_class >= 0 arrived, or it completed. */
+void bm_pml_rdma_copy_bytes(struct bm_pml_request *req, size_t n);
+void bm_pml_rdma_copy_done(struct bm_pml_request *req);
+/* The sender's side of a PUT: write the range asked for, answer with FIN. */
+void bm_pml_rdma_put_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
 
 /* progress.c */
 void bm_pml_pending_add(struct bm_pml_request *req);

@@ -1,17 +1,29 @@
-/* The RGET + FIN protocol of the PML: single copy for large messages. For a
- * message of at least BM_PML_RGET_LIMIT bytes to a peer whose RDMA list has
- * a working GET path that needs no memory registration (sm with
+/* The single-copy protocols of the PML for large messages. For a message
+ * of at least BM_PML_RGET_LIMIT bytes to a peer whose RDMA list has a
+ * working GET path that needs no memory registration (sm with
  * process_vm_readv), the sender sends RGET (the RNDV fields plus its buffer
  * address) instead of RNDV and waits. The receiver, once RGET matches a
  * receive, reads the message (only the part that fits: truncation) straight
  * from the sender's buffer into the user's buffer with the transport's get,
- * in chunks of at most get_limit bytes, and then sends FIN; the sender
- * completes on FIN, which it handles as an ACK that wants nothing more
- * (send.c). When no GET path exists on the receiver's side or a get fails
- * (EPERM, a peer that forbids cross-memory access), the receiver answers
- * the RGET as a RNDV with an ACK for the whole range, and the sender sends
- * FRAGs as usual: the rendezvous never depends on RDMA working. That is
- * said once at info level.
+ * in chunks of at most get_limit bytes.
+ *
+ * A kernel copy runs on one core, and the sender would sit idle meanwhile,
+ * so the receiver splits the work (BM_PML_RGET_PUT_SHARE): before it starts
+ * reading the head of the message it sends PUT, which asks the sender to
+ * write the tail [get_len, fit) into the receive buffer with the
+ * transport's put. Both cores then copy at once, each its own part, and
+ * every byte still moves once. The sender answers the PUT with a FIN for
+ * the tail; the receiver completes when its own reads are done and that FIN
+ * arrived, and only then sends the FIN that completes the send (so the
+ * sender's request, which the PUT names, outlives the PUT in every order of
+ * arrival, and a resent PUT is recognised by the request's put_done).
+ *
+ * When no GET path exists on the receiver's side, a get fails (EPERM, a
+ * peer that forbids cross-memory access) or the sender could not put, the
+ * receiver answers with an ACK for the part that did not arrive, and the
+ * sender sends it in FRAGs as for RNDV: the rendezvous never depends on RDMA
+ * working. That is said once at info level. Arrived parts are counted as
+ * byte ranges (recv.c), so a FRAG never counts twice.
  *
  * RGET travels through match.c as a RNDV whose payload is the tail of the
  * RGET header (address, handle length, handle); recv.c hands matched RGETs
@@ -20,13 +32,21 @@
 #include "util/log.h"
 
 #include "pml/pml_internal.h"
+#include "util/clock.h"
 #include "util/params.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+enum rdma_choice_mode { RDMA_CHOICE_AUTO, RDMA_CHOICE_READ, RDMA_CHOICE_COPY };
+enum rdma_fail { RDMA_FAIL_NONE, RDMA_FAIL_GET, RDMA_FAIL_PUT, RDMA_FAIL_BOTH };
+
 struct rdma_params {
     size_t rget_limit;
+    int put_share;
+    int choice;   /* enum rdma_choice_mode */
+    int retry_ms; /* auto: re-measure the way not taken after this long */
+    int fail;     /* enum rdma_fail */
 };
 
 static const struct bm_param rdma_params[] = {
@@ -38,6 +58,24 @@ static const struct bm_param rdma_params[] = {
      "process_vm_readv moved 4.5-5 GB/s against 20 GB/s for memcpy, and sm's pipelined "
      "copy-in/copy-out (sender and receiver copying at once) won at every size.",
      offsetof(struct rdma_params, rget_limit), 0},
+    {"BM_PML_RGET_PUT_SHARE", BM_PARAM_INT, "50", 0, 90, NULL,
+     "Percent of an RGET message that the receiver asks the sender to write (PUT) while it "
+     "reads the rest, so that both processes copy at once. 0: the receiver reads it all.",
+     offsetof(struct rdma_params, put_share), 0},
+    {"BM_PML_RGET_CHOICE", BM_PARAM_ENUM, "auto", 0, 0, "auto|read|copy",
+     "How a receiver takes an RGET message: read = single copy (with the sender's PUT share); "
+     "copy = ask for fragments (copy-in/copy-out); auto = whichever moved more bytes per "
+     "second lately for messages of that size, each timed alone, the other tried again every "
+     "BM_PML_RGET_RETRY_MS.",
+     offsetof(struct rdma_params, choice), 0},
+    {"BM_PML_RGET_RETRY_MS", BM_PARAM_INT, "200", 1, 1 << 20, NULL,
+     "With BM_PML_RGET_CHOICE=auto, how old (ms) the measurement of the way not taken may get "
+     "before it is measured again.",
+     offsetof(struct rdma_params, retry_ms), 0},
+    {"BM_PML_RDMA_FAIL", BM_PARAM_ENUM, "none", 0, 0, "none|get|put|both",
+     "Testing only: make the PML's single-copy gets, puts or both fail as a refused transfer "
+     "would, to exercise the fallback to fragments.",
+     offsetof(struct rdma_params, fail), 0},
 };
 static const struct bm_param_table rdma_table = {"pml", rdma_params, BM_PARAM_COUNT(rdma_params)};
 BM_PARAM_TABLE_REGISTER(rdma_table);
@@ -55,42 +93,158 @@ _Static_assert(sizeof(struct rdma_rget_tail) ==
 
 static struct {
     bool loaded;
-    size_t rget_limit;
+    struct rdma_params p;
     bool told_fallback;
 } rdma_g;
 
-/* A receive reading an RGET's data. */
-struct rdma_rget_op {
+enum rget_put_state {
+    RGET_PUT_NONE,   /* the receiver reads everything */
+    RGET_PUT_WAIT,   /* PUT sent, its FIN not back */
+    RGET_PUT_OK,     /* the sender wrote the tail */
+    RGET_PUT_FAILED, /* the sender could not: the tail comes in FRAGs */
+};
+
+/* A receive taking an RGET's data: reading [0, get_len) and, when the
+ * sender writes the rest, waiting for its FIN. */
+struct bm_pml_rget {
     struct bm_pml_request *req;
     int peer_world;
     bm_pml_reqid_t sreq;
     struct bm_pml_hdr_match match; /* for the FIN */
-    size_t fit;                    /* bytes to read */
+    size_t fit;                    /* bytes of the message that fit */
+    size_t get_len;                /* bytes read here; [get_len, fit) are the sender's */
     int pending;                   /* gets issued and not completed */
     bool issuing;                  /* still in the loop issuing gets */
-    int status;                    /* first failure, or BM_OK */
+    uint8_t put;                   /* enum rget_put_state */
+    int8_t cls;                    /* size class, for the auto choice */
+    int status;                    /* first failure of a get, or BM_OK */
 };
 
-static size_t rdma_limit(void)
+static const struct rdma_params *rdma_params_get(void)
 {
     if (!rdma_g.loaded) {
-        struct rdma_params p;
-        if (bm_util_params_load(&rdma_table, &p) != BM_OK)
-            p.rget_limit = 0;
-        rdma_g.rget_limit = p.rget_limit;
+        if (bm_util_params_load(&rdma_table, &rdma_g.p) != BM_OK) {
+            rdma_g.p.rget_limit = 0;
+            rdma_g.p.put_share = 0;
+        }
         rdma_g.loaded = true;
     }
-    return rdma_g.rget_limit;
+    return &rdma_g.p;
 }
 
-/* A working GET path to peer_world that needs no registration. */
-static struct bm_btl_path *rdma_get_path(int peer_world, size_t bytes)
+/* ---- the auto choice between reading and copying -------------------------
+ * Which is faster depends on the machine and, on a VM, on the moment: here
+ * copy-in/copy-out streamed 9-14 GB/s while the two vCPUs shared a cache
+ * and 2-3 GB/s when they did not, while process_vm_readv stayed at 4.5-6
+ * GB/s per core. So the receiver measures both ways, per size class
+ * (powers of two from 64 KiB), and answers RGETs the way that moved more
+ * bytes per second. A way is timed only while it runs alone (no message
+ * of the other way in progress), since two ways sharing the cores each look
+ * slow; a rate counts after RDMA_EPOCH_NS of such time, and the way not
+ * taken is tried again once its rate is older than BM_PML_RGET_RETRY_MS. */
+
+#define RDMA_CLASSES  8
+#define RDMA_EPOCH_NS 2000000u
+
+enum rdma_way { WAY_READ, WAY_COPY };
+
+struct rdma_way_stat {
+    int active;        /* messages of this class in progress this way */
+    uint64_t bytes;    /* moved while this way ran alone, this epoch */
+    uint64_t alone_ns; /* time it ran alone, this epoch */
+    double rate;       /* bytes per ns of its last epoch; 0: never measured */
+    uint64_t rate_at;  /* when that was */
+};
+
+static struct {
+    int active[2];  /* messages in progress each way, all classes */
+    uint64_t since; /* last tick */
+    struct rdma_way_stat st[RDMA_CLASSES][2];
+    uint8_t way[RDMA_CLASSES]; /* enum rdma_way that new RGETs of the class take */
+} choice_g;
+
+static int rdma_class(size_t bytes)
+{
+    int c = 0;
+    for (size_t b = bytes >> 17; b && c < RDMA_CLASSES - 1; b >>= 1)
+        c++;
+    return c;
+}
+
+/* Credit the time since the last tick to each class of a way running alone. */
+static void choice_tick(void)
+{
+    uint64_t now = bm_util_clock_now_ns();
+    uint64_t dt = now - choice_g.since;
+    choice_g.since = now;
+    for (int w = 0; w < 2; w++) {
+        if (choice_g.active[w] == 0 || choice_g.active[!w] > 0)
+            continue;
+        for (int c = 0; c < RDMA_CLASSES; c++)
+            if (choice_g.st[c][w].active > 0)
+                choice_g.st[c][w].alone_ns += dt;
+    }
+}
+
+static void choice_count(int c, int w, int delta)
+{
+    choice_tick();
+    choice_g.st[c][w].active += delta;
+    choice_g.active[w] += delta;
+}
+
+static void choice_bytes(int c, int w, size_t n)
+{
+    choice_tick();
+    if (choice_g.active[!w] == 0)
+        choice_g.st[c][w].bytes += n;
+}
+
+/* The way an RGET of class c takes now. */
+static enum rdma_way choice_pick(int c)
+{
+    const struct rdma_params *p = rdma_params_get();
+    if (p->choice != RDMA_CHOICE_AUTO)
+        return p->choice == RDMA_CHOICE_COPY ? WAY_COPY : WAY_READ;
+    choice_tick();
+    int w = choice_g.way[c];
+    struct rdma_way_stat *cur = &choice_g.st[c][w], *alt = &choice_g.st[c][!w];
+    if (cur->alone_ns < RDMA_EPOCH_NS || cur->bytes == 0)
+        return (enum rdma_way)w;
+    cur->rate = (double)cur->bytes / (double)cur->alone_ns;
+    cur->rate_at = choice_g.since;
+    cur->bytes = cur->alone_ns = 0;
+    bool stale = alt->rate == 0 || choice_g.since - alt->rate_at > (uint64_t)p->retry_ms * 1000000u;
+    if (stale || alt->rate > cur->rate) {
+        bm_log_debug("RGETs of class %d (from %zu KiB): %s at %.2f GB/s, now %s (%s)", c,
+                     (size_t)64 << c, w == WAY_READ ? "read" : "copy", cur->rate,
+                     w == WAY_READ ? "copy" : "read", stale ? "to measure it" : "faster");
+        choice_g.way[c] = (uint8_t)!w;
+        alt->bytes = alt->alone_ns = 0;
+    }
+    return (enum rdma_way)choice_g.way[c];
+}
+
+void bm_pml_rdma_copy_bytes(struct bm_pml_request *req, size_t n)
+{
+    choice_bytes(req->rget_class, WAY_COPY, n);
+}
+
+void bm_pml_rdma_copy_done(struct bm_pml_request *req)
+{
+    choice_count(req->rget_class, WAY_COPY, -1);
+    req->rget_class = -1;
+}
+
+/* A working path to peer_world with the RDMA capability cap (GET or PUT)
+ * that needs no registration. */
+static struct bm_btl_path *rdma_path(int peer_world, uint32_t cap, size_t bytes)
 {
     struct bm_btl_path_list *l = &bm_btl_base_peer(peer_world)->rdma;
     for (int i = 0; i < l->count; i++) {
         struct bm_btl_path *p = &l->paths[i];
         const struct bm_btl_module *m = p->module;
-        if (p->failed || !(m->caps & BM_BTL_CAP_GET) || (m->caps & BM_BTL_CAP_REG_MEM) ||
+        if (p->failed || !(m->caps & cap) || (m->caps & BM_BTL_CAP_REG_MEM) ||
             m->reg_handle_size != 0 || bytes < m->min_rdma_pipeline_size)
             continue;
         return p;
@@ -100,10 +254,10 @@ static struct bm_btl_path *rdma_get_path(int peer_world, size_t bytes)
 
 bool bm_pml_rdma_rget_ok(const struct bm_pml_request *req)
 {
-    size_t limit = rdma_limit();
+    size_t limit = rdma_params_get()->rget_limit;
     if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank)
         return false;
-    return rdma_get_path(req->peer, req->bytes) != NULL;
+    return rdma_path(req->peer, BM_BTL_CAP_GET, req->bytes) != NULL;
 }
 
 void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh)
@@ -126,20 +280,79 @@ void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_m
     bm_pml_ctl_send(req->peer, BM_PML_BTL_TAG(BM_PML_HDR_RGET), &h, sizeof(h));
 }
 
-/* Every get of op is done: FIN, or fall back to FRAGs. */
-static void rget_finish(struct rdma_rget_op *op)
+/* Move [off, off + len) between local and remote in chunks the path takes;
+ * returns the gets/puts still pending (their callbacks count down) through
+ * *pending, and the first failure. */
+static int rdma_move(struct bm_btl_path *path, bool put, char *local, uint64_t remote, size_t len,
+                     bm_btl_rdma_cb_fn cb, void *cbdata, int *pending)
+{
+    int fail = rdma_params_get()->fail;
+    if (fail == RDMA_FAIL_BOTH || fail == (put ? RDMA_FAIL_PUT : RDMA_FAIL_GET))
+        return BM_ERR_NOT_AVAILABLE;
+    struct bm_btl_module *m = path->module;
+    size_t chunk = put ? m->put_limit : m->get_limit;
+    if (chunk == 0 || chunk > len)
+        chunk = len;
+    if (m->rdma_pipeline_frag_size && m->rdma_pipeline_frag_size < chunk)
+        chunk = m->rdma_pipeline_frag_size;
+    for (size_t off = 0; off < len; off += chunk) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        (*pending)++;
+        int rc = put ? bm_btl_put(m, path->endpoint, local + off, remote + off, NULL, NULL, n, 0, 0,
+                                  cb, NULL, cbdata)
+                     : bm_btl_get(m, path->endpoint, local + off, remote + off, NULL, NULL, n, 0, 0,
+                                  cb, NULL, cbdata);
+        if (rc == BM_BTL_DONE || rc < 0)
+            (*pending)--;
+        if (rc < 0)
+            return rc;
+    }
+    return BM_OK;
+}
+
+/* Some of the message did not arrive by RDMA: ask for it in FRAGs. */
+static void rget_fall_back(struct bm_pml_rget *op, bool failed)
 {
     struct bm_pml_request *req = op->req;
-    if (op->status != BM_OK) {
-        if (!rdma_g.told_fallback) {
-            rdma_g.told_fallback = true;
-            bm_log_info("single-copy read of a %zu-byte message from rank %d failed (%s); "
-                        "copying it through the transport's fragments instead (said once)",
-                        op->fit, op->peer_world, bm_status_str(op->status));
-        }
-        /* As a RNDV that carried no bytes: the ACK asks for all of it. */
-        bm_pml_recv_matched(req, op->peer_world, BM_PML_HDR_RNDV, op->match.src, op->match.tag,
-                            req->msg_len, op->sreq, NULL, 0);
+    size_t lo = op->status != BM_OK ? 0 : op->get_len;
+    size_t hi = op->put == RGET_PUT_FAILED ? op->fit : op->get_len;
+    if (failed && !rdma_g.told_fallback) {
+        rdma_g.told_fallback = true;
+        bm_log_info("single-copy %s of bytes %zu-%zu of a %zu-byte message from rank %d failed "
+                    "(%s); copying them through the transport's fragments instead (said once)",
+                    op->status != BM_OK ? "read" : "write by the sender", lo, hi, op->fit,
+                    op->peer_world,
+                    bm_status_str(op->status != BM_OK ? op->status : BM_ERR_NOT_AVAILABLE));
+    }
+    req->want = op->fit;
+    bool done_now = req->arrived >= req->want; /* nothing fits: the ACK only ends the send */
+    struct bm_pml_hdr_ack ack = {
+        .base = {.type = BM_PML_HDR_ACK},
+        .sreq = op->sreq,
+        .rreq = bm_pml_request_id(req),
+        .offset = lo,
+        .length = hi,
+    };
+    if (done_now)
+        bm_pml_recv_done(req);
+    bm_pml_ctl_send(op->peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
+}
+
+/* Go on once the gets are done and the sender's FIN for a PUT is back:
+ * complete and send FIN, or fall back to FRAGs for what is missing. */
+static void rget_step(struct bm_pml_rget *op)
+{
+    if (op->pending > 0 || op->issuing || op->put == RGET_PUT_WAIT)
+        return;
+    struct bm_pml_request *req = op->req;
+    req->rget = NULL;
+    if (op->status == BM_OK && op->get_len > 0) {
+        req->arrived += bm_pml_recv_ranges_add(req, 0, op->get_len);
+        choice_bytes(op->cls, WAY_READ, op->get_len);
+    }
+    choice_count(op->cls, WAY_READ, -1);
+    if (op->status != BM_OK || op->put == RGET_PUT_FAILED) {
+        rget_fall_back(op, true);
         free(op);
         return;
     }
@@ -154,7 +367,7 @@ static void rget_finish(struct rdma_rget_op *op)
     fin.match.base.flags = 0;
     int peer = op->peer_world;
     free(op);
-    bm_pml_request_complete(req);
+    bm_pml_recv_done(req);
     bm_pml_ctl_send(peer, BM_PML_BTL_TAG(BM_PML_HDR_FIN), &fin, sizeof(fin));
 }
 
@@ -167,11 +380,23 @@ static void rget_get_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep, voi
     (void)local_addr;
     (void)local_handle;
     (void)context;
-    struct rdma_rget_op *op = cbdata;
+    struct bm_pml_rget *op = cbdata;
     if (status < 0 && op->status == BM_OK)
         op->status = status;
-    if (--op->pending == 0 && !op->issuing)
-        rget_finish(op);
+    op->pending--;
+    rget_step(op);
+}
+
+/* How much of fit the sender is asked to write: the share, to the nearest
+ * whole page, and only when both parts are worth a single-copy operation. */
+static size_t rget_put_len(int peer_world, size_t fit)
+{
+    size_t share = (size_t)rdma_params_get()->put_share;
+    size_t len = (fit / 100 * share + fit % 100 * share / 100 + 2048) & ~(size_t)4095;
+    struct bm_btl_path *path = rdma_path(peer_world, BM_BTL_CAP_PUT, len);
+    if (len == 0 || !path || fit - len < path->module->min_rdma_pipeline_size)
+        return 0;
+    return len;
 }
 
 void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int src, int tag,
@@ -185,8 +410,11 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
     size_t fit = msg_len < req->capacity ? (size_t)msg_len : req->capacity;
     req->status.count = fit;
     req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
+    req->arrived = 0;
+    req->want = 0;
+    req->nranges = 0;
     struct rdma_rget_tail t;
-    struct rdma_rget_op *op = calloc(1, sizeof(*op));
+    struct bm_pml_rget *op = calloc(1, sizeof(*op));
     if (!op)
         abort();
     op->req = req;
@@ -196,34 +424,71 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
     op->match.src = src;
     op->match.tag = tag;
     op->fit = fit;
+    op->get_len = fit;
     op->status = BM_OK;
-    struct bm_btl_path *path = rdma_get_path(peer_world, fit);
+    op->issuing = true;
+    op->cls = (int8_t)rdma_class(fit);
+    req->rget = op;
+    struct bm_btl_path *path = rdma_path(peer_world, BM_BTL_CAP_GET, fit);
+    if (path && tail_len >= sizeof(t) && choice_pick(op->cls) == WAY_COPY) {
+        /* Copy-in/copy-out, timed: an ACK for all of it. */
+        bm_log_debug("RGET of %zu bytes from rank %d: asking for fragments (copy)", fit,
+                     peer_world);
+        req->rget = NULL;
+        req->rget_class = op->cls;
+        choice_count(op->cls, WAY_COPY, 1);
+        op->status = BM_ERR_NOT_AVAILABLE; /* nothing read: the ACK covers [0, fit) */
+        op->issuing = false;
+        rget_fall_back(op, false);
+        free(op);
+        return;
+    }
+    choice_count(op->cls, WAY_READ, 1);
     if (tail_len < sizeof(t) || !path) {
         op->status = tail_len < sizeof(t) ? BM_ERR_BAD_PARAM : BM_ERR_NOT_AVAILABLE;
-        rget_finish(op);
+        op->issuing = false;
+        rget_step(op);
         return;
     }
     memcpy(&t, tail, sizeof(t));
-    struct bm_btl_module *m = path->module;
-    size_t chunk = m->get_limit ? m->get_limit : fit;
-    if (m->rdma_pipeline_frag_size && m->rdma_pipeline_frag_size < chunk)
-        chunk = m->rdma_pipeline_frag_size;
-    op->issuing = true;
-    for (size_t off = 0; off < fit && op->status == BM_OK; off += chunk) {
-        size_t n = fit - off < chunk ? fit - off : chunk;
-        op->pending++;
-        int rc = bm_btl_get(m, path->endpoint, req->rbuf + off, t.remote_addr + off, NULL, NULL, n,
-                            0, 0, rget_get_cb, NULL, op);
-        if (rc == BM_BTL_DONE) {
-            op->pending--;
-        } else if (rc < 0) {
-            op->pending--;
-            op->status = rc;
-        }
+    size_t put_len = rget_put_len(peer_world, fit);
+    if (put_len > 0) {
+        /* First, so that the sender's copy overlaps this side's. */
+        op->get_len = fit - put_len;
+        op->put = RGET_PUT_WAIT;
+        struct bm_pml_hdr_put ph = {
+            .base = {.type = BM_PML_HDR_PUT},
+            .sreq = sreq,
+            .rreq = bm_pml_request_id(req),
+            .offset = op->get_len,
+            .length = put_len,
+            .remote_addr = (uint64_t)(uintptr_t)(req->rbuf + op->get_len),
+        };
+        bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_PUT), &ph, sizeof(ph));
     }
+    op->status = rdma_move(path, false, req->rbuf, t.remote_addr, op->get_len, rget_get_cb, op,
+                           &op->pending);
     op->issuing = false;
-    if (op->pending == 0)
-        rget_finish(op);
+    rget_step(op);
+}
+
+/* The receiver's side of the sender's FIN for a PUT. */
+static void rget_put_fin(struct bm_pml_request *req, const struct bm_pml_hdr_fin *fin, int peer)
+{
+    struct bm_pml_rget *op = req->rget;
+    if (!op || op->put != RGET_PUT_WAIT || req->src_world != peer || fin->offset != op->get_len ||
+        fin->length != op->fit - op->get_len) {
+        bm_log_debug("dropped a FIN from rank %d for no PUT in progress (duplicate?)", peer);
+        return;
+    }
+    if (fin->status == BM_OK) {
+        op->put = RGET_PUT_OK;
+        req->arrived += bm_pml_recv_ranges_add(req, op->get_len, op->fit);
+        choice_bytes(op->cls, WAY_READ, op->fit - op->get_len);
+    } else {
+        op->put = RGET_PUT_FAILED;
+    }
+    rget_step(op);
 }
 
 void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
@@ -237,11 +502,21 @@ void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
     }
     memcpy(&fin, d->seg[0].addr, sizeof(fin));
     struct bm_pml_request *req = bm_pml_request_lookup(fin.req, BM_PML_REQ_SEND);
-    if (!req || req->peer != d->peer || fin.length > req->bytes) {
+    if (!req) {
+        /* a FIN naming a receive: the sender wrote what a PUT asked for */
+        req = bm_pml_request_lookup(fin.req, BM_PML_REQ_RECV);
+        if (req)
+            rget_put_fin(req, &fin, d->peer);
+        else
+            bm_log_debug("dropped a FIN from rank %d for no request in progress (duplicate?)",
+                         d->peer);
+        return;
+    }
+    if (req->peer != d->peer || fin.length > req->bytes) {
         bm_log_debug("dropped a FIN from rank %d for no send in progress (duplicate?)", d->peer);
         return;
     }
-    /* The receiver read what it wanted: an ACK that asks for nothing more. */
+    /* The receiver has what it wanted: an ACK that asks for nothing more. */
     struct bm_pml_hdr_ack ack = {
         .base = {.type = BM_PML_HDR_ACK},
         .sreq = fin.req,
@@ -255,4 +530,84 @@ void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
     ad.seg_count = 1;
     ad.seg = &seg;
     bm_pml_send_ack_cb(m, &ad, cbdata);
+}
+
+/* A sender writing the range a PUT asked for. */
+struct rdma_put_op {
+    struct bm_pml_hdr_fin fin;
+    int peer_world;
+    int pending;
+    bool issuing;
+};
+
+static void put_step(struct rdma_put_op *op)
+{
+    if (op->pending > 0 || op->issuing)
+        return;
+    bm_log_debug("PUT of bytes %llu-%llu to rank %d: %s", (unsigned long long)op->fin.offset,
+                 (unsigned long long)(op->fin.offset + op->fin.length), op->peer_world,
+                 bm_status_str(op->fin.status));
+    bm_pml_ctl_send(op->peer_world, BM_PML_BTL_TAG(BM_PML_HDR_FIN), &op->fin, sizeof(op->fin));
+    free(op);
+}
+
+static void put_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                   struct bm_btl_reg_handle *local_handle, void *context, void *cbdata, int status)
+{
+    (void)m;
+    (void)ep;
+    (void)local_addr;
+    (void)local_handle;
+    (void)context;
+    struct rdma_put_op *op = cbdata;
+    if (status < 0 && op->fin.status == BM_OK)
+        op->fin.status = status;
+    op->pending--;
+    put_step(op);
+}
+
+void bm_pml_rdma_put_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    struct bm_pml_hdr_put ph;
+    size_t len = d->seg_count ? d->seg[0].len : 0;
+    if (len < sizeof(ph)) {
+        bm_log_ratelimited(BM_LOG_ERROR, "dropped a short PUT (%zu bytes) from rank %d", len,
+                           d->peer);
+        return;
+    }
+    memcpy(&ph, d->seg[0].addr, sizeof(ph));
+    /* The request outlives the PUT: the receiver completes it only after
+     * the FIN below. A second PUT is a resend after a path failure. */
+    struct bm_pml_request *req = bm_pml_request_lookup(ph.sreq, BM_PML_REQ_SEND);
+    if (!req || req->peer != d->peer || req->put_done || ph.offset > req->bytes ||
+        ph.length > req->bytes - ph.offset) {
+        bm_log_debug("dropped a PUT from rank %d for no send waiting for one (duplicate?)",
+                     d->peer);
+        return;
+    }
+    req->put_done = true;
+    struct rdma_put_op *op = calloc(1, sizeof(*op));
+    if (!op)
+        abort();
+    op->peer_world = d->peer;
+    op->fin.match = (struct bm_pml_hdr_match){.base = {.type = BM_PML_HDR_FIN},
+                                              .cid = req->cid,
+                                              .src = req->src_rank,
+                                              .tag = req->tag,
+                                              .seq = req->seq};
+    op->fin.status = BM_OK;
+    op->fin.req = ph.rreq;
+    op->fin.offset = ph.offset;
+    op->fin.length = ph.length;
+    op->issuing = true;
+    struct bm_btl_path *path = rdma_path(d->peer, BM_BTL_CAP_PUT, ph.length);
+    if (!path)
+        op->fin.status = BM_ERR_NOT_AVAILABLE;
+    else
+        op->fin.status = rdma_move(path, true, (char *)(uintptr_t)(req->sbuf + ph.offset),
+                                   ph.remote_addr, ph.length, put_cb, op, &op->pending);
+    op->issuing = false;
+    put_step(op);
 }

@@ -217,8 +217,10 @@ size_t bm_pml_recv_ranges_add(struct bm_pml_request *req, size_t start, size_t e
     return ranges_add(req, start, end);
 }
 
-static void recv_done(struct bm_pml_request *req)
+void bm_pml_recv_done(struct bm_pml_request *req)
 {
+    if (req->rget_class >= 0)
+        bm_pml_rdma_copy_done(req);
     free(req->ranges);
     req->ranges = NULL;
     req->nranges = req->cap_ranges = 0;
@@ -255,7 +257,10 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
         size_t smin = bm_pml_g.cfg.stream_copy_min;
         desc_copy_to(d, sizeof(fh), req->rbuf + fh.offset, n, smin && req->msg_len >= smin);
     }
-    req->arrived += ranges_add(req, fh.offset, fh.offset + plen);
+    size_t fresh = ranges_add(req, fh.offset, fh.offset + plen);
+    req->arrived += fresh;
+    if (req->rget_class >= 0)
+        bm_pml_rdma_copy_bytes(req, fresh);
     if (req->arrived >= req->want)
-        recv_done(req);
+        bm_pml_recv_done(req);
 }

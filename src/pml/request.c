@@ -57,6 +57,7 @@ struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
     } else {
         bm_util_zero(req, send_at);
         bm_util_zero((char *)req + recv_at, sizeof(*req) - recv_at);
+        req->rget_class = -1;
     }
     req->index = index;
     req->gen = gen;

@@ -6,7 +6,11 @@
  * unexpected (receive posted late) messages work. With the argument
  * "fallback" rank 1 turns single copy off for itself, so rank 0 still offers
  * RGET but rank 1 cannot read: it must fall back to RNDV/ACK/FRAG and the
- * data must still arrive intact. */
+ * data must still arrive intact. With "log=R:TEXT" rank R logs the PML at
+ * debug level into a file and checks at the end that TEXT was logged: the
+ * variants in CMakeLists.txt use it to prove which way the data went (the
+ * sender's PUT, fragments asked for by choice, the fallback after a failed
+ * get or put), since every way delivers the same bytes. */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -35,6 +39,45 @@ static long check(const unsigned char *b, int msg, size_t n)
     return bad;
 }
 
+/* Rank `rank` logs into a temporary file from now on when want names it. */
+struct log_capture {
+    const char *text; /* what must appear, or NULL */
+    FILE *file;
+    int saved_fd;
+};
+
+static void log_capture_start(struct log_capture *lc, const char *arg, int rank)
+{
+    lc->text = NULL;
+    if (!arg || strncmp(arg, "log=", 4) != 0 || atoi(arg + 4) != rank || !strchr(arg, ':'))
+        return;
+    lc->text = strchr(arg, ':') + 1;
+    lc->file = tmpfile();
+    BM_CHECK(lc->file != NULL);
+    fflush(stderr);
+    lc->saved_fd = dup(2);
+    dup2(fileno(lc->file), 2);
+    setenv("BM_VERBOSE", "pml:4", 1);
+}
+
+static void log_capture_check(struct log_capture *lc, int rank)
+{
+    if (!lc->text)
+        return;
+    fflush(stderr);
+    dup2(lc->saved_fd, 2);
+    close(lc->saved_fd);
+    rewind(lc->file);
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), lc->file))
+        found = strstr(line, lc->text) != NULL;
+    fclose(lc->file);
+    if (!found)
+        fprintf(stderr, "test_sm_rget rank %d: the PML never logged \"%s\"\n", rank, lc->text);
+    BM_CHECK(found);
+}
+
 static const size_t sizes[] = {65536, 65537, 200000, 1 << 20, 4 << 20};
 #define NSIZES (int)(sizeof(sizes) / sizeof(sizes[0]))
 
@@ -44,6 +87,8 @@ int main(int argc, char **argv)
     const char *r = getenv("BMRUN_RANK");
     if (fallback && r && atoi(r) == 1)
         setenv("BM_BTL_SM_SINGLE_COPY", "0", 1);
+    struct log_capture lc;
+    log_capture_start(&lc, argc > 1 ? argv[1] : NULL, r ? atoi(r) : -1);
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -110,6 +155,7 @@ int main(int argc, char **argv)
         BM_CHECK_EQ_INT(check(buf, 61, 500000), 0);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    log_capture_check(&lc, rank);
     free(buf);
     char name[64];
     snprintf(name, sizeof(name), "test_sm_rget rank %d%s", rank, fallback ? " (fallback)" : "");
