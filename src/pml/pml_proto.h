@@ -15,8 +15,12 @@
  *               FRAG + bytes, pipelined over the paths ->
  *   synchronous sends always use RNDV, even when the whole payload fits:
  *   the ACK tells the sender that the receive matched.
- *   RDMA (a later issue): RNDV -> PUT ... <- ; data by RDMA write; FIN ->
- *                         RGET ->; receiver reads; <- FIN
+ *   single copy (rdma.c): RGET (RNDV fields + sender's buffer)  ->
+ *                                                      <- PUT (tail of the message, receiver's
+ *                                                              address), then it reads the head
+ *               sender writes the tail; FIN (rreq)     ->
+ *                                                      <- FIN (sreq): reads done, send complete
+ *               a failed get or put: <- ACK for the missing range, FRAGs as above
  * FIN repeats the match information so a duplicate FIN after a failover can
  * be recognised (the bfo design). */
 #ifndef BM_PML_PROTO_H
@@ -105,9 +109,11 @@ struct bm_pml_hdr_frag {
 };
 _Static_assert(sizeof(struct bm_pml_hdr_frag) == 24, "FRAG header is 24 bytes");
 
-/* PUT: the receiver asks the sender to RDMA-write bytes [offset, offset +
- * length) of the message to remote_addr. handle_len bytes of the receiver's
- * registration handle (bm_btl_reg_handle, transport-defined) follow. */
+/* PUT: the receiver of an RGET asks the sender to RDMA-write bytes [offset,
+ * offset + length) of the message to remote_addr while it reads the rest;
+ * the sender answers with a FIN naming rreq. handle_len bytes of the
+ * receiver's registration handle (bm_btl_reg_handle, transport-defined)
+ * follow (0 for sm). */
 struct bm_pml_hdr_put {
     struct bm_pml_hdr_base base;
     uint32_t handle_len;  /* bytes of registration handle after the header */
@@ -119,9 +125,10 @@ struct bm_pml_hdr_put {
 };
 _Static_assert(sizeof(struct bm_pml_hdr_put) == 48, "PUT header is 48 bytes");
 
-/* FIN: an RDMA write (sender -> receiver, after PUT) or read (receiver ->
- * sender, after RGET) finished. It repeats the message's match information
- * so that a FIN resent after a failover is recognised as a duplicate. */
+/* FIN: an RDMA write (sender -> receiver, after PUT: req is the receive) or
+ * the whole receive of an RGET (receiver -> sender: req is the send)
+ * finished. It repeats the message's match information so that a FIN
+ * resent after a failover is recognised as a duplicate. */
 struct bm_pml_hdr_fin {
     struct bm_pml_hdr_match match; /* the message's MATCH fields, for duplicate detection */
     int32_t status;                /* bm_status_t of the transfer: BM_OK or an error */
