@@ -49,6 +49,8 @@ struct log_capture {
 static void log_capture_start(struct log_capture *lc, const char *arg, int rank)
 {
     lc->text = NULL;
+    lc->file = NULL;
+    lc->saved_fd = -1;
     if (!arg || strncmp(arg, "log=", 4) != 0 || atoi(arg + 4) != rank || !strchr(arg, ':'))
         return;
     lc->text = strchr(arg, ':') + 1;
