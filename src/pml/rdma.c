@@ -403,7 +403,7 @@ static size_t rget_put_len(int peer_world, size_t fit)
     size_t share = (size_t)rdma_params_get()->put_share;
     size_t len = (fit / 100 * share + fit % 100 * share / 100 + 2048) & ~(size_t)4095;
     struct bm_btl_path *path = rdma_path(peer_world, BM_BTL_CAP_PUT, len);
-    if (len == 0 || !path || fit - len < path->module->min_rdma_pipeline_size)
+    if (len == 0 || len > fit || !path || fit - len < path->module->min_rdma_pipeline_size)
         return 0;
     return len;
 }
