@@ -137,7 +137,8 @@ static const struct rdma_params *rdma_params_get(void)
  * Which is faster depends on the machine and, on a VM, on the moment: here
  * copy-in/copy-out streamed 9-14 GB/s while the two vCPUs shared a cache
  * and 2-3 GB/s when they did not, while process_vm_readv stayed at 4.5-6
- * GB/s per core. So the receiver measures both ways, per size class
+ * GB/s per core. With BM_PML_RGET_CHOICE=auto (the default reads, and
+ * keeps none of this bookkeeping) the receiver measures both ways, per size class
  * (powers of two from 64 KiB), and answers RGETs the way that moved more
  * bytes per second. A way is timed only while it runs alone (no message
  * of the other way in progress), since two ways sharing the cores each look
@@ -188,8 +189,15 @@ static void choice_tick(void)
     }
 }
 
+static bool choice_auto(void)
+{
+    return rdma_params_get()->choice == RDMA_CHOICE_AUTO;
+}
+
 static void choice_count(int c, int w, int delta)
 {
+    if (!choice_auto())
+        return;
     choice_tick();
     choice_g.st[c][w].active += delta;
     choice_g.active[w] += delta;
@@ -197,6 +205,8 @@ static void choice_count(int c, int w, int delta)
 
 static void choice_bytes(int c, int w, size_t n)
 {
+    if (!choice_auto())
+        return;
     choice_tick();
     if (choice_g.active[!w] == 0)
         choice_g.st[c][w].bytes += n;
@@ -444,10 +454,11 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
         bm_log_debug("RGET of %zu bytes from rank %d: asking for fragments (copy)", fit,
                      peer_world);
         req->rget = NULL;
-        req->rget_class = op->cls;
-        choice_count(op->cls, WAY_COPY, 1);
+        if (choice_auto()) {
+            req->rget_class = op->cls;
+            choice_count(op->cls, WAY_COPY, 1);
+        }
         op->status = BM_ERR_NOT_AVAILABLE; /* nothing read: the ACK covers [0, fit) */
-        op->issuing = false;
         rget_fall_back(op, false);
         free(op);
         return;
