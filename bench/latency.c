@@ -57,7 +57,7 @@ int main(int argc, char **argv)
         if (rank == 0) {
             double elapsed = MPI_Wtime() - t0;
             prev_iter = elapsed / (double)plan.iters;
-            printf("%-10zu %12.2f\n", size, elapsed * 1e6 / (2.0 * (double)plan.iters));
+            printf("%-10zu %12.3f\n", size, elapsed * 1e6 / (2.0 * (double)plan.iters));
             fflush(stdout);
         }
         if (active &&

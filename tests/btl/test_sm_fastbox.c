@@ -1,24 +1,141 @@
-/* Threaded stress test of the sm transport's fast boxes (sm_fbox.h), laid
- * out as sm lays them out across processes: several sender threads, each
- * with its own ring into one receiver's memory, and the receiver's hint
- * bitmap. Every sender writes messages of varying length (sequence number
- * and a checksum of the bytes) and sets its hint bit; the receiver polls
- * only the rings the hints name and checks every byte, per-sender order and
- * that nothing is lost or duplicated. Small rings make the senders wrap and
- * hit "full" constantly. Run it under TSan (-DBM_SANITIZE=thread): the
- * threads take the same code paths as processes, which TSan cannot see. */
+/* Tests of the sm transport's fast boxes (sm_fbox.h), laid out as sm lays
+ * them out across processes.
+ *
+ * First, single-threaded and deterministic: stale bytes left in a ring from
+ * an earlier lap (a large message's payload, or units a skip jumped over)
+ * are made to look exactly like the message word the receiver will expect
+ * there in the next lap; the receiver must still see nothing until the
+ * sender really writes. Then a threaded stress test: several sender
+ * threads, each with its own ring into one receiver's memory, and the
+ * receiver's hint bitmap. Senders write messages of varying header and
+ * payload lengths (so every offset, packing and skip to unit 0 happens),
+ * with payload words forged the same way; the receiver polls only the
+ * rings the hints name and checks every byte, the payload alignment,
+ * per-sender order and that nothing is lost or duplicated. Small rings
+ * make the senders wrap and hit "full" constantly. Run it under TSan
+ * (-DBM_SANITIZE=thread): the threads take the same code paths as
+ * processes, which TSan cannot see. */
 #include "bm_test.h"
 #include "btl/sm/sm_fbox.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SENDERS   3
-#define SLOTS     8
-#define SLOT_SIZE 128
-#define MESSAGES  20000
+#define UNIT BM_BTL_SM_FBOX_UNIT
+
+static unsigned char *ring_alloc(uint32_t nunits, int count)
+{
+    size_t bytes = (size_t)count * bm_btl_sm_fbox_ring_bytes(nunits);
+    unsigned char *mem = aligned_alloc(BM_BTL_SM_CACHELINE, bytes);
+    BM_CHECK(mem != NULL);
+    memset(mem, 0, bytes);
+    return mem;
+}
+
+/* ---- deterministic: stale words never pass for messages --------------------- */
+
+/* Send len bytes (no header) whose interior unit starts hold the words the
+ * receiver would expect there one lap later. */
+static void send_forged(struct bm_btl_sm_fbox_tx *tx, size_t len)
+{
+    uint32_t off = bm_btl_sm_fbox_offset(0, len);
+    unsigned char *p = bm_btl_sm_fbox_reserve(tx, off, len);
+    BM_CHECK(p != NULL);
+    if (!p)
+        return;
+    memset(p, 0x5a, len);
+    uint32_t k = bm_btl_sm_fbox_units(off, len);
+    for (uint32_t j = 1; j < k; j++) {
+        uint64_t w = bm_btl_sm_fbox_word(tx->tail + j + tx->nunits, 8, 1, BM_BTL_SM_FBOX_WORD);
+        memcpy(p + (size_t)j * UNIT - off, &w, sizeof(w));
+    }
+    bm_btl_sm_fbox_commit(tx, off, (uint32_t)len, 1);
+}
+
+static void send_small(struct bm_btl_sm_fbox_tx *tx)
+{
+    unsigned char *p = bm_btl_sm_fbox_reserve(tx, BM_BTL_SM_FBOX_WORD, 8);
+    BM_CHECK(p != NULL);
+    if (!p)
+        return;
+    memset(p, 1, 8);
+    bm_btl_sm_fbox_commit(tx, BM_BTL_SM_FBOX_WORD, 8, 1);
+}
+
+/* Receive one message as sm_fbox_deliver does; its length, or -1 if none. */
+static long recv_one(struct bm_btl_sm_fbox_rx *rx)
+{
+    uint32_t len;
+    uint8_t tag;
+    if (!bm_btl_sm_fbox_peek(rx, &len, &tag))
+        return -1;
+    uint64_t pos = rx->head;
+    uint32_t k = rx->cur_units;
+    uint32_t first = bm_btl_sm_fbox_consume(rx);
+    bm_btl_sm_fbox_done(rx, first, pos, k);
+    bm_btl_sm_fbox_publish(rx);
+    return len;
+}
+
+static void test_stale_words(void)
+{
+    const uint32_t n = 8;
+    unsigned char *mem = ring_alloc(n, 1);
+    struct bm_btl_sm_fbox_ring *ring = (struct bm_btl_sm_fbox_ring *)mem;
+    struct bm_btl_sm_fbox_tx tx;
+    struct bm_btl_sm_fbox_rx rx;
+    bm_btl_sm_fbox_ring_init(ring);
+    bm_btl_sm_fbox_tx_init(&tx, ring, n);
+    bm_btl_sm_fbox_rx_init(&rx, ring, n);
+
+    /* Lap 0: units 0-3 (forged interior 1-3), then 4-7. */
+    size_t big = 4 * UNIT - BM_BTL_SM_FBOX_ALIGN; /* aligned payload: offset 32 */
+    send_forged(&tx, big);
+    BM_CHECK_EQ_INT(recv_one(&rx), (long)big);
+    send_forged(&tx, big);
+    BM_CHECK_EQ_INT(recv_one(&rx), (long)big);
+    /* Lap 1: unit 0, then the receiver looks at unit 1, whose payload
+     * bytes said "position 9" before the receiver scrubbed them. */
+    send_small(&tx);
+    BM_CHECK_EQ_INT(recv_one(&rx), 8);
+    BM_CHECK_EQ_INT(recv_one(&rx), -1);
+    send_small(&tx);
+    BM_CHECK_EQ_INT(recv_one(&rx), 8);
+
+    /* A skip: fill to unit 6 (position 14), forge unit 7 as if it held
+     * the word for lap 2, then send a 3-unit message that must skip 6-7. */
+    for (int i = 0; i < 4; i++) {
+        send_small(&tx);
+        BM_CHECK_EQ_INT(recv_one(&rx), 8);
+    }
+    BM_CHECK_EQ_INT((long)tx.idx, 6);
+    uint64_t forged = bm_btl_sm_fbox_word(15 + n, 8, 1, BM_BTL_SM_FBOX_WORD);
+    memcpy(mem + sizeof(*ring) + 7 * UNIT, &forged, sizeof(forged));
+    size_t three = 3 * UNIT - BM_BTL_SM_FBOX_ALIGN;
+    send_forged(&tx, three);
+    BM_CHECK_EQ_INT((long)tx.idx, 3);
+    BM_CHECK_EQ_INT(recv_one(&rx), (long)three);
+    /* Lap 2: small messages up to unit 7, where the forged word was. */
+    for (int i = 0; i < 4; i++) {
+        send_small(&tx);
+        BM_CHECK_EQ_INT(recv_one(&rx), 8);
+    }
+    BM_CHECK_EQ_INT((long)rx.idx, 7);
+    BM_CHECK_EQ_INT(recv_one(&rx), -1);
+    send_small(&tx);
+    BM_CHECK_EQ_INT(recv_one(&rx), 8);
+    BM_CHECK_EQ_INT(recv_one(&rx), -1);
+    free(mem);
+}
+
+/* ---- threaded stress ------------------------------------------------------------- */
+
+#define SENDERS  3
+#define NUNITS   16
+#define MESSAGES 20000
 
 static unsigned char *rings_mem;
 static _Atomic uint64_t hints[1];
@@ -27,7 +144,7 @@ static _Atomic int senders_done;
 static struct bm_btl_sm_fbox_ring *ring_of(int s)
 {
     return (struct bm_btl_sm_fbox_ring *)(rings_mem +
-                                          (size_t)s * bm_btl_sm_fbox_ring_bytes(SLOTS, SLOT_SIZE));
+                                          (size_t)s * bm_btl_sm_fbox_ring_bytes(NUNITS));
 }
 
 static uint8_t pattern(int s, uint64_t seq, size_t i)
@@ -35,23 +152,50 @@ static uint8_t pattern(int s, uint64_t seq, size_t i)
     return (uint8_t)(s * 31 + seq * 7 + i);
 }
 
+/* Lengths of message seq: a header of 9-40 bytes (seq and its own length
+ * first) and a payload from 0 up to what half the ring allows. */
+static void lengths(uint64_t seq, size_t *hdr, size_t *payload)
+{
+    uint64_t x = seq * 0x9e3779b97f4a7c15ULL;
+    size_t most = NUNITS / 2 * UNIT - BM_BTL_SM_FBOX_OFF_MAX;
+    *hdr = 9 + (size_t)(x >> 59);
+    *payload = (size_t)((x >> 20) % (most - *hdr + 1));
+    if (seq % 3 == 0)
+        *payload %= 48; /* plenty of one-unit messages too */
+}
+
+/* Offset in the message of the interior unit starts (8 bytes each, forged). */
+static bool forged_at(uint32_t off, size_t i)
+{
+    return (off + i) % UNIT < 8 && off + i >= UNIT;
+}
+
 static void *sender(void *arg)
 {
     int s = (int)(intptr_t)arg;
     struct bm_btl_sm_fbox_tx tx;
-    bm_btl_sm_fbox_tx_init(&tx, ring_of(s), SLOTS, SLOT_SIZE);
-    size_t room = SLOT_SIZE - BM_BTL_SM_FBOX_SLOT_HDR;
+    bm_btl_sm_fbox_tx_init(&tx, ring_of(s), NUNITS);
     for (uint64_t seq = 0; seq < MESSAGES;) {
-        unsigned char *p = bm_btl_sm_fbox_reserve(&tx);
+        size_t hdr, payload;
+        lengths(seq, &hdr, &payload);
+        size_t len = hdr + payload;
+        uint32_t off = bm_btl_sm_fbox_offset(hdr, payload);
+        unsigned char *p = bm_btl_sm_fbox_reserve(&tx, off, len);
         if (!p) {
             sched_yield();
             continue;
         }
-        size_t len = sizeof(seq) + (size_t)(seq % (room - sizeof(seq) + 1));
         memcpy(p, &seq, sizeof(seq));
-        for (size_t i = sizeof(seq); i < len; i++)
+        p[8] = (unsigned char)hdr;
+        for (size_t i = 9; i < len; i++)
             p[i] = pattern(s, seq, i);
-        bm_btl_sm_fbox_commit(&tx, (uint32_t)len, (uint8_t)(s + 1));
+        for (size_t i = 9; i < len; i++)
+            if (forged_at(off, i) && (off + i) % UNIT == 0 && i + 8 <= len) {
+                uint64_t w = bm_btl_sm_fbox_word(tx.tail + (off + i) / UNIT + NUNITS, 8,
+                                                 (uint8_t)(s + 1), BM_BTL_SM_FBOX_WORD);
+                memcpy(p + i, &w, sizeof(w));
+            }
+        bm_btl_sm_fbox_commit(&tx, off, (uint32_t)len, (uint8_t)(s + 1));
         bm_btl_sm_hint_set(hints, s);
         seq++;
     }
@@ -59,16 +203,39 @@ static void *sender(void *arg)
     return NULL;
 }
 
-int main(void)
+/* Check one message; the number of wrong things about it. */
+static long check_message(int s, uint64_t expect, const unsigned char *p, uint32_t len, uint8_t tag)
 {
-    size_t bytes = (size_t)SENDERS * bm_btl_sm_fbox_ring_bytes(SLOTS, SLOT_SIZE);
-    rings_mem = aligned_alloc(BM_BTL_SM_CACHELINE, bytes);
-    BM_CHECK(rings_mem != NULL);
-    memset(rings_mem, 0, bytes);
+    uint64_t seq;
+    size_t hdr, payload;
+    if (len < 9)
+        return 1;
+    memcpy(&seq, p, sizeof(seq));
+    lengths(seq, &hdr, &payload);
+    long bad = 0;
+    if (seq != expect || tag != s + 1 || p[8] != hdr || len != hdr + payload)
+        return 1;
+    uint32_t off = (uint32_t)((uintptr_t)p % UNIT);
+    if (payload >= BM_BTL_SM_FBOX_ALIGN_MIN && ((uintptr_t)p + hdr) % BM_BTL_SM_FBOX_ALIGN)
+        bad++;
+    for (size_t i = 9; i < len; i++) {
+        bool forged = false;
+        for (size_t b = 0; b < 8 && b <= i; b++)
+            if ((off + i - b) % UNIT == 0 && off + i - b >= UNIT && i - b >= 9 && i - b + 8 <= len)
+                forged = true;
+        if (!forged && p[i] != pattern(s, seq, i))
+            bad++;
+    }
+    return bad;
+}
+
+static void test_threads(void)
+{
+    rings_mem = ring_alloc(NUNITS, SENDERS);
     struct bm_btl_sm_fbox_rx rx[SENDERS];
     for (int s = 0; s < SENDERS; s++) {
         bm_btl_sm_fbox_ring_init(ring_of(s));
-        bm_btl_sm_fbox_rx_init(&rx[s], ring_of(s), SLOTS, SLOT_SIZE);
+        bm_btl_sm_fbox_rx_init(&rx[s], ring_of(s), NUNITS);
     }
     atomic_store(&hints[0], 0);
 
@@ -88,15 +255,12 @@ int main(void)
             uint8_t tag;
             const unsigned char *p;
             while ((p = bm_btl_sm_fbox_peek(&rx[s], &len, &tag)) != NULL) {
-                uint64_t seq;
-                memcpy(&seq, p, sizeof(seq));
-                if (seq != expect[s] || tag != s + 1 || len < sizeof(seq))
-                    bad++;
-                for (size_t i = sizeof(seq); i < len; i++)
-                    if (p[i] != pattern(s, seq, i))
-                        bad++;
-                expect[s] = seq + 1;
-                bm_btl_sm_fbox_consume(&rx[s]);
+                uint64_t pos = rx[s].head;
+                uint32_t k = rx[s].cur_units;
+                uint32_t first = bm_btl_sm_fbox_consume(&rx[s]);
+                bad += check_message(s, expect[s], p, len, tag);
+                bm_btl_sm_fbox_done(&rx[s], first, pos, k);
+                expect[s]++;
                 total++;
             }
             bm_btl_sm_fbox_publish(&rx[s]);
@@ -123,5 +287,11 @@ int main(void)
     for (int s = 0; s < SENDERS; s++)
         BM_CHECK_EQ_INT((long)expect[s], MESSAGES);
     free(rings_mem);
+}
+
+int main(void)
+{
+    test_stale_words();
+    test_threads();
     return bm_test_summary("test_sm_fastbox");
 }

@@ -19,16 +19,16 @@
 extern const struct bm_btl_ops bm_btl_sm_ops;
 
 struct bm_btl_sm_config {
-    size_t eager_limit;    /* payload bytes of a small fragment */
-    size_t max_send_size;  /* payload bytes of a large fragment */
-    int eager_frags;       /* small fragments in this process's segment */
-    int max_frags;         /* large fragments */
-    int poll_budget;       /* fragments handled per progress call at most */
-    bool single_copy;      /* offer get/put through process_vm_readv/writev */
-    int peer_check_ms;     /* how often to look for dead peers while waiting; 0 = never */
-    int fbox_slots;        /* fast-box slots per sender (0: no fast boxes) */
-    size_t fbox_slot_size; /* bytes per fast-box slot (slot word included) */
-    int fbox_hint_min;     /* use the hint bitmap from this many local processes on */
+    size_t eager_limit;   /* payload bytes of a small fragment */
+    size_t max_send_size; /* payload bytes of a large fragment */
+    int eager_frags;      /* small fragments in this process's segment */
+    int max_frags;        /* large fragments */
+    int poll_budget;      /* fragments handled per progress call at most */
+    bool single_copy;     /* offer get/put through process_vm_readv/writev */
+    int peer_check_ms;    /* how often to look for dead peers while waiting; 0 = never */
+    size_t fbox_bytes;    /* bytes of each fast-box ring (0: no fast boxes) */
+    size_t fbox_max;      /* largest message through a fast box, PML header included */
+    int fbox_hint_min;    /* use the hint bitmap from this many local processes on */
 };
 
 enum bm_btl_sm_class {

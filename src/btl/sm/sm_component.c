@@ -52,15 +52,15 @@ static const struct bm_param sm_params[] = {
      "(milliseconds) whether the peer's process still exists, so that a crashed peer is "
      "reported instead of waited for. 0 disables the check.",
      offsetof(struct sm_params, c.peer_check_ms), 0},
-    {"BM_BTL_SM_FBOX_SLOTS", BM_PARAM_INT, "64", 0, 1 << 16, NULL,
-     "Fast-box slots per pair of local processes: small messages sent with sendi are copied "
-     "straight into a ring in the receiver's segment, no fragment needed. 0 disables fast "
-     "boxes.",
-     offsetof(struct sm_params, c.fbox_slots), 0},
-    {"BM_BTL_SM_FBOX_SIZE", BM_PARAM_SIZE, "320", 64, 65536, NULL,
-     "Bytes per fast-box slot (8 of them are the slot's header): the largest message (PML "
-     "header included) that goes through a fast box. A multiple of 64.",
-     offsetof(struct sm_params, c.fbox_slot_size), 0},
+    {"BM_BTL_SM_FBOX_BYTES", BM_PARAM_SIZE, "16k", 0, 1 << 24, NULL,
+     "Bytes of the fast-box ring of each pair of local processes: small messages sent with "
+     "sendi are copied straight into the ring in the receiver's segment, packed by length "
+     "in 64-byte units, no fragment needed. A multiple of 64; 0 disables fast boxes.",
+     offsetof(struct sm_params, c.fbox_bytes), 0},
+    {"BM_BTL_SM_FBOX_MAX", BM_PARAM_SIZE, "1088", 1, 65535, NULL,
+     "Largest message (PML header included) that goes through a fast box; larger ones take "
+     "a fragment. At most half of BM_BTL_SM_FBOX_BYTES minus 40.",
+     offsetof(struct sm_params, c.fbox_max), 0},
     {"BM_BTL_SM_FBOX_HINT_MIN", BM_PARAM_INT, "8", 2, 1 << 20, NULL,
      "With at least this many processes on the node, senders flag their fast box in a "
      "per-receiver bitmap so that progress reads only flagged rings; below it the receiver "
@@ -134,6 +134,37 @@ static void sm_module_free(struct bm_btl_sm_module *sm)
     free(sm);
 }
 
+/* Fast-box ring sizes the ring code relies on: whole units, and every
+ * message within half the ring (so that a skip to unit 0 never needs the
+ * whole ring). */
+static void sm_fbox_params_check(struct bm_btl_sm_config *c)
+{
+    const size_t unit = BM_BTL_SM_FBOX_UNIT;
+    if (c->fbox_bytes % unit) {
+        size_t up = (c->fbox_bytes + unit - 1) / unit * unit;
+        bm_log_warn("BM_BTL_SM_FBOX_BYTES (%zu) is not a multiple of %zu bytes; using %zu",
+                    c->fbox_bytes, unit, up);
+        c->fbox_bytes = up;
+    }
+    if (c->fbox_bytes == 0)
+        return;
+    size_t most =
+        c->fbox_bytes / 2 > BM_BTL_SM_FBOX_OFF_MAX ? c->fbox_bytes / 2 - BM_BTL_SM_FBOX_OFF_MAX : 0;
+    if (c->fbox_max > most) {
+        if (most == 0) {
+            bm_log_warn("BM_BTL_SM_FBOX_BYTES (%zu) is too small for any message; fast boxes "
+                        "are off",
+                        c->fbox_bytes);
+            c->fbox_bytes = 0;
+            return;
+        }
+        bm_log_warn("BM_BTL_SM_FBOX_MAX (%zu) is more than half of BM_BTL_SM_FBOX_BYTES (%zu) "
+                    "minus %u; using %zu",
+                    c->fbox_max, c->fbox_bytes, BM_BTL_SM_FBOX_OFF_MAX, most);
+        c->fbox_max = most;
+    }
+}
+
 static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_module ***modules_out,
                            int *count_out)
 {
@@ -154,13 +185,7 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
                     p.c.eager_limit, p.c.max_send_size, p.c.max_send_size);
         p.c.eager_limit = p.c.max_send_size;
     }
-    if (p.c.fbox_slot_size % BM_BTL_SM_CACHELINE) {
-        size_t up = (p.c.fbox_slot_size + BM_BTL_SM_CACHELINE - 1) / BM_BTL_SM_CACHELINE *
-                    BM_BTL_SM_CACHELINE;
-        bm_log_warn("BM_BTL_SM_FBOX_SIZE (%zu) is not a multiple of %d bytes; using %zu",
-                    p.c.fbox_slot_size, BM_BTL_SM_CACHELINE, up);
-        p.c.fbox_slot_size = up;
-    }
+    sm_fbox_params_check(&p.c);
     struct bm_btl_sm_module *sm = calloc(1, sizeof(*sm));
     if (!sm)
         return BM_ERR_NO_MEMORY;

@@ -2,7 +2,7 @@
  * sm_fbox.h): sendi copies a small message straight into the sender's ring
  * in the receiver's segment, and progress delivers from the rings the hint
  * bitmap names, handing the receive callback a segment that points into the
- * slot. Order with the FIFO is kept both ways: a sender uses its ring only
+ * ring. Order with the FIFO is kept both ways: a sender uses its ring only
  * while none of its FIFO fragments to that peer is still out (so a ring
  * message never overtakes a fragment), and the receiver drains a sender's
  * ring before delivering a FIFO fragment from it (the fragment was sent
@@ -18,28 +18,33 @@ int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *
                         size_t hdr_len, const void *payload, size_t payload_len, bm_btl_tag_t tag)
 {
     size_t len = hdr_len + payload_len;
-    if (!ep->fbox || ep->outstanding > 0 || len > ep->tx.slot_size - BM_BTL_SM_FBOX_SLOT_HDR)
+    if (!ep->fbox || ep->outstanding > 0 || len > sm->config.fbox_max)
         return BM_ERR_OUT_OF_RESOURCE;
-    unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx);
+    uint32_t off = bm_btl_sm_fbox_offset(hdr_len, payload_len);
+    unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx, off, len);
     if (!p)
         return BM_ERR_OUT_OF_RESOURCE;
     bm_util_copy(p, hdr, hdr_len);
     bm_util_copy(p + hdr_len, payload, payload_len);
-    bm_btl_sm_fbox_commit(&ep->tx, (uint32_t)len, tag);
+    bm_btl_sm_fbox_commit(&ep->tx, off, (uint32_t)len, tag);
     if (ep->tx_hint)
         bm_btl_sm_hint_set((_Atomic uint64_t *)(ep->seg + ep->ctl->hint_offset), sm->local_rank);
     return BM_BTL_DONE;
 }
 
-/* Deliver up to budget messages of ep's ring. */
+/* Deliver up to budget messages of ep's ring. Only the outermost of nested
+ * deliveries (a handler that polls again) publishes the new head: an outer
+ * handler may still be reading its message's units. */
 static int sm_fbox_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int budget)
 {
     struct bm_btl_module *m = &sm->super;
+    struct bm_btl_sm_fbox_rx *rx = &ep->rx;
     int n = 0;
     uint32_t len;
     uint8_t tag;
     const void *data;
-    while (n < budget && (data = bm_btl_sm_fbox_peek(&ep->rx, &len, &tag)) != NULL) {
+    rx->depth++;
+    while (n < budget && (data = bm_btl_sm_fbox_peek(rx, &len, &tag)) != NULL) {
         struct bm_btl_segment seg = {(void *)(uintptr_t)data, len};
         bm_btl_tag_t t = tag < BM_BTL_TAG_MAX ? tag : BM_BTL_TAG_BTL;
         struct bm_btl_recv_desc d = {
@@ -49,12 +54,15 @@ static int sm_fbox_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
             .seg_count = 1,
             .seg = &seg,
         };
-        /* Consume first: a callback that polls again must not see it twice. */
-        bm_btl_sm_fbox_consume(&ep->rx);
+        uint64_t pos = rx->head;
+        uint32_t k = rx->cur_units;
+        uint32_t first = bm_btl_sm_fbox_consume(rx);
         m->recv_cb[t].cb(m, &d, m->recv_cb[t].cbdata);
+        bm_btl_sm_fbox_done(rx, first, pos, k);
         n++;
     }
-    bm_btl_sm_fbox_publish(&ep->rx);
+    if (--rx->depth == 0)
+        bm_btl_sm_fbox_publish(rx);
     return n;
 }
 
@@ -62,7 +70,7 @@ int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
 {
     if (!ep->fbox)
         return 0;
-    return sm_fbox_deliver(sm, ep, (int)ep->rx.nslots);
+    return sm_fbox_deliver(sm, ep, (int)ep->rx.nunits);
 }
 
 int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget)
@@ -84,9 +92,7 @@ int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget)
             }
             n += sm_fbox_deliver(sm, ep, left);
             /* Stopped by the budget with messages left: look again next time. */
-            uint32_t len;
-            uint8_t tag;
-            if (n >= budget && bm_btl_sm_fbox_peek(&ep->rx, &len, &tag))
+            if (n >= budget && bm_btl_sm_fbox_ready(&ep->rx))
                 bm_btl_sm_hint_set(sm->hints, w * 64 + b);
         }
     }
@@ -98,9 +104,7 @@ int bm_btl_sm_fbox_poll_all(struct bm_btl_sm_module *sm, int budget)
     int n = 0;
     for (int i = 0; i < sm->local_size && n < budget; i++) {
         struct bm_btl_sm_endpoint *ep = sm->by_local[i];
-        uint32_t len;
-        uint8_t tag;
-        if (ep && bm_btl_sm_fbox_peek(&ep->rx, &len, &tag))
+        if (ep && bm_btl_sm_fbox_ready(&ep->rx))
             n += sm_fbox_deliver(sm, ep, budget - n);
     }
     return n;
@@ -110,7 +114,7 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
 {
     const struct bm_btl_sm_seg_ctl *peer = ep->ctl, *own = sm->ctl;
     ep->fbox = false;
-    if (!own->fbox_slots || !peer->fbox_slots || ep->local_rank < 0 ||
+    if (!own->fbox_units || !peer->fbox_units || ep->local_rank < 0 ||
         (uint32_t)ep->local_rank >= own->local_size || sm->local_rank < 0 ||
         (uint32_t)sm->local_rank >= peer->local_size || ep->local_rank == sm->local_rank ||
         sm->by_local[ep->local_rank])
@@ -119,13 +123,13 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
         &ep->tx,
         (struct bm_btl_sm_fbox_ring *)(ep->seg + peer->fbox_offset +
                                        (size_t)sm->local_rank * peer->fbox_stride),
-        peer->fbox_slots, peer->fbox_slot_size);
+        peer->fbox_units);
     ep->tx_hint = peer->fbox_hints != 0;
     bm_btl_sm_fbox_rx_init(
         &ep->rx,
         (struct bm_btl_sm_fbox_ring *)(sm->seg + own->fbox_offset +
                                        (size_t)ep->local_rank * own->fbox_stride),
-        own->fbox_slots, own->fbox_slot_size);
+        own->fbox_units);
     sm->by_local[ep->local_rank] = ep;
     ep->fbox = true;
     /* The peer may have written before we got here (its bit was dropped

@@ -63,13 +63,13 @@ struct bm_btl_sm_seg_ctl {
     uint32_t frag_count[2];                      /* fragments of each class */
     /* Fast boxes (sm_fbox.h): one ring per local sender, indexed by the
      * sender's local rank, and the bitmap of rings that may hold data. */
-    uint64_t fbox_offset;    /* first ring */
-    uint64_t fbox_stride;    /* bytes per ring */
-    uint64_t hint_offset;    /* bitmap words (_Atomic uint64_t), on lines of their own */
-    uint32_t fbox_slots;     /* slots per ring (0: no fast boxes) */
-    uint32_t fbox_slot_size; /* bytes per slot, slot word included */
-    uint32_t local_size;     /* rings (processes on the node) */
-    uint32_t fbox_hints;     /* 1: senders set their hint bit; 0: the owner polls every ring */
+    uint64_t fbox_offset;   /* first ring */
+    uint64_t fbox_stride;   /* bytes per ring */
+    uint64_t hint_offset;   /* bitmap words (_Atomic uint64_t), on lines of their own */
+    uint32_t fbox_units;    /* 64-byte units per ring (0: no fast boxes) */
+    uint32_t fbox_reserved; /* zero */
+    uint32_t local_size;    /* rings (processes on the node) */
+    uint32_t fbox_hints;    /* 1: senders set their hint bit; 0: the owner polls every ring */
     /* Local peers that have mapped this segment; the one that completes the
      * count unlinks the file (the mapping survives). Own cache line: written
      * by peers once, at start-up. */

@@ -46,13 +46,12 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
     size_t off = sizeof(struct bm_btl_sm_seg_ctl);
     /* Fast boxes: the hint bitmap, then one ring per process of the node. */
     uint32_t local_size = (uint32_t)self->local_size;
-    uint32_t fslots = (uint32_t)sm->config.fbox_slots;
-    uint32_t fslot_size = (uint32_t)sm->config.fbox_slot_size;
+    uint32_t funits = (uint32_t)(sm->config.fbox_bytes / BM_BTL_SM_FBOX_UNIT);
     size_t hint_offset = off;
     size_t nhint = (local_size + 63) / 64;
     off += sm_round_up(nhint * sizeof(uint64_t), line);
     size_t fbox_offset = off;
-    size_t fbox_stride = fslots ? bm_btl_sm_fbox_ring_bytes(fslots, fslot_size) : 0;
+    size_t fbox_stride = funits ? bm_btl_sm_fbox_ring_bytes(funits) : 0;
     off += fbox_stride * local_size;
     size_t stride[BM_BTL_SM_NCLASS], start[BM_BTL_SM_NCLASS];
     for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
@@ -132,8 +131,7 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
     ctl->fbox_offset = fbox_offset;
     ctl->fbox_stride = fbox_stride;
     ctl->hint_offset = hint_offset;
-    ctl->fbox_slots = fslots;
-    ctl->fbox_slot_size = fslot_size;
+    ctl->fbox_units = funits;
     ctl->local_size = local_size;
     sm->use_hints = (int)local_size >= sm->config.fbox_hint_min;
     ctl->fbox_hints = sm->use_hints;
@@ -141,7 +139,7 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
     sm->nhint_words = (int)nhint;
     for (size_t i = 0; i < nhint; i++)
         atomic_store_explicit(&sm->hints[i], 0, memory_order_relaxed);
-    for (uint32_t i = 0; fslots && i < local_size; i++)
+    for (uint32_t i = 0; funits && i < local_size; i++)
         bm_btl_sm_fbox_ring_init(
             (struct bm_btl_sm_fbox_ring *)(sm->seg + fbox_offset + i * fbox_stride));
     atomic_store_explicit(&ctl->mapped, 0, memory_order_relaxed);
