@@ -14,7 +14,7 @@
 #include <string.h>
 
 static const struct bm_param pml_params[] = {
-    {"BM_PML_SENDI_LIMIT", BM_PARAM_SIZE, "256", 0, 1 << 20, NULL,
+    {"BM_PML_SENDI_LIMIT", BM_PARAM_SIZE, "4096", 0, 1 << 20, NULL,
      "Largest payload sent with a transport's inline send (no descriptor, lowest latency) "
      "when the transport offers one; larger eager messages use a descriptor.",
      offsetof(struct bm_pml_config, sendi_limit), 0},

@@ -28,6 +28,7 @@ struct bm_btl_sm_config {
     int peer_check_ms;    /* how often to look for dead peers while waiting; 0 = never */
     size_t fbox_bytes;    /* bytes of each fast-box ring (0: no fast boxes) */
     size_t fbox_max;      /* largest message through a fast box, PML header included */
+    size_t fbox_total;    /* fast-box bytes per process for all local peers */
     int fbox_hint_min;    /* use the hint bitmap from this many local processes on */
 };
 

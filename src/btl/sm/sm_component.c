@@ -52,14 +52,20 @@ static const struct bm_param sm_params[] = {
      "(milliseconds) whether the peer's process still exists, so that a crashed peer is "
      "reported instead of waited for. 0 disables the check.",
      offsetof(struct sm_params, c.peer_check_ms), 0},
-    {"BM_BTL_SM_FBOX_BYTES", BM_PARAM_SIZE, "16k", 0, 1 << 24, NULL,
-     "Bytes of the fast-box ring of each pair of local processes: small messages sent with "
-     "sendi are copied straight into the ring in the receiver's segment, packed by length "
-     "in 64-byte units, no fragment needed. A multiple of 64; 0 disables fast boxes.",
+    {"BM_BTL_SM_FBOX_BYTES", BM_PARAM_SIZE, "64k", 0, 1 << 24, NULL,
+     "Bytes of the fast-box ring of each pair of local processes: messages sent with sendi "
+     "are copied straight into the ring in the receiver's segment, packed by length in "
+     "64-byte units, no fragment needed. Rounded up to a multiple of 64, and lowered on wide "
+     "nodes (BM_BTL_SM_FBOX_TOTAL). 0 disables fast boxes.",
      offsetof(struct sm_params, c.fbox_bytes), 0},
-    {"BM_BTL_SM_FBOX_MAX", BM_PARAM_SIZE, "1088", 1, 65535, NULL,
+    {"BM_BTL_SM_FBOX_TOTAL", BM_PARAM_SIZE, "2m", 0, 1LL << 32, NULL,
+     "Bytes of fast-box rings one process may hold for all its local peers: each ring is "
+     "at most this divided by the processes on the node (but at least 4 KiB), so that "
+     "/dev/shm use grows with N x 2 MiB rather than N x N x 64 KiB.",
+     offsetof(struct sm_params, c.fbox_total), 0},
+    {"BM_BTL_SM_FBOX_MAX", BM_PARAM_SIZE, "4160", 1, 65535, NULL,
      "Largest message (PML header included) that goes through a fast box; larger ones take "
-     "a fragment. At most half of BM_BTL_SM_FBOX_BYTES minus 40.",
+     "a fragment. At most half the ring minus 39 bytes (lowered to that).",
      offsetof(struct sm_params, c.fbox_max), 0},
     {"BM_BTL_SM_FBOX_HINT_MIN", BM_PARAM_INT, "8", 2, 1 << 20, NULL,
      "With at least this many processes on the node, senders flag their fast box in a "
@@ -134,33 +140,34 @@ static void sm_module_free(struct bm_btl_sm_module *sm)
     free(sm);
 }
 
-/* Fast-box ring sizes the ring code relies on: whole units, and every
- * message within half the ring (so that a skip to unit 0 never needs the
- * whole ring). */
-static void sm_fbox_params_check(struct bm_btl_sm_config *c)
+/* Fast-box ring sizes: the node-wide budget shrinks each ring on wide
+ * nodes; the ring code needs whole units and every message within half the
+ * ring (so that a skip to unit 0 never needs the whole ring). A default
+ * largest message is fitted to the ring quietly; one the user set, with a
+ * warning. */
+static void sm_fbox_params_check(struct bm_btl_sm_config *c, int local_size)
 {
     const size_t unit = BM_BTL_SM_FBOX_UNIT;
-    if (c->fbox_bytes % unit) {
-        size_t up = (c->fbox_bytes + unit - 1) / unit * unit;
-        bm_log_warn("BM_BTL_SM_FBOX_BYTES (%zu) is not a multiple of %zu bytes; using %zu",
-                    c->fbox_bytes, unit, up);
-        c->fbox_bytes = up;
-    }
     if (c->fbox_bytes == 0)
         return;
-    size_t most =
-        c->fbox_bytes / 2 > BM_BTL_SM_FBOX_OFF_MAX ? c->fbox_bytes / 2 - BM_BTL_SM_FBOX_OFF_MAX : 0;
+    size_t share = c->fbox_total / (size_t)local_size;
+    if (share < BM_BTL_SM_FBOX_BYTES_MIN)
+        share = BM_BTL_SM_FBOX_BYTES_MIN;
+    if (c->fbox_bytes > share)
+        c->fbox_bytes = share;
+    c->fbox_bytes = (c->fbox_bytes + unit - 1) / unit * unit;
+    if (c->fbox_bytes / 2 <= BM_BTL_SM_FBOX_OFF_MAX) {
+        bm_log_warn("BM_BTL_SM_FBOX_BYTES (%zu) leaves no room for a message; fast boxes are off",
+                    c->fbox_bytes);
+        c->fbox_bytes = 0;
+        return;
+    }
+    size_t most = c->fbox_bytes / 2 - BM_BTL_SM_FBOX_OFF_MAX;
     if (c->fbox_max > most) {
-        if (most == 0) {
-            bm_log_warn("BM_BTL_SM_FBOX_BYTES (%zu) is too small for any message; fast boxes "
-                        "are off",
-                        c->fbox_bytes);
-            c->fbox_bytes = 0;
-            return;
-        }
-        bm_log_warn("BM_BTL_SM_FBOX_MAX (%zu) is more than half of BM_BTL_SM_FBOX_BYTES (%zu) "
-                    "minus %u; using %zu",
-                    c->fbox_max, c->fbox_bytes, BM_BTL_SM_FBOX_OFF_MAX, most);
+        if (getenv("BM_BTL_SM_FBOX_MAX"))
+            bm_log_warn("BM_BTL_SM_FBOX_MAX (%zu) is more than half of the %zu-byte fast-box "
+                        "ring minus %u; using %zu",
+                        c->fbox_max, c->fbox_bytes, BM_BTL_SM_FBOX_OFF_MAX, most);
         c->fbox_max = most;
     }
 }
@@ -185,7 +192,7 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
                     p.c.eager_limit, p.c.max_send_size, p.c.max_send_size);
         p.c.eager_limit = p.c.max_send_size;
     }
-    sm_fbox_params_check(&p.c);
+    sm_fbox_params_check(&p.c, self->local_size);
     struct bm_btl_sm_module *sm = calloc(1, sizeof(*sm));
     if (!sm)
         return BM_ERR_NO_MEMORY;

@@ -57,6 +57,8 @@
 #define BM_BTL_SM_FBOX_ALIGN_MIN 64u
 /* Largest offset of a message in its first unit (word + alignment pad). */
 #define BM_BTL_SM_FBOX_OFF_MAX (BM_BTL_SM_FBOX_WORD + BM_BTL_SM_FBOX_ALIGN - 1)
+/* Smallest ring the node-wide budget may leave a pair. */
+#define BM_BTL_SM_FBOX_BYTES_MIN 4096u
 /* Tag of a skip word: the rest of the ring is unused this lap. */
 #define BM_BTL_SM_FBOX_TAG_SKIP 0xffu
 
