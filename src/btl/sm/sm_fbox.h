@@ -116,7 +116,6 @@ struct bm_btl_sm_fbox_tx {
 struct bm_btl_sm_fbox_rx {
     struct bm_btl_sm_fbox_ring *ring; /* in our own segment */
     unsigned char *units;             /* unit 0 */
-    unsigned char *unit;              /* unit idx: where the next word appears */
     uint64_t head;                    /* units consumed */
     uint64_t published;               /* head as last stored in the ring */
     uint32_t idx;                     /* head % nunits */
@@ -144,8 +143,7 @@ static inline void bm_btl_sm_fbox_tx_init(struct bm_btl_sm_fbox_tx *tx,
 static inline void bm_btl_sm_fbox_rx_init(struct bm_btl_sm_fbox_rx *rx,
                                           struct bm_btl_sm_fbox_ring *r, uint32_t nunits)
 {
-    unsigned char *u0 = bm_btl_sm_fbox_unit0(r);
-    *rx = (struct bm_btl_sm_fbox_rx){.ring = r, .units = u0, .unit = u0, .nunits = nunits};
+    *rx = (struct bm_btl_sm_fbox_rx){.ring = r, .units = bm_btl_sm_fbox_unit0(r), .nunits = nunits};
 }
 
 static inline _Atomic uint64_t *bm_btl_sm_fbox_word_at(unsigned char *units, uint32_t idx)
@@ -224,14 +222,14 @@ static inline void bm_btl_sm_fbox_skip(struct bm_btl_sm_fbox_rx *rx)
     bm_btl_sm_fbox_scrub(rx, rx->idx + 1, rx->head + 1, rest - 1);
     rx->head += rest;
     rx->idx = 0;
-    rx->unit = rx->units;
 }
 
 /* Whether the receiver's next word names its position (a message or a
  * skip): the one load an idle poll makes per ring. */
 static inline int bm_btl_sm_fbox_ready(const struct bm_btl_sm_fbox_rx *rx)
 {
-    uint64_t word = atomic_load_explicit((_Atomic uint64_t *)rx->unit, memory_order_relaxed);
+    uint64_t word =
+        atomic_load_explicit(bm_btl_sm_fbox_word_at(rx->units, rx->idx), memory_order_relaxed);
     return (uint32_t)word == (uint32_t)(rx->head + 1);
 }
 
@@ -241,7 +239,7 @@ static inline const void *bm_btl_sm_fbox_peek(struct bm_btl_sm_fbox_rx *rx, uint
                                               uint8_t *tag_out)
 {
     for (;;) {
-        unsigned char *unit = rx->unit;
+        unsigned char *unit = rx->units + (size_t)rx->idx * BM_BTL_SM_FBOX_UNIT;
         uint64_t word = atomic_load_explicit((_Atomic uint64_t *)unit, memory_order_acquire);
         if ((uint32_t)word != (uint32_t)(rx->head + 1))
             return NULL;
@@ -277,11 +275,8 @@ static inline uint32_t bm_btl_sm_fbox_consume(struct bm_btl_sm_fbox_rx *rx)
     uint32_t first = rx->idx;
     rx->head += rx->cur_units;
     rx->idx += rx->cur_units;
-    rx->unit += (size_t)rx->cur_units * BM_BTL_SM_FBOX_UNIT;
-    if (rx->idx == rx->nunits) {
+    if (rx->idx == rx->nunits)
         rx->idx = 0;
-        rx->unit = rx->units;
-    }
     return first;
 }
 
