@@ -68,6 +68,22 @@ void bm_pml_finalize(void);
  * events handled (0 when idle). Cheap enough to call in a spin loop. */
 int bm_pml_progress(void);
 
+/* Progress hooks: work that must advance while the program waits in any
+ * PML call (nonblocking collectives' schedules, generalized requests, the
+ * one-sided target agent). fn runs from every bm_pml_progress call after the
+ * transports were polled, and returns how many events it handled (0 when it
+ * had nothing to do; the count feeds the idle-yield logic). A hook may
+ * start sends and receives, test requests, and register or unregister hooks
+ * (its own included); a hook unregistered during a pass is not called again
+ * in it, one registered during a pass runs from the next. Hooks do not nest:
+ * a bm_pml_progress call made from inside a hook (a hook waiting on a
+ * request) polls the transports only. Registration is independent of
+ * bm_pml_init/finalize. register: BM_OK, or BM_ERR_NO_MEMORY. unregister
+ * removes the first hook with this (fn, arg): BM_OK, or BM_ERR_NOT_FOUND. */
+typedef int (*bm_pml_progress_fn)(void *arg);
+bm_status_t bm_pml_progress_register(bm_pml_progress_fn fn, void *arg);
+bm_status_t bm_pml_progress_unregister(bm_pml_progress_fn fn, void *arg);
+
 /* Start a send of bytes contiguous bytes at buf to world rank dst_world.
  * src_rank is this process's rank in the communicator of context cid (the
  * receiver matches on it), tag >= 0. buf must stay untouched until the

@@ -200,6 +200,83 @@ static int retry_queued(void)
     return n;
 }
 
+/* ---- progress hooks -------------------------------------------------------------- */
+
+/* Registered hooks, in registration order. Kept outside bm_pml_g (which
+ * init clears) so that registration does not depend on init order. An
+ * unregistered entry is cleared in place (fn = NULL) while a pass runs and
+ * squeezed out after it, so that a pass never skips or repeats a hook. */
+struct bm_pml_hook {
+    bm_pml_progress_fn fn;
+    void *arg;
+};
+static struct {
+    struct bm_pml_hook *v;
+    int count, cap;
+    bool running; /* a pass is under way (hooks do not nest) */
+    bool holes;   /* entries were cleared during the pass */
+} hooks;
+
+bm_status_t bm_pml_progress_register(bm_pml_progress_fn fn, void *arg)
+{
+    if (hooks.count == hooks.cap) {
+        int cap = hooks.cap ? 2 * hooks.cap : 8;
+        struct bm_pml_hook *v = realloc(hooks.v, (size_t)cap * sizeof(*v));
+        if (!v)
+            return BM_ERR_NO_MEMORY;
+        hooks.v = v;
+        hooks.cap = cap;
+    }
+    hooks.v[hooks.count++] = (struct bm_pml_hook){fn, arg};
+    return BM_OK;
+}
+
+static void hooks_squeeze(void)
+{
+    int j = 0;
+    for (int i = 0; i < hooks.count; i++)
+        if (hooks.v[i].fn)
+            hooks.v[j++] = hooks.v[i];
+    hooks.count = j;
+    hooks.holes = false;
+    if (j == 0) {
+        free(hooks.v);
+        hooks.v = NULL;
+        hooks.cap = 0;
+    }
+}
+
+bm_status_t bm_pml_progress_unregister(bm_pml_progress_fn fn, void *arg)
+{
+    for (int i = 0; i < hooks.count; i++) {
+        if (hooks.v[i].fn == fn && hooks.v[i].arg == arg) {
+            hooks.v[i].fn = NULL;
+            hooks.holes = true;
+            if (!hooks.running)
+                hooks_squeeze();
+            return BM_OK;
+        }
+    }
+    return BM_ERR_NOT_FOUND;
+}
+
+static int hooks_run(void)
+{
+    int n = 0;
+    /* Hooks registered during the pass wait for the next one. */
+    int count = hooks.count;
+    hooks.running = true;
+    for (int i = 0; i < count; i++) {
+        struct bm_pml_hook h = hooks.v[i]; /* v may move if a hook registers one */
+        if (h.fn)
+            n += h.fn(h.arg);
+    }
+    hooks.running = false;
+    if (hooks.holes)
+        hooks_squeeze();
+    return n;
+}
+
 int bm_pml_progress(void)
 {
     if (!bm_pml_g.initialized)
@@ -207,6 +284,8 @@ int bm_pml_progress(void)
     int n = bm_btl_base_progress();
     if (bm_pml_g.ctl_head || bm_pml_g.pend_head)
         n += retry_queued();
+    if (hooks.count > 0 && !hooks.running)
+        n += hooks_run();
     /* Waiting processes spin here. When more processes than cores share the
      * machine, a spinning rank would hold the core its peer needs to answer:
      * after a run of idle polls, give the core away once. */
