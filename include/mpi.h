@@ -69,6 +69,10 @@ typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Dataty
 typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errcode, ...);
 /* MPI-2 name of the same type, still used by older programs. */
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+/* Generalized requests (MPI_Grequest_start). */
+typedef int MPI_Grequest_query_function(void *extra_state, MPI_Status *status);
+typedef int MPI_Grequest_free_function(void *extra_state);
+typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
 
 /* ---- Predefined objects (the handles below are their addresses) -------- */
 
@@ -842,6 +846,28 @@ BM_MPI_API int MPI_Cancel(MPI_Request *request);
 BM_MPI_API int PMPI_Cancel(MPI_Request *request);
 BM_MPI_API int MPI_Test_cancelled(const MPI_Status *status, int *flag);
 BM_MPI_API int PMPI_Test_cancelled(const MPI_Status *status, int *flag);
+BM_MPI_API int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+BM_MPI_API int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+
+/* grequest.c: generalized requests and the status setters they use */
+BM_MPI_API int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+                                  MPI_Grequest_free_function *free_fn,
+                                  MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+                                  MPI_Request *request);
+BM_MPI_API int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+                                   MPI_Grequest_free_function *free_fn,
+                                   MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+                                   MPI_Request *request);
+BM_MPI_API int MPI_Grequest_complete(MPI_Request request);
+BM_MPI_API int PMPI_Grequest_complete(MPI_Request request);
+BM_MPI_API int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+BM_MPI_API int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+BM_MPI_API int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype,
+                                         MPI_Count count);
+BM_MPI_API int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype,
+                                          MPI_Count count);
+BM_MPI_API int MPI_Status_set_cancelled(MPI_Status *status, int flag);
+BM_MPI_API int PMPI_Status_set_cancelled(MPI_Status *status, int flag);
 
 #ifdef __cplusplus
 }

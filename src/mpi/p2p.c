@@ -270,6 +270,8 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
     if (!r)
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory for a request");
     r->magic = BM_MPI_MAGIC_REQUEST;
+    r->ops = &bm_mpi_p2p_request_ops;
+    r->state = NULL;
     r->kind = (uint8_t)kind;
     r->mode = (uint8_t)mode;
     r->persistent = persistent;
@@ -453,49 +455,6 @@ int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int 
                         source, tag, comm);
 }
 BM_MPI_ALIAS(Recv_init);
-
-static int start_one(MPI_Request *request, const char *fn)
-{
-    if (!request || !bm_mpi_request_valid(*request))
-        return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn, "not a request (NULL or MPI_REQUEST_NULL)");
-    MPI_Request r = *request;
-    if (!r->persistent)
-        return bm_mpi_error(r->comm, MPI_ERR_REQUEST, fn,
-                            "the request was not made by MPI_Send_init/MPI_Recv_init (only "
-                            "persistent requests can be started)");
-    if (r->active)
-        return bm_mpi_error(r->comm, MPI_ERR_REQUEST, fn,
-                            "the persistent request is still active: complete it with "
-                            "MPI_Wait/MPI_Test before starting it again");
-    return bm_mpi_p2p_start(r, fn);
-}
-
-int PMPI_Start(MPI_Request *request)
-{
-    static const char fn[] = "MPI_Start";
-    int rc;
-    if ((rc = bm_mpi_check_initialized(fn)))
-        return rc;
-    return start_one(request, fn);
-}
-BM_MPI_ALIAS(Start);
-
-int PMPI_Startall(int count, MPI_Request array_of_requests[])
-{
-    static const char fn[] = "MPI_Startall";
-    int rc;
-    if ((rc = bm_mpi_check_initialized(fn)))
-        return rc;
-    if (count < 0)
-        return bm_mpi_error(NULL, MPI_ERR_COUNT, fn, "negative count %d", count);
-    if (count > 0 && !array_of_requests)
-        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL request array");
-    for (int i = 0; i < count; i++)
-        if ((rc = start_one(&array_of_requests[i], fn)))
-            return rc;
-    return MPI_SUCCESS;
-}
-BM_MPI_ALIAS(Startall);
 
 /* ---- combined send and receive ------------------------------------------------------------------
  */

@@ -1,13 +1,16 @@
 /* Completion of MPI requests: MPI_Wait, Waitall, Waitany, Waitsome, Test,
- * Testall, Testany, Testsome, MPI_Request_free, MPI_Cancel and
- * MPI_Test_cancelled. Null handles and inactive persistent requests complete
- * at once with an empty status (source MPI_ANY_SOURCE, tag MPI_ANY_TAG,
- * count 0), as MPI-3.1 section 3.7.3 requires. A completed non-persistent
- * request is freed and its handle set to MPI_REQUEST_NULL; a persistent one
- * becomes inactive. Single-completion calls report a failed operation (a
- * truncated receive) through the communicator's error handler with its own
- * class and leave status.MPI_ERROR alone; the multiple-completion calls set
- * MPI_ERROR in every status and report MPI_ERR_IN_STATUS. */
+ * Testall, Testany, Testsome, MPI_Request_get_status, MPI_Request_free,
+ * MPI_Cancel, MPI_Start/Startall and MPI_Test_cancelled, for every request
+ * kind (mpi_request.h): the point-to-point kind inline, the others through
+ * their operations table. Null handles and inactive persistent requests
+ * complete at once with an empty status (source MPI_ANY_SOURCE, tag
+ * MPI_ANY_TAG, count 0), as MPI-3.1 section 3.7.3 requires. A completed
+ * non-persistent request is freed and its handle set to MPI_REQUEST_NULL; a
+ * persistent one becomes inactive. Single-completion calls report a failed
+ * operation (a truncated receive) through the communicator's error handler
+ * with its own class and leave status.MPI_ERROR alone; the
+ * multiple-completion calls set MPI_ERROR in every status and report
+ * MPI_ERR_IN_STATUS. */
 #include "mpi/mpi_internal.h"
 #include "mpi/mpi_request.h"
 #include "pml/pml.h"
@@ -69,55 +72,183 @@ static void status_empty(MPI_Status *s)
     s->bm_cancelled = 0;
 }
 
+/* ---- request kinds -------------------------------------------------------------- */
+
+MPI_Request bm_mpi_request_create(const struct bm_mpi_request_ops *ops, MPI_Comm comm, void *state,
+                                  bool persistent, bool active)
+{
+    if (!ops->name || !ops->progress || !ops->query || !ops->release || !ops->cancel ||
+        !ops->start) {
+        fprintf(stderr, "bitmover: internal error: request kind '%s' lacks an operation\n",
+                ops->name ? ops->name : "(unnamed)");
+        abort();
+    }
+    MPI_Request r = bm_mpi_request_new();
+    if (!r)
+        return NULL;
+    memset(r, 0, sizeof(*r));
+    r->magic = BM_MPI_MAGIC_REQUEST;
+    r->kind = BM_MPI_REQ_OTHER;
+    r->ops = ops;
+    r->comm = comm;
+    r->state = state;
+    r->persistent = persistent;
+    r->active = active;
+    return r;
+}
+
+void bm_mpi_request_destroy(MPI_Request r)
+{
+    bm_mpi_request_release(r);
+}
+
+int bm_mpi_request_no_cancel(MPI_Request r)
+{
+    (void)r;
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_request_no_start(MPI_Request r, const char *fn)
+{
+    return bm_mpi_error(r->comm, MPI_ERR_REQUEST, fn, "a %s request cannot be started",
+                        r->ops->name);
+}
+
+bool bm_mpi_request_plain_release(MPI_Request r, int *err)
+{
+    (void)r;
+    *err = MPI_SUCCESS;
+    return true;
+}
+
+static inline bool is_p2p(MPI_Request r)
+{
+    return r->ops == &bm_mpi_p2p_request_ops;
+}
+
+/* The point-to-point kind. Its completion is also written out inline below
+ * (req_ready, req_finish): this table serves the rarer calls. */
+
+static bool p2p_progress(MPI_Request r)
+{
+    return !r->pml || bm_pml_request_done(r->pml);
+}
+
+/* The status of a point-to-point request that completed; the MPI class of
+ * its failure (0 on success), described in what. */
+static int p2p_status(MPI_Request r, MPI_Status *st, char *what, size_t what_len)
+{
+    if (!r->pml) {
+        *st = r->status;
+        return MPI_SUCCESS;
+    }
+    struct bm_pml_status ps;
+    bm_pml_request_test(r->pml, &ps);
+    memset(st, 0, sizeof(*st));
+    st->MPI_SOURCE = ps.source;
+    st->MPI_TAG = ps.tag;
+    st->bm_count = ps.count;
+    st->bm_cancelled = ps.cancelled;
+    if (ps.error == BM_OK)
+        return MPI_SUCCESS;
+    if (ps.error == BM_ERR_TRUNCATE)
+        snprintf(what, what_len,
+                 "the message from rank %d with tag %d is longer than the receive "
+                 "buffer; only the first %zu bytes were received",
+                 ps.source, ps.tag, ps.count);
+    else
+        snprintf(what, what_len, "%s with rank %d failed: %s",
+                 r->kind == BM_MPI_REQ_RECV ? "receive" : "send", ps.source,
+                 bm_status_str(ps.error));
+    return bm_mpi_class_of_status(ps.error);
+}
+
+static bool p2p_release(MPI_Request r, int *err)
+{
+    /* An active transfer goes on in the background (the PML finishes it). */
+    if (r->pml)
+        bm_pml_request_free(r->pml);
+    r->pml = NULL;
+    if (r->persistent)
+        bm_mpi_type_release(r->dt);
+    *err = MPI_SUCCESS;
+    return true;
+}
+
+static int p2p_cancel(MPI_Request r)
+{
+    /* Receives that have not matched are cancelled; sends and matched
+     * receives complete normally (MPI lets a cancel fail: the status then
+     * says not cancelled). */
+    if (r->pml && r->kind == BM_MPI_REQ_RECV)
+        bm_pml_request_cancel(r->pml);
+    return MPI_SUCCESS;
+}
+
+const struct bm_mpi_request_ops bm_mpi_p2p_request_ops = {
+    .name = "point-to-point",
+    .progress = p2p_progress,
+    .query = p2p_status,
+    .release = p2p_release,
+    .cancel = p2p_cancel,
+    .start = bm_mpi_p2p_start,
+};
+
+/* ---- completion ------------------------------------------------------------------- */
+
 static bool req_active(MPI_Request r)
 {
     return r != MPI_REQUEST_NULL && r->active;
 }
 
-static bool req_ready(MPI_Request r)
+/* Complete (point-to-point: inline), or advanced by its kind and complete now. */
+static inline bool req_ready(MPI_Request r)
 {
-    return !r->pml || bm_pml_request_done(r->pml);
+    if (is_p2p(r))
+        return !r->pml || bm_pml_request_done(r->pml);
+    return r->ops->progress(r);
 }
 
 /* Why an operation failed, for the error handler's message. */
 struct req_failure {
     MPI_Comm comm;
-    char what[256];
+    char what[BM_MPI_REQ_WHAT_MAX];
 };
 
 /* Take the result of a completed request into status (when not NULL) and
- * release or deactivate it. Returns the operation's MPI error class (0 on
+ * release or deactivate it. Returns the operation's MPI error code (0 on
  * success), describing a failure in fail. */
 static int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error, struct req_failure *fail)
 {
     MPI_Request r = *rp;
     MPI_Status st;
-    int cls = MPI_SUCCESS;
-    if (r->pml) {
-        struct bm_pml_status ps;
-        bm_pml_request_test(r->pml, &ps);
-        bm_pml_request_free(r->pml);
-        r->pml = NULL;
-        memset(&st, 0, sizeof(st));
-        st.MPI_SOURCE = ps.source;
-        st.MPI_TAG = ps.tag;
-        st.bm_count = ps.count;
-        st.bm_cancelled = ps.cancelled;
-        if (ps.error != BM_OK) {
-            cls = bm_mpi_class_of_status(ps.error);
-            fail->comm = r->comm;
-            if (ps.error == BM_ERR_TRUNCATE)
-                snprintf(fail->what, sizeof(fail->what),
-                         "the message from rank %d with tag %d is longer than the receive "
-                         "buffer; only the first %zu bytes were received",
-                         ps.source, ps.tag, ps.count);
-            else
-                snprintf(fail->what, sizeof(fail->what), "%s with rank %d failed: %s",
-                         r->kind == BM_MPI_REQ_RECV ? "receive" : "send", ps.source,
-                         bm_status_str(ps.error));
+    char what[BM_MPI_REQ_WHAT_MAX];
+    int cls;
+    bool recycle = true;
+    what[0] = 0;
+    if (is_p2p(r)) {
+        cls = p2p_status(r, &st, what, sizeof(what));
+        if (r->pml) {
+            bm_pml_request_free(r->pml);
+            r->pml = NULL;
         }
     } else {
-        st = r->status;
+        memset(&st, 0, sizeof(st));
+        cls = r->ops->query(r, &st, what, sizeof(what));
+        if (cls && !what[0])
+            snprintf(what, sizeof(what), "the %s failed", r->ops->name);
+        if (!r->persistent) {
+            int err;
+            recycle = r->ops->release(r, &err);
+            if (!cls && err) {
+                cls = err;
+                snprintf(what, sizeof(what), "freeing the %s failed", r->ops->name);
+            }
+        }
+    }
+    if (cls) {
+        fail->comm = r->comm;
+        memcpy(fail->what, what, sizeof(what));
     }
     if (status) {
         int keep = status->MPI_ERROR;
@@ -126,7 +257,8 @@ static int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error, struc
     }
     r->active = false;
     if (!r->persistent) {
-        bm_mpi_request_release(r);
+        if (recycle)
+            bm_mpi_request_release(r);
         *rp = MPI_REQUEST_NULL;
     }
     return cls;
@@ -162,6 +294,16 @@ static int check_one(const char *fn, MPI_Request *request)
 
 /* ---- single ----------------------------------------------------------------- */
 
+/* Test a request of another kind: advance it, progress once when it is not
+ * complete, and look again (the Test contract of the PML's requests). */
+static bool req_test_other(MPI_Request r)
+{
+    if (r->ops->progress(r))
+        return true;
+    bm_pml_progress();
+    return r->ops->progress(r);
+}
+
 int PMPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     static const char fn[] = "MPI_Wait";
@@ -173,8 +315,13 @@ int PMPI_Wait(MPI_Request *request, MPI_Status *status)
         status_empty(status);
         return MPI_SUCCESS;
     }
-    if (r->pml)
-        bm_pml_request_wait(r->pml, NULL);
+    if (is_p2p(r)) {
+        if (r->pml)
+            bm_pml_request_wait(r->pml, NULL);
+    } else {
+        while (!r->ops->progress(r))
+            bm_pml_progress();
+    }
     struct req_failure fail;
     int cls = req_finish(request, status, false, &fail);
     return cls ? bm_mpi_error(fail.comm, cls, fn, "%s", fail.what) : MPI_SUCCESS;
@@ -195,7 +342,7 @@ int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
         status_empty(status);
         return MPI_SUCCESS;
     }
-    if (r->pml && !bm_pml_request_test(r->pml, NULL)) {
+    if (is_p2p(r) ? r->pml && !bm_pml_request_test(r->pml, NULL) : !req_test_other(r)) {
         *flag = 0;
         return MPI_SUCCESS;
     }
@@ -433,6 +580,46 @@ BM_MPI_ALIAS(Testsome);
 
 /* ---- free and cancel ------------------------------------------------------------------- */
 
+int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    static const char fn[] = "MPI_Request_get_status";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!flag)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL flag pointer");
+    if (request != MPI_REQUEST_NULL && !bm_mpi_request_valid(request))
+        return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn, "not a valid request");
+    if (!req_active(request)) {
+        *flag = 1;
+        status_empty(status);
+        return MPI_SUCCESS;
+    }
+    bool done = is_p2p(request) ? (!request->pml || bm_pml_request_test(request->pml, NULL))
+                                : req_test_other(request);
+    if (!done) {
+        *flag = 0;
+        return MPI_SUCCESS;
+    }
+    /* The request stays as it is: a later Wait/Test completes and frees it. */
+    *flag = 1;
+    MPI_Status st;
+    char what[BM_MPI_REQ_WHAT_MAX] = "";
+    memset(&st, 0, sizeof(st));
+    int code = request->ops->query(request, &st, what, sizeof(what));
+    if (status) {
+        int keep = status->MPI_ERROR;
+        *status = st;
+        status->MPI_ERROR = keep;
+    }
+    if (!code)
+        return MPI_SUCCESS;
+    return bm_mpi_error(request->comm, code, fn, "%s", what[0] ? what : "the operation failed");
+}
+BM_MPI_ALIAS(Request_get_status);
+
+/* ---- free, cancel, start ------------------------------------------------------------------- */
+
 int PMPI_Request_free(MPI_Request *request)
 {
     static const char fn[] = "MPI_Request_free";
@@ -443,13 +630,15 @@ int PMPI_Request_free(MPI_Request *request)
         return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn,
                             "not a request (NULL pointer, MPI_REQUEST_NULL or a freed request)");
     MPI_Request r = *request;
-    /* An active transfer goes on in the background (the PML finishes it). */
-    if (r->pml)
-        bm_pml_request_free(r->pml);
-    if (r->persistent)
-        bm_mpi_type_release(r->dt);
-    bm_mpi_request_release(r);
+    MPI_Comm comm = r->comm;
+    const char *kind = r->ops->name;
+    int err = MPI_SUCCESS;
+    /* An active operation goes on in the background: its kind finishes it. */
+    if (r->ops->release(r, &err))
+        bm_mpi_request_release(r);
     *request = MPI_REQUEST_NULL;
+    if (err)
+        return bm_mpi_error(comm, err, fn, "freeing the %s request failed", kind);
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Request_free);
@@ -464,14 +653,59 @@ int PMPI_Cancel(MPI_Request *request)
         return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn,
                             "not a request (NULL pointer or MPI_REQUEST_NULL)");
     MPI_Request r = *request;
-    /* Receives that have not matched are cancelled; sends and matched
-     * receives complete normally (MPI lets a cancel fail: the status then
-     * says not cancelled). */
-    if (r->active && r->pml && r->kind == BM_MPI_REQ_RECV)
-        bm_pml_request_cancel(r->pml);
+    if (!r->active)
+        return MPI_SUCCESS;
+    int err = r->ops->cancel(r);
+    if (err)
+        return bm_mpi_error(r->comm, err, fn, "cancelling the %s request failed", r->ops->name);
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Cancel);
+
+static int start_one(MPI_Request *request, const char *fn)
+{
+    if (!request || !bm_mpi_request_valid(*request))
+        return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn, "not a request (NULL or MPI_REQUEST_NULL)");
+    MPI_Request r = *request;
+    if (!r->persistent)
+        return bm_mpi_error(r->comm, MPI_ERR_REQUEST, fn,
+                            "the request is a nonblocking %s request, not a persistent one "
+                            "(made by MPI_Send_init, MPI_Recv_init...): only persistent requests "
+                            "can be started",
+                            r->ops->name);
+    if (r->active)
+        return bm_mpi_error(r->comm, MPI_ERR_REQUEST, fn,
+                            "the persistent request is still active: complete it with "
+                            "MPI_Wait/MPI_Test before starting it again");
+    return r->ops->start(r, fn);
+}
+
+int PMPI_Start(MPI_Request *request)
+{
+    static const char fn[] = "MPI_Start";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    return start_one(request, fn);
+}
+BM_MPI_ALIAS(Start);
+
+int PMPI_Startall(int count, MPI_Request array_of_requests[])
+{
+    static const char fn[] = "MPI_Startall";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (count < 0)
+        return bm_mpi_error(NULL, MPI_ERR_COUNT, fn, "negative count %d", count);
+    if (count > 0 && !array_of_requests)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL request array");
+    for (int i = 0; i < count; i++)
+        if ((rc = start_one(&array_of_requests[i], fn)))
+            return rc;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Startall);
 
 int PMPI_Test_cancelled(const MPI_Status *status, int *flag)
 {
