@@ -4,12 +4,28 @@
  *
  * THE CONTRACT
  *
- * Component. One per transport type, described by one const struct
- * bm_btl_ops registered in btl_registry.c. Its life: query (is it usable on
- * this machine? no side effects; bm_info uses it), init (create zero or more
- * modules and publish their addresses with bm_rte_modex_put), progress
- * (called by the PML's progress engine; the component walks all its
- * modules), finalize (tear down every module, release every resource).
+ * Component. One const struct bm_btl_ops per transport type, registered in
+ * btl_registry.c, describes it; init creates an instance of it, a struct
+ * bm_btl_component that the transport allocates (embedding the public part
+ * first) and that every later component call receives: progress, finalize,
+ * and through module->component everything a module needs of its
+ * component. A transport keeps no state in file-scope variables, so two
+ * instances can live in one process (unit tests run two tcp or two dgram
+ * components against each other). The only exception allowed is a
+ * documented lookup table that an exit or signal handler needs (sm's
+ * segment names to unlink). Life of a component: query (usable on this
+ * machine? no side effects; bm_info uses it), init (create the instance and
+ * zero or more modules, publish addresses through the runtime services in
+ * the init arguments), progress (the component walks its modules), finalize
+ * (tear down every module, release everything, free the instance).
+ *
+ * Registration check. Before any component is initialised, btl_base.c checks
+ * each ops table once (bm_btl_ops_check): the mandatory operations are
+ * there, and every capability in ops->caps has its functions. Every module
+ * an init creates, and every module again after add_procs (which may add
+ * capabilities, as sm adds PUT/GET), must advertise only capabilities of
+ * ops->caps. A violation is a start-up error naming the transport and the
+ * operation, never a NULL call on the hot path.
  *
  * Module. One per device (an interface, a shared-memory segment, a NIC
  * port). Attributes in struct bm_btl_module tell the PML what it may do:
@@ -53,6 +69,42 @@
  * in order only when the module sets BM_BTL_CAP_ORDERED. The PML never
  * relies on order across modules.
  *
+ * RDMA and atomics (put, get, atomic_op, atomic_fop, atomic_cswap; see the
+ * operations table for each parameter). The initiator names target memory
+ * by remote_addr, always the virtual address of the byte in the target
+ * process, as the target's own pointer to it (uint64_t so that it crosses
+ * the wire unchanged), together with the target's registration handle of
+ * the region containing it. The caller never computes offsets: a transport
+ * whose hardware addresses registered memory by offset (libfabric without
+ * FI_MR_VIRT_ADDR) subtracts the base it keeps in its own remote handle.
+ * Handles: when module->reg_handle_size is 0 (self, sm) both handles may be
+ * NULL; otherwise remote_handle is the reg_handle_size bytes the target got
+ * from register_mem (with the REMOTE_READ/REMOTE_WRITE/ATOMIC flag the
+ * operation needs) and copied to the initiator, and local_handle comes from
+ * the initiator's own register_mem of local_addr (NULL when the module does
+ * not set BM_BTL_CAP_REG_MEM). Callback arguments: context and cbdata are
+ * both the caller's, handed back unchanged; by convention context names the
+ * object the operation belongs to (a request, a window) and cbdata the
+ * piece of it (a fragment, a pipeline stage). flags: only
+ * BM_BTL_DES_F_ALWAYS_CALLBACK (call back even on BM_BTL_DONE; that
+ * callback then runs from a later progress or flush call, never inside the
+ * call that started the operation), plus BM_BTL_ATOMIC_OP_F_32BIT for
+ * atomics; other descriptor flags mean nothing here. order: reserved, pass
+ * 0; transports ignore it. Ordering: none. Two RDMA operations, or an RDMA
+ * operation and a send, may complete and become visible at the target in
+ * any order, even on one endpoint; a caller that needs order waits for the
+ * first operation's completion (or flush) before starting the second.
+ * Completion: a put's successful callback (or BM_BTL_DONE) means local_addr
+ * may be reused; the data is visible to the target process once flush on
+ * that endpoint returns (every transport of today also completes remotely
+ * before calling back, but callers must not rely on it). A get's completion
+ * means the data is in local_addr. An atomic is atomic with respect to
+ * other atomics of the same module on the same address, and with respect to
+ * the target CPU's own atomic instructions only when the module sets
+ * BM_BTL_ATOMIC_F_GLOBAL. Failure: as for sends, an operation on a failed
+ * path completes with a negative status; a put or atomic that fails may or
+ * may not have been applied at the target.
+ *
  * Receive. A callback per tag, registered with register_recv. It runs inside
  * progress, and the segments it is given are valid only until it returns.
  *
@@ -64,6 +116,7 @@
 #define BM_BTL_H
 
 #include "bm_status.h"
+#include "runtime/rte.h"
 #include "util/bitmap.h"
 #include "util/params.h"
 
@@ -72,6 +125,7 @@
 #include <stdint.h>
 
 struct bm_btl_module;
+struct bm_btl_component;
 struct bm_btl_endpoint; /* opaque; each transport has its own */
 struct bm_btl_descriptor;
 
@@ -116,7 +170,10 @@ enum bm_btl_atomic_op {
     BM_BTL_ATOMIC_MAX, /* signed */
     BM_BTL_ATOMIC_FADD_DOUBLE,
 };
-#define BM_BTL_ATOMIC_OP_F_32BIT 0x1u /* operate on 32 bits (when BM_BTL_ATOMIC_F_32BIT) */
+/* Flag of the atomic operations: operate on 32 bits (only when the module
+ * sets BM_BTL_ATOMIC_F_32BIT), else on 64. It shares its value with
+ * BM_BTL_DES_F_BTL_OWNED, which means nothing to an RDMA operation. */
+#define BM_BTL_ATOMIC_OP_F_32BIT 0x1u
 
 /* exclusivity: higher wins selection for a peer */
 #define BM_BTL_EXCL_SELF 1000
@@ -211,21 +268,22 @@ typedef void (*bm_btl_error_cb_fn)(struct bm_btl_module *module, const struct bm
 
 struct bm_btl_module {
     const struct bm_btl_ops *ops;
-    char name[64];                    /* "sm", "tcp:eth0", for messages and bm_info */
-    uint32_t caps;                    /* BM_BTL_CAP_* */
-    uint32_t atomic_flags;            /* BM_BTL_ATOMIC_F_* */
-    uint32_t exclusivity;             /* BM_BTL_EXCL_* */
-    uint32_t latency;                 /* latency class: lower is better (eager list order) */
-    uint32_t bandwidth;               /* Mbit/s: striping weight */
-    size_t eager_limit;               /* largest eager send, PML header included */
-    size_t rndv_eager_limit;          /* bytes carried by the first fragment of a rendezvous */
-    size_t max_send_size;             /* largest single send descriptor */
-    size_t rdma_pipeline_send_length; /* bytes sent by copy before RDMA takes over */
-    size_t rdma_pipeline_frag_size;   /* largest single RDMA operation of a pipeline */
-    size_t min_rdma_pipeline_size;    /* below this, use send/recv instead of RDMA */
-    size_t put_limit, put_alignment;  /* largest put; required alignment (1 = none) */
-    size_t get_limit, get_alignment;  /* largest get; required alignment */
-    size_t reg_handle_size;           /* bytes of a registration handle (0: none needed) */
+    struct bm_btl_component *component; /* the instance that created it */
+    char name[64];                      /* "sm", "tcp:eth0", for messages and bm_info */
+    uint32_t caps;                      /* BM_BTL_CAP_*, a subset of ops->caps */
+    uint32_t atomic_flags;              /* BM_BTL_ATOMIC_F_* */
+    uint32_t exclusivity;               /* BM_BTL_EXCL_* */
+    uint32_t latency;                   /* latency class: lower is better (eager list order) */
+    uint32_t bandwidth;                 /* Mbit/s: striping weight */
+    size_t eager_limit;                 /* largest eager send, PML header included */
+    size_t rndv_eager_limit;            /* bytes carried by the first fragment of a rendezvous */
+    size_t max_send_size;               /* largest single send descriptor */
+    size_t rdma_pipeline_send_length;   /* bytes sent by copy before RDMA takes over */
+    size_t rdma_pipeline_frag_size;     /* largest single RDMA operation of a pipeline */
+    size_t min_rdma_pipeline_size;      /* below this, use send/recv instead of RDMA */
+    size_t put_limit, put_alignment;    /* largest put; required alignment (1 = none) */
+    size_t get_limit, get_alignment;    /* largest get; required alignment */
+    size_t reg_handle_size;             /* bytes of a registration handle (0: none needed) */
 
     /* Written by register_recv/register_error (btl_base.c), read by the transport. */
     struct {
@@ -236,9 +294,70 @@ struct bm_btl_module {
     void *error_cbdata;
 };
 
+/* ---- the runtime as a transport sees it ---------------------------------- */
+
+/* The services of the runtime a transport may use, handed to init. The
+ * base passes the process's runtime (bm_btl_rte_default); a unit test passes
+ * its own, so that two instances of a transport in one process are two
+ * ranks of a job whose address exchange the test holds. A transport calls
+ * these through the bm_btl_rte_* wrappers below and never bm_rte_self,
+ * bm_rte_node_of or bm_rte_modex_* directly. */
+struct bm_btl_rte {
+    /* This process: rank, size, local rank and size, node, host, job id. */
+    const struct bm_rte_proc *self;
+    /* Node index of any rank (same node <=> same value), -1 if unknown. */
+    int (*node_of)(void *ctx, int rank);
+    /* Publish a blob under key for every peer (before the modex fence). */
+    bm_status_t (*modex_put)(void *ctx, const char *key, const void *data, size_t len);
+    /* A peer's blob (after the fence); BM_ERR_NOT_FOUND when it put none.
+     * *data_out stays valid until the component is finalized. */
+    bm_status_t (*modex_get)(void *ctx, int rank, const char *key, const void **data_out,
+                             size_t *len_out);
+    void *ctx; /* first argument of the functions above */
+};
+
+/* The process's runtime (bm_rte_*), valid between bm_rte_init and bm_rte_finalize. */
+const struct bm_btl_rte *bm_btl_rte_default(void);
+
+static inline const struct bm_rte_proc *bm_btl_rte_self(const struct bm_btl_rte *rte)
+{
+    return rte->self;
+}
+static inline int bm_btl_rte_node_of(const struct bm_btl_rte *rte, int rank)
+{
+    return rte->node_of(rte->ctx, rank);
+}
+static inline bm_status_t bm_btl_rte_modex_put(const struct bm_btl_rte *rte, const char *key,
+                                               const void *data, size_t len)
+{
+    return rte->modex_put(rte->ctx, key, data, len);
+}
+static inline bm_status_t bm_btl_rte_modex_get(const struct bm_btl_rte *rte, int rank,
+                                               const char *key, const void **data_out,
+                                               size_t *len_out)
+{
+    return rte->modex_get(rte->ctx, rank, key, data_out, len_out);
+}
+
+/* ---- component --------------------------------------------------------- */
+
 struct bm_btl_init_args {
     int thread_level;      /* MPI_THREAD_* value the application asked for */
     bool progress_threads; /* the transport may run its own helper thread */
+    /* The runtime to use; NULL means bm_btl_rte_default() (the base fills it
+     * in before calling init, so init always finds it set). */
+    const struct bm_btl_rte *rte;
+};
+
+/* One instance of a transport, created by ops->init. Each transport embeds
+ * it first in its own component struct and casts, as modules embed struct
+ * bm_btl_module. The transport fills every field before init returns and
+ * owns the memory (the struct, modules[] and the modules) until finalize. */
+struct bm_btl_component {
+    const struct bm_btl_ops *ops;
+    const struct bm_btl_rte *rte;   /* from the init arguments: valid until finalize */
+    struct bm_btl_module **modules; /* count modules; each has ->component set to this */
+    int count;
 };
 
 /* ---- the operations table: one const instance per transport ------------ */
@@ -247,18 +366,27 @@ struct bm_btl_ops {
     const char *name;                    /* "self", "sm", "tcp", "dgram", "ofi" */
     const char *description;             /* one line for bm_info */
     const struct bm_param_table *params; /* the transport's tunables (may be NULL) */
+    /* Every capability a module of this transport may advertise. Checked
+     * once at registration: each one needs its functions below
+     * (bm_btl_ops_check). A module's caps must be a subset. */
+    uint32_t caps;
 
     /* Component. */
     /* Usable here? Fills why (for bm_info) when not. No side effects. */
     bm_status_t (*query)(char *why, size_t whylen);
-    /* Create modules and publish addresses (bm_rte_modex_put). *modules_out
-     * is owned by the transport until finalize. Zero modules is not an error. */
-    bm_status_t (*init)(const struct bm_btl_init_args *args, struct bm_btl_module ***modules_out,
-                        int *count_out);
-    /* Make progress on every module. Returns the number of completions. Cheap when idle. */
-    int (*progress)(void);
-    /* Release everything. Outstanding descriptors are completed with an error first. */
-    void (*finalize)(void);
+    /* Create an instance: its modules, their addresses published with
+     * bm_btl_rte_modex_put(args->rte, ...). *component_out is set only on
+     * BM_OK and is owned by the transport until finalize. Zero modules is
+     * not an error (the instance is still finalized). On failure nothing is
+     * left allocated or published that finalize would have released. */
+    bm_status_t (*init)(const struct bm_btl_init_args *args,
+                        struct bm_btl_component **component_out);
+    /* Make progress on every module of c. Returns the number of
+     * completions. Cheap when idle. */
+    int (*progress)(struct bm_btl_component *c);
+    /* Release everything of c and c itself. Outstanding descriptors and
+     * RDMA operations are completed with an error first. */
+    void (*finalize)(struct bm_btl_component *c);
 
     /* Module: peers. */
     /* For each of the nprocs ranks, set its bit in reachable and endpoints_out[i]
@@ -269,7 +397,7 @@ struct bm_btl_ops {
     bm_status_t (*del_procs)(struct bm_btl_module *m, int nprocs, const int *ranks,
                              struct bm_btl_endpoint **endpoints);
 
-    /* Module: sends. */
+    /* Module: sends (BM_BTL_CAP_SEND, every module). */
     /* A descriptor whose seg[0] has size bytes to fill; NULL when out of resources. */
     struct bm_btl_descriptor *(*alloc)(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                                        uint8_t order, size_t size, uint32_t flags);
@@ -283,45 +411,97 @@ struct bm_btl_ops {
                                              uint8_t order, uint32_t flags);
     int (*send)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, struct bm_btl_descriptor *des,
                 bm_btl_tag_t tag);
-    /* Send header + payload now, with no descriptor. BM_BTL_DONE when sent;
-     * otherwise BM_ERR_OUT_OF_RESOURCE and, when des_out is not NULL, maybe a
-     * descriptor already holding the data for a later send. */
+    /* BM_BTL_CAP_SENDI. Send header + payload now, with no descriptor.
+     * BM_BTL_DONE when sent; otherwise BM_ERR_OUT_OF_RESOURCE and, when
+     * des_out is not NULL, maybe a descriptor already holding the data for a
+     * later send. */
     int (*sendi)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
                  size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
                  uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
 
-    /* Module: RDMA and atomics (only with the matching caps). */
+    /* Module: RDMA and atomics. The parameters, as the contract at the top
+     * of this file says in full:
+     *   ep             the target (an endpoint of this module)
+     *   local_addr     put: the source; get: the destination; fetching
+     *                  atomics: where the previous target value is stored
+     *                  (4 or 8 bytes as the operand size)
+     *   remote_addr    the target's virtual address of the first byte (of
+     *                  the operand for atomics, aligned to its size)
+     *   local_handle   register_mem's handle of local_addr, or NULL
+     *                  (reg_handle_size 0, or no BM_BTL_CAP_REG_MEM)
+     *   remote_handle  the target's handle of remote_addr's region, or NULL
+     *                  when reg_handle_size is 0
+     *   size           bytes (put/get), at most put_limit/get_limit, with
+     *                  put_alignment/get_alignment
+     *   flags          BM_BTL_DES_F_ALWAYS_CALLBACK; BM_BTL_ATOMIC_OP_F_32BIT
+     *   order          reserved: 0
+     *   cb, context, cbdata
+     *                  completion callback (may be NULL when nothing is to be
+     *                  done) and its two caller arguments, handed back
+     *                  unchanged
+     * Returns as sends do: BM_BTL_DONE (completed inline, callback only with
+     * ALWAYS_CALLBACK), BM_OK (callback later), BM_ERR_OUT_OF_RESOURCE (not
+     * started, retry), BM_ERR_NOT_AVAILABLE (not possible: too large, not
+     * aligned, this peer), or a link/peer error. */
+    /* BM_BTL_CAP_PUT: write size bytes of local_addr to remote_addr. */
     int (*put)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
                uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
                uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+    /* BM_BTL_CAP_GET: read size bytes at remote_addr into local_addr. */
     int (*get)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
                uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
                uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+    /* BM_BTL_CAP_ATOMIC_OPS: target = target op operand; no result. The
+     * callback's local_addr is NULL. */
     int (*atomic_op)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, uint64_t remote_addr,
                      const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
                      uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
                      void *context, void *cbdata);
-    /* The old remote value is written to local_addr. */
+    /* BM_BTL_CAP_ATOMIC_FOPS: as atomic_op, and the previous target value is
+     * written to local_addr before the completion. */
     int (*atomic_fop)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
                       uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                       const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
                       uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
                       void *context, void *cbdata);
+    /* BM_BTL_CAP_ATOMIC_FOPS: if the target holds compare, store value; the
+     * previous target value is written to local_addr either way. */
     int (*atomic_cswap)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
                         uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                         const struct bm_btl_reg_handle *remote_handle, uint64_t compare,
                         uint64_t value, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
                         void *context, void *cbdata);
-    /* Make memory usable for put/get; NULL on failure. ep may be NULL (any peer). */
+    /* Present whenever the module may advertise PUT, GET or an atomic cap
+     * (a transport needing no registration returns a handle that carries
+     * nothing). Make [base, base + size) usable by this module's RDMA
+     * operations with the access of reg_flags (BM_BTL_REG_F_*); the handle
+     * (reg_handle_size bytes) can be copied to any peer. ep: the only peer
+     * that will use it, or NULL for any. NULL on failure. The memory must
+     * stay mapped until deregister_mem. */
     struct bm_btl_reg_handle *(*register_mem)(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                                               void *base, size_t size, uint32_t reg_flags);
+    /* Release a handle of register_mem. Operations using it must be complete. */
     bm_status_t (*deregister_mem)(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
-    /* Wait until every RDMA/atomic operation started on ep (all peers when
-     * NULL) has completed and its callback has run. */
+    /* Present whenever the module may advertise PUT, GET or an atomic cap.
+     * Wait until every RDMA/atomic operation started on ep (all peers when
+     * NULL) has completed, its callback has run and its effect is visible
+     * at the target. Makes progress on this module only. BM_OK, or the
+     * error of a path that failed meanwhile. */
     bm_status_t (*flush)(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
 };
+
+/* Capabilities that need register_mem, deregister_mem and flush. */
+#define BM_BTL_CAP_RDMA_ANY                                                                        \
+    (BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS |            \
+     BM_BTL_CAP_REG_MEM)
+
+/* The registration check (btl_base.c): BM_OK when ops has every mandatory
+ * operation and the functions of every capability in caps; otherwise
+ * BM_ERR_BAD_PARAM and a sentence in why naming the transport, the
+ * capability and the missing operation. */
+bm_status_t bm_btl_ops_check(const struct bm_btl_ops *ops, uint32_t caps, char *why, size_t whylen);
 
 /* ---- inline wrappers: how the PML calls a module ------------------------ */
 
@@ -379,6 +559,63 @@ static inline int bm_btl_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep
                        order, cb, context, cbdata);
 }
 
+/* Update the peer's memory atomically, no result (only with BM_BTL_CAP_ATOMIC_OPS). */
+static inline int bm_btl_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                   uint64_t remote_addr,
+                                   const struct bm_btl_reg_handle *remote_handle,
+                                   enum bm_btl_atomic_op op, uint64_t operand, uint32_t flags,
+                                   uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    return m->ops->atomic_op(m, ep, remote_addr, remote_handle, op, operand, flags, order, cb,
+                             context, cbdata);
+}
+/* Update the peer's memory atomically and fetch the value it had (only with
+ * BM_BTL_CAP_ATOMIC_FOPS). */
+static inline int bm_btl_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                    void *local_addr, uint64_t remote_addr,
+                                    struct bm_btl_reg_handle *local_handle,
+                                    const struct bm_btl_reg_handle *remote_handle,
+                                    enum bm_btl_atomic_op op, uint64_t operand, uint32_t flags,
+                                    uint8_t order, bm_btl_rdma_cb_fn cb, void *context,
+                                    void *cbdata)
+{
+    return m->ops->atomic_fop(m, ep, local_addr, remote_addr, local_handle, remote_handle, op,
+                              operand, flags, order, cb, context, cbdata);
+}
+/* Compare and swap in the peer's memory, fetching the value it had (only
+ * with BM_BTL_CAP_ATOMIC_FOPS). */
+static inline int bm_btl_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                      void *local_addr, uint64_t remote_addr,
+                                      struct bm_btl_reg_handle *local_handle,
+                                      const struct bm_btl_reg_handle *remote_handle,
+                                      uint64_t compare, uint64_t value, uint32_t flags,
+                                      uint8_t order, bm_btl_rdma_cb_fn cb, void *context,
+                                      void *cbdata)
+{
+    return m->ops->atomic_cswap(m, ep, local_addr, remote_addr, local_handle, remote_handle,
+                                compare, value, flags, order, cb, context, cbdata);
+}
+/* Like mmap's MAP_LOCKED for RDMA: a handle for [base, base + size), NULL on
+ * failure (only on a module with an RDMA or atomic capability). */
+static inline struct bm_btl_reg_handle *bm_btl_register_mem(struct bm_btl_module *m,
+                                                            struct bm_btl_endpoint *ep, void *base,
+                                                            size_t size, uint32_t reg_flags)
+{
+    return m->ops->register_mem(m, ep, base, size, reg_flags);
+}
+/* Release a handle of bm_btl_register_mem once nothing uses it any more. */
+static inline bm_status_t bm_btl_deregister_mem(struct bm_btl_module *m,
+                                                struct bm_btl_reg_handle *handle)
+{
+    return m->ops->deregister_mem(m, handle);
+}
+/* Like fsync for RDMA: returns once every put/get/atomic started on ep (all
+ * peers when NULL) is complete and visible at the target. */
+static inline bm_status_t bm_btl_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
+{
+    return m->ops->flush(m, ep);
+}
+
 /* ---- selection and per-peer transport sets (btl_base.c) ----------------- */
 
 /* One transport path to one peer. */
@@ -420,6 +657,11 @@ void bm_btl_base_register_recv(bm_btl_tag_t tag, bm_btl_recv_cb_fn cb, void *cbd
 void bm_btl_base_register_error(bm_btl_error_cb_fn cb, void *cbdata);
 /* Progress every active component once. Returns completions. */
 int bm_btl_base_progress(void);
+/* The modules' registration check again, after add_procs may have changed
+ * their caps (btl_base.c runs it itself; exported for the unit test): BM_OK
+ * when m advertises only capabilities of its ops->caps, otherwise
+ * BM_ERR_BAD_PARAM and why names the module and the operation. */
+bm_status_t bm_btl_base_check_module(const struct bm_btl_module *m, char *why, size_t whylen);
 /* Flush, del_procs and finalize everything. */
 void bm_btl_base_close(void);
 

@@ -66,13 +66,19 @@ BM_HELP_TOPICS_REGISTER(btl_base_help);
 
 struct btl_base_component {
     const struct bm_btl_ops *ops;
-    bool selected;    /* by BM_BTL */
-    bool named;       /* named explicitly in an include list */
-    bool initialised; /* init succeeded: finalize is owed */
-    bool active;      /* a module of it is on some peer's path list: progress it */
+    bool selected;                 /* by BM_BTL */
+    bool named;                    /* named explicitly in an include list */
+    bool active;                   /* a module of it is on some peer's path list: progress it */
+    struct bm_btl_component *inst; /* init succeeded: finalize is owed */
     struct bm_btl_module **modules;
     int count;
     char why[192]; /* why it was not used, for the unreachable-peer error */
+};
+
+/* One entry of the progress table: the hot loop calls fn(comp). */
+struct btl_base_progress {
+    int (*fn)(struct bm_btl_component *comp);
+    struct bm_btl_component *comp;
 };
 
 struct btl_base_module {
@@ -93,9 +99,10 @@ static struct {
     int *ranks;
     struct bm_btl_peer *peers;
     /* Progress functions of the active components: the only thing the hot
-     * progress loop looks at. */
-    int (*progress[16])(void);
-    int nprogress;
+     * progress loop looks at. Sized for every component at open, so it
+     * never needs to grow later (and a failure to allocate it fails open). */
+    struct btl_base_progress *progress;
+    int nprogress, progress_cap;
 } base;
 
 /* Callbacks registered by the layer above. Kept apart from `base` so that a
@@ -130,6 +137,159 @@ static void btl_base_error_default(struct bm_btl_module *module, const struct bm
     else
         bm_log_error("%s: %s (rank %d): %s", module->name, bm_status_str(err->status), err->peer,
                      err->what ? err->what : "no details");
+}
+
+/* ---- the runtime transports get by default ------------------------------------ */
+
+static int btl_base_rte_node_of(void *ctx, int rank)
+{
+    (void)ctx;
+    return bm_rte_node_of(rank);
+}
+
+static bm_status_t btl_base_rte_put(void *ctx, const char *key, const void *data, size_t len)
+{
+    (void)ctx;
+    return bm_rte_modex_put(key, data, len);
+}
+
+static bm_status_t btl_base_rte_get(void *ctx, int rank, const char *key, const void **data_out,
+                                    size_t *len_out)
+{
+    (void)ctx;
+    return bm_rte_modex_get(rank, key, data_out, len_out);
+}
+
+const struct bm_btl_rte *bm_btl_rte_default(void)
+{
+    /* Stateless forwarding to the process's runtime: identical for every
+     * caller, so one instance serves all of them. */
+    static struct bm_btl_rte rte = {
+        .node_of = btl_base_rte_node_of,
+        .modex_put = btl_base_rte_put,
+        .modex_get = btl_base_rte_get,
+    };
+    rte.self = bm_rte_self();
+    return &rte;
+}
+
+/* ---- registration check ---------------------------------------------------------- */
+
+/* What each capability needs in the ops table. BM_BTL_CAP_SEND is
+ * mandatory: the PML reaches every peer through sends. */
+struct btl_base_need {
+    uint32_t cap; /* 0: always needed */
+    const char *cap_name;
+    const char *op;
+    size_t offset; /* of the function pointer in struct bm_btl_ops */
+};
+
+#define BTL_NEED(cap, op)                                                                          \
+    {                                                                                              \
+        cap, #cap, #op, offsetof(struct bm_btl_ops, op)                                            \
+    }
+
+static const struct btl_base_need btl_base_needs[] = {
+    BTL_NEED(0, query),
+    BTL_NEED(0, init),
+    BTL_NEED(0, progress),
+    BTL_NEED(0, finalize),
+    BTL_NEED(0, add_procs),
+    BTL_NEED(0, del_procs),
+    BTL_NEED(0, alloc),
+    BTL_NEED(0, free),
+    BTL_NEED(0, prepare_src),
+    BTL_NEED(0, send),
+    BTL_NEED(BM_BTL_CAP_SENDI, sendi),
+    BTL_NEED(BM_BTL_CAP_PUT, put),
+    BTL_NEED(BM_BTL_CAP_GET, get),
+    BTL_NEED(BM_BTL_CAP_ATOMIC_OPS, atomic_op),
+    BTL_NEED(BM_BTL_CAP_ATOMIC_FOPS, atomic_fop),
+    BTL_NEED(BM_BTL_CAP_ATOMIC_FOPS, atomic_cswap),
+    BTL_NEED(BM_BTL_CAP_RDMA_ANY, register_mem),
+    BTL_NEED(BM_BTL_CAP_RDMA_ANY, deregister_mem),
+    BTL_NEED(BM_BTL_CAP_RDMA_ANY, flush),
+};
+
+/* The first capability bit of mask that caps has, by name, for messages. */
+static const char *btl_base_cap_name(uint32_t mask, uint32_t caps)
+{
+    static const struct {
+        uint32_t cap;
+        const char *name;
+    } names[] = {
+        {BM_BTL_CAP_PUT, "BM_BTL_CAP_PUT"},
+        {BM_BTL_CAP_GET, "BM_BTL_CAP_GET"},
+        {BM_BTL_CAP_ATOMIC_OPS, "BM_BTL_CAP_ATOMIC_OPS"},
+        {BM_BTL_CAP_ATOMIC_FOPS, "BM_BTL_CAP_ATOMIC_FOPS"},
+        {BM_BTL_CAP_REG_MEM, "BM_BTL_CAP_REG_MEM"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (mask & caps & names[i].cap)
+            return names[i].name;
+    return "?";
+}
+
+bm_status_t bm_btl_ops_check(const struct bm_btl_ops *ops, uint32_t caps, char *why, size_t whylen)
+{
+    const char *name = ops && ops->name && *ops->name ? ops->name : "(unnamed)";
+    if (!ops || !ops->name || !*ops->name) {
+        snprintf(why, whylen, "a registered transport has no name");
+        return BM_ERR_BAD_PARAM;
+    }
+    for (size_t i = 0; i < sizeof(btl_base_needs) / sizeof(btl_base_needs[0]); i++) {
+        const struct btl_base_need *n = &btl_base_needs[i];
+        if (n->cap && !(caps & n->cap))
+            continue;
+        void (*const *fn)(void) = (void (*const *)(void))((const char *)ops + n->offset);
+        if (*fn)
+            continue;
+        if (!n->cap)
+            snprintf(why, whylen,
+                     "transport '%s' has no %s operation, which every transport must have", name,
+                     n->op);
+        else if (n->cap == BM_BTL_CAP_RDMA_ANY)
+            snprintf(why, whylen,
+                     "transport '%s' advertises %s but has no %s operation (needed by every "
+                     "RDMA or atomic capability)",
+                     name, btl_base_cap_name(n->cap, caps), n->op);
+        else
+            snprintf(why, whylen, "transport '%s' advertises %s but has no %s operation", name,
+                     n->cap_name, n->op);
+        return BM_ERR_BAD_PARAM;
+    }
+    return BM_OK;
+}
+
+bm_status_t bm_btl_base_check_module(const struct bm_btl_module *m, char *why, size_t whylen)
+{
+    uint32_t extra = m->caps & ~m->ops->caps;
+    if (extra) {
+        /* Name the operation that the table was not checked for. */
+        for (size_t i = 0; i < sizeof(btl_base_needs) / sizeof(btl_base_needs[0]); i++) {
+            const struct btl_base_need *n = &btl_base_needs[i];
+            if (!(n->cap & extra))
+                continue;
+            snprintf(why, whylen,
+                     "module %s of transport '%s' advertises %s, which its transport does not "
+                     "declare (ops.caps 0x%x), so its %s operation was never checked",
+                     m->name, m->ops->name,
+                     n->cap == BM_BTL_CAP_RDMA_ANY ? btl_base_cap_name(n->cap, extra) : n->cap_name,
+                     m->ops->caps, n->op);
+            return BM_ERR_BAD_PARAM;
+        }
+        snprintf(why, whylen,
+                 "module %s of transport '%s' advertises capabilities 0x%x that its transport "
+                 "does not declare (ops.caps 0x%x)",
+                 m->name, m->ops->name, extra, m->ops->caps);
+        return BM_ERR_BAD_PARAM;
+    }
+    if (!(m->caps & BM_BTL_CAP_SEND)) {
+        snprintf(why, whylen, "module %s of transport '%s' does not advertise BM_BTL_CAP_SEND",
+                 m->name, m->ops->name);
+        return BM_ERR_BAD_PARAM;
+    }
+    return bm_btl_ops_check(m->ops, m->caps, why, whylen);
 }
 
 /* ---- BM_BTL ---------------------------------------------------------------- */
@@ -247,6 +407,16 @@ static void btl_base_describe_tried(char *buf, size_t len)
 
 static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct bm_btl_module *m)
 {
+    char why[320];
+    if (m->ops != comp->ops || m->component != comp->inst) {
+        bm_log_error("internal: module %s of transport '%s' does not point back at its %s", m->name,
+                     comp->ops->name, m->ops != comp->ops ? "ops table" : "component");
+        return BM_ERR_FATAL;
+    }
+    if (bm_btl_base_check_module(m, why, sizeof(why)) != BM_OK) {
+        bm_log_error("%s; this is a bug in the transport: start-up stops here", why);
+        return BM_ERR_FATAL;
+    }
     struct btl_base_module *mods = realloc(base.mods, (size_t)(base.nmods + 1) * sizeof(*mods));
     if (!mods)
         return BM_ERR_NO_MEMORY;
@@ -265,16 +435,33 @@ static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct b
     return BM_OK;
 }
 
-static void btl_base_set_progress(bool only_active)
+/* Rebuild the progress table from the components that need progress. It
+ * grows when it must (more instances than it was sized for); when memory for
+ * that runs out, open fails rather than leaving a component unprogressed. */
+static bm_status_t btl_base_set_progress(bool only_active)
 {
+    int need = 0;
+    for (int i = 0; i < bm_btl_registry_count; i++)
+        need += base.comps[i].inst && base.comps[i].count > 0;
+    if (need > base.progress_cap) {
+        struct btl_base_progress *p = realloc(base.progress, (size_t)need * sizeof(*p));
+        if (!p) {
+            bm_log_error("out of memory for the progress table of %d transports", need);
+            return BM_ERR_NO_MEMORY;
+        }
+        base.progress = p;
+        base.progress_cap = need;
+    }
     base.nprogress = 0;
     for (int i = 0; i < bm_btl_registry_count; i++) {
         struct btl_base_component *c = &base.comps[i];
-        if (!c->initialised || c->count == 0 || (only_active && !c->active))
+        if (!c->inst || c->count == 0 || (only_active && !c->active))
             continue;
-        if (base.nprogress < (int)(sizeof(base.progress) / sizeof(base.progress[0])))
-            base.progress[base.nprogress++] = c->ops->progress;
+        base.progress[base.nprogress].fn = c->ops->progress;
+        base.progress[base.nprogress].comp = c->inst;
+        base.nprogress++;
     }
+    return BM_OK;
 }
 
 /* Query and start one component that BM_BTL selected, adding its modules.
@@ -294,9 +481,14 @@ static bm_status_t btl_base_open_component(struct btl_base_component *c,
             bm_log_debug("%s: %s", c->ops->name, c->why);
         return BM_OK;
     }
-    struct bm_btl_module **modules = NULL;
-    int count = 0;
-    bm_status_t ir = c->ops->init(args, &modules, &count);
+    struct bm_btl_component *inst = NULL;
+    bm_status_t ir = c->ops->init(args, &inst);
+    if (ir == BM_OK &&
+        (!inst || inst->ops != c->ops || inst->count < 0 || (inst->count > 0 && !inst->modules))) {
+        bm_log_error("internal: transport '%s' returned from init without a valid component",
+                     c->ops->name);
+        return BM_ERR_FATAL;
+    }
     if (ir != BM_OK) {
         snprintf(c->why, sizeof(c->why), "failed to start: %s", bm_status_str(ir));
         if (bm_status_is_fatal(ir)) {
@@ -307,9 +499,11 @@ static bm_status_t btl_base_open_component(struct btl_base_component *c,
             bm_log_warn("%s was requested in BM_BTL but %s", c->ops->name, c->why);
         return BM_OK;
     }
-    c->initialised = true;
-    c->modules = modules;
-    c->count = count;
+    c->inst = inst;
+    c->modules = inst->modules;
+    c->count = inst->count;
+    struct bm_btl_module **modules = c->modules;
+    int count = c->count;
     if (count == 0)
         snprintf(c->why, sizeof(c->why), "no usable device, or no peer it could reach");
     for (int k = 0; k < count; k++) {
@@ -333,6 +527,15 @@ bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args)
     bm_status_t rc = bm_util_params_load(&btl_base_table, &base.config);
     if (rc != BM_OK)
         return rc;
+    /* The registration check: every table once, before anything starts. */
+    for (int i = 0; i < bm_btl_registry_count; i++) {
+        char why[320];
+        if (bm_btl_ops_check(bm_btl_registry[i], bm_btl_registry[i]->caps, why, sizeof(why)) !=
+            BM_OK) {
+            bm_log_error("%s; this is a bug in the transport: start-up stops here", why);
+            return BM_ERR_FATAL;
+        }
+    }
     base.comps = calloc((size_t)bm_btl_registry_count + 1, sizeof(*base.comps));
     if (!base.comps)
         return BM_ERR_NO_MEMORY;
@@ -350,9 +553,12 @@ bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args)
         goto err_comps;
     }
 
-    struct bm_btl_init_args defaults = {0};
-    if (!args)
-        args = &defaults;
+    struct bm_btl_init_args full = {0};
+    if (args)
+        full = *args;
+    if (!full.rte)
+        full.rte = bm_btl_rte_default();
+    args = &full;
     for (int i = 0; i < bm_btl_registry_count; i++) {
         struct btl_base_component *c = &base.comps[i];
         if (!c->selected) {
@@ -373,15 +579,18 @@ bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args)
         rc = BM_ERR_NOT_AVAILABLE;
         goto err_finalize;
     }
-    btl_base_set_progress(false);
+    rc = btl_base_set_progress(false);
+    if (rc != BM_OK)
+        goto err_finalize;
     base.open = true;
     return BM_OK;
 
 err_finalize:
     for (int i = 0; i < bm_btl_registry_count; i++)
-        if (base.comps[i].initialised)
-            base.comps[i].ops->finalize();
+        if (base.comps[i].inst)
+            base.comps[i].ops->finalize(base.comps[i].inst);
     free(base.mods);
+    free(base.progress);
 err_comps:
     free(base.comps);
     memset(&base, 0, sizeof(base));
@@ -513,6 +722,14 @@ bm_status_t bm_btl_base_add_procs(int nprocs)
             continue;
         }
         bm->procs_added = true;
+        char why[320];
+        if (bm_btl_base_check_module(bm->module, why, sizeof(why)) != BM_OK) {
+            bm_log_error("%s (after add_procs); this is a bug in the transport: start-up stops "
+                         "here",
+                         why);
+            rc = BM_ERR_FATAL;
+            goto out;
+        }
     }
 
     int nlost = 0;
@@ -550,7 +767,9 @@ bm_status_t bm_btl_base_add_procs(int nprocs)
             bm_log_trace("rank %d: eager path %s (weight %.2f)", r,
                          peer->eager.paths[i].module->name, peer->eager.paths[i].weight);
     }
-    btl_base_set_progress(true);
+    rc = btl_base_set_progress(true);
+    if (rc != BM_OK)
+        goto out;
     if (nlost > 0) {
         btl_base_report_unreachable(lost, nlost);
         rc = BM_ERR_UNREACHABLE;
@@ -600,7 +819,7 @@ int bm_btl_base_progress(void)
 {
     int n = 0;
     for (int i = 0; i < base.nprogress; i++)
-        n += base.progress[i]();
+        n += base.progress[i].fn(base.progress[i].comp);
     return n;
 }
 
@@ -617,8 +836,7 @@ void bm_btl_base_close(void)
 {
     if (!base.open)
         return;
-    const uint32_t rdma_caps =
-        BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS;
+    const uint32_t rdma_caps = BM_BTL_CAP_RDMA_ANY;
     for (int k = 0; k < base.nmods; k++) {
         struct btl_base_module *bm = &base.mods[k];
         if (bm->procs_added && (bm->module->caps & rdma_caps)) {
@@ -633,8 +851,8 @@ void bm_btl_base_close(void)
             bm->module->ops->del_procs(bm->module, base.nprocs, base.ranks, bm->endpoints);
     }
     for (int i = 0; i < bm_btl_registry_count; i++)
-        if (base.comps[i].initialised)
-            base.comps[i].ops->finalize();
+        if (base.comps[i].inst)
+            base.comps[i].ops->finalize(base.comps[i].inst);
     for (int k = 0; k < base.nmods; k++) {
         free(base.mods[k].endpoints);
         if (base.mods[k].reach.words)
@@ -649,5 +867,6 @@ void bm_btl_base_close(void)
     free(base.ranks);
     free(base.mods);
     free(base.comps);
+    free(base.progress);
     memset(&base, 0, sizeof(base));
 }

@@ -347,8 +347,14 @@ struct bm_btl_dgram_endpoint {
 
 /* ---- modules ------------------------------------------------------------ */
 
+struct bm_btl_dgram_component; /* dgram_component.c */
+
 struct bm_btl_dgram_module {
     struct bm_btl_module super; /* first */
+    /* The instance that created it; NULL for a module made directly with
+     * bm_btl_dgram_module_create (unit tests), which then has no peers'
+     * records and no re-pairing. */
+    struct bm_btl_dgram_component *comp;
     /* Recursive, so that a callback run under it may send again on the same
      * thread (usnic's btl_usnic_lock); taken only for MPI_THREAD_MULTIPLE. */
     pthread_mutex_t lock;
@@ -482,8 +488,8 @@ void bm_btl_dgram_send_repair(struct bm_btl_dgram_endpoint *ep, uint32_t nonce, 
  * unit tests); a REPAIR from the peer brings its exclusions. */
 void bm_btl_dgram_pair_check_failed(struct bm_btl_dgram_endpoint *ep, bool small_ok,
                                     const char *why);
-/* The component's modules (none when modules are driven directly). */
-struct bm_btl_dgram_module *const *bm_btl_dgram_modules(int *n_out);
+/* The modules of m's component (none for a module outside a component). */
+struct bm_btl_dgram_module *const *bm_btl_dgram_modules(struct bm_btl_dgram_module *m, int *n_out);
 void bm_btl_dgram_repair_recv(struct bm_btl_dgram_module *m, int ch, const struct bm_dgram_hdr *h,
                               const struct bm_dgram_repair *r, const struct sockaddr_in *from);
 

@@ -46,7 +46,10 @@ struct dgram_peer {
     uint64_t repair_next_ns;
 };
 
-static struct {
+/* An instance of the transport (dgram.h declares it for the modules'
+ * back-pointer; only this file looks inside). */
+struct bm_btl_dgram_component {
+    struct bm_btl_component super; /* first; super.modules is bmods */
     struct bm_btl_dgram_config cfg;
     struct dgram_peer *peers; /* by rank */
     int npeers;
@@ -56,7 +59,7 @@ static struct {
     int nmods;
     int me;
     unsigned idle; /* progress calls in a row that found nothing */
-} dgram;
+};
 
 struct dgram_if {
     char name[IF_NAMESIZE];
@@ -182,92 +185,103 @@ static bm_status_t dgram_query(char *why, size_t whylen)
 }
 
 static bm_status_t dgram_init(const struct bm_btl_init_args *args,
-                              struct bm_btl_module ***modules_out, int *count_out)
+                              struct bm_btl_component **component_out)
 {
-    bm_status_t rc = bm_btl_dgram_config_load(&dgram.cfg);
-    if (rc != BM_OK)
+    struct bm_btl_dgram_component *d = calloc(1, sizeof(*d));
+    if (!d)
+        return BM_ERR_NO_MEMORY;
+    d->super.ops = &bm_btl_dgram_ops;
+    d->super.rte = args->rte;
+    d->super.modules = d->bmods;
+    bm_status_t rc = bm_btl_dgram_config_load(&d->cfg);
+    if (rc != BM_OK) {
+        free(d);
         return rc;
-    dgram.cfg.thread_multiple = args && args->thread_level >= DGRAM_THREAD_MULTIPLE;
-    const struct bm_rte_proc *self = bm_rte_self();
-    dgram.me = self->rank;
+    }
+    d->cfg.thread_multiple = args->thread_level >= DGRAM_THREAD_MULTIPLE;
+    const struct bm_rte_proc *self = bm_btl_rte_self(args->rte);
+    d->me = self->rank;
     uint64_t key = job_key_of(self->jobid);
     struct dgram_if ifs[DGRAM_MAX_MODULES];
-    int nif = if_enumerate(&dgram.cfg, ifs, DGRAM_MAX_MODULES);
-    dgram.nmods = 0;
+    int nif = if_enumerate(&d->cfg, ifs, DGRAM_MAX_MODULES);
+    d->nmods = 0;
     for (int i = 0; i < nif; i++) {
         struct bm_btl_dgram_module *m;
-        if (bm_btl_dgram_module_create(&dgram.cfg, ifs[i].name, ifs[i].ip, ifs[i].mask, ifs[i].mtu,
-                                       ifs[i].speed, dgram.nmods, self->rank, key, &m) != BM_OK)
+        if (bm_btl_dgram_module_create(&d->cfg, ifs[i].name, ifs[i].ip, ifs[i].mask, ifs[i].mtu,
+                                       ifs[i].speed, d->nmods, self->rank, key, &m) != BM_OK)
             continue; /* reported; other interfaces may work */
-        dgram.mods[dgram.nmods] = m;
-        dgram.bmods[dgram.nmods] = &m->super;
-        dgram.nmods++;
+        m->comp = d;
+        m->super.component = &d->super;
+        d->mods[d->nmods] = m;
+        d->bmods[d->nmods] = &m->super;
+        d->nmods++;
     }
-    if (dgram.nmods > 1) {
+    if (d->nmods > 1) {
         /* Interfaces close to our cores (hwloc) get the better latency
          * class; with one interface there is nothing to rank. */
         const char *names[DGRAM_MAX_MODULES];
         int near[DGRAM_MAX_MODULES];
-        for (int i = 0; i < dgram.nmods; i++)
-            names[i] = dgram.mods[i]->addr.ifname;
-        bm_btl_dgram_topo_near(names, dgram.nmods, near);
-        for (int i = 0; i < dgram.nmods; i++)
+        for (int i = 0; i < d->nmods; i++)
+            names[i] = d->mods[i]->addr.ifname;
+        bm_btl_dgram_topo_near(names, d->nmods, near);
+        for (int i = 0; i < d->nmods; i++)
             if (near[i] == 0)
-                dgram.mods[i]->super.latency += 1;
+                d->mods[i]->super.latency += 1;
     }
-    if (dgram.nmods > 0) {
+    if (d->nmods > 0) {
         struct bm_btl_dgram_addr addrs[DGRAM_MAX_MODULES];
-        for (int i = 0; i < dgram.nmods; i++)
-            addrs[i] = dgram.mods[i]->addr;
-        rc = bm_rte_modex_put(DGRAM_MODEX_KEY, addrs, sizeof(addrs[0]) * (size_t)dgram.nmods);
+        for (int i = 0; i < d->nmods; i++)
+            addrs[i] = d->mods[i]->addr;
+        rc = bm_btl_rte_modex_put(args->rte, DGRAM_MODEX_KEY, addrs,
+                                  sizeof(addrs[0]) * (size_t)d->nmods);
         if (rc != BM_OK) {
-            for (int i = 0; i < dgram.nmods; i++)
-                bm_btl_dgram_module_destroy(dgram.mods[i]);
-            dgram.nmods = 0;
+            for (int i = 0; i < d->nmods; i++)
+                bm_btl_dgram_module_destroy(d->mods[i]);
+            free(d);
             return rc;
         }
     }
-    *modules_out = dgram.bmods;
-    *count_out = dgram.nmods;
+    d->super.count = d->nmods;
+    *component_out = &d->super;
     return BM_OK;
 }
 
-static void repair_progress(void);
+static void repair_progress(struct bm_btl_dgram_component *d);
 
-static int dgram_progress(void)
+static int dgram_progress(struct bm_btl_component *comp)
 {
+    struct bm_btl_dgram_component *d = (struct bm_btl_dgram_component *)comp;
     int n = 0;
-    for (int i = 0; i < dgram.nmods; i++)
-        n += bm_btl_dgram_module_progress(dgram.mods[i]);
-    if (dgram.repairs_pending)
-        repair_progress();
+    for (int i = 0; i < d->nmods; i++)
+        n += bm_btl_dgram_module_progress(d->mods[i]);
+    if (d->repairs_pending)
+        repair_progress(d);
     /* A peer on an oversubscribed node only runs when we give the core
      * away: after a long idle spin, yield once (a no-op when nothing else
      * is runnable). Measured on the 2-core test bed under load: the
      * ping-pong latency over dgram fell several times. */
     if (n == 0) {
-        if (++dgram.idle >= 256) {
-            dgram.idle = 0;
+        if (++d->idle >= 256) {
+            d->idle = 0;
             sched_yield();
         }
     } else {
-        dgram.idle = 0;
+        d->idle = 0;
     }
     return n;
 }
 
-static void dgram_finalize(void)
+static void dgram_finalize(struct bm_btl_component *comp)
 {
-    for (int i = 0; i < dgram.nmods; i++) {
-        if (dgram.cfg.stats > 0)
-            bm_btl_dgram_stats_print(dgram.mods[i]);
-        bm_btl_dgram_module_destroy(dgram.mods[i]);
+    struct bm_btl_dgram_component *d = (struct bm_btl_dgram_component *)comp;
+    for (int i = 0; i < d->nmods; i++) {
+        if (d->cfg.stats > 0)
+            bm_btl_dgram_stats_print(d->mods[i]);
+        bm_btl_dgram_module_destroy(d->mods[i]);
     }
-    dgram.nmods = 0;
-    free(dgram.peers);
-    dgram.peers = NULL;
-    dgram.npeers = 0;
-    dgram.repairs_pending = 0;
+    d->nmods = 0;
+    free(d->peers);
+    free(d);
 }
 
 /* Weight of pairing address a with b (0: never). Symmetric. */
@@ -285,26 +299,26 @@ static int pair_weight(const struct bm_btl_dgram_addr *a, const struct bm_btl_dg
 
 /* The peer's entry, filled from the modex on first use; NULL when the peer
  * published no dgram address (or memory ran out). */
-static struct dgram_peer *peer_get(int rank)
+static struct dgram_peer *peer_get(struct bm_btl_dgram_component *d, int rank)
 {
-    if (rank < 0 || rank == dgram.me)
+    if (rank < 0 || rank == d->me)
         return NULL;
-    if (rank >= dgram.npeers) {
-        int n = rank + 1 > 2 * dgram.npeers ? rank + 1 : 2 * dgram.npeers;
-        struct dgram_peer *p = realloc(dgram.peers, sizeof(*p) * (size_t)n);
+    if (rank >= d->npeers) {
+        int n = rank + 1 > 2 * d->npeers ? rank + 1 : 2 * d->npeers;
+        struct dgram_peer *p = realloc(d->peers, sizeof(*p) * (size_t)n);
         if (!p)
             return NULL;
-        memset(p + dgram.npeers, 0, sizeof(*p) * (size_t)(n - dgram.npeers));
-        dgram.peers = p;
-        dgram.npeers = n;
+        memset(p + d->npeers, 0, sizeof(*p) * (size_t)(n - d->npeers));
+        d->peers = p;
+        d->npeers = n;
     }
-    struct dgram_peer *p = &dgram.peers[rank];
+    struct dgram_peer *p = &d->peers[rank];
     if (p->npeer > 0)
         return p;
     const void *blob;
     size_t len;
-    if (bm_rte_modex_get(rank, DGRAM_MODEX_KEY, &blob, &len) != BM_OK || len == 0 ||
-        len % sizeof(struct bm_btl_dgram_addr) != 0)
+    if (bm_btl_rte_modex_get(d->super.rte, rank, DGRAM_MODEX_KEY, &blob, &len) != BM_OK ||
+        len == 0 || len % sizeof(struct bm_btl_dgram_addr) != 0)
         return NULL;
     int npeer = (int)(len / sizeof(struct bm_btl_dgram_addr));
     if (npeer > DGRAM_MAX_MODULES)
@@ -312,30 +326,31 @@ static struct dgram_peer *peer_get(int rank)
     memcpy(p->addr, blob, sizeof(p->addr[0]) * (size_t)npeer);
     for (int j = 0; j < npeer; j++)
         p->addr[j].ifname[IF_NAMESIZE - 1] = 0; /* printed in messages */
-    p->same_node = bm_rte_node_of(rank) == bm_rte_node_of(dgram.me);
+    p->same_node =
+        bm_btl_rte_node_of(d->super.rte, rank) == bm_btl_rte_node_of(d->super.rte, d->me);
     p->npeer = npeer;
     return p;
 }
 
 /* Edge bit of our module i with the peer's module j. */
-static uint64_t edge_bit(int rank, int i, int j)
+static uint64_t edge_bit(const struct bm_btl_dgram_component *d, int rank, int i, int j)
 {
-    return dgram.me < rank ? 1ull << (i * DGRAM_MAX_MODULES + j)
-                           : 1ull << (j * DGRAM_MAX_MODULES + i);
+    return d->me < rank ? 1ull << (i * DGRAM_MAX_MODULES + j) : 1ull << (j * DGRAM_MAX_MODULES + i);
 }
 
 /* Solve the pairing with rank without its excluded edges: partner_out[i] is
  * the peer's module paired with our module i, or -1. The lower rank's
  * modules are the rows, so both sides solve the same matrix and agree. */
-static bm_status_t pair_solve(int rank, const struct dgram_peer *p, int *partner_out)
+static bm_status_t pair_solve(const struct bm_btl_dgram_component *d, int rank,
+                              const struct dgram_peer *p, int *partner_out)
 {
-    bool me_rows = dgram.me < rank;
-    int nr = me_rows ? dgram.nmods : p->npeer, nc = me_rows ? p->npeer : dgram.nmods;
+    bool me_rows = d->me < rank;
+    int nr = me_rows ? d->nmods : p->npeer, nc = me_rows ? p->npeer : d->nmods;
     int64_t w[DGRAM_MAX_MODULES * DGRAM_MAX_MODULES];
     for (int r = 0; r < nr; r++)
         for (int c = 0; c < nc; c++) {
-            const struct bm_btl_dgram_addr *a = me_rows ? &dgram.mods[r]->addr : &p->addr[r];
-            const struct bm_btl_dgram_addr *b = me_rows ? &p->addr[c] : &dgram.mods[c]->addr;
+            const struct bm_btl_dgram_addr *a = me_rows ? &d->mods[r]->addr : &p->addr[r];
+            const struct bm_btl_dgram_addr *b = me_rows ? &p->addr[c] : &d->mods[c]->addr;
             int wt = pair_weight(a, b, p->same_node);
             bool excluded = (p->excl >> (r * DGRAM_MAX_MODULES + c)) & 1;
             w[r * nc + c] = wt > 0 && !excluded ? wt : BM_UTIL_GRAPH_NO_EDGE;
@@ -344,7 +359,7 @@ static bm_status_t pair_solve(int rank, const struct dgram_peer *p, int *partner
     bm_status_t rc = bm_util_graph_match((size_t)nr, (size_t)nc, w, match, NULL);
     if (rc != BM_OK)
         return rc;
-    for (int i = 0; i < dgram.nmods; i++)
+    for (int i = 0; i < d->nmods; i++)
         partner_out[i] = -1;
     for (int r = 0; r < nr; r++) {
         if (match[r] < 0)
@@ -390,13 +405,14 @@ static bm_status_t dgram_add_procs(struct bm_btl_module *bm, int nprocs, const i
                                    struct bm_util_bitmap *reachable)
 {
     struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    struct bm_btl_dgram_component *d = m->comp;
     int mine = m->addr.index;
     bm_btl_dgram_timers_reserve(m, (uint32_t)m->cfg.window * (uint32_t)(nprocs < 64 ? nprocs : 64));
     for (int i = 0; i < nprocs; i++) {
         int rank = ranks[i];
-        struct dgram_peer *p = peer_get(rank); /* NULL for ourselves: self reaches us */
+        struct dgram_peer *p = peer_get(d, rank); /* NULL for ourselves: self reaches us */
         int partner[DGRAM_MAX_MODULES];
-        if (!p || pair_solve(rank, p, partner) != BM_OK || partner[mine] < 0)
+        if (!p || pair_solve(d, rank, p, partner) != BM_OK || partner[mine] < 0)
             continue;
         struct bm_btl_dgram_endpoint *ep;
         if (bm_btl_dgram_endpoint_create(m, rank, &p->addr[partner[mine]], &ep) != BM_OK)
@@ -411,20 +427,21 @@ static bm_status_t dgram_add_procs(struct bm_btl_module *bm, int nprocs, const i
 
 /* ---- re-pairing after a failed connectivity check ------------------------ */
 
-static struct bm_btl_dgram_endpoint *our_ep(int i, int rank)
+static struct bm_btl_dgram_endpoint *our_ep(const struct bm_btl_dgram_component *d, int i, int rank)
 {
-    struct bm_btl_dgram_module *m = dgram.mods[i];
+    struct bm_btl_dgram_module *m = d->mods[i];
     return rank < m->neps ? m->eps[rank] : NULL;
 }
 
 /* "10.0.0.1 (eth0) -> 10.0.0.2 (eth0): no path; ..." for every excluded edge. */
-static void excluded_list(int rank, const struct dgram_peer *p, char *buf, size_t len)
+static void excluded_list(const struct bm_btl_dgram_component *d, int rank,
+                          const struct dgram_peer *p, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = 0;
-    for (int i = 0; i < dgram.nmods; i++)
+    for (int i = 0; i < d->nmods; i++)
         for (int j = 0; j < p->npeer; j++) {
-            uint64_t bit = edge_bit(rank, i, j);
+            uint64_t bit = edge_bit(d, rank, i, j);
             if (!(p->excl & bit) || at + 1 >= len)
                 continue;
             char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN], cause[96];
@@ -437,10 +454,10 @@ static void excluded_list(int rank, const struct dgram_peer *p, char *buf, size_
             else
                 snprintf(cause, sizeof(cause),
                          "small pings answered, full-size ones lost (MTU problem)");
-            inet_ntop(AF_INET, &dgram.mods[i]->addr.ipv4, a, sizeof(a));
+            inet_ntop(AF_INET, &d->mods[i]->addr.ipv4, a, sizeof(a));
             inet_ntop(AF_INET, &p->addr[j].ipv4, b, sizeof(b));
             int n = snprintf(buf + at, len - at, "%s%s (%s) -> %s (%s): %s", at ? "; " : "", a,
-                             dgram.mods[i]->addr.ifname, b, p->addr[j].ifname, cause);
+                             d->mods[i]->addr.ifname, b, p->addr[j].ifname, cause);
             if (n < 0)
                 break;
             at += (size_t)n < len - at ? (size_t)n : len - at - 1;
@@ -451,22 +468,22 @@ static void excluded_list(int rank, const struct dgram_peer *p, char *buf, size_
  * partners; an endpoint whose module is left without one fails (the PML
  * moves its traffic), and when no pair is left at all the message names
  * every pair tried and what failed on it. */
-static void repair_apply(int rank, struct dgram_peer *p)
+static void repair_apply(struct bm_btl_dgram_component *d, int rank, struct dgram_peer *p)
 {
     int partner[DGRAM_MAX_MODULES];
-    if (pair_solve(rank, p, partner) != BM_OK)
+    if (pair_solve(d, rank, p, partner) != BM_OK)
         return;
     bool any = false; /* a pair left that can carry traffic (has an endpoint) */
-    for (int i = 0; i < dgram.nmods; i++)
-        any |= partner[i] >= 0 && our_ep(i, rank) != NULL;
+    for (int i = 0; i < d->nmods; i++)
+        any |= partner[i] >= 0 && our_ep(d, i, rank) != NULL;
     char tried[700];
-    excluded_list(rank, p, tried, sizeof(tried));
-    for (int i = 0; i < dgram.nmods; i++) {
-        struct bm_btl_dgram_endpoint *ep = our_ep(i, rank);
+    excluded_list(d, rank, p, tried, sizeof(tried));
+    for (int i = 0; i < d->nmods; i++) {
+        struct bm_btl_dgram_endpoint *ep = our_ep(d, i, rank);
         if (partner[i] >= 0 && !ep) {
             bm_log_info("dgram: re-pairing with rank %d chose %s, which has no endpoint for that "
                         "rank (none was created when the rank was added): that pair stays unused",
-                        rank, dgram.mods[i]->super.name);
+                        rank, d->mods[i]->super.name);
             continue;
         }
         if (!ep)
@@ -501,10 +518,10 @@ static void repair_apply(int rank, struct dgram_peer *p)
     }
 }
 
-static void repair_announce(struct dgram_peer *p)
+static void repair_announce(struct bm_btl_dgram_component *d, struct dgram_peer *p)
 {
     if (!p->repair_pending)
-        dgram.repairs_pending++;
+        d->repairs_pending++;
     p->repair_pending = true;
     p->repair_nonce = (uint32_t)bm_btl_dgram_now() ^ (uint32_t)getpid() << 8;
     p->repair_tries = 0;
@@ -515,11 +532,12 @@ static void repair_announce(struct dgram_peer *p)
  * endpoint for it (the peer takes a REPAIR from any address it published),
  * failed ones too: a REPAIR is small, and on a pair dropped for its MTU
  * small datagrams still pass, so a peer left with no pair hears of it. */
-static bool repair_send(int rank, const struct dgram_peer *p, uint8_t flags, uint32_t nonce)
+static bool repair_send(const struct bm_btl_dgram_component *d, int rank,
+                        const struct dgram_peer *p, uint8_t flags, uint32_t nonce)
 {
     bool sent = false;
-    for (int i = 0; i < dgram.nmods; i++) {
-        struct bm_btl_dgram_endpoint *ep = our_ep(i, rank);
+    for (int i = 0; i < d->nmods; i++) {
+        struct bm_btl_dgram_endpoint *ep = our_ep(d, i, rank);
         if (!ep)
             continue;
         bm_btl_dgram_lock(ep->module);
@@ -530,44 +548,49 @@ static bool repair_send(int rank, const struct dgram_peer *p, uint8_t flags, uin
     return sent;
 }
 
-static void repair_progress(void)
+static void repair_progress(struct bm_btl_dgram_component *d)
 {
     uint64_t now = bm_btl_dgram_now();
-    for (int r = 0; r < dgram.npeers && dgram.repairs_pending; r++) {
-        struct dgram_peer *p = &dgram.peers[r];
+    for (int r = 0; r < d->npeers && d->repairs_pending; r++) {
+        struct dgram_peer *p = &d->peers[r];
         if (!p->repair_pending || now < p->repair_next_ns)
             continue;
         /* Given up after as many tries as a check makes: by then the new
          * pairs' own checks have decided whether they work. */
-        if (p->repair_tries >= dgram.cfg.check_tries || !repair_send(r, p, 0, p->repair_nonce)) {
+        if (p->repair_tries >= d->cfg.check_tries || !repair_send(d, r, p, 0, p->repair_nonce)) {
             p->repair_pending = false;
-            dgram.repairs_pending--;
+            d->repairs_pending--;
             continue;
         }
         p->repair_tries++;
-        p->repair_next_ns = now + (uint64_t)dgram.cfg.check_ms * 1000000u;
+        p->repair_next_ns = now + (uint64_t)d->cfg.check_ms * 1000000u;
     }
 }
 
-struct bm_btl_dgram_module *const *bm_btl_dgram_modules(int *n_out)
+struct bm_btl_dgram_module *const *bm_btl_dgram_modules(struct bm_btl_dgram_module *m, int *n_out)
 {
-    *n_out = dgram.nmods;
-    return dgram.mods;
+    if (!m->comp) { /* a module outside a component (unit tests) */
+        *n_out = 0;
+        return NULL;
+    }
+    *n_out = m->comp->nmods;
+    return m->comp->mods;
 }
 
 void bm_btl_dgram_pair_check_failed(struct bm_btl_dgram_endpoint *ep, bool small_ok,
                                     const char *why)
 {
     struct bm_btl_dgram_module *m = ep->module;
+    struct bm_btl_dgram_component *d = m->comp;
     int i = m->addr.index;
     struct dgram_peer *p = NULL;
-    if (ep->peer < dgram.npeers && i < dgram.nmods && dgram.mods[i] == m)
-        p = &dgram.peers[ep->peer];
+    if (d && ep->peer < d->npeers && i < d->nmods && d->mods[i] == m)
+        p = &d->peers[ep->peer];
     if (!p || p->npeer == 0 || ep->peer_index >= p->npeer) {
         bm_btl_dgram_endpoint_fail(ep, why); /* a module outside the component (unit tests) */
         return;
     }
-    uint64_t bit = edge_bit(ep->peer, i, ep->peer_index);
+    uint64_t bit = edge_bit(d, ep->peer, i, ep->peer_index);
     p->excl |= bit;
     if (small_ok)
         p->excl_mtu |= bit;
@@ -575,18 +598,19 @@ void bm_btl_dgram_pair_check_failed(struct bm_btl_dgram_endpoint *ep, bool small
     bm_log_warn("dgram: connectivity check from %s to %s failed: %s. Dropping this interface pair "
                 "and re-pairing the interfaces with rank %d",
                 m->super.name, ep->peer_desc, why, ep->peer);
-    repair_apply(ep->peer, p);
-    repair_announce(p);
+    repair_apply(d, ep->peer, p);
+    repair_announce(d, p);
 }
 
 void bm_btl_dgram_repair_recv(struct bm_btl_dgram_module *m, int ch, const struct bm_dgram_hdr *h,
                               const struct bm_dgram_repair *r, const struct sockaddr_in *from)
 {
+    struct bm_btl_dgram_component *d = m->comp;
     int rank = (int)h->sender;
     int i = m->addr.index;
     struct dgram_peer *p = NULL;
-    if (h->sender < (uint32_t)dgram.npeers && i < dgram.nmods && dgram.mods[i] == m)
-        p = &dgram.peers[rank];
+    if (d && h->sender < (uint32_t)d->npeers && i < d->nmods && d->mods[i] == m)
+        p = &d->peers[rank];
     const struct bm_btl_dgram_addr *src =
         p && h->src_module < p->npeer ? &p->addr[h->src_module] : NULL;
     if (!src || h->dst_module != i || from->sin_addr.s_addr != src->ipv4 ||
@@ -596,9 +620,9 @@ void bm_btl_dgram_repair_recv(struct bm_btl_dgram_module *m, int ch, const struc
     }
     m->stats.recv_packets++;
     uint64_t valid = 0; /* edges that exist between our modules and the peer's */
-    for (int a = 0; a < dgram.nmods; a++)
+    for (int a = 0; a < d->nmods; a++)
         for (int b = 0; b < p->npeer; b++)
-            valid |= edge_bit(rank, a, b);
+            valid |= edge_bit(d, rank, a, b);
     uint64_t theirs = r->excluded & valid;
     uint64_t news = theirs & ~p->excl;
     bool they_lack = (p->excl & ~theirs) != 0;
@@ -606,18 +630,18 @@ void bm_btl_dgram_repair_recv(struct bm_btl_dgram_module *m, int ch, const struc
     p->excl_mtu |= r->excl_mtu & theirs;
     if (news) {
         char tried[700];
-        excluded_list(rank, p, tried, sizeof(tried));
+        excluded_list(d, rank, p, tried, sizeof(tried));
         bm_log_info("dgram: rank %d dropped interface pairs with us (%s); re-pairing", rank, tried);
         /* the lock of m is held (receive path): repair_apply may touch
          * other modules, whose locks are taken by the calls it makes */
-        repair_apply(rank, p);
+        repair_apply(d, rank, p);
     }
     if (r->flags & BM_DGRAM_REPAIR_F_ANSWER) {
         if (p->repair_pending && r->nonce == p->repair_nonce && !they_lack) {
             p->repair_pending = false;
-            dgram.repairs_pending--;
+            d->repairs_pending--;
         } else if (they_lack) {
-            repair_announce(p);
+            repair_announce(d, p);
         }
         return;
     }
@@ -625,9 +649,9 @@ void bm_btl_dgram_repair_recv(struct bm_btl_dgram_module *m, int ch, const struc
     if (ep)
         bm_btl_dgram_send_repair(ep, r->nonce, BM_DGRAM_REPAIR_F_ANSWER, p->excl, p->excl_mtu);
     else
-        repair_send(rank, p, BM_DGRAM_REPAIR_F_ANSWER, r->nonce);
+        repair_send(d, rank, p, BM_DGRAM_REPAIR_F_ANSWER, r->nonce);
     if (they_lack)
-        repair_announce(p);
+        repair_announce(d, p);
 }
 
 static bm_status_t dgram_del_procs(struct bm_btl_module *bm, int nprocs, const int *ranks,
@@ -647,6 +671,8 @@ const struct bm_btl_ops bm_btl_dgram_ops = {
     .name = "dgram",
     .description = "reliable messaging over UDP datagrams (the usnic design)",
     .params = &bm_btl_dgram_param_table,
+    .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_REG_MEM |
+            BM_BTL_CAP_FAILOVER,
     .query = dgram_query,
     .init = dgram_init,
     .progress = dgram_progress,

@@ -128,7 +128,7 @@ static struct bm_btl_dgram_reg *reg_find(struct bm_btl_dgram_module *m, uint64_t
 {
     struct bm_btl_dgram_reg *r = reg_find_in(m, key, addr, len, need);
     int n = 0;
-    struct bm_btl_dgram_module *const *mods = r ? NULL : bm_btl_dgram_modules(&n);
+    struct bm_btl_dgram_module *const *mods = r ? NULL : bm_btl_dgram_modules(m, &n);
     for (int i = 0; i < n && !r; i++)
         if (mods[i] != m)
             r = reg_find_in(mods[i], key, addr, len, need);

@@ -54,8 +54,12 @@ struct bm_btl_self_module {
     struct bm_btl_defer_queue rdma_done;              /* callbacks of finished put/get/atomics */
 };
 
-/* The module (there is at most one); NULL outside init..finalize. */
-extern struct bm_btl_self_module *bm_btl_self_module;
+/* An instance of the transport: one module. */
+struct bm_btl_self_component {
+    struct bm_btl_component super;
+    struct bm_btl_module *modules[1];
+    struct bm_btl_self_module *module;
+};
 
 /* self_rdma.c */
 int bm_btl_self_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,

@@ -7,7 +7,6 @@
  * atomics act directly on this process's memory (self_rdma.c). */
 #define BM_LOG_SUBSYS "btl/self"
 #include "btl/self/self.h"
-#include "runtime/rte.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -30,9 +29,6 @@ static const struct bm_param self_params[] = {
 static const struct bm_param_table self_table = {"btl/self", self_params,
                                                  BM_PARAM_COUNT(self_params)};
 BM_PARAM_TABLE_REGISTER(self_table);
-
-struct bm_btl_self_module *bm_btl_self_module;
-static struct bm_btl_module *self_modules[1];
 
 static inline struct bm_btl_self_module *self_mod(struct bm_btl_module *m)
 {
@@ -102,14 +98,18 @@ static bm_status_t self_query(char *why, size_t whylen)
 }
 
 static bm_status_t self_init(const struct bm_btl_init_args *args,
-                             struct bm_btl_module ***modules_out, int *count_out)
+                             struct bm_btl_component **component_out)
 {
-    (void)args;
+    struct bm_btl_self_component *c = calloc(1, sizeof(*c));
     struct bm_btl_self_module *sm = calloc(1, sizeof(*sm));
-    if (!sm)
+    if (!c || !sm) {
+        free(c);
+        free(sm);
         return BM_ERR_NO_MEMORY;
+    }
     bm_status_t rc = bm_util_params_load(&self_table, &sm->config);
     if (rc != BM_OK) {
+        free(c);
         free(sm);
         return rc;
     }
@@ -121,6 +121,7 @@ static bm_status_t self_init(const struct bm_btl_init_args *args,
     }
     struct bm_btl_module *m = &sm->super;
     m->ops = &bm_btl_self_ops;
+    m->component = &c->super;
     snprintf(m->name, sizeof(m->name), "self");
     m->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
               BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_INPLACE |
@@ -140,20 +141,22 @@ static bm_status_t self_init(const struct bm_btl_init_args *args,
     m->get_limit = SIZE_MAX;
     m->get_alignment = 1;
     m->reg_handle_size = 0;
-    bm_btl_self_module = sm;
-    self_modules[0] = m;
-    *modules_out = self_modules;
-    *count_out = 1;
+    sm->endpoint.rank = bm_btl_rte_self(args->rte)->rank;
+    c->module = sm;
+    c->modules[0] = m;
+    c->super.ops = &bm_btl_self_ops;
+    c->super.rte = args->rte;
+    c->super.modules = c->modules;
+    c->super.count = 1;
+    *component_out = &c->super;
     return BM_OK;
 }
 
 /* Deliver what was queued before this call; fragments queued by the receive
  * callbacks wait for the next call, which keeps one progress call bounded. */
-static int self_progress(void)
+static int self_progress(struct bm_btl_component *comp)
 {
-    struct bm_btl_self_module *sm = bm_btl_self_module;
-    if (!sm)
-        return 0;
+    struct bm_btl_self_module *sm = ((struct bm_btl_self_component *)comp)->module;
     int n = 0;
     if (sm->rdma_done.head)
         n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
@@ -192,11 +195,10 @@ static int self_progress(void)
     return n;
 }
 
-static void self_finalize(void)
+static void self_finalize(struct bm_btl_component *comp)
 {
-    struct bm_btl_self_module *sm = bm_btl_self_module;
-    if (!sm)
-        return;
+    struct bm_btl_self_component *c = (struct bm_btl_self_component *)comp;
+    struct bm_btl_self_module *sm = c->module;
     struct bm_btl_module *m = &sm->super;
     struct bm_btl_endpoint *ep = (struct bm_btl_endpoint *)&sm->endpoint;
     bm_btl_defer_run(&sm->rdma_done, m, BM_ERR_CANCELED);
@@ -213,16 +215,15 @@ static void self_finalize(void)
         if (owned)
             free(f);
     }
-    for (int c = 0; c < BM_BTL_SELF_NCLASS; c++) {
-        while (sm->free_list[c]) {
-            struct bm_btl_self_frag *f = sm->free_list[c];
-            sm->free_list[c] = f->next;
+    for (int k = 0; k < BM_BTL_SELF_NCLASS; k++) {
+        while (sm->free_list[k]) {
+            struct bm_btl_self_frag *f = sm->free_list[k];
+            sm->free_list[k] = f->next;
             free(f);
         }
     }
-    bm_btl_self_module = NULL;
-    self_modules[0] = NULL;
     free(sm);
+    free(c);
 }
 
 /* ---- peers ------------------------------------------------------------------------ */
@@ -232,11 +233,10 @@ static bm_status_t self_add_procs(struct bm_btl_module *m, int nprocs, const int
                                   struct bm_util_bitmap *reachable)
 {
     struct bm_btl_self_module *sm = self_mod(m);
-    int me = bm_rte_self()->rank;
+    int me = sm->endpoint.rank;
     for (int i = 0; i < nprocs; i++) {
         if (ranks[i] != me)
             continue;
-        sm->endpoint.rank = me;
         sm->endpoint_added = true;
         endpoints_out[i] = (struct bm_btl_endpoint *)&sm->endpoint;
         bm_util_bitmap_set(reachable, (size_t)i);
@@ -352,6 +352,9 @@ const struct bm_btl_ops bm_btl_self_ops = {
     .name = "self",
     .description = "a process sending to itself (memory copies, delivered from progress)",
     .params = &self_table,
+    .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
+            BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_INPLACE |
+            BM_BTL_CAP_ORDERED,
     .query = self_query,
     .init = self_init,
     .progress = self_progress,

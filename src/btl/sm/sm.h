@@ -38,8 +38,11 @@ enum bm_btl_sm_class {
     BM_BTL_SM_NCLASS,
 };
 
+struct bm_btl_sm_module;
+
 /* One local peer. */
 struct bm_btl_sm_endpoint {
+    struct bm_btl_sm_module *module; /* ours, that reaches it */
     int rank;
     pid_t pid;
     unsigned char *seg; /* the peer's segment, mapped here */
@@ -86,6 +89,7 @@ struct bm_btl_sm_frag {
 struct bm_btl_sm_module {
     struct bm_btl_module super;
     struct bm_btl_sm_config config;
+    const struct bm_rte_proc *self; /* this process, from the component's runtime */
     int rank, nprocs;
     char name[88]; /* shm_open name of our segment */
     unsigned char *seg;
@@ -96,7 +100,11 @@ struct bm_btl_sm_module {
      * NULL for ranks we do not reach. Resolves relative pointers. */
     unsigned char **bases;
     struct bm_btl_sm_endpoint **eps; /* rank -> endpoint or NULL */
-    struct bm_btl_sm_frag *frags;    /* every fragment of our segment */
+    /* rank -> every endpoint ever added. They stay allocated (and their
+     * segments mapped) until finalize, even after del_procs, so a fragment
+     * still in a FIFO never points at freed memory. */
+    struct bm_btl_sm_endpoint **all_eps;
+    struct bm_btl_sm_frag *frags; /* every fragment of our segment */
     uint32_t nfrags;
     uint32_t *free_stack[BM_BTL_SM_NCLASS]; /* indices of free fragments */
     uint32_t nfree[BM_BTL_SM_NCLASS];
@@ -114,7 +122,13 @@ struct bm_btl_sm_module {
     struct bm_btl_defer_queue rdma_done;  /* callbacks of finished get/put */
 };
 
-extern struct bm_btl_sm_module *bm_btl_sm_module;
+/* An instance of the transport: one module, or none when this process is
+ * alone on its node. */
+struct bm_btl_sm_component {
+    struct bm_btl_component super;
+    struct bm_btl_module *modules[1];
+    struct bm_btl_sm_module *module; /* NULL without local peers */
+};
 
 /* Address here of the fragment a relative pointer names (a bm_btl_sm_resolve_fn). */
 static inline struct bm_btl_sm_frag_hdr *bm_btl_sm_resolve(void *ctx, bm_btl_sm_rptr_t p)

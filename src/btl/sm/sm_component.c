@@ -80,12 +80,6 @@ static const struct bm_param sm_params[] = {
 static const struct bm_param_table sm_table = {"btl/sm", sm_params, BM_PARAM_COUNT(sm_params)};
 BM_PARAM_TABLE_REGISTER(sm_table);
 
-struct bm_btl_sm_module *bm_btl_sm_module;
-static struct bm_btl_module *sm_modules[1];
-/* Endpoints stay allocated (and their segments mapped) until finalize, even
- * after del_procs, so a fragment still in a FIFO never points at freed memory. */
-static struct bm_btl_sm_endpoint **sm_all_eps;
-
 static bm_status_t sm_query(char *why, size_t whylen)
 {
     if (access("/dev/shm", W_OK | X_OK) != 0) {
@@ -135,8 +129,7 @@ static void sm_module_free(struct bm_btl_sm_module *sm)
     free(sm->bases);
     free(sm->eps);
     free(sm->by_local);
-    free(sm_all_eps);
-    sm_all_eps = NULL;
+    free(sm->all_eps);
     free(sm);
 }
 
@@ -172,16 +165,13 @@ static void sm_fbox_params_check(struct bm_btl_sm_config *c, int local_size)
     }
 }
 
-static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_module ***modules_out,
-                           int *count_out)
+/* Create the module: this process's segment, its fragments, and its
+ * address card in the modex. */
+static bm_status_t sm_module_create(struct bm_btl_sm_component *c,
+                                    struct bm_btl_sm_module **module_out)
 {
-    (void)args;
-    const struct bm_rte_proc *self = bm_rte_self();
-    *modules_out = sm_modules;
-    *count_out = 0;
-    /* Nobody to share memory with: no segment, no module, no progress cost. */
-    if (self->local_size <= 1)
-        return BM_OK;
+    const struct bm_btl_rte *rte = c->super.rte;
+    const struct bm_rte_proc *self = bm_btl_rte_self(rte);
     struct sm_params p;
     bm_status_t rc = bm_util_params_load(&sm_table, &p);
     if (rc != BM_OK)
@@ -197,6 +187,7 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
     if (!sm)
         return BM_ERR_NO_MEMORY;
     sm->config = p.c;
+    sm->self = self;
     sm->local_rank = self->local_rank;
     sm->local_size = self->local_size;
     sm->by_local = calloc((size_t)self->local_size, sizeof(*sm->by_local));
@@ -208,8 +199,8 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
     sm->nprocs = self->size;
     sm->bases = calloc((size_t)self->size, sizeof(*sm->bases));
     sm->eps = calloc((size_t)self->size, sizeof(*sm->eps));
-    sm_all_eps = calloc((size_t)self->size, sizeof(*sm_all_eps));
-    if (!sm->bases || !sm->eps || !sm_all_eps) {
+    sm->all_eps = calloc((size_t)self->size, sizeof(*sm->all_eps));
+    if (!sm->bases || !sm->eps || !sm->all_eps) {
         rc = BM_ERR_NO_MEMORY;
         goto err_free;
     }
@@ -230,7 +221,7 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
         .local_rank = sm->local_rank,
     };
     snprintf(card.name, sizeof(card.name), "%s", sm->name);
-    rc = bm_rte_modex_put(SM_MODEX_KEY, &card, sizeof(card));
+    rc = bm_btl_rte_modex_put(rte, SM_MODEX_KEY, &card, sizeof(card));
     if (rc != BM_OK) {
         bm_log_error("cannot publish the sm address card in the modex: %s", bm_status_str(rc));
         goto err_segment;
@@ -238,6 +229,7 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
 
     struct bm_btl_module *m = &sm->super;
     m->ops = &bm_btl_sm_ops;
+    m->component = &c->super;
     snprintf(m->name, sizeof(m->name), "sm");
     /* PUT and GET are added by add_procs once single copy is known to work. */
     m->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED | BM_BTL_CAP_ATOMIC_OPS |
@@ -257,9 +249,7 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args, struct bm_btl_mo
     m->get_limit = SIZE_MAX;
     m->get_alignment = 1;
     m->reg_handle_size = 0;
-    bm_btl_sm_module = sm;
-    sm_modules[0] = m;
-    *count_out = 1;
+    *module_out = sm;
     return BM_OK;
 
 err_segment:
@@ -269,9 +259,32 @@ err_free:
     return rc;
 }
 
-static int sm_progress(void)
+static bm_status_t sm_init(const struct bm_btl_init_args *args,
+                           struct bm_btl_component **component_out)
 {
-    struct bm_btl_sm_module *sm = bm_btl_sm_module;
+    struct bm_btl_sm_component *c = calloc(1, sizeof(*c));
+    if (!c)
+        return BM_ERR_NO_MEMORY;
+    c->super.ops = &bm_btl_sm_ops;
+    c->super.rte = args->rte;
+    c->super.modules = c->modules;
+    /* Nobody to share memory with: no segment, no module, no progress cost. */
+    if (bm_btl_rte_self(args->rte)->local_size > 1) {
+        bm_status_t rc = sm_module_create(c, &c->module);
+        if (rc != BM_OK) {
+            free(c);
+            return rc;
+        }
+        c->modules[0] = &c->module->super;
+        c->super.count = 1;
+    }
+    *component_out = &c->super;
+    return BM_OK;
+}
+
+static int sm_progress(struct bm_btl_component *comp)
+{
+    struct bm_btl_sm_module *sm = ((struct bm_btl_sm_component *)comp)->module;
     if (!sm)
         return 0;
     int n = 0;
@@ -298,11 +311,8 @@ static int sm_progress(void)
     return n;
 }
 
-static void sm_finalize(void)
+static void sm_module_finalize(struct bm_btl_sm_module *sm)
 {
-    struct bm_btl_sm_module *sm = bm_btl_sm_module;
-    if (!sm)
-        return;
     bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_ERR_CANCELED);
     /* Whatever the receivers did not give back is reported as cancelled; the
      * segment goes away with it, so nothing is returned to the pool. */
@@ -322,15 +332,21 @@ static void sm_finalize(void)
     if (sm->in_flight)
         bm_log_debug("finalize with %d fragments still at receivers", sm->in_flight);
     for (int r = 0; r < sm->nprocs; r++) {
-        if (!sm_all_eps[r])
+        if (!sm->all_eps[r])
             continue;
-        bm_btl_sm_segment_detach(sm_all_eps[r]);
-        free(sm_all_eps[r]);
+        bm_btl_sm_segment_detach(sm->all_eps[r]);
+        free(sm->all_eps[r]);
     }
     bm_btl_sm_segment_destroy(sm);
-    bm_btl_sm_module = NULL;
-    sm_modules[0] = NULL;
     sm_module_free(sm);
+}
+
+static void sm_finalize(struct bm_btl_component *comp)
+{
+    struct bm_btl_sm_component *c = (struct bm_btl_sm_component *)comp;
+    if (c->module)
+        sm_module_finalize(c->module);
+    free(c);
 }
 
 /* ---- peers ------------------------------------------------------------------ */
@@ -340,23 +356,24 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
                                 struct bm_util_bitmap *reachable)
 {
     struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
-    int my_node = bm_rte_node_of(sm->rank);
+    const struct bm_btl_rte *rte = m->component->rte;
+    int my_node = bm_btl_rte_node_of(rte, sm->rank);
     bool cma = sm->config.single_copy;
     int reached = 0;
     for (int i = 0; i < nprocs; i++) {
         int r = ranks[i];
-        if (r == sm->rank || r < 0 || r >= sm->nprocs || bm_rte_node_of(r) != my_node)
+        if (r == sm->rank || r < 0 || r >= sm->nprocs || bm_btl_rte_node_of(rte, r) != my_node)
             continue;
-        if (sm_all_eps[r]) { /* added before */
-            sm->eps[r] = sm_all_eps[r];
-            endpoints_out[i] = (struct bm_btl_endpoint *)sm_all_eps[r];
+        if (sm->all_eps[r]) { /* added before */
+            sm->eps[r] = sm->all_eps[r];
+            endpoints_out[i] = (struct bm_btl_endpoint *)sm->all_eps[r];
             bm_util_bitmap_set(reachable, (size_t)i);
             reached++;
             continue;
         }
         const void *data = NULL;
         size_t len = 0;
-        if (bm_rte_modex_get(r, SM_MODEX_KEY, &data, &len) != BM_OK) {
+        if (bm_btl_rte_modex_get(rte, r, SM_MODEX_KEY, &data, &len) != BM_OK) {
             bm_log_debug("rank %d published no sm address (sm not selected there)", r);
             continue;
         }
@@ -377,6 +394,7 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
         struct bm_btl_sm_endpoint *ep = calloc(1, sizeof(*ep));
         if (!ep)
             return BM_ERR_NO_MEMORY;
+        ep->module = sm;
         if (bm_btl_sm_segment_attach(sm, r, &card, ep) != BM_OK) {
             free(ep);
             continue;
@@ -385,7 +403,7 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
             cma = false;
         ep->local_rank = card.local_rank;
         bm_btl_sm_fbox_connect(sm, ep);
-        sm_all_eps[r] = ep;
+        sm->all_eps[r] = ep;
         sm->eps[r] = ep;
         endpoints_out[i] = (struct bm_btl_endpoint *)ep;
         bm_util_bitmap_set(reachable, (size_t)i);
@@ -416,6 +434,8 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .description = "shared memory between processes of one node (copy-in/copy-out fragments, "
                    "single-copy get/put with process_vm_readv, atomics run by the target)",
     .params = &sm_table,
+    .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED | BM_BTL_CAP_ATOMIC_OPS |
+            BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_GET | BM_BTL_CAP_PUT,
     .query = sm_query,
     .init = sm_init,
     .progress = sm_progress,

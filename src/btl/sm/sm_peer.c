@@ -40,7 +40,7 @@ void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
     char text[320];
     snprintf(text, sizeof(text),
              "sm: local peer rank %d (pid %d) on %s: %s; %d sends to it are cancelled", ep->rank,
-             (int)ep->pid, bm_rte_self()->hostname, what, ep->outstanding);
+             (int)ep->pid, sm->self->hostname, what, ep->outstanding);
     struct bm_btl_error err = {
         .kind = BM_BTL_ERROR_PEER,
         .endpoint = (struct bm_btl_endpoint *)ep,

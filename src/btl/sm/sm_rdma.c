@@ -52,7 +52,7 @@ static int sm_cma_move(struct bm_btl_sm_endpoint *ep, void *local_addr, uint64_t
                 write ? "process_vm_writev" : "process_vm_readv", size - done,
                 (unsigned long long)(remote_addr + done), ep->rank, (int)ep->pid, strerror(err));
             if (err == ESRCH) {
-                bm_btl_sm_peer_failed(bm_btl_sm_module, ep, BM_ERR_PEER_GONE,
+                bm_btl_sm_peer_failed(ep->module, ep, BM_ERR_PEER_GONE,
                                       "its process is gone (single-copy transfer failed)");
                 return BM_ERR_PEER_GONE;
             }

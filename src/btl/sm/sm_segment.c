@@ -19,16 +19,45 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The name to remove at exit; static so the handler never sees freed memory. */
-static char sm_segment_exit_name[88];
+/* The names to remove at exit: the transport's one file-scope table,
+ * because the exit handler (also run on abort) must not follow a pointer
+ * into a module that may already be freed. One slot per live segment, so
+ * several sm instances in one process each have theirs; a segment that
+ * finds no free slot still works, it is only not removed at abort before
+ * its peers mapped it (bmrun's cleanup still removes it). */
+#define SM_SEGMENT_EXIT_SLOTS 8
+static char sm_segment_exit_names[SM_SEGMENT_EXIT_SLOTS][88];
 
 static void sm_segment_unlink_at_exit(void *arg)
 {
-    (void)arg;
-    if (sm_segment_exit_name[0]) {
-        shm_unlink(sm_segment_exit_name);
-        sm_segment_exit_name[0] = '\0';
+    char *name = sm_segment_exit_names[(intptr_t)arg];
+    if (name[0]) {
+        shm_unlink(name);
+        name[0] = '\0';
     }
+}
+
+/* Remember name for the exit handler; -1 when every slot is taken. */
+static int sm_segment_exit_add(const char *name)
+{
+    for (int i = 0; i < SM_SEGMENT_EXIT_SLOTS; i++) {
+        if (sm_segment_exit_names[i][0])
+            continue;
+        snprintf(sm_segment_exit_names[i], sizeof(sm_segment_exit_names[i]), "%s", name);
+        /* The runtime drops its handlers once they ran (at finalize), so
+         * register with every segment; running one twice is harmless. */
+        bm_rte_at_exit(sm_segment_unlink_at_exit, (void *)(intptr_t)i);
+        return i;
+    }
+    bm_log_debug("no exit-cleanup slot left for /dev/shm%s", name);
+    return -1;
+}
+
+static void sm_segment_exit_remove(const char *name)
+{
+    for (int i = 0; i < SM_SEGMENT_EXIT_SLOTS; i++)
+        if (sm_segment_exit_names[i][0] && strcmp(sm_segment_exit_names[i], name) == 0)
+            sm_segment_exit_names[i][0] = '\0';
 }
 
 static size_t sm_round_up(size_t v, size_t a)
@@ -38,7 +67,7 @@ static size_t sm_round_up(size_t v, size_t a)
 
 bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
 {
-    const struct bm_rte_proc *self = bm_rte_self();
+    const struct bm_rte_proc *self = sm->self;
     const size_t line = BM_BTL_SM_CACHELINE;
     size_t payload[BM_BTL_SM_NCLASS] = {sm->config.eager_limit, sm->config.max_send_size};
     uint32_t count[BM_BTL_SM_NCLASS] = {(uint32_t)sm->config.eager_frags,
@@ -91,10 +120,7 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
                      sm->name, self->hostname, strerror(errno));
         return BM_ERR_SYSTEM;
     }
-    snprintf(sm_segment_exit_name, sizeof(sm_segment_exit_name), "%s", sm->name);
-    /* The runtime drops its handlers once they ran (at finalize), so register
-     * with every segment; running the handler twice is harmless. */
-    bm_rte_at_exit(sm_segment_unlink_at_exit, NULL);
+    sm_segment_exit_add(sm->name);
     /* posix_fallocate reserves the pages now, so a full /dev/shm is an error
      * here instead of a SIGBUS in the middle of a send. */
     int err = posix_fallocate(fd, 0, (off_t)size);
@@ -150,7 +176,7 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
 
 err_unlink:
     shm_unlink(sm->name);
-    sm_segment_exit_name[0] = '\0';
+    sm_segment_exit_remove(sm->name);
     return BM_ERR_SYSTEM;
 }
 
@@ -158,7 +184,7 @@ bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
                                      const struct bm_btl_sm_card *card,
                                      struct bm_btl_sm_endpoint *ep)
 {
-    const struct bm_rte_proc *self = bm_rte_self();
+    const struct bm_rte_proc *self = sm->self;
     char name[sizeof(card->name) + 1];
     memcpy(name, card->name, sizeof(card->name));
     name[sizeof(card->name)] = '\0';
@@ -200,7 +226,7 @@ bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
     ep->ctl = ctl;
     sm->bases[rank] = seg;
     /* The last local peer to map a segment removes its name. */
-    int expected = bm_rte_self()->local_size - 1;
+    int expected = self->local_size - 1;
     uint32_t now = atomic_fetch_add_explicit(&ctl->mapped, 1, memory_order_acq_rel) + 1;
     if ((int)now == expected) {
         shm_unlink(name);
@@ -221,8 +247,8 @@ void bm_btl_sm_segment_destroy(struct bm_btl_sm_module *sm)
 {
     if (sm->name[0])
         shm_unlink(sm->name); /* ENOENT when the last peer already did */
-    if (sm_segment_exit_name[0] && strcmp(sm_segment_exit_name, sm->name) == 0)
-        sm_segment_exit_name[0] = '\0';
+    if (sm->name[0])
+        sm_segment_exit_remove(sm->name);
     if (sm->seg)
         munmap(sm->seg, sm->seg_size);
     sm->seg = NULL;

@@ -82,6 +82,7 @@ enum bm_btl_tcp_poll_kind {
 
 struct bm_btl_tcp_module;
 struct bm_btl_tcp_endpoint;
+struct bm_btl_tcp_component;
 
 struct bm_btl_tcp_listener {
     enum bm_btl_tcp_poll_kind kind;
@@ -92,8 +93,9 @@ struct bm_btl_tcp_listener {
 };
 
 struct bm_btl_tcp_module {
-    struct bm_btl_module super; /* first: the PML's pointer is ours */
-    int index;                  /* in the component's array and in the modex record */
+    struct bm_btl_module super;        /* first: the PML's pointer is ours */
+    struct bm_btl_tcp_component *comp; /* == super.component, typed */
+    int index;                         /* in the component's array and in the modex record */
     struct bm_btl_tcp_if iface;
     struct bm_btl_tcp_listener listeners[BM_BTL_TCP_IF_MAX_ADDRS];
     int nlisteners;
@@ -134,6 +136,7 @@ enum bm_btl_tcp_conn_state {
 
 struct bm_btl_tcp_conn {
     enum bm_btl_tcp_poll_kind kind; /* BM_BTL_TCP_POLL_CONN */
+    struct bm_btl_tcp_component *comp;
     enum bm_btl_tcp_conn_state state;
     int fd;
     struct bm_btl_tcp_endpoint *ep;          /* NULL while an accepted socket is anonymous */
@@ -209,7 +212,10 @@ struct bm_btl_tcp_peer {
 
 /* ---- component ---------------------------------------------------------------- */
 
+/* An instance of the transport: every module, the epoll set they share, the
+ * peers' records and the lists progress works through. */
 struct bm_btl_tcp_component {
+    struct bm_btl_component super; /* first; super.modules aliases modules */
     struct bm_btl_tcp_config cfg;
     int epfd;
     int rank, size;
@@ -229,20 +235,20 @@ struct bm_btl_tcp_component {
     bool finalizing;
 };
 
-extern struct bm_btl_tcp_component bm_btl_tcp_component;
 extern const struct bm_btl_ops bm_btl_tcp_ops;
 
 long long bm_btl_tcp_now_ns(void);
 
 /* tcp_module.c */
-bm_status_t bm_btl_tcp_module_create(int index, const struct bm_btl_tcp_if *iface,
+bm_status_t bm_btl_tcp_module_create(struct bm_btl_tcp_component *comp, int index,
+                                     const struct bm_btl_tcp_if *iface,
                                      struct bm_btl_tcp_module **module_out);
 void bm_btl_tcp_module_destroy(struct bm_btl_tcp_module *m);
 /* The module's address of this family, or NULL. */
 const struct bm_btl_tcp_ifaddr *bm_btl_tcp_module_addr(const struct bm_btl_tcp_module *m,
                                                        int family);
 /* Parse a peer's modex record and pair interfaces (once per peer). */
-struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(int rank);
+struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(struct bm_btl_tcp_component *comp, int rank);
 bm_status_t bm_btl_tcp_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
                                  struct bm_btl_endpoint **endpoints_out,
                                  struct bm_util_bitmap *reachable);
@@ -263,15 +269,15 @@ void bm_btl_tcp_endpoint_accept(struct bm_btl_tcp_listener *l);
 /* epoll events on a connection. */
 void bm_btl_tcp_conn_event(struct bm_btl_tcp_conn *c, uint32_t events);
 /* Expire deadlines (connects, handshakes). */
-void bm_btl_tcp_endpoint_timers(long long now);
+void bm_btl_tcp_endpoint_timers(struct bm_btl_tcp_component *comp, long long now);
 /* The connection failed (err: errno, 0 for an unexpected EOF): fail its endpoint. */
 void bm_btl_tcp_conn_fail(struct bm_btl_tcp_conn *c, int err);
 /* Start reconnection attempts of failed endpoints that are due. */
-void bm_btl_tcp_endpoint_retry(long long now);
+void bm_btl_tcp_endpoint_retry(struct bm_btl_tcp_component *comp, long long now);
 /* Report connections that failed inside send (called at the end of progress). */
-void bm_btl_tcp_endpoint_reap(void);
+void bm_btl_tcp_endpoint_reap(struct bm_btl_tcp_component *comp);
 /* Close and free accepted sockets that never identified themselves (finalize). */
-void bm_btl_tcp_endpoint_close_anon(void);
+void bm_btl_tcp_endpoint_close_anon(struct bm_btl_tcp_component *comp);
 /* Update the epoll interest of a connection (EPOLLIN always, EPOLLOUT when asked). */
 void bm_btl_tcp_conn_want_write(struct bm_btl_tcp_conn *c, bool want);
 /* Close the socket of a connection and forget its state (not its queues). */
@@ -295,13 +301,13 @@ bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c);
 /* Read and dispatch frames. Returns false when the connection failed or closed. */
 bool bm_btl_tcp_frag_recv(struct bm_btl_tcp_conn *c);
 /* Send pending standalone acknowledgements. */
-void bm_btl_tcp_frag_flush_acks(void);
+void bm_btl_tcp_frag_flush_acks(struct bm_btl_tcp_component *comp);
 /* Queue a FIN (finalize). */
 void bm_btl_tcp_frag_queue_fin(struct bm_btl_tcp_conn *c);
 /* Complete every fragment of a connection's queues with status. */
 void bm_btl_tcp_frag_fail_all(struct bm_btl_tcp_conn *c, int status);
 /* Release the component's fragment pool. */
-void bm_btl_tcp_frag_pool_release(void);
+void bm_btl_tcp_frag_pool_release(struct bm_btl_tcp_component *comp);
 /* Allocate the internal control fragment of a connection. */
 struct bm_btl_tcp_frag *bm_btl_tcp_frag_new_ctl(void);
 

@@ -20,8 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct bm_btl_tcp_component bm_btl_tcp_component = {.epfd = -1};
-
 #define TCP_CFG(f) offsetof(struct bm_btl_tcp_config, f)
 
 static const struct bm_param tcp_params[] = {
@@ -131,9 +129,8 @@ static bool tcp_sm_selected(void)
     return exclude ? !named : named;
 }
 
-static bm_status_t tcp_publish(void)
+static bm_status_t tcp_publish(struct bm_btl_tcp_component *c)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
     size_t naddrs = 0;
     for (int i = 0; i < c->nmodules; i++)
         naddrs += (size_t)c->modules[i]->nlisteners;
@@ -162,31 +159,36 @@ static bm_status_t tcp_publish(void)
             snprintf(a->ifname, sizeof(a->ifname), "%.15s", m->iface.name);
         }
     }
-    bm_status_t rc = bm_rte_modex_put("btl.tcp", h, len);
+    bm_status_t rc = bm_btl_rte_modex_put(c->super.rte, "btl.tcp", h, len);
     free(h);
     return rc;
 }
 
-static void bm_btl_tcp_finalize(void);
+static void bm_btl_tcp_finalize(struct bm_btl_component *comp);
 
 static bm_status_t bm_btl_tcp_init(const struct bm_btl_init_args *args,
-                                   struct bm_btl_module ***modules_out, int *count_out)
+                                   struct bm_btl_component **component_out)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
-    (void)args;
-    memset(c, 0, sizeof(*c));
+    struct bm_btl_tcp_component *c = calloc(1, sizeof(*c));
+    if (!c)
+        return BM_ERR_NO_MEMORY;
+    c->super.ops = &bm_btl_tcp_ops;
+    c->super.rte = args->rte;
     c->epfd = -1;
     bm_util_list_init(&c->timers);
     bm_util_list_init(&c->anon);
     bm_status_t rc = bm_util_params_load(&tcp_param_table, &c->cfg);
-    if (rc != BM_OK)
+    if (rc != BM_OK) {
+        free(c);
         return rc;
-    const struct bm_rte_proc *self = bm_rte_self();
+    }
+    const struct bm_rte_proc *self = bm_btl_rte_self(args->rte);
     c->rank = self->rank;
     c->size = self->size;
     if (getrandom(c->nonce, sizeof(c->nonce), 0) != (ssize_t)sizeof(c->nonce)) {
         bm_log_error("getrandom failed: %s; cannot create the job secret for tcp handshakes",
                      strerror(errno));
+        free(c);
         return BM_ERR_SYSTEM;
     }
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -208,7 +210,7 @@ static bm_status_t bm_btl_tcp_init(const struct bm_btl_init_args *args,
     }
     for (int i = 0; i < nifs; i++) {
         struct bm_btl_tcp_module *m;
-        if (bm_btl_tcp_module_create(c->nmodules, &ifs[i], &m) == BM_OK)
+        if (bm_btl_tcp_module_create(c, c->nmodules, &ifs[i], &m) == BM_OK)
             c->modules[c->nmodules++] = m;
     }
     free(ifs);
@@ -216,21 +218,23 @@ static bm_status_t bm_btl_tcp_init(const struct bm_btl_init_args *args,
         bm_log_info("no usable network interface (check BM_BTL_TCP_IF_INCLUDE/_EXCLUDE); tcp "
                     "reaches no peer from this process");
     } else {
-        rc = tcp_publish();
+        rc = tcp_publish(c);
         if (rc != BM_OK)
             goto err;
     }
-    *modules_out = (struct bm_btl_module **)c->modules;
-    *count_out = c->nmodules;
+    /* Every module starts with struct bm_btl_module: the array is one of those. */
+    c->super.modules = (struct bm_btl_module **)c->modules;
+    c->super.count = c->nmodules;
+    *component_out = &c->super;
     return BM_OK;
 err:
-    bm_btl_tcp_finalize();
+    bm_btl_tcp_finalize(&c->super);
     return rc;
 }
 
-static int bm_btl_tcp_progress(void)
+static int bm_btl_tcp_progress(struct bm_btl_component *comp)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    struct bm_btl_tcp_component *c = (struct bm_btl_tcp_component *)comp;
     struct epoll_event ev[64];
     c->completions = 0;
     int n = epoll_wait(c->epfd, ev, 64, 0);
@@ -242,25 +246,24 @@ static int bm_btl_tcp_progress(void)
             bm_btl_tcp_conn_event(ev[i].data.ptr, ev[i].events);
     }
     if (!bm_util_list_empty(&c->timers))
-        bm_btl_tcp_endpoint_timers(bm_btl_tcp_now_ns());
+        bm_btl_tcp_endpoint_timers(c, bm_btl_tcp_now_ns());
     if (c->dead_list)
-        bm_btl_tcp_endpoint_reap();
+        bm_btl_tcp_endpoint_reap(c);
     if (c->nretry > 0) {
         long long now = bm_btl_tcp_now_ns();
         if (now >= c->next_retry_check) {
             c->next_retry_check = now + 50000000LL; /* look at most every 50 ms */
-            bm_btl_tcp_endpoint_retry(now);
+            bm_btl_tcp_endpoint_retry(c, now);
         }
     }
     if (c->ack_list)
-        bm_btl_tcp_frag_flush_acks();
+        bm_btl_tcp_frag_flush_acks(c);
     return c->completions;
 }
 
 /* Anything still to be written or acknowledged on a live connection? */
-static bool tcp_busy(void)
+static bool tcp_busy(const struct bm_btl_tcp_component *c)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
     for (int i = 0; i < c->nmodules; i++)
         for (int r = 0; r < c->size; r++) {
             struct bm_btl_tcp_endpoint *ep = c->modules[i]->eps[r];
@@ -275,40 +278,40 @@ static bool tcp_busy(void)
 }
 
 /* Let outstanding sends be acknowledged (bounded by BM_BTL_TCP_FINALIZE_DRAIN). */
-static void tcp_drain(void)
+static void tcp_drain(struct bm_btl_tcp_component *c)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
     long long deadline = bm_btl_tcp_now_ns() + (long long)c->cfg.finalize_drain_ms * 1000000LL;
-    while (tcp_busy() && bm_btl_tcp_now_ns() < deadline) {
-        bm_btl_tcp_progress();
+    while (tcp_busy(c) && bm_btl_tcp_now_ns() < deadline) {
+        bm_btl_tcp_progress(&c->super);
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
-    bm_btl_tcp_progress(); /* last acknowledgements out */
+    bm_btl_tcp_progress(&c->super); /* last acknowledgements out */
 }
 
 static bm_status_t tcp_del_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
                                  struct bm_btl_endpoint **endpoints)
 {
-    bm_btl_tcp_component.finalizing = true; /* no reconnection from here on */
-    if (bm_btl_tcp_component.epfd >= 0)
-        tcp_drain();
+    struct bm_btl_tcp_component *c = ((struct bm_btl_tcp_module *)m)->comp;
+    c->finalizing = true; /* no reconnection from here on */
+    if (c->epfd >= 0)
+        tcp_drain(c);
     return bm_btl_tcp_del_procs(m, nprocs, ranks, endpoints);
 }
 
-static void bm_btl_tcp_finalize(void)
+static void bm_btl_tcp_finalize(struct bm_btl_component *comp)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    struct bm_btl_tcp_component *c = (struct bm_btl_tcp_component *)comp;
     c->finalizing = true;
     if (c->epfd >= 0 && c->modules)
-        tcp_drain();
+        tcp_drain(c);
     for (int i = 0; i < c->nmodules; i++)
         for (int r = 0; r < c->size; r++)
             if (c->modules[i]->eps[r])
                 bm_btl_tcp_endpoint_shutdown(c->modules[i]->eps[r]);
     for (int i = 0; i < c->nmodules; i++)
         bm_btl_tcp_module_destroy(c->modules[i]);
-    bm_btl_tcp_endpoint_close_anon();
+    bm_btl_tcp_endpoint_close_anon(c);
     free(c->modules);
     c->modules = NULL;
     c->nmodules = 0;
@@ -317,10 +320,10 @@ static void bm_btl_tcp_finalize(void)
             free(c->peers[r].pair_remote);
     free(c->peers);
     c->peers = NULL;
-    bm_btl_tcp_frag_pool_release();
+    bm_btl_tcp_frag_pool_release(c);
     if (c->epfd >= 0)
         close(c->epfd);
-    c->epfd = -1;
+    free(c);
 }
 
 /* tcp has no RDMA operations, so there is never anything to flush; callers
@@ -336,6 +339,7 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .name = "tcp",
     .description = "TCP sockets over every usable IPv4/IPv6 interface (works everywhere)",
     .params = &tcp_param_table,
+    .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED | BM_BTL_CAP_FAILOVER,
     .query = bm_btl_tcp_query,
     .init = bm_btl_tcp_init,
     .progress = bm_btl_tcp_progress,

@@ -85,14 +85,14 @@ static uint64_t tcp_siphash(const uint8_t key[16], const uint8_t *msg, size_t le
 
 #define TCP_HS_SIGNED offsetof(struct bm_btl_tcp_hs, proof)
 
-static void tcp_hs_build(struct bm_btl_tcp_hs *hs, int kind, int dst_rank, int src_module, int link,
-                         const uint8_t *dst_nonce)
+static void tcp_hs_build(const struct bm_btl_tcp_component *comp, struct bm_btl_tcp_hs *hs,
+                         int kind, int dst_rank, int src_module, int link, const uint8_t *dst_nonce)
 {
     memset(hs, 0, sizeof(*hs));
     hs->magic = htonl(BM_BTL_TCP_HS_MAGIC);
     hs->version = htons(BM_BTL_TCP_HS_VERSION);
     hs->kind = htons((uint16_t)kind);
-    hs->src_rank = (int32_t)htonl((uint32_t)bm_btl_tcp_component.rank);
+    hs->src_rank = (int32_t)htonl((uint32_t)comp->rank);
     hs->dst_rank = (int32_t)htonl((uint32_t)dst_rank);
     hs->src_module = htons((uint16_t)src_module);
     hs->link = htons((uint16_t)link);
@@ -100,9 +100,9 @@ static void tcp_hs_build(struct bm_btl_tcp_hs *hs, int kind, int dst_rank, int s
 }
 
 /* NULL when valid, else why not. Checks everything but the kind. */
-static const char *tcp_hs_check(const struct bm_btl_tcp_hs *hs)
+static const char *tcp_hs_check(const struct bm_btl_tcp_component *c,
+                                const struct bm_btl_tcp_hs *hs)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
     if (ntohl(hs->magic) != BM_BTL_TCP_HS_MAGIC)
         return "not a bitmover handshake (bad magic): a stray client or a port scanner";
     if (ntohs(hs->version) != BM_BTL_TCP_HS_VERSION)
@@ -121,9 +121,9 @@ static const char *tcp_hs_check(const struct bm_btl_tcp_hs *hs)
 
 /* ---- sockets ------------------------------------------------------------------ */
 
-static void tcp_set_sockopts(int fd)
+static void tcp_set_sockopts(const struct bm_btl_tcp_component *comp, int fd)
 {
-    const struct bm_btl_tcp_config *cfg = &bm_btl_tcp_component.cfg;
+    const struct bm_btl_tcp_config *cfg = &comp->cfg;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (cfg->sndbuf) {
@@ -152,7 +152,7 @@ static void tcp_conn_epoll(struct bm_btl_tcp_conn *c, uint32_t events)
         return;
     struct epoll_event ev = {.events = events, .data.ptr = c};
     int op = c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-    if (epoll_ctl(bm_btl_tcp_component.epfd, op, c->fd, &ev) == 0)
+    if (epoll_ctl(c->comp->epfd, op, c->fd, &ev) == 0)
         c->events = events;
     else
         bm_log_error("epoll_ctl on %s: %s", c->peer_str, strerror(errno));
@@ -167,7 +167,7 @@ static void tcp_timer_set(struct bm_btl_tcp_conn *c, long long deadline)
 {
     c->deadline_ns = deadline;
     if (!bm_util_list_node_linked(&c->timer_node))
-        bm_util_list_push_back(&bm_btl_tcp_component.timers, &c->timer_node);
+        bm_util_list_push_back(&c->comp->timers, &c->timer_node);
 }
 
 static void tcp_timer_clear(struct bm_btl_tcp_conn *c)
@@ -202,9 +202,11 @@ static void tcp_sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_
 
 /* ---- endpoints ------------------------------------------------------------------ */
 
-static void tcp_conn_init(struct bm_btl_tcp_conn *c, struct bm_btl_tcp_endpoint *ep, int link)
+static void tcp_conn_init(struct bm_btl_tcp_conn *c, struct bm_btl_tcp_component *comp,
+                          struct bm_btl_tcp_endpoint *ep, int link)
 {
     c->kind = BM_BTL_TCP_POLL_CONN;
+    c->comp = comp;
     c->state = BM_BTL_TCP_CONN_IDLE;
     c->fd = -1;
     c->ep = ep;
@@ -277,10 +279,10 @@ static void tcp_endpoint_candidates(struct bm_btl_tcp_endpoint *ep, const struct
 
 struct bm_btl_tcp_endpoint *bm_btl_tcp_endpoint_get(struct bm_btl_tcp_module *m, int rank)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    struct bm_btl_tcp_component *c = m->comp;
     if (m->eps[rank])
         return m->eps[rank];
-    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(rank);
+    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(c, rank);
     struct bm_btl_tcp_endpoint *ep = calloc(1, sizeof(*ep));
     if (!ep)
         return NULL;
@@ -292,7 +294,7 @@ struct bm_btl_tcp_endpoint *bm_btl_tcp_endpoint_get(struct bm_btl_tcp_module *m,
     if (!ep->links || !ep->cands)
         goto err_free;
     for (int i = 0; i < ep->nlinks; i++) {
-        tcp_conn_init(&ep->links[i], ep, i);
+        tcp_conn_init(&ep->links[i], c, ep, i);
         ep->links[i].ctl = bm_btl_tcp_frag_new_ctl();
         if (!ep->links[i].ctl)
             goto err_free;
@@ -314,21 +316,22 @@ err_free:
 
 void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status)
 {
+    struct bm_btl_tcp_component *comp = ep->module->comp;
     if (ep->retry)
-        bm_btl_tcp_component.nretry--;
+        comp->nretry--;
     for (int i = 0; i < ep->nlinks; i++) {
         struct bm_btl_tcp_conn *c = &ep->links[i];
         bm_btl_tcp_conn_close_fd(c);
         bm_btl_tcp_frag_fail_all(c, status);
     }
     /* Connections may still sit on the ack and dead lists: unlink them. */
-    for (struct bm_btl_tcp_conn **pp = &bm_btl_tcp_component.ack_list; *pp;) {
+    for (struct bm_btl_tcp_conn **pp = &comp->ack_list; *pp;) {
         if ((*pp)->ep == ep)
             *pp = (*pp)->ack_next;
         else
             pp = &(*pp)->ack_next;
     }
-    for (struct bm_btl_tcp_conn **pp = &bm_btl_tcp_component.dead_list; *pp;) {
+    for (struct bm_btl_tcp_conn **pp = &comp->dead_list; *pp;) {
         if ((*pp)->ep == ep)
             *pp = (*pp)->dead_next;
         else
@@ -378,7 +381,7 @@ void bm_btl_tcp_endpoint_fail(struct bm_btl_tcp_endpoint *ep, int status, const 
     for (int i = 0; i < ep->nlinks; i++)
         bm_btl_tcp_frag_fail_all(&ep->links[i], status);
     /* A link can heal; a peer that finalized or spoke garbage does not. */
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    struct bm_btl_tcp_component *comp = ep->module->comp;
     if (comp->cfg.reconnect_ms > 0 && ep->announced && !comp->finalizing &&
         status != BM_ERR_PEER_GONE && status != BM_ERR_PROTOCOL && !ep->retry) {
         ep->retry = true;
@@ -392,7 +395,7 @@ void bm_btl_tcp_endpoint_fail(struct bm_btl_tcp_endpoint *ep, int status, const 
  * failed), then tell the PML that the path works again. */
 static void tcp_endpoint_recover(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *via)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    struct bm_btl_tcp_component *comp = ep->module->comp;
     for (int i = 0; i < ep->nlinks; i++) {
         struct bm_btl_tcp_conn *c = &ep->links[i];
         if (c != via) {
@@ -426,10 +429,10 @@ static void tcp_endpoint_probe_failed(struct bm_btl_tcp_endpoint *ep, struct bm_
     bm_btl_tcp_conn_close_fd(c);
     c->state = BM_BTL_TCP_CONN_CLOSED;
     ep->probing = false;
-    ep->retry_at =
-        bm_btl_tcp_now_ns() + (long long)bm_btl_tcp_component.cfg.reconnect_ms * 1000000LL;
+    const struct bm_btl_tcp_config *cfg = &ep->module->comp->cfg;
+    ep->retry_at = bm_btl_tcp_now_ns() + (long long)cfg->reconnect_ms * 1000000LL;
     bm_log_debug("rank %d via %s: reconnection failed (%s); next try in %d ms", ep->rank,
-                 ep->module->iface.name, why, bm_btl_tcp_component.cfg.reconnect_ms);
+                 ep->module->iface.name, why, cfg->reconnect_ms);
 }
 
 static int tcp_errno_status(int err)
@@ -452,7 +455,7 @@ static int tcp_errno_status(int err)
 void bm_btl_tcp_conn_fail(struct bm_btl_tcp_conn *c, int err)
 {
     struct bm_btl_tcp_endpoint *ep = c->ep;
-    const struct bm_btl_tcp_config *cfg = &bm_btl_tcp_component.cfg;
+    const struct bm_btl_tcp_config *cfg = &c->comp->cfg;
     char why[160];
     if (err == 0)
         snprintf(why, sizeof(why),
@@ -518,9 +521,9 @@ static void tcp_endpoint_drop_pair(struct bm_btl_tcp_endpoint *ep, struct bm_btl
     if (ep->cand + 1 < ep->ncands) {
         bm_log_warn("rank %d: interface pair %s (%s) -> %s (%s) cannot connect: %s; dropping "
                     "this pair for rank %d and trying %s (%s)",
-                    bm_btl_tcp_component.rank, c->local_str[0] ? c->local_str : "?",
-                    ep->module->iface.name, k->str, k->ifname, reason, ep->rank,
-                    ep->cands[ep->cand + 1].str, ep->cands[ep->cand + 1].ifname);
+                    c->comp->rank, c->local_str[0] ? c->local_str : "?", ep->module->iface.name,
+                    k->str, k->ifname, reason, ep->rank, ep->cands[ep->cand + 1].str,
+                    ep->cands[ep->cand + 1].ifname);
         ep->cand++;
         /* Every link of this endpoint that was using the dropped pair restarts. */
         for (int i = 0; i < ep->nlinks; i++) {
@@ -549,9 +552,10 @@ static void tcp_endpoint_drop_pair(struct bm_btl_tcp_endpoint *ep, struct bm_btl
 static void tcp_conn_send_hello(struct bm_btl_tcp_conn *c)
 {
     struct bm_btl_tcp_endpoint *ep = c->ep;
-    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(ep->rank);
+    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(c->comp, ep->rank);
     struct bm_btl_tcp_hs hs;
-    tcp_hs_build(&hs, BM_BTL_TCP_HS_HELLO, ep->rank, ep->module->index, c->link, p->hdr->nonce);
+    tcp_hs_build(c->comp, &hs, BM_BTL_TCP_HS_HELLO, ep->rank, ep->module->index, c->link,
+                 p->hdr->nonce);
     ssize_t n = send(c->fd, &hs, sizeof(hs), MSG_NOSIGNAL);
     if (n != (ssize_t)sizeof(hs)) {
         /* A fresh socket always has room for 32 bytes: anything else is an error. */
@@ -560,14 +564,14 @@ static void tcp_conn_send_hello(struct bm_btl_tcp_conn *c)
     }
     c->state = BM_BTL_TCP_CONN_HS_SENT;
     c->hs_len = 0;
-    tcp_timer_set(c, bm_btl_tcp_now_ns() +
-                         (long long)bm_btl_tcp_component.cfg.handshake_timeout_ms * 1000000LL);
+    tcp_timer_set(c,
+                  bm_btl_tcp_now_ns() + (long long)c->comp->cfg.handshake_timeout_ms * 1000000LL);
     tcp_conn_epoll(c, EPOLLIN);
 }
 
 static void tcp_conn_start(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *c)
 {
-    const struct bm_btl_tcp_config *cfg = &bm_btl_tcp_component.cfg;
+    const struct bm_btl_tcp_config *cfg = &c->comp->cfg;
     if ((ep->failed && !ep->probing) || c->state != BM_BTL_TCP_CONN_IDLE)
         return;
     if (ep->ncands == 0) {
@@ -587,7 +591,7 @@ static void tcp_conn_start(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_con
         return;
     }
     c->fd = fd;
-    tcp_set_sockopts(fd);
+    tcp_set_sockopts(c->comp, fd);
     const struct bm_btl_tcp_ifaddr *la = bm_btl_tcp_module_addr(ep->module, k->family);
     if (la)
         bm_btl_tcp_addr_str(la->family, la->addr, 0, c->local_str, sizeof(c->local_str));
@@ -664,7 +668,7 @@ static void tcp_conn_on_reply(struct bm_btl_tcp_conn *c)
         return;
     }
     const struct bm_btl_tcp_hs *hs = (const struct bm_btl_tcp_hs *)c->hs;
-    const char *bad = tcp_hs_check(hs);
+    const char *bad = tcp_hs_check(c->comp, hs);
     if (!bad && (int)ntohl((uint32_t)hs->src_rank) != ep->rank)
         bad = "answered by another rank than the one dialled";
     if (bad) {
@@ -689,7 +693,7 @@ static void tcp_conn_on_reply(struct bm_btl_tcp_conn *c)
         bm_btl_tcp_conn_close_fd(c);
         c->state = BM_BTL_TCP_CONN_WAIT_PEER;
         tcp_timer_set(c, bm_btl_tcp_now_ns() +
-                             (long long)bm_btl_tcp_component.cfg.handshake_timeout_ms * 1000000LL);
+                             (long long)c->comp->cfg.handshake_timeout_ms * 1000000LL);
         break;
     default:
         tcp_endpoint_drop_pair(ep, c, EPROTO, "unexpected handshake message");
@@ -701,7 +705,7 @@ static void tcp_conn_on_reply(struct bm_btl_tcp_conn *c)
 
 void bm_btl_tcp_endpoint_accept(struct bm_btl_tcp_listener *l)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    struct bm_btl_tcp_component *comp = l->module->comp;
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t slen = sizeof(ss);
@@ -717,14 +721,14 @@ void bm_btl_tcp_endpoint_accept(struct bm_btl_tcp_listener *l)
             close(fd);
             return;
         }
-        tcp_conn_init(c, NULL, -1);
+        tcp_conn_init(c, comp, NULL, -1);
         c->fd = fd;
         c->state = BM_BTL_TCP_CONN_ACCEPTING;
         c->accept_module = l->module;
         tcp_sockaddr_str(&ss, c->peer_str, sizeof(c->peer_str));
         bm_btl_tcp_addr_str(l->addr.family, l->addr.addr, l->port, c->local_str,
                             sizeof(c->local_str));
-        tcp_set_sockopts(fd);
+        tcp_set_sockopts(comp, fd);
         tcp_conn_epoll(c, EPOLLIN);
         bm_util_list_push_back(&comp->anon, &c->qnode_anon);
         tcp_timer_set(c,
@@ -741,9 +745,9 @@ static void tcp_anon_free(struct bm_btl_tcp_conn *c)
 
 static void tcp_anon_reply(struct bm_btl_tcp_conn *c, int kind, int rank, int module, int link)
 {
-    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(rank);
+    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(c->comp, rank);
     struct bm_btl_tcp_hs hs;
-    tcp_hs_build(&hs, kind, rank, module, link, p->hdr->nonce);
+    tcp_hs_build(c->comp, &hs, kind, rank, module, link, p->hdr->nonce);
     if (send(c->fd, &hs, sizeof(hs), MSG_NOSIGNAL) != (ssize_t)sizeof(hs))
         bm_log_debug("handshake reply to %s: %s", c->peer_str, strerror(errno));
 }
@@ -753,8 +757,8 @@ static void tcp_anon_reply(struct bm_btl_tcp_conn *c, int kind, int rank, int mo
 static struct bm_btl_tcp_module *tcp_accept_module(struct bm_btl_tcp_conn *c, int rank,
                                                    int src_module)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
-    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(rank);
+    struct bm_btl_tcp_component *comp = c->comp;
+    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(comp, rank);
     for (int i = 0; p && p->pair_remote && i < comp->nmodules; i++) {
         int j = p->pair_remote[i];
         if (j >= 0 && ntohs(p->addrs[j].module) == src_module)
@@ -765,7 +769,7 @@ static struct bm_btl_tcp_module *tcp_accept_module(struct bm_btl_tcp_conn *c, in
 
 static void tcp_anon_on_hello(struct bm_btl_tcp_conn *c)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    struct bm_btl_tcp_component *comp = c->comp;
     int r = tcp_conn_read_hs(c);
     if (r == 0)
         return;
@@ -778,11 +782,11 @@ static void tcp_anon_on_hello(struct bm_btl_tcp_conn *c)
         return;
     }
     const struct bm_btl_tcp_hs *hs = (const struct bm_btl_tcp_hs *)c->hs;
-    const char *bad = tcp_hs_check(hs);
+    const char *bad = tcp_hs_check(comp, hs);
     if (!bad && ntohs(hs->kind) != BM_BTL_TCP_HS_HELLO)
         bad = "first message is not a HELLO";
     int rank = (int)ntohl((uint32_t)hs->src_rank);
-    struct bm_btl_tcp_peer *p = bad ? NULL : bm_btl_tcp_module_peer(rank);
+    struct bm_btl_tcp_peer *p = bad ? NULL : bm_btl_tcp_module_peer(comp, rank);
     if (!bad && (!p || !p->have_tcp))
         bad = "the claimed sender rank published no tcp address";
     if (bad) {
@@ -900,9 +904,8 @@ static bool tcp_conn_pending_input(struct bm_btl_tcp_conn *c)
     return (pfd.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
 }
 
-void bm_btl_tcp_endpoint_timers(long long now)
+void bm_btl_tcp_endpoint_timers(struct bm_btl_tcp_component *comp, long long now)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
     struct bm_util_list_node *it, *tmp;
     bm_util_list_foreach_safe(it, tmp, &comp->timers)
     {
@@ -966,9 +969,8 @@ void bm_btl_tcp_endpoint_shutdown(struct bm_btl_tcp_endpoint *ep)
     }
 }
 
-void bm_btl_tcp_endpoint_reap(void)
+void bm_btl_tcp_endpoint_reap(struct bm_btl_tcp_component *comp)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
     while (comp->dead_list) {
         struct bm_btl_tcp_conn *c = comp->dead_list;
         comp->dead_list = c->dead_next;
@@ -978,9 +980,8 @@ void bm_btl_tcp_endpoint_reap(void)
     }
 }
 
-void bm_btl_tcp_endpoint_close_anon(void)
+void bm_btl_tcp_endpoint_close_anon(struct bm_btl_tcp_component *comp)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
     struct bm_util_list_node *n;
     while ((n = bm_util_list_first(&comp->anon)) != NULL) {
         struct bm_btl_tcp_conn *c = bm_util_container_of(n, struct bm_btl_tcp_conn, qnode_anon);
@@ -989,9 +990,8 @@ void bm_btl_tcp_endpoint_close_anon(void)
     }
 }
 
-void bm_btl_tcp_endpoint_retry(long long now)
+void bm_btl_tcp_endpoint_retry(struct bm_btl_tcp_component *comp, long long now)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
     for (int i = 0; i < comp->nmodules; i++) {
         struct bm_btl_tcp_module *m = comp->modules[i];
         for (int r = 0; r < comp->size; r++) {

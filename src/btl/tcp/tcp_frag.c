@@ -25,27 +25,31 @@
 
 /* ---- allocation -------------------------------------------------------------- */
 
-static size_t tcp_pool_cap(void)
+static struct bm_btl_tcp_component *tcp_comp(struct bm_btl_module *m)
 {
-    return bm_btl_tcp_component.cfg.eager_limit;
+    return ((struct bm_btl_tcp_module *)m)->comp;
 }
 
-static struct bm_btl_tcp_frag *tcp_frag_get(size_t cap)
+static size_t tcp_pool_cap(const struct bm_btl_tcp_component *c)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    return c->cfg.eager_limit;
+}
+
+static struct bm_btl_tcp_frag *tcp_frag_get(struct bm_btl_tcp_component *c, size_t cap)
+{
     struct bm_btl_tcp_frag *f;
-    if (cap <= tcp_pool_cap()) {
+    if (cap <= tcp_pool_cap(c)) {
         f = c->pool;
         if (f) {
             c->pool = f->pool_next;
             c->pool_count--;
         } else {
-            f = malloc(sizeof(*f) + tcp_pool_cap());
+            f = malloc(sizeof(*f) + tcp_pool_cap(c));
             if (!f)
                 return NULL;
         }
         memset(f, 0, sizeof(*f));
-        f->cap = tcp_pool_cap();
+        f->cap = tcp_pool_cap(c);
         f->flags = BM_BTL_TCP_FRAG_F_POOLED;
         return f;
     }
@@ -57,9 +61,8 @@ static struct bm_btl_tcp_frag *tcp_frag_get(size_t cap)
     return f;
 }
 
-static void tcp_frag_put(struct bm_btl_tcp_frag *f)
+static void tcp_frag_put(struct bm_btl_tcp_component *c, struct bm_btl_tcp_frag *f)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
     if ((f->flags & BM_BTL_TCP_FRAG_F_POOLED) && c->pool_count < 1024) {
         f->pool_next = c->pool;
         c->pool = f;
@@ -69,9 +72,8 @@ static void tcp_frag_put(struct bm_btl_tcp_frag *f)
     free(f);
 }
 
-void bm_btl_tcp_frag_pool_release(void)
+void bm_btl_tcp_frag_pool_release(struct bm_btl_tcp_component *c)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
     while (c->pool) {
         struct bm_btl_tcp_frag *f = c->pool;
         c->pool = f->pool_next;
@@ -96,7 +98,7 @@ struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_bt
     (void)ep;
     if (size > m->max_send_size)
         return NULL;
-    struct bm_btl_tcp_frag *f = tcp_frag_get(size);
+    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), size);
     if (!f)
         return NULL;
     f->des.seg[0].addr = f->data;
@@ -110,8 +112,7 @@ struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_bt
 
 void bm_btl_tcp_free(struct bm_btl_module *m, struct bm_btl_descriptor *des)
 {
-    (void)m;
-    tcp_frag_put((struct bm_btl_tcp_frag *)des);
+    tcp_frag_put(tcp_comp(m), (struct bm_btl_tcp_frag *)des);
 }
 
 struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
@@ -127,7 +128,7 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
      * keeps the copy until the peer acknowledges it. Larger data (rendezvous
      * fragments, which wait for the receiver anyway) is sent in place. */
     bool inplace = reserve + n > m->eager_limit;
-    struct bm_btl_tcp_frag *f = tcp_frag_get(inplace ? reserve : reserve + n);
+    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), inplace ? reserve : reserve + n);
     if (!f)
         return NULL;
     f->des.seg[0].addr = f->data;
@@ -161,11 +162,12 @@ static void tcp_frag_complete(struct bm_btl_tcp_frag *f, int status)
     }
     struct bm_btl_descriptor *des = &f->des;
     bool owned = (des->flags & BM_BTL_DES_F_BTL_OWNED) != 0;
-    bm_btl_tcp_component.completions++;
+    struct bm_btl_tcp_component *comp = tcp_comp(des->module);
+    comp->completions++;
     if (des->cbfunc)
         des->cbfunc(des->module, (struct bm_btl_endpoint *)f->ep, des, status);
     if (owned)
-        tcp_frag_put(f);
+        tcp_frag_put(comp, f);
 }
 
 void bm_btl_tcp_frag_fail_all(struct bm_btl_tcp_conn *c, int status)
@@ -195,7 +197,7 @@ static void tcp_frag_acked(struct bm_btl_tcp_conn *c, uint32_t ack)
 
 static void tcp_conn_mark_dead(struct bm_btl_tcp_conn *c, int err)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    struct bm_btl_tcp_component *comp = c->comp;
     if (c->dead)
         return;
     c->dead = true;
@@ -352,9 +354,8 @@ static void tcp_ctl_queue(struct bm_btl_tcp_conn *c, struct bm_btl_tcp_frag *f, 
 /* Frames received and not acknowledged after which an ACK goes out at once. */
 #define TCP_ACK_BATCH 32
 
-void bm_btl_tcp_frag_flush_acks(void)
+void bm_btl_tcp_frag_flush_acks(struct bm_btl_tcp_component *comp)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
     struct bm_btl_tcp_conn *keep = NULL;
     while (comp->ack_list) {
         struct bm_btl_tcp_conn *c = comp->ack_list;
@@ -391,7 +392,7 @@ void bm_btl_tcp_frag_queue_fin(struct bm_btl_tcp_conn *c)
 
 static void tcp_conn_owe_ack(struct bm_btl_tcp_conn *c)
 {
-    struct bm_btl_tcp_component *comp = &bm_btl_tcp_component;
+    struct bm_btl_tcp_component *comp = c->comp;
     if (c->ack_listed)
         return;
     c->ack_listed = true;
@@ -445,7 +446,7 @@ static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
                 .seg = &seg,
             };
             c->rpos += sizeof(h) + len;
-            bm_btl_tcp_component.completions++;
+            c->comp->completions++;
             if (h.tag < BM_BTL_TAG_MAX && m->recv_cb[h.tag].cb)
                 m->recv_cb[h.tag].cb(m, &d, m->recv_cb[h.tag].cbdata);
             else

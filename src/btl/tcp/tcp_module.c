@@ -70,7 +70,7 @@ static bm_status_t tcp_module_listen(struct bm_btl_tcp_module *m, const struct b
     l->module = m;
     l->addr = *a;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
-    if (epoll_ctl(bm_btl_tcp_component.epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+    if (epoll_ctl(m->comp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
         goto err_close;
     m->nlisteners++;
     bm_log_debug("tcp:%s listening on %s port %u", m->iface.name, astr, l->port);
@@ -83,16 +83,18 @@ err:
     return BM_ERR_SYSTEM;
 }
 
-bm_status_t bm_btl_tcp_module_create(int index, const struct bm_btl_tcp_if *iface,
+bm_status_t bm_btl_tcp_module_create(struct bm_btl_tcp_component *comp, int index,
+                                     const struct bm_btl_tcp_if *iface,
                                      struct bm_btl_tcp_module **module_out)
 {
-    const struct bm_btl_tcp_config *cfg = &bm_btl_tcp_component.cfg;
+    const struct bm_btl_tcp_config *cfg = &comp->cfg;
     struct bm_btl_tcp_module *m = calloc(1, sizeof(*m));
     if (!m)
         return BM_ERR_NO_MEMORY;
+    m->comp = comp;
     m->index = index;
     m->iface = *iface;
-    m->eps = calloc((size_t)bm_btl_tcp_component.size, sizeof(*m->eps));
+    m->eps = calloc((size_t)comp->size, sizeof(*m->eps));
     if (!m->eps) {
         free(m);
         return BM_ERR_NO_MEMORY;
@@ -106,6 +108,7 @@ bm_status_t bm_btl_tcp_module_create(int index, const struct bm_btl_tcp_if *ifac
     }
     struct bm_btl_module *s = &m->super;
     s->ops = &bm_btl_tcp_ops;
+    s->component = &comp->super;
     snprintf(s->name, sizeof(s->name), "tcp:%s", iface->name);
     s->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE;
     if (cfg->links == 1)
@@ -126,7 +129,7 @@ bm_status_t bm_btl_tcp_module_create(int index, const struct bm_btl_tcp_if *ifac
 
 void bm_btl_tcp_module_destroy(struct bm_btl_tcp_module *m)
 {
-    for (int r = 0; r < bm_btl_tcp_component.size; r++)
+    for (int r = 0; r < m->comp->size; r++)
         if (m->eps[r])
             bm_btl_tcp_endpoint_destroy(m->eps[r], BM_ERR_CANCELED);
     for (int i = 0; i < m->nlisteners; i++)
@@ -174,9 +177,8 @@ static int64_t tcp_pair_weight(int level, uint32_t bw)
     return (int64_t)level * 1000000 + bw;
 }
 
-static void tcp_module_pair(int rank, struct bm_btl_tcp_peer *p)
+static void tcp_module_pair(struct bm_btl_tcp_component *c, int rank, struct bm_btl_tcp_peer *p)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
     int nl = c->nmodules, nr = 0;
     for (int i = 0; i < nl; i++)
         p->pair_remote[i] = -1;
@@ -251,9 +253,9 @@ out:
     free(match);
 }
 
-struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(int rank)
+struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(struct bm_btl_tcp_component *c, int rank)
 {
-    struct bm_btl_tcp_component *c = &bm_btl_tcp_component;
+    const struct bm_btl_rte *rte = c->super.rte;
     if (rank < 0 || rank >= c->size)
         return NULL;
     struct bm_btl_tcp_peer *p = &c->peers[rank];
@@ -262,7 +264,7 @@ struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(int rank)
     p->loaded = true;
     const void *data;
     size_t len;
-    if (bm_rte_modex_get(rank, "btl.tcp", &data, &len) != BM_OK)
+    if (bm_btl_rte_modex_get(rte, rank, "btl.tcp", &data, &len) != BM_OK)
         return p;
     const struct bm_btl_tcp_modex_hdr *h = data;
     if (len < sizeof(*h) || ntohl(h->magic) != BM_BTL_TCP_MODEX_MAGIC ||
@@ -279,7 +281,7 @@ struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(int rank)
     const struct bm_btl_tcp_modex_hdr *mine = NULL;
     const void *md;
     size_t mlen;
-    if (bm_rte_modex_get(c->rank, "btl.tcp", &md, &mlen) == BM_OK && mlen >= sizeof(*mine))
+    if (bm_btl_rte_modex_get(rte, c->rank, "btl.tcp", &md, &mlen) == BM_OK && mlen >= sizeof(*mine))
         mine = md;
     p->same_host = mine && memcmp(mine->host_id, h->host_id, sizeof(h->host_id)) == 0 &&
                    mine->netns_ino == h->netns_ino && h->netns_ino != 0;
@@ -287,7 +289,7 @@ struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(int rank)
     if (!p->pair_remote)
         return p;
     p->have_tcp = p->naddrs > 0;
-    tcp_module_pair(rank, p);
+    tcp_module_pair(c, rank, p);
     return p;
 }
 
@@ -299,9 +301,9 @@ bm_status_t bm_btl_tcp_add_procs(struct bm_btl_module *bm, int nprocs, const int
     for (int i = 0; i < nprocs; i++) {
         int r = ranks[i];
         endpoints_out[i] = NULL;
-        if (r == bm_btl_tcp_component.rank)
+        if (r == m->comp->rank)
             continue; /* self reaches itself */
-        struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(r);
+        struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(m->comp, r);
         if (!p || !p->have_tcp || p->pair_remote[m->index] < 0)
             continue;
         struct bm_btl_tcp_endpoint *ep = bm_btl_tcp_endpoint_get(m, r);
@@ -321,7 +323,7 @@ bm_status_t bm_btl_tcp_del_procs(struct bm_btl_module *bm, int nprocs, const int
     (void)endpoints;
     for (int i = 0; i < nprocs; i++) {
         int r = ranks[i];
-        if (r < 0 || r >= bm_btl_tcp_component.size || !m->eps[r])
+        if (r < 0 || r >= m->comp->size || !m->eps[r])
             continue;
         bm_btl_tcp_endpoint_shutdown(m->eps[r]);
         bm_btl_tcp_endpoint_destroy(m->eps[r], BM_ERR_CANCELED);
