@@ -59,6 +59,7 @@ function(bm_optional_dep var pcname what)
             set(BM_DEP_INCLUDES ${BM_DEP_INCLUDES} ${PC_${var}_INCLUDE_DIRS} PARENT_SCOPE)
             set(BM_DEP_PC_REQUIRES "${BM_DEP_PC_REQUIRES} ${pcname}" PARENT_SCOPE)
             set(why "found ${pcname} ${PC_${var}_VERSION}")
+            set(PC_${var}_LIBDIR ${PC_${var}_LIBDIR} PARENT_SCOPE)
         else()
             set(why "${pcname} not found by pkg-config (Debian: see tools/install-deps.sh)")
         endif()
@@ -73,8 +74,10 @@ endfunction()
 
 # libfabric is opened with dlopen when a transport first uses it
 # (src/btl/btl_ofi_load.c): linked, its PSM dependencies cost every process
-# 100-250 ms at start-up. Only its headers are used at build time.
-set(BM_DEPS_LOADED_AT_RUN_TIME OFI)
+# 100-250 ms at start-up. libpmix likewise (src/runtime/rte_pmix.c), only
+# when a PMIx launcher started the process: linked, it cost every process
+# ~2 ms. Only their headers are used at build time.
+set(BM_DEPS_LOADED_AT_RUN_TIME OFI PMIX)
 bm_optional_dep(OFI libfabric "libfabric transports (ofi, dgram over libfabric)")
 bm_optional_dep(HWLOC hwloc "topology-aware interface ranking")
 bm_optional_dep(PMIX pmix "PMIx launch (Slurm, other PMIx launchers)")

@@ -5,10 +5,13 @@
 # suite exercises the transports and launch paths they enable.
 set -euo pipefail
 
+# openmpi-bin (mpirun, a PMIx server) and mpich (mpiexec.hydra, PMI-1/2) are
+# the launchers tests/launcher/launcher_foreign.sh starts bitmover jobs with.
 need=(cmake make gcc pkg-config libc6-dev
       libfabric-dev libfabric-bin libhwloc-dev libpmix-dev
-      iproute2 iptables procps python3)
-[ "${1:-}" = "--bench" ] && need+=(openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox)
+      iproute2 iptables procps python3
+      openmpi-bin mpich)
+[ "${1:-}" = "--bench" ] && need+=(libopenmpi-dev libmpich-dev gnuplot-nox)
 
 missing=()
 for p in "${need[@]}"; do

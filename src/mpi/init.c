@@ -52,8 +52,8 @@ static int init_common(int required, int *provided, const char *fn)
     st = bm_rte_init();
     if (st != BM_OK)
         return bm_mpi_error(NULL, bm_mpi_class_of_status(st), fn,
-                            "could not start the runtime: %s (was the program started by "
-                            "bmrun, or alone as one process?)",
+                            "could not start the runtime: %s (see the messages above; "
+                            "bm_info says which launchers this build can use)",
                             bm_status_str(st));
     bm_mpi_rte_up = true;
     bm_util_log_set_rank(bm_rte_self()->rank);

@@ -1,10 +1,13 @@
-/* The runtime front end: picks a backend (bmrun service, later PMIx and
- * PMI-1, singleton as the fallback), keeps this process's identity, forwards
- * the modex calls, and runs the at-exit handlers on finalize and abort.
- * Callers see only rte.h; which backend runs is decided once, here. */
+/* The runtime front end: picks a backend (bmrun service, PMIx, PMI,
+ * singleton as the fallback), keeps this process's identity, forwards the
+ * modex calls, and runs the at-exit handlers on finalize and abort.
+ * Callers see only rte.h; which backend runs is decided once, here. This is
+ * the only file that knows which backends a build has (BM_HAVE_PMIX). */
 #define BM_LOG_SUBSYS "runtime"
+#include "bm_config.h"
 #include "runtime/rte.h"
 #include "runtime/rte_backend.h"
+#include "util/help.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -14,22 +17,42 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Detection order: a launcher-specific backend wins; singleton is last and
- * always detects. PMIx and PMI-1 backends go before singleton, and their
- * names into BM_RTE_BACKEND's choices (after "auto", any order). */
+/* Detection order: bitmover's own launcher first (its ranks may inherit a
+ * surrounding launcher's variables, e.g. bmrun inside an srun step), then
+ * PMIx, then PMI, and singleton last: it always detects. */
 static const struct bm_rte_backend_ops *const rte_backends[] = {
     &bm_rte_bmrun_ops,
+#if BM_HAVE_PMIX
+    &bm_rte_pmix_ops,
+#endif
+    &bm_rte_pmi_ops,
     &bm_rte_singleton_ops,
 };
 #define RTE_NBACKENDS (sizeof(rte_backends) / sizeof(rte_backends[0]))
+
+/* What bm_info reports: every backend, built or not. */
+static const struct bm_rte_backend_info rte_backend_info[] = {
+    {"bmrun", "bitmover's bmrun (BMRUN_* variables)", 1, NULL},
+    {"pmix", "Open MPI's mpirun, prterun, srun --mpi=pmix (PMIX_* variables)", BM_HAVE_PMIX,
+     BM_PMIX_WHY},
+    {"pmi", "MPICH's mpiexec.hydra (PMI-1), srun --mpi=pmi2 (PMI-2) (PMI_FD or PMI_PORT)", 1, NULL},
+    {"singleton", "none: a program started alone is a 1-process job", 1, NULL},
+};
+
+int bm_rte_backends(const struct bm_rte_backend_info **list_out)
+{
+    *list_out = rte_backend_info;
+    return (int)(sizeof(rte_backend_info) / sizeof(rte_backend_info[0]));
+}
 
 static const struct bm_param rte_params[] = {
     {.name = "BM_RTE_BACKEND",
      .type = BM_PARAM_ENUM,
      .def = "auto",
-     .choices = "auto|bmrun|singleton",
+     .choices = "auto|bmrun|pmix|pmi|singleton",
      .help = "Runtime backend: auto detects the launcher from the environment (bmrun sets "
-             "BMRUN_* variables); force one only to debug start-up.",
+             "BMRUN_*, PMIx launchers PMIX_*, PMI launchers PMI_FD or PMI_PORT); force one only "
+             "to debug start-up.",
      .offset = offsetof(struct bm_rte_config, backend)},
     {.name = "BM_RTE_CONNECT_TIMEOUT",
      .type = BM_PARAM_INT,
@@ -39,6 +62,22 @@ static const struct bm_param rte_params[] = {
      .help = "Milliseconds a rank waits for each address of the bmrun key-value service when "
              "connecting at start-up; raise it on slow or congested networks.",
      .offset = offsetof(struct bm_rte_config, connect_timeout_ms)},
+    {.name = "BM_RTE_PMIX_MODEX",
+     .type = BM_PARAM_ENUM,
+     .def = "direct",
+     .choices = "collect|direct",
+     .help = "How addresses travel under PMIx. direct: the start-up fence only synchronises and "
+             "a process fetches a peer's addresses from the PMIx server when it first needs "
+             "them (cost grows with the peers used). collect: the fence copies every rank's "
+             "addresses to every node (cost grows with the job size).",
+     .offset = offsetof(struct bm_rte_config, pmix_modex)},
+    {.name = "BM_RTE_PMI_VERSION",
+     .type = BM_PARAM_ENUM,
+     .def = "auto",
+     .choices = "auto|1|2",
+     .help = "PMI wire protocol under a PMI launcher: auto uses PMI-2 under Slurm's pmi2 plugin "
+             "(PMI_JOBID set) and PMI-1 otherwise (MPICH's hydra); both launchers speak both.",
+     .offset = offsetof(struct bm_rte_config, pmi_version)},
 };
 static const struct bm_param_table rte_param_table = {
     .component = "runtime", .params = rte_params, .count = BM_PARAM_COUNT(rte_params)};
@@ -62,12 +101,32 @@ const struct bm_rte_config *bm_rte_config_get(void)
     return &rte_config;
 }
 
-static const struct bm_rte_backend_ops *rte_select(void)
+/* Variables that show which launcher started us, for messages. */
+static void rte_evidence(const struct bm_rte_backend_ops *ops, char *why, size_t len)
 {
-    if (rte_config.backend > 0) {
+    const char *n = ops->name;
+    if (strcmp(n, "bmrun") == 0)
+        snprintf(why, len, "BMRUN_KVS=%s", getenv("BMRUN_KVS"));
+    else if (strcmp(n, "pmix") == 0)
+        snprintf(why, len, "PMIX_NAMESPACE=%s", getenv("PMIX_NAMESPACE"));
+    else if (strcmp(n, "pmi") == 0)
+        snprintf(why, len, "%s=%s%s", getenv("PMI_FD") ? "PMI_FD" : "PMI_PORT",
+                 getenv("PMI_FD") ? getenv("PMI_FD") : getenv("PMI_PORT"),
+                 getenv("PMI_JOBID") ? " and PMI_JOBID (Slurm: PMI-2)" : "");
+    else
+        snprintf(why, len, "no launcher variables");
+}
+
+/* The backend for this environment; NULL with *foreign filled when a
+ * launcher started us that this build cannot serve, or NULL with
+ * foreign->launcher empty when BM_RTE_BACKEND forces one not built. */
+static const struct bm_rte_backend_ops *rte_select(int forced, struct bm_rte_foreign *foreign)
+{
+    memset(foreign, 0, sizeof(*foreign));
+    if (forced > 0) {
         /* The enum index names a backend through the choices string. */
         const char *c = rte_params[0].choices;
-        for (int i = 0; i < rte_config.backend && c; i++) {
+        for (int i = 0; i < forced && c; i++) {
             c = strchr(c, '|');
             c = c ? c + 1 : NULL;
         }
@@ -76,11 +135,40 @@ static const struct bm_rte_backend_ops *rte_select(void)
             if (c && strlen(rte_backends[i]->name) == len &&
                 strncmp(rte_backends[i]->name, c, len) == 0)
                 return rte_backends[i];
+        return NULL;
     }
-    for (size_t i = 0; i < RTE_NBACKENDS; i++)
-        if (rte_backends[i]->detect())
-            return rte_backends[i];
+    for (size_t i = 0; i < RTE_NBACKENDS; i++) {
+        if (!rte_backends[i]->detect())
+            continue;
+        if (rte_backends[i] == &bm_rte_singleton_ops && bm_rte_foreign_launcher(foreign))
+            return NULL;
+        return rte_backends[i];
+    }
     return &bm_rte_singleton_ops;
+}
+
+const char *bm_rte_probe(char *why, size_t len)
+{
+    struct bm_rte_config cfg;
+    if (bm_util_params_load(&rte_param_table, &cfg) != BM_OK) {
+        snprintf(why, len, "a BM_RTE_* variable has an invalid value (see above)");
+        return NULL;
+    }
+    struct bm_rte_foreign f;
+    const struct bm_rte_backend_ops *ops = rte_select(cfg.backend, &f);
+    if (ops) {
+        if (cfg.backend > 0)
+            snprintf(why, len, "forced by BM_RTE_BACKEND");
+        else
+            rte_evidence(ops, why, len);
+        return ops->name;
+    }
+    if (f.launcher[0])
+        snprintf(why, len, "started by %s (%s), but %s. %s.", f.launcher, f.evidence, f.missing,
+                 f.todo);
+    else
+        snprintf(why, len, "BM_RTE_BACKEND names a backend this build lacks");
+    return NULL;
 }
 
 bm_status_t bm_rte_init(void)
@@ -94,7 +182,18 @@ bm_status_t bm_rte_init(void)
     rc = bm_util_params_load(&rte_param_table, &rte_config);
     if (rc != BM_OK)
         goto out;
-    const struct bm_rte_backend_ops *ops = rte_select();
+    struct bm_rte_foreign foreign;
+    const struct bm_rte_backend_ops *ops = rte_select(rte_config.backend, &foreign);
+    if (!ops) {
+        if (foreign.launcher[0])
+            bm_util_help_show("rte-launcher-unusable", foreign.launcher, foreign.evidence,
+                              foreign.missing, foreign.todo);
+        else
+            bm_log_error("BM_RTE_BACKEND=%s: this build has no such backend (pmix: %s)",
+                         getenv("BM_RTE_BACKEND"), BM_PMIX_WHY);
+        rc = BM_ERR_NOT_AVAILABLE;
+        goto out;
+    }
     struct bm_rte_proc proc;
     memset(&proc, 0, sizeof(proc));
     rc = ops->init(&proc);

@@ -2,10 +2,15 @@
  * ("modex") through which transports publish their addresses to peers.
  *
  * Contract for callers (btl, pml, mpi):
- *  - bm_rte_init() picks a backend from the environment: the bmrun key-value
- *    service (BMRUN_* variables set by bmrun), PMIx or PMI-1 when those
- *    launchers started us (later backends), or singleton (no launcher: a
- *    1-process job that works). Callers never know which.
+ *  - bm_rte_init() picks a backend from the environment, in this order: the
+ *    bmrun key-value service (BMRUN_* variables set by bmrun), PMIx
+ *    (PMIX_NAMESPACE: Open MPI's mpirun, prterun, srun --mpi=pmix), PMI
+ *    (PMI_FD or PMI_PORT: mpiexec.hydra, srun --mpi=pmi2), or singleton (no
+ *    launcher: a 1-process job that works). A launcher that this build
+ *    cannot serve (PMIx without libpmix, srun --mpi=none with several
+ *    tasks) makes init fail with a message saying which launcher, what is
+ *    missing and what to do: never a silent 1-process job. Callers never
+ *    know which backend runs.
  *  - Identity is valid from bm_rte_init() until bm_rte_finalize().
  *  - Modex: bm_rte_modex_put() any number of (key, blob) pairs, then
  *    bm_rte_modex_fence() (collective over the job: returns once every
@@ -48,7 +53,7 @@ struct bm_rte_proc {
 };
 
 struct bm_rte_backend_ops {
-    const char *name; /* "bmrun", "singleton", "pmix", "pmi1" */
+    const char *name; /* "bmrun", "pmix", "pmi", "singleton" */
     /* True when the environment says this backend launched us. */
     int (*detect)(void);
     /* Fill proc (rank, size, ...); node_of is filled for every rank after the
@@ -78,6 +83,22 @@ const struct bm_rte_proc *bm_rte_self(void);
 int bm_rte_node_of(int rank);
 /* Name of the backend in use ("bmrun", "singleton", ...). */
 const char *bm_rte_backend_name(void);
+
+/* The backends of this build, for bm_info: name, the launchers it serves,
+ * whether it was built and, when not, why. */
+struct bm_rte_backend_info {
+    const char *name;
+    const char *launchers;
+    int built;
+    const char *why_not;
+};
+/* Fills *list_out with a static array; returns its length. */
+int bm_rte_backends(const struct bm_rte_backend_info **list_out);
+/* Which backend bm_rte_init would use here, without starting it. Writes
+ * the evidence ("BMRUN_KVS is set", "PMIX_NAMESPACE=...") into why and
+ * returns the name; returns NULL (why = what is wrong and what to do) when
+ * a launcher started this process that this build cannot serve. */
+const char *bm_rte_probe(char *why, size_t len);
 
 bm_status_t bm_rte_modex_put(const char *key, const void *data, size_t len);
 bm_status_t bm_rte_modex_commit(void);

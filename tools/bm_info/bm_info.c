@@ -1,16 +1,20 @@
 /* bm_info: tells a user what this build of bitmover can do on this machine.
  * Without arguments it prints the version and build, the optional
- * dependencies (found, or why not), and each transport with its state: built
- * and usable, built but unusable here (and why, from the transport's own
- * query), or not built (and why). With --params it lists every tunable
- * parameter, grouped by component, with its type, default, current value
- * from the environment (checked), accepted values and help; a component
- * ("btl/tcp") or layer ("btl") narrows the list. --check validates the
- * BM_* environment (bad values, likely typos). --topics lists the help
- * messages bitmover can print. Bad usage prints the usage and exits 2. */
+ * dependencies (found, or why not), the launchers a job can be started by
+ * (runtime backends: built or not, and which one this environment would
+ * use, or why the launcher that started it cannot be used), and each
+ * transport with its state: built and usable, built but unusable here (and
+ * why, from the transport's own query), or not built (and why). With
+ * --params it lists every tunable parameter, grouped by component, with its
+ * type, default, current value from the environment (checked), accepted
+ * values and help; a component ("btl/tcp") or layer ("btl") narrows the
+ * list. --check validates the BM_* environment (bad values, likely typos).
+ * --topics lists the help messages bitmover can print. Bad usage prints the
+ * usage and exits 2. */
 #include "bitmover.h"
 #include "bm_config.h"
 #include "btl/btl.h"
+#include "runtime/rte.h"
 #include "util/help.h"
 #include "util/params.h"
 
@@ -77,6 +81,28 @@ static void report_deps(void)
     report_dep("libfabric", BM_HAVE_OFI, BM_OFI_WHY);
     report_dep("hwloc", BM_HAVE_HWLOC, BM_HWLOC_WHY);
     report_dep("pmix", BM_HAVE_PMIX, BM_PMIX_WHY);
+}
+
+static void report_launchers(void)
+{
+    printf("\nLaunchers (runtime backends, tried in this order; force one with "
+           "BM_RTE_BACKEND):\n");
+    const struct bm_rte_backend_info *list;
+    int n = bm_rte_backends(&list);
+    for (int i = 0; i < n; i++) {
+        printf("  %-9s %s: %s\n", list[i].name, list[i].built ? "built" : "not built",
+               list[i].launchers);
+        if (!list[i].built)
+            print_wrapped(list[i].why_not, 12);
+    }
+    char why[1024];
+    const char *use = bm_rte_probe(why, sizeof(why));
+    if (use) {
+        printf("  here:     %s (%s)\n", use, why);
+    } else {
+        printf("  here:     none usable:\n");
+        print_wrapped(why, 12);
+    }
 }
 
 static void report_transports(void)
@@ -204,6 +230,7 @@ int main(int argc, char **argv)
     if (argc == 1) {
         report_build();
         report_deps();
+        report_launchers();
         report_transports();
         return 0;
     }

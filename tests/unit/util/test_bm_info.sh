@@ -36,6 +36,15 @@ out=$("$bm"); rc=$?
 check "report exits 0" '[ $rc -eq 0 ]'
 check "report has the version" 'echo "$out" | grep -q "^bitmover [0-9]"'
 check "report lists dependencies" 'echo "$out" | grep -q "^  libfabric"'
+check "report lists the launchers" 'echo "$out" | grep -Eq "^  pmi +built: MPICH"'
+out=$(env -u PMI_FD -u PMI_PORT -u PMIX_NAMESPACE -u BMRUN_KVS -u SLURM_STEP_NUM_TASKS \
+    -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE -u MPI_LOCALNRANKS "$bm")
+check "report says which launcher backend this environment uses" \
+    'echo "$out" | grep -q "^  here: *singleton"'
+out=$(env -u PMI_FD -u PMI_PORT -u PMIX_NAMESPACE -u BMRUN_KVS SLURM_STEP_NUM_TASKS=3 \
+    SLURM_PROCID=0 "$bm")
+check "report says when the launcher cannot be used" \
+    'echo "$out" | grep -q "^  here: *none usable" && echo "$out" | grep -q "srun --mpi=pmix"'
 check "report lists transports with a state" \
     'echo "$out" | grep -Eq "^  self +(built and usable|built but unusable here|not built)"'
 

@@ -1,0 +1,49 @@
+/* An MPI program for the tests that start bitmover jobs with other
+ * launchers (mpiexec.hydra, Open MPI's mpirun, srun). Every rank prints
+ * one line naming the runtime backend that started it, its rank, the job
+ * size and its node's rank count, then checks an MPI_Allreduce of the ranks
+ * and a ring exchange; rank 0 prints "allreduce ok N" when both hold on
+ * every rank. Arguments: "abort R CODE" makes rank R call MPI_Abort(CODE)
+ * after the checks; "stdin" makes rank 0 read stdin and print its lines
+ * (bmrun forwards stdin to rank 0). The launcher scripts check the lines. */
+#include "runtime/rte.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size, lsize;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &lsize);
+    printf("rank %d of %d backend %s node-ranks %d\n", rank, size, bm_rte_backend_name(), lsize);
+    fflush(stdout);
+
+    long sum = 0, mine = rank + 1;
+    MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size, got = -1;
+    MPI_Sendrecv(&rank, 1, MPI_INT, right, 7, &got, 1, MPI_INT, left, 7, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    int good = sum == (long)size * (size + 1) / 2 && got == left, all = 0;
+    MPI_Allreduce(&good, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("allreduce %s %d\n", all ? "ok" : "FAILED", size);
+    fflush(stdout);
+
+    if (argc >= 4 && strcmp(argv[1], "abort") == 0 && rank == atoi(argv[2]))
+        MPI_Abort(MPI_COMM_WORLD, atoi(argv[3]));
+    if (argc >= 2 && strcmp(argv[1], "stdin") == 0 && rank == 0) {
+        char line[256];
+        while (fgets(line, sizeof(line), stdin))
+            printf("stdin: %s", line);
+    }
+    MPI_Comm_free(&node);
+    MPI_Finalize();
+    return all ? 0 : 1;
+}
