@@ -435,6 +435,18 @@ BM_MPI_API int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_
 BM_MPI_API int MPI_Comm_free(MPI_Comm *comm);
 BM_MPI_API int PMPI_Comm_free(MPI_Comm *comm);
 
+/* intercomm.c */
+BM_MPI_API int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+                                    int remote_leader, int tag, MPI_Comm *newintercomm);
+BM_MPI_API int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+                                     int remote_leader, int tag, MPI_Comm *newintercomm);
+BM_MPI_API int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm);
+BM_MPI_API int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm);
+BM_MPI_API int MPI_Comm_remote_size(MPI_Comm comm, int *size);
+BM_MPI_API int PMPI_Comm_remote_size(MPI_Comm comm, int *size);
+BM_MPI_API int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group);
+BM_MPI_API int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group);
+
 /* attr.c */
 BM_MPI_API int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
                                       MPI_Comm_delete_attr_function *comm_delete_attr_fn,

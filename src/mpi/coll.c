@@ -32,7 +32,7 @@ int bm_mpi_coll_isend(MPI_Comm comm, const void *buf, size_t bytes, int peer, in
                       struct bm_pml_request **req_out, const char *fn)
 {
     bm_status_t st =
-        bm_pml_isend(buf, bytes, bm_mpi_comm_world_rank(comm, peer), comm->context_id + 1,
+        bm_pml_isend(buf, bytes, bm_mpi_comm_peer_world(comm, peer), comm->context_id + 1,
                      comm->rank, tag, BM_PML_SEND_STANDARD, req_out);
 
     return st == BM_OK ? MPI_SUCCESS : coll_fail(comm, fn, st, "sending to", peer);

@@ -1,11 +1,10 @@
 /* Communicators: MPI_COMM_WORLD and MPI_COMM_SELF, the queries on any
- * communicator (rank, size, attributes, names, comparison), and new
- * communicators made by MPI_Comm_dup and MPI_Comm_split. Each communicator
- * owns a pair of matching contexts (point-to-point, collectives). New context
- * ids are agreed by the members with an MPI_MAX allreduce of every member's
- * next free id over the parent, so no two communicators a process belongs to
- * ever share one; processes in different colors of a split may receive the
- * same id, which is safe because they never exchange messages in it. */
+ * communicator (rank, size, attributes, names, comparison), new
+ * communicators made by MPI_Comm_dup and MPI_Comm_split, and their life
+ * cycle: the reference counting that keeps a freed communicator alive
+ * while operations on it are pending, and its destruction, which hands
+ * its context slot back (comm_cid.c says how slots are agreed). What is
+ * particular to inter-communicators is in intercomm.c. */
 #include "mpi/mpi_internal.h"
 #include "pml/pml.h"
 #include "runtime/rte.h"
@@ -16,7 +15,6 @@
 
 /* MPI_COMM_SELF's one member, as a world rank (set at init). */
 static int self_world_rank;
-static uint32_t next_context_id = BM_MPI_CONTEXT_FIRST_FREE;
 
 struct bm_mpi_comm bm_mpi_comm_world_obj = {
     .magic = BM_MPI_MAGIC_COMM,
@@ -24,6 +22,9 @@ struct bm_mpi_comm bm_mpi_comm_world_obj = {
     .rank = 0,
     .size = 0,
     .world_ranks = NULL,
+    .peer_size = 0,
+    .peer_world_ranks = NULL,
+    .refcount = 1,
     .errhandler = &bm_mpi_errors_are_fatal_obj,
     .name = "MPI_COMM_WORLD",
     .predefined = true,
@@ -35,6 +36,9 @@ struct bm_mpi_comm bm_mpi_comm_self_obj = {
     .rank = 0,
     .size = 1,
     .world_ranks = &self_world_rank,
+    .peer_size = 1,
+    .peer_world_ranks = &self_world_rank,
+    .refcount = 1,
     .errhandler = &bm_mpi_errors_are_fatal_obj,
     .name = "MPI_COMM_SELF",
     .predefined = true,
@@ -46,8 +50,9 @@ int bm_mpi_comm_init(void)
 
     bm_mpi_comm_world_obj.rank = self->rank;
     bm_mpi_comm_world_obj.size = self->size;
+    bm_mpi_comm_world_obj.peer_size = self->size;
     self_world_rank = self->rank;
-    next_context_id = BM_MPI_CONTEXT_FIRST_FREE;
+    bm_mpi_cid_reset();
     return MPI_SUCCESS;
 }
 
@@ -59,6 +64,7 @@ void bm_mpi_comm_finalize(void)
     bm_mpi_comm_world_obj.errhandler = &bm_mpi_errors_are_fatal_obj;
     bm_mpi_errhandler_release(bm_mpi_comm_self_obj.errhandler);
     bm_mpi_comm_self_obj.errhandler = &bm_mpi_errors_are_fatal_obj;
+    bm_mpi_cid_reset();
 }
 
 const char *bm_mpi_comm_label(MPI_Comm comm)
@@ -105,15 +111,39 @@ int PMPI_Comm_test_inter(MPI_Comm comm, int *flag)
 
     if (rc)
         return rc;
-    *flag = 0; /* only intra-communicators exist */
+    *flag = comm->inter;
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Comm_test_inter);
 
+/* MPI_IDENT is left to the caller; MPI_CONGRUENT when both lists hold the
+ * same processes in the same order, MPI_SIMILAR in another order,
+ * MPI_UNEQUAL otherwise. Lists are NULL for the identity. */
+static int ranks_compare(const int *a, int na, const int *b, int nb)
+{
+    if (na != nb)
+        return MPI_UNEQUAL;
+    bool same_order = true;
+    for (int i = 0; i < na && same_order; i++)
+        same_order = (a ? a[i] : i) == (b ? b[i] : i);
+    if (same_order)
+        return MPI_CONGRUENT;
+    /* Same members in another order? Communicators are small enough here
+     * that the quadratic scan costs less than sorting copies. */
+    for (int i = 0; i < na; i++) {
+        int w = a ? a[i] : i;
+        bool found = false;
+        for (int j = 0; j < nb && !found; j++)
+            found = (b ? b[j] : j) == w;
+        if (!found)
+            return MPI_UNEQUAL;
+    }
+    return MPI_SIMILAR;
+}
+
 int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
     static const char fn[] = "MPI_Comm_compare";
-    bool same_order = true;
     int rc;
 
     if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm1, fn)) ||
@@ -125,30 +155,18 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
         *result = MPI_IDENT;
         return MPI_SUCCESS;
     }
-    *result = MPI_UNEQUAL;
-    if (comm1->size != comm2->size)
-        return MPI_SUCCESS;
-    for (int i = 0; i < comm1->size; i++) {
-        if (bm_mpi_comm_world_rank(comm1, i) != bm_mpi_comm_world_rank(comm2, i)) {
-            same_order = false;
-            break;
-        }
-    }
-    if (same_order) {
-        *result = MPI_CONGRUENT;
+    if (comm1->inter != comm2->inter) {
+        *result = MPI_UNEQUAL;
         return MPI_SUCCESS;
     }
-    /* Same members in another order? Communicators are small enough here
-     * that the quadratic scan costs less than sorting copies. */
-    for (int i = 0; i < comm1->size; i++) {
-        int w = bm_mpi_comm_world_rank(comm1, i);
-        bool found = false;
-        for (int j = 0; j < comm2->size && !found; j++)
-            found = bm_mpi_comm_world_rank(comm2, j) == w;
-        if (!found)
-            return MPI_SUCCESS;
+    *result = ranks_compare(comm1->world_ranks, comm1->size, comm2->world_ranks, comm2->size);
+    if (comm1->inter && *result != MPI_UNEQUAL) {
+        /* Inter-communicators: both groups, and the weaker result of the two. */
+        int remote = ranks_compare(comm1->peer_world_ranks, comm1->peer_size,
+                                   comm2->peer_world_ranks, comm2->peer_size);
+        if (remote == MPI_UNEQUAL || remote == MPI_SIMILAR)
+            *result = remote;
     }
-    *result = MPI_SIMILAR;
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Comm_compare);
@@ -176,97 +194,126 @@ int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
 }
 BM_MPI_ALIAS(Comm_set_name);
 
-/* Agree on a fresh context id with the other members of parent. */
-static int agree_context_id(MPI_Comm parent, uint32_t *cid_out, const char *fn)
+int *bm_mpi_comm_ranks_dup(const int *world_ranks, int n, bool *ok)
 {
-    unsigned mine = next_context_id, agreed;
-    int rc;
-
-    if (next_context_id > UINT32_MAX - 2) {
-        /* A user error handler may return; the caller must still fail. */
-        bm_mpi_error(parent, MPI_ERR_INTERN, fn,
-                     "out of communicator context ids: more than 2^31 communicators "
-                     "were created in this job, and ids are never reused");
-        return MPI_ERR_INTERN;
+    *ok = true;
+    if (!world_ranks)
+        return NULL;
+    int *copy = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!copy) {
+        *ok = false;
+        return NULL;
     }
-    rc = bm_mpi_coll_allreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, parent, fn);
-    if (rc)
-        return rc;
-    next_context_id = agreed + 2;
-    *cid_out = agreed;
-    return MPI_SUCCESS;
+    memcpy(copy, world_ranks, sizeof(int) * (size_t)n);
+    return copy;
 }
 
-static int comm_new(MPI_Comm parent, uint32_t cid, int rank, int size, int *world_ranks,
-                    MPI_Comm *newcomm, const char *fn)
+int bm_mpi_comm_new(MPI_Comm parent, uint32_t slot, int rank, int size, int *world_ranks,
+                    bool inter, int peer_size, int *peer_world_ranks, MPI_Comm *newcomm,
+                    const char *fn)
 {
     struct bm_mpi_comm *c = calloc(1, sizeof(*c));
 
     if (c == NULL) {
         free(world_ranks);
+        if (inter)
+            free(peer_world_ranks);
+        bm_mpi_cid_slot_free(slot);
         return bm_mpi_error(parent, MPI_ERR_NO_MEM, fn, "out of memory");
     }
     c->magic = BM_MPI_MAGIC_COMM;
-    c->context_id = cid;
+    c->context_id = bm_mpi_cid_of_slot(slot);
+    c->slot = slot;
     c->rank = rank;
     c->size = size;
     c->world_ranks = world_ranks;
+    c->inter = inter;
+    c->peer_size = inter ? peer_size : size;
+    c->peer_world_ranks = inter ? peer_world_ranks : world_ranks;
+    c->refcount = 1;
     c->errhandler = parent->errhandler;
     bm_mpi_errhandler_retain(c->errhandler);
     *newcomm = c;
     return MPI_SUCCESS;
 }
 
-/* Frees a communicator whose attributes are gone. */
-static void comm_destroy(MPI_Comm comm)
+void bm_mpi_comm_free_handle(MPI_Comm comm)
+{
+    comm->magic = BM_MPI_MAGIC_COMM_FREED;
+    /* An inter-communicator's local_comm goes with its handle; it holds a
+     * reference on comm, so comm outlives this. */
+    MPI_Comm local = comm->local_comm;
+    comm->local_comm = NULL;
+    if (local)
+        bm_mpi_comm_free_handle(local);
+    bm_mpi_comm_release(comm);
+}
+
+void bm_mpi_comm_destroy(MPI_Comm comm)
 {
     /* Only a failed MPI_Comm_dup leaves attributes here: their copies never
      * became visible, so their delete callbacks do not run. */
     bm_mpi_attr_drop_all(comm);
-    /* Context ids are never reused, so the PML may drop their matching
-     * state; it keeps it while receives or unexpected messages remain. */
-    bm_pml_context_release(comm->context_id);
-    bm_pml_context_release(comm->context_id + 1);
     bm_mpi_cart_free(comm->cart);
     bm_mpi_graph_free(comm->graph);
     bm_mpi_errhandler_release(comm->errhandler);
+    if (comm->info != MPI_INFO_NULL)
+        PMPI_Info_free(&comm->info);
+    bm_mpi_cid_slot_free(comm->slot);
+    if (comm->inter)
+        free(comm->peer_world_ranks);
     free(comm->world_ranks);
+    MPI_Comm owner = comm->slot_owner;
     comm->magic = 0;
     free(comm);
+    if (owner)
+        bm_mpi_comm_release(owner);
 }
 
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     static const char fn[] = "MPI_Comm_dup";
-    int *world_ranks = NULL;
-    uint32_t cid;
     int rc;
 
     if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
         return rc;
     if (newcomm == NULL)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL newcomm pointer");
-    if ((rc = agree_context_id(comm, &cid, fn)))
-        return rc;
-    if (comm->world_ranks) {
-        world_ranks = malloc(sizeof(int) * (size_t)comm->size);
-        if (world_ranks == NULL)
+    return bm_mpi_comm_dup_as(comm, newcomm, fn);
+}
+BM_MPI_ALIAS(Comm_dup);
+
+int bm_mpi_comm_dup_as(MPI_Comm comm, MPI_Comm *newcomm, const char *fn)
+{
+    int rc;
+    bool ok;
+
+    if (comm->inter)
+        rc = bm_mpi_intercomm_dup(comm, newcomm, fn);
+    else {
+        uint32_t slot;
+        if ((rc = bm_mpi_cid_agree(bm_mpi_cid_reduce_intra, comm, comm, &slot, fn)))
+            return rc;
+        int *world_ranks = bm_mpi_comm_ranks_dup(comm->world_ranks, comm->size, &ok);
+        if (!ok) {
+            bm_mpi_cid_slot_free(slot);
             return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
-        memcpy(world_ranks, comm->world_ranks, sizeof(int) * (size_t)comm->size);
+        }
+        rc = bm_mpi_comm_new(comm, slot, comm->rank, comm->size, world_ranks, false, 0, NULL,
+                             newcomm, fn);
     }
-    if ((rc = comm_new(comm, cid, comm->rank, comm->size, world_ranks, newcomm, fn)))
+    if (rc)
         return rc;
     /* A duplicate keeps the topology. */
     if ((comm->cart && ((*newcomm)->cart = bm_mpi_cart_dup(comm->cart)) == NULL) ||
         (comm->graph && ((*newcomm)->graph = bm_mpi_graph_dup(comm->graph)) == NULL))
         rc = bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
     if (rc || (rc = bm_mpi_attr_copy_all(comm, *newcomm, fn))) {
-        comm_destroy(*newcomm);
+        bm_mpi_comm_free_handle(*newcomm);
         *newcomm = MPI_COMM_NULL;
     }
     return rc;
 }
-BM_MPI_ALIAS(Comm_dup);
 
 struct split_entry {
     int color;
@@ -286,21 +333,23 @@ static int split_entry_cmp(const void *pa, const void *pb)
 int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int myrank,
                             MPI_Comm *newcomm, const char *fn)
 {
-    int *copy;
-    uint32_t cid;
-    int rc = agree_context_id(parent, &cid, fn);
+    uint32_t slot;
+    bool ok;
+    int rc = bm_mpi_cid_agree(bm_mpi_cid_reduce_intra, parent, parent, &slot, fn);
 
     if (rc)
         return rc;
     if (myrank == MPI_UNDEFINED) {
+        bm_mpi_cid_slot_free(slot); /* agreed for the others */
         *newcomm = MPI_COMM_NULL;
         return MPI_SUCCESS;
     }
-    copy = malloc(sizeof(int) * (size_t)n);
-    if (copy == NULL)
+    int *copy = bm_mpi_comm_ranks_dup(world_ranks, n, &ok);
+    if (!ok) {
+        bm_mpi_cid_slot_free(slot);
         return bm_mpi_error(parent, MPI_ERR_NO_MEM, fn, "out of memory");
-    memcpy(copy, world_ranks, sizeof(int) * (size_t)n);
-    return comm_new(parent, cid, myrank, n, copy, newcomm, fn);
+    }
+    return bm_mpi_comm_new(parent, slot, myrank, n, copy, false, 0, NULL, newcomm, fn);
 }
 
 /* Rank in comm of world rank w, or -1. */
@@ -312,48 +361,63 @@ static int comm_rank_of_world(MPI_Comm comm, int w)
     return -1;
 }
 
+/* The members of an MPI_Comm_create_group: they reduce among themselves,
+ * the first gathering every proposal and sending back the result, in the
+ * parent's collective context with the parent's rank numbers (the PML
+ * orders messages per parent rank); the tag keeps concurrent calls on
+ * overlapping groups apart. */
+struct group_reduce {
+    MPI_Comm parent;
+    const int *world_ranks;
+    int n, myrank, tag;
+};
+
+static int group_reduce(void *ctx, uint32_t v[2], const char *fn)
+{
+    struct group_reduce *g = ctx;
+    int rc = MPI_SUCCESS;
+    if (g->myrank == 0) {
+        for (int r = 1; r < g->n && rc == MPI_SUCCESS; r++) {
+            uint32_t theirs[2];
+            rc = bm_mpi_coll_recv(g->parent, theirs, sizeof(theirs),
+                                  comm_rank_of_world(g->parent, g->world_ranks[r]), g->tag, fn);
+            for (int i = 0; i < 2; i++)
+                v[i] = theirs[i] > v[i] ? theirs[i] : v[i];
+        }
+        for (int r = 1; r < g->n && rc == MPI_SUCCESS; r++) {
+            int peer = comm_rank_of_world(g->parent, g->world_ranks[r]);
+            struct bm_pml_request *req;
+            if ((rc = bm_mpi_coll_isend(g->parent, v, 2 * sizeof(*v), peer, g->tag, &req, fn)) == 0)
+                rc = bm_mpi_coll_wait(g->parent, req, peer, fn);
+        }
+        return rc;
+    }
+    int leader = comm_rank_of_world(g->parent, g->world_ranks[0]);
+    return bm_mpi_coll_sendrecv(g->parent, v, 2 * sizeof(*v), leader, v, 2 * sizeof(*v), leader,
+                                g->tag, fn);
+}
+
 int bm_mpi_comm_create_group_from(MPI_Comm parent, const int *world_ranks, int n, int myrank,
                                   int tag, MPI_Comm *newcomm, const char *fn)
 {
-    /* Only the members take part: the first member gathers every member's
-     * next free id and sends back the largest, in the parent's collective
-     * context with the parent's rank numbers (the PML orders messages per
-     * parent rank). The tag keeps concurrent calls on overlapping groups
-     * apart. */
-    int ctag = BM_MPI_COLL_TAG_GROUP_BASE | (tag & (BM_MPI_COLL_TAG_GROUP_BASE - 1));
-    int leader = comm_rank_of_world(parent, world_ranks[0]), *copy, rc = MPI_SUCCESS;
-    unsigned agreed = next_context_id;
-
-    if (next_context_id > UINT32_MAX - 2)
-        return bm_mpi_error(parent, MPI_ERR_INTERN, fn,
-                            "out of communicator context ids: more than 2^31 communicators "
-                            "were created in this job, and ids are never reused");
-    if (myrank == 0) {
-        for (int r = 1; r < n && rc == MPI_SUCCESS; r++) {
-            unsigned theirs;
-            rc = bm_mpi_coll_recv(parent, &theirs, sizeof(theirs),
-                                  comm_rank_of_world(parent, world_ranks[r]), ctag, fn);
-            agreed = theirs > agreed ? theirs : agreed;
-        }
-        for (int r = 1; r < n && rc == MPI_SUCCESS; r++) {
-            int peer = comm_rank_of_world(parent, world_ranks[r]);
-            struct bm_pml_request *req;
-            if ((rc = bm_mpi_coll_isend(parent, &agreed, sizeof(agreed), peer, ctag, &req, fn)) ==
-                0)
-                rc = bm_mpi_coll_wait(parent, req, peer, fn);
-        }
-    } else {
-        rc = bm_mpi_coll_sendrecv(parent, &agreed, sizeof(agreed), leader, &agreed, sizeof(agreed),
-                                  leader, ctag, fn);
-    }
+    struct group_reduce g = {
+        .parent = parent,
+        .world_ranks = world_ranks,
+        .n = n,
+        .myrank = myrank,
+        .tag = BM_MPI_COLL_TAG_GROUP_BASE | (tag & (BM_MPI_COLL_TAG_GROUP_BASE - 1)),
+    };
+    uint32_t slot;
+    bool ok;
+    int rc = bm_mpi_cid_agree(group_reduce, &g, parent, &slot, fn);
     if (rc)
         return rc;
-    next_context_id = agreed + 2;
-    copy = malloc(sizeof(int) * (size_t)n);
-    if (copy == NULL)
+    int *copy = bm_mpi_comm_ranks_dup(world_ranks, n, &ok);
+    if (!ok) {
+        bm_mpi_cid_slot_free(slot);
         return bm_mpi_error(parent, MPI_ERR_NO_MEM, fn, "out of memory");
-    memcpy(copy, world_ranks, sizeof(int) * (size_t)n);
-    return comm_new(parent, agreed, myrank, n, copy, newcomm, fn);
+    }
+    return bm_mpi_comm_new(parent, slot, myrank, n, copy, false, 0, NULL, newcomm, fn);
 }
 
 int bm_mpi_comm_create_prefix(MPI_Comm parent, int n, MPI_Comm *newcomm, const char *fn)
@@ -384,6 +448,8 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     if (color < 0 && color != MPI_UNDEFINED)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn,
                             "invalid color %d (colors are >= 0 or MPI_UNDEFINED)", color);
+    if (comm->inter)
+        return bm_mpi_intercomm_split(comm, color, key, newcomm, fn);
     all = malloc(sizeof(*all) * (size_t)comm->size);
     world_ranks = malloc(sizeof(int) * (size_t)comm->size);
     if (all == NULL || world_ranks == NULL) {
@@ -428,7 +494,9 @@ int PMPI_Comm_free(MPI_Comm *comm)
                             (*comm)->name);
     if ((rc = bm_mpi_attr_delete_all(*comm, fn)))
         return rc;
-    comm_destroy(*comm);
+    /* Operations still pending on it keep it alive (and its context ids
+     * taken) until they complete. */
+    bm_mpi_comm_free_handle(*comm);
     *comm = MPI_COMM_NULL;
     return MPI_SUCCESS;
 }

@@ -161,7 +161,7 @@ static int error_dispatch(MPI_Comm comm, int errclass, const char *msg)
 {
     MPI_Errhandler eh;
 
-    if (!bm_mpi_comm_valid(comm))
+    if (!bm_mpi_comm_alive(comm))
         comm = MPI_COMM_WORLD;
     eh = comm->errhandler;
     switch (eh->kind) {
@@ -224,6 +224,19 @@ int bm_mpi_check_comm(MPI_Comm comm, const char *fn)
     return MPI_SUCCESS;
 }
 
+int bm_mpi_check_intra(MPI_Comm comm, const char *fn)
+{
+    int rc = bm_mpi_check_comm(comm, fn);
+    if (rc)
+        return rc;
+    if (comm->inter)
+        return bm_mpi_error(comm, MPI_ERR_COMM, fn,
+                            "communicator %s is an inter-communicator; %s needs an "
+                            "intra-communicator",
+                            bm_mpi_comm_label(comm), fn);
+    return MPI_SUCCESS;
+}
+
 int bm_mpi_check_count(MPI_Comm comm, int count, const char *fn)
 {
     if (count < 0)
@@ -267,14 +280,15 @@ int bm_mpi_check_tag(MPI_Comm comm, int tag, bool allow_any, const char *fn)
 
 int bm_mpi_check_rank(MPI_Comm comm, int rank, unsigned flags, const char *fn)
 {
-    if (rank >= 0 && rank < comm->size)
+    if (rank >= 0 && rank < comm->peer_size)
         return MPI_SUCCESS;
     if (rank == MPI_PROC_NULL && (flags & BM_MPI_RANK_ALLOW_PROC_NULL))
         return MPI_SUCCESS;
     if (rank == MPI_ANY_SOURCE && (flags & BM_MPI_RANK_ALLOW_ANY))
         return MPI_SUCCESS;
-    return bm_mpi_error(comm, MPI_ERR_RANK, fn, "invalid rank %d (communicator %s has %d rank%s)",
-                        rank, bm_mpi_comm_label(comm), comm->size, comm->size == 1 ? "" : "s");
+    return bm_mpi_error(comm, MPI_ERR_RANK, fn, "invalid rank %d (%s %s has %d rank%s)", rank,
+                        comm->inter ? "the remote group of inter-communicator" : "communicator",
+                        bm_mpi_comm_label(comm), comm->peer_size, comm->peer_size == 1 ? "" : "s");
 }
 
 int bm_mpi_check_root(MPI_Comm comm, int root, const char *fn)

@@ -25,8 +25,7 @@ static int check_out(const void *out, const char *fn)
     return out ? MPI_SUCCESS : bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL output argument");
 }
 
-/* A new group of n world ranks (copied). */
-static int group_new(const int *world_ranks, int n, MPI_Group *group_out, const char *fn)
+int bm_mpi_group_new(const int *world_ranks, int n, MPI_Group *group_out, const char *fn)
 {
     struct bm_mpi_group *g;
 
@@ -70,7 +69,7 @@ int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
     for (int i = 0; i < comm->size; i++)
         w[i] = bm_mpi_comm_world_rank(comm, i);
-    rc = group_new(w, comm->size, group, fn);
+    rc = bm_mpi_group_new(w, comm->size, group, fn);
     free(w);
     return rc;
 }
@@ -208,7 +207,7 @@ int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgro
         return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
     for (int i = 0; i < n; i++)
         w[i] = group->world_ranks[ranks[i]];
-    rc = group_new(w, n, newgroup, fn);
+    rc = bm_mpi_group_new(w, n, newgroup, fn);
     free(w);
     return rc;
 }
@@ -235,7 +234,7 @@ int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgro
     for (int i = 0; i < group->size; i++)
         if (!drop[i])
             w[m++] = group->world_ranks[i];
-    rc = group_new(w, m, newgroup, fn);
+    rc = bm_mpi_group_new(w, m, newgroup, fn);
     free(w);
     free(drop);
     return rc;
@@ -326,7 +325,7 @@ static int group_set_op(MPI_Group g1, MPI_Group g2, enum set_op op, MPI_Group *n
         for (int i = 0; i < g2->size; i++)
             if (group_find(g1, g2->world_ranks[i]) == MPI_UNDEFINED)
                 w[n++] = g2->world_ranks[i];
-    rc = group_new(w, n, newgroup, fn);
+    rc = bm_mpi_group_new(w, n, newgroup, fn);
     free(w);
     return rc;
 }
@@ -373,6 +372,8 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
         (rc = check_group(group, fn)) || (rc = check_out(newcomm, fn)) ||
         (rc = check_subgroup(comm, group, fn)))
         return rc;
+    if (comm->inter)
+        return bm_mpi_intercomm_create_sub(comm, group, newcomm, fn);
     return bm_mpi_comm_create_from(comm, group->world_ranks, group->size,
                                    group_find(group, MPI_COMM_WORLD->rank), newcomm, fn);
 }
@@ -383,7 +384,7 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *ne
     static const char fn[] = "MPI_Comm_create_group";
     int rc, me;
 
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_intra(comm, fn)) ||
         (rc = check_group(group, fn)) || (rc = check_out(newcomm, fn)) ||
         (rc = bm_mpi_check_tag(comm, tag, false, fn)) || (rc = check_subgroup(comm, group, fn)))
         return rc;

@@ -22,10 +22,12 @@
  * class; callers just return a non-zero result. The checks on a communicator
  * must come first: the others use its error handler.
  *
- * Context ids: a communicator owns two matching contexts, context_id for
- * point-to-point traffic and context_id + 1 for collectives, so collective
- * messages never match user receives. MPI_COMM_WORLD has 0/1, MPI_COMM_SELF
- * 2/3; new communicators get even ids from 4 up, agreed by their members. */
+ * Context ids (comm_cid.c): a communicator owns a slot of four matching
+ * contexts 4s .. 4s+3: 4s for point-to-point traffic, 4s+1 for collectives
+ * (so collective messages never match user receives), and in an
+ * inter-communicator 4s+2/4s+3 for its local_comm. MPI_COMM_WORLD has 0/1,
+ * MPI_COMM_SELF 2/3 (slot 0); new communicators get slots from 1 up,
+ * agreed by their members and reused once the communicator is gone. */
 #ifndef BM_MPI_INTERNAL_H
 #define BM_MPI_INTERNAL_H
 
@@ -47,6 +49,7 @@
 /* Magic numbers in every handle object, so that a handle of the wrong kind
  * (or a stray pointer to readable memory) is reported, not used. */
 #define BM_MPI_MAGIC_COMM       0x636f6d6dU /* "comm" */
+#define BM_MPI_MAGIC_COMM_FREED 0x63667265U /* "cfre": freed, kept alive by references */
 #define BM_MPI_MAGIC_DATATYPE   0x64747970U /* "dtyp" */
 #define BM_MPI_MAGIC_OP         0x6f706f70U /* "opop" */
 #define BM_MPI_MAGIC_ERRHANDLER 0x65727268U /* "errh" */
@@ -54,9 +57,10 @@
 #define BM_MPI_MAGIC_INFO       0x696e666fU /* "info" */
 
 /* Context ids of the predefined communicators (collectives use id + 1). */
-#define BM_MPI_CONTEXT_WORLD      0u
-#define BM_MPI_CONTEXT_SELF       2u
-#define BM_MPI_CONTEXT_FIRST_FREE 4u
+#define BM_MPI_CONTEXT_WORLD 0u
+#define BM_MPI_CONTEXT_SELF  2u
+/* Matching contexts per slot (comm_cid.c); slot 0 holds the predefined ones. */
+#define BM_MPI_CONTEXTS_PER_SLOT 4u
 
 enum bm_mpi_errhandler_kind {
     BM_MPI_ERRH_FATAL,  /* print what failed and end the job */
@@ -72,17 +76,47 @@ struct bm_mpi_errhandler {
     bool predefined;
 };
 
+/* A communicator. An intra-communicator has one group; point-to-point
+ * ranks name its members. An inter-communicator has a local group (rank,
+ * size, world_ranks: this process's side) and a remote group (peer_size,
+ * peer_world_ranks): point-to-point ranks name members of the remote group,
+ * and a message carries the sender's local rank, which is its rank in the
+ * receiver's remote group. Both groups use the same context ids (agreed
+ * over both), so matching needs nothing else. In an intra-communicator
+ * peer_size/peer_world_ranks alias size/world_ranks, so that point-to-point
+ * code reads the same two fields for both. Reference counted: the handle
+ * and every pending request hold one (bm_mpi_comm_retain/release); after
+ * MPI_Comm_free the object lives on, marked BM_MPI_MAGIC_COMM_FREED, until
+ * the last reference goes, and only then its context ids are released. */
 struct bm_mpi_comm {
     uint32_t magic;
     uint32_t context_id; /* point-to-point; context_id + 1 is for collectives */
-    int rank;            /* this process in the communicator */
-    int size;
-    /* World rank of each communicator rank; NULL when rank i is world rank i. */
+    int rank;            /* this process in the (local) group */
+    int size;            /* size of the (local) group */
+    /* World rank of each (local) rank; NULL when rank i is world rank i. */
     int *world_ranks;
+    /* The group point-to-point ranks name: the group itself (aliases of
+     * size and world_ranks) or, in an inter-communicator, the remote group
+     * (peer_world_ranks then owned; NULL when rank i is world rank i). */
+    int peer_size;
+    int *peer_world_ranks;
+    bool inter;
+    /* Inter-communicators: an intra-communicator over the local group on
+     * contexts context_id + 2 / + 3, for the library's own use
+     * (collectives' local phases, merging, agreeing on context ids). It
+     * holds a reference on its inter-communicator. NULL otherwise. */
+    MPI_Comm local_comm;
+    int refcount;
+    /* The context slot freed when this communicator is destroyed; 0 when it
+     * frees none (predefined communicators, an inter-communicator's
+     * local_comm, whose slot its inter-communicator frees). */
+    uint32_t slot;
+    MPI_Comm slot_owner; /* local_comm: its inter-communicator (referenced) */
     MPI_Errhandler errhandler;
     struct bm_mpi_attr *attrs;  /* cached attributes (attr.c), newest first */
     struct bm_mpi_cart *cart;   /* Cartesian topology (topo.c), or NULL */
     struct bm_mpi_graph *graph; /* graph topology (topo_graph.c), or NULL */
+    MPI_Info info;              /* hints (MPI_Comm_set_info), or MPI_INFO_NULL */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;
 };
@@ -200,7 +234,19 @@ static inline bool bm_mpi_comm_valid(MPI_Comm comm)
     return comm != MPI_COMM_NULL && comm->magic == BM_MPI_MAGIC_COMM;
 }
 
+/* True when comm is a communicator object still in memory: live, or freed
+ * by the program but kept by references (its error handler still applies
+ * to the operations pending on it). */
+static inline bool bm_mpi_comm_alive(MPI_Comm comm)
+{
+    return comm != MPI_COMM_NULL &&
+           (comm->magic == BM_MPI_MAGIC_COMM || comm->magic == BM_MPI_MAGIC_COMM_FREED);
+}
+
 int bm_mpi_check_comm(MPI_Comm comm, const char *fn);
+/* A live intra-communicator (MPI_ERR_COMM for an inter-communicator:
+ * topologies, MPI_Comm_create_group...). */
+int bm_mpi_check_intra(MPI_Comm comm, const char *fn);
 /* count >= 0. */
 int bm_mpi_check_count(MPI_Comm comm, int count, const char *fn);
 /* A committed datatype (not MPI_DATATYPE_NULL, right magic). */
@@ -212,7 +258,8 @@ int bm_mpi_check_tag(MPI_Comm comm, int tag, bool allow_any, const char *fn);
 
 #define BM_MPI_RANK_ALLOW_PROC_NULL 0x1 /* MPI_PROC_NULL is a valid peer */
 #define BM_MPI_RANK_ALLOW_ANY       0x2 /* MPI_ANY_SOURCE is valid (receives, probes) */
-/* 0 <= rank < size, or the special values that flags allow. */
+/* 0 <= rank < peer_size (the remote group's size in an
+ * inter-communicator), or the special values that flags allow. */
 int bm_mpi_check_rank(MPI_Comm comm, int rank, unsigned flags, const char *fn);
 /* 0 <= root < size (MPI_ERR_ROOT). */
 int bm_mpi_check_root(MPI_Comm comm, int root, const char *fn);
@@ -221,20 +268,63 @@ int bm_mpi_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, const char *fn);
 
 /* ---- Communicators (comm.c) -------------------------------------------- */
 
-/* World rank of rank in comm (rank must be valid). */
+/* World rank of rank in comm's (local) group (rank must be valid). */
 static inline int bm_mpi_comm_world_rank(MPI_Comm comm, int rank)
 {
     return comm->world_ranks ? comm->world_ranks[rank] : rank;
 }
 
+/* World rank of the process that point-to-point rank names in comm: a
+ * member of the group, or of the remote group of an inter-communicator. */
+static inline int bm_mpi_comm_peer_world(MPI_Comm comm, int rank)
+{
+    return comm->peer_world_ranks ? comm->peer_world_ranks[rank] : rank;
+}
+
+/* References (mpi_internal.h's struct comment): a pending operation on
+ * comm holds one, so that MPI_Comm_free may come first. Release destroys
+ * the communicator with the last reference and frees its context ids once
+ * the PML has let go of them. Requests made by bm_mpi_request_create take
+ * and drop theirs by themselves. */
+static inline void bm_mpi_comm_retain(MPI_Comm comm)
+{
+    comm->refcount++;
+}
+void bm_mpi_comm_destroy(MPI_Comm comm);
+static inline void bm_mpi_comm_release(MPI_Comm comm)
+{
+    if (--comm->refcount == 0)
+        bm_mpi_comm_destroy(comm);
+}
+
+/* The handle of comm goes away (MPI_Comm_free, a failed creation): mark it
+ * freed and drop the handle's reference, with an inter-communicator's
+ * local_comm. */
+void bm_mpi_comm_free_handle(MPI_Comm comm);
+/* MPI_Comm_dup's work on a valid comm (also MPI_Comm_dup_with_info and
+ * MPI_Comm_idup): a new communicator with its topology and copied
+ * attributes. */
+int bm_mpi_comm_dup_as(MPI_Comm comm, MPI_Comm *newcomm, const char *fn);
+
+/* ---- Inter-communicators (intercomm.c) ---------------------------------- */
+
+/* MPI_Comm_dup and MPI_Comm_split of an inter-communicator (arguments checked). */
+int bm_mpi_intercomm_dup(MPI_Comm comm, MPI_Comm *newcomm, const char *fn);
+int bm_mpi_intercomm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm, const char *fn);
+/* MPI_Comm_create of an inter-communicator: group is a subgroup of the
+ * local group (or MPI_GROUP_EMPTY); MPI_COMM_NULL where either side's
+ * subgroup is empty. */
+int bm_mpi_intercomm_create_sub(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, const char *fn);
+
 /* Set up MPI_COMM_WORLD and MPI_COMM_SELF from the runtime (MPI_Init). */
 int bm_mpi_comm_init(void);
 /* Free what communicators hold (MPI_Finalize). */
 void bm_mpi_comm_finalize(void);
-/* Collective over parent: agree on a context id, then (when myrank is not
- * MPI_UNDEFINED) make a communicator of the n processes world_ranks
- * (copied), in which this process has rank myrank; otherwise *newcomm is
- * MPI_COMM_NULL. The new communicator inherits parent's error handler. */
+/* Collective over parent (an intra-communicator): agree on a context id,
+ * then (when myrank is not MPI_UNDEFINED) make a communicator of the n
+ * processes world_ranks (copied), in which this process has rank myrank;
+ * otherwise *newcomm is MPI_COMM_NULL. The new communicator inherits
+ * parent's error handler. */
 int bm_mpi_comm_create_from(MPI_Comm parent, const int *world_ranks, int n, int myrank,
                             MPI_Comm *newcomm, const char *fn);
 /* Collective over the n processes world_ranks only (MPI_Comm_create_group):
@@ -248,6 +338,46 @@ int bm_mpi_comm_create_group_from(MPI_Comm parent, const int *world_ranks, int n
 int bm_mpi_comm_create_prefix(MPI_Comm parent, int n, MPI_Comm *newcomm, const char *fn);
 /* The communicator's name for messages: "MPI_COMM_WORLD", or "(unnamed)". */
 const char *bm_mpi_comm_label(MPI_Comm comm);
+
+/* A new communicator object on context slot (0: none) with the given
+ * groups (owned by it from now on; peer_world_ranks unused unless inter),
+ * parent's error handler and a reference for the handle. On failure frees
+ * the arrays, reports through parent and returns the class. */
+int bm_mpi_comm_new(MPI_Comm parent, uint32_t slot, int rank, int size, int *world_ranks,
+                    bool inter, int peer_size, int *peer_world_ranks, MPI_Comm *newcomm,
+                    const char *fn);
+/* A copy of comm's world_ranks (NULL stays NULL), or NULL with *ok false. */
+int *bm_mpi_comm_ranks_dup(const int *world_ranks, int n, bool *ok);
+
+/* ---- Context ids (comm_cid.c) ------------------------------------------- */
+
+/* How the members of a new communicator combine their proposals: reduce
+ * v[0..1] element-wise with MAX over all of them, in place, collectively.
+ * ctx is the caller's; fn names the MPI function for errors. */
+typedef int bm_mpi_cid_reduce_fn(void *ctx, uint32_t v[2], const char *fn);
+/* Agree on a context slot that is free at every member (reduce says who
+ * the members are), reserve it locally and return it. Usually one reduction
+ * of 8 bytes; err_comm reports failures. */
+int bm_mpi_cid_agree(bm_mpi_cid_reduce_fn *reduce, void *ctx, MPI_Comm err_comm, uint32_t *slot_out,
+                     const char *fn);
+/* The reduction over an intra-communicator (an allreduce): ctx is the MPI_Comm. */
+int bm_mpi_cid_reduce_intra(void *ctx, uint32_t v[2], const char *fn);
+/* The communicator on slot is gone: release its contexts in the PML and
+ * make the slot free again (or keep retrying while the PML still holds
+ * messages for it). */
+void bm_mpi_cid_slot_free(uint32_t slot);
+/* The first context id of slot. */
+static inline uint32_t bm_mpi_cid_of_slot(uint32_t slot)
+{
+    return slot * BM_MPI_CONTEXTS_PER_SLOT;
+}
+/* Forget every slot (MPI_Init, MPI_Finalize). */
+void bm_mpi_cid_reset(void);
+
+/* ---- Groups (group.c) --------------------------------------------------- */
+
+/* A new group of n world ranks (copied); MPI_GROUP_EMPTY when n is 0. */
+int bm_mpi_group_new(const int *world_ranks, int n, MPI_Group *group_out, const char *fn);
 
 /* ---- Topologies (topo.c) ------------------------------------------------ */
 
@@ -288,6 +418,9 @@ enum bm_mpi_coll_tag {
     BM_MPI_COLL_TAG_NEIGHBOR,
     /* MPI_Comm_create_group: this bit plus the low 30 bits of the user's tag. */
     BM_MPI_COLL_TAG_GROUP_BASE = 0x40000000,
+    /* Inter-communicator set-up between the two leaders: this bit plus the
+     * low 29 bits of MPI_Intercomm_create's tag (0 for the others). */
+    BM_MPI_COLL_TAG_INTERCOMM_BASE = 0x20000000,
 };
 
 struct bm_pml_request;

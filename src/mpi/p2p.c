@@ -49,7 +49,7 @@ static inline bool args_valid(MPI_Comm comm, const void *buf, int count, MPI_Dat
            dt != MPI_DATATYPE_NULL && dt->magic == BM_MPI_MAGIC_DATATYPE && dt->committed &&
            (buf != NULL || count == 0 || dt->size == 0) &&
            ((tag >= 0 && tag <= BM_MPI_TAG_UB) || (recv && tag == MPI_ANY_TAG)) &&
-           ((peer >= 0 && peer < comm->size) || peer == MPI_PROC_NULL ||
+           ((peer >= 0 && peer < comm->peer_size) || peer == MPI_PROC_NULL ||
             (recv && peer == MPI_ANY_SOURCE));
 }
 
@@ -163,7 +163,7 @@ static int bsend_start(const void *buf, size_t bytes, int dest, int tag, MPI_Com
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
     if (bytes)
         memcpy(bsend.buf + off, buf, bytes);
-    bm_status_t st = bm_pml_isend(bsend.buf + off, bytes, bm_mpi_comm_world_rank(comm, dest),
+    bm_status_t st = bm_pml_isend(bsend.buf + off, bytes, bm_mpi_comm_peer_world(comm, dest),
                                   comm->context_id, comm->rank, tag, BM_PML_SEND_STANDARD, &m->pml);
     if (st != BM_OK) {
         free(m);
@@ -245,7 +245,7 @@ int bm_mpi_p2p_start(MPI_Request r, const char *fn)
         r->active = true;
         return MPI_SUCCESS;
     } else {
-        st = bm_pml_isend_or_done(r->buf, bytes, bm_mpi_comm_world_rank(comm, r->peer),
+        st = bm_pml_isend_or_done(r->buf, bytes, bm_mpi_comm_peer_world(comm, r->peer),
                                   comm->context_id, comm->rank, r->tag,
                                   (enum bm_pml_send_mode)r->mode, &r->pml);
         if (st == BM_OK && !r->pml) /* sent inline: complete already */
@@ -276,6 +276,7 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
     r->mode = (uint8_t)mode;
     r->persistent = persistent;
     r->comm = comm;
+    bm_mpi_comm_retain(comm);
     r->buf = (void *)(uintptr_t)buf;
     r->count = count;
     r->dt = dt;
@@ -311,7 +312,7 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
     size_t bytes = bm_mpi_type_bytes(dt, count);
     if (mode == BM_MPI_SEND_BUFFERED)
         return bsend_start(buf, bytes, dest, tag, comm, fn);
-    bm_status_t st = bm_pml_send(buf, bytes, bm_mpi_comm_world_rank(comm, dest), comm->context_id,
+    bm_status_t st = bm_pml_send(buf, bytes, bm_mpi_comm_peer_world(comm, dest), comm->context_id,
                                  comm->rank, tag, (enum bm_pml_send_mode)mode);
     return st == BM_OK ? MPI_SUCCESS : pml_error(comm, st, fn, "send", dest);
 }
@@ -476,7 +477,7 @@ static int exchange(const char *fn, MPI_Comm comm, const void *sendbuf, size_t s
         (st = bm_pml_irecv(recvbuf, rbytes, comm->context_id, source, recvtag, &rreq)) != BM_OK)
         return pml_error(comm, st, fn, "receive", source);
     if (dest != MPI_PROC_NULL &&
-        (st = bm_pml_isend(sendbuf, sbytes, bm_mpi_comm_world_rank(comm, dest), comm->context_id,
+        (st = bm_pml_isend(sendbuf, sbytes, bm_mpi_comm_peer_world(comm, dest), comm->context_id,
                            comm->rank, sendtag, BM_PML_SEND_STANDARD, &sreq)) != BM_OK) {
         if (rreq) {
             bm_pml_request_cancel(rreq);

@@ -16,6 +16,7 @@
 #include "pml/pml.h"
 #include "util/mem.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,8 @@ MPI_Request bm_mpi_request_new(void)
 void bm_mpi_request_release(MPI_Request r)
 {
     r->magic = 0;
+    if (r->comm)
+        bm_mpi_comm_release(r->comm);
     if (req_cached >= REQ_CACHE_MAX) {
         free(r);
         return;
@@ -91,6 +94,8 @@ MPI_Request bm_mpi_request_create(const struct bm_mpi_request_ops *ops, MPI_Comm
     r->kind = BM_MPI_REQ_OTHER;
     r->ops = ops;
     r->comm = comm;
+    if (comm)
+        bm_mpi_comm_retain(comm);
     r->state = state;
     r->persistent = persistent;
     r->active = active;
@@ -209,11 +214,40 @@ static inline bool req_ready(MPI_Request r)
     return r->ops->progress(r);
 }
 
-/* Why an operation failed, for the error handler's message. */
+/* Why an operation failed, for the error handler's message. comm, when
+ * not NULL, is a reference (the request that held one may be gone, and
+ * with it the last reference to a freed communicator): fail_report drops it. */
 struct req_failure {
     MPI_Comm comm;
     char what[BM_MPI_REQ_WHAT_MAX];
 };
+
+static void fail_set(struct req_failure *fail, MPI_Comm comm, const char *what)
+{
+    if (comm)
+        bm_mpi_comm_retain(comm);
+    if (fail->comm)
+        bm_mpi_comm_release(fail->comm);
+    fail->comm = comm;
+    snprintf(fail->what, sizeof(fail->what), "%s", what);
+}
+
+/* Report the failure (error class cls) through its communicator's handler. */
+static int fail_report(struct req_failure *fail, int cls, const char *fn, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_report(struct req_failure *fail, int cls, const char *fn, const char *fmt, ...)
+{
+    char msg[2 * BM_MPI_REQ_WHAT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    int rc = bm_mpi_error(fail->comm, cls, fn, "%s", msg);
+    if (fail->comm)
+        bm_mpi_comm_release(fail->comm);
+    fail->comm = NULL;
+    return rc;
+}
 
 /* Take the result of a completed request into status (when not NULL) and
  * release or deactivate it. Returns the operation's MPI error code (0 on
@@ -246,10 +280,8 @@ static int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error, struc
             }
         }
     }
-    if (cls) {
-        fail->comm = r->comm;
-        memcpy(fail->what, what, sizeof(what));
-    }
+    if (cls)
+        fail_set(fail, r->comm, what);
     if (status) {
         int keep = status->MPI_ERROR;
         *status = st;
@@ -323,8 +355,9 @@ int PMPI_Wait(MPI_Request *request, MPI_Status *status)
             bm_pml_progress();
     }
     struct req_failure fail;
+    fail.comm = NULL;
     int cls = req_finish(request, status, false, &fail);
-    return cls ? bm_mpi_error(fail.comm, cls, fn, "%s", fail.what) : MPI_SUCCESS;
+    return cls ? fail_report(&fail, cls, fn, "%s", fail.what) : MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Wait);
 
@@ -348,8 +381,9 @@ int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     }
     *flag = 1;
     struct req_failure fail;
+    fail.comm = NULL;
     int cls = req_finish(request, status, false, &fail);
-    return cls ? bm_mpi_error(fail.comm, cls, fn, "%s", fail.what) : MPI_SUCCESS;
+    return cls ? fail_report(&fail, cls, fn, "%s", fail.what) : MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Test);
 
@@ -359,7 +393,8 @@ BM_MPI_ALIAS(Test);
 static int finish_all(const char *fn, int count, MPI_Request reqs[], MPI_Status statuses[])
 {
     int errors = 0;
-    struct req_failure fail = {0};
+    struct req_failure fail;
+    fail.comm = NULL;
     for (int i = 0; i < count; i++) {
         MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? NULL : &statuses[i];
         if (!req_active(reqs[i])) {
@@ -371,9 +406,9 @@ static int finish_all(const char *fn, int count, MPI_Request reqs[], MPI_Status 
     }
     if (!errors)
         return MPI_SUCCESS;
-    return bm_mpi_error(fail.comm, MPI_ERR_IN_STATUS, fn,
-                        "%d of %d operations failed (see each status's MPI_ERROR); the last: %s",
-                        errors, count, fail.what);
+    return fail_report(&fail, MPI_ERR_IN_STATUS, fn,
+                       "%d of %d operations failed (see each status's MPI_ERROR); the last: %s",
+                       errors, count, fail.what);
 }
 
 /* Index of the first request from 'from' on that is active and not ready
@@ -447,8 +482,9 @@ static int finish_one(const char *fn, MPI_Request reqs[], int i, int *index, MPI
 {
     *index = i;
     struct req_failure fail;
+    fail.comm = NULL;
     int cls = req_finish(&reqs[i], status, false, &fail);
-    return cls ? bm_mpi_error(fail.comm, cls, fn, "%s", fail.what) : MPI_SUCCESS;
+    return cls ? fail_report(&fail, cls, fn, "%s", fail.what) : MPI_SUCCESS;
 }
 
 int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
@@ -509,7 +545,8 @@ static int finish_some(const char *fn, int count, MPI_Request reqs[], int *outco
                        MPI_Status statuses[])
 {
     int n = 0, errors = 0;
-    struct req_failure fail = {0};
+    struct req_failure fail;
+    fail.comm = NULL;
     for (int i = 0; i < count; i++) {
         if (!req_active(reqs[i]) || !req_ready(reqs[i]))
             continue;
@@ -521,10 +558,10 @@ static int finish_some(const char *fn, int count, MPI_Request reqs[], int *outco
     *outcount = n;
     if (!errors)
         return MPI_SUCCESS;
-    return bm_mpi_error(fail.comm, MPI_ERR_IN_STATUS, fn,
-                        "%d of the %d completed operations failed (see each status's "
-                        "MPI_ERROR); the last: %s",
-                        errors, n, fail.what);
+    return fail_report(&fail, MPI_ERR_IN_STATUS, fn,
+                       "%d of the %d completed operations failed (see each status's "
+                       "MPI_ERROR); the last: %s",
+                       errors, n, fail.what);
 }
 
 static int some_args(const char *fn, int count, MPI_Request reqs[], int *outcount, int indices[])
@@ -630,15 +667,20 @@ int PMPI_Request_free(MPI_Request *request)
         return bm_mpi_error(NULL, MPI_ERR_REQUEST, fn,
                             "not a request (NULL pointer, MPI_REQUEST_NULL or a freed request)");
     MPI_Request r = *request;
-    MPI_Comm comm = r->comm;
+    struct req_failure fail;
+    fail.comm = NULL;
     const char *kind = r->ops->name;
     int err = MPI_SUCCESS;
+    /* The communicator must outlive the request for a failure's report. */
+    fail_set(&fail, r->comm, "");
     /* An active operation goes on in the background: its kind finishes it. */
     if (r->ops->release(r, &err))
         bm_mpi_request_release(r);
     *request = MPI_REQUEST_NULL;
     if (err)
-        return bm_mpi_error(comm, err, fn, "freeing the %s request failed", kind);
+        return fail_report(&fail, err, fn, "freeing the %s request failed", kind);
+    if (fail.comm)
+        bm_mpi_comm_release(fail.comm);
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Request_free);

@@ -153,7 +153,7 @@ int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int p
     struct bm_mpi_cart *cart;
 
     (void)reorder;
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm_old, fn)))
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_intra(comm_old, fn)))
         return rc;
     if (ndims < 0 || (ndims > 0 && (dims == NULL || periods == NULL)) || comm_cart == NULL)
         return bm_mpi_error(comm_old, MPI_ERR_ARG, fn, "invalid arguments (ndims %d)", ndims);

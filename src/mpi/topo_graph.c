@@ -118,7 +118,7 @@ int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const in
     int rc, me, first;
 
     (void)reorder;
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm_old, fn)))
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_intra(comm_old, fn)))
         return rc;
     if (nnodes < 0 || nnodes > comm_old->size || comm_graph == NULL ||
         (nnodes > 0 && (index == NULL || edges == NULL)))
@@ -164,7 +164,7 @@ int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int s
 
     (void)info;
     (void)reorder;
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm_old, fn)))
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_intra(comm_old, fn)))
         return rc;
     if (indegree < 0 || outdegree < 0 || comm_dist_graph == NULL ||
         (indegree > 0 && sources == NULL) || (outdegree > 0 && destinations == NULL) ||
@@ -264,7 +264,7 @@ int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const 
 
     (void)info;
     (void)reorder;
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm_old, fn)))
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_intra(comm_old, fn)))
         return rc;
     size = comm_old->size;
     if (n < 0 || comm_dist_graph == NULL || (n > 0 && (sources == NULL || degrees == NULL)))
