@@ -47,9 +47,9 @@ typedef long long MPI_Count;
 typedef int MPI_Fint;
 
 /* MPI_SOURCE, MPI_TAG and MPI_ERROR are the standard's fields; bm_count is
- * the received size in bytes (MPI_Get_count divides it by the datatype's
- * extent) and bm_cancelled is set when a cancel succeeded. Programs must not
- * rely on the bm_ fields. */
+ * the received size in bytes of data (MPI_Get_count divides it by the
+ * datatype's size) and bm_cancelled is set when a cancel succeeded.
+ * Programs must not rely on the bm_ fields. */
 typedef struct MPI_Status {
     int MPI_SOURCE;
     int MPI_TAG;
@@ -66,6 +66,10 @@ typedef int MPI_Comm_delete_attr_function(MPI_Comm comm, int comm_keyval, void *
 typedef MPI_Comm_copy_attr_function MPI_Copy_function;
 typedef MPI_Comm_delete_attr_function MPI_Delete_function;
 typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+typedef int MPI_Type_copy_attr_function(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+                                        void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval,
+                                          void *attribute_val, void *extra_state);
 typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errcode, ...);
 /* MPI-2 name of the same type, still used by older programs. */
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
@@ -136,7 +140,28 @@ extern BM_MPI_API struct bm_mpi_group bm_mpi_group_empty_obj;
     X(MPI_LONG_INT, long_int)                                                                      \
     X(MPI_2INT, 2int)                                                                              \
     X(MPI_SHORT_INT, short_int)                                                                    \
-    X(MPI_LONG_DOUBLE_INT, long_double_int)
+    X(MPI_LONG_DOUBLE_INT, long_double_int)                                                        \
+    X(MPI_CHARACTER, character)                                                                    \
+    X(MPI_LOGICAL, logical)                                                                        \
+    X(MPI_INTEGER, integer)                                                                        \
+    X(MPI_REAL, real)                                                                              \
+    X(MPI_DOUBLE_PRECISION, double_precision)                                                      \
+    X(MPI_COMPLEX, complex)                                                                        \
+    X(MPI_DOUBLE_COMPLEX, double_complex)                                                          \
+    X(MPI_2INTEGER, 2integer)                                                                      \
+    X(MPI_2REAL, 2real)                                                                            \
+    X(MPI_2DOUBLE_PRECISION, 2double_precision)                                                    \
+    X(MPI_INTEGER1, integer1)                                                                      \
+    X(MPI_INTEGER2, integer2)                                                                      \
+    X(MPI_INTEGER4, integer4)                                                                      \
+    X(MPI_INTEGER8, integer8)                                                                      \
+    X(MPI_REAL4, real4)                                                                            \
+    X(MPI_REAL8, real8)                                                                            \
+    X(MPI_COMPLEX8, complex8)                                                                      \
+    X(MPI_COMPLEX16, complex16)                                                                    \
+    X(MPI_CXX_BOOL, cxx_bool)                                                                      \
+    X(MPI_LB, lb)                                                                                  \
+    X(MPI_UB, ub)
 
 #define BM_MPI_TYPE_EXTERN(mpiname, objname)                                                       \
     extern BM_MPI_API struct bm_mpi_datatype bm_mpi_type_##objname##_obj;
@@ -183,6 +208,64 @@ BM_MPI_PREDEFINED_TYPES(BM_MPI_TYPE_EXTERN)
 #define MPI_2INT                  (&bm_mpi_type_2int_obj)
 #define MPI_SHORT_INT             (&bm_mpi_type_short_int_obj)
 #define MPI_LONG_DOUBLE_INT       (&bm_mpi_type_long_double_int_obj)
+/* Fortran types a C program may name (mixed-language headers): INTEGER and
+ * LOGICAL are C ints, REAL a float, DOUBLE PRECISION a double, CHARACTER a
+ * char; COMPLEX and DOUBLE COMPLEX are pairs of REAL and DOUBLE PRECISION. */
+#define MPI_CHARACTER         (&bm_mpi_type_character_obj)
+#define MPI_LOGICAL           (&bm_mpi_type_logical_obj)
+#define MPI_INTEGER           (&bm_mpi_type_integer_obj)
+#define MPI_REAL              (&bm_mpi_type_real_obj)
+#define MPI_DOUBLE_PRECISION  (&bm_mpi_type_double_precision_obj)
+#define MPI_COMPLEX           (&bm_mpi_type_complex_obj)
+#define MPI_DOUBLE_COMPLEX    (&bm_mpi_type_double_complex_obj)
+#define MPI_2INTEGER          (&bm_mpi_type_2integer_obj)
+#define MPI_2REAL             (&bm_mpi_type_2real_obj)
+#define MPI_2DOUBLE_PRECISION (&bm_mpi_type_2double_precision_obj)
+#define MPI_INTEGER1          (&bm_mpi_type_integer1_obj)
+#define MPI_INTEGER2          (&bm_mpi_type_integer2_obj)
+#define MPI_INTEGER4          (&bm_mpi_type_integer4_obj)
+#define MPI_INTEGER8          (&bm_mpi_type_integer8_obj)
+#define MPI_REAL4             (&bm_mpi_type_real4_obj)
+#define MPI_REAL8             (&bm_mpi_type_real8_obj)
+#define MPI_COMPLEX8          (&bm_mpi_type_complex8_obj)
+#define MPI_COMPLEX16         (&bm_mpi_type_complex16_obj)
+#define MPI_CXX_BOOL          (&bm_mpi_type_cxx_bool_obj)
+/* MPI-1 bound markers (removed from MPI-3, still used; as in MPICH's mpi.h):
+ * in MPI_Type_struct they set an explicit lower or upper bound. */
+#define MPI_LB (&bm_mpi_type_lb_obj)
+#define MPI_UB (&bm_mpi_type_ub_obj)
+
+/* Type constructors' constants (values as in MPICH's mpi.h). */
+#define MPI_COMBINER_NAMED            1
+#define MPI_COMBINER_DUP              2
+#define MPI_COMBINER_CONTIGUOUS       3
+#define MPI_COMBINER_VECTOR           4
+#define MPI_COMBINER_HVECTOR_INTEGER  5
+#define MPI_COMBINER_HVECTOR          6
+#define MPI_COMBINER_INDEXED          7
+#define MPI_COMBINER_HINDEXED_INTEGER 8
+#define MPI_COMBINER_HINDEXED         9
+#define MPI_COMBINER_INDEXED_BLOCK    10
+#define MPI_COMBINER_STRUCT_INTEGER   11
+#define MPI_COMBINER_STRUCT           12
+#define MPI_COMBINER_SUBARRAY         13
+#define MPI_COMBINER_DARRAY           14
+#define MPI_COMBINER_F90_REAL         15
+#define MPI_COMBINER_F90_COMPLEX      16
+#define MPI_COMBINER_F90_INTEGER      17
+#define MPI_COMBINER_RESIZED          18
+#define MPI_COMBINER_HINDEXED_BLOCK   19
+
+#define MPI_ORDER_C              56
+#define MPI_ORDER_FORTRAN        57
+#define MPI_DISTRIBUTE_BLOCK     121
+#define MPI_DISTRIBUTE_CYCLIC    122
+#define MPI_DISTRIBUTE_NONE      123
+#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
+
+#define MPI_TYPECLASS_REAL    1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
 
 /* Reduction operations. */
 #define BM_MPI_PREDEFINED_OPS(X)                                                                   \
@@ -227,6 +310,11 @@ BM_MPI_API int bm_mpi_comm_dup_fn(MPI_Comm oldcomm, int comm_keyval, void *extra
 #define MPI_COMM_NULL_COPY_FN   ((MPI_Comm_copy_attr_function *)0)
 #define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0)
 #define MPI_COMM_DUP_FN         bm_mpi_comm_dup_fn
+BM_MPI_API int bm_mpi_type_dup_fn(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+                                  void *attribute_val_in, void *attribute_val_out, int *flag);
+#define MPI_TYPE_NULL_COPY_FN   ((MPI_Type_copy_attr_function *)0)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0)
+#define MPI_TYPE_DUP_FN         bm_mpi_type_dup_fn
 #define MPI_NULL_COPY_FN        MPI_COMM_NULL_COPY_FN
 #define MPI_NULL_DELETE_FN      MPI_COMM_NULL_DELETE_FN
 #define MPI_DUP_FN              MPI_COMM_DUP_FN
@@ -651,6 +739,150 @@ BM_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
 BM_MPI_API int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
 BM_MPI_API int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
 BM_MPI_API int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
+BM_MPI_API int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                               MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                                MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride,
+                                       MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride,
+                                        MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                                MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                                 MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_indexed(int count, const int array_of_blocklengths[],
+                                const int array_of_displacements[], MPI_Datatype oldtype,
+                                MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_indexed(int count, const int array_of_blocklengths[],
+                                 const int array_of_displacements[], MPI_Datatype oldtype,
+                                 MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[],
+                                        const MPI_Aint array_of_displacements[],
+                                        MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_hindexed(int count, const int array_of_blocklengths[],
+                                         const MPI_Aint array_of_displacements[],
+                                         MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_hindexed(int count, const int array_of_blocklengths[],
+                                 const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
+                                 MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_hindexed(int count, const int array_of_blocklengths[],
+                                  const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
+                                  MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_indexed_block(int count, int blocklength,
+                                             const int array_of_displacements[],
+                                             MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_indexed_block(int count, int blocklength,
+                                              const int array_of_displacements[],
+                                              MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_hindexed_block(int count, int blocklength,
+                                              const MPI_Aint array_of_displacements[],
+                                              MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_hindexed_block(int count, int blocklength,
+                                               const MPI_Aint array_of_displacements[],
+                                               MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_struct(int count, const int array_of_blocklengths[],
+                                      const MPI_Aint array_of_displacements[],
+                                      const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_struct(int count, const int array_of_blocklengths[],
+                                       const MPI_Aint array_of_displacements[],
+                                       const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_struct(int count, const int array_of_blocklengths[],
+                               const MPI_Aint array_of_displacements[],
+                               const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_struct(int count, const int array_of_blocklengths[],
+                                const MPI_Aint array_of_displacements[],
+                                const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_subarray(int ndims, const int array_of_sizes[],
+                                        const int array_of_subsizes[], const int array_of_starts[],
+                                        int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[],
+                                         const int array_of_subsizes[], const int array_of_starts[],
+                                         int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                                      const int array_of_distribs[], const int array_of_dargs[],
+                                      const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                                      MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                                       const int array_of_distribs[], const int array_of_dargs[],
+                                       const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                                       MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                                       MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                                        MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
+                                          MPI_Count *true_extent);
+BM_MPI_API int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
+                                           MPI_Count *true_extent);
+BM_MPI_API int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent);
+BM_MPI_API int PMPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent);
+BM_MPI_API int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement);
+BM_MPI_API int PMPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement);
+BM_MPI_API int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement);
+BM_MPI_API int PMPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement);
+BM_MPI_API int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                                     int *num_datatypes, int *combiner);
+BM_MPI_API int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                                      int *num_datatypes, int *combiner);
+BM_MPI_API int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                                     int max_datatypes, int array_of_integers[],
+                                     MPI_Aint array_of_addresses[],
+                                     MPI_Datatype array_of_datatypes[]);
+BM_MPI_API int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                                      int max_datatypes, int array_of_integers[],
+                                      MPI_Aint array_of_addresses[],
+                                      MPI_Datatype array_of_datatypes[]);
+BM_MPI_API int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+BM_MPI_API int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+BM_MPI_API int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                                      MPI_Type_delete_attr_function *type_delete_attr_fn,
+                                      int *type_keyval, void *extra_state);
+BM_MPI_API int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                                       MPI_Type_delete_attr_function *type_delete_attr_fn,
+                                       int *type_keyval, void *extra_state);
+BM_MPI_API int MPI_Type_free_keyval(int *type_keyval);
+BM_MPI_API int PMPI_Type_free_keyval(int *type_keyval);
+BM_MPI_API int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+BM_MPI_API int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+BM_MPI_API int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val,
+                                 int *flag);
+BM_MPI_API int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val,
+                                  int *flag);
+BM_MPI_API int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
+BM_MPI_API int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
+BM_MPI_API int MPI_Address(void *location, MPI_Aint *address);
+BM_MPI_API int PMPI_Address(void *location, MPI_Aint *address);
+BM_MPI_API MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+BM_MPI_API MPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+BM_MPI_API MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
+BM_MPI_API MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
+BM_MPI_API int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
+                        int outsize, int *position, MPI_Comm comm);
+BM_MPI_API int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
+                         int outsize, int *position, MPI_Comm comm);
+BM_MPI_API int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+                          MPI_Datatype datatype, MPI_Comm comm);
+BM_MPI_API int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+                           MPI_Datatype datatype, MPI_Comm comm);
+BM_MPI_API int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+BM_MPI_API int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+BM_MPI_API int MPI_Pack_external(const char datarep[], const void *inbuf, int incount,
+                                 MPI_Datatype datatype, void *outbuf, MPI_Aint outsize,
+                                 MPI_Aint *position);
+BM_MPI_API int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount,
+                                  MPI_Datatype datatype, void *outbuf, MPI_Aint outsize,
+                                  MPI_Aint *position);
+BM_MPI_API int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize,
+                                   MPI_Aint *position, void *outbuf, int outcount,
+                                   MPI_Datatype datatype);
+BM_MPI_API int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize,
+                                    MPI_Aint *position, void *outbuf, int outcount,
+                                    MPI_Datatype datatype);
+BM_MPI_API int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype,
+                                      MPI_Aint *size);
+BM_MPI_API int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype,
+                                       MPI_Aint *size);
 /* op.c */
 BM_MPI_API int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 BM_MPI_API int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);

@@ -12,6 +12,8 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/topo.c
     ${CMAKE_CURRENT_LIST_DIR}/topo_graph.c
     ${CMAKE_CURRENT_LIST_DIR}/datatype.c
+    ${CMAKE_CURRENT_LIST_DIR}/datatype_attr.c
+    ${CMAKE_CURRENT_LIST_DIR}/datatype_pack.c
     ${CMAKE_CURRENT_LIST_DIR}/op.c
     ${CMAKE_CURRENT_LIST_DIR}/coll.c
     ${CMAKE_CURRENT_LIST_DIR}/coll_gather.c)

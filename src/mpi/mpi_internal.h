@@ -131,13 +131,17 @@ struct bm_mpi_group {
 
 /* What a predefined datatype holds, for the reduction kernels. */
 enum bm_mpi_type_kind {
-    BM_MPI_KIND_INT,     /* signed or unsigned integer (C integer types, MPI_AINT...) */
-    BM_MPI_KIND_FLOAT,   /* float, double, long double */
-    BM_MPI_KIND_COMPLEX, /* C complex types */
-    BM_MPI_KIND_BOOL,    /* MPI_C_BOOL */
-    BM_MPI_KIND_BYTE,    /* MPI_BYTE, MPI_PACKED: no arithmetic, only bitwise ops */
-    BM_MPI_KIND_CHAR,    /* MPI_CHAR, MPI_WCHAR: no reduction at all */
+    BM_MPI_KIND_INT,     /* signed or unsigned integer (C and Fortran integer types, MPI_AINT...) */
+    BM_MPI_KIND_FLOAT,   /* float, double, long double (and Fortran REAL...) */
+    BM_MPI_KIND_COMPLEX, /* C and Fortran complex types */
+    BM_MPI_KIND_BOOL,    /* MPI_C_BOOL, MPI_CXX_BOOL */
+    BM_MPI_KIND_LOGICAL, /* Fortran LOGICAL: an int, 0 is false */
+    BM_MPI_KIND_BYTE,    /* MPI_BYTE: no arithmetic, only bitwise ops */
+    BM_MPI_KIND_CHAR,    /* MPI_CHAR: a C integer for reductions (as Open MPI) */
+    BM_MPI_KIND_TEXT,    /* MPI_WCHAR, MPI_CHARACTER, MPI_PACKED: no reduction at all */
     BM_MPI_KIND_PAIR,    /* value-index pairs for MAXLOC/MINLOC */
+    BM_MPI_KIND_MARKER,  /* MPI_LB, MPI_UB: bounds only, no data */
+    BM_MPI_KIND_DERIVED, /* a derived type of several basic types (or none) */
 };
 
 /* One entry per predefined datatype (same order as BM_MPI_PREDEFINED_TYPES). */
@@ -148,25 +152,41 @@ enum bm_mpi_type_id {
         BM_MPI_TYPE_ID_COUNT
 };
 
+struct bm_util_dtype;
+struct bm_mpi_type_attr;
+
 struct bm_mpi_datatype {
     uint32_t magic;
     enum bm_mpi_type_id id; /* BM_MPI_TYPE_ID_COUNT for derived types */
     enum bm_mpi_type_kind kind;
-    size_t size;     /* bytes of data in one element */
+    size_t size;     /* bytes of data in one element (packed) */
     MPI_Aint lb;     /* lower bound */
     MPI_Aint extent; /* stride between consecutive elements */
     bool is_signed;  /* integers: signed or unsigned arithmetic */
-    bool contiguous; /* the bytes of count elements are one block of count * extent */
+    /* Any number of elements is one run of count * size bytes at buf +
+     * bm_mpi_type_offset(dt) (no gaps, no padding): moves need no packing. */
+    bool contiguous;
     bool predefined;
     bool committed; /* usable in communication (predefined types always are) */
-    /* The predefined type this one is made of, and how many of them one
-     * element holds: reductions run on basic_count * count basic elements.
-     * A predefined type is its own basic type (basic_count 1). */
+    /* The one predefined type this one is made of (NULL when it mixes
+     * several or holds none), and how many of them one element holds:
+     * predefined reductions run on basic_count * count basic elements. A
+     * predefined type is its own basic type (basic_count 1). */
     MPI_Datatype basic;
     size_t basic_count;
-    int refcount;     /* derived types: the handle plus users such as persistent requests */
+    int refcount;     /* derived types: the handle plus users (types built on it,
+                       * persistent requests, get_contents handles) */
     const char *name; /* "MPI_INT"; derived types point at name_buf */
     char name_buf[MPI_MAX_OBJECT_NAME];
+    /* The engine's description (util/dtype.h): packing, pieces, walks. */
+    struct bm_util_dtype *dt;
+    /* How it was made (MPI_Type_get_envelope/contents). */
+    int combiner;
+    int nints, naddrs, ntypes;
+    int *ints;
+    MPI_Aint *addrs;
+    MPI_Datatype *types;            /* each retained */
+    struct bm_mpi_type_attr *attrs; /* cached attributes (datatype_attr.c) */
 };
 
 enum bm_mpi_op_id {
@@ -460,26 +480,68 @@ int bm_mpi_coll_allgather_bytes(const void *sendbuf, void *recvbuf, size_t bytes
 
 /* ---- Datatypes (datatype.c) -------------------------------------------- */
 
-/* Bytes that count elements of dt occupy in memory and on the wire, from the
- * buffer address on (every datatype is contiguous for now). This is count *
- * extent: the value-index pair types (MPI_DOUBLE_INT...) move their padding
- * too, so that the buffer is sent as it lies in memory; for every other
- * predefined type extent == size. */
+/* Bytes of memory that count elements of dt span from the buffer address
+ * (count * extent), for code that moves a buffer as it lies in memory. Only
+ * right for contiguous types (dt->contiguous, lb 0); everything else must
+ * go through the convertor (bm_mpi_type_pack...), see
+ * notes/datatype-api.md. */
 static inline size_t bm_mpi_type_bytes(MPI_Datatype dt, int count)
 {
     return (size_t)count * (size_t)dt->extent;
 }
 
-/* Keep a derived datatype alive while a request refers to it (MPI_Type_free
+/* Bytes of data in count elements: what travels on the wire (packed). */
+static inline size_t bm_mpi_type_packed_bytes(MPI_Datatype dt, size_t count)
+{
+    return count * dt->size;
+}
+
+/* Where the data of a contiguous (count, dt) starts, relative to the
+ * buffer (the type's first byte, true_lb for most types). */
+MPI_Aint bm_mpi_type_offset(MPI_Datatype dt);
+
+/* Keep a derived datatype alive while something refers to it (MPI_Type_free
  * may come first); no-ops on predefined types. */
 void bm_mpi_type_retain(MPI_Datatype dt);
 void bm_mpi_type_release(MPI_Datatype dt);
 
-/* Number of whole elements of dt in bytes received (the inverse of
- * bm_mpi_type_bytes), or MPI_UNDEFINED when bytes is not a multiple of the
- * element's extent: what MPI_Get_count returns. A zero-size type gives 0.
- * Counts beyond INT_MAX also give MPI_UNDEFINED. */
+/* Number of whole elements of dt in bytes of packed data received, or
+ * MPI_UNDEFINED when bytes is not a multiple of the type's size: what
+ * MPI_Get_count returns. A zero-size type gives 0. Counts beyond INT_MAX
+ * also give MPI_UNDEFINED. */
 int bm_mpi_type_count(MPI_Datatype dt, size_t bytes);
+
+/* Pack bytes [offset, offset + len) of the packed stream of (count, dt) at
+ * buf into dst, or unpack src into that range. */
+void bm_mpi_type_pack(MPI_Datatype dt, const void *buf, size_t count, size_t offset, void *dst,
+                      size_t len);
+void bm_mpi_type_unpack(MPI_Datatype dt, void *buf, size_t count, size_t offset, const void *src,
+                        size_t len);
+
+/* Memory that count elements of dt touch, relative to buf: [*lo_out,
+ * *lo_out + *span_out). A temporary buffer for (count, dt) is malloc(span)
+ * used as buf = tmp - lo (what MPI calls true_lb and true extent). */
+void bm_mpi_type_span(MPI_Datatype dt, size_t count, MPI_Aint *lo_out, size_t *span_out);
+
+/* Value-index pair types: the basic types of the value and the index and
+ * where the index lies (external32 converts each member). */
+void bm_mpi_type_pair_parts(MPI_Datatype pair, MPI_Datatype *value_out, MPI_Datatype *index_out,
+                            size_t *index_offset_out);
+/* The predefined type of an engine basic id (a bm_mpi_type_id). */
+MPI_Datatype bm_mpi_type_predefined(int id);
+
+/* Type attributes (datatype_attr.c): copy callbacks for MPI_Type_dup,
+ * delete callbacks for MPI_Type_free, and a silent drop when the object
+ * goes. */
+int bm_mpi_datatype_attr_copy_all(MPI_Datatype oldtype, MPI_Datatype newtype, const char *fn);
+int bm_mpi_datatype_attr_delete_all(MPI_Datatype dt, const char *fn);
+void bm_mpi_datatype_attr_drop_all(MPI_Datatype dt);
+
+/* Run fn over every contiguous piece of (count, dt) at buf, in stream order
+ * (stops at the first non-zero return, which it returns). */
+typedef int (*bm_mpi_type_piece_fn)(char *addr, size_t len, void *arg);
+int bm_mpi_type_for_pieces(MPI_Datatype dt, const void *buf, size_t count, bm_mpi_type_piece_fn fn,
+                           void *arg);
 
 /* ---- Operations (op.c) ------------------------------------------------- */
 
@@ -487,7 +549,9 @@ int bm_mpi_type_count(MPI_Datatype dt, size_t bytes);
 bool bm_mpi_op_supports(MPI_Op op, MPI_Datatype dt);
 
 /* inout[i] = in[i] op inout[i], i < count (the MPI order: in is the earlier
- * rank's contribution). op must support dt. */
+ * rank's contribution), both buffers in dt's layout (derived types
+ * included: predefined ops reduce their basic elements where they lie).
+ * op must support dt. */
 void bm_mpi_op_apply(MPI_Op op, const void *in, void *inout, int count, MPI_Datatype dt);
 
 #endif

@@ -4,8 +4,16 @@
  * inout[i], where in holds the contribution of the lower ranks, so that
  * collectives can keep rank order for non-commutative user operations and a
  * fixed evaluation order for floating point. Signed integer arithmetic wraps
- * (computed in the unsigned type) instead of being undefined behaviour. */
+ * (computed in the unsigned type) instead of being undefined behaviour.
+ *
+ * Which (op, type) pairs are allowed: the standard's table (MPI-3.1 5.9.2),
+ * with MPI_CHAR counted as a C integer (as Open MPI does; MPICH takes it for
+ * arithmetic only) and nothing on MPI_WCHAR, MPI_CHARACTER or MPI_PACKED.
+ * A derived type made of one basic type takes the ops of that type (the
+ * kernels run on its elements where they lie, walking the type's typed
+ * description); one that mixes basic types takes user ops only. */
 #include "mpi/mpi_internal.h"
+#include "util/dtype.h"
 
 #include <complex.h>
 #include <stdbool.h>
@@ -37,23 +45,29 @@ BM_OP_DEF(no_op, MPI_NO_OP, false);
 
 bool bm_mpi_op_supports(MPI_Op op, MPI_Datatype dt)
 {
+    if (op->id == BM_MPI_OP_ID_USER || op->id == BM_MPI_OP_ID_replace ||
+        op->id == BM_MPI_OP_ID_no_op)
+        return true;
+    if (!dt->basic)
+        return false; /* several basic types (or none): user operations only */
     enum bm_mpi_type_kind k = dt->basic->kind;
+    bool integer = k == BM_MPI_KIND_INT || k == BM_MPI_KIND_CHAR;
 
     switch (op->id) {
     case BM_MPI_OP_ID_max:
     case BM_MPI_OP_ID_min:
-        return k == BM_MPI_KIND_INT || k == BM_MPI_KIND_FLOAT;
+        return integer || k == BM_MPI_KIND_FLOAT;
     case BM_MPI_OP_ID_sum:
     case BM_MPI_OP_ID_prod:
-        return k == BM_MPI_KIND_INT || k == BM_MPI_KIND_FLOAT || k == BM_MPI_KIND_COMPLEX;
+        return integer || k == BM_MPI_KIND_FLOAT || k == BM_MPI_KIND_COMPLEX;
     case BM_MPI_OP_ID_land:
     case BM_MPI_OP_ID_lor:
     case BM_MPI_OP_ID_lxor:
-        return k == BM_MPI_KIND_INT || k == BM_MPI_KIND_BOOL;
+        return integer || k == BM_MPI_KIND_BOOL || k == BM_MPI_KIND_LOGICAL;
     case BM_MPI_OP_ID_band:
     case BM_MPI_OP_ID_bor:
     case BM_MPI_OP_ID_bxor:
-        return k == BM_MPI_KIND_INT || k == BM_MPI_KIND_BYTE;
+        return integer || k == BM_MPI_KIND_BYTE;
     case BM_MPI_OP_ID_maxloc:
     case BM_MPI_OP_ID_minloc:
         return k == BM_MPI_KIND_PAIR;
@@ -151,10 +165,10 @@ bool bm_mpi_op_supports(MPI_Op op, MPI_Datatype dt)
     }
 
 /* MAXLOC/MINLOC: the better value wins; on a tie the smaller index. */
-#define BM_KERNEL_PAIR(name, vtype)                                                                \
+#define BM_KERNEL_PAIR(name, vtype, itype)                                                         \
     struct bm_pair_##name {                                                                        \
         vtype v;                                                                                   \
-        int i;                                                                                     \
+        itype i;                                                                                   \
     };                                                                                             \
     static void kernel_##name(enum bm_mpi_op_id op, const void *in, void *inout, size_t n)         \
     {                                                                                              \
@@ -171,6 +185,7 @@ bool bm_mpi_op_supports(MPI_Op op, MPI_Datatype dt)
         }                                                                                          \
     }
 
+BM_KERNEL_INT(char, char, unsigned)
 BM_KERNEL_INT(signed_char, signed char, unsigned)
 BM_KERNEL_INT(unsigned_char, unsigned char, unsigned)
 BM_KERNEL_INT(short, short, unsigned)
@@ -197,12 +212,14 @@ BM_KERNEL_FLOAT(long_double, long double)
 BM_KERNEL_COMPLEX(c_float_complex, float _Complex)
 BM_KERNEL_COMPLEX(c_double_complex, double _Complex)
 BM_KERNEL_COMPLEX(c_long_double_complex, long double _Complex)
-BM_KERNEL_PAIR(float_int, float)
-BM_KERNEL_PAIR(double_int, double)
-BM_KERNEL_PAIR(long_int, long)
-BM_KERNEL_PAIR(2int, int)
-BM_KERNEL_PAIR(short_int, short)
-BM_KERNEL_PAIR(long_double_int, long double)
+BM_KERNEL_PAIR(float_int, float, int)
+BM_KERNEL_PAIR(double_int, double, int)
+BM_KERNEL_PAIR(long_int, long, int)
+BM_KERNEL_PAIR(2int, int, int)
+BM_KERNEL_PAIR(short_int, short, int)
+BM_KERNEL_PAIR(long_double_int, long double, int)
+BM_KERNEL_PAIR(2real, float, float)
+BM_KERNEL_PAIR(2double_precision, double, double)
 
 /* Logical operations on C _Bool. */
 static void kernel_bool(enum bm_mpi_op_id op, const void *in, void *inout, size_t n)
@@ -243,10 +260,10 @@ static void kernel_byte(enum bm_mpi_op_id op, const void *in, void *inout, size_
 typedef void kernel_fn(enum bm_mpi_op_id op, const void *in, void *inout, size_t n);
 
 static kernel_fn *const kernels[BM_MPI_TYPE_ID_COUNT] = {
+    [BM_MPI_TYPE_ID_char] = kernel_char,
     [BM_MPI_TYPE_ID_signed_char] = kernel_signed_char,
     [BM_MPI_TYPE_ID_unsigned_char] = kernel_unsigned_char,
     [BM_MPI_TYPE_ID_byte] = kernel_byte,
-    [BM_MPI_TYPE_ID_packed] = kernel_byte,
     [BM_MPI_TYPE_ID_short] = kernel_short,
     [BM_MPI_TYPE_ID_unsigned_short] = kernel_unsigned_short,
     [BM_MPI_TYPE_ID_int] = kernel_int,
@@ -279,7 +296,53 @@ static kernel_fn *const kernels[BM_MPI_TYPE_ID_COUNT] = {
     [BM_MPI_TYPE_ID_2int] = kernel_2int,
     [BM_MPI_TYPE_ID_short_int] = kernel_short_int,
     [BM_MPI_TYPE_ID_long_double_int] = kernel_long_double_int,
+    [BM_MPI_TYPE_ID_logical] = kernel_int,
+    [BM_MPI_TYPE_ID_integer] = kernel_int,
+    [BM_MPI_TYPE_ID_real] = kernel_float,
+    [BM_MPI_TYPE_ID_double_precision] = kernel_double,
+    [BM_MPI_TYPE_ID_complex] = kernel_c_float_complex,
+    [BM_MPI_TYPE_ID_double_complex] = kernel_c_double_complex,
+    [BM_MPI_TYPE_ID_2integer] = kernel_2int,
+    [BM_MPI_TYPE_ID_2real] = kernel_2real,
+    [BM_MPI_TYPE_ID_2double_precision] = kernel_2double_precision,
+    [BM_MPI_TYPE_ID_integer1] = kernel_int8,
+    [BM_MPI_TYPE_ID_integer2] = kernel_int16,
+    [BM_MPI_TYPE_ID_integer4] = kernel_int32,
+    [BM_MPI_TYPE_ID_integer8] = kernel_int64,
+    [BM_MPI_TYPE_ID_real4] = kernel_float,
+    [BM_MPI_TYPE_ID_real8] = kernel_double,
+    [BM_MPI_TYPE_ID_complex8] = kernel_c_float_complex,
+    [BM_MPI_TYPE_ID_complex16] = kernel_c_double_complex,
+    [BM_MPI_TYPE_ID_cxx_bool] = kernel_bool,
 };
+
+/* A derived type: the kernel runs on each run of basic elements of inout,
+ * and on the elements of in at the same place. */
+struct apply_walk {
+    enum bm_mpi_op_id op;
+    const char *in;
+    char *inout;
+};
+
+static int apply_cb(int basic, char *addr, size_t n, ptrdiff_t stride, void *arg)
+{
+    struct apply_walk *w = arg;
+    (void)stride; /* a run's elements are at the basic type's own stride */
+    kernels[basic](w->op, w->in + (addr - w->inout), addr, n);
+    return 0;
+}
+
+struct replace_walk {
+    const char *in;
+    char *inout;
+};
+
+static int replace_cb(char *addr, size_t len, void *arg)
+{
+    struct replace_walk *w = arg;
+    memcpy(addr, w->in + (addr - w->inout), len);
+    return 0;
+}
 
 void bm_mpi_op_apply(MPI_Op op, const void *in, void *inout, int count, MPI_Datatype dt)
 {
@@ -293,14 +356,20 @@ void bm_mpi_op_apply(MPI_Op op, const void *in, void *inout, int count, MPI_Data
         op->user_fn((void *)(uintptr_t)in, inout, &len, &d);
         return;
     }
-    case BM_MPI_OP_ID_replace:
-        memcpy(inout, in, bm_mpi_type_bytes(dt, count));
+    case BM_MPI_OP_ID_replace: {
+        struct replace_walk w = {in, inout};
+        bm_mpi_type_for_pieces(dt, inout, (size_t)count, replace_cb, &w);
         return;
+    }
     case BM_MPI_OP_ID_no_op:
         return;
     default:
-        /* Derived types reduce as runs of their predefined basic type. */
-        kernels[dt->basic->id](op->id, in, inout, (size_t)count * dt->basic_count);
+        if (dt->predefined) {
+            kernels[dt->id](op->id, in, inout, (size_t)count);
+        } else {
+            struct apply_walk w = {op->id, in, inout};
+            bm_util_dtype_walk(dt->dt, inout, (size_t)count, apply_cb, &w);
+        }
     }
 }
 

@@ -5,15 +5,62 @@
  * communicator's error handler), translates the communicator into the PML's
  * terms (point-to-point context id, own rank, world rank of the peer) and
  * hands the bytes to the PML; MPI_PROC_NULL peers complete at once with the
- * standard's status (source MPI_PROC_NULL, tag MPI_ANY_TAG, count 0). */
+ * standard's status (source MPI_PROC_NULL, tag MPI_ANY_TAG, count 0).
+ * A message is its packed data (count * size bytes): a type that is one
+ * run in memory goes to the PML as bytes (the fast path), any other through
+ * the PML's datatype calls, which pack and unpack fragment by fragment. */
 #include "mpi/mpi_internal.h"
 #include "mpi/mpi_request.h"
 #include "pml/pml.h"
+#include "util/dtype.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- helpers --------------------------------------------------------------- */
+
+/* (count, dt) at buf is one run of bytes: where it starts. */
+static inline bool msg_contig(const void *buf, int count, MPI_Datatype dt, const char **at_out)
+{
+    if (dt->contiguous) {
+        *at_out = buf;
+        return true;
+    }
+    if (bm_util_dtype_contig(dt->dt, (size_t)count)) {
+        *at_out = (const char *)buf + dt->dt->pdisp;
+        return true;
+    }
+    return false;
+}
+
+/* Start a send of (count, dt) at buf. or_done: a small standard send may
+ * complete inside the call, leaving *req_out NULL. */
+static bm_status_t msg_isend(const void *buf, int count, MPI_Datatype dt, int dst_world,
+                             MPI_Comm comm, int tag, enum bm_pml_send_mode mode, bool or_done,
+                             struct bm_pml_request **req_out)
+{
+    const char *at;
+    size_t bytes = bm_mpi_type_packed_bytes(dt, (size_t)count);
+    if (msg_contig(buf, count, dt, &at))
+        return or_done ? bm_pml_isend_or_done(at, bytes, dst_world, comm->context_id, comm->rank,
+                                              tag, mode, req_out)
+                       : bm_pml_isend(at, bytes, dst_world, comm->context_id, comm->rank, tag, mode,
+                                      req_out);
+    return or_done ? bm_pml_isend_or_done_dt(buf, (size_t)count, dt->dt, dst_world,
+                                             comm->context_id, comm->rank, tag, mode, req_out)
+                   : bm_pml_isend_dt(buf, (size_t)count, dt->dt, dst_world, comm->context_id,
+                                     comm->rank, tag, mode, req_out);
+}
+
+static bm_status_t msg_irecv(void *buf, int count, MPI_Datatype dt, MPI_Comm comm, int src, int tag,
+                             struct bm_pml_request **req_out)
+{
+    const char *at;
+    if (msg_contig(buf, count, dt, &at))
+        return bm_pml_irecv((char *)(uintptr_t)at, bm_mpi_type_packed_bytes(dt, (size_t)count),
+                            comm->context_id, src, tag, req_out);
+    return bm_pml_irecv_dt(buf, (size_t)count, dt->dt, comm->context_id, src, tag, req_out);
+}
 
 static void status_proc_null(MPI_Status *s)
 {
@@ -135,9 +182,10 @@ static bool bsend_fit(size_t len, size_t *off_out, struct bsend_msg ***link_out)
     return true;
 }
 
-static int bsend_start(const void *buf, size_t bytes, int dest, int tag, MPI_Comm comm,
-                       const char *fn)
+static int bsend_start(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                       MPI_Comm comm, const char *fn)
 {
+    size_t bytes = bm_mpi_type_packed_bytes(dt, (size_t)count);
     size_t need = (bytes + MPI_BSEND_OVERHEAD + 15) & ~(size_t)15;
     if (!bsend.buf)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
@@ -162,7 +210,7 @@ static int bsend_start(const void *buf, size_t bytes, int dest, int tag, MPI_Com
     if (!m)
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
     if (bytes)
-        memcpy(bsend.buf + off, buf, bytes);
+        bm_mpi_type_pack(dt, buf, (size_t)count, 0, bsend.buf + off, bytes);
     bm_status_t st = bm_pml_isend(bsend.buf + off, bytes, bm_mpi_comm_peer_world(comm, dest),
                                   comm->context_id, comm->rank, tag, BM_PML_SEND_STANDARD, &m->pml);
     if (st != BM_OK) {
@@ -225,7 +273,7 @@ BM_MPI_ALIAS(Buffer_detach);
 int bm_mpi_p2p_start(MPI_Request r, const char *fn)
 {
     MPI_Comm comm = r->comm;
-    size_t bytes = bm_mpi_type_bytes(r->dt, r->count);
+    size_t bytes = bm_mpi_type_packed_bytes(r->dt, (size_t)r->count);
     bm_status_t st;
     r->pml = NULL;
     if (r->kind != BM_MPI_REQ_RECV || r->peer == MPI_PROC_NULL)
@@ -236,18 +284,17 @@ int bm_mpi_p2p_start(MPI_Request r, const char *fn)
         return MPI_SUCCESS;
     }
     if (r->kind == BM_MPI_REQ_RECV) {
-        st = bm_pml_irecv(r->buf, bytes, comm->context_id, r->peer, r->tag, &r->pml);
+        st = msg_irecv(r->buf, r->count, r->dt, comm, r->peer, r->tag, &r->pml);
     } else if (r->mode == BM_MPI_SEND_BUFFERED) {
-        int rc = bsend_start(r->buf, bytes, r->peer, r->tag, comm, fn);
+        int rc = bsend_start(r->buf, r->count, r->dt, r->peer, r->tag, comm, fn);
         if (rc)
             return rc;
         status_sent(&r->status, comm, r->tag, bytes);
         r->active = true;
         return MPI_SUCCESS;
     } else {
-        st = bm_pml_isend_or_done(r->buf, bytes, bm_mpi_comm_peer_world(comm, r->peer),
-                                  comm->context_id, comm->rank, r->tag,
-                                  (enum bm_pml_send_mode)r->mode, &r->pml);
+        st = msg_isend(r->buf, r->count, r->dt, bm_mpi_comm_peer_world(comm, r->peer), comm, r->tag,
+                       (enum bm_pml_send_mode)r->mode, true, &r->pml);
         if (st == BM_OK && !r->pml) /* sent inline: complete already */
             status_sent(&r->status, comm, r->tag, bytes);
     }
@@ -309,11 +356,25 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
         return rc;
     if (dest == MPI_PROC_NULL)
         return MPI_SUCCESS;
-    size_t bytes = bm_mpi_type_bytes(dt, count);
     if (mode == BM_MPI_SEND_BUFFERED)
-        return bsend_start(buf, bytes, dest, tag, comm, fn);
-    bm_status_t st = bm_pml_send(buf, bytes, bm_mpi_comm_peer_world(comm, dest), comm->context_id,
-                                 comm->rank, tag, (enum bm_pml_send_mode)mode);
+        return bsend_start(buf, count, dt, dest, tag, comm, fn);
+    const char *at;
+    bm_status_t st;
+    if (msg_contig(buf, count, dt, &at)) {
+        st = bm_pml_send(at, bm_mpi_type_packed_bytes(dt, (size_t)count),
+                         bm_mpi_comm_peer_world(comm, dest), comm->context_id, comm->rank, tag,
+                         (enum bm_pml_send_mode)mode);
+    } else {
+        struct bm_pml_request *req;
+        st = msg_isend(buf, count, dt, bm_mpi_comm_peer_world(comm, dest), comm, tag,
+                       (enum bm_pml_send_mode)mode, true, &req);
+        if (st == BM_OK && req) {
+            struct bm_pml_status ps;
+            bm_pml_request_wait(req, &ps);
+            bm_pml_request_free(req);
+            st = (bm_status_t)ps.error;
+        }
+    }
     return st == BM_OK ? MPI_SUCCESS : pml_error(comm, st, fn, "send", dest);
 }
 
@@ -354,9 +415,9 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
             status_proc_null(status);
         return MPI_SUCCESS;
     }
-    size_t bytes = bm_mpi_type_bytes(datatype, count);
+    size_t bytes = bm_mpi_type_packed_bytes(datatype, (size_t)count);
     struct bm_pml_request *req;
-    bm_status_t st = bm_pml_irecv(buf, bytes, comm->context_id, source, tag, &req);
+    bm_status_t st = msg_irecv(buf, count, datatype, comm, source, tag, &req);
     if (st != BM_OK)
         return pml_error(comm, st, fn, "receive", source);
     struct bm_pml_status ps;
@@ -462,9 +523,9 @@ BM_MPI_ALIAS(Recv_init);
 
 /* Receive (posted first, so that two ranks exchanging large messages never
  * wait on each other) and send, then wait for both. */
-static int exchange(const char *fn, MPI_Comm comm, const void *sendbuf, size_t sbytes, int dest,
-                    int sendtag, void *recvbuf, size_t rbytes, int source, int recvtag,
-                    struct bm_pml_status *rs)
+static int exchange(const char *fn, MPI_Comm comm, const void *sendbuf, int scount,
+                    MPI_Datatype stype, int dest, int sendtag, void *recvbuf, int rcount,
+                    MPI_Datatype rtype, int source, int recvtag, struct bm_pml_status *rs)
 {
     struct bm_pml_request *rreq = NULL, *sreq = NULL;
     bm_status_t st;
@@ -474,11 +535,11 @@ static int exchange(const char *fn, MPI_Comm comm, const void *sendbuf, size_t s
     rs->error = BM_OK;
     rs->cancelled = false;
     if (source != MPI_PROC_NULL &&
-        (st = bm_pml_irecv(recvbuf, rbytes, comm->context_id, source, recvtag, &rreq)) != BM_OK)
+        (st = msg_irecv(recvbuf, rcount, rtype, comm, source, recvtag, &rreq)) != BM_OK)
         return pml_error(comm, st, fn, "receive", source);
     if (dest != MPI_PROC_NULL &&
-        (st = bm_pml_isend(sendbuf, sbytes, bm_mpi_comm_peer_world(comm, dest), comm->context_id,
-                           comm->rank, sendtag, BM_PML_SEND_STANDARD, &sreq)) != BM_OK) {
+        (st = msg_isend(sendbuf, scount, stype, bm_mpi_comm_peer_world(comm, dest), comm, sendtag,
+                        BM_PML_SEND_STANDARD, false, &sreq)) != BM_OK) {
         if (rreq) {
             bm_pml_request_cancel(rreq);
             bm_pml_request_wait(rreq, NULL);
@@ -521,10 +582,10 @@ int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
     if ((rc = check_args(fn, comm, sendbuf, sendcount, sendtype, dest, sendtag, false)) ||
         (rc = check_args(fn, comm, recvbuf, recvcount, recvtype, source, recvtag, true)))
         return rc;
-    size_t rbytes = bm_mpi_type_bytes(recvtype, recvcount);
+    size_t rbytes = bm_mpi_type_packed_bytes(recvtype, (size_t)recvcount);
     struct bm_pml_status rs;
-    if ((rc = exchange(fn, comm, sendbuf, bm_mpi_type_bytes(sendtype, sendcount), dest, sendtag,
-                       recvbuf, rbytes, source, recvtag, &rs)))
+    if ((rc = exchange(fn, comm, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                       recvtype, source, recvtag, &rs)))
         return rc;
     return exchange_result(fn, comm, &rs, rbytes, status);
 }
@@ -538,15 +599,18 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
     if ((rc = check_args(fn, comm, buf, count, datatype, dest, sendtag, false)) ||
         (rc = check_args(fn, comm, buf, count, datatype, source, recvtag, true)))
         return rc;
-    size_t bytes = bm_mpi_type_bytes(datatype, count);
+    /* The message arrives packed in a staging buffer and is unpacked into
+     * buf once the send from buf is done. */
+    size_t bytes = bm_mpi_type_packed_bytes(datatype, (size_t)count);
     char *tmp = malloc(bytes ? bytes : 1);
     if (!tmp)
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "no memory for a %zu-byte staging buffer",
                             bytes);
     struct bm_pml_status rs;
-    rc = exchange(fn, comm, buf, bytes, dest, sendtag, tmp, bytes, source, recvtag, &rs);
+    rc = exchange(fn, comm, buf, count, datatype, dest, sendtag, tmp, (int)bytes, MPI_BYTE, source,
+                  recvtag, &rs);
     if (rc == MPI_SUCCESS && source != MPI_PROC_NULL && rs.count)
-        memcpy(buf, tmp, rs.count);
+        bm_mpi_type_unpack(datatype, buf, (size_t)count, 0, tmp, rs.count);
     free(tmp);
     if (rc)
         return rc;

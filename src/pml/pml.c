@@ -216,15 +216,22 @@ bm_status_t bm_pml_improbe(uint32_t cid, int src, int tag, bool *flag_out,
     return BM_OK;
 }
 
-bm_status_t bm_pml_imrecv(void *buf, size_t capacity, struct bm_pml_message *msg,
-                          struct bm_pml_request **req_out)
+/* Receive msg into buf (capacity bytes), or into (count, type) when type is
+ * not NULL. */
+static bm_status_t imrecv(void *buf, size_t capacity, size_t count, struct bm_util_dtype *type,
+                          struct bm_pml_message *msg, struct bm_pml_request **req_out)
 {
-    if (!buf && capacity > 0)
+    if (!buf && capacity > 0 && !type)
         return BM_ERR_BAD_PARAM;
     struct bm_pml_uframe *uf = msg->uf;
     struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_RECV);
     if (!req)
         return BM_ERR_NO_MEMORY;
+    if (type) {
+        bm_util_dtype_conv_init(&req->conv, type, buf, count);
+        bm_util_dtype_retain(type);
+        capacity = req->conv.total;
+    }
     req->rbuf = buf;
     req->capacity = capacity;
     req->cid = uf->ctx->cid;
@@ -236,4 +243,16 @@ bm_status_t bm_pml_imrecv(void *buf, size_t capacity, struct bm_pml_message *msg
     free(uf);
     free(msg);
     return BM_OK;
+}
+
+bm_status_t bm_pml_imrecv(void *buf, size_t capacity, struct bm_pml_message *msg,
+                          struct bm_pml_request **req_out)
+{
+    return imrecv(buf, capacity, 0, NULL, msg, req_out);
+}
+
+bm_status_t bm_pml_imrecv_dt(void *buf, size_t count, struct bm_util_dtype *type,
+                             struct bm_pml_message *msg, struct bm_pml_request **req_out)
+{
+    return imrecv(buf, 0, count, type, msg, req_out);
 }

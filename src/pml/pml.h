@@ -4,7 +4,12 @@
  * wildcards, runs the eager and rendezvous protocols over the transports of
  * src/btl/btl.h, and drives all progress. It knows nothing of MPI handles:
  * communicators appear as a context id plus the ranks the caller translated,
- * datatypes as contiguous byte counts.
+ * datatypes as contiguous byte counts or, for data with gaps, as the
+ * datatype engine's description (util/dtype.h): the _dt calls stream such
+ * a message through the engine, packing each fragment straight into the
+ * transport's buffer and unpacking each arriving fragment in place, so no
+ * whole-message copy is ever made. On the wire both look the same (the
+ * packed bytes), so either side may use either form.
  *
  * Addressing. A send names the destination by its world rank (to route) and
  * carries the sender's own rank in the communicator plus the tag (to match
@@ -51,6 +56,7 @@ struct bm_pml_status {
 };
 
 struct bm_pml_request; /* opaque, owned by the PML */
+struct bm_util_dtype;  /* util/dtype.h */
 struct bm_pml_message; /* a message taken off the unexpected queue by improbe */
 
 /* Start the PML: open the transports (bm_btl_base_open), exchange their
@@ -97,11 +103,26 @@ bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, u
                                  int src_rank, int tag, enum bm_pml_send_mode mode,
                                  struct bm_pml_request **req_out);
 
+/* The same for count elements of type at buf (any layout; the message is
+ * their count * type->size packed bytes). The PML holds a reference on
+ * type until the request is released. */
+bm_status_t bm_pml_isend_dt(const void *buf, size_t count, struct bm_util_dtype *type,
+                            int dst_world, uint32_t cid, int src_rank, int tag,
+                            enum bm_pml_send_mode mode, struct bm_pml_request **req_out);
+bm_status_t bm_pml_isend_or_done_dt(const void *buf, size_t count, struct bm_util_dtype *type,
+                                    int dst_world, uint32_t cid, int src_rank, int tag,
+                                    enum bm_pml_send_mode mode, struct bm_pml_request **req_out);
+
 /* Post a receive into buf (capacity bytes) for a message of context cid from
  * communicator rank src (or BM_PML_ANY_SOURCE) with tag (or BM_PML_ANY_TAG).
  * A longer message fills the buffer and completes with BM_ERR_TRUNCATE. */
 bm_status_t bm_pml_irecv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
                          struct bm_pml_request **req_out);
+
+/* The same into count elements of type at buf (capacity: their packed
+ * bytes; truncation and status.count are in packed bytes). */
+bm_status_t bm_pml_irecv_dt(void *buf, size_t count, struct bm_util_dtype *type, uint32_t cid,
+                            int src, int tag, struct bm_pml_request **req_out);
 
 /* Non-blocking check: true when the request has completed (status_out, when
  * not NULL, is then filled). Progresses once when it has not. */
@@ -149,5 +170,7 @@ bm_status_t bm_pml_improbe(uint32_t cid, int src, int tag, bool *flag_out,
 /* Receive a message taken by improbe; consumes msg. */
 bm_status_t bm_pml_imrecv(void *buf, size_t capacity, struct bm_pml_message *msg,
                           struct bm_pml_request **req_out);
+bm_status_t bm_pml_imrecv_dt(void *buf, size_t count, struct bm_util_dtype *type,
+                             struct bm_pml_message *msg, struct bm_pml_request **req_out);
 
 #endif

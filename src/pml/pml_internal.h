@@ -8,6 +8,7 @@
 #include "btl/btl.h"
 #include "pml/pml.h"
 #include "pml/pml_proto.h"
+#include "util/dtype.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -100,6 +101,11 @@ struct bm_pml_request {
 
     struct bm_pml_request *pend_next; /* retry queue / free list */
     int outstanding;                  /* send: descriptors in flight */
+    /* A non-contiguous message (conv.type != NULL, a reference held until
+     * the request is released): sends pack each fragment into the
+     * transport's buffer, receives unpack each fragment where it belongs;
+     * sbuf/rbuf are then unused. */
+    struct bm_util_dtype_conv conv;
 
     /* send (cleared only for sends: request.c) */
     const char *sbuf;

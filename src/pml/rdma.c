@@ -274,7 +274,9 @@ static struct bm_btl_path *rdma_path(int peer_world, uint32_t cap, size_t bytes)
 bool bm_pml_rdma_rget_ok(const struct bm_pml_request *req)
 {
     size_t limit = rdma_params_get()->rget_limit;
-    if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank)
+    /* A non-contiguous sender has no one buffer for the receiver to read. */
+    if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank ||
+        req->conv.type)
         return false;
     return rdma_path(req->peer, BM_BTL_CAP_GET, req->bytes) != NULL;
 }
@@ -449,12 +451,14 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
     op->cls = (int8_t)rdma_class(fit);
     req->rget = op;
     struct bm_btl_path *path = rdma_path(peer_world, BM_BTL_CAP_GET, fit);
-    if (path && tail_len >= sizeof(t) && choice_pick(op->cls) == WAY_COPY) {
+    /* A non-contiguous receive buffer cannot take a plain get: fragments
+     * are unpacked where they belong instead. */
+    if (path && tail_len >= sizeof(t) && (req->conv.type || choice_pick(op->cls) == WAY_COPY)) {
         /* Copy-in/copy-out, timed: an ACK for all of it. */
         bm_log_debug("RGET of %zu bytes from rank %d: asking for fragments (copy)", fit,
                      peer_world);
         req->rget = NULL;
-        if (choice_auto()) {
+        if (choice_auto() && !req->conv.type) {
             req->rget_class = op->cls;
             choice_count(op->cls, WAY_COPY, 1);
         }

@@ -34,6 +34,27 @@ bm_status_t bm_pml_irecv(void *buf, size_t capacity, uint32_t cid, int src, int 
     return BM_OK;
 }
 
+bm_status_t bm_pml_irecv_dt(void *buf, size_t count, struct bm_util_dtype *type, uint32_t cid,
+                            int src, int tag, struct bm_pml_request **req_out)
+{
+    if ((src < 0 && src != BM_PML_ANY_SOURCE) || (tag < 0 && tag != BM_PML_ANY_TAG))
+        return BM_ERR_BAD_PARAM;
+    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_RECV);
+    if (!req)
+        return BM_ERR_NO_MEMORY;
+    bm_util_dtype_conv_init(&req->conv, type, buf, count);
+    bm_util_dtype_retain(type);
+    req->capacity = req->conv.total;
+    req->cid = cid;
+    req->peer = src;
+    req->tag = tag;
+    req->status.source = src;
+    req->status.tag = tag;
+    *req_out = req;
+    bm_pml_match_post(req);
+    return BM_OK;
+}
+
 bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
                         struct bm_pml_status *status_out)
 {
@@ -64,7 +85,10 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
     req->status.count = fit;
     req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
     size_t n = data_len < req->capacity ? data_len : req->capacity;
-    bm_util_copy(req->rbuf, data, n);
+    if (req->conv.type)
+        bm_util_dtype_conv_unpack(&req->conv, 0, data, n);
+    else
+        bm_util_copy(req->rbuf, data, n);
     if (type == BM_PML_HDR_MATCH) {
         bm_pml_request_complete(req);
         return;
@@ -111,6 +135,25 @@ static bool desc_copy_to(const struct bm_btl_recv_desc *d, size_t off, void *dst
         off = 0;
     }
     return n == 0;
+}
+
+/* Unpack n bytes at offset off of a fragment to stream offset at of the
+ * receive's non-contiguous buffer. */
+static void desc_unpack(const struct bm_btl_recv_desc *d, size_t off,
+                        const struct bm_util_dtype_conv *conv, size_t at, size_t n)
+{
+    for (uint32_t i = 0; i < d->seg_count && n > 0; i++) {
+        size_t len = d->seg[i].len;
+        if (off >= len) {
+            off -= len;
+            continue;
+        }
+        size_t take = len - off < n ? len - off : n;
+        bm_util_dtype_conv_unpack(conv, at, (const char *)d->seg[i].addr + off, take);
+        at += take;
+        n -= take;
+        off = 0;
+    }
 }
 
 static bool desc_copy(const struct bm_btl_recv_desc *d, size_t off, void *dst, size_t n)
@@ -255,7 +298,10 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
     if (fh.offset < req->capacity) {
         size_t n = req->capacity - fh.offset < plen ? req->capacity - fh.offset : plen;
         size_t smin = bm_pml_g.cfg.stream_copy_min;
-        desc_copy_to(d, sizeof(fh), req->rbuf + fh.offset, n, smin && req->msg_len >= smin);
+        if (req->conv.type)
+            desc_unpack(d, sizeof(fh), &req->conv, fh.offset, n);
+        else
+            desc_copy_to(d, sizeof(fh), req->rbuf + fh.offset, n, smin && req->msg_len >= smin);
     }
     size_t fresh = ranges_add(req, fh.offset, fh.offset + plen);
     req->arrived += fresh;

@@ -68,6 +68,10 @@ struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
 
 static void request_release(struct bm_pml_request *req)
 {
+    if (req->conv.type) {
+        bm_util_dtype_release((struct bm_util_dtype *)(uintptr_t)req->conv.type);
+        req->conv.type = NULL;
+    }
     req->state = BM_PML_REQ_FREE;
     req->pend_next = req_free;
     req_free = req;

@@ -31,6 +31,32 @@ enum bm_pml_send_phase {
 
 #define BM_PML_DES_FLAGS (BM_BTL_DES_F_BTL_OWNED | BM_BTL_DES_F_ALWAYS_CALLBACK)
 
+/* Largest non-contiguous message packed on the stack for sendi. */
+#define BM_PML_PACK_STACK 4096
+
+/* A descriptor holding reserve bytes of header, then up to *size bytes of
+ * the message from offset at (*size is set to what it took). A contiguous
+ * message goes through prepare_src (which may reference it in place); a
+ * non-contiguous one is packed straight into the transport's buffer. */
+static struct bm_btl_descriptor *frag_prepare(struct bm_pml_request *req, struct bm_btl_module *m,
+                                              struct bm_btl_endpoint *ep, size_t at, size_t reserve,
+                                              size_t *size)
+{
+    if (!req->conv.type)
+        return bm_btl_prepare_src(m, ep, req->sbuf + at, reserve, size, 0, BM_PML_DES_FLAGS);
+    if (reserve > m->max_send_size)
+        return NULL;
+    size_t n = *size;
+    if (n > m->max_send_size - reserve)
+        n = m->max_send_size - reserve;
+    struct bm_btl_descriptor *des = bm_btl_alloc(m, ep, 0, reserve + n, BM_PML_DES_FLAGS);
+    if (!des)
+        return NULL;
+    bm_util_dtype_conv_pack(&req->conv, at, (char *)des->seg[0].addr + reserve, n);
+    *size = n;
+    return des;
+}
+
 static void send_check_done(struct bm_pml_request *req)
 {
     if (req->nest > 0 || req->state != BM_PML_REQ_ACTIVE || req->sphase != BM_PML_SPHASE_SENT)
@@ -80,6 +106,18 @@ static bool retry_other_path(int rc)
     return bm_status_is_link(rc) || bm_status_is_peer(rc);
 }
 
+/* sendi of a small non-contiguous message, packed on the stack (out of
+ * line: the contiguous path keeps a small frame). */
+static __attribute__((noinline)) int sendi_packed(struct bm_pml_request *req,
+                                                  struct bm_btl_path *path,
+                                                  const struct bm_pml_hdr_match *mh)
+{
+    char packed[BM_PML_PACK_STACK];
+    bm_util_dtype_conv_pack(&req->conv, 0, packed, req->bytes);
+    return bm_btl_sendi(path->module, path->endpoint, mh, sizeof(*mh), packed, req->bytes, 0, 0,
+                        BM_PML_BTL_TAG(BM_PML_HDR_MATCH), NULL);
+}
+
 /* Send the MATCH or RNDV fragment. */
 static bm_status_t send_first(struct bm_pml_request *req)
 {
@@ -105,9 +143,12 @@ static bm_status_t send_first(struct bm_pml_request *req)
         req->rndv = req->mode == BM_PML_SEND_SYNCHRONOUS || req->force_rndv ||
                     sizeof(mh) + req->bytes > m->eager_limit;
         if (!req->rndv) {
-            if (bm_pml_sendi_ok(peer, m) && req->bytes <= bm_pml_g.cfg.sendi_limit) {
-                int rc = bm_btl_sendi(m, path->endpoint, &mh, sizeof(mh), req->sbuf, req->bytes, 0,
-                                      0, BM_PML_BTL_TAG(BM_PML_HDR_MATCH), NULL);
+            if (bm_pml_sendi_ok(peer, m) && req->bytes <= bm_pml_g.cfg.sendi_limit &&
+                (!req->conv.type || req->bytes <= BM_PML_PACK_STACK)) {
+                int rc = req->conv.type ? sendi_packed(req, path, &mh)
+                                        : bm_btl_sendi(m, path->endpoint, &mh, sizeof(mh),
+                                                       req->sbuf, req->bytes, 0, 0,
+                                                       BM_PML_BTL_TAG(BM_PML_HDR_MATCH), NULL);
                 if (rc == BM_BTL_DONE) {
                     req->sphase = BM_PML_SPHASE_SENT;
                     return BM_OK;
@@ -119,8 +160,8 @@ static bm_status_t send_first(struct bm_pml_request *req)
                 /* out of resources or not available: the descriptor path decides */
             }
             size_t size = req->bytes;
-            struct bm_btl_descriptor *des = bm_btl_prepare_src(
-                m, path->endpoint, req->sbuf, sizeof(mh), &size, 0, BM_PML_DES_FLAGS);
+            struct bm_btl_descriptor *des =
+                frag_prepare(req, m, path->endpoint, 0, sizeof(mh), &size);
             if (!des)
                 return BM_ERR_OUT_OF_RESOURCE;
             if (size != req->bytes) {
@@ -161,8 +202,7 @@ static bm_status_t send_first(struct bm_pml_request *req)
         if (first > room)
             first = room;
         size_t size = first;
-        struct bm_btl_descriptor *des = bm_btl_prepare_src(m, path->endpoint, req->sbuf, sizeof(rh),
-                                                           &size, 0, BM_PML_DES_FLAGS);
+        struct bm_btl_descriptor *des = frag_prepare(req, m, path->endpoint, 0, sizeof(rh), &size);
         if (!des)
             return BM_ERR_OUT_OF_RESOURCE;
         memcpy(des->seg[0].addr, &rh, sizeof(rh));
@@ -229,8 +269,7 @@ static bm_status_t send_frags(struct bm_pml_request *req)
             .rreq = req->rreq,
             .offset = at,
         };
-        struct bm_btl_descriptor *des = bm_btl_prepare_src(m, path->endpoint, req->sbuf + at,
-                                                           sizeof(fh), &size, 0, BM_PML_DES_FLAGS);
+        struct bm_btl_descriptor *des = frag_prepare(req, m, path->endpoint, at, sizeof(fh), &size);
         if (!des)
             return BM_ERR_OUT_OF_RESOURCE;
         if (size == 0) {
@@ -347,8 +386,9 @@ static bm_status_t send_check(const void *buf, size_t bytes, int dst_world, int 
 
 /* A new send request, started with sequence number seq (UINT64_MAX: take
  * the next one now) and advanced as far as it goes. */
-static bm_status_t send_new(const void *buf, size_t bytes, int dst_world, uint32_t cid,
-                            int src_rank, int tag, enum bm_pml_send_mode mode, uint64_t seq,
+static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_dtype_conv *conv,
+                            int dst_world, uint32_t cid, int src_rank, int tag,
+                            enum bm_pml_send_mode mode, uint64_t seq,
                             struct bm_pml_request **req_out)
 {
     struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_SEND);
@@ -362,6 +402,10 @@ static bm_status_t send_new(const void *buf, size_t bytes, int dst_world, uint32
     if (seq == UINT64_MAX)
         seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
     *req_out = req;
+    if (conv) {
+        req->conv = *conv;
+        bm_util_dtype_retain((struct bm_util_dtype *)(uintptr_t)conv->type);
+    }
     req->sbuf = buf;
     req->bytes = bytes;
     req->peer = dst_world;
@@ -384,7 +428,7 @@ bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t 
     bm_status_t rc = send_check(buf, bytes, dst_world, src_rank, tag);
     if (rc != BM_OK)
         return rc;
-    return send_new(buf, bytes, dst_world, cid, src_rank, tag, mode, UINT64_MAX, req_out);
+    return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, UINT64_MAX, req_out);
 }
 
 /* A standard send small enough for sendi goes straight to the transport,
@@ -424,7 +468,44 @@ bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, u
     if (mode == BM_PML_SEND_STANDARD && bytes <= bm_pml_g.cfg.sendi_limit &&
         send_inline(buf, bytes, dst_world, cid, src_rank, tag, &seq))
         return BM_OK;
-    return send_new(buf, bytes, dst_world, cid, src_rank, tag, mode, seq, req_out);
+    return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, seq, req_out);
+}
+
+bm_status_t bm_pml_isend_dt(const void *buf, size_t count, struct bm_util_dtype *type,
+                            int dst_world, uint32_t cid, int src_rank, int tag,
+                            enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
+{
+    struct bm_util_dtype_conv conv;
+    bm_util_dtype_conv_init(&conv, type, buf, count);
+    /* buf may be NULL (MPI_BOTTOM with absolute displacements). */
+    bm_status_t rc = send_check(buf, 0, dst_world, src_rank, tag);
+    if (rc != BM_OK)
+        return rc;
+    return send_new(NULL, conv.total, &conv, dst_world, cid, src_rank, tag, mode, UINT64_MAX,
+                    req_out);
+}
+
+bm_status_t bm_pml_isend_or_done_dt(const void *buf, size_t count, struct bm_util_dtype *type,
+                                    int dst_world, uint32_t cid, int src_rank, int tag,
+                                    enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
+{
+    *req_out = NULL;
+    struct bm_util_dtype_conv conv;
+    bm_util_dtype_conv_init(&conv, type, buf, count);
+    /* buf may be NULL (MPI_BOTTOM with absolute displacements). */
+    bm_status_t rc = send_check(buf, 0, dst_world, src_rank, tag);
+    if (rc != BM_OK)
+        return rc;
+    uint64_t seq = UINT64_MAX;
+    if (mode == BM_PML_SEND_STANDARD && conv.total <= bm_pml_g.cfg.sendi_limit &&
+        conv.total <= BM_PML_PACK_STACK) {
+        /* Small: pack on the stack and send it as a contiguous message. */
+        char packed[BM_PML_PACK_STACK];
+        bm_util_dtype_conv_pack(&conv, 0, packed, conv.total);
+        if (send_inline(packed, conv.total, dst_world, cid, src_rank, tag, &seq))
+            return BM_OK;
+    }
+    return send_new(NULL, conv.total, &conv, dst_world, cid, src_rank, tag, mode, seq, req_out);
 }
 
 bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,

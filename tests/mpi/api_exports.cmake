@@ -5,7 +5,7 @@
 # LIB, NM.
 cmake_minimum_required(VERSION 3.25)
 file(READ ${HEADER} text)
-string(REGEX MATCHALL "BM_MPI_API (int|double) P?MPI_[A-Za-z_]+" decls "${text}")
+string(REGEX MATCHALL "BM_MPI_API (int|double|MPI_Aint) P?MPI_[A-Za-z_]+" decls "${text}")
 set(declared "")
 foreach(d ${decls})
     string(REGEX REPLACE ".* " "" name "${d}")
