@@ -297,6 +297,11 @@ int bm_mpi_type_count(MPI_Datatype dt, size_t bytes)
     return n > INT_MAX ? MPI_UNDEFINED : (int)n;
 }
 
+size_t bm_mpi_type_elements_bytes(MPI_Datatype dt, MPI_Count count)
+{
+    return bm_util_dtype_elems_bytes(dt->dt, (uint64_t)count);
+}
+
 MPI_Aint bm_mpi_type_offset(MPI_Datatype dt)
 {
     return dt->dt->pdisp;

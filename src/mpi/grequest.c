@@ -155,12 +155,6 @@ BM_MPI_ALIAS(Grequest_complete);
 
 /* ---- status setters ---------------------------------------------------------------- */
 
-/* Basic elements in one element of a predefined type (the pair types hold two). */
-static MPI_Count basic_elements(MPI_Datatype basic)
-{
-    return basic->kind == BM_MPI_KIND_PAIR ? 2 : 1;
-}
-
 static int set_elements(MPI_Status *status, MPI_Datatype datatype, MPI_Count count, const char *fn)
 {
     int rc;
@@ -172,20 +166,9 @@ static int set_elements(MPI_Status *status, MPI_Datatype datatype, MPI_Count cou
         return bm_mpi_check_datatype(NULL, datatype, fn);
     if (count < 0)
         return bm_mpi_error(NULL, MPI_ERR_COUNT, fn, "negative count %lld", (long long)count);
-    /* The inverse of MPI_Get_elements: count basic elements are so many
-     * whole elements of datatype plus a partial one of whole basic
-     * elements, and the status records the bytes they occupy as received. */
-    MPI_Count per_basic = basic_elements(datatype->basic);
-    MPI_Count per_elem = (MPI_Count)datatype->basic_count * per_basic;
-    if (count % per_basic)
-        return bm_mpi_error(NULL, MPI_ERR_COUNT, fn,
-                            "%lld is not a whole number of %s elements (each holds %lld basic "
-                            "elements)",
-                            (long long)count, datatype->basic->name, (long long)per_basic);
-    MPI_Count whole = per_elem ? count / per_elem : 0;
-    MPI_Count rest = per_elem ? (count % per_elem) / per_basic : 0;
-    status->bm_count =
-        (size_t)whole * (size_t)datatype->extent + (size_t)rest * (size_t)datatype->basic->extent;
+    /* The inverse of MPI_Get_elements: the packed bytes count basic
+     * elements of the datatype's stream occupy (datatype.c). */
+    status->bm_count = bm_mpi_type_elements_bytes(datatype, count);
     return MPI_SUCCESS;
 }
 

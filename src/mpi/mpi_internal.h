@@ -511,6 +511,10 @@ void bm_mpi_type_release(MPI_Datatype dt);
  * also give MPI_UNDEFINED. */
 int bm_mpi_type_count(MPI_Datatype dt, size_t bytes);
 
+/* Packed bytes of the first count basic elements of a stream of dt
+ * (MPI_Status_set_elements: what MPI_Get_elements turns back into count). */
+size_t bm_mpi_type_elements_bytes(MPI_Datatype dt, MPI_Count count);
+
 /* Pack bytes [offset, offset + len) of the packed stream of (count, dt) at
  * buf into dst, or unpack src into that range. */
 void bm_mpi_type_pack(MPI_Datatype dt, const void *buf, size_t count, size_t offset, void *dst,

@@ -958,3 +958,44 @@ int64_t bm_util_dtype_count_elems(const struct bm_util_dtype *t, size_t bytes)
     int64_t p = prefix_elems(t->typed, rest);
     return p < 0 ? -1 : k + p;
 }
+
+/* Packed bytes of the first k (< n->nelems) basic elements of an instance of n. */
+static size_t prefix_bytes(const struct bm_util_dtype_node *n, uint64_t k)
+{
+    switch (n->kind) {
+    case NODE_LEAF: {
+        uint64_t full = k / n->u.leaf.nparts, rest = k % n->u.leaf.nparts;
+        size_t b = (size_t)full * n->u.leaf.bsize;
+        for (unsigned i = 0; i < rest; i++)
+            b += n->u.leaf.plen[i];
+        return b;
+    }
+    case NODE_VEC: {
+        const struct bm_util_dtype_node *c = n->u.vec.child;
+        uint64_t full = k / c->nelems, rest = k % c->nelems;
+        return (size_t)full * c->size + (rest ? prefix_bytes(c, rest) : 0);
+    }
+    case NODE_LIST: {
+        size_t b = 0;
+        for (size_t i = 0; i < n->u.list.n && k > 0; i++) {
+            const struct bm_util_dtype_node *c = n->u.list.e[i].child;
+            if (k >= c->nelems) {
+                k -= c->nelems;
+                b += c->size;
+            } else {
+                return b + prefix_bytes(c, k);
+            }
+        }
+        return b;
+    }
+    }
+    return 0;
+}
+
+size_t bm_util_dtype_elems_bytes(const struct bm_util_dtype *t, uint64_t elems)
+{
+    if (t->nelems == 0 || !t->typed)
+        return 0;
+    uint64_t full = elems / t->nelems, rest = elems % t->nelems;
+    return (size_t)full * t->size + (rest ? prefix_bytes(t->typed, rest) : 0);
+}

@@ -161,6 +161,9 @@ int bm_util_dtype_walk(const struct bm_util_dtype *t, const void *base, size_t c
  * pair holds two) in the first bytes of the packed stream of t repeated,
  * or -1 when bytes ends inside one (MPI_Get_elements). */
 int64_t bm_util_dtype_count_elems(const struct bm_util_dtype *t, size_t bytes);
+/* The inverse: packed bytes of the first elems basic elements of the stream
+ * of t repeated (MPI_Status_set_elements). */
+size_t bm_util_dtype_elems_bytes(const struct bm_util_dtype *t, uint64_t elems);
 
 /* ---- the convertor: one message, packed or unpacked piece by piece --------- */
 

@@ -8,7 +8,7 @@ function(bm_api_test name np)
 endfunction()
 
 foreach(prog api_init api_errors api_coll api_coll_blocks api_group api_datatype api_attr
-        api_info api_topo api_topo_graph api_intercomm)
+        api_info api_topo api_topo_graph api_intercomm api_dtype_derived)
     add_executable(${prog} ${api_dir}/${prog}.c)
     target_link_libraries(${prog} PRIVATE bitmover bm_test_harness)
 endforeach()
@@ -46,7 +46,13 @@ endforeach()
 foreach(np 1 2 3)
     bm_api_test(api_comm_life ${np})
 endforeach()
+# Derived types again with transports short of resources and tiny
+# fragments, so that packing resumes across many fragments and retries.
+bm_add_mpi_test(api_dtype_derived_scarce_np2 TARGET api_dtype_derived NP 2 BTL self,sm TIMEOUT 120
+    ENV BM_TEST_EXPECT_NP=2 BM_BTL_SM_EAGER_FRAGS=4 BM_BTL_SM_MAX_FRAGS=2 BM_PML_SENDI_LIMIT=0
+    BM_PML_FRAG_SIZE=3000)
 foreach(np 1 2)
+    bm_api_test(api_dtype_derived ${np})
     bm_api_test(api_datatype ${np})
     bm_api_test(api_attr ${np})
 endforeach()

@@ -78,7 +78,7 @@ static void test_bad_arguments(void)
     BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_2INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP);
     BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_INT, MPI_MAXLOC, MPI_COMM_WORLD), MPI_ERR_OP);
     BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD), MPI_ERR_OP);
-    BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP);
+    BM_CHECK_EQ_INT(MPI_Allreduce(buf, out, 1, MPI_WCHAR, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP);
     BM_CHECK_EQ_INT(MPI_Reduce(buf, out, 1, MPI_INT, MPI_REPLACE, 0, MPI_COMM_WORLD), MPI_ERR_OP);
     BM_CHECK_EQ_INT(MPI_Op_free(&(MPI_Op){MPI_SUM}), MPI_ERR_OP);
 

@@ -489,6 +489,14 @@ static void check_case(const struct pair *p, size_t count)
         CASE_CHECK(n == want_n, "elements in %zu bytes: %" PRId64 ", want %" PRId64, bytes, n,
                    want_n);
     }
+    /* Elements to bytes and back (MPI_Status_set_elements). */
+    for (int k = 0; k < 3 && nel > 0; k++) {
+        uint64_t n = (uint64_t)rnd_in(0, (long)(nel * count + 2));
+        size_t b = bm_util_dtype_elems_bytes(t, n);
+        CASE_CHECK(bm_util_dtype_count_elems(t, b) == (int64_t)n,
+                   "%" PRIu64 " elements -> %zu bytes -> %" PRId64 " elements", n, b,
+                   bm_util_dtype_count_elems(t, b));
+    }
     free(mem);
     free(mem2);
     free(want);
