@@ -224,7 +224,8 @@ static struct pair gen_struct(int depth, int flavour)
             olds[i] = olds[0];
             bm_util_dtype_retain(olds[i].t);
             olds[i].r.e = malloc(olds[0].r.n * sizeof(struct relem) + 1);
-            memcpy(olds[i].r.e, olds[0].r.e, olds[0].r.n * sizeof(struct relem));
+            if (olds[0].r.n)
+                memcpy(olds[i].r.e, olds[0].r.e, olds[0].r.n * sizeof(struct relem));
         }
         ts[i] = olds[i].t;
         bls[i] = regular ? 2 : (size_t)rnd_in(0, 3);
@@ -254,7 +255,8 @@ static struct pair gen_resized(int depth)
     p.t = bm_util_dtype_resized(old.t, lb, ext);
     p.r = old.r;
     p.r.e = malloc(old.r.n * sizeof(struct relem) + 1);
-    memcpy(p.r.e, old.r.e, old.r.n * sizeof(struct relem));
+    if (old.r.n)
+        memcpy(p.r.e, old.r.e, old.r.n * sizeof(struct relem));
     p.r.lb = lb;
     p.r.ub = lb + ext;
     p.r.marks = BM_UTIL_DTYPE_LB_MARKED | BM_UTIL_DTYPE_UB_MARKED;
