@@ -13,17 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-bm_status_t bm_pml_irecv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
-                         struct bm_pml_request **req_out)
+/* Post req for (cid, src, tag). */
+static bm_status_t recv_post(struct bm_pml_request *req, uint32_t cid, int src, int tag,
+                             struct bm_pml_request **req_out)
 {
-    if ((src < 0 && src != BM_PML_ANY_SOURCE) || (tag < 0 && tag != BM_PML_ANY_TAG) ||
-        (!buf && capacity > 0))
-        return BM_ERR_BAD_PARAM;
-    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_RECV);
-    if (!req)
-        return BM_ERR_NO_MEMORY;
-    req->rbuf = buf;
-    req->capacity = capacity;
     req->cid = cid;
     req->peer = src;
     req->tag = tag;
@@ -34,10 +27,28 @@ bm_status_t bm_pml_irecv(void *buf, size_t capacity, uint32_t cid, int src, int 
     return BM_OK;
 }
 
+static bool recv_args_ok(int src, int tag)
+{
+    return (src >= 0 || src == BM_PML_ANY_SOURCE) && (tag >= 0 || tag == BM_PML_ANY_TAG);
+}
+
+bm_status_t bm_pml_irecv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
+                         struct bm_pml_request **req_out)
+{
+    if (!recv_args_ok(src, tag) || (!buf && capacity > 0))
+        return BM_ERR_BAD_PARAM;
+    struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_RECV);
+    if (!req)
+        return BM_ERR_NO_MEMORY;
+    req->rbuf = buf;
+    req->capacity = capacity;
+    return recv_post(req, cid, src, tag, req_out);
+}
+
 bm_status_t bm_pml_irecv_dt(void *buf, size_t count, struct bm_util_dtype *type, uint32_t cid,
                             int src, int tag, struct bm_pml_request **req_out)
 {
-    if ((src < 0 && src != BM_PML_ANY_SOURCE) || (tag < 0 && tag != BM_PML_ANY_TAG))
+    if (!recv_args_ok(src, tag))
         return BM_ERR_BAD_PARAM;
     struct bm_pml_request *req = bm_pml_request_alloc(BM_PML_REQ_RECV);
     if (!req)
@@ -45,14 +56,7 @@ bm_status_t bm_pml_irecv_dt(void *buf, size_t count, struct bm_util_dtype *type,
     bm_util_dtype_conv_init(&req->conv, type, buf, count);
     bm_util_dtype_retain(type);
     req->capacity = req->conv.total;
-    req->cid = cid;
-    req->peer = src;
-    req->tag = tag;
-    req->status.source = src;
-    req->status.tag = tag;
-    *req_out = req;
-    bm_pml_match_post(req);
-    return BM_OK;
+    return recv_post(req, cid, src, tag, req_out);
 }
 
 bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
@@ -113,10 +117,10 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
 }
 
 /* Copy n bytes at offset off of a received fragment (which may span
- * segments) to dst, with streaming stores if stream. False when the
- * fragment is shorter. */
+ * segments) to dst, with streaming stores if stream; or, with a convertor,
+ * unpack them to its stream offset at. False when the fragment is shorter. */
 static bool desc_copy_to(const struct bm_btl_recv_desc *d, size_t off, void *dst, size_t n,
-                         bool stream)
+                         bool stream, const struct bm_util_dtype_conv *conv, size_t at)
 {
     char *out = dst;
     for (uint32_t i = 0; i < d->seg_count && n > 0; i++) {
@@ -126,39 +130,26 @@ static bool desc_copy_to(const struct bm_btl_recv_desc *d, size_t off, void *dst
             continue;
         }
         size_t take = len - off < n ? len - off : n;
-        if (stream)
-            bm_util_copy_stream(out, (const char *)d->seg[i].addr + off, take);
-        else
-            memcpy(out, (const char *)d->seg[i].addr + off, take);
-        out += take;
+        const char *src = (const char *)d->seg[i].addr + off;
+        if (conv) {
+            bm_util_dtype_conv_unpack(conv, at, src, take);
+            at += take;
+        } else {
+            if (stream)
+                bm_util_copy_stream(out, src, take);
+            else
+                memcpy(out, src, take);
+            out += take;
+        }
         n -= take;
         off = 0;
     }
     return n == 0;
 }
 
-/* Unpack n bytes at offset off of a fragment to stream offset at of the
- * receive's non-contiguous buffer. */
-static void desc_unpack(const struct bm_btl_recv_desc *d, size_t off,
-                        const struct bm_util_dtype_conv *conv, size_t at, size_t n)
-{
-    for (uint32_t i = 0; i < d->seg_count && n > 0; i++) {
-        size_t len = d->seg[i].len;
-        if (off >= len) {
-            off -= len;
-            continue;
-        }
-        size_t take = len - off < n ? len - off : n;
-        bm_util_dtype_conv_unpack(conv, at, (const char *)d->seg[i].addr + off, take);
-        at += take;
-        n -= take;
-        off = 0;
-    }
-}
-
 static bool desc_copy(const struct bm_btl_recv_desc *d, size_t off, void *dst, size_t n)
 {
-    return desc_copy_to(d, off, dst, n, false);
+    return desc_copy_to(d, off, dst, n, false, NULL, 0);
 }
 
 static size_t desc_len(const struct bm_btl_recv_desc *d)
@@ -299,9 +290,10 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
         size_t n = req->capacity - fh.offset < plen ? req->capacity - fh.offset : plen;
         size_t smin = bm_pml_g.cfg.stream_copy_min;
         if (req->conv.type)
-            desc_unpack(d, sizeof(fh), &req->conv, fh.offset, n);
+            desc_copy_to(d, sizeof(fh), NULL, n, false, &req->conv, fh.offset);
         else
-            desc_copy_to(d, sizeof(fh), req->rbuf + fh.offset, n, smin && req->msg_len >= smin);
+            desc_copy_to(d, sizeof(fh), req->rbuf + fh.offset, n, smin && req->msg_len >= smin,
+                         NULL, 0);
     }
     size_t fresh = ranges_add(req, fh.offset, fh.offset + plen);
     req->arrived += fresh;

@@ -471,18 +471,34 @@ bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, u
     return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, seq, req_out);
 }
 
+/* A non-contiguous send (buf may be NULL: MPI_BOTTOM with absolute
+ * displacements). or_done: a small standard send is packed on the stack and
+ * sent inline, with no request. */
+static bm_status_t send_dt(const void *buf, size_t count, struct bm_util_dtype *type, int dst_world,
+                           uint32_t cid, int src_rank, int tag, enum bm_pml_send_mode mode,
+                           bool or_done, struct bm_pml_request **req_out)
+{
+    struct bm_util_dtype_conv conv;
+    bm_util_dtype_conv_init(&conv, type, buf, count);
+    bm_status_t rc = send_check(buf, 0, dst_world, src_rank, tag);
+    if (rc != BM_OK)
+        return rc;
+    uint64_t seq = UINT64_MAX;
+    if (or_done && mode == BM_PML_SEND_STANDARD && conv.total <= bm_pml_g.cfg.sendi_limit &&
+        conv.total <= BM_PML_PACK_STACK) {
+        char packed[BM_PML_PACK_STACK];
+        bm_util_dtype_conv_pack(&conv, 0, packed, conv.total);
+        if (send_inline(packed, conv.total, dst_world, cid, src_rank, tag, &seq))
+            return BM_OK;
+    }
+    return send_new(NULL, conv.total, &conv, dst_world, cid, src_rank, tag, mode, seq, req_out);
+}
+
 bm_status_t bm_pml_isend_dt(const void *buf, size_t count, struct bm_util_dtype *type,
                             int dst_world, uint32_t cid, int src_rank, int tag,
                             enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
 {
-    struct bm_util_dtype_conv conv;
-    bm_util_dtype_conv_init(&conv, type, buf, count);
-    /* buf may be NULL (MPI_BOTTOM with absolute displacements). */
-    bm_status_t rc = send_check(buf, 0, dst_world, src_rank, tag);
-    if (rc != BM_OK)
-        return rc;
-    return send_new(NULL, conv.total, &conv, dst_world, cid, src_rank, tag, mode, UINT64_MAX,
-                    req_out);
+    return send_dt(buf, count, type, dst_world, cid, src_rank, tag, mode, false, req_out);
 }
 
 bm_status_t bm_pml_isend_or_done_dt(const void *buf, size_t count, struct bm_util_dtype *type,
@@ -490,22 +506,7 @@ bm_status_t bm_pml_isend_or_done_dt(const void *buf, size_t count, struct bm_uti
                                     enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
 {
     *req_out = NULL;
-    struct bm_util_dtype_conv conv;
-    bm_util_dtype_conv_init(&conv, type, buf, count);
-    /* buf may be NULL (MPI_BOTTOM with absolute displacements). */
-    bm_status_t rc = send_check(buf, 0, dst_world, src_rank, tag);
-    if (rc != BM_OK)
-        return rc;
-    uint64_t seq = UINT64_MAX;
-    if (mode == BM_PML_SEND_STANDARD && conv.total <= bm_pml_g.cfg.sendi_limit &&
-        conv.total <= BM_PML_PACK_STACK) {
-        /* Small: pack on the stack and send it as a contiguous message. */
-        char packed[BM_PML_PACK_STACK];
-        bm_util_dtype_conv_pack(&conv, 0, packed, conv.total);
-        if (send_inline(packed, conv.total, dst_world, cid, src_rank, tag, &seq))
-            return BM_OK;
-    }
-    return send_new(NULL, conv.total, &conv, dst_world, cid, src_rank, tag, mode, seq, req_out);
+    return send_dt(buf, count, type, dst_world, cid, src_rank, tag, mode, true, req_out);
 }
 
 bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,

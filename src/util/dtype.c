@@ -418,6 +418,22 @@ struct bm_util_dtype *bm_util_dtype_marker(unsigned mark)
     return t;
 }
 
+/* Give t its two descriptions (references taken over) and finish it; NULL
+ * (t released) when memory ran out on the way. */
+static struct bm_util_dtype *type_set(struct bm_util_dtype *t, struct ref p, struct ref ty, bool ok)
+{
+    t->packed = p.n;
+    t->pdisp = p.disp;
+    t->typed = ty.n;
+    t->tdisp = ty.disp;
+    if (!ok) {
+        bm_util_dtype_release(t);
+        return NULL;
+    }
+    type_finish(t);
+    return t;
+}
+
 /* Bounds of a type being built from copies of old types. */
 struct bounds {
     bool any, any_data, mlb_set, mub_set;
@@ -518,16 +534,7 @@ struct bm_util_dtype *bm_util_dtype_hvector(size_t count, size_t blocklen, ptrdi
     blk = block_of(old->typed, old->tdisp, blocklen, ext, &ok);
     struct ref ty = vec_make(count, stride, blk, &ok);
     node_release(blk.n);
-    t->packed = p.n;
-    t->pdisp = p.disp;
-    t->typed = ty.n;
-    t->tdisp = ty.disp;
-    if (!ok) {
-        bm_util_dtype_release(t);
-        return NULL;
-    }
-    type_finish(t);
-    return t;
+    return type_set(t, p, ty, ok);
 }
 
 struct bm_util_dtype *bm_util_dtype_struct(size_t n, const size_t *blocklens,
@@ -559,16 +566,7 @@ struct bm_util_dtype *bm_util_dtype_struct(size_t n, const size_t *blocklens,
     bounds_set(t, &b, pad);
     struct ref p = list_make(&pa, &ok);
     struct ref ty = list_make(&ta, &ok);
-    t->packed = p.n;
-    t->pdisp = p.disp;
-    t->typed = ty.n;
-    t->tdisp = ty.disp;
-    if (!ok) {
-        bm_util_dtype_release(t);
-        return NULL;
-    }
-    type_finish(t);
-    return t;
+    return type_set(t, p, ty, ok);
 }
 
 struct bm_util_dtype *bm_util_dtype_resized(const struct bm_util_dtype *old, ptrdiff_t lb,
@@ -830,36 +828,37 @@ size_t bm_util_dtype_pieces(const struct bm_util_dtype *t, const void *base, siz
     return w.n;
 }
 
-size_t bm_util_dtype_conv_pack(const struct bm_util_dtype_conv *c, size_t offset, void *dst,
-                               size_t len)
+/* Pack or unpack [offset, offset + len) of the convertor's message. */
+static size_t conv_move(const struct bm_util_dtype_conv *c, size_t offset, char *buf, size_t len,
+                        enum walk_mode mode)
 {
     if (offset >= c->total)
         return 0;
     if (len > c->total - offset)
         len = c->total - offset;
     if (c->contig) {
-        memcpy(dst, addr((uintptr_t)c->base + (uintptr_t)c->type->pdisp + offset), len);
+        char *at = addr((uintptr_t)c->base + (uintptr_t)c->type->pdisp + offset);
+        if (mode == WALK_PACK)
+            memcpy(buf, at, len);
+        else
+            memcpy(at, buf, len);
         return len;
     }
-    struct walk w = {.mode = WALK_PACK, .buf = dst};
+    struct walk w = {.mode = mode, .buf = buf};
     walk_message(&w, c->type, c->base, c->count, offset, len);
     return len;
+}
+
+size_t bm_util_dtype_conv_pack(const struct bm_util_dtype_conv *c, size_t offset, void *dst,
+                               size_t len)
+{
+    return conv_move(c, offset, dst, len, WALK_PACK);
 }
 
 size_t bm_util_dtype_conv_unpack(const struct bm_util_dtype_conv *c, size_t offset, const void *src,
                                  size_t len)
 {
-    if (offset >= c->total)
-        return 0;
-    if (len > c->total - offset)
-        len = c->total - offset;
-    if (c->contig) {
-        memcpy(addr((uintptr_t)c->base + (uintptr_t)c->type->pdisp + offset), src, len);
-        return len;
-    }
-    struct walk w = {.mode = WALK_UNPACK, .buf = (char *)(uintptr_t)src};
-    walk_message(&w, c->type, c->base, c->count, offset, len);
-    return len;
+    return conv_move(c, offset, (char *)(uintptr_t)src, len, WALK_UNPACK);
 }
 
 /* ---- the typed description ----------------------------------------------- */

@@ -30,8 +30,8 @@ static void check_bounds(MPI_Datatype t, int sz, MPI_Aint lb, MPI_Aint ext, MPI_
     MPI_Type_size(t, &s);
     BM_CHECK_MSG(s == sz, "%s: size %d, want %d", what, s, sz);
     MPI_Type_get_extent(t, &a, &b);
-    BM_CHECK_MSG(a == lb && b == ext, "%s: lb %ld extent %ld, want %ld %ld", what, (long)a,
-                 (long)b, (long)lb, (long)ext);
+    BM_CHECK_MSG(a == lb && b == ext, "%s: lb %ld extent %ld, want %ld %ld", what, (long)a, (long)b,
+                 (long)lb, (long)ext);
     MPI_Type_get_true_extent(t, &a, &b);
     BM_CHECK_MSG(a == tlb && b == text, "%s: true lb %ld extent %ld, want %ld %ld", what, (long)a,
                  (long)b, (long)tlb, (long)text);
@@ -132,8 +132,7 @@ static void test_constructors(void)
     BM_CHECK_EQ_INT(MPI_Type_get_contents(t, 8, 4, 4, ints, addrs, types), MPI_SUCCESS);
     BM_CHECK(types[0] == MPI_DOUBLE && types[1] == MPI_CHAR && addrs[1] == 8);
     /* struct of a derived type: get_contents hands back a handle to free */
-    MPI_Type_create_struct(2, (int[]){2, 1}, (MPI_Aint[]){0, 40},
-                           (MPI_Datatype[]){t, MPI_INT}, &u);
+    MPI_Type_create_struct(2, (int[]){2, 1}, (MPI_Aint[]){0, 40}, (MPI_Datatype[]){t, MPI_INT}, &u);
     check_bounds(u, 22, 0, 48, 0, 44, "struct of struct");
     MPI_Type_free(&t); /* u still uses it */
     BM_CHECK_EQ_INT(MPI_Type_get_contents(u, 8, 4, 4, ints, addrs, types), MPI_SUCCESS);
@@ -418,8 +417,8 @@ static void test_p2p_partial(void)
 
 /* ---- external32 ----------------------------------------------------------- */
 
-static void check_ext(const void *v, int count, MPI_Datatype t, const unsigned char *want,
-                      size_t n, const char *what)
+static void check_ext(const void *v, int count, MPI_Datatype t, const unsigned char *want, size_t n,
+                      const char *what)
 {
     unsigned char out[64];
     MPI_Aint pos = 0, sz;
@@ -496,7 +495,7 @@ enum { OP_MAX, OP_MIN, OP_SUM, OP_PROD, OP_LAND, OP_BAND, OP_LOR, OP_BOR, OP_LXO
 /* Values: in = 3, inout = 5 (1 and 0 for bools). */
 static void test_reduction_pairs(void)
 {
-    MPI_Op ops[OP_N] = {MPI_MAX, MPI_MIN, MPI_SUM,  MPI_PROD, MPI_LAND,
+    MPI_Op ops[OP_N] = {MPI_MAX,  MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND,
                         MPI_BAND, MPI_LOR, MPI_BOR, MPI_LXOR, MPI_BXOR};
     const long ires[OP_N] = {5, 3, 8, 15, 1, 1, 1, 7, 0, 6};
     struct {
@@ -650,8 +649,7 @@ static void test_reduction_pairs(void)
     struct {
         double v, i;
     } da = {3, 1}, db = {2, 7};
-    BM_CHECK_EQ_INT(MPI_Reduce_local(&da, &db, 1, MPI_2DOUBLE_PRECISION, MPI_MAXLOC),
-                    MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Reduce_local(&da, &db, 1, MPI_2DOUBLE_PRECISION, MPI_MAXLOC), MPI_SUCCESS);
     BM_CHECK(db.v == 3 && db.i == 1);
     struct {
         short v;
