@@ -6,11 +6,13 @@
 set -euo pipefail
 
 # openmpi-bin (mpirun, a PMIx server) and mpich (mpiexec.hydra, PMI-1/2) are
-# the launchers tests/launcher/launcher_foreign.sh starts bitmover jobs with.
+# the launchers tests/launcher/launcher_foreign.sh starts bitmover jobs with;
+# slurmctld, slurmd, slurm-client and munge make the private single-node
+# Slurm of tests/launcher/launcher_slurm.sh (srun --mpi=pmix/pmi2).
 need=(cmake make gcc pkg-config libc6-dev
       libfabric-dev libfabric-bin libhwloc-dev libpmix-dev
       iproute2 iptables procps python3
-      openmpi-bin mpich)
+      openmpi-bin mpich slurmctld slurmd slurm-client munge)
 [ "${1:-}" = "--bench" ] && need+=(libopenmpi-dev libmpich-dev gnuplot-nox)
 
 missing=()
