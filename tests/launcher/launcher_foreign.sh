@@ -57,11 +57,13 @@ else
 fi
 
 if [ $have_ompi = 1 ]; then
-    run ompidirect timeout 60 mpirun.openmpi -np 3 -x BM_RTE_PMIX_MODEX=direct "$MPIPROG" "$TOKEN"
+    # mpirun passes only the variables it is told to (LSAN_OPTIONS: ASan preset)
+    xl=(); [ -n "${LSAN_OPTIONS:-}" ] && xl=(-x LSAN_OPTIONS)
+    run ompidirect timeout 60 mpirun.openmpi -np 3 "${xl[@]}" -x BM_RTE_PMIX_MODEX=direct "$MPIPROG" "$TOKEN"
     check_job ompidirect pmix 3
-    run ompicollect timeout 60 mpirun.openmpi -np 3 -x BM_RTE_PMIX_MODEX=collect "$MPIPROG" "$TOKEN"
+    run ompicollect timeout 60 mpirun.openmpi -np 3 "${xl[@]}" -x BM_RTE_PMIX_MODEX=collect "$MPIPROG" "$TOKEN"
     check_job ompicollect pmix 3
-    run ompiabort timeout 60 mpirun.openmpi -np 2 "$MPIPROG" abort 1 6 "$TOKEN"
+    run ompiabort timeout 60 mpirun.openmpi -np 2 "${xl[@]}" "$MPIPROG" abort 1 6 "$TOKEN"
     if [ "$rc" -ne 0 ]; then ok "ompiabort: exit code $rc (non-zero)"; else
         fail "ompiabort: exit code 0 after MPI_Abort"; fi
     expect_err ompiabort '^bitmover: rank 1 aborting \(exit code 6\)'
