@@ -16,6 +16,8 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
         add_executable(bm_${prog} ${prog}.c bench_common.c)
         target_link_libraries(bm_${prog} PRIVATE bitmover)
     endforeach()
+    add_executable(bm_dtype dtype.c bench_common.c)
+    target_link_libraries(bm_dtype PRIVATE bitmover)
     add_executable(bm_hello hello.c)
     target_link_libraries(bm_hello PRIVATE bitmover)
 
@@ -26,5 +28,11 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
             ARGS -m 0:64k -i 50 -w 5)
         bm_add_mpi_test(bench_bw_smoke TARGET bm_bw NP 2 LABELS bench TIMEOUT 60
             ARGS -m 0:1m -i 10 -w 1 -W 16)
+        foreach(kind vec1 indexed struct)
+            bm_add_mpi_test(bench_dtype_${kind}_smoke TARGET bm_dtype NP 2 LABELS bench
+                TIMEOUT 60 ARGS -k ${kind} -m 8:256k -i 20 -w 2)
+        endforeach()
+        bm_add_mpi_test(bench_dtype_packed_smoke TARGET bm_dtype NP 2 LABELS bench TIMEOUT 60
+            ARGS -k vec64 -P -m 8:256k -i 20 -w 2)
     endif()
 endif()
