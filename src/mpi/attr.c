@@ -14,11 +14,20 @@
 /* User keys are numbered from here, above the predefined ones. */
 #define BM_MPI_KEYVAL_FIRST 100
 
+/* Attributes live on three kinds of object (communicators here; datatypes
+ * and windows use the same engine through their own entry points); a key
+ * belongs to one kind and is refused on the others. */
+enum attr_kind {
+    ATTR_COMM,
+};
+
 struct bm_mpi_keyval {
+    enum attr_kind kind;
     MPI_Comm_copy_attr_function *copy_fn;
     MPI_Comm_delete_attr_function *delete_fn;
     void *extra_state;
-    int refcount; /* the key handle (until MPI_Comm_free_keyval) + attributes using it */
+    int refcount;      /* the key handle (until freed) + attributes using it */
+    bool handle_freed; /* MPI_*_free_keyval was called: only attributes still hold it */
 };
 
 struct bm_mpi_attr {
@@ -65,10 +74,11 @@ static bool keyval_predefined(int keyval)
 
 static int check_user_keyval(MPI_Comm comm, int keyval, const char *fn)
 {
+    struct bm_mpi_keyval *k = keyval_get(keyval);
     if (keyval_predefined(keyval))
         return bm_mpi_error(comm, MPI_ERR_KEYVAL, fn,
                             "attribute key %d is predefined and read-only", keyval);
-    if (keyval_get(keyval) == NULL)
+    if (k == NULL || k->handle_freed)
         return bm_mpi_error(comm, MPI_ERR_KEYVAL, fn,
                             "invalid attribute key %d (not created by MPI_Comm_create_keyval, "
                             "or freed)",
@@ -76,37 +86,51 @@ static int check_user_keyval(MPI_Comm comm, int keyval, const char *fn)
     return MPI_SUCCESS;
 }
 
-static struct bm_mpi_attr **attr_find(MPI_Comm comm, int keyval)
+static struct bm_mpi_attr **attr_find(struct bm_mpi_attr **list, int keyval)
 {
-    struct bm_mpi_attr **pa = &comm->attrs;
+    struct bm_mpi_attr **pa = list;
 
     while (*pa && (*pa)->keyval != keyval)
         pa = &(*pa)->next;
     return pa;
 }
 
-/* Runs the delete callback, then unlinks the attribute. */
-static int attr_remove(MPI_Comm comm, struct bm_mpi_attr **pa, const char *fn)
+/* The delete callback of attribute a, already unlinked from its object. */
+static int attr_delete_cb(MPI_Comm comm, struct bm_mpi_attr *a, const char *fn)
+{
+    struct bm_mpi_keyval *k = keyval_get(a->keyval);
+    int rc = MPI_SUCCESS;
+    if (k->delete_fn)
+        rc = k->delete_fn(comm, a->keyval, a->value, k->extra_state);
+    if (rc != MPI_SUCCESS)
+        return bm_mpi_error(comm, rc > 0 && rc <= MPI_ERR_LASTCODE ? rc : MPI_ERR_OTHER, fn,
+                            "the delete callback of attribute key %d returned %d", a->keyval, rc);
+    return MPI_SUCCESS;
+}
+
+/* Remove the attribute at *pa: unlink it first, so that the delete callback
+ * sees a consistent list (it may set, get or delete other attributes of the
+ * same object, even free the object's keys); then run the callback. When
+ * the callback fails the attribute stays (relinked at the head), as the
+ * call that removed it fails. */
+static int attr_remove(MPI_Comm comm, struct bm_mpi_attr **list, struct bm_mpi_attr **pa,
+                       const char *fn)
 {
     struct bm_mpi_attr *a = *pa;
-    struct bm_mpi_keyval *k = keyval_get(a->keyval);
-    MPI_Comm c = comm;
-    int rc = MPI_SUCCESS;
-
-    if (k->delete_fn) {
-        rc = k->delete_fn(c, a->keyval, a->value, k->extra_state);
-        if (rc != MPI_SUCCESS)
-            return bm_mpi_error(comm, rc > 0 && rc <= MPI_ERR_LASTCODE ? rc : MPI_ERR_OTHER, fn,
-                                "the delete callback of attribute key %d returned %d", a->keyval,
-                                rc);
-    }
     *pa = a->next;
+    int rc = attr_delete_cb(comm, a, fn);
+    if (rc) {
+        a->next = *list;
+        *list = a;
+        return rc;
+    }
     keyval_release(a->keyval);
     free(a);
     return MPI_SUCCESS;
 }
 
-static int attr_add(MPI_Comm comm, int keyval, void *value, const char *fn)
+static int attr_add(MPI_Comm comm, struct bm_mpi_attr **list, int keyval, void *value,
+                    const char *fn)
 {
     struct bm_mpi_attr *a = malloc(sizeof(*a));
 
@@ -115,29 +139,49 @@ static int attr_add(MPI_Comm comm, int keyval, void *value, const char *fn)
     /* Newest first: deleting from the head undoes them in reverse order. */
     a->keyval = keyval;
     a->value = value;
-    a->next = comm->attrs;
-    comm->attrs = a;
+    a->next = *list;
+    *list = a;
     keyval_get(keyval)->refcount++;
     return MPI_SUCCESS;
 }
 
 int bm_mpi_attr_copy_all(MPI_Comm oldcomm, MPI_Comm newcomm, const char *fn)
 {
+    /* A snapshot of the keys first: a copy callback may change oldcomm's
+     * attributes. The references keep the keys alive meanwhile. */
+    int n = 0, rc = MPI_SUCCESS;
+    for (struct bm_mpi_attr *a = oldcomm->attrs; a; a = a->next)
+        n++;
+    if (n == 0)
+        return MPI_SUCCESS;
+    int *keys = malloc(sizeof(int) * (size_t)n);
+    if (!keys)
+        return bm_mpi_error(oldcomm, MPI_ERR_NO_MEM, fn, "out of memory");
+    n = 0;
     for (struct bm_mpi_attr *a = oldcomm->attrs; a; a = a->next) {
-        struct bm_mpi_keyval *k = keyval_get(a->keyval);
-        void *out = NULL;
-        int flag = 0, rc;
-
-        if (k->copy_fn == MPI_COMM_NULL_COPY_FN)
-            continue;
-        rc = k->copy_fn(oldcomm, a->keyval, k->extra_state, a->value, &out, &flag);
-        if (rc != MPI_SUCCESS)
-            return bm_mpi_error(oldcomm, rc > 0 && rc <= MPI_ERR_LASTCODE ? rc : MPI_ERR_OTHER, fn,
-                                "the copy callback of attribute key %d returned %d", a->keyval, rc);
-        if (flag && (rc = attr_add(newcomm, a->keyval, out, fn)))
-            return rc;
+        keys[n++] = a->keyval;
+        keyval_get(a->keyval)->refcount++;
     }
-    return MPI_SUCCESS;
+    /* Oldest first, so that the copies keep the original order. */
+    for (int i = n - 1; i >= 0 && rc == MPI_SUCCESS; i--) {
+        struct bm_mpi_keyval *k = keyval_get(keys[i]);
+        struct bm_mpi_attr *a = *attr_find(&oldcomm->attrs, keys[i]);
+        void *out = NULL;
+        int flag = 0;
+
+        if (!a || k->copy_fn == MPI_COMM_NULL_COPY_FN)
+            continue;
+        rc = k->copy_fn(oldcomm, keys[i], k->extra_state, a->value, &out, &flag);
+        if (rc != MPI_SUCCESS)
+            rc = bm_mpi_error(oldcomm, rc > 0 && rc <= MPI_ERR_LASTCODE ? rc : MPI_ERR_OTHER, fn,
+                              "the copy callback of attribute key %d returned %d", keys[i], rc);
+        else if (flag)
+            rc = attr_add(newcomm, &newcomm->attrs, keys[i], out, fn);
+    }
+    for (int i = 0; i < n; i++)
+        keyval_release(keys[i]);
+    free(keys);
+    return rc;
 }
 
 int bm_mpi_attr_delete_all(MPI_Comm comm, const char *fn)
@@ -145,7 +189,7 @@ int bm_mpi_attr_delete_all(MPI_Comm comm, const char *fn)
     int rc;
 
     while (comm->attrs)
-        if ((rc = attr_remove(comm, &comm->attrs, fn)))
+        if ((rc = attr_remove(comm, &comm->attrs, &comm->attrs, fn)))
             return rc;
     return MPI_SUCCESS;
 }
@@ -194,7 +238,7 @@ static int get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, c
         struct bm_mpi_attr *a;
         if ((rc = check_user_keyval(comm, keyval, fn)))
             return rc;
-        a = *attr_find(comm, keyval);
+        a = *attr_find(&comm->attrs, keyval);
         *flag = a != NULL;
         if (a)
             memcpy(attribute_val, &a->value, sizeof(a->value));
@@ -251,6 +295,7 @@ int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
     keyvals = grown;
     k->copy_fn = comm_copy_attr_fn;
     k->delete_fn = comm_delete_attr_fn;
+    k->kind = ATTR_COMM;
     k->extra_state = extra_state;
     k->refcount = 1;
     keyvals[nkeyvals] = k;
@@ -270,6 +315,7 @@ int PMPI_Comm_free_keyval(int *comm_keyval)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL comm_keyval pointer");
     if ((rc = check_user_keyval(NULL, *comm_keyval, fn)))
         return rc;
+    keyval_get(*comm_keyval)->handle_freed = true;
     keyval_release(*comm_keyval);
     *comm_keyval = MPI_KEYVAL_INVALID;
     return MPI_SUCCESS;
@@ -285,7 +331,7 @@ static int attr_lookup(MPI_Comm comm, int keyval, struct bm_mpi_attr ***pa_out, 
     if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
         (rc = check_user_keyval(comm, keyval, fn)))
         return rc;
-    *pa_out = attr_find(comm, keyval);
+    *pa_out = attr_find(&comm->attrs, keyval);
     return MPI_SUCCESS;
 }
 
@@ -295,9 +341,12 @@ int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val)
     struct bm_mpi_attr **pa;
     int rc;
 
-    if ((rc = attr_lookup(comm, comm_keyval, &pa, fn)) || (*pa && (rc = attr_remove(comm, pa, fn))))
+    if ((rc = attr_lookup(comm, comm_keyval, &pa, fn)))
         return rc;
-    return attr_add(comm, comm_keyval, attribute_val, fn);
+    /* Replacing: the old value's delete callback runs first. */
+    if (*pa && (rc = attr_remove(comm, &comm->attrs, pa, fn)))
+        return rc;
+    return attr_add(comm, &comm->attrs, comm_keyval, attribute_val, fn);
 }
 BM_MPI_ALIAS(Comm_set_attr);
 
@@ -312,7 +361,7 @@ int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval)
     if (*pa == NULL)
         return bm_mpi_error(comm, MPI_ERR_KEYVAL, fn, "no attribute with key %d is set on %s",
                             comm_keyval, bm_mpi_comm_label(comm));
-    return attr_remove(comm, pa, fn);
+    return attr_remove(comm, &comm->attrs, pa, fn);
 }
 BM_MPI_ALIAS(Comm_delete_attr);
 

@@ -1,12 +1,16 @@
 /* Attribute caching: user keys with copy and delete callbacks through
  * MPI_Comm_dup, replacement, deletion, MPI_Comm_free, freed keys that stay
  * valid for their attributes, the predefined copy functions, the MPI-1
- * names, read-only predefined keys, and the MPI_COMM_SELF delete callback
- * that MPI_Finalize must run (the library clean-up hook). */
+ * names, read-only predefined keys, the MPI_COMM_SELF delete callback
+ * that MPI_Finalize must run (the library clean-up hook), and delete
+ * callbacks that re-enter: deleting another attribute, their own, each
+ * other's, setting a new one, freeing their key (one of these sequences
+ * used to crash). */
 #include "bm_test.h"
 
 #include <mpi.h>
 #include <stdint.h>
+#include <string.h>
 
 static int copies, deletes, last_deleted, finalize_hook_ran;
 
@@ -103,6 +107,123 @@ static void test_callbacks(void)
     BM_CHECK_EQ_INT(MPI_Comm_free_keyval(&dupkey), MPI_SUCCESS);
 }
 
+/* Re-entrant delete callbacks: extra_state says what each one does. */
+enum { DO_NOTHING, DEL_OTHER, DEL_SELF, SET_NEW, FREE_KEY };
+static int key_a, key_b, key_c, reentry_deletes[3], reentry_errors;
+
+static int reentry_delete(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    int what = (int)(intptr_t)extra, rc;
+    int idx = keyval == key_a ? 0 : keyval == key_b ? 1 : 2;
+    (void)value;
+    reentry_deletes[idx]++;
+    switch (what) {
+    case DEL_OTHER: /* a deletes b, b deletes a (whichever is still set) */
+        rc = MPI_Comm_delete_attr(comm, keyval == key_a ? key_b : key_a);
+        reentry_errors += rc != MPI_SUCCESS && rc != MPI_ERR_KEYVAL;
+        break;
+    case DEL_SELF: /* no longer set: MPI_ERR_KEYVAL, no recursion */
+        rc = MPI_Comm_delete_attr(comm, keyval);
+        reentry_errors += rc != MPI_ERR_KEYVAL;
+        break;
+    case SET_NEW:
+        reentry_errors += MPI_Comm_set_attr(comm, key_c, (void *)1) != MPI_SUCCESS;
+        break;
+    case FREE_KEY: {
+        int k = keyval;
+        reentry_errors += MPI_Comm_free_keyval(&k) != MPI_SUCCESS;
+        break;
+    }
+    }
+    return MPI_SUCCESS;
+}
+
+static void reentry_keys(int a_does, int b_does)
+{
+    memset(reentry_deletes, 0, sizeof(reentry_deletes));
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, reentry_delete, &key_a,
+                           (void *)(intptr_t)a_does);
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, reentry_delete, &key_b,
+                           (void *)(intptr_t)b_does);
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, reentry_delete, &key_c,
+                           (void *)(intptr_t)DO_NOTHING);
+}
+
+static void reentry_free_keys(void)
+{
+    if (key_a != MPI_KEYVAL_INVALID)
+        MPI_Comm_free_keyval(&key_a);
+    if (key_b != MPI_KEYVAL_INVALID)
+        MPI_Comm_free_keyval(&key_b);
+    MPI_Comm_free_keyval(&key_c);
+}
+
+static void test_reentrant_delete(void)
+{
+    MPI_Comm c;
+    reentry_errors = 0;
+    /* Each of a and b deletes the other, on MPI_Comm_free, in both orders. */
+    for (int order = 0; order < 2; order++) {
+        reentry_keys(DEL_OTHER, DEL_OTHER);
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+        MPI_Comm_set_attr(c, order ? key_b : key_a, (void *)1);
+        MPI_Comm_set_attr(c, order ? key_a : key_b, (void *)2);
+        BM_CHECK_EQ_INT(MPI_Comm_free(&c), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(reentry_deletes[0], 1);
+        BM_CHECK_EQ_INT(reentry_deletes[1], 1);
+        reentry_free_keys();
+    }
+    /* a deletes b through MPI_Comm_delete_attr(a). */
+    reentry_keys(DEL_OTHER, DO_NOTHING);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Comm_set_attr(c, key_b, (void *)2);
+    MPI_Comm_set_attr(c, key_a, (void *)1);
+    BM_CHECK_EQ_INT(MPI_Comm_delete_attr(c, key_a), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(reentry_deletes[1], 1);
+    int flag = -1;
+    void *v;
+    MPI_Comm_get_attr(c, key_b, &v, &flag);
+    BM_CHECK_EQ_INT(flag, 0);
+    MPI_Comm_free(&c);
+    BM_CHECK_EQ_INT(reentry_deletes[0], 1);
+    reentry_free_keys();
+    /* a deletes itself; b sets a new attribute c while the communicator is freed. */
+    reentry_keys(DEL_SELF, SET_NEW);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Comm_set_attr(c, key_a, (void *)1);
+    MPI_Comm_set_attr(c, key_b, (void *)2);
+    BM_CHECK_EQ_INT(MPI_Comm_delete_attr(c, key_a), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(reentry_deletes[0], 1);
+    MPI_Comm_set_attr(c, key_a, (void *)3); /* replaced later by free */
+    BM_CHECK_EQ_INT(MPI_Comm_free(&c), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(reentry_deletes[0], 2);
+    BM_CHECK_EQ_INT(reentry_deletes[1], 1);
+    BM_CHECK_EQ_INT(reentry_deletes[2], 1); /* the attribute set during the free is deleted too */
+    reentry_free_keys();
+    /* A callback that frees its own key (the attribute still holds it); a
+     * freed key keeps serving the copies made by MPI_Comm_dup. */
+    reentry_keys(FREE_KEY, DO_NOTHING);
+    int dupkey;
+    MPI_Comm_create_keyval(MPI_COMM_DUP_FN, reentry_delete, &dupkey, (void *)(intptr_t)DO_NOTHING);
+    MPI_Comm d;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_attr(c, key_a, (void *)1);
+    MPI_Comm_set_attr(c, dupkey, (void *)9);
+    MPI_Comm_free_keyval(&dupkey);
+    BM_CHECK_EQ_INT(MPI_Comm_dup(c, &d), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Comm_free(&c), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(reentry_deletes[0], 1);
+    BM_CHECK_EQ_INT(reentry_deletes[2], 1); /* c's value under the freed key */
+    key_a = MPI_KEYVAL_INVALID;             /* freed by its callback */
+    BM_CHECK_EQ_INT(MPI_Comm_free(&d), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(reentry_deletes[2], 2); /* d's copy, made under the freed key */
+    reentry_free_keys();
+    BM_CHECK_EQ_INT(reentry_errors, 0);
+}
+
 static void test_mpi1_names(void)
 {
     int key, flag;
@@ -127,6 +248,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     BM_RUN(test_callbacks);
     BM_RUN(test_mpi1_names);
+    BM_RUN(test_reentrant_delete);
     BM_CHECK_EQ_INT(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_hook, &hook, NULL),
                     MPI_SUCCESS);
     BM_CHECK_EQ_INT(MPI_Comm_set_attr(MPI_COMM_SELF, hook, (void *)42), MPI_SUCCESS);
