@@ -40,6 +40,9 @@ typedef struct bm_mpi_request *MPI_Request;
 typedef struct bm_mpi_errhandler *MPI_Errhandler;
 typedef struct bm_mpi_group *MPI_Group;
 typedef struct bm_mpi_info *MPI_Info;
+/* Files: MPI-IO is not provided, MPI_FILE_NULL is the only file (its error
+ * handler is the default one of file operations). */
+typedef struct bm_mpi_file *MPI_File;
 
 typedef intptr_t MPI_Aint;
 typedef long long MPI_Offset;
@@ -71,8 +74,11 @@ typedef int MPI_Type_copy_attr_function(MPI_Datatype oldtype, int type_keyval, v
 typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval,
                                           void *attribute_val, void *extra_state);
 typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errcode, ...);
-/* MPI-2 name of the same type, still used by older programs. */
+/* MPI-2 and MPI-1 names of the same type, still used by older programs. */
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+typedef MPI_Comm_errhandler_function MPI_Handler_function;
+typedef void MPI_File_errhandler_function(MPI_File *file, int *errcode, ...);
+typedef MPI_File_errhandler_function MPI_File_errhandler_fn;
 /* Generalized requests (MPI_Grequest_start). */
 typedef int MPI_Grequest_query_function(void *extra_state, MPI_Status *status);
 typedef int MPI_Grequest_free_function(void *extra_state);
@@ -99,6 +105,7 @@ extern BM_MPI_API struct bm_mpi_group bm_mpi_group_empty_obj;
 #define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
 #define MPI_GROUP_NULL      ((MPI_Group)0)
 #define MPI_INFO_NULL       ((MPI_Info)0)
+#define MPI_FILE_NULL       ((MPI_File)0)
 
 /* Datatypes. Each predefined datatype is an exported object
  * bm_mpi_type_<name>_obj; the list is the same X-macro the library uses. */
@@ -494,6 +501,28 @@ BM_MPI_API int MPI_Error_string(int errorcode, char *string, int *resultlen);
 BM_MPI_API int PMPI_Error_string(int errorcode, char *string, int *resultlen);
 BM_MPI_API int MPI_Error_class(int errorcode, int *errorclass);
 BM_MPI_API int PMPI_Error_class(int errorcode, int *errorclass);
+BM_MPI_API int MPI_Add_error_class(int *errorclass);
+BM_MPI_API int PMPI_Add_error_class(int *errorclass);
+BM_MPI_API int MPI_Add_error_code(int errorclass, int *errorcode);
+BM_MPI_API int PMPI_Add_error_code(int errorclass, int *errorcode);
+BM_MPI_API int MPI_Add_error_string(int errorcode, const char *string);
+BM_MPI_API int PMPI_Add_error_string(int errorcode, const char *string);
+BM_MPI_API int MPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhandler);
+BM_MPI_API int PMPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhandler);
+BM_MPI_API int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
+BM_MPI_API int PMPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
+BM_MPI_API int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler);
+BM_MPI_API int PMPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler);
+BM_MPI_API int MPI_File_create_errhandler(MPI_File_errhandler_function *function,
+                                          MPI_Errhandler *errhandler);
+BM_MPI_API int PMPI_File_create_errhandler(MPI_File_errhandler_function *function,
+                                           MPI_Errhandler *errhandler);
+BM_MPI_API int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler);
+BM_MPI_API int PMPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler);
+BM_MPI_API int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler);
+BM_MPI_API int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler);
+BM_MPI_API int MPI_File_call_errhandler(MPI_File fh, int errorcode);
+BM_MPI_API int PMPI_File_call_errhandler(MPI_File fh, int errorcode);
 
 /* comm.c */
 BM_MPI_API int MPI_Comm_rank(MPI_Comm comm, int *rank);

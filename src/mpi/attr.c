@@ -203,7 +203,7 @@ static int get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, c
     static int wtime_is_global = 0; /* each node's monotonic clock is its own */
     static int universe_size;
     static int appnum = 0;
-    static int lastusedcode = MPI_ERR_LASTCODE;
+    static int lastusedcode;
     int *value;
     int rc;
 
@@ -232,6 +232,7 @@ static int get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, c
         value = &appnum;
         break;
     case MPI_LASTUSEDCODE:
+        lastusedcode = bm_mpi_error_lastused();
         value = &lastusedcode;
         break;
     default: {

@@ -1,7 +1,10 @@
 /* MPI error handling: the predefined handlers MPI_ERRORS_ARE_FATAL and
- * MPI_ERRORS_RETURN, user handlers made with MPI_Comm_create_errhandler, the
- * error strings, and bm_mpi_error, the one path through which every MPI entry
- * point reports a failure. A fatal error names the function, the rank and
+ * MPI_ERRORS_RETURN, user handlers made with MPI_Comm_create_errhandler (and
+ * the MPI-1 names) or MPI_File_create_errhandler, the error classes and
+ * codes (the predefined classes, bitmover's own codes that name a common
+ * mistake more precisely than its class, and those a program adds with
+ * MPI_Add_error_class/code/string), and bm_mpi_error, the one path through
+ * which every MPI entry point reports a failure. A fatal error names the function, the rank and
  * host, the error class and what exactly was wrong, then ends the whole job
  * through the runtime (bmrun kills the other ranks and reports the message).
  * Also the argument checks shared by all entry points, so that a bad
@@ -97,9 +100,63 @@ static bool errclass_valid(int errclass)
     return errclass >= 0 && errclass <= MPI_ERR_LASTCODE && bm_mpi_errors[errclass].name;
 }
 
-const char *bm_mpi_error_class_name(int errclass)
+/* Codes above MPI_ERR_LASTCODE: bitmover's own (a class and a text), then
+ * the classes and codes a program adds (a class, and a text once set by
+ * MPI_Add_error_string). Codes are numbered in one sequence; a class that a
+ * program adds is a code whose class is itself. */
+struct errcode {
+    int cls;
+    const char *text; /* bitmover's codes */
+    char *user_text;  /* MPI_Add_error_string; NULL: none */
+    bool added;       /* made by MPI_Add_error_class/code */
+};
+
+static const struct errcode builtin_codes[] = {
+    [BM_MPI_ERRCODE_INIT_TWICE - MPI_ERR_LASTCODE -
+     1] = {MPI_ERR_OTHER,
+           "MPI is already initialized: MPI_Init or MPI_Init_thread was called a second time "
+           "(MPI may be initialized once per process; MPI_Initialized tells whether it is)"},
+    [BM_MPI_ERRCODE_INIT_AFTER_FINALIZE - MPI_ERR_LASTCODE -
+        1] = {MPI_ERR_OTHER,
+              "MPI_Init or MPI_Init_thread was called after MPI_Finalize; MPI cannot "
+              "be initialized again"},
+};
+#define NBUILTIN ((int)(sizeof(builtin_codes) / sizeof(builtin_codes[0])))
+
+static struct errcode *added_codes; /* code MPI_ERR_LASTCODE + 1 + NBUILTIN + i */
+static int nadded;
+
+#define FIRST_ADDED_CODE (MPI_ERR_LASTCODE + 1 + NBUILTIN)
+
+/* The entry of a code above MPI_ERR_LASTCODE, or NULL. */
+static const struct errcode *code_entry(int code)
 {
-    return errclass_valid(errclass) ? bm_mpi_errors[errclass].name : "MPI_ERR_UNKNOWN";
+    if (code > MPI_ERR_LASTCODE && code < FIRST_ADDED_CODE)
+        return &builtin_codes[code - MPI_ERR_LASTCODE - 1];
+    if (code >= FIRST_ADDED_CODE && code < FIRST_ADDED_CODE + nadded)
+        return &added_codes[code - FIRST_ADDED_CODE];
+    return NULL;
+}
+
+int bm_mpi_error_class_of(int code)
+{
+    if (errclass_valid(code))
+        return code;
+    const struct errcode *e = code_entry(code);
+    return e ? e->cls : -1;
+}
+
+int bm_mpi_error_lastused(void)
+{
+    return FIRST_ADDED_CODE + nadded - 1;
+}
+
+const char *bm_mpi_error_class_name(int code)
+{
+    int cls = bm_mpi_error_class_of(code);
+    if (errclass_valid(cls))
+        return bm_mpi_errors[cls].name;
+    return cls >= 0 ? "user-defined error class" : "MPI_ERR_UNKNOWN";
 }
 
 int bm_mpi_class_of_status(int status)
@@ -172,13 +229,26 @@ static int error_dispatch(MPI_Comm comm, int errclass, const char *msg)
         MPI_Comm c = comm;
         int code = errclass;
         bm_log_debug("%s (passed to the user error handler)", msg);
-        eh->fn(&c, &code);
+        if (eh->fn)
+            eh->fn(&c, &code);
         return errclass;
     }
     case BM_MPI_ERRH_FATAL:
         break;
     }
     error_fatal(msg);
+}
+
+/* "MPI_Send on rank 3 (host h): MPI_ERR_RANK: detail" into msg. */
+static void error_format(char *msg, size_t len, const char *fn, int code, const char *detail)
+{
+    if (bm_mpi_rte_up) {
+        const struct bm_rte_proc *self = bm_rte_self();
+        snprintf(msg, len, "%s on rank %d (host %s): %s: %s", fn, self->rank, self->hostname,
+                 bm_mpi_error_class_name(code), detail);
+    } else {
+        snprintf(msg, len, "%s: %s: %s", fn, bm_mpi_error_class_name(code), detail);
+    }
 }
 
 int bm_mpi_error(MPI_Comm comm, int errclass, const char *fn, const char *fmt, ...)
@@ -190,13 +260,7 @@ int bm_mpi_error(MPI_Comm comm, int errclass, const char *fn, const char *fmt, .
     va_start(ap, fmt);
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
-    if (bm_mpi_rte_up) {
-        const struct bm_rte_proc *self = bm_rte_self();
-        snprintf(msg, sizeof(msg), "%s on rank %d (host %s): %s: %s", fn, self->rank,
-                 self->hostname, bm_mpi_error_class_name(errclass), detail);
-    } else {
-        snprintf(msg, sizeof(msg), "%s: %s: %s", fn, bm_mpi_error_class_name(errclass), detail);
-    }
+    error_format(msg, sizeof(msg), fn, errclass, detail);
     return error_dispatch(comm, errclass, msg);
 }
 
@@ -319,38 +383,56 @@ int bm_mpi_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, const char *fn)
 
 /* ---- MPI functions ------------------------------------------------------ */
 
-int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function, MPI_Errhandler *errhandler)
+static int errhandler_new(MPI_Comm_errhandler_function *comm_fn,
+                          MPI_File_errhandler_function *file_fn, MPI_Errhandler *errhandler,
+                          const char *fn)
 {
-    static const char fn[] = "MPI_Comm_create_errhandler";
     struct bm_mpi_errhandler *eh;
     int rc;
 
     if ((rc = bm_mpi_check_initialized(fn)))
         return rc;
-    if (function == NULL || errhandler == NULL)
+    if ((comm_fn == NULL && file_fn == NULL) || errhandler == NULL)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s",
-                            function == NULL ? "handler function" : "errhandler pointer");
+                            errhandler ? "handler function" : "errhandler pointer");
     eh = calloc(1, sizeof(*eh));
     if (eh == NULL)
         return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
     eh->magic = BM_MPI_MAGIC_ERRHANDLER;
     eh->kind = BM_MPI_ERRH_USER;
-    eh->fn = function;
+    eh->fn = comm_fn;
+    eh->file_fn = file_fn;
     eh->refcount = 1;
     *errhandler = eh;
     return MPI_SUCCESS;
 }
+
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function, MPI_Errhandler *errhandler)
+{
+    return errhandler_new(function, NULL, errhandler, "MPI_Comm_create_errhandler");
+}
 BM_MPI_ALIAS(Comm_create_errhandler);
+
+/* A handler usable on a communicator: predefined, or made for communicators. */
+static int check_comm_errhandler(MPI_Comm comm, MPI_Errhandler errhandler, const char *fn)
+{
+    if (!errhandler_valid(errhandler))
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "invalid error handler %p", (void *)errhandler);
+    if (errhandler->kind == BM_MPI_ERRH_USER && !errhandler->fn)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn,
+                            "the error handler was not made by MPI_Comm_create_errhandler; a "
+                            "communicator needs one that was");
+    return MPI_SUCCESS;
+}
 
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
     static const char fn[] = "MPI_Comm_set_errhandler";
     int rc;
 
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = check_comm_errhandler(comm, errhandler, fn)))
         return rc;
-    if (!errhandler_valid(errhandler))
-        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "invalid error handler %p", (void *)errhandler);
     bm_mpi_errhandler_retain(errhandler);
     bm_mpi_errhandler_release(comm->errhandler);
     comm->errhandler = errhandler;
@@ -374,18 +456,149 @@ int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 }
 BM_MPI_ALIAS(Comm_get_errhandler);
 
+/* What a code means, for the message of an error the program raises. */
+static void code_text(int code, char *buf, size_t len)
+{
+    const struct errcode *e = code_entry(code);
+    if (errclass_valid(code))
+        snprintf(buf, len, "%s", bm_mpi_errors[code].text);
+    else if (e && (e->text || e->user_text))
+        snprintf(buf, len, "%s", e->text ? e->text : e->user_text);
+    else if (e)
+        snprintf(buf, len, "error code %d (no string set)", code);
+    else
+        snprintf(buf, len, "unknown error code %d", code);
+}
+
 int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)
 {
     static const char fn[] = "MPI_Comm_call_errhandler";
+    char text[MPI_MAX_ERROR_STRING];
     int rc;
 
     if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
         return rc;
-    bm_mpi_error(comm, errorcode, fn, "error raised by the application: %s",
-                 errclass_valid(errorcode) ? bm_mpi_errors[errorcode].text : "unknown code");
+    code_text(errorcode, text, sizeof(text));
+    bm_mpi_error(comm, errorcode, fn, "error raised by the application: %s", text);
+    /* The call itself succeeded (the handler ran). */
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Comm_call_errhandler);
+
+/* ---- MPI-1 names of the communicator calls ---------------------------------------- */
+
+int PMPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhandler)
+{
+    return errhandler_new(function, NULL, errhandler, "MPI_Errhandler_create");
+}
+BM_MPI_ALIAS(Errhandler_create);
+
+int PMPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler)
+{
+    return PMPI_Comm_set_errhandler(comm, errhandler);
+}
+BM_MPI_ALIAS(Errhandler_set);
+
+int PMPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler)
+{
+    return PMPI_Comm_get_errhandler(comm, errhandler);
+}
+BM_MPI_ALIAS(Errhandler_get);
+
+/* ---- files ---------------------------------------------------------------------------
+ * MPI-IO is not provided, so the only file is MPI_FILE_NULL, whose handler
+ * the standard makes the default of file operations (MPI_ERRORS_RETURN until
+ * changed); it can be set, read and called like any other. */
+
+static MPI_Errhandler file_null_errhandler = &bm_mpi_errors_return_obj;
+
+static int check_file(MPI_File file, const char *fn)
+{
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (file != MPI_FILE_NULL)
+        return bm_mpi_error(NULL, MPI_ERR_FILE, fn,
+                            "invalid file handle %p: bitmover provides no MPI-IO, so "
+                            "MPI_FILE_NULL is the only file",
+                            (void *)file);
+    return MPI_SUCCESS;
+}
+
+int PMPI_File_create_errhandler(MPI_File_errhandler_function *function, MPI_Errhandler *errhandler)
+{
+    return errhandler_new(NULL, function, errhandler, "MPI_File_create_errhandler");
+}
+BM_MPI_ALIAS(File_create_errhandler);
+
+int PMPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler)
+{
+    static const char fn[] = "MPI_File_set_errhandler";
+    int rc;
+    if ((rc = check_file(file, fn)))
+        return rc;
+    if (!errhandler_valid(errhandler))
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "invalid error handler %p", (void *)errhandler);
+    if (errhandler->kind == BM_MPI_ERRH_USER && !errhandler->file_fn)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
+                            "the error handler was not made by MPI_File_create_errhandler; a "
+                            "file needs one that was");
+    bm_mpi_errhandler_retain(errhandler);
+    bm_mpi_errhandler_release(file_null_errhandler);
+    file_null_errhandler = errhandler;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(File_set_errhandler);
+
+int PMPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler)
+{
+    static const char fn[] = "MPI_File_get_errhandler";
+    int rc;
+    if ((rc = check_file(file, fn)))
+        return rc;
+    if (!errhandler)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL errhandler pointer");
+    bm_mpi_errhandler_retain(file_null_errhandler);
+    *errhandler = file_null_errhandler;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(File_get_errhandler);
+
+int PMPI_File_call_errhandler(MPI_File fh, int errorcode)
+{
+    static const char fn[] = "MPI_File_call_errhandler";
+    char text[MPI_MAX_ERROR_STRING], msg[1024];
+    int rc;
+    if ((rc = check_file(fh, fn)))
+        return rc;
+    MPI_Errhandler eh = file_null_errhandler;
+    code_text(errorcode, text, sizeof(text));
+    switch (eh->kind) {
+    case BM_MPI_ERRH_RETURN:
+        break;
+    case BM_MPI_ERRH_USER: {
+        MPI_File f = fh;
+        int code = errorcode;
+        eh->file_fn(&f, &code);
+        break;
+    }
+    case BM_MPI_ERRH_FATAL: {
+        char detail[MPI_MAX_ERROR_STRING + 64];
+        snprintf(detail, sizeof(detail), "error raised by the application on MPI_FILE_NULL: %s",
+                 text);
+        error_format(msg, sizeof(msg), fn, errorcode, detail);
+        error_fatal(msg);
+    }
+    }
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(File_call_errhandler);
+
+void bm_mpi_errhandler_finalize(void)
+{
+    bm_mpi_errhandler_release(file_null_errhandler);
+    file_null_errhandler = &bm_mpi_errors_return_obj;
+}
 
 int PMPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
@@ -402,8 +615,11 @@ int PMPI_Errhandler_free(MPI_Errhandler *errhandler)
 }
 BM_MPI_ALIAS(Errhandler_free);
 
+/* ---- classes, codes and strings ------------------------------------------------------ */
+
 int PMPI_Error_string(int errorcode, char *string, int *resultlen)
 {
+    const struct errcode *e = code_entry(errorcode);
     int n;
 
     if (string == NULL || resultlen == NULL)
@@ -411,6 +627,10 @@ int PMPI_Error_string(int errorcode, char *string, int *resultlen)
     if (errclass_valid(errorcode))
         n = snprintf(string, MPI_MAX_ERROR_STRING, "%s: %s", bm_mpi_errors[errorcode].name,
                      bm_mpi_errors[errorcode].text);
+    else if (e && e->text)
+        n = snprintf(string, MPI_MAX_ERROR_STRING, "%s: %s", bm_mpi_errors[e->cls].name, e->text);
+    else if (e) /* added by the program: its string, or the empty string */
+        n = snprintf(string, MPI_MAX_ERROR_STRING, "%s", e->user_text ? e->user_text : "");
     else
         n = snprintf(string, MPI_MAX_ERROR_STRING, "MPI_ERR_UNKNOWN: unknown error code %d",
                      errorcode);
@@ -423,11 +643,80 @@ int PMPI_Error_class(int errorcode, int *errorclass)
 {
     if (errorclass == NULL)
         return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Error_class", "NULL errorclass pointer");
-    if (!errclass_valid(errorcode))
+    int cls = bm_mpi_error_class_of(errorcode);
+    if (cls < 0)
         return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Error_class", "invalid error code %d",
                             errorcode);
-    /* bitmover's error codes are the classes themselves. */
-    *errorclass = errorcode;
+    *errorclass = cls;
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Error_class);
+
+/* A new code of class cls (cls < 0: a new class, its own class). */
+static int code_add(int cls, int *code_out, const char *fn)
+{
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!code_out)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL output pointer");
+    struct errcode *grown = realloc(added_codes, sizeof(*grown) * (size_t)(nadded + 1));
+    if (!grown)
+        return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
+    added_codes = grown;
+    int code = FIRST_ADDED_CODE + nadded;
+    added_codes[nadded++] = (struct errcode){.cls = cls < 0 ? code : cls, .added = true};
+    *code_out = code;
+    return MPI_SUCCESS;
+}
+
+int PMPI_Add_error_class(int *errorclass)
+{
+    return code_add(-1, errorclass, "MPI_Add_error_class");
+}
+BM_MPI_ALIAS(Add_error_class);
+
+int PMPI_Add_error_code(int errorclass, int *errorcode)
+{
+    static const char fn[] = "MPI_Add_error_code";
+    const struct errcode *e = code_entry(errorclass);
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!errclass_valid(errorclass) && !(e && e->added && e->cls == errorclass))
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
+                            "%d is not an error class (a predefined one, or one made by "
+                            "MPI_Add_error_class)",
+                            errorclass);
+    return code_add(errorclass, errorcode, fn);
+}
+BM_MPI_ALIAS(Add_error_code);
+
+int PMPI_Add_error_string(int errorcode, const char *string)
+{
+    static const char fn[] = "MPI_Add_error_string";
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!string)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL string");
+    if (errorcode < FIRST_ADDED_CODE || errorcode >= FIRST_ADDED_CODE + nadded)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
+                            "error code %d was not made by MPI_Add_error_class or "
+                            "MPI_Add_error_code (predefined strings cannot be changed)",
+                            errorcode);
+    size_t len = strlen(string);
+    if (len >= MPI_MAX_ERROR_STRING)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
+                            "the string has %zu characters; at most %d are allowed "
+                            "(MPI_MAX_ERROR_STRING - 1)",
+                            len, MPI_MAX_ERROR_STRING - 1);
+    char *copy = strdup(string);
+    if (!copy)
+        return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
+    struct errcode *e = &added_codes[errorcode - FIRST_ADDED_CODE];
+    free(e->user_text);
+    e->user_text = copy;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Add_error_string);

@@ -31,12 +31,13 @@ static int init_common(int required, int *provided, const char *fn)
     bm_status_t st;
     int rc;
 
+    /* Codes of class MPI_ERR_OTHER whose MPI_Error_string says what happened. */
     if (bm_mpi_state == BM_MPI_STATE_RUNNING)
-        return bm_mpi_error(NULL, MPI_ERR_OTHER, fn,
+        return bm_mpi_error(NULL, BM_MPI_ERRCODE_INIT_TWICE, fn,
                             "MPI is already initialized; MPI_Init and MPI_Init_thread may be "
                             "called only once per process");
     if (bm_mpi_state == BM_MPI_STATE_FINALIZED)
-        return bm_mpi_error(NULL, MPI_ERR_OTHER, fn,
+        return bm_mpi_error(NULL, BM_MPI_ERRCODE_INIT_AFTER_FINALIZE, fn,
                             "called after MPI_Finalize; MPI cannot be initialized again");
     if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
@@ -128,6 +129,7 @@ int PMPI_Finalize(void)
     bm_pml_finalize();
     bm_mpi_request_cache_fini();
     bm_mpi_comm_finalize();
+    bm_mpi_errhandler_finalize();
     bm_mpi_state = BM_MPI_STATE_FINALIZED;
     bm_mpi_rte_up = false;
     bm_rte_finalize();

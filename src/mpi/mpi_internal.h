@@ -71,8 +71,9 @@ enum bm_mpi_errhandler_kind {
 struct bm_mpi_errhandler {
     uint32_t magic;
     enum bm_mpi_errhandler_kind kind;
-    MPI_Comm_errhandler_function *fn; /* BM_MPI_ERRH_USER only */
-    int refcount;                     /* user handlers: handle + communicators using it */
+    MPI_Comm_errhandler_function *fn;      /* user handlers for communicators */
+    MPI_File_errhandler_function *file_fn; /* user handlers for files */
+    int refcount;                          /* user handlers: handle + communicators using it */
     bool predefined;
 };
 
@@ -231,10 +232,23 @@ int bm_mpi_error(MPI_Comm comm, int errclass, const char *fn, const char *fmt, .
 /* The error reported when fn is called outside Init..Finalize. */
 int bm_mpi_error_not_running(const char *fn);
 
+/* Error codes of bitmover's own above MPI_ERR_LASTCODE: the class says what
+ * kind of error, the code's string exactly what (MPI_Error_string). */
+#define BM_MPI_ERRCODE_INIT_TWICE          (MPI_ERR_LASTCODE + 1) /* class MPI_ERR_OTHER */
+#define BM_MPI_ERRCODE_INIT_AFTER_FINALIZE (MPI_ERR_LASTCODE + 2) /* class MPI_ERR_OTHER */
+
+/* The class of an error code (a class is its own), or -1 for no code. */
+int bm_mpi_error_class_of(int code);
+/* The largest error code in use (the MPI_LASTUSEDCODE attribute). */
+int bm_mpi_error_lastused(void);
+/* Reset MPI_FILE_NULL's handler (MPI_Finalize). */
+void bm_mpi_errhandler_finalize(void);
+
 /* MPI error class for a bitmover status (BM_ERR_TRUNCATE -> MPI_ERR_TRUNCATE...). */
 int bm_mpi_class_of_status(int status);
 
-/* "MPI_ERR_RANK" for a class; "MPI_ERR_UNKNOWN" for anything else. */
+/* "MPI_ERR_RANK" for a class or a code of that class; "MPI_ERR_UNKNOWN" for
+ * anything else. */
 const char *bm_mpi_error_class_name(int errclass);
 
 /* Reference counting of user error handlers, used by communicators. */

@@ -66,7 +66,8 @@ set(expect_fail ${api_dir}/api_expect_fail.sh)
 set(fatal_cases
     "root|3|MPI_Bcast on rank 2 \\(host [^)]+\\): MPI_ERR_ROOT: invalid root 8"
     "op|2|MPI_Allreduce on rank [01] \\(host [^)]+\\): MPI_ERR_OP: MPI_SUM is not defined for datatype MPI_2INT"
-    "abort|3|MPI_Abort called on rank 1 \\(host [^)]+\\) with error code 7")
+    "abort|3|MPI_Abort called on rank 1 \\(host [^)]+\\) with error code 7"
+    "init-twice|2|MPI_Init on rank 0 \\(host [^)]+\\): MPI_ERR_OTHER: MPI is already initialized")
 foreach(case ${fatal_cases})
     string(REPLACE "|" ";" parts "${case}")
     list(GET parts 0 mode)

@@ -141,10 +141,8 @@ static int reentry_delete(MPI_Comm comm, int keyval, void *value, void *extra)
 static void reentry_keys(int a_does, int b_does)
 {
     memset(reentry_deletes, 0, sizeof(reentry_deletes));
-    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, reentry_delete, &key_a,
-                           (void *)(intptr_t)a_does);
-    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, reentry_delete, &key_b,
-                           (void *)(intptr_t)b_does);
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, reentry_delete, &key_a, (void *)(intptr_t)a_does);
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, reentry_delete, &key_b, (void *)(intptr_t)b_does);
     MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, reentry_delete, &key_c,
                            (void *)(intptr_t)DO_NOTHING);
 }

@@ -4,7 +4,8 @@
  * with an invalid root under MPI_ERRORS_ARE_FATAL while the others wait in a
  * barrier), "op" (every rank reduces MPI_2INT with MPI_SUM), "abort" (rank
  * 1, or 0 alone, calls MPI_Abort with code 7),
- * "before-init" (MPI_Comm_rank before MPI_Init), "after-finalize". */
+ * "before-init" (MPI_Comm_rank before MPI_Init), "after-finalize",
+ * "init-twice" (rank 0 calls MPI_Init again). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,10 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "abort") == 0) {
         if (rank == (size > 1 ? 1 : 0))
             MPI_Abort(MPI_COMM_WORLD, 7);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (strcmp(mode, "init-twice") == 0) {
+        if (rank == 0)
+            MPI_Init(&argc, &argv);
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (strcmp(mode, "after-finalize") == 0) {
         MPI_Finalize();
