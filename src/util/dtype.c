@@ -38,6 +38,7 @@ enum node_kind { NODE_LEAF, NODE_VEC, NODE_LIST };
 struct entry {
     ptrdiff_t disp; /* where the child instance sits in this node's instance */
     size_t poff;    /* stream offset of its first byte within this node */
+    size_t len;     /* child->size, at hand for the flat loop */
     struct bm_util_dtype_node *child;
 };
 
@@ -48,6 +49,7 @@ struct bm_util_dtype_node {
     uint64_t pieces; /* contiguous runs of one instance (not merged across children) */
     uint64_t nelems; /* basic elements (parts of typed leaf elements) of one instance */
     int basic;       /* typed: the one basic id below, or MIXED; packed: MIXED */
+    bool flat;       /* a list whose entries are all leaves (walked in one loop) */
     union {
         struct {
             size_t n;       /* bytes (packed) or elements (typed) */
@@ -234,6 +236,48 @@ static bool leaves_abut(const struct ref *a, const struct ref *b)
            b->disp == a->disp + leaf_span(x);
 }
 
+static struct ref list_make(struct refs *a, bool *ok);
+
+/* Longest period looked for in a list (entries per repetition). */
+#define LIST_PERIOD_MAX 16
+
+/* A list that repeats a pattern of p entries at a constant stride (an
+ * indexed type with blocks of 1, 2, 4, 8 elements over and over) becomes a
+ * vector of a list of p entries, followed by what is left. False when
+ * memory ran out. */
+static bool list_fold_period(struct refs *a, bool *ok)
+{
+    size_t n = a->n;
+    for (size_t p = 2; p <= LIST_PERIOD_MAX && 2 * p <= n; p++) {
+        ptrdiff_t d = a->v[p].disp - a->v[0].disp;
+        size_t f = p;
+        while (f < n && same_shape(a->v[f].n, a->v[f - p].n) &&
+               a->v[f].disp - a->v[f - p].disp == d)
+            f++;
+        size_t k = f / p; /* whole repetitions */
+        if (k < 2)
+            continue;
+        struct refs inner = {.ok = true};
+        for (size_t j = 0; j < p; j++)
+            refs_push(&inner, a->v[j].disp - a->v[0].disp, a->v[j].n);
+        struct ref in = list_make(&inner, ok);
+        if (!in.n)
+            return false;
+        in.disp += a->v[0].disp;
+        struct ref v = vec_make(k, d, in, ok);
+        node_release(in.n);
+        if (!v.n)
+            return false;
+        for (size_t j = 0; j < k * p; j++)
+            node_release(a->v[j].n);
+        a->v[0] = v;
+        memmove(&a->v[1], &a->v[k * p], (n - k * p) * sizeof(*a->v));
+        a->n = 1 + n - k * p;
+        return true;
+    }
+    return true;
+}
+
 /* The list of the refs in a (consumed), normalised. */
 static struct ref list_make(struct refs *a, bool *ok)
 {
@@ -280,6 +324,8 @@ static struct ref list_make(struct refs *a, bool *ok)
         i = j;
     }
     a->n = w;
+    if (!list_fold_period(a, ok))
+        goto fail;
     if (a->n == 0) {
         free(a->v);
         return r;
@@ -299,9 +345,11 @@ static struct ref list_make(struct refs *a, bool *ok)
         e->disp = a->v[i].disp;
         e->poff = r.n->size;
         e->child = a->v[i].n; /* the reference moves into the list */
+        e->len = e->child->size;
         r.n->size += e->child->size;
         r.n->pieces += e->child->pieces;
         r.n->nelems += e->child->nelems;
+        r.n->flat = i == 0 ? e->child->kind == NODE_LEAF : r.n->flat && e->child->kind == NODE_LEAF;
         if (e->child->basic != r.n->basic)
             r.n->basic = BM_UTIL_DTYPE_MIXED;
     }
@@ -612,11 +660,11 @@ static inline bool walk_run(struct walk *w, uintptr_t a, size_t len)
 {
     switch (w->mode) {
     case WALK_PACK:
-        memcpy(w->buf, addr(a), len);
+        bm_util_copy(w->buf, addr(a), len);
         w->buf += len;
         return true;
     case WALK_UNPACK:
-        memcpy(addr(a), w->buf, len);
+        bm_util_copy(addr(a), w->buf, len);
         w->buf += len;
         return true;
     case WALK_PIECES:
@@ -649,9 +697,41 @@ static inline bool walk_run(struct walk *w, uintptr_t a, size_t len)
         }                                                                                          \
     } while (0)
 
+/* Unaligned 8-byte words that may alias anything: the element-wise loops
+ * below stay legal C on any address, and the compiler can still vectorise
+ * them (a stride of two words becomes loads and shuffles). */
+typedef uint64_t __attribute__((aligned(1), may_alias)) word_u;
+
+/* Blocks of one 8-byte word every k words. */
+static void walk_words(struct walk *w, uintptr_t a, size_t k, size_t nblk)
+{
+    word_u *d = (word_u *)(void *)w->buf;
+    word_u *m = (word_u *)addr(a);
+    if (w->mode == WALK_PACK) {
+        if (k == 2)
+            for (size_t i = 0; i < nblk; i++)
+                d[i] = m[2 * i];
+        else
+            for (size_t i = 0; i < nblk; i++)
+                d[i] = m[i * k];
+    } else {
+        if (k == 2)
+            for (size_t i = 0; i < nblk; i++)
+                m[2 * i] = d[i];
+        else
+            for (size_t i = 0; i < nblk; i++)
+                m[i * k] = d[i];
+    }
+    w->buf += nblk * 8;
+}
+
 static void walk_blocks(struct walk *w, uintptr_t a, ptrdiff_t stride, size_t blk, size_t nblk)
 {
     char *d = w->buf;
+    if (blk == 8 && stride > 0 && stride % 8 == 0) {
+        walk_words(w, a, (size_t)stride / 8, nblk);
+        return;
+    }
     switch (blk) {
     case 1:
         BLOCK_LOOP(1);
@@ -693,6 +773,43 @@ static void walk_blocks(struct walk *w, uintptr_t a, ptrdiff_t stride, size_t bl
     w->buf = d;
 }
 
+/* nel whole instances of the flat list c at a, a + stride...: one loop
+ * over elements and their runs (a struct's members), no call per run. */
+static void walk_flat(struct walk *w, uintptr_t a, ptrdiff_t stride,
+                      const struct bm_util_dtype_node *c, size_t nel)
+{
+    const struct entry *e = c->u.list.e;
+    size_t ne = c->u.list.n;
+    char *d = w->buf;
+    bool pack = w->mode == WALK_PACK;
+    for (size_t i = 0; i < nel; i++, a += (uintptr_t)stride)
+        for (size_t j = 0; j < ne; j++) {
+            size_t len = e[j].len;
+            char *m = addr(a + (uintptr_t)e[j].disp);
+            char *to = pack ? d : m;
+            const char *from = pack ? m : d;
+            /* the sizes of C members, as constant-size moves */
+            switch (len) {
+            case 4:
+                memcpy(to, from, 4);
+                break;
+            case 8:
+                memcpy(to, from, 8);
+                break;
+            case 12:
+                memcpy(to, from, 12);
+                break;
+            case 16:
+                memcpy(to, from, 16);
+                break;
+            default:
+                bm_util_copy(to, from, len);
+            }
+            d += len;
+        }
+    w->buf = d;
+}
+
 /* Bytes [skip, skip + len) of the instance of n at a. False when stopped
  * (piece list full). */
 static bool walk_node(struct walk *w, const struct bm_util_dtype_node *n, uintptr_t a, size_t skip,
@@ -727,6 +844,19 @@ static bool walk_node(struct walk *w, const struct bm_util_dtype_node *n, uintpt
             len -= nblk * csz;
             return len == 0 || walk_run(w, a, len);
         }
+        if (c->flat && w->mode != WALK_PIECES) {
+            if (within) {
+                size_t k = csz - within < len ? csz - within : len;
+                walk_node(w, c, a, within, k);
+                len -= k;
+                a += (uintptr_t)stride;
+            }
+            size_t nel = len / csz;
+            walk_flat(w, a, stride, c, nel);
+            a += (uintptr_t)((ptrdiff_t)nel * stride);
+            len -= nel * csz;
+            return len == 0 || walk_node(w, c, a, 0, len);
+        }
         while (len > 0) {
             size_t k = csz - within < len ? csz - within : len;
             if (!walk_node(w, c, a, within, k))
@@ -751,7 +881,9 @@ static bool walk_node(struct walk *w, const struct bm_util_dtype_node *n, uintpt
             size_t within = skip > e[j].poff ? skip - e[j].poff : 0;
             size_t avail = e[j].child->size - within;
             size_t k = avail < len ? avail : len;
-            if (!walk_node(w, e[j].child, a + (uintptr_t)e[j].disp, within, k))
+            uintptr_t at = a + (uintptr_t)e[j].disp;
+            if (!(e[j].child->kind == NODE_LEAF ? walk_run(w, at + within, k)
+                                                : walk_node(w, e[j].child, at, within, k)))
                 return false;
             len -= k;
         }

@@ -199,10 +199,16 @@ static struct bm_util_dtype *marker_t[2];
 static struct pair gen_struct(int depth, int flavour)
 {
     size_t n = (size_t)rnd_in(1, 5);
-    struct pair olds[5] = {0}, p = {0};
-    size_t bls[5];
-    ptrdiff_t disps[5];
-    const struct bm_util_dtype *ts[5];
+    struct pair olds[10] = {0}, p = {0};
+    size_t bls[10];
+    ptrdiff_t disps[10];
+    const struct bm_util_dtype *ts[10];
+    /* periodic (flavour 3): a pattern of per blocks repeated reps times at a
+     * constant stride, plus maybe one more block */
+    size_t per = (size_t)rnd_in(2, 3), reps = (size_t)rnd_in(2, 3);
+    ptrdiff_t pstride = rnd_in(-40, 80);
+    if (flavour == 3)
+        n = per * reps + (size_t)rnd_in(0, 1);
     size_t total = 0;
     bool regular = flavour == 1; /* indexed_block at a constant stride */
     ptrdiff_t step = rnd_in(-3, 4);
@@ -228,8 +234,13 @@ static struct pair gen_struct(int depth, int flavour)
                 memcpy(olds[i].r.e, olds[0].r.e, olds[0].r.n * sizeof(struct relem));
         }
         ts[i] = olds[i].t;
-        bls[i] = regular ? 2 : (size_t)rnd_in(0, 3);
-        disps[i] = regular ? (ptrdiff_t)i * step * ext_of(&olds[0].r) : rnd_in(-64, 128);
+        if (flavour == 3 && i >= per && i < per * reps) {
+            bls[i] = bls[i - per];
+            disps[i] = disps[i - per] + pstride;
+        } else {
+            bls[i] = regular ? 2 : (size_t)rnd_in(0, 3);
+            disps[i] = regular ? (ptrdiff_t)i * step * ext_of(&olds[0].r) : rnd_in(-64, 128);
+        }
         total += bls[i] * olds[i].r.n;
     }
     if (total <= MAX_ELEMS) {
@@ -269,7 +280,9 @@ static struct pair gen(int depth)
 {
     if (depth <= 0 || rnd() % 4 == 0)
         return gen_basic();
-    switch (rnd() % 7) {
+    switch (rnd() % 8) {
+    case 7:
+        return gen_struct(depth, 3); /* periodic hindexed */
     case 0:
         return gen_hvector(depth, 0);
     case 1:
