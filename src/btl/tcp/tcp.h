@@ -264,26 +264,46 @@ void bm_btl_tcp_endpoint_connect(struct bm_btl_tcp_endpoint *ep, struct bm_btl_t
 /* Mark the endpoint failed: error callback first, then every outstanding
  * fragment completes with status. Idempotent. */
 void bm_btl_tcp_endpoint_fail(struct bm_btl_tcp_endpoint *ep, int status, const char *what);
-/* A new socket from a listener. */
-void bm_btl_tcp_endpoint_accept(struct bm_btl_tcp_listener *l);
-/* epoll events on a connection. */
-void bm_btl_tcp_conn_event(struct bm_btl_tcp_conn *c, uint32_t events);
-/* Expire deadlines (connects, handshakes). */
-void bm_btl_tcp_endpoint_timers(struct bm_btl_tcp_component *comp, long long now);
-/* The connection failed (err: errno, 0 for an unexpected EOF): fail its endpoint. */
-void bm_btl_tcp_conn_fail(struct bm_btl_tcp_conn *c, int err);
+/* A failed endpoint works again through via: fresh per-link state, then
+ * BM_BTL_ERROR_RECOVERED to the PML. */
+void bm_btl_tcp_endpoint_recover(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *via);
+/* A reconnection attempt on c failed: quietly, try again later. */
+void bm_btl_tcp_endpoint_probe_failed(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *c,
+                                      const char *why);
+/* The interface pair in use cannot connect (err, or why): warn naming both
+ * addresses and move to the peer's next address, or fail the endpoint. */
+void bm_btl_tcp_endpoint_drop_pair(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *c,
+                                   int err, const char *why);
 /* Start reconnection attempts of failed endpoints that are due. */
 void bm_btl_tcp_endpoint_retry(struct bm_btl_tcp_component *comp, long long now);
 /* Report connections that failed inside send (called at the end of progress). */
 void bm_btl_tcp_endpoint_reap(struct bm_btl_tcp_component *comp);
+/* Send FIN on every connected link and close (finalize). */
+void bm_btl_tcp_endpoint_shutdown(struct bm_btl_tcp_endpoint *ep);
+
+/* tcp_conn.c */
+/* Fresh IDLE state for link number link of ep (ep NULL, link -1: an
+ * accepted socket not yet identified). */
+void bm_btl_tcp_conn_init(struct bm_btl_tcp_conn *c, struct bm_btl_tcp_component *comp,
+                          struct bm_btl_tcp_endpoint *ep, int link);
+/* Connect c (IDLE) to ep's current candidate address. */
+void bm_btl_tcp_conn_start(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *c);
+/* A new socket from a listener. */
+void bm_btl_tcp_conn_accept(struct bm_btl_tcp_listener *l);
+/* epoll events on a connection. */
+void bm_btl_tcp_conn_event(struct bm_btl_tcp_conn *c, uint32_t events);
+/* Expire deadlines (connects, handshakes). */
+void bm_btl_tcp_conn_timers(struct bm_btl_tcp_component *comp, long long now);
+/* The connection failed (err: errno, 0 for an unexpected EOF): fail its endpoint. */
+void bm_btl_tcp_conn_fail(struct bm_btl_tcp_conn *c, int err);
 /* Close and free accepted sockets that never identified themselves (finalize). */
-void bm_btl_tcp_endpoint_close_anon(struct bm_btl_tcp_component *comp);
+void bm_btl_tcp_conn_close_anon(struct bm_btl_tcp_component *comp);
 /* Update the epoll interest of a connection (EPOLLIN always, EPOLLOUT when asked). */
 void bm_btl_tcp_conn_want_write(struct bm_btl_tcp_conn *c, bool want);
 /* Close the socket of a connection and forget its state (not its queues). */
 void bm_btl_tcp_conn_close_fd(struct bm_btl_tcp_conn *c);
-/* Send FIN on every connected link and close (finalize). */
-void bm_btl_tcp_endpoint_shutdown(struct bm_btl_tcp_endpoint *ep);
+/* Read and dispatch frames. Returns false when the connection failed or closed. */
+bool bm_btl_tcp_conn_recv(struct bm_btl_tcp_conn *c);
 
 /* tcp_frag.c */
 struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
@@ -298,8 +318,8 @@ int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
 /* Write queued frames until the socket would block. Returns false when the
  * connection failed (the endpoint was failed). */
 bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c);
-/* Read and dispatch frames. Returns false when the connection failed or closed. */
-bool bm_btl_tcp_frag_recv(struct bm_btl_tcp_conn *c);
+/* The peer has received every DATA frame of c numbered below ack: complete them. */
+void bm_btl_tcp_frag_acked(struct bm_btl_tcp_conn *c, uint32_t ack);
 /* Send pending standalone acknowledgements. */
 void bm_btl_tcp_frag_flush_acks(struct bm_btl_tcp_component *comp);
 /* Queue a FIN (finalize). */

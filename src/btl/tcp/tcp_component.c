@@ -241,12 +241,12 @@ static int bm_btl_tcp_progress(struct bm_btl_component *comp)
     for (int i = 0; i < n; i++) {
         enum bm_btl_tcp_poll_kind *kind = ev[i].data.ptr;
         if (*kind == BM_BTL_TCP_POLL_LISTENER)
-            bm_btl_tcp_endpoint_accept(ev[i].data.ptr);
+            bm_btl_tcp_conn_accept(ev[i].data.ptr);
         else
             bm_btl_tcp_conn_event(ev[i].data.ptr, ev[i].events);
     }
     if (!bm_util_list_empty(&c->timers))
-        bm_btl_tcp_endpoint_timers(c, bm_btl_tcp_now_ns());
+        bm_btl_tcp_conn_timers(c, bm_btl_tcp_now_ns());
     if (c->dead_list)
         bm_btl_tcp_endpoint_reap(c);
     if (c->nretry > 0) {
@@ -311,7 +311,7 @@ static void bm_btl_tcp_finalize(struct bm_btl_component *comp)
                 bm_btl_tcp_endpoint_shutdown(c->modules[i]->eps[r]);
     for (int i = 0; i < c->nmodules; i++)
         bm_btl_tcp_module_destroy(c->modules[i]);
-    bm_btl_tcp_endpoint_close_anon(c);
+    bm_btl_tcp_conn_close_anon(c);
     free(c->modules);
     c->modules = NULL;
     c->nmodules = 0;

@@ -1,6 +1,7 @@
 /* Fragments of the tcp transport: send descriptors (alloc, prepare_src,
- * send, free), the scatter-gather write of queued frames, the parsing of the
- * received byte stream into frames, and acknowledgements. Data larger than
+ * send, free), the scatter-gather write of queued frames, their completion
+ * when acknowledged, and the ACK and FIN frames (the receive side, the
+ * stream parser, is in tcp_conn.c). Data larger than
  * the eager limit is never copied on the send side: prepare_src
  * points the descriptor's second segment at the caller's memory and sendmsg
  * gathers header, caller header and data in one call. A send completes only
@@ -20,8 +21,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define TCP_RBUF_INITIAL (256u << 10)
-#define TCP_IOV_MAX      64
+#define TCP_IOV_MAX 64
 
 /* ---- allocation -------------------------------------------------------------- */
 
@@ -181,7 +181,7 @@ void bm_btl_tcp_frag_fail_all(struct bm_btl_tcp_conn *c, int status)
 }
 
 /* The peer has received every DATA frame numbered below ack. */
-static void tcp_frag_acked(struct bm_btl_tcp_conn *c, uint32_t ack)
+void bm_btl_tcp_frag_acked(struct bm_btl_tcp_conn *c, uint32_t ack)
 {
     struct bm_util_queue_node *n;
     while ((n = bm_util_queue_peek(&c->ackq)) != NULL) {
@@ -386,162 +386,4 @@ void bm_btl_tcp_frag_queue_fin(struct bm_btl_tcp_conn *c)
     f->flags |= BM_BTL_TCP_FRAG_F_FREE;
     f->ep = c->ep;
     tcp_ctl_queue(c, f, BM_BTL_TCP_FRAME_FIN);
-}
-
-/* ---- receiving ------------------------------------------------------------------------ */
-
-static void tcp_conn_owe_ack(struct bm_btl_tcp_conn *c)
-{
-    struct bm_btl_tcp_component *comp = c->comp;
-    if (c->ack_listed)
-        return;
-    c->ack_listed = true;
-    c->ack_next = comp->ack_list;
-    comp->ack_list = c;
-}
-
-static void tcp_conn_protocol_error(struct bm_btl_tcp_conn *c, const char *why)
-{
-    char what[1024];
-    snprintf(what, sizeof(what),
-             "connection to rank %d (%s) via %s carries a corrupt stream (%s); closing it",
-             c->ep->rank, c->peer_str, c->ep->module->iface.name, why);
-    bm_btl_tcp_endpoint_fail(c->ep, BM_ERR_PROTOCOL, what);
-}
-
-/* Dispatch complete frames. false when the connection went away meanwhile. */
-static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
-{
-    struct bm_btl_tcp_endpoint *ep = c->ep;
-    struct bm_btl_module *m = &ep->module->super;
-    while (c->rlen - c->rpos >= sizeof(struct bm_btl_tcp_hdr)) {
-        struct bm_btl_tcp_hdr h;
-        memcpy(&h, c->rbuf + c->rpos, sizeof(h));
-        uint32_t len = ntohl(h.len);
-        if (len > BM_BTL_TCP_FRAME_MAX) {
-            tcp_conn_protocol_error(c, "frame length out of range");
-            return false;
-        }
-        if (c->rlen - c->rpos < sizeof(h) + len)
-            return true;
-        tcp_frag_acked(c, ntohl(h.ack));
-        if (c->fd < 0)
-            return false;
-        switch (h.type) {
-        case BM_BTL_TCP_FRAME_DATA: {
-            if (ntohl(h.seq) != c->rx_count) {
-                tcp_conn_protocol_error(c, "frame out of sequence");
-                return false;
-            }
-            c->rx_count++;
-            tcp_conn_owe_ack(c);
-            if (ntohs(h.flags) & BM_BTL_TCP_HDR_F_ACK_NOW)
-                c->ack_urgent = true;
-            struct bm_btl_segment seg = {c->rbuf + c->rpos + sizeof(h), len};
-            struct bm_btl_recv_desc d = {
-                .endpoint = (struct bm_btl_endpoint *)ep,
-                .peer = ep->rank,
-                .tag = h.tag,
-                .seg_count = 1,
-                .seg = &seg,
-            };
-            c->rpos += sizeof(h) + len;
-            c->comp->completions++;
-            if (h.tag < BM_BTL_TAG_MAX && m->recv_cb[h.tag].cb)
-                m->recv_cb[h.tag].cb(m, &d, m->recv_cb[h.tag].cbdata);
-            else
-                bm_log_ratelimited(BM_LOG_ERROR,
-                                   "%s: a frame for tag %u from rank %d has no receiver; dropped",
-                                   m->name, h.tag, ep->rank);
-            if (c->fd < 0)
-                return false;
-            continue;
-        }
-        case BM_BTL_TCP_FRAME_ACK:
-            break;
-        case BM_BTL_TCP_FRAME_FIN:
-            c->peer_fin = true;
-            break;
-        default:
-            tcp_conn_protocol_error(c, "unknown frame type");
-            return false;
-        }
-        c->rpos += sizeof(h) + len;
-    }
-    return true;
-}
-
-/* Make room for the frame at rpos (or for a header) before reading. */
-static bool tcp_conn_rbuf_room(struct bm_btl_tcp_conn *c)
-{
-    if (c->rpos == c->rlen)
-        c->rpos = c->rlen = 0;
-    size_t need = sizeof(struct bm_btl_tcp_hdr);
-    if (c->rlen - c->rpos >= sizeof(struct bm_btl_tcp_hdr)) {
-        struct bm_btl_tcp_hdr h;
-        memcpy(&h, c->rbuf + c->rpos, sizeof(h));
-        need += ntohl(h.len);
-    }
-    if (need > c->rcap) {
-        size_t ncap = c->rcap ? c->rcap : TCP_RBUF_INITIAL;
-        while (ncap < need)
-            ncap *= 2;
-        char *nb = realloc(c->rbuf, ncap);
-        if (!nb)
-            return false;
-        c->rbuf = nb;
-        c->rcap = ncap;
-    }
-    if (c->rpos > 0 && c->rcap - c->rpos < need + 4096) {
-        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
-        c->rlen -= c->rpos;
-        c->rpos = 0;
-    }
-    return true;
-}
-
-bool bm_btl_tcp_frag_recv(struct bm_btl_tcp_conn *c)
-{
-    for (;;) {
-        if (!tcp_conn_rbuf_room(c)) {
-            tcp_conn_protocol_error(c, "out of memory for a receive buffer");
-            return false;
-        }
-        size_t want = c->rcap - c->rlen;
-        ssize_t n = recv(c->fd, c->rbuf + c->rlen, want, MSG_DONTWAIT);
-        if (n > 0) {
-            c->rlen += (size_t)n;
-            if (!tcp_conn_parse(c))
-                return false;
-            if ((size_t)n < want)
-                return true; /* drained; level-triggered epoll tells us about more */
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return true;
-        int err = n == 0 ? 0 : errno;
-        if (c->peer_fin) { /* EOF, or a reset because our last bytes went unread */
-            struct bm_btl_tcp_endpoint *ep = c->ep;
-            size_t pending = 0;
-            for (struct bm_util_queue_node *q = c->sendq.head; q; q = q->next)
-                pending++;
-            for (struct bm_util_queue_node *q = c->ackq.head; q; q = q->next)
-                pending++;
-            bm_btl_tcp_conn_close_fd(c);
-            c->state = BM_BTL_TCP_CONN_IDLE; /* a later send reconnects (and fails loudly) */
-            if (pending) {
-                char what[1024];
-                snprintf(what, sizeof(what),
-                         "rank %d (%s) finalized while %zu send(s) to it via %s were not "
-                         "delivered",
-                         ep->rank, c->peer_str, pending, ep->module->iface.name);
-                bm_btl_tcp_endpoint_fail(ep, BM_ERR_PEER_GONE, what);
-            }
-            return false;
-        }
-        bm_btl_tcp_conn_fail(c, err);
-        return false;
-    }
 }

@@ -1,0 +1,795 @@
+/* Connections of the tcp transport: one TCP socket carrying one link of an
+ * endpoint. Its life: a lazy non-blocking connect on first send, or an
+ * accept by a module's listener (anonymous until its HELLO names the peer);
+ * the handshake that proves both sides belong to the same job (the SipHash
+ * of the handshake under the receiver's published nonce, util/siphash.h);
+ * the deterministic resolution of simultaneous connects (the lower rank's
+ * connection wins); the epoll interest and the deadline of every state; and,
+ * once established, the stream parser that cuts the received bytes into
+ * frames and hands DATA frames to the receive callback (the send side of a
+ * connection is tcp_frag.c). A connection that fails fails its endpoint
+ * (tcp_endpoint.c). */
+#define BM_LOG_SUBSYS "btl/tcp"
+#include "btl/tcp/tcp.h"
+#include "util/log.h"
+#include "util/siphash.h"
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Receive buffer of a connection before its first large frame. */
+#define TCP_RBUF_INITIAL (256u << 10)
+
+/* The handshake bytes covered by its proof. */
+#define TCP_HS_SIGNED offsetof(struct bm_btl_tcp_hs, proof)
+
+/* ---- handshake: proof of job membership -------------------------------------- */
+
+static void tcp_hs_build(const struct bm_btl_tcp_component *comp, struct bm_btl_tcp_hs *hs,
+                         int kind, int dst_rank, int src_module, int link, const uint8_t *dst_nonce)
+{
+    memset(hs, 0, sizeof(*hs));
+    hs->magic = htonl(BM_BTL_TCP_HS_MAGIC);
+    hs->version = htons(BM_BTL_TCP_HS_VERSION);
+    hs->kind = htons((uint16_t)kind);
+    hs->src_rank = (int32_t)htonl((uint32_t)comp->rank);
+    hs->dst_rank = (int32_t)htonl((uint32_t)dst_rank);
+    hs->src_module = htons((uint16_t)src_module);
+    hs->link = htons((uint16_t)link);
+    hs->proof = htobe64(bm_util_siphash24(dst_nonce, (const uint8_t *)hs, TCP_HS_SIGNED));
+}
+
+/* NULL when valid, else why not. Checks everything but the kind. */
+static const char *tcp_hs_check(const struct bm_btl_tcp_component *c,
+                                const struct bm_btl_tcp_hs *hs)
+{
+    if (ntohl(hs->magic) != BM_BTL_TCP_HS_MAGIC)
+        return "not a bitmover handshake (bad magic): a stray client or a port scanner";
+    if (ntohs(hs->version) != BM_BTL_TCP_HS_VERSION)
+        return "handshake version differs: the peer runs a different bitmover build";
+    int dst = (int)ntohl((uint32_t)hs->dst_rank), src = (int)ntohl((uint32_t)hs->src_rank);
+    if (dst != c->rank)
+        return "addressed to another rank (a process of another job?)";
+    if (src < 0 || src >= c->size || src == c->rank)
+        return "claims an impossible sender rank";
+    if (ntohs(hs->link) >= c->cfg.links)
+        return "link index out of range (BM_BTL_TCP_LINKS differs between processes?)";
+    if (be64toh(hs->proof) != bm_util_siphash24(c->nonce, (const uint8_t *)hs, TCP_HS_SIGNED))
+        return "wrong job secret (a process of another job, or a stranger)";
+    return NULL;
+}
+
+/* ---- sockets ------------------------------------------------------------------ */
+
+static void tcp_set_sockopts(const struct bm_btl_tcp_component *comp, int fd)
+{
+    const struct bm_btl_tcp_config *cfg = &comp->cfg;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (cfg->sndbuf) {
+        int v = (int)cfg->sndbuf;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+    }
+    if (cfg->rcvbuf) {
+        int v = (int)cfg->rcvbuf;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+    }
+    if (cfg->user_timeout_ms > 0) {
+        unsigned v = (unsigned)cfg->user_timeout_ms;
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v));
+    }
+    if (cfg->keepalive_idle_s > 0) {
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &cfg->keepalive_idle_s, sizeof(int));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &cfg->keepalive_intvl_s, sizeof(int));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cfg->keepalive_cnt, sizeof(int));
+    }
+}
+
+static void tcp_conn_epoll(struct bm_btl_tcp_conn *c, uint32_t events)
+{
+    if (c->fd < 0 || c->events == events)
+        return;
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    int op = c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(c->comp->epfd, op, c->fd, &ev) == 0)
+        c->events = events;
+    else
+        bm_log_error("epoll_ctl on %s: %s", c->peer_str, strerror(errno));
+}
+
+void bm_btl_tcp_conn_want_write(struct bm_btl_tcp_conn *c, bool want)
+{
+    tcp_conn_epoll(c, EPOLLIN | (want ? EPOLLOUT : 0u));
+}
+
+static void tcp_timer_set(struct bm_btl_tcp_conn *c, long long deadline)
+{
+    c->deadline_ns = deadline;
+    if (!bm_util_list_node_linked(&c->timer_node))
+        bm_util_list_push_back(&c->comp->timers, &c->timer_node);
+}
+
+static void tcp_timer_clear(struct bm_btl_tcp_conn *c)
+{
+    c->deadline_ns = 0;
+    bm_util_list_remove(&c->timer_node);
+}
+
+void bm_btl_tcp_conn_close_fd(struct bm_btl_tcp_conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd); /* also leaves the epoll set */
+    c->fd = -1;
+    c->events = 0;
+    c->hs_len = 0;
+    tcp_timer_clear(c);
+}
+
+static void tcp_sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
+        bm_btl_tcp_addr_str(AF_INET, (const uint8_t *)&s->sin_addr, ntohs(s->sin_port), buf, len);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)ss;
+        bm_btl_tcp_addr_str(AF_INET6, (const uint8_t *)&s->sin6_addr, ntohs(s->sin6_port), buf,
+                            len);
+    } else {
+        snprintf(buf, len, "?");
+    }
+}
+
+void bm_btl_tcp_conn_init(struct bm_btl_tcp_conn *c, struct bm_btl_tcp_component *comp,
+                          struct bm_btl_tcp_endpoint *ep, int link)
+{
+    c->kind = BM_BTL_TCP_POLL_CONN;
+    c->comp = comp;
+    c->state = BM_BTL_TCP_CONN_IDLE;
+    c->fd = -1;
+    c->ep = ep;
+    c->link = link;
+    bm_util_list_node_init(&c->timer_node);
+    bm_util_list_node_init(&c->qnode_anon);
+    bm_util_queue_init(&c->sendq);
+    bm_util_queue_init(&c->ackq);
+}
+
+/* ---- failure ------------------------------------------------------------------ */
+
+static int tcp_errno_status(int err)
+{
+    switch (err) {
+    case ECONNREFUSED:
+        return BM_ERR_CONN_REFUSED;
+    case ECONNRESET:
+    case EPIPE:
+    case 0:
+        return BM_ERR_CONN_RESET;
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+        return BM_ERR_UNREACHABLE;
+    default:
+        return BM_ERR_LINK_DOWN;
+    }
+}
+
+void bm_btl_tcp_conn_fail(struct bm_btl_tcp_conn *c, int err)
+{
+    struct bm_btl_tcp_endpoint *ep = c->ep;
+    const struct bm_btl_tcp_config *cfg = &c->comp->cfg;
+    char why[160];
+    if (err == 0)
+        snprintf(why, sizeof(why),
+                 "closed by the peer without a goodbye (the process died or "
+                 "was killed)");
+    else if (err == ECONNRESET)
+        snprintf(why, sizeof(why), "reset by peer (the process died, or a firewall cut it)");
+    else if (err == EPIPE)
+        snprintf(why, sizeof(why), "broken (EPIPE: the peer closed it)");
+    else if (err == ETIMEDOUT)
+        snprintf(why, sizeof(why),
+                 "timed out: no acknowledgement within BM_BTL_TCP_USER_TIMEOUT=%d ms or "
+                 "BM_BTL_TCP_KEEPALIVE_* probes (link down, black-holed, or host dead)",
+                 cfg->user_timeout_ms);
+    else
+        snprintf(why, sizeof(why), "failed: %s", strerror(err));
+    char what[1024];
+    snprintf(what, sizeof(what),
+             "connection to rank %d (%s) via %s %s. Check that the process is alive and that "
+             "the network between the two hosts works; BM_BTL_TCP_IF_INCLUDE selects interfaces",
+             ep->rank, c->peer_str, ep->module->iface.name, why);
+    bm_btl_tcp_endpoint_fail(ep, tcp_errno_status(err), what);
+}
+
+/* ---- connecting ---------------------------------------------------------------- */
+
+static void tcp_conn_established(struct bm_btl_tcp_conn *c)
+{
+    c->state = BM_BTL_TCP_CONN_CONNECTED;
+    c->peer_fin = false;
+    tcp_timer_clear(c);
+    bm_log_debug("%s: link %d to rank %d connected (%s -> %s)", c->ep->module->super.name, c->link,
+                 c->ep->rank, c->local_str, c->peer_str);
+    bm_btl_tcp_conn_want_write(c, !bm_util_queue_empty(&c->sendq));
+    if (!bm_util_queue_empty(&c->sendq))
+        bm_btl_tcp_frag_flush(c);
+}
+
+static void tcp_conn_send_hello(struct bm_btl_tcp_conn *c)
+{
+    struct bm_btl_tcp_endpoint *ep = c->ep;
+    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(c->comp, ep->rank);
+    struct bm_btl_tcp_hs hs;
+    tcp_hs_build(c->comp, &hs, BM_BTL_TCP_HS_HELLO, ep->rank, ep->module->index, c->link,
+                 p->hdr->nonce);
+    ssize_t n = send(c->fd, &hs, sizeof(hs), MSG_NOSIGNAL);
+    if (n != (ssize_t)sizeof(hs)) {
+        /* A fresh socket always has room for 32 bytes: anything else is an error. */
+        bm_btl_tcp_endpoint_drop_pair(ep, c, n < 0 ? errno : EIO, NULL);
+        return;
+    }
+    c->state = BM_BTL_TCP_CONN_HS_SENT;
+    c->hs_len = 0;
+    tcp_timer_set(c,
+                  bm_btl_tcp_now_ns() + (long long)c->comp->cfg.handshake_timeout_ms * 1000000LL);
+    tcp_conn_epoll(c, EPOLLIN);
+}
+
+void bm_btl_tcp_conn_start(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *c)
+{
+    const struct bm_btl_tcp_config *cfg = &c->comp->cfg;
+    if ((ep->failed && !ep->probing) || c->state != BM_BTL_TCP_CONN_IDLE)
+        return;
+    if (ep->ncands == 0) {
+        char what[1024];
+        snprintf(what, sizeof(what),
+                 "rank %d has no address that %s can reach (no matching interface pair)", ep->rank,
+                 ep->module->iface.name);
+        bm_btl_tcp_endpoint_fail(ep, BM_ERR_UNREACHABLE, what);
+        return;
+    }
+    struct bm_btl_tcp_candidate *k = &ep->cands[ep->cand];
+    c->local_str[0] = '\0';
+    snprintf(c->peer_str, sizeof(c->peer_str), "%s", k->str);
+    int fd = socket(k->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        bm_btl_tcp_endpoint_drop_pair(ep, c, errno, NULL);
+        return;
+    }
+    c->fd = fd;
+    tcp_set_sockopts(c->comp, fd);
+    const struct bm_btl_tcp_ifaddr *la = bm_btl_tcp_module_addr(ep->module, k->family);
+    if (la)
+        bm_btl_tcp_addr_str(la->family, la->addr, 0, c->local_str, sizeof(c->local_str));
+    if (k->bind_local && la) {
+        struct sockaddr_storage ss;
+        memset(&ss, 0, sizeof(ss));
+        socklen_t slen;
+        if (la->family == AF_INET) {
+            struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+            s->sin_family = AF_INET;
+            memcpy(&s->sin_addr, la->addr, 4);
+            slen = sizeof(*s);
+        } else {
+            struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+            s->sin6_family = AF_INET6;
+            memcpy(&s->sin6_addr, la->addr, 16);
+            slen = sizeof(*s);
+        }
+        if (bind(fd, (struct sockaddr *)&ss, slen) != 0) {
+            bm_btl_tcp_endpoint_drop_pair(ep, c, errno, NULL);
+            return;
+        }
+    }
+    tcp_timer_set(c, bm_btl_tcp_now_ns() + (long long)cfg->connect_timeout_ms * 1000000LL);
+    if (connect(fd, (struct sockaddr *)&k->sa, k->salen) == 0) {
+        tcp_conn_send_hello(c);
+        return;
+    }
+    if (errno != EINPROGRESS) {
+        bm_btl_tcp_endpoint_drop_pair(ep, c, errno, NULL);
+        return;
+    }
+    c->state = BM_BTL_TCP_CONN_CONNECTING;
+    tcp_conn_epoll(c, EPOLLOUT);
+}
+
+/* Read the rest of a handshake message. 1: complete, 0: need more, -1: error (errno, 0 = EOF). */
+static int tcp_conn_read_hs(struct bm_btl_tcp_conn *c)
+{
+    while (c->hs_len < sizeof(c->hs)) {
+        ssize_t n = recv(c->fd, c->hs + c->hs_len, sizeof(c->hs) - c->hs_len, 0);
+        if (n > 0) {
+            c->hs_len += (size_t)n;
+            continue;
+        }
+        if (n == 0) {
+            errno = 0;
+            return -1;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        return -1;
+    }
+    return 1;
+}
+
+static void tcp_conn_on_reply(struct bm_btl_tcp_conn *c)
+{
+    struct bm_btl_tcp_endpoint *ep = c->ep;
+    int r = tcp_conn_read_hs(c);
+    if (r == 0)
+        return;
+    if (r < 0) {
+        bm_btl_tcp_endpoint_drop_pair(
+            ep, c, errno ? errno : ECONNRESET,
+            errno ? NULL : "the peer closed the connection during the handshake");
+        return;
+    }
+    const struct bm_btl_tcp_hs *hs = (const struct bm_btl_tcp_hs *)c->hs;
+    const char *bad = tcp_hs_check(c->comp, hs);
+    if (!bad && (int)ntohl((uint32_t)hs->src_rank) != ep->rank)
+        bad = "answered by another rank than the one dialled";
+    if (bad) {
+        char why[256];
+        snprintf(why, sizeof(why), "handshake reply rejected: %s", bad);
+        bm_btl_tcp_endpoint_drop_pair(ep, c, EPROTO, why);
+        return;
+    }
+    switch (ntohs(hs->kind)) {
+    case BM_BTL_TCP_HS_ACCEPT:
+        if (ep->failed)
+            bm_btl_tcp_endpoint_recover(ep, c);
+        tcp_conn_established(c);
+        break;
+    case BM_BTL_TCP_HS_REJECT:
+        if (ep->probing) {
+            bm_btl_tcp_endpoint_probe_failed(ep, c, "the peer still uses its old connection");
+            break;
+        }
+        /* We lost a simultaneous connect: the peer's own connection for this
+         * link is on its way and will be accepted by us. */
+        bm_btl_tcp_conn_close_fd(c);
+        c->state = BM_BTL_TCP_CONN_WAIT_PEER;
+        tcp_timer_set(c, bm_btl_tcp_now_ns() +
+                             (long long)c->comp->cfg.handshake_timeout_ms * 1000000LL);
+        break;
+    default:
+        bm_btl_tcp_endpoint_drop_pair(ep, c, EPROTO, "unexpected handshake message");
+        break;
+    }
+}
+
+/* ---- accepting ----------------------------------------------------------------- */
+
+void bm_btl_tcp_conn_accept(struct bm_btl_tcp_listener *l)
+{
+    struct bm_btl_tcp_component *comp = l->module->comp;
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t slen = sizeof(ss);
+        int fd = accept4(l->fd, (struct sockaddr *)&ss, &slen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                bm_log_ratelimited(BM_LOG_WARN, "accept on %s: %s", l->module->super.name,
+                                   strerror(errno));
+            return;
+        }
+        struct bm_btl_tcp_conn *c = calloc(1, sizeof(*c));
+        if (!c) {
+            close(fd);
+            return;
+        }
+        bm_btl_tcp_conn_init(c, comp, NULL, -1);
+        c->fd = fd;
+        c->state = BM_BTL_TCP_CONN_ACCEPTING;
+        c->accept_module = l->module;
+        tcp_sockaddr_str(&ss, c->peer_str, sizeof(c->peer_str));
+        bm_btl_tcp_addr_str(l->addr.family, l->addr.addr, l->port, c->local_str,
+                            sizeof(c->local_str));
+        tcp_set_sockopts(comp, fd);
+        tcp_conn_epoll(c, EPOLLIN);
+        bm_util_list_push_back(&comp->anon, &c->qnode_anon);
+        tcp_timer_set(c,
+                      bm_btl_tcp_now_ns() + (long long)comp->cfg.handshake_timeout_ms * 1000000LL);
+    }
+}
+
+static void tcp_anon_free(struct bm_btl_tcp_conn *c)
+{
+    bm_util_list_remove(&c->qnode_anon);
+    tcp_timer_clear(c);
+    free(c);
+}
+
+static void tcp_anon_reply(struct bm_btl_tcp_conn *c, int kind, int rank, int module, int link)
+{
+    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(c->comp, rank);
+    struct bm_btl_tcp_hs hs;
+    tcp_hs_build(c->comp, &hs, kind, rank, module, link, p->hdr->nonce);
+    if (send(c->fd, &hs, sizeof(hs), MSG_NOSIGNAL) != (ssize_t)sizeof(hs))
+        bm_log_debug("handshake reply to %s: %s", c->peer_str, strerror(errno));
+}
+
+/* The local module a connection from (rank, its module) belongs to: the one
+ * paired with that remote module, or the one that accepted it. */
+static struct bm_btl_tcp_module *tcp_accept_module(struct bm_btl_tcp_conn *c, int rank,
+                                                   int src_module)
+{
+    struct bm_btl_tcp_component *comp = c->comp;
+    struct bm_btl_tcp_peer *p = bm_btl_tcp_module_peer(comp, rank);
+    for (int i = 0; p && p->pair_remote && i < comp->nmodules; i++) {
+        int j = p->pair_remote[i];
+        if (j >= 0 && ntohs(p->addrs[j].module) == src_module)
+            return comp->modules[i];
+    }
+    return c->accept_module;
+}
+
+static void tcp_anon_on_hello(struct bm_btl_tcp_conn *c)
+{
+    struct bm_btl_tcp_component *comp = c->comp;
+    int r = tcp_conn_read_hs(c);
+    if (r == 0)
+        return;
+    if (r < 0) {
+        /* Also what a lost simultaneous connect looks like from here. */
+        bm_log_debug("connection from %s on %s closed before its handshake (%s)", c->peer_str,
+                     c->accept_module->super.name, errno ? strerror(errno) : "EOF");
+        close(c->fd);
+        tcp_anon_free(c);
+        return;
+    }
+    const struct bm_btl_tcp_hs *hs = (const struct bm_btl_tcp_hs *)c->hs;
+    const char *bad = tcp_hs_check(comp, hs);
+    if (!bad && ntohs(hs->kind) != BM_BTL_TCP_HS_HELLO)
+        bad = "first message is not a HELLO";
+    int rank = (int)ntohl((uint32_t)hs->src_rank);
+    struct bm_btl_tcp_peer *p = bad ? NULL : bm_btl_tcp_module_peer(comp, rank);
+    if (!bad && (!p || !p->have_tcp))
+        bad = "the claimed sender rank published no tcp address";
+    if (bad) {
+        bm_log_warn("rejected a connection from %s to %s (%s): %s. The connection was closed; "
+                    "the job is not affected",
+                    c->peer_str, c->local_str, c->accept_module->super.name, bad);
+        close(c->fd);
+        tcp_anon_free(c);
+        return;
+    }
+    int src_module = ntohs(hs->src_module), link = ntohs(hs->link);
+    struct bm_btl_tcp_module *m = tcp_accept_module(c, rank, src_module);
+    struct bm_btl_tcp_endpoint *ep = bm_btl_tcp_endpoint_get(m, rank);
+    /* A failed endpoint takes a new connection when it could heal (the
+     * peer reconnects): that is its recovery. */
+    bool accept = ep && (!ep->failed || ep->retry);
+    struct bm_btl_tcp_conn *l = accept ? &ep->links[link] : NULL;
+    if (accept) {
+        switch (l->state) {
+        case BM_BTL_TCP_CONN_CONNECTING:
+        case BM_BTL_TCP_CONN_HS_SENT:
+            /* Simultaneous connect: the lower rank's connection wins. */
+            if (comp->rank < rank) {
+                accept = false;
+            } else {
+                bm_btl_tcp_conn_close_fd(l);
+                l->state = BM_BTL_TCP_CONN_IDLE;
+                if (ep->probing)
+                    ep->probing = false; /* the peer's attempt does the job */
+            }
+            break;
+        case BM_BTL_TCP_CONN_CONNECTED:
+            accept = false; /* a duplicate */
+            break;
+        default:
+            break;
+        }
+    }
+    tcp_anon_reply(c, accept ? BM_BTL_TCP_HS_ACCEPT : BM_BTL_TCP_HS_REJECT, rank, m->index, link);
+    if (!accept) {
+        bm_log_debug("rank %d link %d: refused its connection from %s (simultaneous connect or "
+                     "duplicate)",
+                     rank, link, c->peer_str);
+        close(c->fd);
+        tcp_anon_free(c);
+        return;
+    }
+    /* The link takes over the socket. */
+    l->fd = c->fd;
+    l->events = 0;
+    snprintf(l->peer_str, sizeof(l->peer_str), "%s", c->peer_str);
+    snprintf(l->local_str, sizeof(l->local_str), "%s", c->local_str);
+    if (epoll_ctl(comp->epfd, EPOLL_CTL_DEL, l->fd, NULL) != 0)
+        bm_log_debug("epoll_ctl DEL: %s", strerror(errno));
+    tcp_anon_free(c);
+    if (ep->failed)
+        bm_btl_tcp_endpoint_recover(ep, l);
+    tcp_conn_established(l);
+}
+
+/* ---- events and timers ------------------------------------------------------- */
+
+void bm_btl_tcp_conn_event(struct bm_btl_tcp_conn *c, uint32_t events)
+{
+    switch (c->state) {
+    case BM_BTL_TCP_CONN_CONNECTING: {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            err = errno;
+        if (err) {
+            bm_btl_tcp_endpoint_drop_pair(c->ep, c, err, NULL);
+            return;
+        }
+        /* A stale event of a socket this link has since replaced: the new
+         * one is not connected yet. */
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) != 0)
+            return;
+        if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+            tcp_conn_send_hello(c);
+        return;
+    }
+    case BM_BTL_TCP_CONN_HS_SENT:
+        tcp_conn_on_reply(c);
+        return;
+    case BM_BTL_TCP_CONN_ACCEPTING:
+        tcp_anon_on_hello(c);
+        return;
+    case BM_BTL_TCP_CONN_CONNECTED:
+    case BM_BTL_TCP_CONN_CLOSED:
+        if (c->fd < 0)
+            return;
+        if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && !bm_btl_tcp_conn_recv(c))
+            return;
+        if ((events & EPOLLOUT) && c->fd >= 0)
+            bm_btl_tcp_frag_flush(c);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Is there something to read (or a connect result) on this socket that
+ * this process has not looked at yet? A deadline only means the peer or the
+ * network was slow when we ourselves kept polling. */
+static bool tcp_conn_pending_input(struct bm_btl_tcp_conn *c)
+{
+    struct pollfd pfd = {.fd = c->fd, .events = POLLIN | POLLOUT};
+    if (poll(&pfd, 1, 0) <= 0)
+        return false;
+    if (c->state == BM_BTL_TCP_CONN_CONNECTING)
+        return (pfd.revents & (POLLOUT | POLLERR | POLLHUP)) != 0;
+    return (pfd.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+}
+
+void bm_btl_tcp_conn_timers(struct bm_btl_tcp_component *comp, long long now)
+{
+    struct bm_util_list_node *it, *tmp;
+    bm_util_list_foreach_safe(it, tmp, &comp->timers)
+    {
+        struct bm_btl_tcp_conn *c = bm_util_container_of(it, struct bm_btl_tcp_conn, timer_node);
+        if (c->deadline_ns == 0 || c->deadline_ns > now)
+            continue;
+        if (c->fd >= 0 && c->state != BM_BTL_TCP_CONN_WAIT_PEER && tcp_conn_pending_input(c)) {
+            /* Handle it as the event it is; the list may change: next time. */
+            bm_btl_tcp_conn_event(c, EPOLLIN | EPOLLOUT);
+            return;
+        }
+        char why[160];
+        if (c->state == BM_BTL_TCP_CONN_CONNECTING)
+            snprintf(why, sizeof(why), "no answer within BM_BTL_TCP_CONNECT_TIMEOUT=%d ms",
+                     comp->cfg.connect_timeout_ms);
+        else
+            snprintf(why, sizeof(why),
+                     "connected, but no handshake answer within BM_BTL_TCP_HANDSHAKE_TIMEOUT=%d ms",
+                     comp->cfg.handshake_timeout_ms);
+        switch (c->state) {
+        case BM_BTL_TCP_CONN_CONNECTING:
+        case BM_BTL_TCP_CONN_HS_SENT:
+            bm_btl_tcp_endpoint_drop_pair(c->ep, c, ETIMEDOUT, why);
+            return; /* the list may have changed under us: start over next time */
+        case BM_BTL_TCP_CONN_ACCEPTING:
+            bm_log_warn("connection from %s to %s (%s) sent no handshake within %d ms; closed. "
+                        "The job is not affected",
+                        c->peer_str, c->local_str, c->accept_module->super.name,
+                        comp->cfg.handshake_timeout_ms);
+            close(c->fd);
+            tcp_anon_free(c);
+            break;
+        case BM_BTL_TCP_CONN_WAIT_PEER: {
+            char what[1024];
+            snprintf(what, sizeof(what),
+                     "rank %d refused our connection via %s (simultaneous connect) but never "
+                     "completed its own within BM_BTL_TCP_HANDSHAKE_TIMEOUT=%d ms",
+                     c->ep->rank, c->ep->module->iface.name, comp->cfg.handshake_timeout_ms);
+            bm_btl_tcp_endpoint_fail(c->ep, BM_ERR_UNREACHABLE, what);
+            return;
+        }
+        default:
+            tcp_timer_clear(c);
+            break;
+        }
+    }
+}
+
+void bm_btl_tcp_conn_close_anon(struct bm_btl_tcp_component *comp)
+{
+    struct bm_util_list_node *n;
+    while ((n = bm_util_list_first(&comp->anon)) != NULL) {
+        struct bm_btl_tcp_conn *c = bm_util_container_of(n, struct bm_btl_tcp_conn, qnode_anon);
+        close(c->fd);
+        tcp_anon_free(c);
+    }
+}
+
+/* ---- the stream parser -------------------------------------------------------- */
+
+static void tcp_conn_owe_ack(struct bm_btl_tcp_conn *c)
+{
+    struct bm_btl_tcp_component *comp = c->comp;
+    if (c->ack_listed)
+        return;
+    c->ack_listed = true;
+    c->ack_next = comp->ack_list;
+    comp->ack_list = c;
+}
+
+static void tcp_conn_protocol_error(struct bm_btl_tcp_conn *c, const char *why)
+{
+    char what[1024];
+    snprintf(what, sizeof(what),
+             "connection to rank %d (%s) via %s carries a corrupt stream (%s); closing it",
+             c->ep->rank, c->peer_str, c->ep->module->iface.name, why);
+    bm_btl_tcp_endpoint_fail(c->ep, BM_ERR_PROTOCOL, what);
+}
+
+/* Dispatch complete frames. false when the connection went away meanwhile. */
+static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
+{
+    struct bm_btl_tcp_endpoint *ep = c->ep;
+    struct bm_btl_module *m = &ep->module->super;
+    while (c->rlen - c->rpos >= sizeof(struct bm_btl_tcp_hdr)) {
+        struct bm_btl_tcp_hdr h;
+        memcpy(&h, c->rbuf + c->rpos, sizeof(h));
+        uint32_t len = ntohl(h.len);
+        if (len > BM_BTL_TCP_FRAME_MAX) {
+            tcp_conn_protocol_error(c, "frame length out of range");
+            return false;
+        }
+        if (c->rlen - c->rpos < sizeof(h) + len)
+            return true;
+        bm_btl_tcp_frag_acked(c, ntohl(h.ack));
+        if (c->fd < 0)
+            return false;
+        switch (h.type) {
+        case BM_BTL_TCP_FRAME_DATA: {
+            if (ntohl(h.seq) != c->rx_count) {
+                tcp_conn_protocol_error(c, "frame out of sequence");
+                return false;
+            }
+            c->rx_count++;
+            tcp_conn_owe_ack(c);
+            if (ntohs(h.flags) & BM_BTL_TCP_HDR_F_ACK_NOW)
+                c->ack_urgent = true;
+            struct bm_btl_segment seg = {c->rbuf + c->rpos + sizeof(h), len};
+            struct bm_btl_recv_desc d = {
+                .endpoint = (struct bm_btl_endpoint *)ep,
+                .peer = ep->rank,
+                .tag = h.tag,
+                .seg_count = 1,
+                .seg = &seg,
+            };
+            c->rpos += sizeof(h) + len;
+            c->comp->completions++;
+            if (h.tag < BM_BTL_TAG_MAX && m->recv_cb[h.tag].cb)
+                m->recv_cb[h.tag].cb(m, &d, m->recv_cb[h.tag].cbdata);
+            else
+                bm_log_ratelimited(BM_LOG_ERROR,
+                                   "%s: a frame for tag %u from rank %d has no receiver; dropped",
+                                   m->name, h.tag, ep->rank);
+            if (c->fd < 0)
+                return false;
+            continue;
+        }
+        case BM_BTL_TCP_FRAME_ACK:
+            break;
+        case BM_BTL_TCP_FRAME_FIN:
+            c->peer_fin = true;
+            break;
+        default:
+            tcp_conn_protocol_error(c, "unknown frame type");
+            return false;
+        }
+        c->rpos += sizeof(h) + len;
+    }
+    return true;
+}
+
+/* Make room for the frame at rpos (or for a header) before reading. */
+static bool tcp_conn_rbuf_room(struct bm_btl_tcp_conn *c)
+{
+    if (c->rpos == c->rlen)
+        c->rpos = c->rlen = 0;
+    size_t need = sizeof(struct bm_btl_tcp_hdr);
+    if (c->rlen - c->rpos >= sizeof(struct bm_btl_tcp_hdr)) {
+        struct bm_btl_tcp_hdr h;
+        memcpy(&h, c->rbuf + c->rpos, sizeof(h));
+        need += ntohl(h.len);
+    }
+    if (need > c->rcap) {
+        size_t ncap = c->rcap ? c->rcap : TCP_RBUF_INITIAL;
+        while (ncap < need)
+            ncap *= 2;
+        char *nb = realloc(c->rbuf, ncap);
+        if (!nb)
+            return false;
+        c->rbuf = nb;
+        c->rcap = ncap;
+    }
+    if (c->rpos > 0 && c->rcap - c->rpos < need + 4096) {
+        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+    }
+    return true;
+}
+
+bool bm_btl_tcp_conn_recv(struct bm_btl_tcp_conn *c)
+{
+    for (;;) {
+        if (!tcp_conn_rbuf_room(c)) {
+            tcp_conn_protocol_error(c, "out of memory for a receive buffer");
+            return false;
+        }
+        size_t want = c->rcap - c->rlen;
+        ssize_t n = recv(c->fd, c->rbuf + c->rlen, want, MSG_DONTWAIT);
+        if (n > 0) {
+            c->rlen += (size_t)n;
+            if (!tcp_conn_parse(c))
+                return false;
+            if ((size_t)n < want)
+                return true; /* drained; level-triggered epoll tells us about more */
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        int err = n == 0 ? 0 : errno;
+        if (c->peer_fin) { /* EOF, or a reset because our last bytes went unread */
+            struct bm_btl_tcp_endpoint *ep = c->ep;
+            size_t pending = 0;
+            for (struct bm_util_queue_node *q = c->sendq.head; q; q = q->next)
+                pending++;
+            for (struct bm_util_queue_node *q = c->ackq.head; q; q = q->next)
+                pending++;
+            bm_btl_tcp_conn_close_fd(c);
+            c->state = BM_BTL_TCP_CONN_IDLE; /* a later send reconnects (and fails loudly) */
+            if (pending) {
+                char what[1024];
+                snprintf(what, sizeof(what),
+                         "rank %d (%s) finalized while %zu send(s) to it via %s were not "
+                         "delivered",
+                         ep->rank, c->peer_str, pending, ep->module->iface.name);
+                bm_btl_tcp_endpoint_fail(ep, BM_ERR_PEER_GONE, what);
+            }
+            return false;
+        }
+        bm_btl_tcp_conn_fail(c, err);
+        return false;
+    }
+}
