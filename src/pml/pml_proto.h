@@ -121,7 +121,7 @@ struct bm_pml_hdr_put {
     bm_pml_reqid_t rreq;  /* receiver's request: the FIN names it */
     uint64_t offset;      /* message offset of this window */
     uint64_t length;      /* bytes to write */
-    uint64_t remote_addr; /* receiver's address (or offset, per the transport) to write to */
+    uint64_t remote_addr; /* receiver's virtual address to write to (btl.h: remote_addr) */
 };
 _Static_assert(sizeof(struct bm_pml_hdr_put) == 48, "PUT header is 48 bytes");
 
@@ -138,15 +138,24 @@ struct bm_pml_hdr_fin {
 };
 _Static_assert(sizeof(struct bm_pml_hdr_fin) == 48, "FIN header is 48 bytes");
 
+/* What RGET adds to the RNDV fields. match.c treats an RGET as a RNDV and
+ * hands this part on as its payload, so it is a struct of its own. */
+struct bm_pml_rget_tail {
+    uint64_t remote_addr; /* sender's buffer: its virtual address (btl.h: remote_addr) */
+    uint32_t handle_len;  /* bytes of registration handle after the header */
+    uint32_t reserved;    /* zero */
+};
+_Static_assert(sizeof(struct bm_pml_rget_tail) == 16, "RGET tail is 16 bytes");
+
 /* RGET: a RNDV whose sender offers its buffer for an RDMA read. handle_len
  * bytes of the sender's registration handle follow. */
 struct bm_pml_hdr_rget {
-    struct bm_pml_hdr_rndv rndv; /* as RNDV; msg_len is the whole message */
-    uint64_t remote_addr;        /* sender's buffer address (or offset, per the transport) */
-    uint32_t handle_len;         /* bytes of registration handle after the header */
-    uint32_t reserved;           /* zero */
+    struct bm_pml_hdr_rndv rndv;  /* as RNDV; msg_len is the whole message */
+    struct bm_pml_rget_tail tail; /* where to read */
 };
 _Static_assert(sizeof(struct bm_pml_hdr_rget) == 56, "RGET header is 56 bytes");
+_Static_assert(offsetof(struct bm_pml_hdr_rget, tail) == sizeof(struct bm_pml_hdr_rndv),
+               "the RGET tail follows the RNDV fields directly");
 
 /* The largest header: transports' eager limits must exceed it. */
 #define BM_PML_HDR_MAX_SIZE sizeof(struct bm_pml_hdr_rget)

@@ -81,17 +81,6 @@ static const struct bm_param rdma_params[] = {
 static const struct bm_param_table rdma_table = {"pml", rdma_params, BM_PARAM_COUNT(rdma_params)};
 BM_PARAM_TABLE_REGISTER(rdma_table);
 
-/* The part of an RGET header after its RNDV fields (what match.c calls the
- * payload of the RGET). */
-struct rdma_rget_tail {
-    uint64_t remote_addr;
-    uint32_t handle_len;
-    uint32_t reserved;
-};
-_Static_assert(sizeof(struct rdma_rget_tail) ==
-                   sizeof(struct bm_pml_hdr_rget) - sizeof(struct bm_pml_hdr_rndv),
-               "RGET tail layout");
-
 static struct {
     bool loaded;
     struct rdma_params p;
@@ -283,17 +272,13 @@ bool bm_pml_rdma_rget_ok(const struct bm_pml_request *req)
 
 void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh)
 {
-    struct {
-        struct bm_pml_hdr_rndv rndv;
-        struct rdma_rget_tail tail;
-    } h;
+    struct bm_pml_hdr_rget h;
     memset(&h, 0, sizeof(h));
     h.rndv.match = *mh;
     h.rndv.match.base.type = BM_PML_HDR_RGET;
     h.rndv.msg_len = req->bytes;
     h.rndv.sreq = bm_pml_request_id(req);
     h.tail.remote_addr = (uint64_t)(uintptr_t)req->sbuf;
-    _Static_assert(sizeof(h) == sizeof(struct bm_pml_hdr_rget), "RGET header layout");
     /* No FRAG unless the receiver falls back (its ACK then lowers frag_next). */
     req->first_len = 0;
     req->frag_next = req->bytes;
@@ -434,7 +419,7 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
     req->arrived = 0;
     req->want = 0;
     req->nranges = 0;
-    struct rdma_rget_tail t;
+    struct bm_pml_rget_tail t;
     struct bm_pml_rget *op = calloc(1, sizeof(*op));
     if (!op)
         abort();

@@ -5,28 +5,12 @@
  * receiver polls that word with an acquire load. No descriptor, no atomic
  * read-modify-write on the data path, no fragment to give back.
  *
- * The ring is a sequence of 64-byte units (cache lines) and a message takes
- * as many consecutive units as it needs, so that an 8-byte message touches
- * one line and a 1 KiB message does not cost a ring of 1 KiB slots. Its
- * first unit starts with the message word (sequence, length, tag, offset);
- * the message itself starts at the offset, chosen by the sender so that a
- * payload after its header is 32-byte aligned: vector copies that straddle
- * cache lines of the other core's cache cost more than a few bytes of
- * padding (measured: 256-byte latency 0.21 -> 0.15 us). A message that
- * would run past the end of the ring is preceded by a skip word that sends
- * the receiver back to unit 0.
- *
- * The word's sequence field is the low 32 bits of (unit position + 1): a
- * unit holds a new message only when its word names the position the
- * receiver expects next. Stale words must never pass for new ones, so
- * every unit is rewritten in every lap of the ring: the first unit of a
- * message by the sender, and the others (whose first bytes are payload)
- * by the receiver once the message is handled, with a word naming their
- * own position, as are the units a skip jumps over. A word left from the
- * previous lap names a position one ring length back, and a ring is far
- * shorter than 2^32 units. The receiver publishes how many units it has
- * consumed (head) on a line of its own; the sender keeps its own position
- * privately and reads head only when its cached copy says the ring is full.
+ * The ring's layout (units, the message word, skip words, the rule that
+ * keeps stale words from passing for new ones) is a shared-memory wire
+ * format and is defined in sm_proto.h; this header is the algorithm on top
+ * of it. The receiver publishes how many units it has consumed (head) on a
+ * line of its own; the sender keeps its own position privately and reads
+ * head only when its cached copy says the ring is full.
  *
  * Hints: each receiver keeps a bitmap (one bit per local sender) of rings
  * that may hold data, so an idle progress call reads one word per 64 local
@@ -47,59 +31,6 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Bytes of a ring unit: one cache line. */
-#define BM_BTL_SM_FBOX_UNIT BM_BTL_SM_CACHELINE
-/* Bytes of the message word at the start of a message's first unit. */
-#define BM_BTL_SM_FBOX_WORD 8u
-/* Payloads of at least this many bytes start on this alignment. */
-#define BM_BTL_SM_FBOX_ALIGN     32u
-#define BM_BTL_SM_FBOX_ALIGN_MIN 64u
-/* Largest offset of a message in its first unit (word + alignment pad). */
-#define BM_BTL_SM_FBOX_OFF_MAX (BM_BTL_SM_FBOX_WORD + BM_BTL_SM_FBOX_ALIGN - 1)
-/* Smallest ring the node-wide budget may leave a pair. */
-#define BM_BTL_SM_FBOX_BYTES_MIN 4096u
-/* Tag of a skip word: the rest of the ring is unused this lap. */
-#define BM_BTL_SM_FBOX_TAG_SKIP 0xffu
-
-/* Start of one ring: the receiver's head alone on a line; units follow. */
-struct bm_btl_sm_fbox_ring {
-    alignas(BM_BTL_SM_CACHELINE) _Atomic uint64_t head; /* units consumed, written by receiver */
-    uint8_t pad[BM_BTL_SM_CACHELINE - 8];
-};
-_Static_assert(sizeof(struct bm_btl_sm_fbox_ring) == BM_BTL_SM_CACHELINE, "fbox ring head: a line");
-_Static_assert(BM_BTL_SM_FBOX_OFF_MAX < BM_BTL_SM_FBOX_UNIT, "a message starts in its first unit");
-
-/* Bytes of one ring of nunits units. */
-static inline size_t bm_btl_sm_fbox_ring_bytes(uint32_t nunits)
-{
-    return sizeof(struct bm_btl_sm_fbox_ring) + (size_t)nunits * BM_BTL_SM_FBOX_UNIT;
-}
-
-/* Units taken by a message of len bytes at offset off of its first unit. */
-static inline uint32_t bm_btl_sm_fbox_units(uint32_t off, size_t len)
-{
-    return (uint32_t)((off + len + BM_BTL_SM_FBOX_UNIT - 1) / BM_BTL_SM_FBOX_UNIT);
-}
-
-/* Where a message of hdr_len header bytes and payload_len payload bytes
- * starts in its first unit: right after the word, or, for a payload worth
- * a vector copy, so that the payload is aligned. */
-static inline uint32_t bm_btl_sm_fbox_offset(size_t hdr_len, size_t payload_len)
-{
-    if (payload_len < BM_BTL_SM_FBOX_ALIGN_MIN)
-        return BM_BTL_SM_FBOX_WORD;
-    size_t pad = (BM_BTL_SM_FBOX_ALIGN - (BM_BTL_SM_FBOX_WORD + hdr_len) % BM_BTL_SM_FBOX_ALIGN) %
-                 BM_BTL_SM_FBOX_ALIGN;
-    return BM_BTL_SM_FBOX_WORD + (uint32_t)pad;
-}
-
-/* Message word: seq (32 bits) | length (16) << 32 | tag (8) << 48 | offset (8) << 56. */
-static inline uint64_t bm_btl_sm_fbox_word(uint64_t pos, uint32_t len, uint8_t tag, uint32_t off)
-{
-    return (uint64_t)(uint32_t)(pos + 1) | (uint64_t)(len & 0xffffu) << 32 | (uint64_t)tag << 48 |
-           (uint64_t)(off & 0xffu) << 56;
-}
 
 /* The sender's private side of a ring. */
 struct bm_btl_sm_fbox_tx {

@@ -14,6 +14,7 @@
 
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define BM_BTL_SM_CACHELINE 64
@@ -123,6 +124,89 @@ struct bm_btl_sm_card {
     uint32_t reserved;  /* zero */
     char name[88];      /* shm_open name, "/bm-<jobid>-sm-<rank>" */
 };
+
+/* ---- fast-box rings (sm_fbox.h runs them) --------------------------------
+ *
+ * One ring per (sender, receiver) pair of local processes, in the
+ * receiver's segment: ctl->fbox_offset + local rank of the sender *
+ * ctl->fbox_stride. A ring is a head line (struct bm_btl_sm_fbox_ring)
+ * followed by ctl->fbox_units units of 64 bytes (cache lines). A message
+ * takes as many consecutive units as it needs, so that an 8-byte message
+ * touches one line and a 1 KiB message does not cost a ring of 1 KiB slots.
+ *
+ * Its first unit starts with the message word (bm_btl_sm_fbox_word: bits
+ * 0-31 sequence, 32-47 length, 48-55 BTL tag, 56-63 offset); the message
+ * itself (PML header, then payload) starts at the offset, chosen by the
+ * sender so that a payload after its header is 32-byte aligned: vector
+ * copies that straddle cache lines of the other core's cache cost more than
+ * a few bytes of padding (measured: 256-byte latency 0.21 -> 0.15 us). A
+ * message that would run past the end of the ring is preceded by a skip word
+ * (tag BM_BTL_SM_FBOX_TAG_SKIP) that sends the receiver back to unit 0.
+ *
+ * The sequence field is the low 32 bits of (unit position + 1), positions
+ * counting units since the ring was created: a unit holds a new message
+ * only when its word names the position the receiver expects next. Stale
+ * words must never pass for new ones, so every unit is rewritten in every
+ * lap: the first unit of a message by the sender, and the others (whose
+ * first bytes are payload) by the receiver once the message is handled,
+ * with a word naming their own position, as are the units a skip jumps
+ * over. A word left from the previous lap names a position one ring length
+ * back, and a ring is far shorter than 2^32 units. The word is written last
+ * by the sender (release store) and read first by the receiver (acquire
+ * load); head is written only by the receiver. */
+
+/* Bytes of a ring unit: one cache line. */
+#define BM_BTL_SM_FBOX_UNIT BM_BTL_SM_CACHELINE
+/* Bytes of the message word at the start of a message's first unit. */
+#define BM_BTL_SM_FBOX_WORD 8u
+/* Payloads of at least this many bytes start on this alignment. */
+#define BM_BTL_SM_FBOX_ALIGN     32u
+#define BM_BTL_SM_FBOX_ALIGN_MIN 64u
+/* Largest offset of a message in its first unit (word + alignment pad). */
+#define BM_BTL_SM_FBOX_OFF_MAX (BM_BTL_SM_FBOX_WORD + BM_BTL_SM_FBOX_ALIGN - 1)
+/* Smallest ring the node-wide budget may leave a pair. */
+#define BM_BTL_SM_FBOX_BYTES_MIN 4096u
+/* Tag of a skip word: the rest of the ring is unused this lap. */
+#define BM_BTL_SM_FBOX_TAG_SKIP 0xffu
+
+/* Start of one ring: the receiver's head alone on a line; units follow. */
+struct bm_btl_sm_fbox_ring {
+    alignas(BM_BTL_SM_CACHELINE) _Atomic uint64_t head; /* units consumed, written by receiver */
+    uint8_t pad[BM_BTL_SM_CACHELINE - 8];
+};
+_Static_assert(sizeof(struct bm_btl_sm_fbox_ring) == BM_BTL_SM_CACHELINE, "fbox ring head: a line");
+_Static_assert(BM_BTL_SM_FBOX_OFF_MAX < BM_BTL_SM_FBOX_UNIT, "a message starts in its first unit");
+
+/* Bytes of one ring of nunits units. */
+static inline size_t bm_btl_sm_fbox_ring_bytes(uint32_t nunits)
+{
+    return sizeof(struct bm_btl_sm_fbox_ring) + (size_t)nunits * BM_BTL_SM_FBOX_UNIT;
+}
+
+/* Units taken by a message of len bytes at offset off of its first unit. */
+static inline uint32_t bm_btl_sm_fbox_units(uint32_t off, size_t len)
+{
+    return (uint32_t)((off + len + BM_BTL_SM_FBOX_UNIT - 1) / BM_BTL_SM_FBOX_UNIT);
+}
+
+/* Where a message of hdr_len header bytes and payload_len payload bytes
+ * starts in its first unit: right after the word, or, for a payload worth
+ * a vector copy, so that the payload is aligned. */
+static inline uint32_t bm_btl_sm_fbox_offset(size_t hdr_len, size_t payload_len)
+{
+    if (payload_len < BM_BTL_SM_FBOX_ALIGN_MIN)
+        return BM_BTL_SM_FBOX_WORD;
+    size_t pad = (BM_BTL_SM_FBOX_ALIGN - (BM_BTL_SM_FBOX_WORD + hdr_len) % BM_BTL_SM_FBOX_ALIGN) %
+                 BM_BTL_SM_FBOX_ALIGN;
+    return BM_BTL_SM_FBOX_WORD + (uint32_t)pad;
+}
+
+/* Message word: seq (32 bits) | length (16) << 32 | tag (8) << 48 | offset (8) << 56. */
+static inline uint64_t bm_btl_sm_fbox_word(uint64_t pos, uint32_t len, uint8_t tag, uint32_t off)
+{
+    return (uint64_t)(uint32_t)(pos + 1) | (uint64_t)(len & 0xffffu) << 32 | (uint64_t)tag << 48 |
+           (uint64_t)(off & 0xffu) << 56;
+}
 
 _Static_assert(sizeof(struct bm_btl_sm_fifo) == 2 * BM_BTL_SM_CACHELINE, "fifo: two lines");
 _Static_assert(sizeof(struct bm_btl_sm_frag_hdr) == BM_BTL_SM_CACHELINE, "frag header: one line");
