@@ -40,6 +40,7 @@ typedef struct bm_mpi_request *MPI_Request;
 typedef struct bm_mpi_errhandler *MPI_Errhandler;
 typedef struct bm_mpi_group *MPI_Group;
 typedef struct bm_mpi_info *MPI_Info;
+typedef struct bm_mpi_message *MPI_Message;
 /* Files: MPI-IO is not provided, MPI_FILE_NULL is the only file (its error
  * handler is the default one of file operations). */
 typedef struct bm_mpi_file *MPI_File;
@@ -91,6 +92,7 @@ extern BM_MPI_API struct bm_mpi_comm bm_mpi_comm_self_obj;
 extern BM_MPI_API struct bm_mpi_errhandler bm_mpi_errors_are_fatal_obj;
 extern BM_MPI_API struct bm_mpi_errhandler bm_mpi_errors_return_obj;
 extern BM_MPI_API struct bm_mpi_group bm_mpi_group_empty_obj;
+extern BM_MPI_API struct bm_mpi_message bm_mpi_message_no_proc_obj;
 
 #define MPI_COMM_WORLD       (&bm_mpi_comm_world_obj)
 #define MPI_COMM_SELF        (&bm_mpi_comm_self_obj)
@@ -106,6 +108,8 @@ extern BM_MPI_API struct bm_mpi_group bm_mpi_group_empty_obj;
 #define MPI_GROUP_NULL      ((MPI_Group)0)
 #define MPI_INFO_NULL       ((MPI_Info)0)
 #define MPI_FILE_NULL       ((MPI_File)0)
+#define MPI_MESSAGE_NULL    ((MPI_Message)0)
+#define MPI_MESSAGE_NO_PROC (&bm_mpi_message_no_proc_obj)
 
 /* Datatypes. Each predefined datatype is an exported object
  * bm_mpi_type_<name>_obj; the list is the same X-macro the library uses. */
@@ -1121,6 +1125,38 @@ BM_MPI_API int MPI_Test_cancelled(const MPI_Status *status, int *flag);
 BM_MPI_API int PMPI_Test_cancelled(const MPI_Status *status, int *flag);
 BM_MPI_API int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
 BM_MPI_API int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+
+/* mprobe.c: matched probes and receives */
+BM_MPI_API int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+                          MPI_Status *status);
+BM_MPI_API int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+                           MPI_Status *status);
+BM_MPI_API int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                           MPI_Status *status);
+BM_MPI_API int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                            MPI_Status *status);
+BM_MPI_API int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                         MPI_Status *status);
+BM_MPI_API int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                          MPI_Status *status);
+BM_MPI_API int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                          MPI_Request *request);
+BM_MPI_API int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                           MPI_Request *request);
+
+/* isendrecv.c: nonblocking combined send and receive (MPI-4.0 names, provided early) */
+BM_MPI_API int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                             int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                             int source, int recvtag, MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                              int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                              int source, int recvtag, MPI_Comm comm, MPI_Request *request);
+BM_MPI_API int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
+                                     int sendtag, int source, int recvtag, MPI_Comm comm,
+                                     MPI_Request *request);
+BM_MPI_API int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
+                                      int sendtag, int source, int recvtag, MPI_Comm comm,
+                                      MPI_Request *request);
 
 /* grequest.c: generalized requests and the status setters they use */
 BM_MPI_API int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,

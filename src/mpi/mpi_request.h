@@ -138,6 +138,40 @@ bool bm_mpi_request_plain_release(MPI_Request r, int *err);
  * on success. */
 int bm_mpi_p2p_start(MPI_Request r, const char *fn);
 
+/* ---- point-to-point helpers (p2p.c) shared by the other p2p files ---- */
+
+/* Start a send of (count, dt) at buf to world rank dst_world on comm's
+ * point-to-point context (contiguous data as bytes, any other layout
+ * through the datatype engine). or_done: a small standard send may complete
+ * inside the call, leaving *req_out NULL. */
+bm_status_t bm_mpi_p2p_isend(const void *buf, int count, MPI_Datatype dt, int dst_world,
+                             MPI_Comm comm, int tag, enum bm_pml_send_mode mode, bool or_done,
+                             struct bm_pml_request **req_out);
+/* Post a receive of (count, dt) at buf from rank src (or MPI_ANY_SOURCE) of comm. */
+bm_status_t bm_mpi_p2p_irecv(void *buf, int count, MPI_Datatype dt, MPI_Comm comm, int src, int tag,
+                             struct bm_pml_request **req_out);
+/* Receive the message msg (taken by bm_pml_improbe) into (count, dt) at buf. */
+bm_status_t bm_mpi_p2p_imrecv(void *buf, int count, MPI_Datatype dt, struct bm_pml_message *msg,
+                              struct bm_pml_request **req_out);
+/* A point-to-point request with these arguments, inactive, holding a
+ * reference on comm; NULL when out of memory. */
+MPI_Request bm_mpi_p2p_request_new(enum bm_mpi_req_kind kind, int mode, bool persistent,
+                                   const void *buf, int count, MPI_Datatype dt, int peer, int tag,
+                                   MPI_Comm comm);
+/* The checks of every operation with a buffer and a peer (recv: wildcards
+ * allowed): 0, or the class after the error handler ran. */
+int bm_mpi_p2p_check(const char *fn, MPI_Comm comm, const void *buf, int count, MPI_Datatype dt,
+                     int peer, int tag, bool recv);
+/* Report a PML failure of what ("send", "receive") with peer. */
+int bm_mpi_p2p_pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const char *what, int peer);
+/* Report a truncated receive into capacity bytes. */
+int bm_mpi_p2p_truncate_error(MPI_Comm comm, const char *fn, const struct bm_pml_status *ps,
+                              size_t capacity);
+/* The standard's status of an operation with MPI_PROC_NULL. */
+void bm_mpi_status_proc_null(MPI_Status *s);
+/* Source, tag, count and cancelled flag from a PML status (MPI_ERROR untouched). */
+void bm_mpi_status_from_pml(MPI_Status *s, const struct bm_pml_status *ps);
+
 /* True when r is a request object (not NULL, right magic). */
 static inline bool bm_mpi_request_valid(MPI_Request r)
 {

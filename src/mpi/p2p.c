@@ -35,7 +35,7 @@ static inline bool msg_contig(const void *buf, int count, MPI_Datatype dt, const
 
 /* Start a send of (count, dt) at buf. or_done: a small standard send may
  * complete inside the call, leaving *req_out NULL. */
-static bm_status_t msg_isend(const void *buf, int count, MPI_Datatype dt, int dst_world,
+bm_status_t bm_mpi_p2p_isend(const void *buf, int count, MPI_Datatype dt, int dst_world,
                              MPI_Comm comm, int tag, enum bm_pml_send_mode mode, bool or_done,
                              struct bm_pml_request **req_out)
 {
@@ -52,7 +52,7 @@ static bm_status_t msg_isend(const void *buf, int count, MPI_Datatype dt, int ds
                                      comm->rank, tag, mode, req_out);
 }
 
-static bm_status_t msg_irecv(void *buf, int count, MPI_Datatype dt, MPI_Comm comm, int src, int tag,
+bm_status_t bm_mpi_p2p_irecv(void *buf, int count, MPI_Datatype dt, MPI_Comm comm, int src, int tag,
                              struct bm_pml_request **req_out)
 {
     const char *at;
@@ -62,7 +62,17 @@ static bm_status_t msg_irecv(void *buf, int count, MPI_Datatype dt, MPI_Comm com
     return bm_pml_irecv_dt(buf, (size_t)count, dt->dt, comm->context_id, src, tag, req_out);
 }
 
-static void status_proc_null(MPI_Status *s)
+bm_status_t bm_mpi_p2p_imrecv(void *buf, int count, MPI_Datatype dt, struct bm_pml_message *msg,
+                              struct bm_pml_request **req_out)
+{
+    const char *at;
+    if (msg_contig(buf, count, dt, &at))
+        return bm_pml_imrecv((char *)(uintptr_t)at, bm_mpi_type_packed_bytes(dt, (size_t)count),
+                             msg, req_out);
+    return bm_pml_imrecv_dt(buf, (size_t)count, dt->dt, msg, req_out);
+}
+
+void bm_mpi_status_proc_null(MPI_Status *s)
 {
     s->MPI_SOURCE = MPI_PROC_NULL;
     s->MPI_TAG = MPI_ANY_TAG;
@@ -79,7 +89,7 @@ static void status_sent(MPI_Status *s, MPI_Comm comm, int tag, size_t bytes)
     s->bm_count = bytes;
 }
 
-static void status_from_pml(MPI_Status *s, const struct bm_pml_status *ps)
+void bm_mpi_status_from_pml(MPI_Status *s, const struct bm_pml_status *ps)
 {
     s->MPI_SOURCE = ps->source;
     s->MPI_TAG = ps->tag;
@@ -101,8 +111,8 @@ static inline bool args_valid(MPI_Comm comm, const void *buf, int count, MPI_Dat
 }
 
 /* Checks shared by every operation with a buffer and a peer. */
-static int check_args(const char *fn, MPI_Comm comm, const void *buf, int count, MPI_Datatype dt,
-                      int peer, int tag, bool recv)
+int bm_mpi_p2p_check(const char *fn, MPI_Comm comm, const void *buf, int count, MPI_Datatype dt,
+                     int peer, int tag, bool recv)
 {
     if (args_valid(comm, buf, count, dt, peer, tag, recv))
         return MPI_SUCCESS;
@@ -117,14 +127,14 @@ static int check_args(const char *fn, MPI_Comm comm, const void *buf, int count,
     return MPI_SUCCESS;
 }
 
-static int pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const char *what, int peer)
+int bm_mpi_p2p_pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const char *what, int peer)
 {
     return bm_mpi_error(comm, bm_mpi_class_of_status(st), fn, "%s (peer rank %d) failed: %s", what,
                         peer, bm_status_str(st));
 }
 
-static int truncate_error(MPI_Comm comm, const char *fn, const struct bm_pml_status *ps,
-                          size_t capacity)
+int bm_mpi_p2p_truncate_error(MPI_Comm comm, const char *fn, const struct bm_pml_status *ps,
+                              size_t capacity)
 {
     return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
                         "the message from rank %d with tag %d is longer than the %zu-byte receive "
@@ -215,7 +225,7 @@ static int bsend_start(const void *buf, int count, MPI_Datatype dt, int dest, in
                                   comm->context_id, comm->rank, tag, BM_PML_SEND_STANDARD, &m->pml);
     if (st != BM_OK) {
         free(m);
-        return pml_error(comm, st, fn, "buffered send", dest);
+        return bm_mpi_p2p_pml_error(comm, st, fn, "buffered send", dest);
     }
     m->off = off;
     m->len = need;
@@ -279,12 +289,12 @@ int bm_mpi_p2p_start(MPI_Request r, const char *fn)
     if (r->kind != BM_MPI_REQ_RECV || r->peer == MPI_PROC_NULL)
         memset(&r->status, 0, sizeof(r->status)); /* completes at start: status here */
     if (r->peer == MPI_PROC_NULL) {
-        status_proc_null(&r->status);
+        bm_mpi_status_proc_null(&r->status);
         r->active = true;
         return MPI_SUCCESS;
     }
     if (r->kind == BM_MPI_REQ_RECV) {
-        st = msg_irecv(r->buf, r->count, r->dt, comm, r->peer, r->tag, &r->pml);
+        st = bm_mpi_p2p_irecv(r->buf, r->count, r->dt, comm, r->peer, r->tag, &r->pml);
     } else if (r->mode == BM_MPI_SEND_BUFFERED) {
         int rc = bsend_start(r->buf, r->count, r->dt, r->peer, r->tag, comm, fn);
         if (rc)
@@ -293,29 +303,25 @@ int bm_mpi_p2p_start(MPI_Request r, const char *fn)
         r->active = true;
         return MPI_SUCCESS;
     } else {
-        st = msg_isend(r->buf, r->count, r->dt, bm_mpi_comm_peer_world(comm, r->peer), comm, r->tag,
-                       (enum bm_pml_send_mode)r->mode, true, &r->pml);
+        st = bm_mpi_p2p_isend(r->buf, r->count, r->dt, bm_mpi_comm_peer_world(comm, r->peer), comm,
+                              r->tag, (enum bm_pml_send_mode)r->mode, true, &r->pml);
         if (st == BM_OK && !r->pml) /* sent inline: complete already */
             status_sent(&r->status, comm, r->tag, bytes);
     }
     if (st != BM_OK)
-        return pml_error(comm, st, fn, r->kind == BM_MPI_REQ_RECV ? "receive" : "send", r->peer);
+        return bm_mpi_p2p_pml_error(comm, st, fn, r->kind == BM_MPI_REQ_RECV ? "receive" : "send",
+                                    r->peer);
     r->active = true;
     return MPI_SUCCESS;
 }
 
-static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind kind, int mode,
-                        bool persistent, const void *buf, int count, MPI_Datatype dt, int peer,
-                        int tag, MPI_Comm comm)
+MPI_Request bm_mpi_p2p_request_new(enum bm_mpi_req_kind kind, int mode, bool persistent,
+                                   const void *buf, int count, MPI_Datatype dt, int peer, int tag,
+                                   MPI_Comm comm)
 {
-    int rc = check_args(fn, comm, buf, count, dt, peer, tag, kind == BM_MPI_REQ_RECV);
-    if (rc)
-        return rc;
-    if (!out)
-        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL request pointer");
     MPI_Request r = bm_mpi_request_new();
     if (!r)
-        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory for a request");
+        return NULL;
     r->magic = BM_MPI_MAGIC_REQUEST;
     r->ops = &bm_mpi_p2p_request_ops;
     r->state = NULL;
@@ -332,6 +338,21 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
     r->active = false;
     r->pml = NULL;
     r->next_free = NULL;
+    return r;
+}
+
+static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind kind, int mode,
+                        bool persistent, const void *buf, int count, MPI_Datatype dt, int peer,
+                        int tag, MPI_Comm comm)
+{
+    int rc = bm_mpi_p2p_check(fn, comm, buf, count, dt, peer, tag, kind == BM_MPI_REQ_RECV);
+    if (rc)
+        return rc;
+    if (!out)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL request pointer");
+    MPI_Request r = bm_mpi_p2p_request_new(kind, mode, persistent, buf, count, dt, peer, tag, comm);
+    if (!r)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory for a request");
     if (persistent)
         memset(&r->status, 0, sizeof(r->status));
     if (!persistent && (rc = bm_mpi_p2p_start(r, fn))) {
@@ -351,7 +372,7 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
 static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatype dt, int dest,
                          int tag, MPI_Comm comm, int mode)
 {
-    int rc = check_args(fn, comm, buf, count, dt, dest, tag, false);
+    int rc = bm_mpi_p2p_check(fn, comm, buf, count, dt, dest, tag, false);
     if (rc)
         return rc;
     if (dest == MPI_PROC_NULL)
@@ -366,8 +387,8 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
                          (enum bm_pml_send_mode)mode);
     } else {
         struct bm_pml_request *req;
-        st = msg_isend(buf, count, dt, bm_mpi_comm_peer_world(comm, dest), comm, tag,
-                       (enum bm_pml_send_mode)mode, true, &req);
+        st = bm_mpi_p2p_isend(buf, count, dt, bm_mpi_comm_peer_world(comm, dest), comm, tag,
+                              (enum bm_pml_send_mode)mode, true, &req);
         if (st == BM_OK && req) {
             struct bm_pml_status ps;
             bm_pml_request_wait(req, &ps);
@@ -375,7 +396,7 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
             st = (bm_status_t)ps.error;
         }
     }
-    return st == BM_OK ? MPI_SUCCESS : pml_error(comm, st, fn, "send", dest);
+    return st == BM_OK ? MPI_SUCCESS : bm_mpi_p2p_pml_error(comm, st, fn, "send", dest);
 }
 
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
@@ -407,28 +428,28 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
               MPI_Status *status)
 {
     static const char fn[] = "MPI_Recv";
-    int rc = check_args(fn, comm, buf, count, datatype, source, tag, true);
+    int rc = bm_mpi_p2p_check(fn, comm, buf, count, datatype, source, tag, true);
     if (rc)
         return rc;
     if (source == MPI_PROC_NULL) {
         if (status)
-            status_proc_null(status);
+            bm_mpi_status_proc_null(status);
         return MPI_SUCCESS;
     }
     size_t bytes = bm_mpi_type_packed_bytes(datatype, (size_t)count);
     struct bm_pml_request *req;
-    bm_status_t st = msg_irecv(buf, count, datatype, comm, source, tag, &req);
+    bm_status_t st = bm_mpi_p2p_irecv(buf, count, datatype, comm, source, tag, &req);
     if (st != BM_OK)
-        return pml_error(comm, st, fn, "receive", source);
+        return bm_mpi_p2p_pml_error(comm, st, fn, "receive", source);
     struct bm_pml_status ps;
     bm_pml_request_wait(req, &ps);
     bm_pml_request_free(req);
     if (status)
-        status_from_pml(status, &ps);
+        bm_mpi_status_from_pml(status, &ps);
     if (ps.error == BM_ERR_TRUNCATE)
-        return truncate_error(comm, fn, &ps, bytes);
+        return bm_mpi_p2p_truncate_error(comm, fn, &ps, bytes);
     if (ps.error != BM_OK)
-        return pml_error(comm, ps.error, fn, "receive", ps.source);
+        return bm_mpi_p2p_pml_error(comm, ps.error, fn, "receive", ps.source);
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Recv);
@@ -535,17 +556,17 @@ static int exchange(const char *fn, MPI_Comm comm, const void *sendbuf, int scou
     rs->error = BM_OK;
     rs->cancelled = false;
     if (source != MPI_PROC_NULL &&
-        (st = msg_irecv(recvbuf, rcount, rtype, comm, source, recvtag, &rreq)) != BM_OK)
-        return pml_error(comm, st, fn, "receive", source);
+        (st = bm_mpi_p2p_irecv(recvbuf, rcount, rtype, comm, source, recvtag, &rreq)) != BM_OK)
+        return bm_mpi_p2p_pml_error(comm, st, fn, "receive", source);
     if (dest != MPI_PROC_NULL &&
-        (st = msg_isend(sendbuf, scount, stype, bm_mpi_comm_peer_world(comm, dest), comm, sendtag,
-                        BM_PML_SEND_STANDARD, false, &sreq)) != BM_OK) {
+        (st = bm_mpi_p2p_isend(sendbuf, scount, stype, bm_mpi_comm_peer_world(comm, dest), comm,
+                               sendtag, BM_PML_SEND_STANDARD, false, &sreq)) != BM_OK) {
         if (rreq) {
             bm_pml_request_cancel(rreq);
             bm_pml_request_wait(rreq, NULL);
             bm_pml_request_free(rreq);
         }
-        return pml_error(comm, st, fn, "send", dest);
+        return bm_mpi_p2p_pml_error(comm, st, fn, "send", dest);
     }
     if (sreq) {
         bm_pml_request_wait(sreq, NULL);
@@ -562,14 +583,14 @@ static int exchange_result(const char *fn, MPI_Comm comm, const struct bm_pml_st
                            size_t rbytes, MPI_Status *status)
 {
     if (status) {
-        status_from_pml(status, rs);
+        bm_mpi_status_from_pml(status, rs);
         if (rs->source == MPI_PROC_NULL)
-            status_proc_null(status);
+            bm_mpi_status_proc_null(status);
     }
     if (rs->error == BM_ERR_TRUNCATE)
-        return truncate_error(comm, fn, rs, rbytes);
+        return bm_mpi_p2p_truncate_error(comm, fn, rs, rbytes);
     if (rs->error != BM_OK)
-        return pml_error(comm, rs->error, fn, "receive", rs->source);
+        return bm_mpi_p2p_pml_error(comm, rs->error, fn, "receive", rs->source);
     return MPI_SUCCESS;
 }
 
@@ -579,8 +600,8 @@ int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
 {
     static const char fn[] = "MPI_Sendrecv";
     int rc;
-    if ((rc = check_args(fn, comm, sendbuf, sendcount, sendtype, dest, sendtag, false)) ||
-        (rc = check_args(fn, comm, recvbuf, recvcount, recvtype, source, recvtag, true)))
+    if ((rc = bm_mpi_p2p_check(fn, comm, sendbuf, sendcount, sendtype, dest, sendtag, false)) ||
+        (rc = bm_mpi_p2p_check(fn, comm, recvbuf, recvcount, recvtype, source, recvtag, true)))
         return rc;
     size_t rbytes = bm_mpi_type_packed_bytes(recvtype, (size_t)recvcount);
     struct bm_pml_status rs;
@@ -596,8 +617,8 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
 {
     static const char fn[] = "MPI_Sendrecv_replace";
     int rc;
-    if ((rc = check_args(fn, comm, buf, count, datatype, dest, sendtag, false)) ||
-        (rc = check_args(fn, comm, buf, count, datatype, source, recvtag, true)))
+    if ((rc = bm_mpi_p2p_check(fn, comm, buf, count, datatype, dest, sendtag, false)) ||
+        (rc = bm_mpi_p2p_check(fn, comm, buf, count, datatype, source, recvtag, true)))
         return rc;
     /* The message arrives packed in a staging buffer and is unpacked into
      * buf once the send from buf is done. */
@@ -640,15 +661,15 @@ int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
         return rc;
     if (source == MPI_PROC_NULL) {
         if (status)
-            status_proc_null(status);
+            bm_mpi_status_proc_null(status);
         return MPI_SUCCESS;
     }
     struct bm_pml_status ps;
     bm_status_t st = bm_pml_probe(comm->context_id, source, tag, &ps);
     if (st != BM_OK)
-        return pml_error(comm, st, fn, "probe", source);
+        return bm_mpi_p2p_pml_error(comm, st, fn, "probe", source);
     if (status)
-        status_from_pml(status, &ps);
+        bm_mpi_status_from_pml(status, &ps);
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Probe);
@@ -664,17 +685,17 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *statu
     if (source == MPI_PROC_NULL) {
         *flag = 1;
         if (status)
-            status_proc_null(status);
+            bm_mpi_status_proc_null(status);
         return MPI_SUCCESS;
     }
     struct bm_pml_status ps;
     bool found = false;
     bm_status_t st = bm_pml_iprobe(comm->context_id, source, tag, &found, &ps);
     if (st != BM_OK)
-        return pml_error(comm, st, fn, "probe", source);
+        return bm_mpi_p2p_pml_error(comm, st, fn, "probe", source);
     *flag = found;
     if (found && status)
-        status_from_pml(status, &ps);
+        bm_mpi_status_from_pml(status, &ps);
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Iprobe);
