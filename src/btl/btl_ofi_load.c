@@ -29,6 +29,7 @@ static struct {
     struct fi_info *(*dupinfo)(const struct fi_info *);
     int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
     const char *(*strerror)(int);
+    uint32_t (*version)(void);
 } ofi = {.once = PTHREAD_ONCE_INIT};
 
 static void *ofi_sym(void *lib, const char *name, bool *ok)
@@ -57,6 +58,7 @@ static void ofi_load(void)
     *(void **)&ofi.dupinfo = ofi_sym(lib, "fi_dupinfo", &ok);
     *(void **)&ofi.fabric = ofi_sym(lib, "fi_fabric", &ok);
     *(void **)&ofi.strerror = ofi_sym(lib, "fi_strerror", &ok);
+    *(void **)&ofi.version = ofi_sym(lib, "fi_version", &ok);
     if (!ok) {
         bm_log_debug("%s", ofi.why);
         dlclose(lib);
@@ -96,4 +98,10 @@ int fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *con
 const char *fi_strerror(int errnum)
 {
     return ofi_ready() ? ofi.strerror(errnum) : ofi.why;
+}
+
+/* The library's API version, or 0 when it cannot be loaded. */
+uint32_t fi_version(void)
+{
+    return ofi_ready() ? ofi.version() : 0;
 }

@@ -1,0 +1,511 @@
+/* Internal declarations of the ofi transport, shared by its files and by
+ * nothing else (its unit tests excepted). The objects, from the outside in:
+ *   component  everything one instance of the transport owns: the
+ *              configuration read from BM_BTL_OFI_*, its modules, the memory
+ *              monitor. Every function receives it (or reaches it through
+ *              a module); nothing lives in file-scope globals except the one
+ *              instance the ops table's argument-less entries point to.
+ *   module     one libfabric domain (a NIC, or an interface for the socket
+ *              providers) of the chosen provider: fabric, domain, address
+ *              vector, one endpoint (scalable when contexts > 1 and the
+ *              provider has them), the registration cache.
+ *   context    a transmit/receive context pair of the module's endpoint with
+ *              its own completion queue, request pool, fragment pools and
+ *              posted receive buffers; threads (MPI_THREAD_MULTIPLE) or peers
+ *              (otherwise) are spread over them so that they do not contend.
+ *   endpoint   one per reachable peer per module: its libfabric address and
+ *              the count of operations in flight to it (for flush).
+ *   request    one operation in flight: its fi_context, kind, callback and
+ *              whatever it holds (a cache registration, an atomic operand).
+ *   fragment   a send descriptor with its message header and buffer.
+ * See README.md for the design, the glossary and the measured behaviour of
+ * each provider. */
+#ifndef BM_BTL_OFI_H
+#define BM_BTL_OFI_H
+
+#include "btl/btl.h"
+#include "btl/btl_defer.h"
+#include "btl/ofi/ofi_proto.h"
+#include "util/list.h"
+
+#include <pthread.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_domain.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern const struct bm_btl_ops bm_btl_ofi_ops;
+
+/* ---- configuration (BM_BTL_OFI_*) --------------------------------------- */
+
+enum { BM_OFI_MR_LOCAL_AUTO, BM_OFI_MR_LOCAL_ON };
+enum { BM_OFI_MR_MONITOR_AUTO, BM_OFI_MR_MONITOR_ON, BM_OFI_MR_MONITOR_OFF };
+
+struct bm_btl_ofi_config {
+    const char *prov_include; /* provider names or chains, comma-separated ("" = any) */
+    const char *prov_exclude;
+    const char *domain_include; /* domain (NIC, interface) names ("" = all but loopback) */
+    int contexts;               /* transmit/receive contexts per module */
+    bool disable_sep;           /* never open a scalable endpoint */
+    int mr_local;               /* BM_OFI_MR_LOCAL_*: register local buffers even if not asked */
+    bool mr_cache;              /* keep registrations of local buffers for reuse */
+    int mr_cache_max;           /* cached registrations kept when unused */
+    int mr_monitor;             /* BM_OFI_MR_MONITOR_*: watch cached memory for unmap */
+    int exclusivity;            /* -1: by provider (hardware above tcp, software below dgram) */
+    size_t eager_limit;
+    size_t max_send_size;
+    size_t recv_buf_size; /* one posted receive buffer (multi-receive: many messages) */
+    int recv_bufs;        /* posted receive buffers per context */
+    int timeout_ms;       /* an operation with no completion this long fails its path */
+    int probe_ms;         /* interval of probes on a failed path (0: never) */
+    int max_modules;      /* domains opened at most */
+};
+
+/* ---- memory registration (ofi_mr.c) -------------------------------------- */
+
+/* What a peer needs to reach registered memory: the part of a handle that is
+ * copied (reg_handle_size bytes). */
+struct bm_btl_ofi_rkey {
+    uint64_t key;  /* fi_mr_key of the registration */
+    uint64_t base; /* its first byte: targets are offsets from here without FI_MR_VIRT_ADDR */
+};
+
+struct bm_btl_ofi_module;
+
+/* One libfabric registration of an address range, shared by every handle
+ * and in-flight operation that uses it (refs), kept in the cache when
+ * unused until evicted or invalidated. */
+struct bm_btl_ofi_mr {
+    uintptr_t start, end; /* page-aligned range [start, end) */
+    struct fid_mr *mr;
+    void *desc; /* fi_mr_desc, given with local buffers under FI_MR_LOCAL */
+    uint64_t key;
+    int refs;
+    bool cached;    /* in the module's index (lookups find it) */
+    bool monitored; /* watched by the memory monitor */
+    bool invalid;   /* its memory was unmapped: never reused */
+    uint64_t lru;   /* last use, for eviction */
+    struct bm_btl_ofi_mr *dead_next;
+};
+
+/* A handle returned by register_mem: the rkey first (what peers receive),
+ * then what only this process uses. */
+struct bm_btl_ofi_handle {
+    struct bm_btl_ofi_rkey rkey;
+    struct bm_btl_ofi_mr *reg;
+    struct bm_btl_ofi_module *module;
+};
+_Static_assert(offsetof(struct bm_btl_ofi_handle, rkey) == 0, "rkey leads the handle");
+
+struct bm_btl_ofi_mr_cache {
+    struct bm_btl_ofi_mr **index; /* cached registrations, sorted by start, disjoint */
+    int count, cap;
+    int unused; /* cached entries with refs == 0 */
+    uint64_t clock;
+    uint64_t next_key; /* our own keys when the provider does not choose (no FI_MR_PROV_KEY) */
+    /* statistics (bm_info, tests) */
+    uint64_t hits, misses, evictions, invalidations;
+};
+
+/* ---- requests ------------------------------------------------------------- */
+
+enum bm_btl_ofi_req_kind {
+    BM_OFI_REQ_SEND, /* a fragment (the request is inside it) */
+    BM_OFI_REQ_RECV, /* a posted receive buffer */
+    BM_OFI_REQ_PUT,
+    BM_OFI_REQ_GET,
+    BM_OFI_REQ_AMO,   /* atomic without result */
+    BM_OFI_REQ_FAMO,  /* fetching atomic */
+    BM_OFI_REQ_CSWAP, /* compare-and-swap */
+};
+
+struct bm_btl_ofi_context;
+struct bm_btl_ofi_endpoint;
+
+struct bm_btl_ofi_req {
+    struct fi_context2 fctx; /* first: the provider's scratch space and our completion key */
+    uint8_t kind;            /* BM_OFI_REQ_* */
+    bool inflight;           /* handed to the provider, no completion read yet */
+    bool failed;             /* completed by us with an error before the provider finished */
+    uint32_t flags;          /* the caller's flags (BM_BTL_ATOMIC_OP_F_32BIT, ...) */
+    struct bm_btl_ofi_context *ctx;
+    struct bm_btl_ofi_endpoint *ep;
+    struct bm_util_list_node link; /* the context's in-flight list (oldest first) */
+    uint64_t posted_ns;
+    /* RDMA and atomics */
+    bm_btl_rdma_cb_fn cb;
+    void *local_addr;
+    struct bm_btl_reg_handle *local_handle;
+    void *cb_context, *cbdata;
+    struct bm_btl_ofi_mr *reg; /* cache registration held until completion */
+    /* atomics: operands and result live here, in memory registered with the
+     * request pool (providers with FI_MR_LOCAL need descriptors for them) */
+    uint64_t operand, compare, result;
+    void *desc; /* of the pool region holding this request */
+    struct bm_btl_ofi_req *pool_next;
+};
+
+/* ---- fragments (ofi_send.c) ---------------------------------------------- */
+
+#define BM_OFI_FRAG_F_INPLACE 0x1u /* seg[1] references the caller's memory */
+#define BM_OFI_FRAG_F_FREED   0x2u /* the caller freed it while the provider still had it */
+
+enum { BM_OFI_POOL_EAGER, BM_OFI_POOL_MAX, BM_OFI_NPOOLS };
+
+struct bm_btl_ofi_frag {
+    struct bm_btl_descriptor des; /* first: the PML's pointer is ours */
+    struct bm_btl_ofi_req req;
+    uint8_t pool;   /* BM_OFI_POOL_* */
+    uint8_t fflags; /* BM_OFI_FRAG_F_* */
+    size_t cap;     /* bytes of payload room after the header */
+    void *desc;     /* MR descriptor of the buffer */
+    struct bm_btl_ofi_frag *next;
+    _Alignas(64) struct bm_btl_ofi_hdr hdr; /* the message starts here; seg[0] follows */
+};
+
+/* A pool of fragments of one size or of requests: objects carved from
+ * regions that are registered as a whole when the module needs local
+ * registration. */
+struct bm_btl_ofi_region {
+    struct bm_btl_ofi_region *next;
+    struct fid_mr *mr;
+    void *desc;
+    void *mem;
+};
+
+struct bm_btl_ofi_fpool {
+    struct bm_btl_ofi_frag *free;
+    size_t cap; /* payload bytes per fragment */
+    int count, max;
+    struct bm_btl_ofi_region *regions;
+};
+
+/* ---- posted receive buffers (ofi_recv.c) ----------------------------------- */
+
+struct bm_btl_ofi_rbuf {
+    struct bm_btl_ofi_req req;
+    void *mem;
+    size_t size;
+    struct fid_mr *mr;
+    void *desc;
+    bool posted;
+    bool released; /* the provider is done with it (multi-receive buffer consumed) */
+};
+
+/* ---- contexts (ofi_context.c) ------------------------------------------------ */
+
+struct bm_btl_ofi_context {
+    struct bm_btl_ofi_module *m;
+    int index;
+    struct fid_ep *tx, *rx; /* both the one endpoint when not scalable */
+    struct fid_cq *cq;
+    pthread_mutex_t lock; /* taken only with MPI_THREAD_MULTIPLE */
+    struct bm_util_list inflight;
+    int ninflight;
+    struct bm_btl_ofi_req *req_free;
+    struct bm_btl_ofi_region *req_regions;
+    struct bm_btl_ofi_fpool fpool[BM_OFI_NPOOLS];
+    struct bm_btl_ofi_rbuf *rbufs;
+    int nrbufs;
+    struct bm_btl_defer_queue defer;
+    /* send completions to run once the lock is released */
+    int completions;
+    uint64_t next_timeout_check;
+};
+
+/* ---- endpoints (ofi_module.c) ----------------------------------------------------- */
+
+struct bm_btl_ofi_endpoint {
+    struct bm_btl_ofi_module *m;
+    int rank;
+    int peer_mod;   /* the peer's module index */
+    fi_addr_t addr; /* base address (receive context 0) */
+    int peer_nrx;
+    int rx_ctx_bits;
+    atomic_int outstanding; /* RDMA/atomics in flight to this peer */
+    bool failed;
+    int fail_status;
+    bool probing;
+    uint64_t probe_at;
+    char desc[96]; /* "rank 3 (host, domain eth0)" for messages */
+};
+
+/* ---- atomics (ofi_atomic.c) ------------------------------------------------------- */
+
+#define BM_OFI_AMO_NOPS 8 /* enum bm_btl_atomic_op values */
+
+struct bm_btl_ofi_amo_table {
+    /* [op][is32]: provider can do it (fi_atomicvalid / fi_fetch_atomicvalid) */
+    bool plain[BM_OFI_AMO_NOPS][2];
+    bool fetch[BM_OFI_AMO_NOPS][2];
+    bool cswap[2];
+};
+
+/* ---- module ---------------------------------------------------------------------- */
+
+struct bm_btl_ofi_component;
+
+struct bm_btl_ofi_module {
+    struct bm_btl_module super; /* first: the PML's pointer is ours */
+    struct bm_btl_ofi_component *comp;
+    int index;
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_ep *ep; /* the scalable endpoint, or the one endpoint all contexts alias */
+    bool sep;
+    int rx_ctx_bits;
+    struct bm_btl_ofi_context *ctx;
+    int nctx;
+    bool mt; /* MPI_THREAD_MULTIPLE: contexts lock, threads pick contexts */
+    uint64_t mr_mode;
+    bool mr_local; /* local buffers need registration (provider asked, or forced) */
+    bool loopback; /* reaches only this host */
+    bool software; /* a provider emulated over sockets/shared memory */
+    bool manual;   /* FI_PROGRESS_MANUAL: we drive the provider */
+    bool multi_recv;
+    bool closing; /* finalize: receive buffers are not posted again */
+    size_t inject_size;
+    size_t max_msg_size;
+    uint64_t rma_flags; /* completion semantics of RMA and atomics */
+    char prov_name[32];
+    char fabric_name[64];
+    char domain_name[32];
+    uint8_t addr[BM_BTL_OFI_ADDR_MAX];
+    size_t addrlen;
+    struct bm_btl_ofi_amo_table amo;
+    pthread_mutex_t lock; /* registration cache and endpoint table, with threads */
+    struct bm_btl_ofi_mr_cache cache;
+    struct bm_btl_ofi_endpoint **eps; /* [job size] */
+    atomic_int outstanding;           /* RDMA/atomics in flight on the module */
+    atomic_int nfailed;               /* endpoints whose path is failed (probes due) */
+};
+
+/* ---- the memory monitor (ofi_monitor.c) -------------------------------------- */
+
+struct bm_btl_ofi_monitor;
+
+/* ---- component -------------------------------------------------------------------- */
+
+struct bm_btl_ofi_component {
+    struct bm_btl_ofi_config cfg;
+    int rank, size, node;
+    bool mt;
+    struct bm_btl_ofi_module **modules;
+    int nmodules;
+    struct bm_btl_ofi_monitor *monitor; /* NULL when memory cannot be watched */
+    uint32_t api_version;
+    char why[256]; /* what selection found, for messages */
+};
+
+/* ---- ofi_provider.c: choosing what to open ------------------------------------------ */
+
+/* The infos to open, one per domain, best first (closest NIC first), as a
+ * NULL-terminated array of fi_dupinfo copies (free each with fi_freeinfo,
+ * then the array). Writes why nothing qualified into comp->why. */
+bm_status_t bm_btl_ofi_provider_select(struct bm_btl_ofi_component *comp,
+                                       struct fi_info ***infos_out, int *count_out);
+/* The hints every query uses, for the given capability set. */
+struct fi_info *bm_btl_ofi_provider_hints(const struct bm_btl_ofi_component *comp, uint64_t caps);
+/* True when name ("tcp;ofi_rxm") matches an entry of a comma list (a whole
+ * chain or one of its links, "tcp" or "ofi_rxm"). */
+bool bm_btl_ofi_provider_match(const char *list, const char *name);
+/* Is the provider one emulated over sockets or shared memory? */
+bool bm_btl_ofi_provider_is_software(const char *prov_name);
+/* Reaches only this host (loopback interface, shared-memory provider)? */
+bool bm_btl_ofi_provider_is_loopback(const struct fi_info *info);
+
+/* ofi_topo_hwloc.c / ofi_topo_none.c: for each info, 1 when its NIC (by PCI
+ * address, or by interface name) hangs below the NUMA node or package this
+ * process is bound to, 0 when it is elsewhere, -1 when unknown. */
+void bm_btl_ofi_topo_near(struct fi_info *const *infos, int n, int *near_out);
+
+/* ---- ofi_module.c ------------------------------------------------------------------------- */
+
+bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
+                                   const struct fi_info *info, int near,
+                                   struct bm_btl_ofi_module **module_out);
+void bm_btl_ofi_module_close(struct bm_btl_ofi_module *m);
+bm_status_t bm_btl_ofi_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                 struct bm_btl_endpoint **endpoints_out,
+                                 struct bm_util_bitmap *reachable);
+bm_status_t bm_btl_ofi_del_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                 struct bm_btl_endpoint **endpoints);
+/* The endpoint of rank on m: made by add_procs, or now from the modex when
+ * the peer's first message overtakes our own add_procs. NULL when rank is
+ * not a peer this module reaches. */
+struct bm_btl_ofi_endpoint *bm_btl_ofi_endpoint_get(struct bm_btl_ofi_module *m, int rank);
+/* Mark the path to ep failed: error callback first, then every operation in
+ * flight to it completes with status. Idempotent. */
+void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const char *what);
+/* Probes of failed paths that are due (BM_BTL_OFI_PROBE_INTERVAL). */
+void bm_btl_ofi_endpoint_probe(struct bm_btl_ofi_module *m, uint64_t now);
+/* The probe to ep completed (ok) or failed. */
+void bm_btl_ofi_endpoint_probed(struct bm_btl_ofi_endpoint *ep, bool ok);
+
+/* ---- ofi_context.c ----------------------------------------------------------------------- */
+
+bm_status_t bm_btl_ofi_context_open(struct bm_btl_ofi_module *m, int index);
+/* Close the context's endpoints (first, so that the provider lets go of our
+ * memory), then, once every endpoint of the module is closed, release its
+ * queue and memory. */
+void bm_btl_ofi_context_close(struct bm_btl_ofi_context *ctx);
+void bm_btl_ofi_context_release(struct bm_btl_ofi_context *ctx);
+/* The context the calling thread (MPI_THREAD_MULTIPLE) or the peer uses. */
+struct bm_btl_ofi_context *bm_btl_ofi_context_pick(struct bm_btl_ofi_module *m,
+                                                   const struct bm_btl_ofi_endpoint *ep);
+/* The address of ep's receive context matching ctx. */
+fi_addr_t bm_btl_ofi_context_dest(const struct bm_btl_ofi_context *ctx,
+                                  const struct bm_btl_ofi_endpoint *ep);
+/* Read completions (and errors) of one context and run their callbacks. */
+int bm_btl_ofi_context_progress(struct bm_btl_ofi_context *ctx);
+/* A request from the context's pool (lock held), or NULL. */
+struct bm_btl_ofi_req *bm_btl_ofi_req_get(struct bm_btl_ofi_context *ctx, int kind);
+void bm_btl_ofi_req_put(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_req *req);
+/* The request was accepted by the provider: count and time it. */
+void bm_btl_ofi_req_posted(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_req *req);
+/* Complete every request in flight to ep (all when NULL) with status; they
+ * stay with the provider until it returns them. */
+void bm_btl_ofi_context_fail_all(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                                 int status);
+/* Cancel the posted receives and read completions until the provider gave
+ * everything back (or timeout_ms passed). */
+void bm_btl_ofi_context_drain(struct bm_btl_ofi_context *ctx, int timeout_ms);
+/* Map a libfabric error (positive FI_E*) to a status. */
+int bm_btl_ofi_status_of(int fi_err);
+
+static inline void bm_btl_ofi_lock(struct bm_btl_ofi_context *ctx)
+{
+    if (ctx->m->mt)
+        pthread_mutex_lock(&ctx->lock);
+}
+static inline void bm_btl_ofi_unlock(struct bm_btl_ofi_context *ctx)
+{
+    if (ctx->m->mt)
+        pthread_mutex_unlock(&ctx->lock);
+}
+
+/* ---- ofi_mr.c -----------------------------------------------------------------------------------
+ */
+
+bm_status_t bm_btl_ofi_mr_init(struct bm_btl_ofi_module *m);
+void bm_btl_ofi_mr_fini(struct bm_btl_ofi_module *m);
+/* Register [addr, addr + len) for everything (local and remote access),
+ * binding it to the endpoint when the provider asks (FI_MR_ENDPOINT); not
+ * cached. For pools and receive buffers. */
+bm_status_t bm_btl_ofi_mr_reg_raw(struct bm_btl_ofi_module *m, void *addr, size_t len,
+                                  struct fid_mr **mr_out, void **desc_out, uint64_t *key_out);
+/* A registration covering [addr, addr + len), from the cache or new; the
+ * caller holds a reference until it calls release. NULL on failure. */
+struct bm_btl_ofi_mr *bm_btl_ofi_mr_acquire(struct bm_btl_ofi_module *m, const void *addr,
+                                            size_t len);
+void bm_btl_ofi_mr_release(struct bm_btl_ofi_module *m, struct bm_btl_ofi_mr *reg);
+/* Local descriptor for [addr, addr + len): from the caller's handle when it
+ * covers the range, else from the cache (reference in *reg_out). NULL desc
+ * with BM_OK when no descriptor is needed. */
+bm_status_t bm_btl_ofi_mr_local_desc(struct bm_btl_ofi_module *m,
+                                     const struct bm_btl_reg_handle *handle, const void *addr,
+                                     size_t len, void **desc_out, struct bm_btl_ofi_mr **reg_out);
+/* The memory monitor saw [start, end) go away: forget cached registrations. */
+void bm_btl_ofi_mr_invalidate(struct bm_btl_ofi_module *m, uintptr_t start, uintptr_t end);
+/* Close registrations the monitor invalidated (lock held by the caller). */
+void bm_btl_ofi_mr_reap(struct bm_btl_ofi_module *m);
+struct bm_btl_reg_handle *bm_btl_ofi_register_mem(struct bm_btl_module *m,
+                                                  struct bm_btl_endpoint *ep, void *base,
+                                                  size_t size, uint32_t reg_flags);
+bm_status_t bm_btl_ofi_deregister_mem(struct bm_btl_module *m, struct bm_btl_reg_handle *handle);
+
+/* ---- ofi_monitor.c: userfaultfd watch of unmapped memory ------------------------------------ */
+
+/* Start watching (a helper thread reads the kernel's unmap events). NULL
+ * when the kernel refuses; why says so. */
+struct bm_btl_ofi_monitor *bm_btl_ofi_monitor_start(struct bm_btl_ofi_component *comp, char *why,
+                                                    size_t whylen);
+void bm_btl_ofi_monitor_stop(struct bm_btl_ofi_monitor *mon);
+/* Watch [start, end) (page-aligned); false when it cannot be watched. */
+bool bm_btl_ofi_monitor_watch(struct bm_btl_ofi_monitor *mon, uintptr_t start, uintptr_t end);
+void bm_btl_ofi_monitor_unwatch(struct bm_btl_ofi_monitor *mon, uintptr_t start, uintptr_t end);
+/* Wait until an event the helper thread is handling has been applied
+ * (closes the window between the kernel's event and the cache update). */
+void bm_btl_ofi_monitor_sync(struct bm_btl_ofi_monitor *mon);
+
+/* ---- ofi_rdma.c and ofi_atomic.c ------------------------------------------------------------ */
+
+int bm_btl_ofi_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                   uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                   const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                   uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+int bm_btl_ofi_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                   uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                   const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
+                   uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+bm_status_t bm_btl_ofi_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
+/* The target address of remote_addr under rkey (offset without FI_MR_VIRT_ADDR). */
+uint64_t bm_btl_ofi_remote_addr(const struct bm_btl_ofi_module *m,
+                                const struct bm_btl_ofi_rkey *rkey, uint64_t remote_addr);
+/* A request for an RDMA or atomic operation towards ep (NULL with *rc set
+ * when the path failed or no request is free), and what follows the
+ * provider call: count it in flight (rc 0) or take it back. */
+struct bm_btl_ofi_req *bm_btl_ofi_rdma_req(struct bm_btl_ofi_module *m,
+                                           struct bm_btl_ofi_endpoint *ep, int kind,
+                                           bm_btl_rdma_cb_fn cb, void *local_addr,
+                                           struct bm_btl_reg_handle *local_handle, void *context,
+                                           void *cbdata, uint32_t flags, int *rc);
+int bm_btl_ofi_rdma_posted(struct bm_btl_ofi_req *req, ssize_t rc, const char *what);
+/* Run the callback of a finished RDMA/atomic request and recycle it
+ * (unless the provider still holds it: we failed it early). */
+void bm_btl_ofi_rdma_complete(struct bm_btl_ofi_req *req, int status);
+
+/* Fill the module's table from fi_*atomicvalid and set caps/atomic_flags. */
+void bm_btl_ofi_atomic_probe(struct bm_btl_ofi_module *m);
+int bm_btl_ofi_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoint *ep, uint64_t remote_addr,
+                         const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
+                         uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                         void *context, void *cbdata);
+int bm_btl_ofi_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                          uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                          const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
+                          uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                          void *context, void *cbdata);
+int bm_btl_ofi_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                            uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                            const struct bm_btl_reg_handle *remote_handle, uint64_t compare,
+                            uint64_t value, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                            void *context, void *cbdata);
+
+/* ---- ofi_send.c and ofi_recv.c ------------------------------------------------------------- */
+
+bm_status_t bm_btl_ofi_fpool_init(struct bm_btl_ofi_context *ctx);
+void bm_btl_ofi_fpool_fini(struct bm_btl_ofi_context *ctx);
+struct bm_btl_descriptor *bm_btl_ofi_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                           uint8_t order, size_t size, uint32_t flags);
+void bm_btl_ofi_free(struct bm_btl_module *m, struct bm_btl_descriptor *des);
+struct bm_btl_descriptor *bm_btl_ofi_prepare_src(struct bm_btl_module *m,
+                                                 struct bm_btl_endpoint *ep, const void *data,
+                                                 size_t reserve, size_t *size, uint8_t order,
+                                                 uint32_t flags);
+int bm_btl_ofi_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                    struct bm_btl_descriptor *des, bm_btl_tag_t tag);
+int bm_btl_ofi_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
+                     size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
+                     uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
+/* A send fragment finished (status 0) or failed. */
+void bm_btl_ofi_send_complete(struct bm_btl_ofi_frag *f, int status);
+/* The provider returned a fragment whose send we had failed already. */
+void bm_btl_ofi_frag_returned(struct bm_btl_ofi_frag *f);
+/* A path probe (tag 0 message) to ep; BM_OK when posted. */
+bm_status_t bm_btl_ofi_send_ping(struct bm_btl_ofi_endpoint *ep);
+
+bm_status_t bm_btl_ofi_recv_init(struct bm_btl_ofi_context *ctx);
+void bm_btl_ofi_recv_fini(struct bm_btl_ofi_context *ctx);
+/* A receive completion: dispatch the message at buf (len bytes); repost
+ * the buffer when released. */
+void bm_btl_ofi_recv_complete(struct bm_btl_ofi_rbuf *rb, void *buf, size_t len, uint64_t flags);
+/* Post (again) a receive buffer; lock held. */
+bm_status_t bm_btl_ofi_recv_post(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_rbuf *rb);
+
+#endif

@@ -1,0 +1,475 @@
+/* Modules and endpoints of the ofi transport. A module opens one domain of
+ * the chosen provider: fabric, domain, an address vector, and either a
+ * scalable endpoint with BM_BTL_OFI_CONTEXTS transmit/receive context pairs
+ * (when the provider has them and more than one is asked for) or one
+ * endpoint that every context aliases. Its attributes for the PML follow
+ * from what the provider reported: inject size, ordering, atomics, and the
+ * exclusivity of a hardware NIC (above tcp) or of a provider emulated over
+ * sockets or shared memory (below tcp and dgram, so BM_BTL must name ofi).
+ *
+ * Endpoints pair a local module with a peer's module on the same fabric
+ * (same provider, fabric name and address format; loopback domains only
+ * with peers on this node), preferring the peer module of the same domain
+ * name. A path that fails (an error completion that says the link is gone,
+ * or an operation with no completion for BM_BTL_OFI_TIMEOUT) is reported
+ * through the error callback first; then everything in flight to the peer
+ * completes with the error. Every BM_BTL_OFI_PROBE_INTERVAL a failed path is
+ * probed with a one-byte message after its address was removed from and put
+ * back into the address vector (which makes connection-based providers
+ * drop the dead connection and open a new one); when the probe completes,
+ * the path is reported recovered. */
+#define BM_LOG_SUBSYS "btl/ofi"
+#include "btl/ofi/ofi.h"
+#include "runtime/rte.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bm_status_t mod_fail(struct bm_btl_ofi_module *m, const char *what, int rc)
+{
+    bm_log_warn("%s: %s failed: %s; this domain is not used", m->super.name, what,
+                fi_strerror(-rc));
+    return BM_ERR_NOT_AVAILABLE;
+}
+
+static int bits_for(size_t n)
+{
+    int b = 0;
+    while (((size_t)1 << b) < n)
+        b++;
+    return b;
+}
+
+/* Link speed of the domain when it is a network interface (Mbit/s). */
+static uint32_t mod_bandwidth(const struct fi_info *info)
+{
+    if (info->nic && info->nic->link_attr && info->nic->link_attr->speed)
+        return (uint32_t)(info->nic->link_attr->speed / 1000000);
+    char path[128];
+    snprintf(path, sizeof(path), "/sys/class/net/%s/speed", info->domain_attr->name);
+    FILE *f = fopen(path, "r");
+    long speed = 0;
+    if (f) {
+        if (fscanf(f, "%ld", &speed) != 1)
+            speed = 0;
+        fclose(f);
+    }
+    return speed > 0 ? (uint32_t)speed : 10000;
+}
+
+static void mod_attributes(struct bm_btl_ofi_module *m, int near)
+{
+    const struct bm_btl_ofi_config *cfg = &m->comp->cfg;
+    struct bm_btl_module *s = &m->super;
+    s->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_PUT |
+              BM_BTL_CAP_GET | BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER;
+    /* Sends of one peer leave from one context and arrive in one receive
+     * queue, in order when the provider keeps send-after-send order; with
+     * threads spread over contexts that holds per thread only. ofi_rxd
+     * claims FI_ORDER_SAS but, measured with libfabric 1.17, delivers
+     * messages out of order once a burst outruns its receive window and
+     * packets are resent. */
+    if ((m->info->tx_attr->msg_order & FI_ORDER_SAS) && (!m->mt || m->nctx == 1) &&
+        !bm_btl_ofi_provider_match("ofi_rxd", m->prov_name))
+        s->caps |= BM_BTL_CAP_ORDERED;
+    if (cfg->exclusivity >= 0)
+        s->exclusivity = (uint32_t)cfg->exclusivity;
+    else
+        s->exclusivity = m->software ? BM_BTL_EXCL_LOW + 5 : BM_BTL_EXCL_HIGH;
+    s->latency = (m->software ? 45 : 10) + (near == 0 ? 3 : 0);
+    s->bandwidth = mod_bandwidth(m->info);
+    s->eager_limit = cfg->eager_limit;
+    s->rndv_eager_limit = cfg->eager_limit;
+    s->max_send_size = cfg->max_send_size;
+    size_t rma_max = m->max_msg_size ? m->max_msg_size : (size_t)1 << 30;
+    if (rma_max > (size_t)1 << 30)
+        rma_max = (size_t)1 << 30;
+    s->rdma_pipeline_send_length = cfg->eager_limit;
+    s->rdma_pipeline_frag_size = rma_max;
+    s->min_rdma_pipeline_size = 0;
+    s->put_limit = s->get_limit = rma_max;
+    s->put_alignment = s->get_alignment = 1;
+    s->reg_handle_size = sizeof(struct bm_btl_ofi_rkey);
+}
+
+bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
+                                   const struct fi_info *info, int near,
+                                   struct bm_btl_ofi_module **module_out)
+{
+    const struct bm_btl_ofi_config *cfg = &comp->cfg;
+    struct bm_btl_ofi_module *m = calloc(1, sizeof(*m));
+    if (!m)
+        return BM_ERR_NO_MEMORY;
+    m->comp = comp;
+    m->index = index;
+    m->mt = comp->mt;
+    pthread_mutex_init(&m->lock, NULL);
+    snprintf(m->prov_name, sizeof(m->prov_name), "%s", info->fabric_attr->prov_name);
+    snprintf(m->fabric_name, sizeof(m->fabric_name), "%s", info->fabric_attr->name);
+    snprintf(m->domain_name, sizeof(m->domain_name), "%s", info->domain_attr->name);
+    snprintf(m->super.name, sizeof(m->super.name), "ofi:%.24s:%.24s", m->prov_name, m->domain_name);
+    m->super.ops = &bm_btl_ofi_ops;
+    bm_status_t st = BM_ERR_NO_MEMORY;
+    m->info = fi_dupinfo(info);
+    m->eps = calloc((size_t)comp->size, sizeof(*m->eps));
+    if (!m->info || !m->eps)
+        goto err;
+    m->software = bm_btl_ofi_provider_is_software(m->prov_name);
+    m->loopback = bm_btl_ofi_provider_is_loopback(info);
+    m->manual = info->domain_attr->data_progress == FI_PROGRESS_MANUAL;
+    m->mr_mode = info->domain_attr->mr_mode;
+    m->mr_local = (m->mr_mode & FI_MR_LOCAL) || cfg->mr_local == BM_OFI_MR_LOCAL_ON;
+    m->multi_recv = (info->caps & FI_MULTI_RECV) != 0;
+    m->inject_size = info->tx_attr->inject_size;
+    m->max_msg_size = info->ep_attr->max_msg_size;
+    m->rma_flags = FI_DELIVERY_COMPLETE;
+    st = BM_ERR_NOT_AVAILABLE;
+    int rc = fi_fabric(m->info->fabric_attr, &m->fabric, NULL);
+    if (rc) {
+        st = mod_fail(m, "fi_fabric", rc);
+        goto err;
+    }
+    if ((rc = fi_domain(m->fabric, m->info, &m->domain, NULL))) {
+        st = mod_fail(m, "fi_domain", rc);
+        goto err;
+    }
+    /* Contexts: a scalable endpoint when asked for more than one and the
+     * provider has them; otherwise one endpoint aliased by every context. */
+    int want = cfg->contexts;
+    size_t maxtx = info->domain_attr->max_ep_tx_ctx, maxrx = info->domain_attr->max_ep_rx_ctx;
+    m->sep = want > 1 && !cfg->disable_sep && maxtx > 1 && maxrx > 1;
+    m->nctx = 1;
+    if (m->sep) {
+        m->nctx = want;
+        if ((size_t)m->nctx > maxtx)
+            m->nctx = (int)maxtx;
+        if ((size_t)m->nctx > maxrx)
+            m->nctx = (int)maxrx;
+        m->rx_ctx_bits = bits_for(maxrx);
+    } else if (want > 1) {
+        bm_log_info("%s: %s; %d contexts alias one endpoint", m->super.name,
+                    cfg->disable_sep ? "BM_BTL_OFI_DISABLE_SEP is set"
+                                     : "the provider has no scalable endpoints",
+                    want);
+    }
+    struct fi_av_attr av_attr = {
+        .type =
+            info->domain_attr->av_type != FI_AV_UNSPEC ? info->domain_attr->av_type : FI_AV_TABLE,
+        .rx_ctx_bits = m->rx_ctx_bits,
+        .count = (size_t)comp->size,
+    };
+    if ((rc = fi_av_open(m->domain, &av_attr, &m->av, NULL))) {
+        st = mod_fail(m, "fi_av_open", rc);
+        goto err;
+    }
+    if (m->sep) {
+        m->info->ep_attr->tx_ctx_cnt = (size_t)m->nctx;
+        m->info->ep_attr->rx_ctx_cnt = (size_t)m->nctx;
+        if ((rc = fi_scalable_ep(m->domain, m->info, &m->ep, m))) {
+            st = mod_fail(m, "fi_scalable_ep", rc);
+            goto err;
+        }
+        if ((rc = fi_scalable_ep_bind(m->ep, &m->av->fid, 0))) {
+            st = mod_fail(m, "fi_scalable_ep_bind(av)", rc);
+            goto err;
+        }
+    } else {
+        if ((rc = fi_endpoint(m->domain, m->info, &m->ep, m))) {
+            st = mod_fail(m, "fi_endpoint", rc);
+            goto err;
+        }
+        if ((rc = fi_ep_bind(m->ep, &m->av->fid, 0))) {
+            st = mod_fail(m, "fi_ep_bind(av)", rc);
+            goto err;
+        }
+    }
+    m->ctx = calloc((size_t)m->nctx, sizeof(*m->ctx));
+    if (!m->ctx) {
+        st = BM_ERR_NO_MEMORY;
+        goto err;
+    }
+    for (int i = 0; i < m->nctx; i++)
+        if ((st = bm_btl_ofi_context_open(m, i)) != BM_OK)
+            goto err;
+    if ((rc = fi_enable(m->ep))) {
+        st = mod_fail(m, "fi_enable", rc);
+        goto err;
+    }
+    m->addrlen = sizeof(m->addr);
+    if ((rc = fi_getname(&m->ep->fid, m->addr, &m->addrlen))) {
+        st = mod_fail(m, "fi_getname", rc);
+        goto err;
+    }
+    if ((st = bm_btl_ofi_mr_init(m)) != BM_OK)
+        goto err;
+    mod_attributes(m, near);
+    bm_btl_ofi_atomic_probe(m);
+    for (int i = 0; i < m->nctx; i++) {
+        if ((st = bm_btl_ofi_fpool_init(&m->ctx[i])) != BM_OK ||
+            (st = bm_btl_ofi_recv_init(&m->ctx[i])) != BM_OK)
+            goto err;
+    }
+    bm_log_debug("opened %s: fabric %s, %d context(s)%s, mr_mode 0x%llx%s, inject %zu, %s "
+                 "progress, multi-receive %s",
+                 m->super.name, m->fabric_name, m->nctx, m->sep ? " (scalable endpoint)" : "",
+                 (unsigned long long)m->mr_mode, m->mr_local ? " (local registration)" : "",
+                 m->inject_size, m->manual ? "manual" : "automatic", m->multi_recv ? "yes" : "no");
+    *module_out = m;
+    return BM_OK;
+err:
+    bm_btl_ofi_module_close(m);
+    return st;
+}
+
+void bm_btl_ofi_module_close(struct bm_btl_ofi_module *m)
+{
+    if (!m)
+        return;
+    int rc;
+    m->closing = true;
+    /* 1. Let the provider give back what it holds: receives are cancelled,
+     *    operations in flight get a bounded time to complete. */
+    for (int i = 0; m->ctx && i < m->nctx; i++)
+        if (m->ctx[i].cq)
+            bm_btl_ofi_context_drain(&m->ctx[i], 1000);
+    /* 2. Endpoints: once closed, no provider thread (sockets runs its own
+     *    progress thread) touches our contexts or buffers again. */
+    for (int i = 0; m->ctx && i < m->nctx; i++)
+        bm_btl_ofi_context_close(&m->ctx[i]);
+    if (m->ep && (rc = fi_close(&m->ep->fid)))
+        bm_log_warn("%s: closing the endpoint: %s", m->super.name, fi_strerror(-rc));
+    m->ep = NULL;
+    /* 3. Registrations (bound to the endpoint with FI_MR_ENDPOINT), queues,
+     *    and our memory; then the address vector, domain and fabric. */
+    bm_btl_ofi_mr_fini(m);
+    for (int i = 0; m->ctx && i < m->nctx; i++)
+        if (m->ctx[i].m)
+            bm_btl_ofi_context_release(&m->ctx[i]);
+    free(m->ctx);
+    m->ctx = NULL;
+    if (m->av && (rc = fi_close(&m->av->fid)))
+        bm_log_warn("%s: closing the address vector: %s", m->super.name, fi_strerror(-rc));
+    if (m->domain && (rc = fi_close(&m->domain->fid)))
+        bm_log_warn("%s: closing the domain: %s", m->super.name, fi_strerror(-rc));
+    if (m->fabric && (rc = fi_close(&m->fabric->fid)))
+        bm_log_warn("%s: closing the fabric: %s", m->super.name, fi_strerror(-rc));
+    if (m->eps)
+        for (int r = 0; r < m->comp->size; r++)
+            free(m->eps[r]);
+    free(m->eps);
+    if (m->info)
+        fi_freeinfo(m->info);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+/* ---- peers ------------------------------------------------------------------------ */
+
+/* The peer's module record that local module m pairs with, or NULL. On
+ * success *addr_out points at its endpoint address. */
+static const struct bm_btl_ofi_modex_module *peer_pair(struct bm_btl_ofi_module *m, int rank,
+                                                       int *peer_mod_out, const uint8_t **addr_out)
+{
+    const void *data;
+    size_t len;
+    if (bm_rte_modex_get(rank, "btl.ofi", &data, &len) != BM_OK ||
+        len < sizeof(struct bm_btl_ofi_modex_hdr))
+        return NULL;
+    const struct bm_btl_ofi_modex_hdr *h = data;
+    if (h->magic != BM_BTL_OFI_MODEX_MAGIC || h->version != BM_BTL_OFI_MODEX_VERSION)
+        return NULL;
+    bool same_node = bm_rte_node_of(rank) == m->comp->node;
+    const uint8_t *p = (const uint8_t *)(h + 1), *end = (const uint8_t *)data + len;
+    const struct bm_btl_ofi_modex_module *cand[16];
+    const uint8_t *cand_addr[16];
+    int cand_idx[16], ncand = 0, same = -1;
+    for (int i = 0; i < h->nmodules; i++) {
+        if (p + sizeof(struct bm_btl_ofi_modex_module) > end)
+            return NULL;
+        const struct bm_btl_ofi_modex_module *r = (const void *)p;
+        const uint8_t *a = p + sizeof(*r);
+        if (a + r->addrlen > end)
+            return NULL;
+        p += sizeof(*r) + ((r->addrlen + 7u) & ~7u);
+        if (strncmp(r->prov_name, m->prov_name, sizeof(r->prov_name)) != 0 ||
+            strncmp(r->fabric_name, m->fabric_name, sizeof(r->fabric_name)) != 0 ||
+            r->addr_format != m->info->addr_format)
+            continue;
+        if (((r->flags & BM_BTL_OFI_MOD_F_LOOPBACK) || m->loopback) && !same_node)
+            continue;
+        if (ncand == 16)
+            break;
+        if (same < 0 && strncmp(r->domain_name, m->domain_name, sizeof(r->domain_name)) == 0)
+            same = ncand;
+        cand[ncand] = r;
+        cand_addr[ncand] = a;
+        cand_idx[ncand] = i;
+        ncand++;
+    }
+    if (ncand == 0)
+        return NULL;
+    /* Several peer modules on one fabric: the one of the same domain name,
+     * else spread the local modules over them. */
+    int k = same >= 0 ? same : m->index % ncand;
+    *peer_mod_out = cand_idx[k];
+    *addr_out = cand_addr[k];
+    return cand[k];
+}
+
+static struct bm_btl_ofi_endpoint *endpoint_create(struct bm_btl_ofi_module *m, int rank)
+{
+    int peer_mod;
+    const uint8_t *addr;
+    const struct bm_btl_ofi_modex_module *r = peer_pair(m, rank, &peer_mod, &addr);
+    if (!r)
+        return NULL;
+    struct bm_btl_ofi_endpoint *ep = calloc(1, sizeof(*ep));
+    if (!ep)
+        return NULL;
+    ep->m = m;
+    ep->rank = rank;
+    ep->peer_mod = peer_mod;
+    ep->peer_nrx = r->nrx ? r->nrx : 1;
+    ep->rx_ctx_bits = r->rx_ctx_bits;
+    snprintf(ep->desc, sizeof(ep->desc), "rank %d (domain %.24s, %s)", rank, r->domain_name,
+             m->prov_name);
+    if (ep->peer_nrx > 1 && (!m->sep || (1 << m->rx_ctx_bits) < ep->peer_nrx))
+        ep->peer_nrx = 1; /* we cannot address its contexts: its first one takes everything */
+    int n = fi_av_insert(m->av, addr, 1, &ep->addr, 0, NULL);
+    if (n != 1) {
+        bm_log_warn("%s: cannot insert the address of %s into the address vector: %s",
+                    m->super.name, ep->desc, n < 0 ? fi_strerror(-n) : "not inserted");
+        free(ep);
+        return NULL;
+    }
+    return ep;
+}
+
+struct bm_btl_ofi_endpoint *bm_btl_ofi_endpoint_get(struct bm_btl_ofi_module *m, int rank)
+{
+    if (rank < 0 || rank >= m->comp->size || rank == m->comp->rank)
+        return NULL;
+    struct bm_btl_ofi_endpoint *ep = m->eps[rank];
+    if (ep)
+        return ep;
+    pthread_mutex_lock(&m->lock);
+    if (!m->eps[rank])
+        m->eps[rank] = endpoint_create(m, rank);
+    ep = m->eps[rank];
+    pthread_mutex_unlock(&m->lock);
+    return ep;
+}
+
+bm_status_t bm_btl_ofi_add_procs(struct bm_btl_module *mod, int nprocs, const int *ranks,
+                                 struct bm_btl_endpoint **endpoints_out,
+                                 struct bm_util_bitmap *reachable)
+{
+    struct bm_btl_ofi_module *m = (struct bm_btl_ofi_module *)mod;
+    for (int i = 0; i < nprocs; i++) {
+        struct bm_btl_ofi_endpoint *ep = bm_btl_ofi_endpoint_get(m, ranks[i]);
+        if (!ep)
+            continue;
+        endpoints_out[i] = (struct bm_btl_endpoint *)ep;
+        bm_util_bitmap_set(reachable, (size_t)i);
+    }
+    return BM_OK;
+}
+
+bm_status_t bm_btl_ofi_del_procs(struct bm_btl_module *mod, int nprocs, const int *ranks,
+                                 struct bm_btl_endpoint **endpoints)
+{
+    struct bm_btl_ofi_module *m = (struct bm_btl_ofi_module *)mod;
+    for (int i = 0; i < nprocs; i++) {
+        struct bm_btl_ofi_endpoint *ep = (struct bm_btl_ofi_endpoint *)endpoints[i];
+        if (!ep)
+            continue;
+        (void)bm_btl_ofi_flush(mod, endpoints[i]);
+        /* The endpoint object stays until the module closes: completions
+         * the provider still returns may name it. */
+        (void)ranks;
+        (void)m;
+    }
+    return BM_OK;
+}
+
+/* ---- failure and recovery -------------------------------------------------------------- */
+
+void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const char *what)
+{
+    struct bm_btl_ofi_module *m = ep->m;
+    if (ep->failed)
+        return;
+    ep->failed = true;
+    atomic_fetch_add(&m->nfailed, 1);
+    ep->fail_status =
+        bm_status_is_link(status) || bm_status_is_peer(status) ? status : BM_ERR_LINK_DOWN;
+    ep->probing = false;
+    ep->probe_at = bm_util_clock_now_ns() + (uint64_t)m->comp->cfg.probe_ms * 1000000ull;
+    if (!m->closing) {
+        struct bm_btl_error err = {
+            .kind = BM_BTL_ERROR_PEER,
+            .endpoint = (struct bm_btl_endpoint *)ep,
+            .peer = ep->rank,
+            .status = ep->fail_status,
+            .what = what,
+        };
+        m->super.error_cb(&m->super, &err, m->super.error_cbdata);
+    }
+    for (int i = 0; i < m->nctx; i++)
+        bm_btl_ofi_context_fail_all(&m->ctx[i], ep, ep->fail_status);
+}
+
+void bm_btl_ofi_endpoint_probe(struct bm_btl_ofi_module *m, uint64_t now)
+{
+    if (m->comp->cfg.probe_ms <= 0 || m->closing)
+        return;
+    for (int r = 0; r < m->comp->size; r++) {
+        struct bm_btl_ofi_endpoint *ep = m->eps[r];
+        if (!ep || !ep->failed || ep->probing || now < ep->probe_at)
+            continue;
+        ep->probe_at = now + (uint64_t)m->comp->cfg.probe_ms * 1000000ull;
+        /* A fresh address-vector entry: connection-based providers (rxm)
+         * give up the dead connection with the old one. */
+        int peer_mod;
+        const uint8_t *addr;
+        if (!peer_pair(m, r, &peer_mod, &addr))
+            continue;
+        fi_addr_t fresh;
+        pthread_mutex_lock(&m->lock);
+        int n = fi_av_insert(m->av, addr, 1, &fresh, 0, NULL);
+        if (n == 1) {
+            fi_addr_t old = ep->addr;
+            ep->addr = fresh;
+            (void)fi_av_remove(m->av, &old, 1, 0);
+        }
+        pthread_mutex_unlock(&m->lock);
+        ep->probing = bm_btl_ofi_send_ping(ep) == BM_OK;
+    }
+}
+
+void bm_btl_ofi_endpoint_probed(struct bm_btl_ofi_endpoint *ep, bool ok)
+{
+    struct bm_btl_ofi_module *m = ep->m;
+    ep->probing = false;
+    if (!ok || !ep->failed || m->closing)
+        return;
+    ep->failed = false;
+    atomic_fetch_sub(&m->nfailed, 1);
+    ep->fail_status = BM_OK;
+    char what[160];
+    snprintf(what, sizeof(what), "a probe message to %s was delivered", ep->desc);
+    struct bm_btl_error err = {
+        .kind = BM_BTL_ERROR_RECOVERED,
+        .endpoint = (struct bm_btl_endpoint *)ep,
+        .peer = ep->rank,
+        .status = BM_OK,
+        .what = what,
+    };
+    m->super.error_cb(&m->super, &err, m->super.error_cbdata);
+}
