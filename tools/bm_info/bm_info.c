@@ -117,6 +117,8 @@ static void report_transports(void)
         if (rc != BM_OK)
             printf(": %s", why[0] ? why : bm_status_str(rc));
         printf("\n");
+        if (rc == BM_OK && why[0]) /* what a usable transport found (ofi: provider, domains) */
+            print_wrapped(why, 9);
         if (ops->description)
             print_wrapped(ops->description, 9);
     }

@@ -225,13 +225,19 @@ struct bm_btl_ofi_endpoint {
     fi_addr_t addr; /* base address (receive context 0) */
     int peer_nrx;
     int rx_ctx_bits;
-    atomic_int outstanding; /* RDMA/atomics in flight to this peer */
-    bool failed;
-    int fail_status;
+    atomic_int outstanding;         /* RDMA/atomics in flight to this peer */
+    atomic_int fail_status;         /* 0 while the path works, else the error that failed it */
+    _Atomic uint64_t stalled_since; /* first of an unbroken run of "try again" answers */
     bool probing;
     uint64_t probe_at;
     char desc[96]; /* "rank 3 (host, domain eth0)" for messages */
 };
+
+/* The error that failed the path to ep, or 0 while it works. */
+static inline int bm_btl_ofi_ep_failed(const struct bm_btl_ofi_endpoint *ep)
+{
+    return atomic_load_explicit(&ep->fail_status, memory_order_relaxed);
+}
 
 /* ---- atomics (ofi_atomic.c) ------------------------------------------------------- */
 
@@ -309,6 +315,10 @@ struct bm_btl_ofi_component {
  * then the array). Writes why nothing qualified into comp->why. */
 bm_status_t bm_btl_ofi_provider_select(struct bm_btl_ofi_component *comp,
                                        struct fi_info ***infos_out, int *count_out);
+/* The other providers that offer FI_EP_RDM with messages and RMA here, each
+ * with why it would not be used, for bm_info. */
+void bm_btl_ofi_provider_survey(const struct bm_btl_ofi_component *comp, const char *chosen,
+                                char *buf, size_t len);
 /* The hints every query uses, for the given capability set. */
 struct fi_info *bm_btl_ofi_provider_hints(const struct bm_btl_ofi_component *comp, uint64_t caps);
 /* True when name ("tcp;ofi_rxm") matches an entry of a comma list (a whole
@@ -342,6 +352,16 @@ struct bm_btl_ofi_endpoint *bm_btl_ofi_endpoint_get(struct bm_btl_ofi_module *m,
 /* Mark the path to ep failed: error callback first, then every operation in
  * flight to it completes with status. Idempotent. */
 void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const char *what);
+/* The provider said "try again" for an operation to ep (after driving
+ * ctx's progress): BM_ERR_OUT_OF_RESOURCE, or the path's error once it has
+ * refused everything for BM_BTL_OFI_TIMEOUT (a dead peer behind rxm never
+ * takes another operation). A post that succeeds ends the run. */
+int bm_btl_ofi_endpoint_stalled(struct bm_btl_ofi_endpoint *ep, struct bm_btl_ofi_context *ctx);
+static inline void bm_btl_ofi_endpoint_unstalled(struct bm_btl_ofi_endpoint *ep)
+{
+    if (atomic_load_explicit(&ep->stalled_since, memory_order_relaxed))
+        atomic_store_explicit(&ep->stalled_since, 0, memory_order_relaxed);
+}
 /* Probes of failed paths that are due (BM_BTL_OFI_PROBE_INTERVAL). */
 void bm_btl_ofi_endpoint_probe(struct bm_btl_ofi_module *m, uint64_t now);
 /* The probe to ep completed (ok) or failed. */

@@ -198,11 +198,15 @@ static bm_status_t bm_btl_ofi_query(char *why, size_t whylen)
         off += snprintf(why + off, whylen - (size_t)off, "%s%s", i ? ", " : "",
                         infos[i]->domain_attr->name);
     if (off > 0 && (size_t)off < whylen)
-        snprintf(why + off, whylen - (size_t)off,
-                 soft ? "; a software provider: exclusivity 5, below tcp and dgram (BM_BTL "
-                        "must name ofi)"
-                      : "; a hardware provider (%s): exclusivity 100, above tcp and dgram",
-                 dev[0] ? dev : "RDMA NIC");
+        off += snprintf(why + off, whylen - (size_t)off,
+                        soft ? "; a software provider: exclusivity 5, below tcp and dgram "
+                               "(BM_BTL must name ofi)"
+                             : "; a hardware provider (%s): exclusivity 100, above tcp and dgram",
+                        dev[0] ? dev : "RDMA NIC");
+    char others[1024];
+    bm_btl_ofi_provider_survey(&probe, prov, others, sizeof(others));
+    if (others[0] && off > 0 && (size_t)off < whylen)
+        snprintf(why + off, whylen - (size_t)off, ". Also offered here: %s", others);
     for (int i = 0; i < n; i++)
         fi_freeinfo(infos[i]);
     free(infos);

@@ -365,9 +365,9 @@ static void ctx_timeouts(struct bm_btl_ofi_context *ctx, uint64_t now)
         for (struct bm_util_list_node *n = ctx->inflight.head.next; n != &ctx->inflight.head;
              n = n->next) {
             struct bm_btl_ofi_req *r = bm_util_container_of(n, struct bm_btl_ofi_req, link);
-            if (r->failed || !r->ep || r->ep->failed)
+            if (r->failed || !r->ep || bm_btl_ofi_ep_failed(r->ep))
                 continue;
-            if (now - r->posted_ns < limit)
+            if (r->posted_ns + limit > now)
                 break; /* the list is in posting order */
             victim = r->ep;
             age = now - r->posted_ns;
@@ -391,28 +391,29 @@ int bm_btl_ofi_context_progress(struct bm_btl_ofi_context *ctx)
 {
     struct fi_cq_data_entry ent[OFI_CQ_BATCH];
     int done = 0;
-    if (ctx->defer.head) {
-        bm_btl_ofi_lock(ctx);
+    bool mt = ctx->m->mt;
+    for (;;) {
+        /* Whoever holds the lock drains the queue; the others move on. */
+        if (mt && pthread_mutex_trylock(&ctx->lock) != 0)
+            break;
         struct bm_btl_defer_queue q = ctx->defer;
         ctx->defer.head = ctx->defer.tail = NULL;
-        bm_btl_ofi_unlock(ctx);
-        done += bm_btl_defer_run(&q, &ctx->m->super, BM_OK);
-    }
-    for (;;) {
-        if (ctx->m->mt && pthread_mutex_trylock(&ctx->lock) != 0)
-            break; /* another thread drains this queue */
         ssize_t n = fi_cq_read(ctx->cq, ent, OFI_CQ_BATCH);
+        bool check = false;
+        uint64_t now = 0;
+        if (n < OFI_CQ_BATCH && ctx->ninflight > 0 && ctx->m->comp->cfg.timeout_ms > 0) {
+            now = bm_util_clock_now_ns();
+            check = now >= ctx->next_timeout_check;
+            if (check)
+                ctx->next_timeout_check = now + OFI_TIMEOUT_SCAN_NS;
+        }
         bm_btl_ofi_unlock(ctx);
+        if (q.head)
+            done += bm_btl_defer_run(&q, &ctx->m->super, BM_OK);
         if (n == -FI_EAVAIL) {
             ctx_error(ctx);
             done++;
             continue;
-        }
-        if (n <= 0) {
-            if (n != -FI_EAGAIN && n != 0)
-                bm_log_ratelimited(BM_LOG_WARN, "%s: reading completions failed: %s",
-                                   ctx->m->super.name, fi_strerror((int)-n));
-            break;
         }
         for (ssize_t i = 0; i < n; i++) {
             struct bm_btl_ofi_req *req = ent[i].op_context;
@@ -420,16 +421,15 @@ int bm_btl_ofi_context_progress(struct bm_btl_ofi_context *ctx)
                 continue;
             req_dispatch(req, BM_OK, ent[i].buf, ent[i].len, ent[i].flags);
         }
-        done += (int)n;
+        if (n > 0)
+            done += (int)n;
+        else if (n != -FI_EAGAIN && n != 0)
+            bm_log_ratelimited(BM_LOG_WARN, "%s: reading completions failed: %s",
+                               ctx->m->super.name, fi_strerror((int)-n));
+        if (check)
+            ctx_timeouts(ctx, bm_util_clock_now_ns()); /* callbacks above may have posted */
         if (n < OFI_CQ_BATCH)
             break;
-    }
-    if (ctx->ninflight > 0 && ctx->m->comp->cfg.timeout_ms > 0) {
-        uint64_t now = bm_util_clock_now_ns();
-        if (now >= ctx->next_timeout_check) {
-            ctx->next_timeout_check = now + OFI_TIMEOUT_SCAN_NS;
-            ctx_timeouts(ctx, now);
-        }
     }
     return done;
 }

@@ -403,12 +403,13 @@ bm_status_t bm_btl_ofi_del_procs(struct bm_btl_module *mod, int nprocs, const in
 void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const char *what)
 {
     struct bm_btl_ofi_module *m = ep->m;
-    if (ep->failed)
-        return;
-    ep->failed = true;
+    if (!bm_status_is_link(status) && !bm_status_is_peer(status))
+        status = BM_ERR_LINK_DOWN;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&ep->fail_status, &expected, status))
+        return; /* failed already */
     atomic_fetch_add(&m->nfailed, 1);
-    ep->fail_status =
-        bm_status_is_link(status) || bm_status_is_peer(status) ? status : BM_ERR_LINK_DOWN;
+    atomic_store(&ep->stalled_since, 0);
     ep->probing = false;
     ep->probe_at = bm_util_clock_now_ns() + (uint64_t)m->comp->cfg.probe_ms * 1000000ull;
     if (!m->closing) {
@@ -416,13 +417,35 @@ void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const 
             .kind = BM_BTL_ERROR_PEER,
             .endpoint = (struct bm_btl_endpoint *)ep,
             .peer = ep->rank,
-            .status = ep->fail_status,
+            .status = status,
             .what = what,
         };
         m->super.error_cb(&m->super, &err, m->super.error_cbdata);
     }
     for (int i = 0; i < m->nctx; i++)
-        bm_btl_ofi_context_fail_all(&m->ctx[i], ep, ep->fail_status);
+        bm_btl_ofi_context_fail_all(&m->ctx[i], ep, status);
+}
+
+int bm_btl_ofi_endpoint_stalled(struct bm_btl_ofi_endpoint *ep, struct bm_btl_ofi_context *ctx)
+{
+    /* Manual-progress providers free room only when driven. */
+    bm_btl_ofi_context_progress(ctx);
+    int timeout = ep->m->comp->cfg.timeout_ms;
+    uint64_t now = bm_util_clock_now_ns();
+    uint64_t since = atomic_load_explicit(&ep->stalled_since, memory_order_relaxed);
+    if (!since) {
+        atomic_store_explicit(&ep->stalled_since, now, memory_order_relaxed);
+        return BM_ERR_OUT_OF_RESOURCE;
+    }
+    if (timeout <= 0 || now - since < (uint64_t)timeout * 1000000ull)
+        return BM_ERR_OUT_OF_RESOURCE;
+    char what[256];
+    snprintf(what, sizeof(what),
+             "the provider refused every operation to %s for %.1f s (BM_BTL_OFI_TIMEOUT=%d ms): "
+             "the peer or the network path is presumed dead",
+             ep->desc, (double)(now - since) / 1e9, timeout);
+    bm_btl_ofi_endpoint_fail(ep, BM_ERR_TIMEOUT, what);
+    return bm_btl_ofi_ep_failed(ep);
 }
 
 void bm_btl_ofi_endpoint_probe(struct bm_btl_ofi_module *m, uint64_t now)
@@ -431,7 +454,7 @@ void bm_btl_ofi_endpoint_probe(struct bm_btl_ofi_module *m, uint64_t now)
         return;
     for (int r = 0; r < m->comp->size; r++) {
         struct bm_btl_ofi_endpoint *ep = m->eps[r];
-        if (!ep || !ep->failed || ep->probing || now < ep->probe_at)
+        if (!ep || !bm_btl_ofi_ep_failed(ep) || ep->probing || now < ep->probe_at)
             continue;
         ep->probe_at = now + (uint64_t)m->comp->cfg.probe_ms * 1000000ull;
         /* A fresh address-vector entry: connection-based providers (rxm)
@@ -457,11 +480,10 @@ void bm_btl_ofi_endpoint_probed(struct bm_btl_ofi_endpoint *ep, bool ok)
 {
     struct bm_btl_ofi_module *m = ep->m;
     ep->probing = false;
-    if (!ok || !ep->failed || m->closing)
+    if (!ok || !bm_btl_ofi_ep_failed(ep) || m->closing)
         return;
-    ep->failed = false;
+    atomic_store(&ep->fail_status, 0);
     atomic_fetch_sub(&m->nfailed, 1);
-    ep->fail_status = BM_OK;
     char what[160];
     snprintf(what, sizeof(what), "a probe message to %s was delivered", ep->desc);
     struct bm_btl_error err = {

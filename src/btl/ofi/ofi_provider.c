@@ -291,3 +291,33 @@ bm_status_t bm_btl_ofi_provider_select(struct bm_btl_ofi_component *comp,
         snprintf(comp->why, sizeof(comp->why), "no libfabric provider matched");
     return BM_ERR_NOT_AVAILABLE;
 }
+
+void bm_btl_ofi_provider_survey(const struct bm_btl_ofi_component *comp, const char *chosen,
+                                char *buf, size_t len)
+{
+    buf[0] = '\0';
+    struct fi_info *hints = bm_btl_ofi_provider_hints(comp, FI_MSG | FI_RMA);
+    struct fi_info *got = NULL;
+    if (!hints || fi_getinfo(comp->api_version, NULL, NULL, 0, hints, &got) != 0) {
+        fi_freeinfo(hints);
+        return;
+    }
+    fi_freeinfo(hints);
+    size_t off = 0;
+    char seen[512] = ";";
+    for (struct fi_info *i = got; i && off < len; i = i->next) {
+        const char *prov = i->fabric_attr->prov_name;
+        char key[80];
+        snprintf(key, sizeof(key), ";%s;", prov);
+        if (strcmp(prov, chosen) == 0 || strstr(seen, key))
+            continue;
+        snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "%s;", prov);
+        char why[300] = "";
+        bool ok = info_usable(comp, i, why, sizeof(why));
+        int n = snprintf(buf + off, len - off, "%s%s%s%s%s", off ? "; " : "", prov, ok ? "" : " (",
+                         ok ? "" : why, ok ? "" : ")");
+        if (n > 0)
+            off += (size_t)n;
+    }
+    fi_freeinfo(got);
+}

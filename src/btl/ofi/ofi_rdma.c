@@ -68,8 +68,9 @@ static struct bm_btl_ofi_req *rdma_req(struct bm_btl_ofi_module *m, struct bm_bt
                                        struct bm_btl_reg_handle *local_handle, void *context,
                                        void *cbdata, uint32_t flags, int *rc)
 {
-    if (ep->failed) {
-        *rc = ep->fail_status;
+    int failed = bm_btl_ofi_ep_failed(ep);
+    if (failed) {
+        *rc = failed;
         return NULL;
     }
     struct bm_btl_ofi_context *ctx = bm_btl_ofi_context_pick(m, ep);
@@ -99,6 +100,7 @@ static int rdma_posted(struct bm_btl_ofi_req *req, ssize_t rc, const char *what)
     if (rc == 0) {
         atomic_fetch_add(&ep->outstanding, 1);
         atomic_fetch_add(&m->outstanding, 1);
+        bm_btl_ofi_endpoint_unstalled(ep);
         return BM_OK;
     }
     bm_btl_ofi_mr_release(m, req->reg);
@@ -106,10 +108,8 @@ static int rdma_posted(struct bm_btl_ofi_req *req, ssize_t rc, const char *what)
     bm_btl_ofi_lock(ctx);
     bm_btl_ofi_req_put(ctx, req);
     bm_btl_ofi_unlock(ctx);
-    if (rc == -FI_EAGAIN) {
-        bm_btl_ofi_context_progress(ctx);
-        return BM_ERR_OUT_OF_RESOURCE;
-    }
+    if (rc == -FI_EAGAIN)
+        return bm_btl_ofi_endpoint_stalled(ep, ctx);
     int status = bm_btl_ofi_status_of((int)-rc);
     if (status == BM_ERR_ACCESS || status == BM_ERR_TRUNCATE) {
         bm_log_error("%s: %s to %s refused: %s", m->super.name, what, ep->desc,
@@ -135,8 +135,9 @@ static int rdma_rw(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, bool 
         return BM_ERR_BAD_PARAM;
     if (size > (write ? m->super.put_limit : m->super.get_limit))
         return BM_ERR_NOT_AVAILABLE;
-    if (ep->failed)
-        return ep->fail_status;
+    int failed = bm_btl_ofi_ep_failed(ep);
+    if (failed)
+        return failed;
     if (size == 0) {
         /* Nothing moves: done now (some providers never complete an empty
          * RMA operation: shm in libfabric 1.17). */
@@ -216,7 +217,7 @@ bm_status_t bm_btl_ofi_flush(struct bm_btl_module *mod, struct bm_btl_endpoint *
     for (int i = 0; i < m->nctx; i++)
         if (m->ctx[i].defer.head)
             bm_btl_ofi_context_progress(&m->ctx[i]);
-    return ep && ep->failed ? ep->fail_status : BM_OK;
+    return ep ? bm_btl_ofi_ep_failed(ep) : BM_OK;
 }
 
 /* Shared with ofi_atomic.c. */

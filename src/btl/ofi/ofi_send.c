@@ -247,8 +247,9 @@ int bm_btl_ofi_send(struct bm_btl_module *mod, struct bm_btl_endpoint *bep,
     struct bm_btl_ofi_endpoint *ep = (struct bm_btl_ofi_endpoint *)bep;
     struct bm_btl_ofi_frag *f = frag_of(des);
     struct bm_btl_ofi_context *ctx = f->req.ctx;
-    if (ep->failed)
-        return ep->fail_status;
+    int failed = bm_btl_ofi_ep_failed(ep);
+    if (failed)
+        return failed;
     f->hdr.src_rank = (uint32_t)m->comp->rank;
     f->hdr.tag = tag;
     f->hdr.magic = BM_BTL_OFI_HDR_MAGIC;
@@ -263,6 +264,7 @@ int bm_btl_ofi_send(struct bm_btl_module *mod, struct bm_btl_endpoint *bep,
         ssize_t rc = fi_inject(ctx->tx, &f->hdr, total, dest);
         bm_btl_ofi_unlock(ctx);
         if (rc == 0) {
+            bm_btl_ofi_endpoint_unstalled(ep);
             if (flags & BM_BTL_DES_F_BTL_OWNED)
                 frag_put(f);
             return BM_BTL_DONE;
@@ -288,13 +290,12 @@ int bm_btl_ofi_send(struct bm_btl_module *mod, struct bm_btl_endpoint *bep,
     if (rc == 0)
         bm_btl_ofi_req_posted(ctx, &f->req);
     bm_btl_ofi_unlock(ctx);
-    if (rc == 0)
+    if (rc == 0) {
+        bm_btl_ofi_endpoint_unstalled(ep);
         return BM_OK;
-    if (rc == -FI_EAGAIN) {
-        /* Manual-progress providers free room only when driven. */
-        bm_btl_ofi_context_progress(ctx);
-        return BM_ERR_OUT_OF_RESOURCE;
     }
+    if (rc == -FI_EAGAIN)
+        return bm_btl_ofi_endpoint_stalled(ep, ctx);
     return ofi_send_fail(ep, rc, "a message");
 }
 
@@ -309,8 +310,9 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
         *des_out = NULL;
     if (payload_len > m->comp->cfg.eager_limit || hdr_len > OFI_EAGER_HDR_ROOM)
         return BM_ERR_NOT_AVAILABLE;
-    if (ep->failed)
-        return ep->fail_status;
+    int failed = bm_btl_ofi_ep_failed(ep);
+    if (failed)
+        return failed;
     size_t total = sizeof(struct bm_btl_ofi_hdr) + len;
     struct bm_btl_ofi_context *ctx = bm_btl_ofi_context_pick(m, ep);
     if (total <= m->inject_size && total <= OFI_INJECT_STACK) {
@@ -326,8 +328,10 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
         bm_btl_ofi_lock(ctx);
         ssize_t rc = fi_inject(ctx->tx, buf, total, bm_btl_ofi_context_dest(ctx, ep));
         bm_btl_ofi_unlock(ctx);
-        if (rc == 0)
+        if (rc == 0) {
+            bm_btl_ofi_endpoint_unstalled(ep);
             return BM_BTL_DONE;
+        }
         if (rc != -FI_EAGAIN)
             return ofi_send_fail(ep, rc, "a short message");
         bm_btl_ofi_context_progress(ctx);

@@ -1,0 +1,89 @@
+# Tests of the ofi transport (libfabric RDM endpoints), label "btl" or
+# "fault"; only in builds with libfabric:
+#  - btl_conformance_ofi_np{2,4} (tests/btl loop): the conformance suite on
+#    tcp;ofi_rxm, the provider every Debian machine has.
+#  - btl_conformance_ofi_np2_mrlocal: the same with every local buffer
+#    registered (FI_MR_LOCAL forced) and the memory monitor running.
+#  - btl_conformance_ofi_np2_shm: the shm provider (FI_MR_VIRT_ADDR, string
+#    addresses), with two contexts aliasing its one endpoint.
+#  - ofi_mr_test: the registration cache and the userfaultfd monitor (hits,
+#    unions, handles, invalidation by munmap/madvise/mremap/free, eviction).
+#  - ofi_threads_np2: 4 threads per rank put, get, fetch-and-add and send at
+#    once (MPI_THREAD_MULTIPLE), every byte verified.
+#  - p2p_*_ofi: MPI point-to-point programs over BM_BTL=self,ofi (no sm).
+#  - ofi_kill: a peer SIGKILLed mid-stream is reported through the error
+#    callback with the provider's reason, nothing hangs.
+#  - ofi_netns_*: two network-namespace hosts (root): MPI point-to-point
+#    across them over ofi, and a black-holed rail reported by ofi's timeout
+#    while the PML fails over to tcp.
+# The other providers of this machine (sockets: slow, its progress thread
+# dominates; shm at 4 ranks; every provider with several contexts) run with
+# -DBM_TEST_OFI_PROVIDERS=ON under the label "ofi_providers" (about 2
+# minutes), to keep CI within its budget.
+if(NOT BM_HAVE_OFI)
+    return()
+endif()
+option(BM_TEST_OFI_PROVIDERS "Run the ofi tests on every libfabric provider of this machine" OFF)
+
+bm_add_unit_test(ofi_mr_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_mr_test.c LABELS unit btl
+    TIMEOUT 60)
+set_tests_properties(ofi_mr_test PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT
+    "BM_BTL=self,ofi;BM_BTL_OFI_PROVIDER_INCLUDE=tcp;BM_BTL_OFI_MR_MONITOR=on;BM_BTL_OFI_MR_LOCAL=on;BM_BTL_OFI_MR_CACHE_MAX=8")
+
+add_executable(ofi_threads ${CMAKE_CURRENT_LIST_DIR}/ofi_threads.c)
+target_link_libraries(ofi_threads PRIVATE bitmover_internal bm_test_harness)
+
+if(NOT TARGET bmrun)
+    return()
+endif()
+
+if(TARGET btl_conformance)
+    bm_add_mpi_test(btl_conformance_ofi_np2_mrlocal TARGET btl_conformance NP 2 BTL self,ofi
+        LABELS btl TIMEOUT 120 ARGS ofi
+        ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_MR_LOCAL=on BM_BTL_OFI_MR_MONITOR=on)
+    bm_add_mpi_test(btl_conformance_ofi_np2_shm TARGET btl_conformance NP 2 BTL self,ofi
+        LABELS btl TIMEOUT 120 ARGS ofi
+        ENV BM_BTL_OFI_PROVIDER_INCLUDE=shm BM_BTL_OFI_CONTEXTS=2)
+endif()
+
+bm_add_mpi_test(ofi_threads_np2 TARGET ofi_threads NP 2 BTL self,ofi LABELS btl TIMEOUT 120
+    ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_CONTEXTS=4)
+
+foreach(prog_np p2p_sizes:3 p2p_modes:2 p2p_waits:4)
+    string(REPLACE ":" ";" parts ${prog_np})
+    list(GET parts 0 prog)
+    list(GET parts 1 np)
+    if(TARGET ${prog})
+        bm_add_mpi_test(${prog}_ofi_np${np} TARGET ${prog} NP ${np} BTL self,ofi LABELS mpi btl
+            TIMEOUT 120 ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp)
+    endif()
+endforeach()
+
+if(BM_TEST_OFI_PROVIDERS AND TARGET btl_conformance)
+    foreach(cfg "sockets:2:" "sockets:2:BM_BTL_OFI_CONTEXTS=4" "sockets:2:BM_BTL_OFI_MR_LOCAL=on"
+                "shm:4:" "shm:2:BM_BTL_OFI_MR_LOCAL=on" "tcp:8:")
+        string(REPLACE ":" ";" parts "${cfg}")
+        list(GET parts 0 prov)
+        list(GET parts 1 np)
+        list(GET parts 2 extra)
+        string(REGEX REPLACE "^BM_BTL_OFI_|=.*$" "" tagname "${extra}")
+        string(TOLOWER "${tagname}" tagname)
+        set(name btl_conformance_ofi_${prov}_np${np})
+        if(tagname)
+            set(name ${name}_${tagname})
+        endif()
+        bm_add_mpi_test(${name} TARGET btl_conformance NP ${np} BTL self,ofi
+            LABELS btl ofi_providers TIMEOUT 300 ARGS ofi
+            ENV BM_BTL_OFI_PROVIDER_INCLUDE=${prov} ${extra})
+    endforeach()
+    bm_add_mpi_test(ofi_threads_sockets_np2 TARGET ofi_threads NP 2 BTL self,ofi
+        LABELS btl ofi_providers TIMEOUT 300
+        ENV BM_BTL_OFI_PROVIDER_INCLUDE=sockets BM_BTL_OFI_CONTEXTS=4)
+endif()
+
+add_executable(ofi_fault ${CMAKE_CURRENT_LIST_DIR}/ofi_fault.c)
+target_link_libraries(ofi_fault PRIVATE bitmover_internal bm_test_harness)
+bm_scaled_timeout(t 120)
+add_test(NAME ofi_kill
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ofi_kill.sh $<TARGET_FILE:bmrun> $<TARGET_FILE:ofi_fault>)
+set_tests_properties(ofi_kill PROPERTIES TIMEOUT ${t} LABELS fault)

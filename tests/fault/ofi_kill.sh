@@ -1,0 +1,55 @@
+#!/bin/bash
+# A peer killed with SIGKILL in the middle of a stream of messages and puts:
+# the survivor's ofi transport must report the failure through the error
+# callback (naming the peer, its domain and the provider), complete every
+# send and put still in flight with an error, and never hang. rxm (libfabric
+# 1.17) gives no error when a peer dies: it closes the connection and drops
+# what was in flight on it without completions, so the transport's timeout
+# (BM_BTL_OFI_TIMEOUT, 3 s here) is what detects it; providers that do
+# report errors are detected sooner. Runs on this host, no privileges needed.
+# usage: ofi_kill.sh <bmrun> <ofi_fault> [provider]
+set -u
+bmrun=$1 prog=$2 prov=${3:-tcp}
+out=$(mktemp /tmp/bm-ofi-kill.XXXXXX)
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+    rm -f "$out" "$out".*
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL: $*"
+    echo "---- job output ----"
+    cat "$out" "$out".0 "$out".1 2>/dev/null
+    exit 1
+}
+BM_BTL=self,ofi BM_BTL_OFI_PROVIDER_INCLUDE=$prov BM_BTL_OFI_TIMEOUT=3000 BM_RUN_KILL_GRACE=30 \
+    OFI_FAULT_LOG="$out" \
+    "$bmrun" -n 2 --timeout 90 "$prog" stream >"$out" 2>&1 &
+pid=$!
+victim=
+for _ in $(seq 1 300); do
+    victim=$(sed -n 's/^ofi_fault: rank 1 pid \([0-9]*\) streaming$/\1/p' "$out".1 2>/dev/null)
+    [ -n "$victim" ] && break
+    kill -0 "$pid" 2>/dev/null || fail "the job ended before streaming"
+    sleep 0.1
+done
+[ -n "$victim" ] || fail "rank 1 never started streaming"
+t0=$(date +%s.%N)
+kill -KILL "$victim"
+for _ in $(seq 1 400); do
+    grep -q "ofi_fault: rank 0 detected the failure\|ofi_fault: rank 0: no failure" "$out".0 && break
+    sleep 0.1
+done
+t1=$(date +%s.%N)
+wait "$pid"
+pid=
+grep -q "ofi_fault: rank 0 detected the failure" "$out".0 || fail "rank 0 did not report the failure"
+grep -q "ofi_fault: rank 0 checks: 0 failed" "$out".0 || fail "rank 0's checks failed"
+grep -Eq "rank 1 \(domain [^,]+, [^)]+\)" "$out".0 ||
+    fail "the error does not name the peer, its domain and the provider"
+secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+echo "rank 0 reported the SIGKILL of rank 1 within ${secs} s:"
+cat "$out".0
+awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || fail "detection took ${secs} s (limit 10 s)"
+echo PASS
