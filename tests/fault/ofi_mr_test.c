@@ -188,20 +188,20 @@ static void test_eviction(void)
 int main(void)
 {
     BM_CHECK_EQ_INT(bm_rte_init(), BM_OK);
-    struct bm_btl_init_args args = {0};
-    struct bm_btl_module **mods = NULL;
-    int n = 0;
+    struct bm_btl_init_args args = {.rte = bm_btl_rte_default()};
+    struct bm_btl_component *comp = NULL;
     char why[512] = "";
     if (bm_btl_ofi_ops.query(why, sizeof(why)) != BM_OK) {
         printf("SKIP: ofi unusable here: %s\n", why);
         return 77;
     }
-    BM_CHECK_EQ_INT(bm_btl_ofi_ops.init(&args, &mods, &n), BM_OK);
-    if (n < 1) {
+    BM_CHECK_EQ_INT(bm_btl_ofi_ops.init(&args, &comp), BM_OK);
+    if (!comp || comp->count < 1) {
         printf("SKIP: no ofi module\n");
         return 77;
     }
-    m = (struct bm_btl_ofi_module *)mods[0];
+    m = (struct bm_btl_ofi_module *)comp->modules[0];
+    BM_CHECK(m->super.component == comp);
     printf("ofi_mr_test: %s, mr_mode 0x%llx, local registration %s, monitor %s\n", m->super.name,
            (unsigned long long)m->mr_mode, m->mr_local ? "yes" : "no",
            m->comp->monitor ? "running" : "absent");
@@ -214,7 +214,7 @@ int main(void)
     printf("ofi_mr_test: cache %llu hits, %llu misses, %llu evictions, %llu invalidations\n",
            (unsigned long long)m->cache.hits, (unsigned long long)m->cache.misses,
            (unsigned long long)m->cache.evictions, (unsigned long long)m->cache.invalidations);
-    bm_btl_ofi_ops.finalize();
+    bm_btl_ofi_ops.finalize(comp);
     bm_rte_finalize();
     return bm_test_summary("ofi_mr_test");
 }

@@ -122,7 +122,7 @@ static void on_sent(struct bm_btl_module *m, struct bm_btl_endpoint *e,
         int rc_;                                                                                   \
         double t0_ = now_s();                                                                      \
         while ((rc_ = (call)) == BM_ERR_OUT_OF_RESOURCE && now_s() - t0_ < DEADLINE_S)             \
-            bm_btl_ofi_ops.progress();                                                             \
+            mod->ops->progress(mod->component);                                                    \
         if (rc_ == BM_BTL_DONE)                                                                    \
             break;                                                                                 \
         if (rc_ != BM_OK) {                                                                        \
@@ -130,7 +130,7 @@ static void on_sent(struct bm_btl_module *m, struct bm_btl_endpoint *e,
             break;                                                                                 \
         }                                                                                          \
         while (!atomic_load(&o->done) && now_s() - t0_ < DEADLINE_S)                               \
-            bm_btl_ofi_ops.progress();                                                             \
+            mod->ops->progress(mod->component);                                                    \
         if (!atomic_load(&o->done) || o->status != BM_OK)                                          \
             atomic_fetch_add(&failures, 1);                                                        \
     } while (0)
@@ -173,7 +173,7 @@ static void *worker(void *arg)
         double t0 = now_s();
         while (!(d = mod->ops->alloc(mod, ep, 0, mlen, BM_BTL_DES_F_BTL_OWNED)) &&
                now_s() - t0 < DEADLINE_S)
-            bm_btl_ofi_ops.progress();
+            mod->ops->progress(mod->component);
         if (!d) {
             atomic_fetch_add(&failures, 1);
             continue;
@@ -189,7 +189,7 @@ static void *worker(void *arg)
         int rc;
         while ((rc = mod->ops->send(mod, ep, d, TAG_MSG)) == BM_ERR_OUT_OF_RESOURCE &&
                now_s() - t0 < DEADLINE_S)
-            bm_btl_ofi_ops.progress();
+            mod->ops->progress(mod->component);
         if (rc != BM_OK && rc != BM_BTL_DONE)
             atomic_fetch_add(&failures, 1);
     }
@@ -205,7 +205,7 @@ static void *progress_thread(void *arg)
 {
     (void)arg;
     while (!atomic_load(&stop))
-        bm_btl_ofi_ops.progress();
+        mod->ops->progress(mod->component);
     return NULL;
 }
 
@@ -281,7 +281,7 @@ int main(void)
                 n += atomic_load(&got[t][r]) != 0;
         if (n == OFI_THREADS * ROUNDS || now_s() - t0 > DEADLINE_S)
             break;
-        bm_btl_ofi_ops.progress();
+        mod->ops->progress(mod->component);
     }
     BM_CHECK_EQ_INT(mod->ops->flush(mod, NULL), BM_OK);
     progressing_barrier();

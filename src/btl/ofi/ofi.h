@@ -1,10 +1,10 @@
 /* Internal declarations of the ofi transport, shared by its files and by
  * nothing else (its unit tests excepted). The objects, from the outside in:
- *   component  everything one instance of the transport owns: the
- *              configuration read from BM_BTL_OFI_*, its modules, the memory
- *              monitor. Every function receives it (or reaches it through
- *              a module); nothing lives in file-scope globals except the one
- *              instance the ops table's argument-less entries point to.
+ *   component  everything one instance of the transport owns (struct
+ *              bm_btl_component first): the configuration read from
+ *              BM_BTL_OFI_*, the runtime it was given, its modules, the
+ *              memory monitor. Every function receives it or reaches it
+ *              through a module; nothing lives in file-scope variables.
  *   module     one libfabric domain (a NIC, or an interface for the socket
  *              providers) of the chosen provider: fabric, domain, address
  *              vector, one endpoint (scalable when contexts > 1 and the
@@ -298,11 +298,18 @@ struct bm_btl_ofi_monitor;
 /* ---- component -------------------------------------------------------------------- */
 
 struct bm_btl_ofi_component {
+    struct bm_btl_component super; /* first: the base's pointer is ours */
     struct bm_btl_ofi_config cfg;
+    const struct bm_btl_rte *rte;
     int rank, size, node;
     bool mt;
-    struct bm_btl_ofi_module **modules;
+    struct bm_btl_ofi_module **modules; /* super.modules points here */
     int nmodules;
+    /* Threads pick contexts round robin on first use (MPI_THREAD_MULTIPLE):
+     * a thread's slot lives under this key, per instance. */
+    pthread_key_t thread_key;
+    bool thread_key_made;
+    atomic_int thread_next;
     struct bm_btl_ofi_monitor *monitor; /* NULL when memory cannot be watched */
     uint32_t api_version;
     char why[256]; /* what selection found, for messages */

@@ -15,7 +15,6 @@
  * (BM_BTL=self,sm,ofi); a hardware provider's is above them. */
 #define BM_LOG_SUBSYS "btl/ofi"
 #include "btl/ofi/ofi.h"
-#include "runtime/rte.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -98,10 +97,6 @@ static const struct bm_param ofi_params[] = {
 static const struct bm_param_table ofi_param_table = {"btl/ofi", ofi_params,
                                                       BM_PARAM_COUNT(ofi_params)};
 BM_PARAM_TABLE_REGISTER(ofi_param_table);
-
-/* The instance the argument-less entries of the ops table (progress,
- * finalize) act on. Everything else receives the component or a module. */
-static struct bm_btl_ofi_component *ofi_instance;
 
 /* ---- query ------------------------------------------------------------------ */
 
@@ -243,7 +238,7 @@ static bm_status_t ofi_publish(struct bm_btl_ofi_component *c)
         memcpy(p + sizeof(*r), m->addr, m->addrlen);
         p += sizeof(*r) + ((m->addrlen + 7u) & ~7u);
     }
-    bm_status_t rc = bm_rte_modex_put("btl.ofi", buf, len);
+    bm_status_t rc = bm_btl_rte_modex_put(c->rte, "btl.ofi", buf, len);
     free(buf);
     return rc;
 }
@@ -258,6 +253,8 @@ static void ofi_component_destroy(struct bm_btl_ofi_component *c)
     for (int i = 0; i < c->nmodules; i++)
         bm_btl_ofi_module_close(c->modules[i]);
     free(c->modules);
+    if (c->thread_key_made)
+        pthread_key_delete(c->thread_key);
     free(c);
 }
 
@@ -272,7 +269,14 @@ static bm_status_t ofi_component_create(const struct bm_btl_init_args *args,
         free(c);
         return rc;
     }
-    const struct bm_rte_proc *self = bm_rte_self();
+    c->super.ops = &bm_btl_ofi_ops;
+    c->super.rte = c->rte = args->rte ? args->rte : bm_btl_rte_default();
+    c->thread_key_made = pthread_key_create(&c->thread_key, NULL) == 0;
+    if (!c->thread_key_made) {
+        free(c);
+        return BM_ERR_NO_MEMORY;
+    }
+    const struct bm_rte_proc *self = bm_btl_rte_self(c->rte);
     c->rank = self->rank;
     c->size = self->size;
     c->node = self->node;
@@ -282,6 +286,7 @@ static bm_status_t ofi_component_create(const struct bm_btl_init_args *args,
     int n = 0;
     if (bm_btl_ofi_provider_select(c, &infos, &n) != BM_OK) {
         bm_log_info("%s", c->why);
+        c->super.modules = (struct bm_btl_module **)c->modules;
         *comp_out = c; /* no modules: reaches nobody */
         return BM_OK;
     }
@@ -324,6 +329,8 @@ static bm_status_t ofi_component_create(const struct bm_btl_init_args *args,
         if ((rc = ofi_publish(c)) != BM_OK)
             goto err;
     }
+    c->super.modules = (struct bm_btl_module **)c->modules;
+    c->super.count = c->nmodules;
     *comp_out = c;
     return BM_OK;
 err:
@@ -347,31 +354,23 @@ static int ofi_component_progress(struct bm_btl_ofi_component *c)
 /* ---- the ops table's entries ----------------------------------------------------------- */
 
 static bm_status_t bm_btl_ofi_init(const struct bm_btl_init_args *args,
-                                   struct bm_btl_module ***modules_out, int *count_out)
+                                   struct bm_btl_component **component_out)
 {
-    if (ofi_instance) {
-        bm_log_error("internal: ofi initialised twice");
-        return BM_ERR_EXISTS;
-    }
     struct bm_btl_ofi_component *c;
     bm_status_t rc = ofi_component_create(args, &c);
-    if (rc != BM_OK)
-        return rc;
-    ofi_instance = c;
-    *modules_out = (struct bm_btl_module **)c->modules;
-    *count_out = c->nmodules;
-    return BM_OK;
+    if (rc == BM_OK)
+        *component_out = &c->super;
+    return rc;
 }
 
-static int bm_btl_ofi_progress(void)
+static int bm_btl_ofi_progress(struct bm_btl_component *c)
 {
-    return ofi_instance ? ofi_component_progress(ofi_instance) : 0;
+    return ofi_component_progress((struct bm_btl_ofi_component *)c);
 }
 
-static void bm_btl_ofi_finalize(void)
+static void bm_btl_ofi_finalize(struct bm_btl_component *c)
 {
-    ofi_component_destroy(ofi_instance);
-    ofi_instance = NULL;
+    ofi_component_destroy((struct bm_btl_ofi_component *)c);
 }
 
 const struct bm_btl_ops bm_btl_ofi_ops = {
@@ -380,6 +379,9 @@ const struct bm_btl_ops bm_btl_ofi_ops = {
                    "messaging over any provider (verbs, efa, psm2/3, cxi; tcp, sockets, udp, shm "
                    "here), one module per NIC",
     .params = &ofi_param_table,
+    .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED |
+            BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS |
+            BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER,
     .query = bm_btl_ofi_query,
     .init = bm_btl_ofi_init,
     .progress = bm_btl_ofi_progress,

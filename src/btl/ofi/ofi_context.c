@@ -16,7 +16,8 @@
  * still be in the provider's hands.
  *
  * Threads: with MPI_THREAD_MULTIPLE each thread is given a context on its
- * first operation (round robin), so threads use different endpoints and
+ * first operation (round robin, remembered under the component's
+ * thread-specific key), so threads use different endpoints and
  * locks; otherwise each peer is given one (its rank modulo the contexts),
  * which keeps the messages to one peer in order and spreads peers over the
  * contexts, and no lock is taken. */
@@ -36,20 +37,21 @@
 #define OFI_CQ_BATCH        16
 #define OFI_TIMEOUT_SCAN_NS 100000000ull /* look for overdue operations every 100 ms */
 
-/* A thread's slot for picking contexts: process-wide thread identity, not
- * transport state (every module maps slot -> context by its own count). */
-static atomic_int ofi_thread_next;
-static _Thread_local int ofi_thread_slot = -1;
-
 struct bm_btl_ofi_context *bm_btl_ofi_context_pick(struct bm_btl_ofi_module *m,
                                                    const struct bm_btl_ofi_endpoint *ep)
 {
     if (m->nctx == 1)
         return &m->ctx[0];
     if (m->mt) {
-        if (ofi_thread_slot < 0)
-            ofi_thread_slot = atomic_fetch_add(&ofi_thread_next, 1);
-        return &m->ctx[ofi_thread_slot % m->nctx];
+        /* The thread's slot (1-based) under the instance's key, given on
+         * its first operation. */
+        struct bm_btl_ofi_component *c = m->comp;
+        uintptr_t slot = (uintptr_t)pthread_getspecific(c->thread_key);
+        if (!slot) {
+            slot = (uintptr_t)atomic_fetch_add(&c->thread_next, 1) + 1;
+            (void)pthread_setspecific(c->thread_key, (void *)slot);
+        }
+        return &m->ctx[(slot - 1) % (uintptr_t)m->nctx];
     }
     return &m->ctx[ep ? ep->rank % m->nctx : 0];
 }

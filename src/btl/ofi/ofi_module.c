@@ -20,7 +20,6 @@
  * the path is reported recovered. */
 #define BM_LOG_SUBSYS "btl/ofi"
 #include "btl/ofi/ofi.h"
-#include "runtime/rte.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -115,6 +114,7 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
     snprintf(m->domain_name, sizeof(m->domain_name), "%s", info->domain_attr->name);
     snprintf(m->super.name, sizeof(m->super.name), "ofi:%.24s:%.24s", m->prov_name, m->domain_name);
     m->super.ops = &bm_btl_ofi_ops;
+    m->super.component = &comp->super;
     bm_status_t st = BM_ERR_NO_MEMORY;
     m->info = fi_dupinfo(info);
     m->eps = calloc((size_t)comp->size, sizeof(*m->eps));
@@ -278,13 +278,13 @@ static const struct bm_btl_ofi_modex_module *peer_pair(struct bm_btl_ofi_module 
 {
     const void *data;
     size_t len;
-    if (bm_rte_modex_get(rank, "btl.ofi", &data, &len) != BM_OK ||
+    if (bm_btl_rte_modex_get(m->comp->rte, rank, "btl.ofi", &data, &len) != BM_OK ||
         len < sizeof(struct bm_btl_ofi_modex_hdr))
         return NULL;
     const struct bm_btl_ofi_modex_hdr *h = data;
     if (h->magic != BM_BTL_OFI_MODEX_MAGIC || h->version != BM_BTL_OFI_MODEX_VERSION)
         return NULL;
-    bool same_node = bm_rte_node_of(rank) == m->comp->node;
+    bool same_node = bm_btl_rte_node_of(m->comp->rte, rank) == m->comp->node;
     const uint8_t *p = (const uint8_t *)(h + 1), *end = (const uint8_t *)data + len;
     const struct bm_btl_ofi_modex_module *cand[16];
     const uint8_t *cand_addr[16];
