@@ -1178,6 +1178,209 @@ BM_MPI_API int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datat
 BM_MPI_API int MPI_Status_set_cancelled(MPI_Status *status, int flag);
 BM_MPI_API int PMPI_Status_set_cancelled(MPI_Status *status, int flag);
 
+/* ---- One-sided communication (MPI-3.1 chapter 11: win*.c) -------------- */
+
+typedef struct bm_mpi_win *MPI_Win;
+#define MPI_WIN_NULL ((MPI_Win)0)
+
+typedef void MPI_Win_errhandler_function(MPI_Win *win, int *errcode, ...);
+/* MPI-2 name of the same type. */
+typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
+typedef int MPI_Win_copy_attr_function(MPI_Win oldwin, int win_keyval, void *extra_state,
+                                       void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Win_delete_attr_function(MPI_Win win, int win_keyval, void *attribute_val,
+                                         void *extra_state);
+BM_MPI_API int bm_mpi_win_dup_fn(MPI_Win oldwin, int win_keyval, void *extra_state,
+                                 void *attribute_val_in, void *attribute_val_out, int *flag);
+#define MPI_WIN_NULL_COPY_FN   ((MPI_Win_copy_attr_function *)0)
+#define MPI_WIN_NULL_DELETE_FN ((MPI_Win_delete_attr_function *)0)
+#define MPI_WIN_DUP_FN         bm_mpi_win_dup_fn
+
+/* Lock types. */
+#define MPI_LOCK_EXCLUSIVE 234
+#define MPI_LOCK_SHARED    235
+/* Assertions (bits; MPI_Win_fence, start, post, lock, lock_all). */
+#define MPI_MODE_NOCHECK   1024
+#define MPI_MODE_NOSTORE   2048
+#define MPI_MODE_NOPUT     4096
+#define MPI_MODE_NOPRECEDE 8192
+#define MPI_MODE_NOSUCCEED 16384
+/* Predefined window attributes (MPI_Win_get_attr). MPI_WIN_BASE gives the
+ * base address, MPI_WIN_SIZE an MPI_Aint *, the others an int *. */
+#define MPI_WIN_BASE          11
+#define MPI_WIN_SIZE          12
+#define MPI_WIN_DISP_UNIT     13
+#define MPI_WIN_CREATE_FLAVOR 14
+#define MPI_WIN_MODEL         15
+/* Values of MPI_WIN_CREATE_FLAVOR and MPI_WIN_MODEL. */
+#define MPI_WIN_FLAVOR_CREATE   1
+#define MPI_WIN_FLAVOR_ALLOCATE 2
+#define MPI_WIN_FLAVOR_DYNAMIC  3
+#define MPI_WIN_FLAVOR_SHARED   4
+#define MPI_WIN_SEPARATE        1
+#define MPI_WIN_UNIFIED         2
+
+BM_MPI_API int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
+                              MPI_Comm comm, MPI_Win *win);
+BM_MPI_API int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
+                               MPI_Comm comm, MPI_Win *win);
+BM_MPI_API int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                                void *baseptr, MPI_Win *win);
+BM_MPI_API int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                                 void *baseptr, MPI_Win *win);
+BM_MPI_API int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                                       void *baseptr, MPI_Win *win);
+BM_MPI_API int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                                        void *baseptr, MPI_Win *win);
+BM_MPI_API int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
+                                    void *baseptr);
+BM_MPI_API int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
+                                     void *baseptr);
+BM_MPI_API int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+BM_MPI_API int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+BM_MPI_API int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+BM_MPI_API int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+BM_MPI_API int MPI_Win_detach(MPI_Win win, const void *base);
+BM_MPI_API int PMPI_Win_detach(MPI_Win win, const void *base);
+BM_MPI_API int MPI_Win_free(MPI_Win *win);
+BM_MPI_API int PMPI_Win_free(MPI_Win *win);
+BM_MPI_API int MPI_Win_get_group(MPI_Win win, MPI_Group *group);
+BM_MPI_API int PMPI_Win_get_group(MPI_Win win, MPI_Group *group);
+BM_MPI_API int MPI_Win_set_info(MPI_Win win, MPI_Info info);
+BM_MPI_API int PMPI_Win_set_info(MPI_Win win, MPI_Info info);
+BM_MPI_API int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
+BM_MPI_API int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
+BM_MPI_API int MPI_Win_set_name(MPI_Win win, const char *win_name);
+BM_MPI_API int PMPI_Win_set_name(MPI_Win win, const char *win_name);
+BM_MPI_API int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
+BM_MPI_API int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
+BM_MPI_API int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+                                         MPI_Errhandler *errhandler);
+BM_MPI_API int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+                                          MPI_Errhandler *errhandler);
+BM_MPI_API int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+BM_MPI_API int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+BM_MPI_API int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+BM_MPI_API int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+BM_MPI_API int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
+BM_MPI_API int PMPI_Win_call_errhandler(MPI_Win win, int errorcode);
+BM_MPI_API int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                                     MPI_Win_delete_attr_function *win_delete_attr_fn,
+                                     int *win_keyval, void *extra_state);
+BM_MPI_API int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                                      MPI_Win_delete_attr_function *win_delete_attr_fn,
+                                      int *win_keyval, void *extra_state);
+BM_MPI_API int MPI_Win_free_keyval(int *win_keyval);
+BM_MPI_API int PMPI_Win_free_keyval(int *win_keyval);
+BM_MPI_API int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+BM_MPI_API int PMPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+BM_MPI_API int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+BM_MPI_API int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+BM_MPI_API int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
+BM_MPI_API int PMPI_Win_delete_attr(MPI_Win win, int win_keyval);
+BM_MPI_API int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                       int target_rank, MPI_Aint target_disp, int target_count,
+                       MPI_Datatype target_datatype, MPI_Win win);
+BM_MPI_API int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Win win);
+BM_MPI_API int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                       int target_rank, MPI_Aint target_disp, int target_count,
+                       MPI_Datatype target_datatype, MPI_Win win);
+BM_MPI_API int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Win win);
+BM_MPI_API int MPI_Accumulate(const void *origin_addr, int origin_count,
+                              MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                              int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                              MPI_Win win);
+BM_MPI_API int PMPI_Accumulate(const void *origin_addr, int origin_count,
+                               MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                               int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                               MPI_Win win);
+BM_MPI_API int MPI_Get_accumulate(const void *origin_addr, int origin_count,
+                                  MPI_Datatype origin_datatype, void *result_addr, int result_count,
+                                  MPI_Datatype result_datatype, int target_rank,
+                                  MPI_Aint target_disp, int target_count,
+                                  MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+BM_MPI_API int PMPI_Get_accumulate(const void *origin_addr, int origin_count,
+                                   MPI_Datatype origin_datatype, void *result_addr,
+                                   int result_count, MPI_Datatype result_datatype, int target_rank,
+                                   MPI_Aint target_disp, int target_count,
+                                   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+BM_MPI_API int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                                int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win);
+BM_MPI_API int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                                 int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win);
+BM_MPI_API int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
+                                    void *result_addr, MPI_Datatype datatype, int target_rank,
+                                    MPI_Aint target_disp, MPI_Win win);
+BM_MPI_API int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
+                                     void *result_addr, MPI_Datatype datatype, int target_rank,
+                                     MPI_Aint target_disp, MPI_Win win);
+BM_MPI_API int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
+BM_MPI_API int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                         int target_rank, MPI_Aint target_disp, int target_count,
+                         MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
+BM_MPI_API int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
+BM_MPI_API int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                         int target_rank, MPI_Aint target_disp, int target_count,
+                         MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
+BM_MPI_API int MPI_Raccumulate(const void *origin_addr, int origin_count,
+                               MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                               int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                               MPI_Win win, MPI_Request *request);
+BM_MPI_API int PMPI_Raccumulate(const void *origin_addr, int origin_count,
+                                MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                                int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                                MPI_Win win, MPI_Request *request);
+BM_MPI_API int MPI_Rget_accumulate(const void *origin_addr, int origin_count,
+                                   MPI_Datatype origin_datatype, void *result_addr,
+                                   int result_count, MPI_Datatype result_datatype, int target_rank,
+                                   MPI_Aint target_disp, int target_count,
+                                   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                                   MPI_Request *request);
+BM_MPI_API int PMPI_Rget_accumulate(const void *origin_addr, int origin_count,
+                                    MPI_Datatype origin_datatype, void *result_addr,
+                                    int result_count, MPI_Datatype result_datatype, int target_rank,
+                                    MPI_Aint target_disp, int target_count,
+                                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                                    MPI_Request *request);
+BM_MPI_API int MPI_Win_fence(int assert, MPI_Win win);
+BM_MPI_API int PMPI_Win_fence(int assert, MPI_Win win);
+BM_MPI_API int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+BM_MPI_API int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+BM_MPI_API int MPI_Win_complete(MPI_Win win);
+BM_MPI_API int PMPI_Win_complete(MPI_Win win);
+BM_MPI_API int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+BM_MPI_API int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+BM_MPI_API int MPI_Win_wait(MPI_Win win);
+BM_MPI_API int PMPI_Win_wait(MPI_Win win);
+BM_MPI_API int MPI_Win_test(MPI_Win win, int *flag);
+BM_MPI_API int PMPI_Win_test(MPI_Win win, int *flag);
+BM_MPI_API int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+BM_MPI_API int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+BM_MPI_API int MPI_Win_unlock(int rank, MPI_Win win);
+BM_MPI_API int PMPI_Win_unlock(int rank, MPI_Win win);
+BM_MPI_API int MPI_Win_lock_all(int assert, MPI_Win win);
+BM_MPI_API int PMPI_Win_lock_all(int assert, MPI_Win win);
+BM_MPI_API int MPI_Win_unlock_all(MPI_Win win);
+BM_MPI_API int PMPI_Win_unlock_all(MPI_Win win);
+BM_MPI_API int MPI_Win_flush(int rank, MPI_Win win);
+BM_MPI_API int PMPI_Win_flush(int rank, MPI_Win win);
+BM_MPI_API int MPI_Win_flush_all(MPI_Win win);
+BM_MPI_API int PMPI_Win_flush_all(MPI_Win win);
+BM_MPI_API int MPI_Win_flush_local(int rank, MPI_Win win);
+BM_MPI_API int PMPI_Win_flush_local(int rank, MPI_Win win);
+BM_MPI_API int MPI_Win_flush_local_all(MPI_Win win);
+BM_MPI_API int PMPI_Win_flush_local_all(MPI_Win win);
+BM_MPI_API int MPI_Win_sync(MPI_Win win);
+BM_MPI_API int PMPI_Win_sync(MPI_Win win);
+
 #ifdef __cplusplus
 }
 #endif

@@ -204,7 +204,7 @@ void bm_mpi_errhandler_release(MPI_Errhandler eh)
 
 /* Prints the message and ends the job. Before MPI_Init (or after
  * MPI_Finalize) there is no job to end: the process exits alone. */
-__attribute__((noreturn)) static void error_fatal(const char *msg)
+void bm_mpi_error_abort(const char *msg)
 {
     if (bm_mpi_rte_up) {
         bm_rte_abort(1, msg);
@@ -236,11 +236,10 @@ static int error_dispatch(MPI_Comm comm, int errclass, const char *msg)
     case BM_MPI_ERRH_FATAL:
         break;
     }
-    error_fatal(msg);
+    bm_mpi_error_abort(msg);
 }
 
-/* "MPI_Send on rank 3 (host h): MPI_ERR_RANK: detail" into msg. */
-static void error_format(char *msg, size_t len, const char *fn, int code, const char *detail)
+void bm_mpi_error_format(char *msg, size_t len, const char *fn, int code, const char *detail)
 {
     if (bm_mpi_rte_up) {
         const struct bm_rte_proc *self = bm_rte_self();
@@ -260,7 +259,7 @@ int bm_mpi_error(MPI_Comm comm, int errclass, const char *fn, const char *fmt, .
     va_start(ap, fmt);
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
-    error_format(msg, sizeof(msg), fn, errclass, detail);
+    bm_mpi_error_format(msg, sizeof(msg), fn, errclass, detail);
     return error_dispatch(comm, errclass, msg);
 }
 
@@ -586,8 +585,8 @@ int PMPI_File_call_errhandler(MPI_File fh, int errorcode)
         char detail[MPI_MAX_ERROR_STRING + 64];
         snprintf(detail, sizeof(detail), "error raised by the application on MPI_FILE_NULL: %s",
                  text);
-        error_format(msg, sizeof(msg), fn, errorcode, detail);
-        error_fatal(msg);
+        bm_mpi_error_format(msg, sizeof(msg), fn, errorcode, detail);
+        bm_mpi_error_abort(msg);
     }
     }
     return MPI_SUCCESS;

@@ -73,6 +73,7 @@ struct bm_mpi_errhandler {
     enum bm_mpi_errhandler_kind kind;
     MPI_Comm_errhandler_function *fn;      /* user handlers for communicators */
     MPI_File_errhandler_function *file_fn; /* user handlers for files */
+    MPI_Win_errhandler_function *win_fn;   /* user handlers for windows */
     int refcount;                          /* user handlers: handle + communicators using it */
     bool predefined;
 };
@@ -228,6 +229,14 @@ extern bool bm_mpi_rte_up;
  * MPI_Finalize, a fatal error prints the message and exits the process. */
 int bm_mpi_error(MPI_Comm comm, int errclass, const char *fn, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* The message bm_mpi_error prints into msg: "MPI_Send on rank 3 (host h):
+ * MPI_ERR_RANK: detail". */
+void bm_mpi_error_format(char *msg, size_t len, const char *fn, int code, const char *detail);
+/* MPI_ERRORS_ARE_FATAL: print msg and end the job (the process alone
+ * before MPI_Init or after MPI_Finalize). For objects other than
+ * communicators (windows: win.c), which dispatch their own handlers. */
+__attribute__((noreturn)) void bm_mpi_error_abort(const char *msg);
 
 /* The error reported when fn is called outside Init..Finalize. */
 int bm_mpi_error_not_running(const char *fn);

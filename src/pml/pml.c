@@ -91,6 +91,7 @@ bm_status_t bm_pml_init(int thread_level)
     bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_RGET), bm_pml_recv_match_cb, NULL);
     bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_FIN), bm_pml_rdma_fin_cb, NULL);
     bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_PUT), bm_pml_rdma_put_cb, NULL);
+    bm_pml_am_init();
     bm_btl_base_register_error(bm_pml_error_cb, NULL);
 
     rc = bm_rte_modex_fence();
@@ -143,6 +144,7 @@ void bm_pml_finalize(void)
     bm_pml_g.initialized = false;
     bm_btl_base_close();
     bm_pml_match_fini();
+    bm_pml_am_fini();
     bm_pml_request_table_fini();
     for (int r = 0; r < bm_pml_g.world_size; r++)
         free(bm_pml_g.path_bytes[r]);

@@ -34,6 +34,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct bm_btl_module;
+struct bm_btl_endpoint;
+
 #define BM_PML_ANY_SOURCE (-1)
 #define BM_PML_ANY_TAG    (-1)
 #define BM_PML_TAG_MAX    0x7fffffff /* largest valid tag (MPI_TAG_UB) */
@@ -172,5 +175,61 @@ bm_status_t bm_pml_imrecv(void *buf, size_t capacity, struct bm_pml_message *msg
                           struct bm_pml_request **req_out);
 bm_status_t bm_pml_imrecv_dt(void *buf, size_t count, struct bm_util_dtype *type,
                              struct bm_pml_message *msg, struct bm_pml_request **req_out);
+
+/* ---- What one-sided communication needs (onesided.c) --------------------
+ * The one-sided layer (src/mpi/win*.c) moves data with the transports' own
+ * put, get and atomics (through btl.h's wrappers) and sends everything
+ * else as active messages to a handler that runs in the target's progress.
+ * The PML hands it the paths to a peer and carries the active messages. */
+
+/* One transport path to a peer: what btl.h's put/get/atomic wrappers take.
+ * module->caps says what it can do. */
+struct bm_pml_rma_path {
+    struct bm_btl_module *module;
+    struct bm_btl_endpoint *endpoint;
+};
+
+/* The working paths to peer_world, up to max: the transports the PML uses
+ * for that peer (those of the highest exclusivity that reach it), RDMA
+ * capable ones (put and get) first, then the others (which may still offer
+ * atomics). Returns how many were written. A path may fail later: its
+ * operations then complete with an error. */
+int bm_pml_rma_paths(int peer_world, struct bm_pml_rma_path *out, int max);
+
+/* True when the PML reaches peer_world through a transport of the
+ * shared-memory class (exclusivity of sm or higher: sm, or self for this
+ * process): that peer runs on this node and the user let shared memory
+ * carry its traffic, so memory the library allocates for one-sided windows
+ * may be placed in a segment both map. */
+bool bm_pml_peer_on_shm(int peer_world);
+
+/* Active messages: bytes for a handler registered by a layer above, run
+ * inside the receiver's bm_pml_progress (from any caller: an MPI wait, a
+ * progress hook, a progress thread). Per (sender, receiver) they run in the
+ * order sent and exactly once: a message resent after a path failure is
+ * recognised and dropped. Sends copy the bytes (the caller may reuse its
+ * buffers at once) and never fail: a message a transport cannot take now
+ * is queued and retried by progress. */
+#define BM_PML_AM_OSC 0 /* one-sided communication (src/mpi/win_agent.c) */
+#define BM_PML_AM_IDS 2
+
+/* msg is valid until the handler returns; it is 8-byte aligned. The
+ * handler may send active messages and start PML operations, but must not
+ * wait for anything. */
+typedef void (*bm_pml_am_fn)(int peer_world, const void *msg, size_t len, void *arg);
+void bm_pml_am_register(unsigned id, bm_pml_am_fn fn, void *arg);
+
+struct bm_pml_iov {
+    const void *base;
+    size_t len;
+};
+
+/* The largest active message (all iov bytes together) to peer_world: what
+ * every path to it can carry in one fragment. */
+size_t bm_pml_am_max(int peer_world);
+
+/* Send the concatenation of iov[0..n) (at most bm_pml_am_max bytes) to
+ * peer_world's handler id. */
+void bm_pml_am_sendv(int peer_world, unsigned id, const struct bm_pml_iov *iov, int n);
 
 #endif

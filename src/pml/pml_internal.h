@@ -292,6 +292,10 @@ void bm_pml_rdma_copy_done(struct bm_pml_request *req);
 /* The sender's side of a PUT: write the range asked for, answer with FIN. */
 void bm_pml_rdma_put_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
 
+/* onesided.c: active messages (register their receive callback; free held ones) */
+void bm_pml_am_init(void);
+void bm_pml_am_fini(void);
+
 /* progress.c */
 void bm_pml_pending_add(struct bm_pml_request *req);
 /* Send a control header (ACK) to a peer now, or queue it for retry. */

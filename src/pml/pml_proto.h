@@ -22,7 +22,13 @@
  *                                                      <- FIN (sreq): reads done, send complete
  *               a failed get or put: <- ACK for the missing range, FRAGs as above
  * FIN repeats the match information so a duplicate FIN after a failover can
- * be recognised (the bfo design). */
+ * be recognised (the bfo design).
+ *
+ * Active messages (onesided.c) carry a layer above's bytes, unmatched, to a
+ * handler run inside the target's progress: AM + bytes ->. They are
+ * numbered per (sender, receiver) so that the receiver runs them in the
+ * order sent and exactly once, even when a path failure made the sender
+ * resend some on another path. */
 #ifndef BM_PML_PROTO_H
 #define BM_PML_PROTO_H
 
@@ -40,7 +46,8 @@ enum bm_pml_hdr_type {
     BM_PML_HDR_PUT = 5,   /* receiver gives the sender a window to RDMA-write into */
     BM_PML_HDR_FIN = 6,   /* an RDMA transfer finished */
     BM_PML_HDR_RGET = 7,  /* rendezvous offering the sender's buffer for an RDMA read */
-    BM_PML_HDR_TYPE_MAX = 8,
+    BM_PML_HDR_AM = 8,    /* an active message for a layer above (one-sided: onesided.c) */
+    BM_PML_HDR_TYPE_MAX = 9,
 };
 
 /* Each header type travels on its own BTL tag so that the transport
@@ -156,6 +163,16 @@ struct bm_pml_hdr_rget {
 _Static_assert(sizeof(struct bm_pml_hdr_rget) == 56, "RGET header is 56 bytes");
 _Static_assert(offsetof(struct bm_pml_hdr_rget, tail) == sizeof(struct bm_pml_hdr_rndv),
                "the RGET tail follows the RNDV fields directly");
+
+/* AM: an active message for the layer registered under id; its bytes
+ * follow. */
+struct bm_pml_hdr_am {
+    struct bm_pml_hdr_base base;
+    uint32_t seq;      /* per (sender, receiver) number, from 0, wrapping: run in this order */
+    uint32_t id;       /* which layer's handler (BM_PML_AM_*) */
+    uint32_t reserved; /* zero; the bytes that follow start 8-byte aligned */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_am) == 16, "AM header is 16 bytes");
 
 /* The largest header: transports' eager limits must exceed it. */
 #define BM_PML_HDR_MAX_SIZE sizeof(struct bm_pml_hdr_rget)

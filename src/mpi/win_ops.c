@@ -1,0 +1,765 @@
+/* The communication calls of one-sided communication: MPI_Put, MPI_Get,
+ * MPI_Accumulate, MPI_Get_accumulate, MPI_Fetch_and_op,
+ * MPI_Compare_and_swap and the request-based MPI_Rput, MPI_Rget,
+ * MPI_Raccumulate, MPI_Rget_accumulate. Each checks its arguments and the
+ * epoch, then takes the target's path (win.h): loads and stores on a
+ * shared or own window, the transport's put/get/atomics, or active
+ * messages to the target's agent, split into pieces that one message or
+ * one transport operation carries (accumulates on element boundaries, so
+ * each element stays atomic).
+ *
+ * Completion. A put or accumulate sent as an active message is copied by
+ * the PML: the origin buffer is free at once (local completion); it is
+ * done at the target once a later flush, unlock, complete or fence says so.
+ * A transport put or get holds the buffer until its callback, which also
+ * means the target has it (the transport contract). Gets and fetching
+ * accumulates complete when their answer is in. A request-based operation
+ * counts its parts in flight and completes at the last (local completion,
+ * as the standard defines it for these requests). */
+#define BM_LOG_SUBSYS "mpi/osc"
+#include "util/log.h"
+
+#include "mpi/mpi_request.h"
+#include "mpi/win.h"
+#include "pml/pml.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum osc_kind { OSC_PUT, OSC_GET, OSC_ACC, OSC_GACC };
+
+/* ---- request-based operations ----------------------------------------------- */
+
+static bool req_progress(MPI_Request r)
+{
+    struct bm_osc_req *q = r->state;
+    return q->started && q->parts == 0;
+}
+
+static int req_query(MPI_Request r, MPI_Status *st, char *what, size_t what_len)
+{
+    struct bm_osc_req *q = r->state;
+    st->MPI_SOURCE = MPI_ANY_SOURCE;
+    st->MPI_TAG = MPI_ANY_TAG;
+    st->bm_count = 0;
+    st->bm_cancelled = 0;
+    if (q->status == BM_OK)
+        return MPI_SUCCESS;
+    snprintf(what, what_len, "a request-based one-sided operation failed: %s",
+             bm_status_str(q->status));
+    return q->status == BM_ERR_BAD_PARAM ? MPI_ERR_RMA_RANGE : bm_mpi_class_of_status(q->status);
+}
+
+/* The handle goes (the core recycles it): free the state now when the
+ * operation is over, else when its last part completes. */
+static bool req_release(MPI_Request r, int *err)
+{
+    struct bm_osc_req *q = r->state;
+    *err = MPI_SUCCESS;
+    if (q->parts == 0)
+        free(q);
+    else
+        q->r = MPI_REQUEST_NULL;
+    return true;
+}
+
+static const struct bm_mpi_request_ops osc_req_ops = {
+    .name = "one-sided request",
+    .progress = req_progress,
+    .query = req_query,
+    .release = req_release,
+    .cancel = bm_mpi_request_no_cancel,
+    .start = bm_mpi_request_no_start,
+};
+
+void bm_osc_req_part_done(struct bm_osc_req *req, int status)
+{
+    if (status != BM_OK && req->status == BM_OK)
+        req->status = status;
+    if (--req->parts == 0 && req->r == MPI_REQUEST_NULL && req->started)
+        free(req);
+}
+
+/* ---- transport operations -------------------------------------------------------- */
+
+void bm_osc_rdma_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                    struct bm_btl_reg_handle *local_handle, void *context, void *cbdata, int status)
+{
+    (void)m;
+    (void)ep;
+    (void)local_addr;
+    (void)local_handle;
+    struct bm_osc_target *t = context;
+    struct bm_osc_req *req = cbdata;
+    MPI_Win win = t->win;
+    t->rdma_out--;
+    win->rdma_out--;
+    if (status < 0 && !win->error) {
+        win->error = MPI_ERR_OTHER;
+        snprintf(win->error_what, sizeof(win->error_what),
+                 "a transport operation (%s) to world rank %d failed: %s", m->name, t->world,
+                 bm_status_str(status));
+    }
+    if (req)
+        bm_osc_req_part_done(req, status < 0 ? status : BM_OK);
+}
+
+/* Run one transport operation; retry while the transport is out of
+ * resources. Returns BM_OK (done or in flight) or the failure. */
+typedef int (*rdma_issue_fn)(struct bm_osc_target *t, void *arg, struct bm_osc_req *req);
+
+static int rdma_run(struct bm_osc_target *t, rdma_issue_fn issue, void *arg, struct bm_osc_req *req)
+{
+    MPI_Win win = t->win;
+    for (;;) {
+        if (req)
+            req->parts++;
+        t->rdma_out++;
+        win->rdma_out++;
+        int rc = bm_osc_fail_inject() ? BM_ERR_LINK_DOWN : issue(t, arg, req);
+        if (rc == BM_OK)
+            return BM_OK; /* the callback counts down */
+        t->rdma_out--;
+        win->rdma_out--;
+        if (req)
+            req->parts--;
+        if (rc == BM_BTL_DONE)
+            return BM_OK;
+        if (rc != BM_ERR_OUT_OF_RESOURCE)
+            return rc;
+        bm_pml_progress();
+    }
+}
+
+struct rdma_args {
+    void *local;
+    uint64_t remote;
+    size_t len;
+    bool put;
+};
+
+static int issue_putget(struct bm_osc_target *t, void *arg, struct bm_osc_req *req)
+{
+    struct rdma_args *a = arg;
+    if (a->put)
+        return bm_btl_put(t->m, t->ep, a->local, a->remote, NULL, t->rhandle, a->len, 0, 0,
+                          bm_osc_rdma_cb, t, req);
+    return bm_btl_get(t->m, t->ep, a->local, a->remote, NULL, t->rhandle, a->len, 0, 0,
+                      bm_osc_rdma_cb, t, req);
+}
+
+struct amo_args {
+    void *result; /* NULL: no fetch */
+    uint64_t remote;
+    enum bm_btl_atomic_op op;
+    uint64_t operand, compare;
+    uint32_t flags;
+    bool cswap;
+};
+
+static int issue_amo(struct bm_osc_target *t, void *arg, struct bm_osc_req *req)
+{
+    struct amo_args *a = arg;
+    struct bm_btl_module *m = t->amo_m;
+    if (a->cswap)
+        return m->ops->atomic_cswap(m, t->amo_ep, a->result, a->remote, NULL, NULL, a->compare,
+                                    a->operand, a->flags, 0, bm_osc_rdma_cb, t, req);
+    if (!a->result && (m->caps & BM_BTL_CAP_ATOMIC_OPS))
+        return m->ops->atomic_op(m, t->amo_ep, a->remote, NULL, a->op, a->operand, a->flags, 0,
+                                 bm_osc_rdma_cb, t, req);
+    return m->ops->atomic_fop(m, t->amo_ep, a->result ? a->result : &t->amo_sink, a->remote, NULL,
+                              NULL, a->op, a->operand, a->flags, 0, bm_osc_rdma_cb, t, req);
+}
+
+/* Contiguous put or get of len bytes through the transport, in pieces of
+ * at most its limit. */
+static int btl_putget(struct bm_osc_target *t, bool put, char *local, uint64_t remote, size_t len,
+                      struct bm_osc_req *req)
+{
+    size_t limit = put ? t->m->put_limit : t->m->get_limit;
+    if (limit == 0)
+        limit = len;
+    for (size_t off = 0; off < len || off == 0; off += limit) {
+        struct rdma_args a = {local + off, remote + off, len - off < limit ? len - off : limit,
+                              put};
+        int rc = rdma_run(t, issue_putget, &a, req);
+        if (rc != BM_OK)
+            return rc;
+        if (len == 0)
+            break;
+    }
+    return BM_OK;
+}
+
+/* ---- active messages -------------------------------------------------------------- */
+
+/* Send a put or accumulate (data) of len bytes at target offset addr as
+ * messages of at most the path's size, cut at multiples of elem. */
+static void am_put_acc(MPI_Win win, int target, uint8_t type, uint8_t op, uint8_t dtype,
+                       const char *data, uint64_t addr, size_t len, size_t elem)
+{
+    struct bm_osc_target *t = &win->t[target];
+    size_t max = bm_osc_am_max_data(win, target) / elem * elem;
+    size_t off = 0;
+    do {
+        size_t n = len - off < max ? len - off : max;
+        struct bm_osc_hdr h = {
+            .type = type, .op = op, .dtype = dtype, .addr = addr + off, .len = n};
+        if (win->access == BM_OSC_ACCESS_FENCE) {
+            h.flags |= BM_OSC_F_COUNTED;
+            t->am_counted++;
+        }
+        bm_osc_am_send(win, target, &h, data ? data + off : NULL, data ? n : 0, NULL, 0);
+        t->am_unsynced++;
+        off += n;
+    } while (off < len);
+}
+
+/* Send a get (or fetching accumulate) whose answers fill result. */
+static int am_fetch(MPI_Win win, int target, uint8_t type, uint8_t op, uint8_t dtype,
+                    const char *data, char *result, uint64_t addr, size_t len, size_t elem,
+                    struct bm_osc_req *req)
+{
+    /* a get asks once (the answers are cut by the target); a fetching
+     * accumulate carries data, so it is cut here, one record per piece */
+    size_t max =
+        type == BM_OSC_GET ? (len ? len : 1) : bm_osc_am_max_data(win, target) / elem * elem;
+    size_t off = 0;
+    do {
+        size_t n = len - off < max ? len - off : max;
+        struct bm_osc_op *o = bm_osc_op_new(win, target, result + off, n);
+        if (!o)
+            return BM_ERR_NO_MEMORY;
+        if (req) {
+            o->req = req;
+            req->parts++;
+        }
+        struct bm_osc_hdr h = {
+            .type = type, .op = op, .dtype = dtype, .opid = o->id, .addr = addr + off, .len = n};
+        bool with_data = data && op != BM_MPI_OP_ID_no_op;
+        bm_osc_am_send(win, target, &h, with_data ? data + off : NULL, with_data ? n : 0, NULL, 0);
+        off += n;
+    } while (off < len);
+    return BM_OK;
+}
+
+/* ---- checks ------------------------------------------------------------------------ */
+
+static int check_type(MPI_Win win, MPI_Datatype dt, int count, const char *what, const char *fn)
+{
+    if (dt == MPI_DATATYPE_NULL || dt->magic != BM_MPI_MAGIC_DATATYPE)
+        return bm_osc_win_error(win, MPI_ERR_TYPE, fn, "invalid %s datatype", what);
+    if (!dt->committed)
+        return bm_osc_win_error(win, MPI_ERR_TYPE, fn, "the %s datatype %s is not committed", what,
+                                dt->name);
+    if (count < 0)
+        return bm_osc_win_error(win, MPI_ERR_COUNT, fn, "negative %s count %d", what, count);
+    if (!dt->contiguous)
+        return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
+                                "the %s datatype %s is not contiguous; one-sided operations "
+                                "take contiguous datatypes only so far",
+                                what, dt->name);
+    return MPI_SUCCESS;
+}
+
+static int check_acc_op(MPI_Win win, MPI_Op op, MPI_Datatype dt, const char *fn)
+{
+    if (op == MPI_OP_NULL || op->magic != BM_MPI_MAGIC_OP)
+        return bm_osc_win_error(win, MPI_ERR_OP, fn, "invalid operation");
+    if (!op->predefined)
+        return bm_osc_win_error(win, MPI_ERR_OP, fn,
+                                "one-sided accumulates take predefined operations only (MPI-3.1 "
+                                "11.3.4), not %s",
+                                op->name);
+    if (!bm_mpi_op_supports(op, dt))
+        return bm_osc_win_error(win, MPI_ERR_OP, fn, "%s is not defined for datatype %s", op->name,
+                                dt->name);
+    return MPI_SUCCESS;
+}
+
+/* Where target memory at offset off (len bytes) is in this process, for a
+ * SHM target; NULL when outside (dynamic windows: not attached). */
+static char *shm_ptr(MPI_Win win, struct bm_osc_target *t, uint64_t off, size_t len)
+{
+    if (t->shm)
+        return t->shm + off;
+    /* this process's dynamic window: the displacement is the address */
+    return bm_osc_region_ok(win, off, len) || len == 0 ? (char *)(uintptr_t)off : NULL;
+}
+
+static _Atomic uint32_t *stripes_for(MPI_Win win, int target)
+{
+    /* atomic per element only where other processes apply too */
+    return win->has_seg && win->t[target].shm && target >= 0 ? win->stripes : NULL;
+}
+
+/* ---- the common path ----------------------------------------------------------------- */
+
+struct osc_args {
+    enum osc_kind kind;
+    const void *origin;
+    int ocount;
+    MPI_Datatype otype;
+    void *result;
+    int rcount;
+    MPI_Datatype rtype;
+    int target;
+    MPI_Aint disp;
+    int tcount;
+    MPI_Datatype ttype;
+    MPI_Op op;
+};
+
+static int osc_fail(MPI_Win win, int rc, const char *fn, int target)
+{
+    return bm_osc_win_error(win, rc == BM_ERR_BAD_PARAM ? MPI_ERR_RMA_RANGE : MPI_ERR_OTHER, fn,
+                            "the transport refused the operation to rank %d: %s", target,
+                            bm_status_str(rc));
+}
+
+static int osc_rma(MPI_Win win, const struct osc_args *a, struct bm_osc_req *req, const char *fn)
+{
+    int rc;
+    bool acc = a->kind == OSC_ACC || a->kind == OSC_GACC;
+    bool fetch = a->kind == OSC_GET || a->kind == OSC_GACC;
+    if (a->target == MPI_PROC_NULL)
+        return MPI_SUCCESS;
+    if (a->target < 0 || a->target >= win->nranks)
+        return bm_osc_win_error(win, MPI_ERR_RANK, fn,
+                                "invalid target rank %d (the window has "
+                                "%d ranks)",
+                                a->target, win->nranks);
+    bool no_origin = a->kind == OSC_GACC && a->op == MPI_NO_OP;
+    if ((!no_origin && (rc = check_type(win, a->otype, a->ocount, "origin", fn))) ||
+        (rc = check_type(win, a->ttype, a->tcount, "target", fn)) ||
+        (a->kind == OSC_GACC && (rc = check_type(win, a->rtype, a->rcount, "result", fn))))
+        return rc;
+    size_t tbytes = bm_mpi_type_bytes(a->ttype, a->tcount);
+    size_t obytes = no_origin ? tbytes : bm_mpi_type_bytes(a->otype, a->ocount);
+    if (obytes != tbytes)
+        return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
+                                "the origin holds %zu bytes but the target %zu (%d x %s vs %d "
+                                "x %s): the type signatures must match",
+                                obytes, tbytes, a->ocount, a->otype->name, a->tcount,
+                                a->ttype->name);
+    if (a->kind == OSC_GACC && bm_mpi_type_bytes(a->rtype, a->rcount) != tbytes)
+        return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
+                                "the result buffer holds %zu bytes but the target %zu",
+                                bm_mpi_type_bytes(a->rtype, a->rcount), tbytes);
+    if (acc) {
+        if ((rc = check_acc_op(win, a->op, a->ttype, fn)))
+            return rc;
+        if (!no_origin && a->otype->basic != a->ttype->basic)
+            return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
+                                    "origin (%s) and target (%s) are made of different "
+                                    "predefined types",
+                                    a->otype->basic->name, a->ttype->basic->name);
+    }
+    if ((rc = bm_osc_access_check(win, a->target, fn)))
+        return rc;
+    if (tbytes == 0)
+        return MPI_SUCCESS;
+    if ((!no_origin && a->origin == NULL) || (fetch && a->result == NULL))
+        return bm_osc_win_error(win, MPI_ERR_BUFFER, fn, "NULL %s buffer",
+                                fetch && !a->result ? "result" : "origin");
+
+    struct bm_osc_target *t = &win->t[a->target];
+    uint64_t off;
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        off = (uint64_t)a->disp; /* an address from MPI_Get_address at the target */
+    } else {
+        uint64_t unit = (uint64_t)t->disp_unit;
+        if (a->disp < 0 || (uint64_t)a->disp > t->size / unit ||
+            tbytes > t->size - (uint64_t)a->disp * unit)
+            return bm_osc_win_error(win, MPI_ERR_RMA_RANGE, fn,
+                                    "%zu bytes at displacement %ld (unit %d) are outside rank "
+                                    "%d's window of %llu bytes",
+                                    tbytes, (long)a->disp, t->disp_unit, a->target,
+                                    (unsigned long long)t->size);
+        off = (uint64_t)a->disp * unit;
+    }
+    MPI_Datatype basic = a->ttype->basic;
+    size_t elem = acc ? (size_t)basic->extent : 1;
+    uint8_t op_id = acc ? (uint8_t)a->op->id : 0;
+
+    /* loads and stores */
+    if (t->path == BM_OSC_PATH_SHM) {
+        char *p = shm_ptr(win, t, off, tbytes);
+        if (!p)
+            return bm_osc_win_error(win, MPI_ERR_RMA_RANGE, fn,
+                                    "%zu bytes at address 0x%lx are not in a region attached "
+                                    "to this process's dynamic window",
+                                    tbytes, (unsigned long)a->disp);
+        switch (a->kind) {
+        case OSC_PUT:
+            memcpy(p, a->origin, tbytes);
+            break;
+        case OSC_GET:
+            memcpy(a->result, p, tbytes);
+            break;
+        case OSC_ACC:
+        case OSC_GACC:
+            bm_osc_acc_apply(a->op, basic, no_origin ? NULL : a->origin, p,
+                             a->kind == OSC_GACC ? a->result : NULL, tbytes / elem,
+                             stripes_for(win, a->target));
+            break;
+        }
+        return MPI_SUCCESS;
+    }
+
+    /* one element on the transport's atomics */
+    enum bm_btl_atomic_op bop;
+    uint32_t bflags;
+    bool fetch_only;
+    if (acc && t->amo_m && tbytes == elem && win->flavor != MPI_WIN_FLAVOR_DYNAMIC &&
+        bm_osc_acc_btl_op(a->op, basic, t->amo_m, &bop, &bflags, &fetch_only)) {
+        if (win->acc_ordered && t->acc_channel == 1 && t->am_unsynced > 0 &&
+            (rc = bm_osc_complete(win, a->target, false)))
+            return bm_osc_win_error(win, rc, fn, "an earlier operation to rank %d failed",
+                                    a->target);
+        t->acc_channel = 2;
+        struct amo_args m = {.result = a->kind == OSC_GACC ? a->result : NULL,
+                             .remote = t->base + off,
+                             .op = bop,
+                             .flags = bflags};
+        if (!fetch_only)
+            memcpy(&m.operand, a->origin, elem);
+        rc = rdma_run(t, issue_amo, &m, req);
+        return rc == BM_OK ? MPI_SUCCESS : osc_fail(win, rc, fn, a->target);
+    }
+    if (acc) {
+        if (win->acc_ordered && t->acc_channel == 2 && t->rdma_out > 0)
+            bm_osc_wait_rdma(win, a->target);
+        t->acc_channel = 1;
+    }
+
+    /* contiguous put and get on the transport */
+    if (t->path == BM_OSC_PATH_BTL && !acc) {
+        rc = btl_putget(t, a->kind == OSC_PUT,
+                        a->kind == OSC_PUT ? (char *)(uintptr_t)a->origin : a->result,
+                        t->base + off, tbytes, req);
+        return rc == BM_OK ? MPI_SUCCESS : osc_fail(win, rc, fn, a->target);
+    }
+
+    /* the target's agent */
+    switch (a->kind) {
+    case OSC_PUT:
+        am_put_acc(win, a->target, BM_OSC_PUT, 0, 0, a->origin, off, tbytes, 1);
+        break;
+    case OSC_ACC:
+        am_put_acc(win, a->target, BM_OSC_ACC, op_id, (uint8_t)basic->id, a->origin, off, tbytes,
+                   elem);
+        break;
+    case OSC_GET:
+    case OSC_GACC:
+        rc = am_fetch(win, a->target, a->kind == OSC_GET ? BM_OSC_GET : BM_OSC_GACC, op_id,
+                      acc ? (uint8_t)basic->id : 0, a->kind == OSC_GACC ? a->origin : NULL,
+                      a->result, off, tbytes, elem, req);
+        if (rc != BM_OK)
+            return bm_osc_win_error(win, MPI_ERR_NO_MEM, fn, "out of memory");
+        break;
+    }
+    return MPI_SUCCESS;
+}
+
+/* A request-based operation: run it with a request that completes when
+ * its parts did. */
+static int osc_rma_req(MPI_Win win, const struct osc_args *a, MPI_Request *request, const char *fn)
+{
+    int rc;
+    if ((rc = bm_osc_check_win(win, fn)))
+        return rc;
+    if (!request)
+        return bm_osc_win_error(win, MPI_ERR_ARG, fn, "NULL request pointer");
+    if (win->access != BM_OSC_ACCESS_LOCK && win->access != BM_OSC_ACCESS_LOCK_ALL)
+        return bm_osc_win_error(win, MPI_ERR_RMA_SYNC, fn,
+                                "request-based operations need a passive-target epoch "
+                                "(MPI_Win_lock or MPI_Win_lock_all) (MPI-3.1 11.3.5)");
+    struct bm_osc_req *q = calloc(1, sizeof(*q));
+    if (!q)
+        return bm_osc_win_error(win, MPI_ERR_NO_MEM, fn, "out of memory");
+    MPI_Request r = bm_mpi_request_create(&osc_req_ops, win->comm, q, false, true);
+    if (!r) {
+        free(q);
+        return bm_osc_win_error(win, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
+    q->r = r;
+    q->status = BM_OK;
+    rc = osc_rma(win, a, q, fn);
+    q->started = true;
+    if (rc) {
+        /* nothing of it may still be in flight when the request goes */
+        while (q->parts > 0)
+            bm_pml_progress();
+        free(q);
+        bm_mpi_request_destroy(r);
+        *request = MPI_REQUEST_NULL;
+        return rc;
+    }
+    *request = r;
+    return MPI_SUCCESS;
+}
+
+/* ---- entry points ------------------------------------------------------------------------ */
+
+/* Entry: the plain call (request NULL) or the request-based one. */
+static int osc_entry(MPI_Win win, const struct osc_args *a, MPI_Request *request, bool rma_req,
+                     const char *fn)
+{
+    if (rma_req)
+        return osc_rma_req(win, a, request, fn);
+    int rc = bm_osc_check_win(win, fn);
+    return rc ? rc : osc_rma(win, a, NULL, fn);
+}
+
+static int put_entry(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request, bool rma_req,
+                     const char *fn)
+{
+    struct osc_args a = {.kind = OSC_PUT,
+                         .origin = origin_addr,
+                         .ocount = origin_count,
+                         .otype = origin_datatype,
+                         .target = target_rank,
+                         .disp = target_disp,
+                         .tcount = target_count,
+                         .ttype = target_datatype};
+    return osc_entry(win, &a, request, rma_req, fn);
+}
+
+/* the origin buffer is where the data goes */
+static int get_entry(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request, bool rma_req,
+                     const char *fn)
+{
+    struct osc_args a = {.kind = OSC_GET,
+                         .origin = origin_addr,
+                         .result = origin_addr,
+                         .ocount = origin_count,
+                         .otype = origin_datatype,
+                         .target = target_rank,
+                         .disp = target_disp,
+                         .tcount = target_count,
+                         .ttype = target_datatype};
+    return osc_entry(win, &a, request, rma_req, fn);
+}
+
+static int acc_entry(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request,
+                     bool rma_req, const char *fn)
+{
+    struct osc_args a = {.kind = OSC_ACC,
+                         .origin = origin_addr,
+                         .ocount = origin_count,
+                         .otype = origin_datatype,
+                         .target = target_rank,
+                         .disp = target_disp,
+                         .tcount = target_count,
+                         .ttype = target_datatype,
+                         .op = op};
+    return osc_entry(win, &a, request, rma_req, fn);
+}
+
+static int gacc_entry(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                      void *result_addr, int result_count, MPI_Datatype result_datatype,
+                      int target_rank, MPI_Aint target_disp, int target_count,
+                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request,
+                      bool rma_req, const char *fn)
+{
+    struct osc_args a = {.kind = OSC_GACC,
+                         .origin = origin_addr,
+                         .ocount = origin_count,
+                         .otype = origin_datatype,
+                         .result = result_addr,
+                         .rcount = result_count,
+                         .rtype = result_datatype,
+                         .target = target_rank,
+                         .disp = target_disp,
+                         .tcount = target_count,
+                         .ttype = target_datatype,
+                         .op = op};
+    return osc_entry(win, &a, request, rma_req, fn);
+}
+
+int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+             MPI_Win win)
+{
+    return put_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, win, NULL, false, "MPI_Put");
+}
+BM_MPI_ALIAS(Put);
+
+int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    return get_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, win, NULL, false, "MPI_Get");
+}
+BM_MPI_ALIAS(Get);
+
+int PMPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    return acc_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, op, win, NULL, false, "MPI_Accumulate");
+}
+BM_MPI_ALIAS(Accumulate);
+
+int PMPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        void *result_addr, int result_count, MPI_Datatype result_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    return gacc_entry(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                      result_datatype, target_rank, target_disp, target_count, target_datatype, op,
+                      win, NULL, false, "MPI_Get_accumulate");
+}
+BM_MPI_ALIAS(Get_accumulate);
+
+int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                      int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+    static const char fn[] = "MPI_Fetch_and_op";
+    int rc;
+    if ((rc = bm_osc_check_win(win, fn)))
+        return rc;
+    if (datatype != MPI_DATATYPE_NULL && datatype->magic == BM_MPI_MAGIC_DATATYPE &&
+        !datatype->predefined)
+        return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
+                                "MPI_Fetch_and_op takes a predefined datatype, not %s",
+                                datatype->name);
+    struct osc_args a = {.kind = OSC_GACC,
+                         .origin = origin_addr,
+                         .ocount = 1,
+                         .otype = datatype,
+                         .result = result_addr,
+                         .rcount = 1,
+                         .rtype = datatype,
+                         .target = target_rank,
+                         .disp = target_disp,
+                         .tcount = 1,
+                         .ttype = datatype,
+                         .op = op};
+    return osc_rma(win, &a, NULL, fn);
+}
+BM_MPI_ALIAS(Fetch_and_op);
+
+int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                          MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+{
+    static const char fn[] = "MPI_Compare_and_swap";
+    int rc;
+    if ((rc = bm_osc_check_win(win, fn)) || (rc = check_type(win, datatype, 1, "", fn)))
+        return rc;
+    if (!datatype->predefined ||
+        (datatype->kind != BM_MPI_KIND_INT && datatype->kind != BM_MPI_KIND_BYTE &&
+         datatype->kind != BM_MPI_KIND_BOOL))
+        return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
+                                "MPI_Compare_and_swap takes an integer, logical or byte type, "
+                                "not %s",
+                                datatype->name);
+    if (target_rank == MPI_PROC_NULL)
+        return MPI_SUCCESS;
+    if (target_rank < 0 || target_rank >= win->nranks)
+        return bm_osc_win_error(win, MPI_ERR_RANK, fn, "invalid target rank %d", target_rank);
+    if (!origin_addr || !compare_addr || !result_addr)
+        return bm_osc_win_error(win, MPI_ERR_BUFFER, fn, "NULL buffer");
+    if ((rc = bm_osc_access_check(win, target_rank, fn)))
+        return rc;
+    struct bm_osc_target *t = &win->t[target_rank];
+    size_t w = (size_t)datatype->extent;
+    uint64_t off;
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        off = (uint64_t)target_disp;
+    } else {
+        uint64_t unit = (uint64_t)t->disp_unit;
+        if (target_disp < 0 || (uint64_t)target_disp > t->size / unit ||
+            w > t->size - (uint64_t)target_disp * unit)
+            return bm_osc_win_error(win, MPI_ERR_RMA_RANGE, fn,
+                                    "displacement %ld is outside rank %d's window",
+                                    (long)target_disp, target_rank);
+        off = (uint64_t)target_disp * unit;
+    }
+    if (t->path == BM_OSC_PATH_SHM) {
+        char *p = shm_ptr(win, t, off, w);
+        if (!p)
+            return bm_osc_win_error(win, MPI_ERR_RMA_RANGE, fn,
+                                    "address 0x%lx is not attached to the dynamic window",
+                                    (unsigned long)target_disp);
+        bm_osc_cas_apply(datatype, compare_addr, origin_addr, p, result_addr,
+                         stripes_for(win, target_rank));
+        return MPI_SUCCESS;
+    }
+    enum bm_btl_atomic_op bop;
+    uint32_t bflags;
+    bool fetch_only;
+    if (t->amo_m && win->flavor != MPI_WIN_FLAVOR_DYNAMIC &&
+        bm_osc_acc_btl_op(MPI_REPLACE, datatype, t->amo_m, &bop, &bflags, &fetch_only)) {
+        if (win->acc_ordered && t->acc_channel == 1 && t->am_unsynced > 0 &&
+            (rc = bm_osc_complete(win, target_rank, false)))
+            return bm_osc_win_error(win, rc, fn, "an earlier operation to rank %d failed",
+                                    target_rank);
+        t->acc_channel = 2;
+        struct amo_args m = {
+            .result = result_addr, .remote = t->base + off, .flags = bflags, .cswap = true};
+        memcpy(&m.operand, origin_addr, w);
+        memcpy(&m.compare, compare_addr, w);
+        rc = rdma_run(t, issue_amo, &m, NULL);
+        return rc == BM_OK ? MPI_SUCCESS : osc_fail(win, rc, fn, target_rank);
+    }
+    if (win->acc_ordered && t->acc_channel == 2 && t->rdma_out > 0)
+        bm_osc_wait_rdma(win, target_rank);
+    t->acc_channel = 1;
+    struct bm_osc_op *o = bm_osc_op_new(win, target_rank, result_addr, w);
+    if (!o)
+        return bm_osc_win_error(win, MPI_ERR_NO_MEM, fn, "out of memory");
+    struct bm_osc_hdr h = {
+        .type = BM_OSC_CAS, .dtype = (uint8_t)datatype->id, .opid = o->id, .addr = off, .len = w};
+    bm_osc_am_send(win, target_rank, &h, compare_addr, w, origin_addr, w);
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Compare_and_swap);
+
+int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+              int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+              MPI_Win win, MPI_Request *request)
+{
+    return put_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, win, request, true, "MPI_Rput");
+}
+BM_MPI_ALIAS(Rput);
+
+int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+              MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
+              MPI_Request *request)
+{
+    return get_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, win, request, true, "MPI_Rget");
+}
+BM_MPI_ALIAS(Rget);
+
+int PMPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    return acc_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, op, win, request, true, "MPI_Raccumulate");
+}
+BM_MPI_ALIAS(Raccumulate);
+
+int PMPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                         void *result_addr, int result_count, MPI_Datatype result_datatype,
+                         int target_rank, MPI_Aint target_disp, int target_count,
+                         MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    return gacc_entry(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                      result_datatype, target_rank, target_disp, target_count, target_datatype, op,
+                      win, request, true, "MPI_Rget_accumulate");
+}
+BM_MPI_ALIAS(Rget_accumulate);

@@ -1,0 +1,62 @@
+# One-sided communication tests (labels mpi, osc): every program on every
+# window flavour over the transports' paths (src/mpi/README.md, one-sided):
+#   sm      self,sm: allocated windows in one shared segment (loads/stores),
+#           created ones through sm's single copy and atomics
+#   rdma    self,sm with BM_MPI_OSC_SHM=off: every window through sm's
+#           single-copy put/get and target-run atomics
+#   tcp     self,tcp: everything through the target's agent
+#   dgram   self,dgram: dgram's emulated put/get, the rest through the agent
+set(osc_dir ${CMAKE_CURRENT_LIST_DIR})
+
+function(bm_osc_test prog)
+    cmake_parse_arguments(A "" "TIMEOUT" "RUNS" ${ARGN})
+    if(NOT A_TIMEOUT)
+        set(A_TIMEOUT 90)
+    endif()
+    add_executable(${prog} ${osc_dir}/${prog}.c)
+    target_link_libraries(${prog} PRIVATE bitmover bm_test_harness)
+    # RUNS: path:np:flavour triples
+    foreach(run ${A_RUNS})
+        string(REPLACE ":" ";" f ${run})
+        list(GET f 0 path)
+        list(GET f 1 np)
+        list(GET f 2 flavour)
+        set(env "")
+        if(path STREQUAL "sm")
+            set(btl self,sm)
+        elseif(path STREQUAL "rdma")
+            set(btl self,sm)
+            set(env BM_MPI_OSC_SHM=off)
+        elseif(path STREQUAL "tcp")
+            set(btl self,tcp)
+        elseif(path STREQUAL "dgram")
+            set(btl self,dgram)
+        endif()
+        bm_add_mpi_test(${prog}_${path}_${flavour}_np${np} TARGET ${prog} NP ${np} BTL ${btl}
+            TIMEOUT ${A_TIMEOUT} LABELS mpi osc ARGS ${flavour} ENV ${env})
+    endforeach()
+endfunction()
+
+bm_osc_test(osc_fence RUNS sm:4:allocate sm:3:create sm:2:shared sm:2:dynamic
+    rdma:3:allocate tcp:3:create tcp:2:dynamic dgram:2:allocate)
+bm_osc_test(osc_lock RUNS sm:4:allocate sm:3:create sm:2:shared rdma:3:create tcp:3:allocate
+    tcp:2:dynamic dgram:2:create)
+bm_osc_test(osc_atomic RUNS sm:8:allocate sm:4:create sm:3:shared rdma:4:allocate tcp:4:create
+    tcp:3:dynamic dgram:3:allocate)
+bm_osc_test(osc_pscw RUNS sm:4:allocate sm:3:create sm:2:shared rdma:3:create tcp:3:allocate
+    tcp:2:dynamic dgram:3:create)
+bm_osc_test(osc_windows RUNS sm:4:any tcp:3:any)
+bm_osc_test(osc_errors RUNS sm:3:classes tcp:2:classes)
+# Transport operations that fail (a debug knob: BM_MPI_OSC_FAIL_RDMA=1) over
+# sm's single copy and dgram's emulated RDMA.
+bm_add_mpi_test(osc_errors_inject_sm_np2 TARGET osc_errors NP 2 BTL self,sm TIMEOUT 60
+    LABELS mpi osc ARGS inject_amo ENV BM_MPI_OSC_FAIL_RDMA=1 BM_MPI_OSC_SHM=off)
+bm_add_mpi_test(osc_errors_inject_dgram_np2 TARGET osc_errors NP 2 BTL self,dgram TIMEOUT 60
+    LABELS mpi osc ARGS inject ENV BM_MPI_OSC_FAIL_RDMA=1)
+# Passive-target progress while the target computes (no progress thread).
+add_executable(osc_passive ${osc_dir}/osc_passive.c)
+target_link_libraries(osc_passive PRIVATE bitmover bm_test_harness)
+bm_add_mpi_test(osc_passive_shm_np2 TARGET osc_passive NP 2 BTL self,sm TIMEOUT 60
+    LABELS mpi osc ARGS fast)
+bm_add_mpi_test(osc_passive_agent_np2 TARGET osc_passive NP 2 BTL self,tcp TIMEOUT 60
+    LABELS mpi osc ARGS wait)
