@@ -392,7 +392,7 @@ static void reg_free(MPI_Win win, struct bm_btl_reg_handle **h)
         return;
     for (int i = 0; i < win->nregmods; i++)
         if (h[i])
-            win->regmods[i].m->ops->deregister_mem(win->regmods[i].m, h[i]);
+            bm_btl_deregister_mem(win->regmods[i].m, h[i]);
     free(h);
 }
 
@@ -404,9 +404,9 @@ static struct bm_btl_reg_handle **reg_make(MPI_Win win, void *base, size_t size)
         return NULL;
     for (int i = 0; i < win->nregmods; i++) {
         struct bm_btl_module *m = win->regmods[i].m;
-        h[i] = m->ops->register_mem(m, NULL, base, size ? size : 1,
-                                    BM_BTL_REG_F_LOCAL_WRITE | BM_BTL_REG_F_REMOTE_READ |
-                                        BM_BTL_REG_F_REMOTE_WRITE | BM_BTL_REG_F_ATOMIC);
+        h[i] = bm_btl_register_mem(m, NULL, base, size ? size : 1,
+                                   BM_BTL_REG_F_LOCAL_WRITE | BM_BTL_REG_F_REMOTE_READ |
+                                       BM_BTL_REG_F_REMOTE_WRITE | BM_BTL_REG_F_ATOMIC);
         if (!h[i])
             bm_log_warn("transport %s could not register %zu bytes of window memory; operations "
                         "through it go to the target's agent instead",

@@ -89,6 +89,7 @@ struct bm_osc_target {
     size_t am_max;     /* data bytes one active message to it carries (0: not known yet) */
     /* operations in flight and to synchronise */
     int rdma_out;         /* transport put/get/atomics not called back yet */
+    bool flush_due;       /* transport operations since the last bm_btl_flush to it */
     int answers_out;      /* operations waiting for an ANSWER from it */
     uint32_t am_unsynced; /* active messages sent since the last flush/unlock/complete */
     uint32_t am_counted;  /* counted (fence epoch) active messages sent this epoch */

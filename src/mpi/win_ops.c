@@ -139,14 +139,53 @@ struct rdma_args {
     bool put;
 };
 
+/* A put or get on a transport that registers memory: the origin buffer's
+ * own registration, released at the callback. */
+struct rdma_reg_op {
+    struct bm_osc_req *req;
+    struct bm_btl_reg_handle *lhandle;
+};
+
+static void rdma_reg_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                        struct bm_btl_reg_handle *local_handle, void *context, void *cbdata,
+                        int status)
+{
+    struct rdma_reg_op *r = cbdata;
+    bm_btl_deregister_mem(m, r->lhandle);
+    bm_osc_rdma_cb(m, ep, local_addr, local_handle, context, r->req, status);
+    free(r);
+}
+
 static int issue_putget(struct bm_osc_target *t, void *arg, struct bm_osc_req *req)
 {
     struct rdma_args *a = arg;
-    if (a->put)
-        return bm_btl_put(t->m, t->ep, a->local, a->remote, NULL, t->rhandle, a->len, 0, 0,
+    t->flush_due = true;
+    if (!(t->m->caps & BM_BTL_CAP_REG_MEM)) {
+        if (a->put)
+            return bm_btl_put(t->m, t->ep, a->local, a->remote, NULL, t->rhandle, a->len, 0, 0,
+                              bm_osc_rdma_cb, t, req);
+        return bm_btl_get(t->m, t->ep, a->local, a->remote, NULL, t->rhandle, a->len, 0, 0,
                           bm_osc_rdma_cb, t, req);
-    return bm_btl_get(t->m, t->ep, a->local, a->remote, NULL, t->rhandle, a->len, 0, 0,
-                      bm_osc_rdma_cb, t, req);
+    }
+    struct rdma_reg_op *r = malloc(sizeof(*r));
+    if (!r)
+        return BM_ERR_OUT_OF_RESOURCE;
+    r->req = req;
+    r->lhandle = bm_btl_register_mem(t->m, t->ep, a->local, a->len ? a->len : 1,
+                                     a->put ? BM_BTL_REG_F_REMOTE_READ : BM_BTL_REG_F_LOCAL_WRITE);
+    if (!r->lhandle) {
+        free(r);
+        return BM_ERR_NOT_AVAILABLE;
+    }
+    int rc = a->put ? bm_btl_put(t->m, t->ep, a->local, a->remote, r->lhandle, t->rhandle, a->len,
+                                 0, 0, rdma_reg_cb, t, r)
+                    : bm_btl_get(t->m, t->ep, a->local, a->remote, r->lhandle, t->rhandle, a->len,
+                                 0, 0, rdma_reg_cb, t, r);
+    if (rc != BM_OK) {
+        bm_btl_deregister_mem(t->m, r->lhandle);
+        free(r);
+    }
+    return rc;
 }
 
 struct amo_args {
@@ -158,18 +197,21 @@ struct amo_args {
     bool cswap;
 };
 
+/* Transport atomics are used only on modules that need no registration
+ * (win.c: target_paths), so both handles are NULL. */
 static int issue_amo(struct bm_osc_target *t, void *arg, struct bm_osc_req *req)
 {
     struct amo_args *a = arg;
     struct bm_btl_module *m = t->amo_m;
+    t->flush_due = true;
     if (a->cswap)
-        return m->ops->atomic_cswap(m, t->amo_ep, a->result, a->remote, NULL, NULL, a->compare,
-                                    a->operand, a->flags, 0, bm_osc_rdma_cb, t, req);
+        return bm_btl_atomic_cswap(m, t->amo_ep, a->result, a->remote, NULL, NULL, a->compare,
+                                   a->operand, a->flags, 0, bm_osc_rdma_cb, t, req);
     if (!a->result && (m->caps & BM_BTL_CAP_ATOMIC_OPS))
-        return m->ops->atomic_op(m, t->amo_ep, a->remote, NULL, a->op, a->operand, a->flags, 0,
-                                 bm_osc_rdma_cb, t, req);
-    return m->ops->atomic_fop(m, t->amo_ep, a->result ? a->result : &t->amo_sink, a->remote, NULL,
-                              NULL, a->op, a->operand, a->flags, 0, bm_osc_rdma_cb, t, req);
+        return bm_btl_atomic_op(m, t->amo_ep, a->remote, NULL, a->op, a->operand, a->flags, 0,
+                                bm_osc_rdma_cb, t, req);
+    return bm_btl_atomic_fop(m, t->amo_ep, a->result ? a->result : &t->amo_sink, a->remote, NULL,
+                             NULL, a->op, a->operand, a->flags, 0, bm_osc_rdma_cb, t, req);
 }
 
 /* Contiguous put or get of len bytes through the transport, in pieces of
