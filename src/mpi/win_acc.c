@@ -75,10 +75,30 @@ _Static_assert(BM_OSC_SHM_STRIPES == 64, "stripe_of picks one of 64");
 
 /* ---- one element, atomically -------------------------------------------- */
 
-/* The new value of one element: v = origin op v, computed in a local copy. */
+/* Elements are at most 32 bytes (MPI_LONG_DOUBLE_INT, long double
+ * complex); the kernels need them at their natural alignment, which data
+ * in a message or at an odd displacement does not have. */
+#define ELEM_MAX 32
+union elem_buf {
+    long double ld;
+    unsigned char b[ELEM_MAX];
+};
+
+/* v = origin op v for one element; v is aligned, origin may not be. */
 static void combine(MPI_Op op, MPI_Datatype dt, const void *origin, void *v)
 {
-    bm_mpi_op_apply(op, origin, v, 1, dt);
+    union elem_buf o;
+    memcpy(o.b, origin, (size_t)dt->extent);
+    bm_mpi_op_apply(op, o.b, v, 1, dt);
+}
+
+/* The same on target memory that may not be aligned. */
+static void combine_mem(MPI_Op op, MPI_Datatype dt, const void *origin, void *target)
+{
+    union elem_buf t;
+    memcpy(t.b, target, (size_t)dt->extent);
+    combine(op, dt, origin, t.b);
+    memcpy(target, t.b, (size_t)dt->extent);
 }
 
 #define BM_OSC_CAS_LOOP(T)                                                                         \
@@ -120,7 +140,7 @@ static void elem_locked(MPI_Op op, MPI_Datatype dt, const void *origin, void *ta
     if (op->id == BM_MPI_OP_ID_replace)
         memcpy(target, origin, w);
     else if (op->id != BM_MPI_OP_ID_no_op)
-        combine(op, dt, origin, target);
+        combine_mem(op, dt, origin, target);
     stripe_unlock(s);
 }
 
@@ -189,11 +209,21 @@ void bm_osc_acc_apply(MPI_Op op, MPI_Datatype dt, const void *origin, void *targ
     if (n == 0)
         return;
     if (!stripes) {
-        /* only this process applies: whole runs at once */
+        /* only this process applies: whole runs at once when aligned */
+        size_t align = w & (~w + 1); /* the largest power of two dividing w */
+        if (align > 16)
+            align = 16;
         if (old)
             memmove(old, target, n * w);
-        if (op->id != BM_MPI_OP_ID_no_op)
+        if (op->id == BM_MPI_OP_ID_no_op)
+            return;
+        if (op->id == BM_MPI_OP_ID_replace ||
+            (((uintptr_t)origin | (uintptr_t)target) & (align - 1)) == 0) {
             bm_mpi_op_apply(op, origin, target, (int)n, dt);
+            return;
+        }
+        for (size_t i = 0; i < n; i++)
+            combine_mem(op, dt, (const char *)origin + i * w, (char *)target + i * w);
         return;
     }
     const char *o = origin;

@@ -32,8 +32,12 @@ static void test_put(struct osc_win *w)
     int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
     unsigned char *src = malloc(REGION);
     for (size_t k = 0; k < NSIZES; k++) {
-        size_t len = sizes[k], off = 3 + (k % 5);
-        memset(w->base, GUARD, WSIZE);
+        /* sizes grow: guarding up to the end of this one (and 4 KiB past)
+         * also covers what the previous one wrote */
+        size_t len = sizes[k], off = 3 + (k % 5), span = off + len + 4096;
+        if (span > WSIZE)
+            span = WSIZE;
+        memset(w->base, GUARD, span);
         bm_test_fill(src, len, (int)k * 131 + rank);
         MPI_Win_fence(0, w->win);
         MPI_Put(src, (int)len, MPI_BYTE, right, osc_disp(w, right, (MPI_Aint)off), (int)len,
@@ -42,7 +46,7 @@ static void test_put(struct osc_win *w)
         unsigned char *b = (unsigned char *)w->base;
         size_t bad = bm_test_bad_bytes(b + off, len, (int)k * 131 + left);
         BM_CHECK_MSG(bad == 0, "rank %d: put of %zu bytes: %zu bad bytes", rank, len, bad);
-        size_t g = guard_errors(b, 0, off) + guard_errors(b, off + len, WSIZE);
+        size_t g = guard_errors(b, 0, off) + guard_errors(b, off + len, span);
         BM_CHECK_MSG(g == 0, "rank %d: put of %zu bytes wrote %zu bytes outside", rank, len, g);
     }
     free(src);
@@ -55,20 +59,20 @@ static void test_get(struct osc_win *w)
     MPI_Win_fence(MPI_MODE_NOPRECEDE, w->win);
     bm_test_fill(w->base, WSIZE, 1000 + rank);
     MPI_Win_fence(MPI_MODE_NOPUT, w->win);
+    unsigned char *want = malloc(WSIZE);
+    bm_test_fill(want, WSIZE, 1000 + right);
     for (size_t k = 0; k < NSIZES; k++) {
         size_t len = sizes[k], off = (k * 977) % 4000;
-        memset(dst, GUARD, REGION + 128);
+        memset(dst, GUARD, len + 128);
         MPI_Get(dst + 64, (int)len, MPI_BYTE, right, osc_disp(w, right, (MPI_Aint)off), (int)len,
                 MPI_BYTE, w->win);
         MPI_Win_fence(MPI_MODE_NOSTORE | MPI_MODE_NOPUT, w->win);
-        unsigned char *want = malloc(WSIZE);
-        bm_test_fill(want, WSIZE, 1000 + right);
         BM_CHECK_MSG(memcmp(dst + 64, want + off, len) == 0, "rank %d: get of %zu bytes differs",
                      rank, len);
-        BM_CHECK_MSG(guard_errors(dst, 0, 64) + guard_errors(dst, 64 + len, REGION + 128) == 0,
+        BM_CHECK_MSG(guard_errors(dst, 0, 64) + guard_errors(dst, 64 + len, len + 128) == 0,
                      "rank %d: get of %zu bytes wrote outside its buffer", rank, len);
-        free(want);
     }
+    free(want);
     MPI_Win_fence(MPI_MODE_NOSUCCEED, w->win);
     free(dst);
 }
