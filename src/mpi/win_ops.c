@@ -297,7 +297,9 @@ static int check_type(MPI_Win win, MPI_Datatype dt, int count, const char *what,
                                 dt->name);
     if (count < 0)
         return bm_osc_win_error(win, MPI_ERR_COUNT, fn, "negative %s count %d", what, count);
-    if (!dt->contiguous)
+    /* count elements lie as one run of count * extent bytes at the buffer
+     * (the value-index pairs with their padding) */
+    if (!dt->predefined && (!dt->contiguous || dt->lb != 0 || (size_t)dt->extent != dt->size))
         return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
                                 "the %s datatype %s is not contiguous; one-sided operations "
                                 "take contiguous datatypes only so far",
