@@ -7,6 +7,7 @@
  * libraries use as a clean-up hook). Keys are reference counted: a freed key
  * stays valid for the attributes that still use it. */
 #include "mpi/mpi_internal.h"
+#include "runtime/rte.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,7 @@ static int get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, c
         value = &universe_size;
         break;
     case MPI_APPNUM:
+        appnum = bm_rte_self()->appnum; /* the launcher's program index (MPMD) */
         value = &appnum;
         break;
     case MPI_LASTUSEDCODE:

@@ -48,6 +48,7 @@ struct bm_rte_proc {
     int local_size; /* processes on this node */
     int node;       /* index of this node, 0 .. num_nodes-1 */
     int num_nodes;  /* nodes in the job */
+    int appnum;     /* which program of an MPMD job (MPI_APPNUM), 0.. */
     char hostname[256];
     char jobid[32]; /* unique per job on this machine: used in shared-memory names */
 };

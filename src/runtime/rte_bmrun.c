@@ -123,6 +123,10 @@ static bm_status_t bmrun_init(struct bm_rte_proc *proc)
         bm_log_error("BMRUN_SECRET is not 64 hex digits (set by bmrun; was it changed?)");
         return BM_ERR_BAD_PARAM;
     }
+    const char *app = getenv("BMRUN_APPNUM"); /* absent: one program */
+    proc->appnum = app ? atoi(app) : 0;
+    if (proc->appnum < 0)
+        proc->appnum = 0;
     const char *host = getenv("BMRUN_HOSTNAME");
     if (host && *host)
         snprintf(proc->hostname, sizeof(proc->hostname), "%s", host);

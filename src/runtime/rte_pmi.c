@@ -137,6 +137,7 @@ static bm_status_t pmi_init(struct bm_rte_proc *proc)
         goto err_free;
     proc->rank = pmi.rank;
     proc->size = pmi.size;
+    proc->appnum = pmi.conn.appnum > 0 ? pmi.conn.appnum : 0;
     bm_rte_proc_set_nodes(proc, pmi.node_of);
     bm_rte_jobid_from("pmi", pmi.conn.kvsname, proc->jobid, sizeof(proc->jobid));
     bm_log_debug("PMI-%d on %s: rank %d of %d, kvs %s, vallen_max %d", version, pmi.conn.where,

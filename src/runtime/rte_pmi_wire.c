@@ -346,6 +346,10 @@ static bm_status_t pmi_handshake_v1(struct bm_rte_pmi_conn *c)
         pmi_parse_int(v, 8, BM_RTE_PMI_MSG_MAX, &c->keylen_max);
     if ((v = bm_rte_pmi_field(&m, "vallen_max")))
         pmi_parse_int(v, 16, BM_RTE_PMI_MSG_MAX / 2, &c->vallen_max);
+    if ((rc = pmi_call(c, 1, "cmd=get_appnum", "appnum", &m)) != BM_OK)
+        return rc;
+    if ((v = bm_rte_pmi_field(&m, "appnum")))
+        pmi_parse_int(v, -1, INT_MAX, &c->appnum);
     if ((rc = pmi_call(c, 1, "cmd=get_my_kvsname", "my_kvsname", &m)) != BM_OK)
         return rc;
     v = bm_rte_pmi_field(&m, "kvsname");
@@ -379,6 +383,9 @@ static bm_status_t pmi_handshake_v2(struct bm_rte_pmi_conn *c)
                      bm_rte_pmi_field(&m, "rc") ? bm_rte_pmi_field(&m, "rc") : "none");
         return BM_ERR_PROTOCOL;
     }
+    const char *app = bm_rte_pmi_field(&m, "appnum");
+    if (app)
+        pmi_parse_int(app, -1, INT_MAX, &c->appnum);
     if ((rc = pmi_call(c, 2, "cmd=job-getid;", "job-getid-response", &m)) != BM_OK)
         return rc;
     const char *v = bm_rte_pmi_field(&m, "jobid");

@@ -56,6 +56,7 @@ struct bm_rte_pmi_conn {
     int fd;
     int version;                       /* 1 or 2 */
     int rank, size;                    /* from the server (PMI_PORT, fullinit) or environment */
+    int appnum;                        /* program of an MPMD job (Slurm says -1: one program) */
     int keylen_max, vallen_max;        /* limits the server announced (PMI-1) or documented */
     char kvsname[BM_RTE_PMI_NAME_MAX]; /* PMI-1 kvs name / PMI-2 job id */
     char where[BM_RTE_PMI_NAME_MAX];   /* "PMI_FD=6" or "PMI_PORT=host:port", for messages */

@@ -292,6 +292,9 @@ static bm_status_t pmix_init(struct bm_rte_proc *proc)
         goto err_free;
     }
     px.node_of[proc->rank] = node;
+    int appnum = 0;
+    if (pmix_get_int(&px.me, PMIX_APPNUM, 1 << 30, &appnum) == BM_OK)
+        proc->appnum = appnum; /* absent: one program */
     proc->node = node;
     proc->num_nodes = nodes;
     proc->local_rank = local_rank;

@@ -12,8 +12,10 @@
  *                      FENCE(epoch, own entries) -> FENCE_DONE(epoch, all entries),
  *                      ABORT -> ABORT_ACK, BYE (clean finalize, no reply).
  * Daemon conversation: DAEMON_HELLO -> LAUNCH; daemon sends SPAWNED, OUTPUT,
- *                      EXITED; controller sends KILL and SHUTDOWN; the daemon
- *                      closes the connection once it has cleaned up. */
+ *                      EXITED; controller sends KILL and SHUTDOWN, and STDIN
+ *                      (answered by STDIN_ACK) when rank 0 is on the daemon's
+ *                      host; the daemon closes the connection once it has
+ *                      cleaned up. */
 #ifndef BM_RUNTIME_RTE_PROTO_H
 #define BM_RUNTIME_RTE_PROTO_H
 
@@ -43,10 +45,12 @@ enum bm_rte_msg_type {
     BM_RTE_MSG_SPAWNED = 18,      /* arg = rank; payload u32 pid */
     BM_RTE_MSG_OUTPUT = 19,       /* arg = rank; payload u8 stream (1/2), 3 pad, line bytes */
     BM_RTE_MSG_EXITED = 20,       /* arg = rank; payload bm_rte_msg_exited */
+    BM_RTE_MSG_STDIN_ACK = 24, /* arg = rank; payload u32: 0 written, 1 the rank's input is gone */
     /* controller -> daemon */
     BM_RTE_MSG_LAUNCH = 17,   /* arg = node; payload bm_rte_msg_launch + arrays */
     BM_RTE_MSG_KILL = 21,     /* arg = signal number to send to every local rank */
     BM_RTE_MSG_SHUTDOWN = 22, /* arg 0: reap, clean up job files, close, exit */
+    BM_RTE_MSG_STDIN = 23,    /* arg = rank; payload: bytes for its stdin (none: close it) */
 };
 
 /* Every message starts with this header. */
@@ -86,18 +90,22 @@ struct bm_rte_msg_kv {
 };
 _Static_assert(sizeof(struct bm_rte_msg_kv) == 12, "kv entry header is 12 bytes");
 
-/* LAUNCH payload: this header, then nranks u32 global ranks (in local-rank
- * order), then argc NUL-terminated argument strings (argv[0] is the program),
- * then envc NUL-terminated "NAME=value" strings to add to each rank's
- * environment (BMRUN_* job variables and the user's -x variables), then, when
- * has_wdir is 1, one NUL-terminated working directory for the ranks. */
+/* LAUNCH payload: this header, then nranks pairs of u32 (global rank, index
+ * of its program), in local-rank order, then envc NUL-terminated
+ * "NAME=value" strings to add to every rank's environment (BMRUN_* job and
+ * host variables), then, when has_wdir is 1, one NUL-terminated working
+ * directory for the ranks, then for each of the napps programs (MPMD): u32
+ * argc, u32 envc, argc NUL-terminated argument strings (argv[0] is the
+ * program) and envc "NAME=value" strings for its ranks only (BMRUN_APPNUM,
+ * its -x variables). */
 struct bm_rte_msg_launch {
-    uint32_t nranks;   /* ranks to start on this node */
-    uint32_t argc;     /* program and arguments */
-    uint32_t envc;     /* environment additions */
-    uint32_t has_wdir; /* 1: the controller's working directory follows */
+    uint32_t nranks;     /* ranks to start on this node */
+    uint32_t napps;      /* programs of the job */
+    uint32_t envc;       /* environment additions common to every rank */
+    uint32_t has_wdir;   /* 1: the controller's working directory follows */
+    uint32_t stdin_rank; /* global rank fed through STDIN messages, UINT32_MAX: none */
 };
-_Static_assert(sizeof(struct bm_rte_msg_launch) == 16, "launch header is 16 bytes");
+_Static_assert(sizeof(struct bm_rte_msg_launch) == 20, "launch header is 20 bytes");
 
 /* EXITED payload. */
 struct bm_rte_msg_exited {

@@ -47,5 +47,5 @@ fi
 
 run badbind "$BMRUN" --bind-to socket -n 1 "$RANK"
 expect_rc badbind 2
-expect_err badbind '--bind-to needs core or none'
+expect_err badbind '--bind-to socket: bmrun binds to core .* or none'
 finish

@@ -28,7 +28,7 @@ unset SLURM_PROCID SLURM_STEP_NUM_TASKS BMRUN_KVS BMRUN_RANK
 check_job() {
     expect_rc "$1" 0
     local n
-    n=$(grep -Ec "^rank [0-9]+ of $3 backend $2 node-ranks $3\$" "$T/$1.out")
+    n=$(grep -Ec "^rank [0-9]+ of $3 backend $2 node-ranks $3 app 0\$" "$T/$1.out")
     if [ "$n" -eq "$3" ]; then ok "$1: $3 ranks started by backend $2"; else
         fail "$1: expected $3 lines 'rank R of $3 backend $2 node-ranks $3', got $n"
         sed 's/^/    stdout: /' "$T/$1.out" | head -10 >&2
@@ -43,6 +43,10 @@ if [ $have_hydra = 1 ]; then
     check_job hydra2 pmi 3
     run hydraport timeout 60 mpiexec.hydra -pmi-port -n 2 "$MPIPROG" "$TOKEN"
     check_job hydraport pmi 2
+    run hydrampmd timeout 60 mpiexec.hydra -n 1 "$MPIPROG" "$TOKEN" : -n 2 "$MPIPROG" "$TOKEN"
+    expect_rc hydrampmd 0
+    expect_out hydrampmd '^rank 2 of 3 backend pmi node-ranks 3 app 1$'
+
     # the runtime level: a peer's entry fetched, node indices
     run hydramodex timeout 60 mpiexec.hydra -n 4 "$RANK" modex "$TOKEN"
     expect_rc hydramodex 0
@@ -63,6 +67,10 @@ if [ $have_ompi = 1 ]; then
     check_job ompidirect pmix 3
     run ompicollect timeout 60 mpirun.openmpi -np 3 "${xl[@]}" -x BM_RTE_PMIX_MODEX=collect "$MPIPROG" "$TOKEN"
     check_job ompicollect pmix 3
+    run ompimpmd timeout 60 mpirun.openmpi -np 1 "${xl[@]}" "$MPIPROG" "$TOKEN" : -np 2 "${xl[@]}" "$MPIPROG" "$TOKEN"
+    expect_rc ompimpmd 0
+    expect_out ompimpmd '^rank 2 of 3 backend pmix node-ranks 3 app 1$'
+
     run ompiabort timeout 60 mpirun.openmpi -np 2 "${xl[@]}" "$MPIPROG" abort 1 6 "$TOKEN"
     if [ "$rc" -ne 0 ]; then ok "ompiabort: exit code $rc (non-zero)"; else
         fail "ompiabort: exit code 0 after MPI_Abort"; fi

@@ -11,8 +11,12 @@ for r in 0 1 2 3 4 5 6 7; do
 done
 [ "$failures" -eq 0 ] && ok "many: all 8 ranks got every peer's blob"
 
-# Oversubscribed hosts: -n 5 on localhost:2 goes round the one host.
-run over "$BMRUN" -n 5 --host localhost:2 "$RANK" modex "$TOKEN"
+# Oversubscribed hosts: -n 5 on localhost:2 is refused as Open MPI's mpirun
+# does, and with --oversubscribe goes round the one host.
+run notover "$BMRUN" -n 5 --host localhost:2 "$RANK" modex "$TOKEN"
+expect_rc notover 2
+expect_err notover '^bmrun: 5 ranks but only 2 slot\(s\) on the given hosts: add --oversubscribe'
+run over "$BMRUN" -n 5 --host localhost:2 --oversubscribe "$RANK" modex "$TOKEN"
 expect_rc over 0
 [ "$(grep -c ' ok$' "$T/over.out")" -eq 5 ] && ok "over: 5 ranks" || fail "over: $(cat "$T/over.out")"
 # A hostfile naming this host twice (localhost and its own name): one host,

@@ -1,7 +1,7 @@
 /* An MPI program for the tests that start bitmover jobs with other
  * launchers (mpiexec.hydra, Open MPI's mpirun, srun). Every rank prints
  * one line naming the runtime backend that started it, its rank, the job
- * size and its node's rank count, then checks an MPI_Allreduce of the ranks
+ * size, its node's rank count and its MPI_APPNUM, then checks an MPI_Allreduce of the ranks
  * and a ring exchange; rank 0 prints "allreduce ok N" when both hold on
  * every rank. Arguments: "abort R CODE" makes rank R call MPI_Abort(CODE)
  * after the checks; "stdin" makes rank 0 read stdin and print its lines
@@ -22,7 +22,10 @@ int main(int argc, char **argv)
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &lsize);
-    printf("rank %d of %d backend %s node-ranks %d\n", rank, size, bm_rte_backend_name(), lsize);
+    int *appnum, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
+    printf("rank %d of %d backend %s node-ranks %d app %d\n", rank, size, bm_rte_backend_name(),
+           lsize, flag ? *appnum : -1);
     fflush(stdout);
 
     long sum = 0, mine = rank + 1;

@@ -58,7 +58,7 @@ expect_rc term 143
 expect_no_leftovers term
 
 # A rank killed on the second host: named with its host; everything ends.
-run kill ip netns exec $A "$BMRUN" -n 4 --host $A,$B --launch-agent "$AGENT" --timeout 60 \
+run kill ip netns exec $A "$BMRUN" -n 4 --host $A,$B --oversubscribe --launch-agent "$AGENT" --timeout 60 \
     "$RANK" kill 3 "$TOKEN"
 expect_rc kill 137
 expect_err kill "^bmrun: rank 3 \(host $B, pid [0-9]+\) killed by signal 9 \(SIGKILL\)$"
@@ -91,6 +91,28 @@ expect_rc files 0
 jobid=$(sed -n '1s|^made /dev/shm/bm-\([0-9a-z]*\)-.*|\1|p' "$T/files.out")
 left=$(ls -d /dev/shm/bm-"$jobid"-* /tmp/bm-"$jobid"-* 2>/dev/null)
 [ -n "$jobid" ] && [ -z "$left" ] && ok "files: nothing left behind" || fail "files: job '$jobid' left: $left"
+
+# mpirun's habits across hosts: --map-by node deals ranks round the hosts,
+# -N 1 puts one per host, MPMD programs reach both hosts, and bmrun's input
+# reaches rank 0 through the first host's daemon (both hosts are remote).
+run mapnode ip netns exec $A "$BMRUN" -n 4 --host $A:2,$B:2 --map-by node --launch-agent "$AGENT" \
+    --tag-output --timeout 60 sh -c 'echo "$BMRUN_HOSTNAME $BMRUN_LOCAL_RANK"'
+expect_rc mapnode 0
+[ "$(sort "$T/mapnode.out" | tr '\n' ' ')" = "[0] $A 0 [1] $B 0 [2] $A 1 [3] $B 1 " ] &&
+    ok "mapnode: ranks 0,2 on $A and 1,3 on $B" || fail "mapnode: $(cat "$T/mapnode.out")"
+run npernode ip netns exec $A "$BMRUN" -N 1 --host $A:2,$B:2 --launch-agent "$AGENT" \
+    --tag-output --timeout 60 sh -c 'echo "$BMRUN_HOSTNAME $BMRUN_SIZE"'
+expect_rc npernode 0
+[ "$(sort "$T/npernode.out" | tr '\n' ' ')" = "[0] $A 2 [1] $B 2 " ] &&
+    ok "npernode: one rank per host" || fail "npernode: $(cat "$T/npernode.out")"
+head -c 300000 /dev/urandom >"$T/input"
+want=$(md5sum <"$T/input" | cut -d' ' -f1)
+run mpmdstdin ip netns exec $A "$BMRUN" --host $A,$B --launch-agent "$AGENT" --timeout 60 \
+    -n 1 sh -c 'md5sum' : -n 1 sh -c 'echo "app $BMRUN_APPNUM on $BMRUN_HOSTNAME read $(wc -c)"' \
+    <"$T/input"
+expect_rc mpmdstdin 0
+expect_out mpmdstdin "^$want"
+expect_out mpmdstdin "^app 1 on $B read 0$"
 
 # An agent that cannot start the daemon: reported with the host, exit 1.
 run badagent ip netns exec $A "$BMRUN" -n 2 --host $A,nosuchns$$ --launch-agent "$AGENT" \

@@ -116,7 +116,7 @@ plugins=$(srun --mpi=list 2>&1)
 check_job() { # name backend np
     expect_rc "$1" 0
     local n
-    n=$(grep -Ec "^rank [0-9]+ of $3 backend $2 node-ranks $3\$" "$T/$1.out")
+    n=$(grep -Ec "^rank [0-9]+ of $3 backend $2 node-ranks $3 app 0\$" "$T/$1.out")
     if [ "$n" -eq "$3" ]; then ok "$1: $3 ranks started by backend $2"; else
         fail "$1: expected $3 lines 'rank R of $3 backend $2 node-ranks $3', got $n"
         sed 's/^/    stdout: /' "$T/$1.out" | head -10 >&2

@@ -27,7 +27,7 @@ BM_RUN_KILL_GRACE=soon run badparam "$BMRUN" -n 2 "$RANK" modex
 expect_rc badparam 2
 expect_err badparam 'BM_RUN_KILL_GRACE=soon is not valid'
 
-run badagent "$BMRUN" -n 2 --host far-away-host --launch-agent "ssh 'unterminated" "$RANK" modex
+run badagent "$BMRUN" -n 1 --host far-away-host --launch-agent "ssh 'unterminated" "$RANK" modex
 expect_rc badagent 2
 expect_err badagent "bad launch agent"
 

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* bmrun's exit codes (documented in bmrun --help and docs). */
@@ -89,14 +90,26 @@ struct bm_run_sink {
     void (*exited)(void *arg, int rank, pid_t pid, int wstatus, int exec_errno);
     void *arg;
 };
-struct bm_run_local_spec {
+/* A program to start and what to add to its environment. */
+struct bm_run_local_app {
     char *const *argv;    /* program and arguments */
-    char *const *env_add; /* "NAME=value" set in every rank, NULL-terminated */
-    const int *ranks;     /* global ranks, in local-rank order */
+    char *const *env_add; /* "NAME=value" set in each of its ranks, NULL-terminated */
+};
+struct bm_run_local_spec {
+    const struct bm_run_local_app *apps;
+    const int *ranks;  /* global ranks, in local-rank order */
+    const int *app_of; /* program index of each local rank */
     int nranks;
+    int stdin_rank; /* global rank whose stdin is a pipe fed by bm_run_local_stdin, or -1 */
 };
 bm_status_t bm_run_local_start(const struct bm_run_local_spec *spec,
                                const struct bm_run_sink *sink);
+/* Feed the stdin of the rank named by stdin_rank: data is written as the
+ * rank reads it, and done(arg) runs once all of it is written, or dropped
+ * because the rank closed its input or exited. len 0 closes the rank's
+ * stdin. Returns BM_ERR_NOT_FOUND when that rank is not on this host, or
+ * BM_ERR_CONN_RESET once its input is gone (done is then not called). */
+bm_status_t bm_run_local_stdin(const void *data, size_t len, void (*done)(void *arg), void *arg);
 /* Signal every local rank that is still running (its whole process group). */
 void bm_run_local_kill(int sig);
 int bm_run_local_running(void);
@@ -128,6 +141,7 @@ enum bm_run_rank_state {
 
 struct bm_run_rank {
     int host;  /* index into job.hosts */
+    int app;   /* index into opts.apps (MPMD) */
     int local; /* local rank on that host */
     pid_t pid; /* on its host; 0 until known */
     enum bm_run_rank_state state;
@@ -154,18 +168,42 @@ struct bm_run_host {
     int out_fd, err_fd; /* the agent's own output (ssh errors and the like) */
 };
 
+/* One program of the job (MPMD: "bmrun -n 1 ./a : -n 3 ./b" has two). */
+struct bm_run_app {
+    int np;       /* its ranks (0: not given) */
+    char **argv;  /* program and arguments, NULL-terminated */
+    char **xvars; /* its -x arguments */
+    int nx;
+};
+
+enum bm_run_map {
+    BM_RUN_MAP_SLOT, /* --map-by slot|core: fill each host's slots in host order */
+    BM_RUN_MAP_NODE, /* --map-by node: one rank per host, round robin */
+};
+
 struct bm_run_opts {
-    int np;
+    struct bm_run_app *apps; /* napps programs; ranks numbered in this order */
+    int napps;
     const char *hosts;    /* --host */
     const char *hostfile; /* --hostfile */
     const char *agent;    /* --launch-agent */
     bool tag_output;
     const char *bind_to; /* --bind-to: "core" (default) or "none" */
     double timeout;      /* 0: none */
-    char **xvars;        /* -x arguments */
-    int nx;
-    char **argv; /* program and arguments */
+    enum bm_run_map map_by;
+    int npernode;         /* -N / ppr:N:node; 0: no limit */
+    bool oversubscribe;   /* more ranks than slots of the given hosts allowed */
+    bool report_bindings; /* each rank says where it is bound */
+    bool display_map;     /* print where each rank goes before starting */
+    int stdin_rank;       /* rank that gets bmrun's stdin (0), or -1 */
 };
+
+/* Parse the command line into *opts. Returns 0 to run, -1 when --help or
+ * --version was answered (exit 0), or an exit code after saying what is
+ * wrong. May set BM_* variables (--mca) and edits argv (':' separators). */
+int bm_run_opts_parse(int argc, char **argv, struct bm_run_opts *opts);
+void bm_run_usage(FILE *f);
+const char *bm_run_version(void);
 
 struct bm_run_job {
     int size;
@@ -187,6 +225,15 @@ void bm_run_ctl_abort_request(int rank, int code, const char *msg, size_t len);
 void bm_run_ctl_daemon_hello(struct bm_run_conn *c, int node);
 /* A fence can never complete because this rank is gone; stops the job. */
 void bm_run_ctl_fence_broken(int rank);
+
+/* ---- bmrun's stdin to one rank (bmrun_stdin.c) ---- */
+/* Forward bmrun's stdin to rank, on this host (conn NULL: through
+ * bm_run_local_stdin) or through the daemon connection conn (STDIN
+ * messages, one chunk in flight until STDIN_ACK). At EOF the rank's stdin
+ * is closed; once the rank's input is gone, bmrun stops reading. */
+void bm_run_stdin_start(int rank, struct bm_run_conn *conn);
+/* The daemon wrote the last chunk (closed: the rank's input is gone). */
+void bm_run_stdin_acked(bool closed);
 
 /* ---- the key-value service (bmrun_kvs.c) ---- */
 /* Listen on all IPv4 addresses (remote hosts) or loopback only, fill kvs_addrs. */

@@ -37,6 +37,7 @@ static struct {
     double shutdown_until; /* after all ranks ended: wait for daemons until then */
     int nexited;
     int signals_seen;
+    int stdin_rank; /* rank fed bmrun's stdin, -1: none */
 } ctl;
 
 static const char *rank_host(int r)
@@ -105,8 +106,8 @@ static void ctl_rank_exited(int rank, pid_t pid, int wstatus, int exec_errno)
     if (ctl.stopping)
         return;
     if (exec_errno) {
-        bm_run_say("cannot execute '%s' for rank %d on host %s: %s%s", ctl.opts->argv[0], rank,
-                   rank_host(rank), strerror(exec_errno),
+        bm_run_say("cannot execute '%s' for rank %d on host %s: %s%s",
+                   ctl.opts->apps[rk->app].argv[0], rank, rank_host(rank), strerror(exec_errno),
                    exec_errno == ENOENT ? " (check the path and PATH on that host)" : "");
         ctl_stop(BM_RUN_EXIT_NOT_FOUND, SIGTERM);
     } else if (WIFSIGNALED(wstatus)) {
@@ -300,21 +301,66 @@ static bm_status_t hosts_from_file(const char *path)
     return rc;
 }
 
-/* Fill each host's slots in order; when ranks remain, go round the hosts
- * one rank at a time (oversubscription). */
-static bm_status_t ctl_place(int np)
+/* How many ranks host h takes before it counts as full. */
+static int ctl_capacity(const struct bm_run_host *host)
+{
+    return ctl.opts->npernode ? ctl.opts->npernode : host->slots;
+}
+
+/* Place np ranks: --map-by slot fills each host up to its capacity in host
+ * order, --map-by node deals one rank to each host with room in turn. What
+ * does not fit goes round the hosts one rank at a time, which only
+ * --oversubscribe (or the default host list, which has no limit) allows. */
+static bm_status_t ctl_place(int np, bool limited)
 {
     struct bm_run_job *job = &bm_run_job;
+    long cap = 0;
+    for (int h = 0; h < job->nhosts; h++)
+        cap += ctl_capacity(&job->hosts[h]);
+    if (np > cap && ctl.opts->npernode) {
+        bm_run_say("%d ranks do not fit %d per host on %d host(s) (-N / --npernode / "
+                   "ppr:N:node); lower -n or give more hosts",
+                   np, ctl.opts->npernode, job->nhosts);
+        return BM_ERR_BAD_PARAM;
+    }
+    if (np > cap && limited && !ctl.opts->oversubscribe) {
+        bm_run_say("%d ranks but only %ld slot(s) on the given hosts: add --oversubscribe "
+                   "(the extra ranks then go round the hosts), or give more slots "
+                   "(--host name:N, \"name slots=N\" in a hostfile)",
+                   np, cap);
+        return BM_ERR_BAD_PARAM;
+    }
     job->size = np;
     job->ranks = calloc((size_t)np, sizeof(*job->ranks));
-    if (!job->ranks)
+    int *used = calloc((size_t)job->nhosts, sizeof(int));
+    if (!job->ranks || !used) {
+        free(used);
         return BM_ERR_NO_MEMORY;
+    }
     int r = 0;
-    for (int h = 0; h < job->nhosts && r < np; h++)
-        for (int s = 0; s < job->hosts[h].slots && r < np; s++)
-            job->ranks[r++].host = h;
+    if (ctl.opts->map_by == BM_RUN_MAP_NODE) {
+        for (bool placed = true; placed && r < np;) {
+            placed = false;
+            for (int h = 0; h < job->nhosts && r < np; h++)
+                if (used[h] < ctl_capacity(&job->hosts[h])) {
+                    job->ranks[r++].host = h;
+                    used[h]++;
+                    placed = true;
+                }
+        }
+    } else {
+        for (int h = 0; h < job->nhosts && r < np; h++)
+            for (; used[h] < ctl_capacity(&job->hosts[h]) && r < np; used[h]++)
+                job->ranks[r++].host = h;
+    }
+    free(used);
     for (int h = 0; r < np; h = (h + 1) % job->nhosts)
         job->ranks[r++].host = h;
+    /* Programs take consecutive ranks (MPMD). */
+    for (int a = 0, first = 0; a < ctl.opts->napps; first += ctl.opts->apps[a++].np)
+        for (int k = first;
+             k < np && k < first + (ctl.opts->apps[a].np ? ctl.opts->apps[a].np : np); k++)
+            job->ranks[k].app = a;
     for (int h = 0; h < job->nhosts; h++) {
         struct bm_run_host *host = &job->hosts[h];
         host->ranks = calloc((size_t)np, sizeof(int));
@@ -350,13 +396,15 @@ static char *ctl_strdupf(const char *fmt, ...)
 
 extern char **environ;
 
-/* Job variables common to every host, the -x variables, and for remote
- * hosts (whose environment is not bmrun's) every BM_* parameter. Per-host
- * values (BMRUN_NODE, BMRUN_LOCAL_SIZE, BMRUN_HOSTNAME) are added by
- * ctl_env_for_host. */
-static char **ctl_env_base(bool remote)
+/* Job variables common to every host, and for remote hosts (whose
+ * environment is not bmrun's) every BM_* parameter, then the host's own
+ * values (BMRUN_NODE, BMRUN_LOCAL_SIZE, BMRUN_HOSTNAME). What differs
+ * between programs (BMRUN_APPNUM, -x) comes from ctl_env_for_app. */
+static char **ctl_env_for_host(int h)
 {
-    size_t cap = 16 + (size_t)ctl.opts->nx;
+    struct bm_run_host *host = &bm_run_job.hosts[h];
+    bool remote = !host->local;
+    size_t cap = 16;
     if (remote)
         for (char **e = environ; *e; e++)
             cap++;
@@ -371,12 +419,32 @@ static char **ctl_env_base(bool remote)
     env[n++] = ctl_strdupf("BMRUN_KVS=%s", job->kvs_addrs);
     env[n++] = ctl_strdupf("BMRUN_SECRET=%s", job->secret_hex);
     env[n++] = ctl_strdupf("BMRUN_BIND_TO=%s", ctl.opts->bind_to ? ctl.opts->bind_to : "core");
+    if (ctl.opts->report_bindings)
+        env[n++] = strdup("BMRUN_REPORT_BINDINGS=1");
+    env[n++] = ctl_strdupf("BMRUN_NODE=%d", host->node);
+    env[n++] = ctl_strdupf("BMRUN_LOCAL_SIZE=%d", host->nranks);
+    env[n++] = ctl_strdupf("BMRUN_HOSTNAME=%s", host->name);
     if (remote)
         for (char **e = environ; *e; e++)
             if (strncmp(*e, "BM_", 3) == 0)
                 env[n++] = strdup(*e);
-    for (int i = 0; i < ctl.opts->nx; i++) {
-        const char *x = ctl.opts->xvars[i];
+    for (size_t i = 0; i < n; i++)
+        if (!env[i])
+            return NULL;
+    return env;
+}
+
+/* BMRUN_APPNUM and the program's -x variables. */
+static char **ctl_env_for_app(int a, bool remote)
+{
+    const struct bm_run_app *app = &ctl.opts->apps[a];
+    char **env = calloc((size_t)app->nx + 2, sizeof(char *));
+    if (!env)
+        return NULL;
+    size_t n = 0;
+    env[n++] = ctl_strdupf("BMRUN_APPNUM=%d", a);
+    for (int i = 0; i < app->nx; i++) {
+        const char *x = app->xvars[i];
         if (strchr(x, '='))
             env[n++] = strdup(x);
         else if (getenv(x))
@@ -390,22 +458,26 @@ static char **ctl_env_base(bool remote)
     return env;
 }
 
-static char **ctl_env_for_host(int h)
+static void ctl_free_strv(char **v)
 {
-    struct bm_run_host *host = &bm_run_job.hosts[h];
-    char **base = ctl_env_base(!host->local);
-    if (!base)
-        return NULL;
-    size_t n = 0;
-    while (base[n])
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+/* Host variables followed by a program's: one environment addition list. */
+static char **ctl_env_join(char **host_env, char **app_env)
+{
+    size_t n = 0, m = 0;
+    while (host_env[n])
         n++;
-    char **env = realloc(base, (n + 4) * sizeof(char *));
+    while (app_env[m])
+        m++;
+    char **env = calloc(n + m + 1, sizeof(char *));
     if (!env)
         return NULL;
-    env[n++] = ctl_strdupf("BMRUN_NODE=%d", host->node);
-    env[n++] = ctl_strdupf("BMRUN_LOCAL_SIZE=%d", host->nranks);
-    env[n++] = ctl_strdupf("BMRUN_HOSTNAME=%s", host->name);
-    env[n] = NULL;
+    memcpy(env, host_env, n * sizeof(char *));
+    memcpy(env + n, app_env, m * sizeof(char *));
     return env;
 }
 
@@ -440,6 +512,9 @@ static void ctl_daemon_msg(struct bm_run_conn *c, const struct bm_rte_msg_hdr *h
     case BM_RTE_MSG_OUTPUT:
         if (h->len > 4)
             ctl_output(NULL, rank, payload[0], (const char *)payload + 4, h->len - 4);
+        break;
+    case BM_RTE_MSG_STDIN_ACK:
+        bm_run_stdin_acked(h->len >= 4 && bm_rte_proto_get_u32(payload) != 0);
         break;
     case BM_RTE_MSG_EXITED:
         if (h->len >= sizeof(struct bm_rte_msg_exited))
@@ -481,6 +556,55 @@ static void ctl_daemon_close(struct bm_run_conn *c)
     ctl_host_lost(host, "lost the connection to the bmrun daemon");
 }
 
+/* Append a NUL-terminated string or a u32 to a growing launch payload. */
+struct ctl_buf {
+    uint8_t *p;
+    size_t len, cap;
+    bool failed;
+};
+
+static void ctl_buf_put(struct ctl_buf *b, const void *data, size_t len)
+{
+    if (b->failed)
+        return;
+    if (b->len + len > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + len)
+            cap *= 2;
+        uint8_t *n = realloc(b->p, cap);
+        if (!n) {
+            b->failed = true;
+            return;
+        }
+        b->p = n;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, data, len);
+    b->len += len;
+}
+
+static void ctl_buf_u32(struct ctl_buf *b, uint32_t v)
+{
+    uint8_t x[4];
+    bm_rte_proto_put_u32(x, v);
+    ctl_buf_put(b, x, 4);
+}
+
+static void ctl_buf_strs(struct ctl_buf *b, char *const *v)
+{
+    for (; v && *v; v++)
+        ctl_buf_put(b, *v, strlen(*v) + 1);
+}
+
+static uint32_t ctl_count(char *const *v)
+{
+    uint32_t n = 0;
+    while (v && v[n])
+        n++;
+    return n;
+}
+
+/* The launch request (layout in rte_proto.h, struct bm_rte_msg_launch). */
 static bm_status_t ctl_send_launch(struct bm_run_host *host, int h)
 {
     char **env = ctl_env_for_host(h);
@@ -488,39 +612,36 @@ static bm_status_t ctl_send_launch(struct bm_run_host *host, int h)
         return BM_ERR_NO_MEMORY;
     char wdir[PATH_MAX];
     bool has_wdir = getcwd(wdir, sizeof(wdir)) != NULL;
-    size_t argc = 0, envc = 0, bytes = sizeof(struct bm_rte_msg_launch) + 4 * (size_t)host->nranks;
-    if (has_wdir)
-        bytes += strlen(wdir) + 1;
-    for (char **a = ctl.opts->argv; *a; a++, argc++)
-        bytes += strlen(*a) + 1;
-    for (char **e = env; *e; e++, envc++)
-        bytes += strlen(*e) + 1;
-    uint8_t *p = malloc(bytes);
-    bm_status_t rc = BM_ERR_NO_MEMORY;
-    if (p) {
-        bm_rte_proto_put_u32(p, (uint32_t)host->nranks);
-        bm_rte_proto_put_u32(p + 4, (uint32_t)argc);
-        bm_rte_proto_put_u32(p + 8, (uint32_t)envc);
-        bm_rte_proto_put_u32(p + 12, has_wdir);
-        size_t o = sizeof(struct bm_rte_msg_launch);
-        for (int i = 0; i < host->nranks; i++, o += 4)
-            bm_rte_proto_put_u32(p + o, (uint32_t)host->ranks[i]);
-        for (char **a = ctl.opts->argv; *a; a++) {
-            memcpy(p + o, *a, strlen(*a) + 1);
-            o += strlen(*a) + 1;
-        }
-        for (char **e = env; *e; e++) {
-            memcpy(p + o, *e, strlen(*e) + 1);
-            o += strlen(*e) + 1;
-        }
-        if (has_wdir)
-            memcpy(p + o, wdir, strlen(wdir) + 1);
-        rc = bm_run_conn_send(host->daemon, BM_RTE_MSG_LAUNCH, (uint32_t)host->node, p, bytes);
-        free(p);
+    struct ctl_buf b = {0};
+    ctl_buf_u32(&b, (uint32_t)host->nranks);
+    ctl_buf_u32(&b, (uint32_t)ctl.opts->napps);
+    ctl_buf_u32(&b, ctl_count(env));
+    ctl_buf_u32(&b, has_wdir);
+    ctl_buf_u32(&b, ctl.stdin_rank >= 0 ? (uint32_t)ctl.stdin_rank : UINT32_MAX);
+    for (int i = 0; i < host->nranks; i++) {
+        ctl_buf_u32(&b, (uint32_t)host->ranks[i]);
+        ctl_buf_u32(&b, (uint32_t)bm_run_job.ranks[host->ranks[i]].app);
     }
-    for (char **e = env; *e; e++)
-        free(*e);
-    free(env);
+    ctl_buf_strs(&b, env);
+    if (has_wdir)
+        ctl_buf_put(&b, wdir, strlen(wdir) + 1);
+    for (int a = 0; a < ctl.opts->napps; a++) {
+        char **aenv = ctl_env_for_app(a, true);
+        if (!aenv) {
+            b.failed = true;
+            break;
+        }
+        ctl_buf_u32(&b, ctl_count(ctl.opts->apps[a].argv));
+        ctl_buf_u32(&b, ctl_count(aenv));
+        ctl_buf_strs(&b, ctl.opts->apps[a].argv);
+        ctl_buf_strs(&b, aenv);
+        ctl_free_strv(aenv);
+    }
+    bm_status_t rc = b.failed ? BM_ERR_NO_MEMORY
+                              : bm_run_conn_send(host->daemon, BM_RTE_MSG_LAUNCH,
+                                                 (uint32_t)host->node, b.p, b.len);
+    free(b.p);
+    ctl_free_strv(env);
     return rc;
 }
 
@@ -538,6 +659,8 @@ void bm_run_ctl_daemon_hello(struct bm_run_conn *c, int h)
     if (ctl_send_launch(host, h) != BM_OK) {
         bm_run_say("cannot send the launch request to the daemon on host %s", host->name);
         ctl_stop(BM_RUN_EXIT_FAILURE, SIGTERM);
+    } else if (ctl.stdin_rank >= 0 && bm_run_job.ranks[ctl.stdin_rank].host == h) {
+        bm_run_stdin_start(ctl.stdin_rank, c);
     }
 }
 
@@ -629,13 +752,6 @@ static char **ctl_agent_argv(const char *tmpl, const char *hostname, const char 
     return argv;
 }
 
-static void ctl_free_argv(char **argv)
-{
-    for (char **a = argv; a && *a; a++)
-        free(*a);
-    free(argv);
-}
-
 static bm_status_t ctl_start_daemon(int h, const char *self)
 {
     struct bm_run_host *host = &bm_run_job.hosts[h];
@@ -655,7 +771,7 @@ static bm_status_t ctl_start_daemon(int h, const char *self)
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
             if (fds[i] >= 0)
                 close(fds[i]);
-        ctl_free_argv(argv);
+        ctl_free_strv(argv);
         return BM_ERR_SYSTEM;
     }
     if (pid == 0) {
@@ -688,7 +804,7 @@ static bm_status_t ctl_start_daemon(int h, const char *self)
     fcntl(errp[0], F_SETFL, fcntl(errp[0], F_GETFL) | O_NONBLOCK);
     bm_run_loop_add(outp[0], POLLIN, ctl_agent_output, host);
     bm_run_loop_add(errp[0], POLLIN, ctl_agent_output, host);
-    ctl_free_argv(argv);
+    ctl_free_strv(argv);
     return BM_OK;
 }
 
@@ -862,11 +978,32 @@ static void ctl_start_local(int h)
 {
     struct bm_run_job *job = &bm_run_job;
     struct bm_run_host *host = &job->hosts[h];
+    int napps = ctl.opts->napps;
     char **env = ctl_env_for_host(h);
-    struct bm_run_local_spec spec = {
-        .argv = ctl.opts->argv, .env_add = env, .ranks = host->ranks, .nranks = host->nranks};
+    char ***aenv = calloc((size_t)napps, sizeof(char **));
+    struct bm_run_local_app *apps = calloc((size_t)napps, sizeof(*apps));
+    int *app_of = calloc((size_t)host->nranks, sizeof(int));
+    bool ok = env && aenv && apps && app_of;
+    for (int a = 0; ok && a < napps; a++) {
+        char **own = ctl_env_for_app(a, false);
+        aenv[a] = own ? ctl_env_join(env, own) : NULL;
+        if (aenv[a])
+            free(own); /* its strings now belong to aenv[a] */
+        else
+            ctl_free_strv(own);
+        ok = aenv[a] != NULL;
+        if (ok)
+            apps[a] = (struct bm_run_local_app){.argv = ctl.opts->apps[a].argv, .env_add = aenv[a]};
+    }
+    for (int i = 0; ok && i < host->nranks; i++)
+        app_of[i] = job->ranks[host->ranks[i]].app;
+    struct bm_run_local_spec spec = {.apps = apps,
+                                     .ranks = host->ranks,
+                                     .app_of = app_of,
+                                     .nranks = host->nranks,
+                                     .stdin_rank = ctl.stdin_rank};
     struct bm_run_sink sink = {.spawned = ctl_spawned, .output = ctl_output, .exited = ctl_exited};
-    if (!env || bm_run_local_start(&spec, &sink) != BM_OK) {
+    if (!ok || bm_run_local_start(&spec, &sink) != BM_OK) {
         ctl_stop(BM_RUN_EXIT_FAILURE, SIGTERM);
         for (int i = 0; i < host->nranks; i++) {
             struct bm_run_rank *rk = &job->ranks[host->ranks[i]];
@@ -875,13 +1012,36 @@ static void ctl_start_local(int h)
                 ctl.nexited++;
             }
         }
+    } else if (ctl.stdin_rank >= 0 && job->ranks[ctl.stdin_rank].host == h) {
+        bm_run_stdin_start(ctl.stdin_rank, NULL);
     }
-    /* env strings stay referenced by nothing after fork; free them. */
-    if (env) {
-        for (char **e = env; *e; e++)
+    /* The children have their own copies; the strings are freed here: the
+     * host's once (shared by every program's list), then each program's own. */
+    for (int a = 0; aenv && a < napps; a++) {
+        if (!aenv[a])
+            continue;
+        size_t n = 0;
+        while (env && env[n])
+            n++;
+        for (char **e = aenv[a] + n; *e; e++)
             free(*e);
-        free(env);
+        free(aenv[a]);
     }
+    ctl_free_strv(env);
+    free(aenv);
+    free(apps);
+    free(app_of);
+}
+
+/* Read bmrun's stdin for rank 0 unless told not to, or unless bmrun runs
+ * in the background of a terminal (reading would stop it with SIGTTIN). */
+static int ctl_stdin_rank(const struct bm_run_opts *opts)
+{
+    if (opts->stdin_rank < 0)
+        return -1;
+    if (isatty(0) && tcgetpgrp(0) != getpgrp())
+        return -1;
+    return opts->stdin_rank;
 }
 
 int bm_run_ctl_run(const struct bm_run_opts *opts)
@@ -889,19 +1049,35 @@ int bm_run_ctl_run(const struct bm_run_opts *opts)
     ctl.opts = opts;
     struct bm_run_job *job = &bm_run_job;
     bm_status_t rc = BM_OK;
+    int np = 0;
+    for (int a = 0; a < opts->napps; a++)
+        np += opts->apps[a].np;
+    bool limited = opts->hostfile || opts->hosts;
     if (opts->hostfile)
         rc = hosts_from_file(opts->hostfile);
     else if (opts->hosts)
         rc = hosts_from_list(opts->hosts);
-    else
-        rc = host_add("localhost", opts->np, "the default host list");
+    else /* this host alone takes any number of ranks, as with mpiexec.hydra */
+        rc = host_add("localhost", np ? np : opts->npernode, "the default host list");
     if (rc != BM_OK)
         return BM_RUN_EXIT_USAGE;
-    int np = opts->np;
-    for (int h = 0; h < job->nhosts && !np; h++)
-        np += job->hosts[h].slots; /* no -n: one rank per slot */
-    if (ctl_place(np) != BM_OK || ctl_make_identity() != BM_OK)
+    if (np == 0) /* no -n: one rank per slot (or -N per host) of every host */
+        for (int h = 0; h < job->nhosts; h++)
+            np += ctl_capacity(&job->hosts[h]);
+    if (opts->napps == 1)
+        ((struct bm_run_opts *)opts)->apps[0].np = np;
+    rc = ctl_place(np, limited);
+    if (rc == BM_ERR_BAD_PARAM)
+        return BM_RUN_EXIT_USAGE;
+    if (rc != BM_OK || ctl_make_identity() != BM_OK)
         return BM_RUN_EXIT_FAILURE;
+    ctl.stdin_rank = ctl_stdin_rank(opts);
+    for (int r = 0; opts->display_map && r < np; r++) {
+        const struct bm_run_rank *rk = &job->ranks[r];
+        const struct bm_run_host *host = &job->hosts[rk->host];
+        bm_run_say("rank %d on host %s (node %d, local rank %d of %d): %s", r, host->name,
+                   host->node, rk->local, host->nranks, opts->apps[rk->app].argv[0]);
+    }
 
     bool any_local = false, any_remote = false;
     for (int h = 0; h < job->nhosts; h++) {
@@ -918,13 +1094,16 @@ int bm_run_ctl_run(const struct bm_run_opts *opts)
                     tmpl);
             return BM_RUN_EXIT_USAGE;
         }
-        ctl_free_argv(probe);
+        ctl_free_strv(probe);
     }
     char found[PATH_MAX];
-    if (any_local && !bm_run_find_program(opts->argv[0], found, sizeof(found))) {
-        bm_run_say("program '%s' not found or not executable%s", opts->argv[0],
-                   strchr(opts->argv[0], '/') ? "" : " (searched PATH)");
-        return BM_RUN_EXIT_NOT_FOUND;
+    for (int a = 0; any_local && a < opts->napps; a++) {
+        const char *prog = opts->apps[a].argv[0];
+        if (!bm_run_find_program(prog, found, sizeof(found))) {
+            bm_run_say("program '%s' not found or not executable%s", prog,
+                       strchr(prog, '/') ? "" : " (searched PATH)");
+            return BM_RUN_EXIT_NOT_FOUND;
+        }
     }
     char self[PATH_MAX];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #define DMN_OUTPUT_HIGH (16u << 20)
@@ -25,8 +26,12 @@ static struct {
     int host;
     const char *jobid;
     /* the launch request, kept for the daemon's life */
-    int *ranks;
-    char **argv, **env;
+    int *ranks, *app_of;
+    char **env; /* common to every rank */
+    struct bm_run_local_app *apps;
+    char ***app_strs; /* per program: argv then its env, one allocation list */
+    uint32_t napps;
+    uint8_t *stdin_chunk; /* bytes for rank 0's stdin being written */
 } dmn;
 
 static void dmn_free_strv(char **v)
@@ -80,36 +85,77 @@ static void dmn_stop(void)
     dmn.kill_at = bm_run_now() + bm_run_cfg.kill_grace;
 }
 
-/* Parse LAUNCH and start the ranks. */
+/* Read count NUL-terminated strings at *o into a new NULL-terminated array. */
+static char **dmn_strings(const uint8_t *p, size_t len, size_t *o, uint32_t count)
+{
+    if (count > len)
+        return NULL;
+    char **v = calloc((size_t)count + 1, sizeof(char *));
+    for (uint32_t i = 0; v && i < count; i++) {
+        const uint8_t *nul = *o < len ? memchr(p + *o, 0, len - *o) : NULL;
+        if (!nul || !(v[i] = strdup((const char *)p + *o))) {
+            dmn_free_strv(v);
+            return NULL;
+        }
+        *o = (size_t)(nul - p) + 1;
+    }
+    return v;
+}
+
+static bool dmn_u32(const uint8_t *p, size_t len, size_t *o, uint32_t *out)
+{
+    if (*o + 4 > len)
+        return false;
+    *out = bm_rte_proto_get_u32(p + *o);
+    *o += 4;
+    return true;
+}
+
+/* Concatenate two NULL-terminated string arrays (pointers only). */
+static char **dmn_join(char **a, char **b)
+{
+    size_t n = 0, m = 0;
+    while (a[n])
+        n++;
+    while (b[m])
+        m++;
+    char **v = calloc(n + m + 1, sizeof(char *));
+    if (v) {
+        memcpy(v, a, n * sizeof(char *));
+        memcpy(v + n, b, m * sizeof(char *));
+    }
+    return v;
+}
+
+/* Parse LAUNCH (layout in rte_proto.h) and start the ranks. */
 static void dmn_launch(const uint8_t *p, size_t len)
 {
     if (len < sizeof(struct bm_rte_msg_launch))
         goto err_proto;
-    uint32_t nranks = bm_rte_proto_get_u32(p), argc = bm_rte_proto_get_u32(p + 4),
-             envc = bm_rte_proto_get_u32(p + 8), has_wdir = bm_rte_proto_get_u32(p + 12);
+    uint32_t nranks = bm_rte_proto_get_u32(p), napps = bm_rte_proto_get_u32(p + 4),
+             envc = bm_rte_proto_get_u32(p + 8), has_wdir = bm_rte_proto_get_u32(p + 12),
+             stdin_rank = bm_rte_proto_get_u32(p + 16);
     size_t o = sizeof(struct bm_rte_msg_launch);
-    if (nranks == 0 || argc == 0 || nranks > (len - o) / 4 || argc > len || envc > len)
+    if (nranks == 0 || napps == 0 || nranks > (len - o) / 8 || napps > len || envc > len)
         goto err_proto;
-    int *ranks = dmn.ranks = calloc(nranks, sizeof(int));
-    char **argv = dmn.argv = calloc(argc + 1, sizeof(char *));
-    char **env = dmn.env = calloc(envc + 1, sizeof(char *));
-    if (!ranks || !argv || !env)
+    dmn.ranks = calloc(nranks, sizeof(int));
+    dmn.app_of = calloc(nranks, sizeof(int));
+    dmn.apps = calloc(napps, sizeof(*dmn.apps));
+    dmn.app_strs = calloc(napps, sizeof(char **));
+    if (!dmn.ranks || !dmn.app_of || !dmn.apps || !dmn.app_strs)
         goto err_proto;
-    for (uint32_t i = 0; i < nranks; i++, o += 4)
-        ranks[i] = (int)bm_rte_proto_get_u32(p + o);
-    for (uint32_t i = 0; i < argc + envc; i++) {
-        const uint8_t *nul = o < len ? memchr(p + o, 0, len - o) : NULL;
-        if (!nul)
+    dmn.napps = napps;
+    for (uint32_t i = 0; i < nranks; i++) {
+        uint32_t r = 0, a = 0;
+        dmn_u32(p, len, &o, &r);
+        dmn_u32(p, len, &o, &a);
+        if (a >= napps)
             goto err_proto;
-        char *s = strdup((const char *)p + o);
-        if (!s)
-            goto err_proto;
-        if (i < argc)
-            argv[i] = s;
-        else
-            env[i - argc] = s;
-        o = (size_t)(nul - p) + 1;
+        dmn.ranks[i] = (int)r;
+        dmn.app_of[i] = (int)a;
     }
+    if (!(dmn.env = dmn_strings(p, len, &o, envc)))
+        goto err_proto;
     if (has_wdir) {
         const uint8_t *nul = o < len ? memchr(p + o, 0, len - o) : NULL;
         if (!nul)
@@ -121,9 +167,36 @@ static void dmn_launch(const uint8_t *p, size_t len)
                     "bmrun daemon: warning: cannot change to the working directory %s (%s); "
                     "ranks start in the daemon's directory instead\n",
                     (const char *)p + o, strerror(errno));
+        o = (size_t)(nul - p) + 1;
     }
-    struct bm_run_local_spec spec = {
-        .argv = argv, .env_add = env, .ranks = ranks, .nranks = (int)nranks};
+    for (uint32_t a = 0; a < napps; a++) {
+        uint32_t argc, aenvc;
+        if (!dmn_u32(p, len, &o, &argc) || !dmn_u32(p, len, &o, &aenvc) || argc == 0)
+            goto err_proto;
+        char **argv = dmn_strings(p, len, &o, argc);
+        char **aenv = argv ? dmn_strings(p, len, &o, aenvc) : NULL;
+        char **joined = aenv ? dmn_join(dmn.env, aenv) : NULL;
+        if (!joined) {
+            dmn_free_strv(argv);
+            dmn_free_strv(aenv);
+            goto err_proto;
+        }
+        /* Keep the program's own strings for freeing; joined borrows them. */
+        char **own = dmn_join(argv, aenv);
+        free(aenv);
+        if (!own) {
+            free(joined);
+            dmn_free_strv(argv);
+            goto err_proto;
+        }
+        dmn.app_strs[a] = own;
+        dmn.apps[a] = (struct bm_run_local_app){.argv = argv, .env_add = joined};
+    }
+    struct bm_run_local_spec spec = {.apps = dmn.apps,
+                                     .ranks = dmn.ranks,
+                                     .app_of = dmn.app_of,
+                                     .nranks = (int)nranks,
+                                     .stdin_rank = stdin_rank == UINT32_MAX ? -1 : (int)stdin_rank};
     struct bm_run_sink sink = {.spawned = dmn_spawned, .output = dmn_output, .exited = dmn_exited};
     dmn.launched = true;
     if (bm_run_local_start(&spec, &sink) != BM_OK)
@@ -136,6 +209,35 @@ err_proto:
     dmn.lost = true;
 }
 
+/* A chunk of bmrun's input was written into rank 0's stdin (or dropped). */
+static void dmn_stdin_done(void *arg)
+{
+    uint8_t st[4];
+    bm_rte_proto_put_u32(st, 0);
+    free(dmn.stdin_chunk);
+    dmn.stdin_chunk = NULL;
+    if (dmn.conn)
+        bm_run_conn_send(dmn.conn, BM_RTE_MSG_STDIN_ACK, (uint32_t)(uintptr_t)arg, st, 4);
+}
+
+static void dmn_stdin(uint32_t rank, const uint8_t *payload, size_t len)
+{
+    uint8_t *copy = len ? malloc(len) : NULL;
+    bm_status_t rc = BM_ERR_NO_MEMORY;
+    if (copy || !len) {
+        if (len)
+            memcpy(copy, payload, len);
+        free(dmn.stdin_chunk);
+        dmn.stdin_chunk = copy;
+        rc = bm_run_local_stdin(copy, len, dmn_stdin_done, (void *)(uintptr_t)rank);
+    }
+    if (rc != BM_OK && dmn.conn) {
+        uint8_t st[4];
+        bm_rte_proto_put_u32(st, 1); /* its input is gone: bmrun stops reading */
+        bm_run_conn_send(dmn.conn, BM_RTE_MSG_STDIN_ACK, rank, st, 4);
+    }
+}
+
 static void dmn_msg(struct bm_run_conn *c, const struct bm_rte_msg_hdr *h, const uint8_t *payload)
 {
     (void)c;
@@ -146,6 +248,10 @@ static void dmn_msg(struct bm_run_conn *c, const struct bm_rte_msg_hdr *h, const
         break;
     case BM_RTE_MSG_KILL:
         bm_run_local_kill((int)h->arg);
+        break;
+    case BM_RTE_MSG_STDIN:
+        if (dmn.launched)
+            dmn_stdin(h->arg, payload, h->len);
         break;
     case BM_RTE_MSG_SHUTDOWN:
         dmn.shutdown = true;
@@ -293,7 +399,15 @@ int bm_run_daemon_main(int argc, char **argv)
         bm_run_conn_close(dmn.conn);
     }
     free(dmn.ranks);
-    dmn_free_strv(dmn.argv);
+    free(dmn.app_of);
+    for (uint32_t a = 0; dmn.apps && a < dmn.napps; a++) {
+        free((void *)dmn.apps[a].argv); /* strings are in app_strs */
+        free((void *)dmn.apps[a].env_add);
+        dmn_free_strv(dmn.app_strs[a]);
+    }
+    free(dmn.apps);
+    free(dmn.app_strs);
     dmn_free_strv(dmn.env);
+    free(dmn.stdin_chunk);
     return dmn.lost ? BM_RUN_EXIT_FAILURE : BM_RUN_EXIT_OK;
 }

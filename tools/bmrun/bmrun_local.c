@@ -5,7 +5,9 @@
  * what keeps lines of different ranks from tearing each other. A rank's exit
  * is reported only after its pipes are drained, so its last lines come
  * before any message about how it ended. exec failures travel back on a
- * close-on-exec pipe so that "program not found" is reported as such. */
+ * close-on-exec pipe so that "program not found" is reported as such. The
+ * rank named by the spec's stdin_rank reads a pipe fed by bm_run_local_stdin
+ * (bmrun's own input); every other rank reads /dev/null. */
 #define BM_LOG_SUBSYS "bmrun"
 #include "bmrun.h"
 #include "util/log.h"
@@ -43,6 +45,16 @@ struct local_rank {
 static struct local_rank *local_ranks;
 static int local_n;
 static struct bm_run_sink local_sink;
+
+/* The stdin pipe of the rank that reads bmrun's input, and the chunk being
+ * written into it. */
+static struct {
+    int fd; /* write end, -1: none here or closed */
+    const char *data;
+    size_t len;
+    void (*done)(void *arg);
+    void *arg;
+} local_in = {.fd = -1};
 
 static void local_emit(struct local_rank *lr, struct local_stream *st, const char *data, size_t len)
 {
@@ -156,28 +168,49 @@ static bool cpu_first_thread(int cpu)
  * apart from, and "hosts" that are containers or network namespaces of one
  * machine would all pin their lone rank to the same first CPU (measured:
  * a veth ping-pong between two namespaces went from 7 to 24 us). */
-static void local_bind(int idx, int nlocal)
+static const char *local_bind(int idx, int nlocal, int *cpu_out)
 {
     const char *how = getenv("BMRUN_BIND_TO");
-    if (!how || strcmp(how, "core") != 0 || nlocal < 2)
-        return;
+    if (!how || strcmp(how, "core") != 0)
+        return "--bind-to none";
+    if (nlocal < 2)
+        return "the only rank on its host";
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) != 0)
-        return;
+        return "its CPU set cannot be read";
     int order[CPU_SETSIZE], n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int c = 0; c < CPU_SETSIZE; c++)
             if (CPU_ISSET(c, &set) && cpu_first_thread(c) == (pass == 0))
                 order[n++] = c;
     if (nlocal > n)
-        return;
+        return "more ranks on its host than CPUs (oversubscribed)";
     CPU_ZERO(&set);
     CPU_SET(order[idx], &set);
-    (void)sched_setaffinity(0, sizeof(set), &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+        return "sched_setaffinity failed";
+    *cpu_out = order[idx];
+    return NULL;
+}
+
+/* --report-bindings: one line on the rank's stderr, like mpirun's. */
+static void local_report_binding(int rank, const char *why_not, int cpu)
+{
+    if (!getenv("BMRUN_REPORT_BINDINGS"))
+        return;
+    const char *host = getenv("BMRUN_HOSTNAME");
+    if (why_not)
+        fprintf(stderr, "bmrun: rank %d (host %s, pid %d) not bound: %s\n", rank, host ? host : "?",
+                (int)getpid(), why_not);
+    else
+        fprintf(stderr, "bmrun: rank %d (host %s, pid %d) bound to CPU %d\n", rank,
+                host ? host : "?", (int)getpid(), cpu);
+    fflush(stderr);
 }
 
 __attribute__((noreturn)) static void local_child(const struct bm_run_local_spec *spec, int idx,
-                                                  int out_w, int err_w, int exec_w, pid_t parent)
+                                                  int in_r, int out_w, int err_w, int exec_w,
+                                                  pid_t parent)
 {
     bm_run_loop_child_reset();
     setpgid(0, 0);
@@ -185,22 +218,25 @@ __attribute__((noreturn)) static void local_child(const struct bm_run_local_spec
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(127);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0 && devnull != 0) {
-        dup2(devnull, 0);
-        close(devnull);
+    int in = in_r >= 0 ? in_r : open("/dev/null", O_RDONLY);
+    if (in >= 0 && in != 0) {
+        dup2(in, 0);
+        close(in);
     }
     dup2(out_w, 1);
     dup2(err_w, 2);
-    for (char *const *e = spec->env_add; e && *e; e++)
+    const struct bm_run_local_app *app = &spec->apps[spec->app_of[idx]];
+    for (char *const *e = app->env_add; e && *e; e++)
         putenv(*e);
     char buf[32];
     snprintf(buf, sizeof(buf), "%d", spec->ranks[idx]);
     setenv("BMRUN_RANK", buf, 1);
     snprintf(buf, sizeof(buf), "%d", idx);
     setenv("BMRUN_LOCAL_RANK", buf, 1);
-    local_bind(idx, spec->nranks);
-    execvp(spec->argv[0], spec->argv);
+    int cpu = -1;
+    const char *why_not = local_bind(idx, spec->nranks, &cpu);
+    local_report_binding(spec->ranks[idx], why_not, cpu);
+    execvp(app->argv[0], app->argv);
     int e = errno;
     ssize_t w = write(exec_w, &e, sizeof(e));
     (void)w;
@@ -210,10 +246,15 @@ __attribute__((noreturn)) static void local_child(const struct bm_run_local_spec
 static bm_status_t local_spawn(const struct bm_run_local_spec *spec, int idx)
 {
     struct local_rank *lr = &local_ranks[idx];
-    int outp[2], errp[2], execp[2];
+    int outp[2], errp[2], execp[2], inp[2] = {-1, -1};
     lr->rank = spec->ranks[idx];
+    if (lr->rank == spec->stdin_rank) {
+        if (pipe2(inp, O_CLOEXEC) != 0)
+            return BM_ERR_SYSTEM;
+        fcntl(inp[1], F_SETFL, fcntl(inp[1], F_GETFL) | O_NONBLOCK);
+    }
     if (local_stream_open(&lr->out, BM_RTE_STREAM_STDOUT, outp) != BM_OK)
-        return BM_ERR_SYSTEM;
+        goto err_in;
     if (local_stream_open(&lr->err, BM_RTE_STREAM_STDERR, errp) != BM_OK)
         goto err_out;
     if (pipe2(execp, O_CLOEXEC) != 0)
@@ -223,8 +264,12 @@ static bm_status_t local_spawn(const struct bm_run_local_spec *spec, int idx)
     if (pid < 0)
         goto err_exec;
     if (pid == 0)
-        local_child(spec, idx, outp[1], errp[1], execp[1], parent);
+        local_child(spec, idx, inp[0], outp[1], errp[1], execp[1], parent);
     setpgid(pid, pid); /* also here, so kill(-pid) works before the child runs */
+    if (inp[0] >= 0) {
+        close(inp[0]);
+        local_in.fd = inp[1];
+    }
     close(outp[1]);
     close(errp[1]);
     close(execp[1]);
@@ -251,7 +296,79 @@ err_out:
     close(outp[0]);
     close(outp[1]);
     lr->out.fd = -1;
+err_in:
+    if (inp[0] >= 0) {
+        close(inp[0]);
+        close(inp[1]);
+    }
     return BM_ERR_SYSTEM;
+}
+
+/* ---- the stdin of the rank that reads bmrun's input ---- */
+
+static void local_in_close(void)
+{
+    if (local_in.fd < 0)
+        return;
+    bm_run_loop_del(local_in.fd);
+    close(local_in.fd);
+    local_in.fd = -1;
+}
+
+/* Write what the pipe takes; true when the chunk is done (written or
+ * dropped because the rank's input is gone). */
+static bool local_in_write(void)
+{
+    while (local_in.len > 0) {
+        ssize_t n = write(local_in.fd, local_in.data, local_in.len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return false;
+        if (n <= 0) {
+            local_in_close(); /* EPIPE: the rank closed its input or exited */
+            return true;
+        }
+        local_in.data += n;
+        local_in.len -= (size_t)n;
+    }
+    return true;
+}
+
+static void local_in_ready(int fd, short revents, void *arg)
+{
+    (void)fd;
+    (void)revents;
+    (void)arg;
+    if (!local_in_write())
+        return;
+    if (local_in.fd >= 0)
+        bm_run_loop_del(local_in.fd);
+    void (*done)(void *) = local_in.done;
+    local_in.done = NULL;
+    if (done)
+        done(local_in.arg);
+}
+
+bm_status_t bm_run_local_stdin(const void *data, size_t len, void (*done)(void *arg), void *arg)
+{
+    if (local_in.fd < 0)
+        return BM_ERR_CONN_RESET;
+    if (len == 0) {
+        local_in_close();
+        return BM_OK;
+    }
+    local_in.data = data;
+    local_in.len = len;
+    local_in.done = done;
+    local_in.arg = arg;
+    if (!local_in_write())
+        return bm_run_loop_add(local_in.fd, POLLOUT, local_in_ready, NULL);
+    local_in.done = NULL;
+    if (local_in.fd < 0)
+        return BM_ERR_CONN_RESET;
+    done(arg);
+    return BM_OK;
 }
 
 bm_status_t bm_run_local_start(const struct bm_run_local_spec *spec, const struct bm_run_sink *sink)
