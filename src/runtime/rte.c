@@ -13,6 +13,8 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -321,6 +323,23 @@ void bm_rte_abort(int exit_code, const char *message)
     fprintf(stderr, "bitmover: aborting (exit code %d): %s\n", exit_code, message);
     bm_rte_run_at_exit();
     _exit(exit_code);
+}
+
+void bm_rte_drain_output(int max_ms)
+{
+    fflush(stdout);
+    fflush(stderr);
+    for (int fd = 1; fd <= 2; fd++) {
+        struct stat st;
+        if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+            continue;
+        int waited = 0, unread = 0;
+        /* FIONREAD on a pipe's write end counts the bytes not yet read. */
+        while (ioctl(fd, FIONREAD, &unread) == 0 && unread > 0 && waited < max_ms) {
+            usleep(1000);
+            waited++;
+        }
+    }
 }
 
 void bm_rte_at_exit(void (*fn)(void *arg), void *arg)

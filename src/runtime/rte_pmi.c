@@ -309,6 +309,7 @@ __attribute__((noreturn)) static void pmi_abort(int exit_code, const char *messa
     /* Neither hydra nor Slurm prints an aborting rank's message: say it here. */
     fprintf(stderr, "bitmover: rank %d aborting (exit code %d): %s\n", pmi.rank, exit_code,
             message);
+    bm_rte_drain_output(1000);
     if (pthread_mutex_trylock(&pmi.lock) == 0) {
         bm_rte_pmi_abort(&pmi.conn, exit_code, message);
         pthread_mutex_unlock(&pmi.lock);

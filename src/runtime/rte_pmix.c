@@ -485,6 +485,7 @@ __attribute__((noreturn)) static void pmix_abort(int exit_code, const char *mess
     /* mpirun and srun print their own line, not always with the message. */
     fprintf(stderr, "bitmover: rank %u aborting (exit code %d): %s\n", px.me.rank, exit_code,
             message);
+    bm_rte_drain_output(1000);
     if (px.up)
         px.api.abort(exit_code, message, NULL, 0);
     bm_rte_run_at_exit();

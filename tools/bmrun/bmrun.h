@@ -129,6 +129,10 @@ int bm_run_cleanup_job_files(const char *jobid);
 bool bm_run_find_program(const char *prog, char *buf, size_t len);
 /* Print "bmrun: <message>" on stderr: bmrun's voice to the user. */
 void bm_run_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Free a NULL-terminated vector of strings and the strings. */
+void bm_run_strv_free(char **v);
+/* A new vector holding a's then b's pointers (the strings are shared). */
+char **bm_run_strv_join(char *const *a, char *const *b);
 /* "SIGKILL" style name of a signal. */
 const char *bm_run_signal_name(int sig);
 

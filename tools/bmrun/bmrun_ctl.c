@@ -458,29 +458,6 @@ static char **ctl_env_for_app(int a, bool remote)
     return env;
 }
 
-static void ctl_free_strv(char **v)
-{
-    for (char **p = v; p && *p; p++)
-        free(*p);
-    free(v);
-}
-
-/* Host variables followed by a program's: one environment addition list. */
-static char **ctl_env_join(char **host_env, char **app_env)
-{
-    size_t n = 0, m = 0;
-    while (host_env[n])
-        n++;
-    while (app_env[m])
-        m++;
-    char **env = calloc(n + m + 1, sizeof(char *));
-    if (!env)
-        return NULL;
-    memcpy(env, host_env, n * sizeof(char *));
-    memcpy(env + n, app_env, m * sizeof(char *));
-    return env;
-}
-
 /* ---- remote hosts: daemons ---- */
 
 static struct bm_run_host *ctl_host_of_conn(struct bm_run_conn *c)
@@ -635,13 +612,13 @@ static bm_status_t ctl_send_launch(struct bm_run_host *host, int h)
         ctl_buf_u32(&b, ctl_count(aenv));
         ctl_buf_strs(&b, ctl.opts->apps[a].argv);
         ctl_buf_strs(&b, aenv);
-        ctl_free_strv(aenv);
+        bm_run_strv_free(aenv);
     }
     bm_status_t rc = b.failed ? BM_ERR_NO_MEMORY
                               : bm_run_conn_send(host->daemon, BM_RTE_MSG_LAUNCH,
                                                  (uint32_t)host->node, b.p, b.len);
     free(b.p);
-    ctl_free_strv(env);
+    bm_run_strv_free(env);
     return rc;
 }
 
@@ -771,7 +748,7 @@ static bm_status_t ctl_start_daemon(int h, const char *self)
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
             if (fds[i] >= 0)
                 close(fds[i]);
-        ctl_free_strv(argv);
+        bm_run_strv_free(argv);
         return BM_ERR_SYSTEM;
     }
     if (pid == 0) {
@@ -804,7 +781,7 @@ static bm_status_t ctl_start_daemon(int h, const char *self)
     fcntl(errp[0], F_SETFL, fcntl(errp[0], F_GETFL) | O_NONBLOCK);
     bm_run_loop_add(outp[0], POLLIN, ctl_agent_output, host);
     bm_run_loop_add(errp[0], POLLIN, ctl_agent_output, host);
-    ctl_free_strv(argv);
+    bm_run_strv_free(argv);
     return BM_OK;
 }
 
@@ -986,11 +963,11 @@ static void ctl_start_local(int h)
     bool ok = env && aenv && apps && app_of;
     for (int a = 0; ok && a < napps; a++) {
         char **own = ctl_env_for_app(a, false);
-        aenv[a] = own ? ctl_env_join(env, own) : NULL;
+        aenv[a] = own ? bm_run_strv_join(env, own) : NULL;
         if (aenv[a])
             free(own); /* its strings now belong to aenv[a] */
         else
-            ctl_free_strv(own);
+            bm_run_strv_free(own);
         ok = aenv[a] != NULL;
         if (ok)
             apps[a] = (struct bm_run_local_app){.argv = ctl.opts->apps[a].argv, .env_add = aenv[a]};
@@ -1027,7 +1004,7 @@ static void ctl_start_local(int h)
             free(*e);
         free(aenv[a]);
     }
-    ctl_free_strv(env);
+    bm_run_strv_free(env);
     free(aenv);
     free(apps);
     free(app_of);
@@ -1094,7 +1071,7 @@ int bm_run_ctl_run(const struct bm_run_opts *opts)
                     tmpl);
             return BM_RUN_EXIT_USAGE;
         }
-        ctl_free_strv(probe);
+        bm_run_strv_free(probe);
     }
     char found[PATH_MAX];
     for (int a = 0; any_local && a < opts->napps; a++) {

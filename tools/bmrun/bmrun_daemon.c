@@ -34,13 +34,6 @@ static struct {
     uint8_t *stdin_chunk; /* bytes for rank 0's stdin being written */
 } dmn;
 
-static void dmn_free_strv(char **v)
-{
-    for (char **p = v; p && *p; p++)
-        free(*p);
-    free(v);
-}
-
 static void dmn_spawned(void *arg, int rank, pid_t pid)
 {
     (void)arg;
@@ -94,7 +87,7 @@ static char **dmn_strings(const uint8_t *p, size_t len, size_t *o, uint32_t coun
     for (uint32_t i = 0; v && i < count; i++) {
         const uint8_t *nul = *o < len ? memchr(p + *o, 0, len - *o) : NULL;
         if (!nul || !(v[i] = strdup((const char *)p + *o))) {
-            dmn_free_strv(v);
+            bm_run_strv_free(v);
             return NULL;
         }
         *o = (size_t)(nul - p) + 1;
@@ -109,22 +102,6 @@ static bool dmn_u32(const uint8_t *p, size_t len, size_t *o, uint32_t *out)
     *out = bm_rte_proto_get_u32(p + *o);
     *o += 4;
     return true;
-}
-
-/* Concatenate two NULL-terminated string arrays (pointers only). */
-static char **dmn_join(char **a, char **b)
-{
-    size_t n = 0, m = 0;
-    while (a[n])
-        n++;
-    while (b[m])
-        m++;
-    char **v = calloc(n + m + 1, sizeof(char *));
-    if (v) {
-        memcpy(v, a, n * sizeof(char *));
-        memcpy(v + n, b, m * sizeof(char *));
-    }
-    return v;
 }
 
 /* Parse LAUNCH (layout in rte_proto.h) and start the ranks. */
@@ -175,18 +152,18 @@ static void dmn_launch(const uint8_t *p, size_t len)
             goto err_proto;
         char **argv = dmn_strings(p, len, &o, argc);
         char **aenv = argv ? dmn_strings(p, len, &o, aenvc) : NULL;
-        char **joined = aenv ? dmn_join(dmn.env, aenv) : NULL;
+        char **joined = aenv ? bm_run_strv_join(dmn.env, aenv) : NULL;
         if (!joined) {
-            dmn_free_strv(argv);
-            dmn_free_strv(aenv);
+            bm_run_strv_free(argv);
+            bm_run_strv_free(aenv);
             goto err_proto;
         }
         /* Keep the program's own strings for freeing; joined borrows them. */
-        char **own = dmn_join(argv, aenv);
+        char **own = bm_run_strv_join(argv, aenv);
         free(aenv);
         if (!own) {
             free(joined);
-            dmn_free_strv(argv);
+            bm_run_strv_free(argv);
             goto err_proto;
         }
         dmn.app_strs[a] = own;
@@ -403,11 +380,11 @@ int bm_run_daemon_main(int argc, char **argv)
     for (uint32_t a = 0; dmn.apps && a < dmn.napps; a++) {
         free((void *)dmn.apps[a].argv); /* strings are in app_strs */
         free((void *)dmn.apps[a].env_add);
-        dmn_free_strv(dmn.app_strs[a]);
+        bm_run_strv_free(dmn.app_strs[a]);
     }
     free(dmn.apps);
     free(dmn.app_strs);
-    dmn_free_strv(dmn.env);
+    bm_run_strv_free(dmn.env);
     free(dmn.stdin_chunk);
     return dmn.lost ? BM_RUN_EXIT_FAILURE : BM_RUN_EXIT_OK;
 }

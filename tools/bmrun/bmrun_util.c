@@ -1,6 +1,6 @@
 /* Small helpers of bmrun: removing a job's files (the "bm-<jobid>-" naming
- * convention of rte.h), finding the program the way execvp will, and signal
- * names for messages. */
+ * convention of rte.h), finding the program the way execvp will, signal
+ * names for messages, and NULL-terminated string vectors. */
 #include "bmrun.h"
 
 #include <dirent.h>
@@ -104,4 +104,26 @@ void bm_run_say(const char *fmt, ...)
     int m = snprintf(line, sizeof(line), "bmrun: %.*s", n, buf);
     if (m > 0)
         bm_rte_proto_write_full(2, line, (size_t)m < sizeof(line) ? (size_t)m : sizeof(line) - 1);
+}
+
+void bm_run_strv_free(char **v)
+{
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+char **bm_run_strv_join(char *const *a, char *const *b)
+{
+    size_t n = 0, m = 0;
+    while (a && a[n])
+        n++;
+    while (b && b[m])
+        m++;
+    char **v = calloc(n + m + 1, sizeof(char *));
+    if (!v)
+        return NULL;
+    memcpy(v, a, n * sizeof(char *));
+    memcpy(v + n, b, m * sizeof(char *));
+    return v;
 }
