@@ -186,6 +186,8 @@ static void *srv_main(void *arg)
             srv.v2 = srv.version == 2;
         } else if (strcmp(cmd, "get_maxes") == 0) {
             srv_send("cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=40");
+        } else if (strcmp(cmd, "get_appnum") == 0) {
+            srv_send("cmd=appnum appnum=0");
         } else if (strcmp(cmd, "get_my_kvsname") == 0) {
             srv_send("cmd=my_kvsname kvsname=kvs_fake_0");
         } else if (strcmp(cmd, "fullinit") == 0) {
