@@ -704,6 +704,16 @@ BM_MPI_API int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts
                                        const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
                                        const int recvcounts[], const int rdispls[],
                                        MPI_Datatype recvtype, MPI_Comm comm);
+BM_MPI_API int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                                      const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                      void *recvbuf, const int recvcounts[],
+                                      const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                      MPI_Comm comm);
+BM_MPI_API int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                                       const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                       void *recvbuf, const int recvcounts[],
+                                       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                       MPI_Comm comm);
 /* group.c */
 BM_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
 BM_MPI_API int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group);
@@ -999,6 +1009,12 @@ BM_MPI_API int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const 
 BM_MPI_API int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
                               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+BM_MPI_API int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                             const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                             const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm);
+BM_MPI_API int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                              const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                              const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm);
 
 /* p2p.c (engineer pml) */
 BM_MPI_API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,

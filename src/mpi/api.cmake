@@ -15,5 +15,10 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/datatype_attr.c
     ${CMAKE_CURRENT_LIST_DIR}/datatype_pack.c
     ${CMAKE_CURRENT_LIST_DIR}/op.c
-    ${CMAKE_CURRENT_LIST_DIR}/coll.c
-    ${CMAKE_CURRENT_LIST_DIR}/coll_gather.c)
+    ${CMAKE_CURRENT_LIST_DIR}/coll_api.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_sched.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_select.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_bcast.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_reduce.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_gather.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_neighbor.c)

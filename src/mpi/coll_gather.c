@@ -1,413 +1,404 @@
-/* Collectives that move blocks without combining them: MPI_Gather(v),
- * MPI_Scatter(v), MPI_Allgather(v) and MPI_Alltoall(v), on the PML's
- * non-blocking calls in the communicator's collective context. Gather and
- * scatter are linear at the root with every transfer in flight at once
- * (their v variants need per-rank sizes anyway); allgather is a ring (p - 1
- * steps, each rank sends and receives every block once: bandwidth-optimal
- * for any p); alltoall is a pairwise exchange (step k sends to rank + k and
- * receives from rank - k, so no rank is ever the target of two senders).
- * Blocks are count * extent bytes at displacement * extent. */
-#include "mpi/mpi_internal.h"
-#include "pml/pml.h"
+/* Schedules of the collectives that move blocks without combining them
+ * (coll.h builders): gather(v), scatter(v), allgather(v), alltoall(v,w) and
+ * the neighbourhood exchanges.
+ *   - gather.linear / scatter.linear: the root exchanges with every rank, all
+ *     transfers in flight at once (any block sizes).
+ *   - gather.binomial / scatter.binomial: blocks travel up (down) a binomial
+ *     tree, subtrees forwarding their ranges in one message: small uniform
+ *     blocks on many ranks, where the root's p - 1 message latencies
+ *     dominate.
+ *   - allgather.ring: p - 1 steps, each rank passing on the block it received
+ *     in the step before: bandwidth-optimal for any p and block sizes.
+ *   - allgather.recursive_doubling: log2 p exchanges of doubling ranges
+ *     (uniform blocks, power-of-two p).
+ *   - allgather.bruck: log2 p steps for any p, then a local rotation (uniform
+ *     blocks): small blocks.
+ *   - alltoall.pairwise: step k sends to rank + k and receives from rank - k,
+ *     so no rank is ever the target of two senders: large blocks.
+ *   - alltoall.linear: every transfer posted at once: medium blocks, few
+ *     ranks.
+ *   - alltoall.bruck: log2 p steps, each packing the blocks whose index has
+ *     bit k set (uniform blocks): small blocks on many ranks.
+ * In every algorithm a rank's own block is copied after its transfers were
+ * posted, so the copy overlaps them. */
+#include "mpi/coll.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-int bm_mpi_coll_irecv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag,
-                      struct bm_pml_request **req_out, const char *fn)
+static void copy_block(struct bm_mpi_sched *s, int sbuf, ptrdiff_t soff, int dbuf, ptrdiff_t doff,
+                       size_t bytes)
 {
-    bm_status_t st = bm_pml_irecv(buf, bytes, comm->context_id + 1, peer, tag, req_out);
-
-    if (st != BM_OK)
-        return bm_mpi_error(comm, bm_mpi_class_of_status(st), fn,
-                            "posting a receive from rank %d failed: %s", peer, bm_status_str(st));
-    return MPI_SUCCESS;
+    bm_mpi_sched_copy(s, sbuf, soff, dbuf, doff, bytes);
 }
 
-int bm_mpi_coll_irecv_wait(MPI_Comm comm, struct bm_pml_request *req, size_t bytes, int peer,
-                           const char *fn)
+/* ---- gather / scatter --------------------------------------------------------- */
+
+static void gather_linear(struct bm_mpi_sched *s, MPI_Comm comm, size_t sbytes, bool in_place,
+                          const struct bm_coll_layout *rl, int root)
 {
-    struct bm_pml_status status;
-
-    bm_pml_request_wait(req, &status);
-    bm_pml_request_free(req);
-    if (status.error == BM_ERR_TRUNCATE || (status.error == BM_OK && status.count != bytes))
-        return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
-                            "rank %d sent %s than the %zu bytes expected: the ranks called %s "
-                            "with different counts or datatypes",
-                            peer, status.error == BM_ERR_TRUNCATE ? "more" : "fewer", bytes, fn);
-    if (status.error != BM_OK)
-        return bm_mpi_error(comm, bm_mpi_class_of_status(status.error), fn,
-                            "receiving from rank %d failed: %s", peer, bm_status_str(status.error));
-    return MPI_SUCCESS;
-}
-
-/* Offset of block i in a buffer described by counts/displacements (NULL
- * displs: blocks of counts[0] elements back to back). */
-static ptrdiff_t block_offset(MPI_Datatype dt, const int *counts, const int *displs, int i)
-{
-    return displs ? (ptrdiff_t)displs[i] * dt->extent
-                  : (ptrdiff_t)i * (ptrdiff_t)bm_mpi_type_bytes(dt, counts[0]);
-}
-
-static char *block_at(const void *buf, MPI_Datatype dt, const int *counts, const int *displs, int i)
-{
-    return (char *)buf + block_offset(dt, counts, displs, i);
-}
-
-static size_t block_bytes(MPI_Datatype dt, const int *counts, const int *displs, int i)
-{
-    return bm_mpi_type_bytes(dt, displs ? counts[i] : counts[0]);
-}
-
-/* Root receives every rank's block; with displs, block i is counts[i]
- * elements at displs[i]; without, counts[0] elements at i * counts[0]. */
-static int gather_linear(const void *sendbuf, size_t sbytes, void *recvbuf, MPI_Datatype rtype,
-                         const int *rcounts, const int *displs, int root, MPI_Comm comm,
-                         const char *fn)
-{
-    struct bm_pml_request **reqs;
-    int rc = MPI_SUCCESS;
-
     if (comm->rank != root) {
-        struct bm_pml_request *req;
-        if ((rc = bm_mpi_coll_isend(comm, sendbuf, sbytes, root, BM_MPI_COLL_TAG_GATHER, &req, fn)))
-            return rc;
-        return bm_mpi_coll_wait(comm, req, root, fn);
+        bm_mpi_sched_send(s, root, BM_SCHED_SBUF, 0, sbytes, 0);
+        bm_mpi_sched_round(s);
+        return;
     }
-    if (sendbuf != MPI_IN_PLACE)
-        memmove(block_at(recvbuf, rtype, rcounts, displs, root), sendbuf,
-                block_bytes(rtype, rcounts, displs, root));
-    reqs = calloc((size_t)comm->size, sizeof(*reqs));
-    if (reqs == NULL)
-        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
-    for (int i = 0; i < comm->size && rc == MPI_SUCCESS; i++)
+    for (int i = 0; i < comm->size; i++)
         if (i != root)
-            rc = bm_mpi_coll_irecv(comm, block_at(recvbuf, rtype, rcounts, displs, i),
-                                   block_bytes(rtype, rcounts, displs, i), i,
-                                   BM_MPI_COLL_TAG_GATHER, &reqs[i], fn);
-    for (int i = 0; i < comm->size; i++) {
-        if (reqs[i] == NULL)
-            continue;
-        if (rc == MPI_SUCCESS)
-            rc = bm_mpi_coll_irecv_wait(comm, reqs[i], block_bytes(rtype, rcounts, displs, i), i,
-                                        fn);
-        else
-            bm_pml_request_free(reqs[i]);
-    }
-    free(reqs);
-    return rc;
+            bm_mpi_sched_recv(s, i, rl->buf, bm_coll_block_off(rl, i), bm_coll_block_bytes(rl, i),
+                              0);
+    if (!in_place)
+        copy_block(s, BM_SCHED_SBUF, 0, rl->buf, bm_coll_block_off(rl, root),
+                   bm_coll_block_bytes(rl, root));
+    bm_mpi_sched_round(s);
 }
 
-static int scatter_linear(const void *sendbuf, MPI_Datatype stype, const int *scounts,
-                          const int *displs, void *recvbuf, size_t rbytes, int root, MPI_Comm comm,
-                          const char *fn)
+/* Size of rel rank's subtree in a binomial tree of size ranks. */
+static int subtree(int rel, int size)
 {
-    struct bm_pml_request **reqs;
-    int rc = MPI_SUCCESS;
-
-    if (comm->rank != root)
-        return bm_mpi_coll_recv(comm, recvbuf, rbytes, root, BM_MPI_COLL_TAG_SCATTER, fn);
-    reqs = calloc((size_t)comm->size, sizeof(*reqs));
-    if (reqs == NULL)
-        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
-    for (int i = 0; i < comm->size && rc == MPI_SUCCESS; i++)
-        if (i != root)
-            rc = bm_mpi_coll_isend(comm, block_at(sendbuf, stype, scounts, displs, i),
-                                   block_bytes(stype, scounts, displs, i), i,
-                                   BM_MPI_COLL_TAG_SCATTER, &reqs[i], fn);
-    if (rc == MPI_SUCCESS && recvbuf != MPI_IN_PLACE)
-        memmove(recvbuf, block_at(sendbuf, stype, scounts, displs, root),
-                block_bytes(stype, scounts, displs, root));
-    for (int i = 0; i < comm->size; i++) {
-        if (reqs[i] == NULL)
-            continue;
-        if (rc == MPI_SUCCESS)
-            rc = bm_mpi_coll_wait(comm, reqs[i], i, fn);
-        else
-            bm_pml_request_free(reqs[i]);
-    }
-    free(reqs);
-    return rc;
+    int mask = 1;
+    while (mask < size && !(rel & mask))
+        mask <<= 1;
+    return rel + mask < size ? mask : size - rel;
 }
 
-/* Ring: at step k each rank passes on the block it received at step k - 1. */
-static int allgather_ring(const void *sendbuf, void *recvbuf, MPI_Datatype rtype,
-                          const int *rcounts, const int *displs, MPI_Comm comm, const char *fn)
+/* Uniform blocks of bsz bytes. Each rank gathers its subtree's blocks, in
+ * relative order, into scratch (the root into the output directly when it
+ * is rank 0; otherwise it rotates at the end), and sends them up at once. */
+static void gather_binomial(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+                            const struct bm_coll_layout *rl, size_t bsz, int root)
+{
+    int size = comm->size, rel = (comm->rank - root + size) % size, n = subtree(rel, size);
+    bool direct = comm->rank == root && root == 0;
+    int buf = direct ? rl->buf : BM_SCHED_TMP;
+    ptrdiff_t base = direct ? rl->base : 0;
+
+    if (n == 1 && rel != 0) { /* a leaf sends its own block */
+        bm_mpi_sched_send(s, (rel - (rel & -rel) + root) % size, BM_SCHED_SBUF, 0, bsz, 0);
+        bm_mpi_sched_round(s);
+        return;
+    }
+    if (!direct)
+        bm_mpi_sched_tmp(s, (size_t)n * bsz);
+    for (int mask = 1; mask < n; mask <<= 1) {
+        int child = rel + mask;
+        int cn = subtree(child, size);
+        bm_mpi_sched_recv(s, (child + root) % size, buf, base + (ptrdiff_t)((size_t)mask * bsz),
+                          (size_t)cn * bsz, 0);
+    }
+    if (comm->rank != root || !in_place)
+        copy_block(s, comm->rank == root && in_place ? rl->buf : BM_SCHED_SBUF,
+                   comm->rank == root && in_place ? bm_coll_block_off(rl, root) : 0, buf, base,
+                   bsz);
+    bm_mpi_sched_round(s);
+    if (rel != 0) {
+        bm_mpi_sched_send(s, (rel - (rel & -rel) + root) % size, BM_SCHED_TMP, 0, (size_t)n * bsz,
+                          0);
+    } else if (!direct) {
+        /* relative block i is rank (i + root) % size */
+        size_t first = (size_t)(size - root) * bsz;
+        copy_block(s, BM_SCHED_TMP, 0, rl->buf, bm_coll_block_off(rl, root), first);
+        copy_block(s, BM_SCHED_TMP, (ptrdiff_t)first, rl->buf, rl->base, (size_t)root * bsz);
+    }
+    bm_mpi_sched_round(s);
+}
+
+void bm_coll_build_gather(struct bm_mpi_sched *s, MPI_Comm comm, size_t sbytes, bool in_place,
+                          const struct bm_coll_layout *rl, int root, int alg)
+{
+    if (alg == BM_ALG_GATHER_BINOMIAL && rl->counts == NULL && rl->offs == NULL)
+        gather_binomial(s, comm, in_place, rl,
+                        comm->rank == root ? bm_coll_block_bytes(rl, root) : sbytes, root);
+    else
+        gather_linear(s, comm, sbytes, in_place, rl, root);
+}
+
+static void scatter_linear(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
+                           size_t rbytes, bool in_place, int root)
+{
+    if (comm->rank != root) {
+        bm_mpi_sched_recv(s, root, BM_SCHED_RBUF, 0, rbytes, 0);
+        bm_mpi_sched_round(s);
+        return;
+    }
+    /* Start with the rank after the root so that not every scatter in a
+     * sequence of them hits rank 0 first. */
+    for (int k = 1; k < comm->size; k++) {
+        int i = (root + k) % comm->size;
+        bm_mpi_sched_send(s, i, sl->buf, bm_coll_block_off(sl, i), bm_coll_block_bytes(sl, i), 0);
+    }
+    if (!in_place)
+        copy_block(s, sl->buf, bm_coll_block_off(sl, root), BM_SCHED_RBUF, 0,
+                   bm_coll_block_bytes(sl, root));
+    bm_mpi_sched_round(s);
+}
+
+static void scatter_binomial(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
+                             size_t bsz, bool in_place, int root)
+{
+    int size = comm->size, rel = (comm->rank - root + size) % size, n = subtree(rel, size);
+    int buf = BM_SCHED_TMP;
+    ptrdiff_t base = 0;
+
+    if (n == 1 && rel != 0) {
+        bm_mpi_sched_recv(s, (rel - (rel & -rel) + root) % size, BM_SCHED_RBUF, 0, bsz, 0);
+        bm_mpi_sched_round(s);
+        return;
+    }
+    if (rel == 0 && root == 0) {
+        buf = sl->buf;
+        base = sl->base;
+    } else {
+        bm_mpi_sched_tmp(s, (size_t)n * bsz);
+    }
+    if (rel != 0) {
+        bm_mpi_sched_recv(s, (rel - (rel & -rel) + root) % size, BM_SCHED_TMP, 0, (size_t)n * bsz,
+                          0);
+        bm_mpi_sched_round(s);
+    } else if (root != 0) {
+        /* relative order in scratch: rank (i + root) % size at block i */
+        size_t first = (size_t)(size - root) * bsz;
+        copy_block(s, sl->buf, bm_coll_block_off(sl, root), BM_SCHED_TMP, 0, first);
+        copy_block(s, sl->buf, sl->base, BM_SCHED_TMP, (ptrdiff_t)first, (size_t)root * bsz);
+    }
+    /* Largest subtree first. */
+    int top = 1;
+    while (top * 2 < n)
+        top *= 2;
+    for (int mask = top; mask >= 1; mask >>= 1) {
+        int child = rel + mask;
+        if (mask < n)
+            bm_mpi_sched_send(s, (child + root) % size, buf, base + (ptrdiff_t)((size_t)mask * bsz),
+                              (size_t)subtree(child, size) * bsz, 0);
+    }
+    if (!(rel == 0 && in_place))
+        copy_block(s, buf, base, BM_SCHED_RBUF, 0, bsz);
+    bm_mpi_sched_round(s);
+}
+
+void bm_coll_build_scatter(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
+                           size_t rbytes, bool in_place, int root, int alg)
+{
+    if (alg == BM_ALG_SCATTER_BINOMIAL && sl->counts == NULL && sl->offs == NULL)
+        scatter_binomial(s, comm, sl, comm->rank == root ? bm_coll_block_bytes(sl, root) : rbytes,
+                         in_place, root);
+    else
+        scatter_linear(s, comm, sl, rbytes, in_place, root);
+}
+
+/* ---- allgather ---------------------------------------------------------------- */
+
+static void allgather_ring(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+                           const struct bm_coll_layout *rl)
 {
     int size = comm->size, rank = comm->rank;
     int right = (rank + 1) % size, left = (rank - 1 + size) % size;
 
-    if (sendbuf != MPI_IN_PLACE)
-        memmove(block_at(recvbuf, rtype, rcounts, displs, rank), sendbuf,
-                block_bytes(rtype, rcounts, displs, rank));
     for (int k = 0; k < size - 1; k++) {
-        int sblock = (rank - k + size) % size, rblock = (rank - k - 1 + size) % size;
-        int rc = bm_mpi_coll_sendrecv(comm, block_at(recvbuf, rtype, rcounts, displs, sblock),
-                                      block_bytes(rtype, rcounts, displs, sblock), right,
-                                      block_at(recvbuf, rtype, rcounts, displs, rblock),
-                                      block_bytes(rtype, rcounts, displs, rblock), left,
-                                      BM_MPI_COLL_TAG_ALLGATHER, fn);
-        if (rc)
-            return rc;
+        int sb = (rank - k + size) % size, rb = (rank - k - 1 + size) % size;
+        bm_mpi_sched_recv(s, left, rl->buf, bm_coll_block_off(rl, rb), bm_coll_block_bytes(rl, rb),
+                          0);
+        if (k == 0 && !in_place)
+            bm_mpi_sched_send(s, right, BM_SCHED_SBUF, 0, bm_coll_block_bytes(rl, sb), 0);
+        else
+            bm_mpi_sched_send(s, right, rl->buf, bm_coll_block_off(rl, sb),
+                              bm_coll_block_bytes(rl, sb), 0);
+        if (k == 0 && !in_place)
+            copy_block(s, BM_SCHED_SBUF, 0, rl->buf, bm_coll_block_off(rl, rank),
+                       bm_coll_block_bytes(rl, rank));
+        bm_mpi_sched_round(s);
     }
-    return MPI_SUCCESS;
+    if (size == 1 && !in_place)
+        copy_block(s, BM_SCHED_SBUF, 0, rl->buf, bm_coll_block_off(rl, 0),
+                   bm_coll_block_bytes(rl, 0));
 }
 
-static int alltoall_pairwise(const void *sendbuf, MPI_Datatype stype, const int *scounts,
-                             const int *sdispls, void *recvbuf, MPI_Datatype rtype,
-                             const int *rcounts, const int *rdispls, MPI_Comm comm, const char *fn)
+/* Power-of-two sizes, uniform blocks: after the step with distance mask each
+ * rank holds the blocks of its aligned group of 2 * mask ranks. */
+static void allgather_doubling(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+                               const struct bm_coll_layout *rl)
+{
+    size_t bsz = bm_coll_block_bytes(rl, 0);
+    int rank = comm->rank;
+
+    if (!in_place)
+        copy_block(s, BM_SCHED_SBUF, 0, rl->buf, bm_coll_block_off(rl, rank), bsz);
+    for (int mask = 1; mask < comm->size; mask <<= 1) {
+        int peer = rank ^ mask, mine = rank & ~(mask - 1), theirs = peer & ~(mask - 1);
+        bm_mpi_sched_recv(s, peer, rl->buf, bm_coll_block_off(rl, theirs), (size_t)mask * bsz, 0);
+        bm_mpi_sched_send(s, peer, rl->buf, bm_coll_block_off(rl, mine), (size_t)mask * bsz, 0);
+        bm_mpi_sched_round(s);
+    }
+}
+
+/* Bruck: scratch block i holds rank (rank + i)'s block; step k receives the
+ * blocks i in [2^k, 2^(k+1)) from rank + 2^k; a rotation puts them in
+ * place. Uniform blocks, any p. */
+static void allgather_bruck(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+                            const struct bm_coll_layout *rl)
+{
+    size_t bsz = bm_coll_block_bytes(rl, 0);
+    int size = comm->size, rank = comm->rank;
+
+    bm_mpi_sched_tmp(s, (size_t)size * bsz);
+    copy_block(s, in_place ? rl->buf : BM_SCHED_SBUF, in_place ? bm_coll_block_off(rl, rank) : 0,
+               BM_SCHED_TMP, 0, bsz);
+    for (int dist = 1; dist < size; dist <<= 1) {
+        int n = dist < size - dist ? dist : size - dist;
+        bm_mpi_sched_recv(s, (rank + dist) % size, BM_SCHED_TMP, (ptrdiff_t)((size_t)dist * bsz),
+                          (size_t)n * bsz, 0);
+        bm_mpi_sched_send(s, (rank - dist + size) % size, BM_SCHED_TMP, 0, (size_t)n * bsz, 0);
+        bm_mpi_sched_round(s);
+    }
+    /* scratch [0, size - rank) -> output from block rank; the rest -> from block 0 */
+    copy_block(s, BM_SCHED_TMP, 0, rl->buf, bm_coll_block_off(rl, rank),
+               (size_t)(size - rank) * bsz);
+    copy_block(s, BM_SCHED_TMP, (ptrdiff_t)((size_t)(size - rank) * bsz), rl->buf,
+               bm_coll_block_off(rl, 0), (size_t)rank * bsz);
+    bm_mpi_sched_round(s);
+}
+
+void bm_coll_build_allgather(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+                             const struct bm_coll_layout *rl, int alg)
+{
+    bool uniform = rl->counts == NULL && rl->offs == NULL;
+    bool pof2 = (comm->size & (comm->size - 1)) == 0;
+
+    if (alg == BM_ALG_ALLGATHER_RECURSIVE_DOUBLING && uniform && pof2)
+        allgather_doubling(s, comm, in_place, rl);
+    else if (alg == BM_ALG_ALLGATHER_BRUCK && uniform)
+        allgather_bruck(s, comm, in_place, rl);
+    else
+        allgather_ring(s, comm, in_place, rl);
+}
+
+/* ---- alltoall ----------------------------------------------------------------- */
+
+static void alltoall_pairwise(struct bm_mpi_sched *s, MPI_Comm comm,
+                              const struct bm_coll_layout *sl, const struct bm_coll_layout *rl)
 {
     int size = comm->size, rank = comm->rank;
 
-    memmove(block_at(recvbuf, rtype, rcounts, rdispls, rank),
-            block_at(sendbuf, stype, scounts, sdispls, rank),
-            block_bytes(stype, scounts, sdispls, rank));
     for (int k = 1; k < size; k++) {
         int dst = (rank + k) % size, src = (rank - k + size) % size;
-        int rc = bm_mpi_coll_sendrecv(comm, block_at(sendbuf, stype, scounts, sdispls, dst),
-                                      block_bytes(stype, scounts, sdispls, dst), dst,
-                                      block_at(recvbuf, rtype, rcounts, rdispls, src),
-                                      block_bytes(rtype, rcounts, rdispls, src), src,
-                                      BM_MPI_COLL_TAG_ALLTOALL, fn);
-        if (rc)
-            return rc;
+        bm_mpi_sched_recv(s, src, rl->buf, bm_coll_block_off(rl, src), bm_coll_block_bytes(rl, src),
+                          0);
+        bm_mpi_sched_send(s, dst, sl->buf, bm_coll_block_off(sl, dst), bm_coll_block_bytes(sl, dst),
+                          0);
+        if (k == 1)
+            copy_block(s, sl->buf, bm_coll_block_off(sl, rank), rl->buf,
+                       bm_coll_block_off(rl, rank), bm_coll_block_bytes(sl, rank));
+        bm_mpi_sched_round(s);
     }
-    return MPI_SUCCESS;
+    if (size == 1)
+        copy_block(s, sl->buf, bm_coll_block_off(sl, 0), rl->buf, bm_coll_block_off(rl, 0),
+                   bm_coll_block_bytes(sl, 0));
 }
 
-/* ---- Argument checks shared by the family ------------------------------- */
-
-static int check_side(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, const char *fn)
+static void alltoall_linear(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
+                            const struct bm_coll_layout *rl)
 {
-    int rc;
+    int size = comm->size, rank = comm->rank;
 
-    if ((rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
-        (rc = bm_mpi_check_buffer(comm, buf, count, dt, fn)))
-        return rc;
-    return MPI_SUCCESS;
-}
-
-static int check_counts(MPI_Comm comm, const void *buf, const int *counts, const int *displs,
-                        MPI_Datatype dt, const char *fn)
-{
-    int rc;
-
-    if (counts == NULL || displs == NULL)
-        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL counts or displacements array");
-    if ((rc = bm_mpi_check_datatype(comm, dt, fn)))
-        return rc;
-    for (int i = 0; i < comm->size; i++)
-        if ((rc = bm_mpi_check_count(comm, counts[i], fn)) ||
-            (rc = bm_mpi_check_buffer(comm, buf, counts[i], dt, fn)))
-            return rc;
-    return MPI_SUCCESS;
-}
-
-static int check_start(MPI_Comm comm, const char *fn)
-{
-    int rc;
-
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
-        return rc;
-    return MPI_SUCCESS;
-}
-
-/* Gather and scatter: a valid root, and MPI_IN_PLACE (as the buffer named
- * arg) only at the root. */
-static int check_rooted(MPI_Comm comm, int root, const void *buf, const char *arg, const char *fn)
-{
-    int rc;
-
-    if ((rc = check_start(comm, fn)) || (rc = bm_mpi_check_root(comm, root, fn)))
-        return rc;
-    if (buf == MPI_IN_PLACE && comm->rank != root)
-        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
-                            "MPI_IN_PLACE as %s is valid only at the root (rank %d)", arg, root);
-    return MPI_SUCCESS;
-}
-
-/* Allgather and alltoall: both sides valid and their blocks the same size. */
-static int check_uniform(MPI_Comm comm, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                         const void *recvbuf, int recvcount, MPI_Datatype recvtype, const char *fn)
-{
-    int rc;
-
-    if ((rc = check_start(comm, fn)) ||
-        (sendbuf != MPI_IN_PLACE && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn))) ||
-        (rc = check_side(comm, recvbuf, recvcount, recvtype, fn)))
-        return rc;
-    if (sendbuf != MPI_IN_PLACE &&
-        bm_mpi_type_bytes(sendtype, sendcount) != bm_mpi_type_bytes(recvtype, recvcount))
-        return bm_mpi_error(
-            comm, MPI_ERR_TRUNCATE, fn, "send blocks of %zu bytes but receive blocks of %zu bytes",
-            bm_mpi_type_bytes(sendtype, sendcount), bm_mpi_type_bytes(recvtype, recvcount));
-    return MPI_SUCCESS;
-}
-
-/* ---- MPI functions ------------------------------------------------------ */
-
-int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    static const char fn[] = "MPI_Gather";
-    bool in_place = sendbuf == MPI_IN_PLACE;
-    int rc;
-
-    if ((rc = check_rooted(comm, root, sendbuf, "sendbuf", fn)))
-        return rc;
-    if ((!in_place && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn))) ||
-        (comm->rank == root && (rc = check_side(comm, recvbuf, recvcount, recvtype, fn))))
-        return rc;
-    return gather_linear(sendbuf, in_place ? 0 : bm_mpi_type_bytes(sendtype, sendcount), recvbuf,
-                         recvtype, &recvcount, NULL, root, comm, fn);
-}
-BM_MPI_ALIAS(Gather);
-
-int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                 MPI_Comm comm)
-{
-    static const char fn[] = "MPI_Gatherv";
-    bool in_place = sendbuf == MPI_IN_PLACE;
-    int rc;
-
-    if ((rc = check_rooted(comm, root, sendbuf, "sendbuf", fn)))
-        return rc;
-    if ((!in_place && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn))) ||
-        (comm->rank == root &&
-         (rc = check_counts(comm, recvbuf, recvcounts, displs, recvtype, fn))))
-        return rc;
-    return gather_linear(sendbuf, in_place ? 0 : bm_mpi_type_bytes(sendtype, sendcount), recvbuf,
-                         recvtype, recvcounts, displs, root, comm, fn);
-}
-BM_MPI_ALIAS(Gatherv);
-
-int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    static const char fn[] = "MPI_Scatter";
-    bool in_place = recvbuf == MPI_IN_PLACE;
-    int rc;
-
-    if ((rc = check_rooted(comm, root, recvbuf, "recvbuf", fn)))
-        return rc;
-    if ((comm->rank == root && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn))) ||
-        (!in_place && (rc = check_side(comm, recvbuf, recvcount, recvtype, fn))))
-        return rc;
-    return scatter_linear(sendbuf, sendtype, &sendcount, NULL, recvbuf,
-                          in_place ? 0 : bm_mpi_type_bytes(recvtype, recvcount), root, comm, fn);
-}
-BM_MPI_ALIAS(Scatter);
-
-int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                  int root, MPI_Comm comm)
-{
-    static const char fn[] = "MPI_Scatterv";
-    bool in_place = recvbuf == MPI_IN_PLACE;
-    int rc;
-
-    if ((rc = check_rooted(comm, root, recvbuf, "recvbuf", fn)))
-        return rc;
-    if ((comm->rank == root &&
-         (rc = check_counts(comm, sendbuf, sendcounts, displs, sendtype, fn))) ||
-        (!in_place && (rc = check_side(comm, recvbuf, recvcount, recvtype, fn))))
-        return rc;
-    return scatter_linear(sendbuf, sendtype, sendcounts, displs, recvbuf,
-                          in_place ? 0 : bm_mpi_type_bytes(recvtype, recvcount), root, comm, fn);
-}
-BM_MPI_ALIAS(Scatterv);
-
-int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    static const char fn[] = "MPI_Allgather";
-    int rc;
-
-    if ((rc = check_uniform(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, fn)))
-        return rc;
-    return allgather_ring(sendbuf, recvbuf, recvtype, &recvcount, NULL, comm, fn);
-}
-BM_MPI_ALIAS(Allgather);
-
-int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                    MPI_Comm comm)
-{
-    static const char fn[] = "MPI_Allgatherv";
-    int rc;
-
-    if ((rc = check_start(comm, fn)) ||
-        (sendbuf != MPI_IN_PLACE && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn))) ||
-        (rc = check_counts(comm, recvbuf, recvcounts, displs, recvtype, fn)))
-        return rc;
-    if (sendbuf != MPI_IN_PLACE && bm_mpi_type_bytes(sendtype, sendcount) !=
-                                       bm_mpi_type_bytes(recvtype, recvcounts[comm->rank]))
-        return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
-                            "send block of %zu bytes but recvcounts[%d] gives %zu bytes",
-                            bm_mpi_type_bytes(sendtype, sendcount), comm->rank,
-                            bm_mpi_type_bytes(recvtype, recvcounts[comm->rank]));
-    return allgather_ring(sendbuf, recvbuf, recvtype, recvcounts, displs, comm, fn);
-}
-BM_MPI_ALIAS(Allgatherv);
-
-/* MPI_IN_PLACE for alltoall: the data to send is in recvbuf, described by
- * the receive arguments; send from a copy. */
-static int alltoall_run(const void *sendbuf, MPI_Datatype stype, const int *scounts,
-                        const int *sdispls, void *recvbuf, MPI_Datatype rtype, const int *rcounts,
-                        const int *rdispls, MPI_Comm comm, const char *fn)
-{
-    ptrdiff_t lo = 0, hi = 0;
-    char *copy;
-    int rc;
-
-    if (sendbuf != MPI_IN_PLACE)
-        return alltoall_pairwise(sendbuf, stype, scounts, sdispls, recvbuf, rtype, rcounts, rdispls,
-                                 comm, fn);
-    /* Copy the span of every block (displacements may be negative). */
-    for (int i = 0; i < comm->size; i++) {
-        ptrdiff_t off = block_offset(rtype, rcounts, rdispls, i);
-        ptrdiff_t end = off + (ptrdiff_t)block_bytes(rtype, rcounts, rdispls, i);
-        lo = off < lo ? off : lo;
-        hi = end > hi ? end : hi;
+    for (int k = 1; k < size; k++) {
+        int src = (rank - k + size) % size;
+        bm_mpi_sched_recv(s, src, rl->buf, bm_coll_block_off(rl, src), bm_coll_block_bytes(rl, src),
+                          0);
     }
-    copy = malloc(hi - lo > 0 ? (size_t)(hi - lo) : 1);
-    if (copy == NULL)
-        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate %td bytes", hi - lo);
-    memcpy(copy, (char *)recvbuf + lo, (size_t)(hi - lo));
-    rc = alltoall_pairwise(copy - lo, rtype, rcounts, rdispls, recvbuf, rtype, rcounts, rdispls,
-                           comm, fn);
-    free(copy);
-    return rc;
+    for (int k = 1; k < size; k++) {
+        int dst = (rank + k) % size;
+        bm_mpi_sched_send(s, dst, sl->buf, bm_coll_block_off(sl, dst), bm_coll_block_bytes(sl, dst),
+                          0);
+    }
+    copy_block(s, sl->buf, bm_coll_block_off(sl, rank), rl->buf, bm_coll_block_off(rl, rank),
+               bm_coll_block_bytes(sl, rank));
+    bm_mpi_sched_round(s);
 }
 
-int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+/* Bruck's alltoall (uniform blocks of bsz): work block i starts as the
+ * block for rank + i; step k sends the blocks whose index has bit k set to
+ * rank + 2^k, packed, and receives the same positions from rank - 2^k;
+ * at the end work block i came from rank - i. Scratch: work, two packs. */
+static void alltoall_bruck(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
+                           const struct bm_coll_layout *rl, size_t tmp0)
 {
-    static const char fn[] = "MPI_Alltoall";
-    int rc;
+    size_t bsz = bm_coll_block_bytes(rl, 0);
+    int size = comm->size, rank = comm->rank;
+    size_t work = tmp0, spack = work + (size_t)size * bsz, rpack = spack + (size_t)size * bsz;
 
-    if ((rc = check_uniform(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, fn)))
-        return rc;
-    return alltoall_run(sendbuf, sendtype, &sendcount, NULL, recvbuf, recvtype, &recvcount, NULL,
-                        comm, fn);
+    bm_mpi_sched_tmp(s, rpack + (size_t)size * bsz);
+    copy_block(s, sl->buf, bm_coll_block_off(sl, rank), BM_SCHED_TMP, (ptrdiff_t)work,
+               (size_t)(size - rank) * bsz);
+    copy_block(s, sl->buf, bm_coll_block_off(sl, 0), BM_SCHED_TMP,
+               (ptrdiff_t)(work + (size_t)(size - rank) * bsz), (size_t)rank * bsz);
+    for (int dist = 1; dist < size; dist <<= 1) {
+        int n = 0;
+        for (int i = 1; i < size; i++)
+            if (i & dist)
+                copy_block(s, BM_SCHED_TMP, (ptrdiff_t)(work + (size_t)i * bsz), BM_SCHED_TMP,
+                           (ptrdiff_t)(spack + (size_t)n++ * bsz), bsz);
+        bm_mpi_sched_recv(s, (rank - dist + size) % size, BM_SCHED_TMP, (ptrdiff_t)rpack,
+                          (size_t)n * bsz, 0);
+        bm_mpi_sched_send(s, (rank + dist) % size, BM_SCHED_TMP, (ptrdiff_t)spack, (size_t)n * bsz,
+                          0);
+        bm_mpi_sched_round(s);
+        n = 0;
+        for (int i = 1; i < size; i++)
+            if (i & dist)
+                copy_block(s, BM_SCHED_TMP, (ptrdiff_t)(rpack + (size_t)n++ * bsz), BM_SCHED_TMP,
+                           (ptrdiff_t)(work + (size_t)i * bsz), bsz);
+    }
+    for (int i = 0; i < size; i++)
+        copy_block(s, BM_SCHED_TMP, (ptrdiff_t)(work + (size_t)i * bsz), rl->buf,
+                   bm_coll_block_off(rl, (rank - i + size) % size), bsz);
+    bm_mpi_sched_round(s);
 }
-BM_MPI_ALIAS(Alltoall);
 
-int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+void bm_coll_build_alltoall(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
+                            const struct bm_coll_layout *rl, int alg)
 {
-    static const char fn[] = "MPI_Alltoallv";
-    int rc;
+    struct bm_coll_layout copy = *sl;
+    size_t tmp0 = 0;
 
-    if ((rc = check_start(comm, fn)) ||
-        (sendbuf != MPI_IN_PLACE &&
-         (rc = check_counts(comm, sendbuf, sendcounts, sdispls, sendtype, fn))) ||
-        (rc = check_counts(comm, recvbuf, recvcounts, rdispls, recvtype, fn)))
-        return rc;
-    return alltoall_run(sendbuf, sendtype, sendcounts, sdispls, recvbuf, recvtype, recvcounts,
-                        rdispls, comm, fn);
+    if (sl->buf == BM_SCHED_RBUF) {
+        /* In place: the data to send is in the output; send from a copy of
+         * the span of every block (displacements may be negative). */
+        ptrdiff_t lo = 0, hi = 0;
+        for (int i = 0; i < comm->size; i++) {
+            ptrdiff_t off = bm_coll_block_off(sl, i),
+                      end = off + (ptrdiff_t)bm_coll_block_bytes(sl, i);
+            if (i == 0 || off < lo)
+                lo = off;
+            if (i == 0 || end > hi)
+                hi = end;
+        }
+        bm_mpi_sched_tmp(s, (size_t)(hi - lo));
+        copy_block(s, BM_SCHED_RBUF, lo, BM_SCHED_TMP, 0, (size_t)(hi - lo));
+        bm_mpi_sched_round(s);
+        copy.buf = BM_SCHED_TMP;
+        copy.base = sl->base - lo;
+        tmp0 = (size_t)(hi - lo);
+        sl = &copy;
+    }
+    if (alg == BM_ALG_ALLTOALL_BRUCK && sl->counts == NULL && sl->offs == NULL)
+        alltoall_bruck(s, comm, sl, rl, tmp0);
+    else if (alg == BM_ALG_ALLTOALL_LINEAR)
+        alltoall_linear(s, comm, sl, rl);
+    else
+        alltoall_pairwise(s, comm, sl, rl);
 }
-BM_MPI_ALIAS(Alltoallv);
+
+/* ---- neighbourhood ------------------------------------------------------------ */
+
+void bm_coll_build_neighbor(struct bm_mpi_sched *s, int nin, const int *in, const int *in_subtag,
+                            const struct bm_coll_layout *rl, int nout, const int *out,
+                            const int *out_subtag, const struct bm_coll_layout *sl)
+{
+    for (int i = 0; i < nin; i++)
+        if (in[i] != MPI_PROC_NULL)
+            bm_mpi_sched_recv(s, in[i], rl->buf, bm_coll_block_off(rl, i),
+                              bm_coll_block_bytes(rl, i), in_subtag ? in_subtag[i] : 0);
+    for (int j = 0; j < nout; j++)
+        if (out[j] != MPI_PROC_NULL)
+            bm_mpi_sched_send(s, out[j], sl->buf, bm_coll_block_off(sl, j),
+                              bm_coll_block_bytes(sl, j), out_subtag ? out_subtag[j] : 0);
+    bm_mpi_sched_round(s);
+}

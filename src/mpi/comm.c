@@ -254,6 +254,7 @@ void bm_mpi_comm_destroy(MPI_Comm comm)
     /* Only a failed MPI_Comm_dup leaves attributes here: their copies never
      * became visible, so their delete callbacks do not run. */
     bm_mpi_attr_drop_all(comm);
+    bm_mpi_coll_comm_free(comm);
     bm_mpi_cart_free(comm->cart);
     bm_mpi_graph_free(comm->graph);
     bm_mpi_errhandler_release(comm->errhandler);

@@ -127,6 +127,7 @@ int PMPI_Finalize(void)
     if ((rc = PMPI_Barrier(MPI_COMM_WORLD)))
         return rc;
     bm_pml_finalize();
+    bm_mpi_coll_finalize();
     bm_mpi_request_cache_fini();
     bm_mpi_comm_finalize();
     bm_mpi_errhandler_finalize();

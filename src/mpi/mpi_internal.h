@@ -119,6 +119,8 @@ struct bm_mpi_comm {
     struct bm_mpi_cart *cart;   /* Cartesian topology (topo.c), or NULL */
     struct bm_mpi_graph *graph; /* graph topology (topo_graph.c), or NULL */
     MPI_Info info;              /* hints (MPI_Comm_set_info), or MPI_INFO_NULL */
+    uint32_t coll_seq;             /* nonblocking/persistent collectives started (coll_sched.c) */
+    struct bm_mpi_coll_comm *coll; /* collective state (coll_select.c), made on first use */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;
 };
@@ -433,6 +435,13 @@ struct bm_mpi_graph *bm_mpi_graph_dup(const struct bm_mpi_graph *graph);
 void bm_mpi_graph_free(struct bm_mpi_graph *graph);
 /* MPI_GRAPH or MPI_DIST_GRAPH. */
 int bm_mpi_graph_kind(const struct bm_mpi_graph *graph);
+/* The in- and out-neighbours of a graph or Cartesian communicator (in the
+ * standard's order; Cartesian: per dimension the -1 then the +1 neighbour,
+ * MPI_PROC_NULL at open edges, *cart_out set). The caller frees *in_out
+ * (one block holding both lists). MPI_ERR_TOPOLOGY for a communicator
+ * without a topology, reported as fn. */
+int bm_mpi_topo_neighbors(MPI_Comm comm, int **in_out, int *nin, int **out_out, int *nout,
+                          bool *cart_out, const char *fn);
 
 /* ---- Attributes (attr.c) ----------------------------------------------- */
 
@@ -443,22 +452,12 @@ int bm_mpi_attr_delete_all(MPI_Comm comm, const char *fn);
 /* Drop every attribute of comm without calling delete callbacks. */
 void bm_mpi_attr_drop_all(MPI_Comm comm);
 
-/* ---- Collectives (coll.c, coll_gather.c) -------------------------------- */
+/* ---- Collectives (coll_*.c) --------------------------------------------- */
 
-/* Tags in the collective context, one per algorithm, so that a mismatch
- * between ranks (one calls MPI_Bcast, another MPI_Barrier) shows up as a
- * hang in a named collective rather than as silently wrong data. */
+/* Tags in the collective context (context_id + 1) are the schedule
+ * engine's (coll_sched.c: below bit 29), except those with one of these
+ * bits. */
 enum bm_mpi_coll_tag {
-    BM_MPI_COLL_TAG_BARRIER = 1,
-    BM_MPI_COLL_TAG_BCAST,
-    BM_MPI_COLL_TAG_REDUCE,
-    BM_MPI_COLL_TAG_ALLREDUCE,
-    BM_MPI_COLL_TAG_GATHER,
-    BM_MPI_COLL_TAG_SCATTER,
-    BM_MPI_COLL_TAG_ALLGATHER,
-    BM_MPI_COLL_TAG_ALLTOALL,
-    BM_MPI_COLL_TAG_SCAN,
-    BM_MPI_COLL_TAG_NEIGHBOR,
     /* MPI_Comm_create_group: this bit plus the low 30 bits of the user's tag. */
     BM_MPI_COLL_TAG_GROUP_BASE = 0x40000000,
     /* Inter-communicator set-up between the two leaders: this bit plus the
@@ -467,10 +466,12 @@ enum bm_mpi_coll_tag {
 };
 
 struct bm_pml_request;
+struct bm_mpi_coll_comm;
 
-/* Point-to-point steps of the collective algorithms, on comm's collective
- * context; peers are ranks in comm. Failures are reported as fn (through
- * the communicator's error handler) and return the class. */
+/* Point-to-point steps outside the schedule engine (MPI_Comm_create_group),
+ * on comm's collective context; peers are ranks in comm. Failures are
+ * reported as fn (through the communicator's error handler) and return the
+ * class. */
 int bm_mpi_coll_isend(MPI_Comm comm, const void *buf, size_t bytes, int peer, int tag,
                       struct bm_pml_request **req_out, const char *fn);
 /* Start a receive that must bring exactly bytes from peer; complete it with
@@ -488,10 +489,10 @@ int bm_mpi_coll_recv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag, 
 int bm_mpi_coll_sendrecv(MPI_Comm comm, const void *sbuf, size_t sbytes, int dst, void *rbuf,
                          size_t rbytes, int src, int tag, const char *fn);
 
-/* The algorithms behind MPI_Barrier, MPI_Bcast and MPI_Allreduce, for the
- * library's own use (communicator creation, finalize). Arguments are
- * trusted; failures are reported as fn and return the class. They run on the
- * communicator's collective context (context_id + 1). */
+/* MPI_Barrier, MPI_Bcast and MPI_Allreduce for the library's own use
+ * (communicator creation, finalize): the same algorithms as the MPI
+ * functions. Arguments are trusted; failures are reported as fn and return
+ * the class. */
 int bm_mpi_coll_barrier(MPI_Comm comm, const char *fn);
 int bm_mpi_coll_bcast(void *buf, size_t bytes, int root, MPI_Comm comm, const char *fn);
 /* sendbuf may be MPI_IN_PLACE (the data is in recvbuf). */
@@ -500,6 +501,12 @@ int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
 /* recvbuf receives comm->size blocks of bytes, in rank order. */
 int bm_mpi_coll_allgather_bytes(const void *sendbuf, void *recvbuf, size_t bytes, MPI_Comm comm,
                                 const char *fn);
+/* Release the collective state of comm (cached schedules); called when the
+ * communicator is destroyed. */
+void bm_mpi_coll_comm_free(MPI_Comm comm);
+/* Release the predefined communicators' collective state and the scratch
+ * memory kept (MPI_Finalize). */
+void bm_mpi_coll_finalize(void);
 
 /* ---- Datatypes (datatype.c) -------------------------------------------- */
 

@@ -1,14 +1,11 @@
-/* Graph process topologies and neighborhood collectives: MPI_Graph_create
- * (the whole graph given on every process), MPI_Dist_graph_create_adjacent
- * (each process gives its own in- and out-neighbours, optionally weighted),
- * MPI_Dist_graph_create (any process may give any edge; an alltoall tells
- * each process its neighbours, in the order of the ranks that gave them),
- * their queries, and MPI_Neighbor_allgather(v) / MPI_Neighbor_alltoall(v)
- * on graph and Cartesian communicators. Ranks are never reordered. A
- * neighbourhood collective posts every receive, then every send, in
- * neighbour order, so repeated edges between two processes match in order
- * as the standard requires; MPI_PROC_NULL neighbours (Cartesian edges)
- * leave their block untouched. */
+/* Graph process topologies: MPI_Graph_create (the whole graph given on
+ * every process), MPI_Dist_graph_create_adjacent (each process gives its
+ * own in- and out-neighbours, optionally weighted), MPI_Dist_graph_create
+ * (any process may give any edge; an alltoall tells each process its
+ * neighbours, in the order of the ranks that gave them), their queries, and
+ * the neighbour lists of graph and Cartesian communicators that the
+ * neighbourhood collectives (coll_neighbor.c) use. Ranks are never
+ * reordered. */
 #include "mpi/mpi_internal.h"
 #include "pml/pml.h"
 
@@ -471,13 +468,11 @@ BM_MPI_ALIAS(Dist_graph_neighbors);
 /* In- and out-neighbour lists of a topology communicator. Cartesian: for
  * each dimension the -1 then the +1 neighbour (MPI_PROC_NULL at open
  * edges), the same list both ways. The caller frees *in_out (one block). */
-static int neighbors(MPI_Comm comm, int **in_out, int *nin, int **out_out, int *nout,
-                     const char *fn)
+int bm_mpi_topo_neighbors(MPI_Comm comm, int **in_out, int *nin, int **out_out, int *nout,
+                          bool *cart_out, const char *fn)
 {
-    int rc, ndims, *list;
+    int ndims, *list;
 
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
-        return rc;
     if (comm->graph) {
         const struct bm_mpi_graph *g = comm->graph;
         list = malloc(sizeof(int) * (size_t)(g->indegree + g->outdegree + 1));
@@ -491,6 +486,7 @@ static int neighbors(MPI_Comm comm, int **in_out, int *nin, int **out_out, int *
         *out_out = list + g->indegree;
         *nin = g->indegree;
         *nout = g->outdegree;
+        *cart_out = false;
         return MPI_SUCCESS;
     }
     if (comm->cart == NULL)
@@ -506,145 +502,6 @@ static int neighbors(MPI_Comm comm, int **in_out, int *nin, int **out_out, int *
         PMPI_Cart_shift(comm, d, 1, &list[2 * d], &list[2 * d + 1]);
     *in_out = *out_out = list;
     *nin = *nout = 2 * ndims;
+    *cart_out = true;
     return MPI_SUCCESS;
 }
-
-/* One side of a neighbourhood collective: block k is counts[k] elements at
- * displs[k] (v variants), or count elements at k * count (same: always the
- * one block at the buffer start, for the allgather send side). */
-struct nbr_side {
-    char *buf;
-    MPI_Datatype dt;
-    int count;
-    const int *counts; /* NULL: uniform blocks */
-    const int *displs;
-    bool same;
-};
-
-static char *nbr_block(const struct nbr_side *s, int k, size_t *bytes_out)
-{
-    if (s->counts) {
-        *bytes_out = bm_mpi_type_bytes(s->dt, s->counts[k]);
-        return s->buf + (ptrdiff_t)s->displs[k] * s->dt->extent;
-    }
-    *bytes_out = bm_mpi_type_bytes(s->dt, s->count);
-    return s->buf + (s->same ? 0 : (size_t)k * *bytes_out);
-}
-
-static int nbr_check_side(MPI_Comm comm, const struct nbr_side *s, int n, const char *fn)
-{
-    int rc;
-
-    if ((rc = bm_mpi_check_datatype(comm, s->dt, fn)))
-        return rc;
-    if (s->counts == NULL) {
-        if ((rc = bm_mpi_check_count(comm, s->count, fn)))
-            return rc;
-        return bm_mpi_check_buffer(comm, s->buf, s->count, s->dt, fn);
-    }
-    if (n > 0 && s->displs == NULL)
-        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL displacements array");
-    for (int k = 0; k < n; k++)
-        if ((rc = bm_mpi_check_count(comm, s->counts[k], fn)) ||
-            (rc = bm_mpi_check_buffer(comm, s->buf, s->counts[k], s->dt, fn)))
-            return rc;
-    return MPI_SUCCESS;
-}
-
-/* Receive block i from in-neighbour i and send block j to out-neighbour j. */
-static int neighbor_exchange(const struct nbr_side *snd, const struct nbr_side *rcv, MPI_Comm comm,
-                             const char *fn)
-{
-    struct bm_pml_request **reqs;
-    int *in = NULL, *out = NULL, nin = 0, nout = 0;
-    int rc = neighbors(comm, &in, &nin, &out, &nout, fn);
-
-    if (rc)
-        return rc;
-    if ((rc = nbr_check_side(comm, snd, nout, fn)) || (rc = nbr_check_side(comm, rcv, nin, fn))) {
-        free(in);
-        return rc;
-    }
-    reqs = calloc((size_t)(nin + nout + 1), sizeof(*reqs));
-    if (reqs == NULL) {
-        free(in);
-        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
-    }
-    for (int i = 0; i < nin && rc == MPI_SUCCESS; i++) {
-        size_t bytes;
-        char *p = nbr_block(rcv, i, &bytes);
-        if (in[i] != MPI_PROC_NULL)
-            rc = bm_mpi_coll_irecv(comm, p, bytes, in[i], BM_MPI_COLL_TAG_NEIGHBOR, &reqs[i], fn);
-    }
-    for (int j = 0; j < nout && rc == MPI_SUCCESS; j++) {
-        size_t bytes;
-        char *p = nbr_block(snd, j, &bytes);
-        if (out[j] != MPI_PROC_NULL)
-            rc = bm_mpi_coll_isend(comm, p, bytes, out[j], BM_MPI_COLL_TAG_NEIGHBOR, &reqs[nin + j],
-                                   fn);
-    }
-    for (int i = 0; i < nin + nout; i++) {
-        size_t bytes = 0;
-        int r;
-        if (reqs[i] == NULL)
-            continue;
-        if (rc != MPI_SUCCESS) {
-            bm_pml_request_free(reqs[i]);
-            continue;
-        }
-        if (i < nin)
-            nbr_block(rcv, i, &bytes);
-        r = i < nin ? bm_mpi_coll_irecv_wait(comm, reqs[i], bytes, in[i], fn)
-                    : bm_mpi_coll_wait(comm, reqs[i], out[i - nin], fn);
-        rc = rc ? rc : r;
-    }
-    free(reqs);
-    free(in);
-    return rc;
-}
-
-int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    struct nbr_side snd = {(char *)sendbuf, sendtype, sendcount, NULL, NULL, true};
-    struct nbr_side rcv = {recvbuf, recvtype, recvcount, NULL, NULL, false};
-
-    return neighbor_exchange(&snd, &rcv, comm, "MPI_Neighbor_allgather");
-}
-BM_MPI_ALIAS(Neighbor_allgather);
-
-int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, const int recvcounts[], const int displs[],
-                             MPI_Datatype recvtype, MPI_Comm comm)
-{
-    struct nbr_side snd = {(char *)sendbuf, sendtype, sendcount, NULL, NULL, true};
-    struct nbr_side rcv = {recvbuf, recvtype, 0, recvcounts, displs, false};
-
-    if (recvcounts == NULL)
-        return bm_mpi_error(comm, MPI_ERR_ARG, "MPI_Neighbor_allgatherv", "NULL recvcounts");
-    return neighbor_exchange(&snd, &rcv, comm, "MPI_Neighbor_allgatherv");
-}
-BM_MPI_ALIAS(Neighbor_allgatherv);
-
-int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                           int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    struct nbr_side snd = {(char *)sendbuf, sendtype, sendcount, NULL, NULL, false};
-    struct nbr_side rcv = {recvbuf, recvtype, recvcount, NULL, NULL, false};
-
-    return neighbor_exchange(&snd, &rcv, comm, "MPI_Neighbor_alltoall");
-}
-BM_MPI_ALIAS(Neighbor_alltoall);
-
-int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                            MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                            const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
-{
-    struct nbr_side snd = {(char *)sendbuf, sendtype, 0, sendcounts, sdispls, false};
-    struct nbr_side rcv = {recvbuf, recvtype, 0, recvcounts, rdispls, false};
-
-    if (sendcounts == NULL || recvcounts == NULL)
-        return bm_mpi_error(comm, MPI_ERR_ARG, "MPI_Neighbor_alltoallv", "NULL counts array");
-    return neighbor_exchange(&snd, &rcv, comm, "MPI_Neighbor_alltoallv");
-}
-BM_MPI_ALIAS(Neighbor_alltoallv);

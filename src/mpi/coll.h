@@ -1,0 +1,268 @@
+/* Internals shared by the collective files (coll_*.c): the kinds of
+ * collective, the algorithms and their names, the parameters that force an
+ * algorithm or move the switch points, the description of one call
+ * (struct bm_mpi_coll_args) that the blocking, nonblocking and persistent
+ * forms share, the per-communicator state (cached schedules), and the
+ * schedule builders of every algorithm. */
+#ifndef BM_MPI_COLL_H
+#define BM_MPI_COLL_H
+
+#include "mpi/coll_sched.h"
+#include "mpi/mpi_internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum bm_mpi_coll_kind {
+    BM_COLL_BARRIER = 1,
+    BM_COLL_BCAST,
+    BM_COLL_GATHER,
+    BM_COLL_GATHERV,
+    BM_COLL_SCATTER,
+    BM_COLL_SCATTERV,
+    BM_COLL_ALLGATHER,
+    BM_COLL_ALLGATHERV,
+    BM_COLL_ALLTOALL,
+    BM_COLL_ALLTOALLV,
+    BM_COLL_ALLTOALLW,
+    BM_COLL_REDUCE,
+    BM_COLL_ALLREDUCE,
+    BM_COLL_REDUCE_SCATTER,
+    BM_COLL_REDUCE_SCATTER_BLOCK,
+    BM_COLL_SCAN,
+    BM_COLL_EXSCAN,
+    BM_COLL_NEIGHBOR_ALLGATHER,
+    BM_COLL_NEIGHBOR_ALLGATHERV,
+    BM_COLL_NEIGHBOR_ALLTOALL,
+    BM_COLL_NEIGHBOR_ALLTOALLV,
+    BM_COLL_NEIGHBOR_ALLTOALLW,
+    BM_COLL_KIND_COUNT
+};
+
+/* Every algorithm, named "<collective>.<algorithm>" in the statistics
+ * (bm_coll_alg_count) and in the BM_MPI_COLL_<COLLECTIVE>_ALG parameters. */
+#define BM_COLL_ALGS(X)                                                                            \
+    X(BARRIER_DISSEMINATION, "barrier.dissemination")                                              \
+    X(BCAST_BINOMIAL, "bcast.binomial")                                                            \
+    X(BCAST_SCATTER_ALLGATHER, "bcast.scatter_allgather")                                          \
+    X(BCAST_PIPELINE, "bcast.pipeline")                                                            \
+    X(REDUCE_BINOMIAL, "reduce.binomial")                                                          \
+    X(REDUCE_RABENSEIFNER, "reduce.rabenseifner")                                                  \
+    X(REDUCE_PIPELINE, "reduce.pipeline")                                                          \
+    X(ALLREDUCE_RECURSIVE_DOUBLING, "allreduce.recursive_doubling")                                \
+    X(ALLREDUCE_RABENSEIFNER, "allreduce.rabenseifner")                                            \
+    X(ALLREDUCE_RING, "allreduce.ring")                                                            \
+    X(GATHER_LINEAR, "gather.linear")                                                              \
+    X(GATHER_BINOMIAL, "gather.binomial")                                                          \
+    X(SCATTER_LINEAR, "scatter.linear")                                                            \
+    X(SCATTER_BINOMIAL, "scatter.binomial")                                                        \
+    X(ALLGATHER_RING, "allgather.ring")                                                            \
+    X(ALLGATHER_RECURSIVE_DOUBLING, "allgather.recursive_doubling")                                \
+    X(ALLGATHER_BRUCK, "allgather.bruck")                                                          \
+    X(ALLTOALL_PAIRWISE, "alltoall.pairwise")                                                      \
+    X(ALLTOALL_LINEAR, "alltoall.linear")                                                          \
+    X(ALLTOALL_BRUCK, "alltoall.bruck")                                                            \
+    X(REDUCE_SCATTER_HALVING, "reduce_scatter.halving")                                            \
+    X(REDUCE_SCATTER_RING, "reduce_scatter.ring")                                                  \
+    X(REDUCE_SCATTER_REDUCE_SCATTERV, "reduce_scatter.reduce_scatterv")                            \
+    X(SCAN_RECURSIVE_DOUBLING, "scan.recursive_doubling")                                          \
+    X(SCAN_LINEAR, "scan.linear")                                                                  \
+    X(NEIGHBOR_LINEAR, "neighbor.linear")                                                          \
+    X(FASTPATH, "fastpath")
+
+enum bm_mpi_coll_alg {
+#define BM_COLL_ALG_ID(id, name) BM_ALG_##id,
+    BM_COLL_ALGS(BM_COLL_ALG_ID)
+#undef BM_COLL_ALG_ID
+        BM_ALG_COUNT
+};
+
+/* Choices of the BM_MPI_COLL_*_ALG parameters, in their "a|b|c" order
+ * (0 is always auto). */
+enum { BM_SEL_AUTO = 0 };
+
+/* The collective parameters (coll_select.c), read once. */
+struct bm_mpi_coll_config {
+    int barrier_alg;        /* auto|dissemination */
+    int bcast_alg;          /* auto|binomial|scatter_allgather|pipeline */
+    int reduce_alg;         /* auto|binomial|rabenseifner|pipeline */
+    int allreduce_alg;      /* auto|recursive_doubling|rabenseifner|ring */
+    int gather_alg;         /* auto|linear|binomial */
+    int scatter_alg;        /* auto|linear|binomial */
+    int allgather_alg;      /* auto|ring|recursive_doubling|bruck */
+    int alltoall_alg;       /* auto|pairwise|linear|bruck */
+    int reduce_scatter_alg; /* auto|halving|ring|reduce_scatterv */
+    int scan_alg;           /* auto|recursive_doubling|linear */
+    size_t bcast_large;
+    size_t reduce_large;
+    size_t allreduce_large;
+    size_t allreduce_ring_min;
+    size_t gather_small;
+    size_t allgather_small;
+    size_t alltoall_small;
+    size_t alltoall_pairwise_min;
+    size_t segment;
+    size_t scratch_keep;
+    bool fastpath;
+};
+const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void);
+
+/* One collective call, as its arguments: the three forms (blocking,
+ * nonblocking, persistent) fill one and hand it to the same code. Unused
+ * fields are zero. For reductions, rtype is the datatype. */
+struct bm_mpi_coll_args {
+    int kind; /* enum bm_mpi_coll_kind */
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount;
+    MPI_Datatype stype, rtype;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    const MPI_Datatype *stypes, *rtypes;   /* Alltoallw */
+    const MPI_Aint *sdispls_b, *rdispls_b; /* Neighbor_alltoallw: displacements in bytes */
+    MPI_Op op;
+    int root;
+};
+
+/* Per-communicator collective state, made at the first collective. */
+#define BM_COLL_CACHE_WAYS 2
+struct bm_mpi_coll_comm {
+    /* the last schedules built per kind (cacheable ones), newest first */
+    struct bm_mpi_sched *cache[BM_COLL_KIND_COUNT][BM_COLL_CACHE_WAYS];
+};
+
+/* The state of comm (made on first use); NULL when out of memory. */
+struct bm_mpi_coll_comm *bm_mpi_coll_comm(MPI_Comm comm);
+
+/* Peers of collective steps: ranks of comm. */
+static inline int bm_mpi_coll_peer_world(MPI_Comm comm, int peer)
+{
+    return bm_mpi_comm_world_rank(comm, peer);
+}
+static inline uint32_t bm_mpi_coll_cid(MPI_Comm comm)
+{
+    return comm->context_id + 1;
+}
+static inline int bm_mpi_coll_myrank(MPI_Comm comm)
+{
+    return comm->rank;
+}
+
+/* Statistics: one more run of algorithm alg (coll_select.c). */
+void bm_mpi_coll_count_alg(int kind, int alg);
+
+/* Choose the algorithm and build (or find cached) the schedule of a call.
+ * MPI_SUCCESS with *s_out holding a reference, or the class after the
+ * error was reported as fn. */
+int bm_mpi_coll_schedule(MPI_Comm comm, const struct bm_mpi_coll_args *a,
+                         struct bm_mpi_sched **s_out, const char *fn);
+
+/* The three forms. */
+int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn);
+int bm_mpi_coll_nonblocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Request *request,
+                            const char *fn);
+int bm_mpi_coll_persistent(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Info info,
+                           MPI_Request *request, const char *fn);
+
+/* ---- helpers for builders ------------------------------------------------ */
+
+/* First element of block i when count elements are cut into n blocks whose
+ * sizes differ by at most one. */
+static inline size_t bm_coll_block_start(int i, size_t count, int n)
+{
+    size_t base = count / (size_t)n, extra = count % (size_t)n;
+    return (size_t)i * base + ((size_t)i < extra ? (size_t)i : extra);
+}
+
+/* Largest power of two <= n (n >= 1). */
+static inline int bm_coll_pof2(int n)
+{
+    int p = 1;
+    while (p * 2 <= n)
+        p *= 2;
+    return p;
+}
+
+/* ---- builders (each adds the steps of one algorithm to s) ------------------ */
+
+/* coll_bcast.c */
+void bm_coll_build_barrier_dissemination(struct bm_mpi_sched *s, MPI_Comm comm);
+void bm_coll_build_bcast_binomial(struct bm_mpi_sched *s, MPI_Comm comm, int buf, ptrdiff_t off,
+                                  size_t bytes, int root);
+void bm_coll_build_bcast_scatter_allgather(struct bm_mpi_sched *s, MPI_Comm comm, int buf,
+                                           ptrdiff_t off, size_t bytes, int root);
+void bm_coll_build_bcast_pipeline(struct bm_mpi_sched *s, MPI_Comm comm, int buf, ptrdiff_t off,
+                                  size_t bytes, int root, size_t segment);
+
+/* coll_reduce.c: reductions of count elements of esize bytes from the
+ * input (sbuf, soff) into the output (dbuf, doff); input == output is
+ * MPI_IN_PLACE. Builders use scratch from byte tmp of BM_SCHED_TMP on, so
+ * that a composite algorithm can keep its own data below. commutative
+ * tells whether the operation may be applied out of rank order. */
+struct bm_coll_red {
+    int count;
+    size_t esize;
+    bool commutative;
+    int sbuf, dbuf;
+    ptrdiff_t soff, doff;
+    size_t tmp;
+};
+void bm_coll_build_reduce(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_red *r,
+                          int root, int alg, size_t segment);
+void bm_coll_build_allreduce(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_red *r,
+                             int alg);
+/* Reduce-scatter: the input holds sum(counts) elements; rank i gets block i
+ * of counts[i] elements at the output (in place: the output buffer is also
+ * the input). */
+void bm_coll_build_reduce_scatter(struct bm_mpi_sched *s, MPI_Comm comm,
+                                  const struct bm_coll_red *r, const int *counts, int alg);
+void bm_coll_build_scan(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_red *r,
+                        bool exclusive, int alg);
+
+/* coll_gather.c: block layouts. A side is a buffer of blocks, block i being
+ * counts[i] elements of esize bytes at displs[i] elements (v variants), or
+ * count elements at i * count (uniform: counts == NULL); Alltoallw gives
+ * byte displacements and a size per block (bytes != NULL). */
+struct bm_coll_layout {
+    int buf;               /* BM_SCHED_SBUF, BM_SCHED_RBUF or BM_SCHED_TMP */
+    ptrdiff_t base;        /* byte offset of the layout in buf */
+    size_t esize;          /* bytes per element (extent) */
+    int count;             /* uniform blocks */
+    const int *counts;     /* v variants */
+    const int *displs;     /* v variants: in elements */
+    const size_t *bytes;   /* Alltoallw: bytes of each block */
+    const ptrdiff_t *offs; /* Alltoallw: byte offset of each block */
+};
+static inline ptrdiff_t bm_coll_block_off(const struct bm_coll_layout *l, int i)
+{
+    if (l->offs)
+        return l->base + l->offs[i];
+    if (l->counts)
+        return l->base + (ptrdiff_t)l->displs[i] * (ptrdiff_t)l->esize;
+    return l->base + (ptrdiff_t)i * (ptrdiff_t)l->count * (ptrdiff_t)l->esize;
+}
+static inline size_t bm_coll_block_bytes(const struct bm_coll_layout *l, int i)
+{
+    if (l->bytes)
+        return l->bytes[i];
+    return (size_t)(l->counts ? l->counts[i] : l->count) * l->esize;
+}
+void bm_coll_build_gather(struct bm_mpi_sched *s, MPI_Comm comm, size_t sbytes, bool in_place,
+                          const struct bm_coll_layout *rl, int root, int alg);
+void bm_coll_build_scatter(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
+                           size_t rbytes, bool in_place, int root, int alg);
+void bm_coll_build_allgather(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+                             const struct bm_coll_layout *rl, int alg);
+void bm_coll_build_alltoall(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
+                            const struct bm_coll_layout *rl, int alg);
+/* Neighbourhood exchange: receive block i from in[i], send block j to out[j]
+ * (MPI_PROC_NULL: nothing); subtags keep apart edges between the same two
+ * processes (NULL: all 0, order decides). */
+void bm_coll_build_neighbor(struct bm_mpi_sched *s, int nin, const int *in, const int *in_subtag,
+                            const struct bm_coll_layout *rl, int nout, const int *out,
+                            const int *out_subtag, const struct bm_coll_layout *sl);
+/* coll_neighbor.c: the schedule of a neighbourhood collective call; false
+ * when out of memory. */
+bool bm_coll_build_neighbor_call(struct bm_mpi_sched *s, MPI_Comm comm,
+                                 const struct bm_mpi_coll_args *a);
+
+#endif

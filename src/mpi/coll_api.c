@@ -1,0 +1,778 @@
+/* The MPI collective entry points on intra-communicators: MPI_Barrier,
+ * MPI_Bcast, MPI_Gather(v), MPI_Scatter(v), MPI_Allgather(v),
+ * MPI_Alltoall(v,w), MPI_Reduce, MPI_Allreduce, MPI_Reduce_scatter(_block),
+ * MPI_Scan and MPI_Exscan. Each checks its arguments once, in a function
+ * that its blocking, nonblocking and persistent forms share, and describes
+ * the call as a struct bm_mpi_coll_args with the arguments that are not
+ * significant on this rank cleared (the standard lets them be anything), so
+ * the engine never reads an invalid handle. The algorithms are schedules
+ * (coll_sched.h), chosen in coll_select.c. Also the library's own
+ * collectives and the point-to-point helpers used by comm.c. */
+#include "mpi/coll.h"
+#include "pml/pml.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- point-to-point helpers outside the engine ----------------------------------- */
+
+static int p2p_fail(MPI_Comm comm, const char *fn, int status, const char *what, int peer)
+{
+    return bm_mpi_error(comm, bm_mpi_class_of_status(status), fn, "%s rank %d failed: %s", what,
+                        peer, bm_status_str(status));
+}
+
+static int length_error(MPI_Comm comm, const char *fn, int peer, int error, size_t bytes)
+{
+    return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
+                        "rank %d sent %s than the %zu bytes expected: the ranks called %s with "
+                        "different counts or datatypes",
+                        peer, error == BM_ERR_TRUNCATE ? "more" : "fewer", bytes, fn);
+}
+
+int bm_mpi_coll_isend(MPI_Comm comm, const void *buf, size_t bytes, int peer, int tag,
+                      struct bm_pml_request **req_out, const char *fn)
+{
+    bm_status_t st =
+        bm_pml_isend(buf, bytes, bm_mpi_coll_peer_world(comm, peer), bm_mpi_coll_cid(comm),
+                     bm_mpi_coll_myrank(comm), tag, BM_PML_SEND_STANDARD, req_out);
+
+    return st == BM_OK ? MPI_SUCCESS : p2p_fail(comm, fn, st, "sending to", peer);
+}
+
+int bm_mpi_coll_wait(MPI_Comm comm, struct bm_pml_request *req, int peer, const char *fn)
+{
+    struct bm_pml_status status;
+
+    bm_pml_request_wait(req, &status);
+    bm_pml_request_free(req);
+    return status.error == BM_OK ? MPI_SUCCESS
+                                 : p2p_fail(comm, fn, status.error, "sending to", peer);
+}
+
+int bm_mpi_coll_irecv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag,
+                      struct bm_pml_request **req_out, const char *fn)
+{
+    bm_status_t st = bm_pml_irecv(buf, bytes, bm_mpi_coll_cid(comm), peer, tag, req_out);
+
+    return st == BM_OK ? MPI_SUCCESS : p2p_fail(comm, fn, st, "posting a receive from", peer);
+}
+
+int bm_mpi_coll_irecv_wait(MPI_Comm comm, struct bm_pml_request *req, size_t bytes, int peer,
+                           const char *fn)
+{
+    struct bm_pml_status status;
+
+    bm_pml_request_wait(req, &status);
+    bm_pml_request_free(req);
+    if (status.error == BM_ERR_TRUNCATE || (status.error == BM_OK && status.count != bytes))
+        return length_error(comm, fn, peer, status.error, bytes);
+    return status.error == BM_OK ? MPI_SUCCESS
+                                 : p2p_fail(comm, fn, status.error, "receiving from", peer);
+}
+
+int bm_mpi_coll_recv(MPI_Comm comm, void *buf, size_t bytes, int peer, int tag, const char *fn)
+{
+    struct bm_pml_request *req;
+    int rc = bm_mpi_coll_irecv(comm, buf, bytes, peer, tag, &req, fn);
+
+    return rc ? rc : bm_mpi_coll_irecv_wait(comm, req, bytes, peer, fn);
+}
+
+int bm_mpi_coll_sendrecv(MPI_Comm comm, const void *sbuf, size_t sbytes, int dst, void *rbuf,
+                         size_t rbytes, int src, int tag, const char *fn)
+{
+    struct bm_pml_request *req;
+    int rc = bm_mpi_coll_isend(comm, sbuf, sbytes, dst, tag, &req, fn);
+
+    if (rc)
+        return rc;
+    rc = bm_mpi_coll_recv(comm, rbuf, rbytes, src, tag, fn);
+    if (rc) {
+        bm_pml_request_free(req);
+        return rc;
+    }
+    return bm_mpi_coll_wait(comm, req, dst, fn);
+}
+
+/* ---- the library's own collectives --------------------------------------------------- */
+
+int bm_mpi_coll_barrier(MPI_Comm comm, const char *fn)
+{
+    struct bm_mpi_coll_args a = {.kind = BM_COLL_BARRIER};
+
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+
+int bm_mpi_coll_bcast(void *buf, size_t bytes, int root, MPI_Comm comm, const char *fn)
+{
+    struct bm_mpi_coll_args a = {
+        .kind = BM_COLL_BCAST, .rbuf = buf, .rcount = (int)bytes, .rtype = MPI_BYTE, .root = root};
+
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+
+int bm_mpi_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                          MPI_Comm comm, const char *fn)
+{
+    struct bm_mpi_coll_args a = {.kind = BM_COLL_ALLREDUCE,
+                                 .sbuf = sendbuf,
+                                 .rbuf = recvbuf,
+                                 .rcount = count,
+                                 .rtype = dt,
+                                 .op = op};
+
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+
+int bm_mpi_coll_allgather_bytes(const void *sendbuf, void *recvbuf, size_t bytes, MPI_Comm comm,
+                                const char *fn)
+{
+    struct bm_mpi_coll_args a = {.kind = BM_COLL_ALLGATHER,
+                                 .sbuf = sendbuf,
+                                 .rbuf = recvbuf,
+                                 .scount = (int)bytes,
+                                 .stype = MPI_BYTE,
+                                 .rcount = (int)bytes,
+                                 .rtype = MPI_BYTE};
+
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+
+/* ---- argument checks ---------------------------------------------------------------- */
+
+static int check_start(MPI_Comm comm, const char *fn)
+{
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    return MPI_SUCCESS;
+}
+
+static int check_side(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, const char *fn)
+{
+    int rc;
+
+    if ((rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
+        (rc = bm_mpi_check_buffer(comm, buf, count, dt, fn)))
+        return rc;
+    return MPI_SUCCESS;
+}
+
+static int check_counts(MPI_Comm comm, const void *buf, const int *counts, const int *displs,
+                        MPI_Datatype dt, const char *fn)
+{
+    int rc;
+
+    if (counts == NULL || displs == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL counts or displacements array");
+    if ((rc = bm_mpi_check_datatype(comm, dt, fn)))
+        return rc;
+    for (int i = 0; i < comm->size; i++)
+        if ((rc = bm_mpi_check_count(comm, counts[i], fn)) ||
+            (rc = bm_mpi_check_buffer(comm, buf, counts[i], dt, fn)))
+            return rc;
+    return MPI_SUCCESS;
+}
+
+/* Gather and scatter: a valid root, and MPI_IN_PLACE (as the buffer named
+ * arg) only at the root. */
+static int check_rooted(MPI_Comm comm, int root, const void *buf, const char *arg, const char *fn)
+{
+    int rc;
+
+    if ((rc = check_start(comm, fn)) || (rc = bm_mpi_check_root(comm, root, fn)))
+        return rc;
+    if (buf == MPI_IN_PLACE && comm->rank != root)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
+                            "MPI_IN_PLACE as %s is valid only at the root (rank %d)", arg, root);
+    return MPI_SUCCESS;
+}
+
+/* Allgather and alltoall: both sides valid and their blocks the same size. */
+static int check_uniform(MPI_Comm comm, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                         const void *recvbuf, int recvcount, MPI_Datatype recvtype, const char *fn)
+{
+    int rc;
+
+    if ((rc = check_start(comm, fn)) ||
+        (sendbuf != MPI_IN_PLACE && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn))) ||
+        (rc = check_side(comm, recvbuf, recvcount, recvtype, fn)))
+        return rc;
+    if (recvbuf == MPI_IN_PLACE)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
+    if (sendbuf != MPI_IN_PLACE &&
+        bm_mpi_type_bytes(sendtype, sendcount) != bm_mpi_type_bytes(recvtype, recvcount))
+        return bm_mpi_error(
+            comm, MPI_ERR_TRUNCATE, fn, "send blocks of %zu bytes but receive blocks of %zu bytes",
+            bm_mpi_type_bytes(sendtype, sendcount), bm_mpi_type_bytes(recvtype, recvcount));
+    return MPI_SUCCESS;
+}
+
+static int check_reduction(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count,
+                           MPI_Datatype dt, MPI_Op op, const char *fn)
+{
+    int rc;
+
+    if ((rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
+        (rc = bm_mpi_check_op(comm, op, dt, fn)))
+        return rc;
+    if (recvbuf == MPI_IN_PLACE)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
+    if ((sendbuf != MPI_IN_PLACE && (rc = bm_mpi_check_buffer(comm, sendbuf, count, dt, fn))) ||
+        (rc = bm_mpi_check_buffer(comm, recvbuf, count, dt, fn)))
+        return rc;
+    return MPI_SUCCESS;
+}
+
+/* Element counts are ints, byte totals must fit the engine's arithmetic. */
+static int check_total(MPI_Comm comm, size_t total, MPI_Datatype dt, const char *fn)
+{
+    if (dt->extent > 0 && total / (size_t)dt->extent > INT_MAX)
+        return bm_mpi_error(comm, MPI_ERR_COUNT, fn, "the counts add up to more than INT_MAX");
+    return MPI_SUCCESS;
+}
+
+/* ---- one function per collective: check, then describe ----------------------------- */
+
+static int barrier_args(MPI_Comm comm, struct bm_mpi_coll_args *a, const char *fn)
+{
+    int rc = check_start(comm, fn);
+
+    *a = (struct bm_mpi_coll_args){.kind = BM_COLL_BARRIER};
+    return rc;
+}
+
+static int bcast_args(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+                      struct bm_mpi_coll_args *a, const char *fn)
+{
+    int rc;
+
+    if ((rc = check_start(comm, fn)) || (rc = bm_mpi_check_count(comm, count, fn)) ||
+        (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
+        (rc = bm_mpi_check_buffer(comm, buf, count, dt, fn)) ||
+        (rc = bm_mpi_check_root(comm, root, fn)))
+        return rc;
+    *a = (struct bm_mpi_coll_args){
+        .kind = BM_COLL_BCAST, .rbuf = buf, .rcount = count, .rtype = dt, .root = root};
+    return MPI_SUCCESS;
+}
+
+/* v: Gatherv (recvcounts and displs significant at the root). */
+static int gather_args(bool v, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                       void *recvbuf, int recvcount, const int *recvcounts, const int *displs,
+                       MPI_Datatype recvtype, int root, MPI_Comm comm, struct bm_mpi_coll_args *a,
+                       const char *fn)
+{
+    bool in_place = sendbuf == MPI_IN_PLACE;
+    int rc;
+
+    if ((rc = check_rooted(comm, root, sendbuf, "sendbuf", fn)))
+        return rc;
+    if (!in_place && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn)))
+        return rc;
+    if (comm->rank == root &&
+        (rc = v ? check_counts(comm, recvbuf, recvcounts, displs, recvtype, fn)
+                : check_side(comm, recvbuf, recvcount, recvtype, fn)))
+        return rc;
+    if (comm->rank == root && !in_place &&
+        bm_mpi_type_bytes(sendtype, sendcount) !=
+            bm_mpi_type_bytes(recvtype, v ? recvcounts[root] : recvcount))
+        return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
+                            "the root sends %zu bytes to itself but expects %zu",
+                            bm_mpi_type_bytes(sendtype, sendcount),
+                            bm_mpi_type_bytes(recvtype, v ? recvcounts[root] : recvcount));
+    *a = (struct bm_mpi_coll_args){.kind = v ? BM_COLL_GATHERV : BM_COLL_GATHER,
+                                   .sbuf = sendbuf,
+                                   .scount = in_place ? 0 : sendcount,
+                                   .stype = in_place ? NULL : sendtype,
+                                   .root = root};
+    if (comm->rank == root) {
+        a->rbuf = recvbuf;
+        a->rcount = v ? 0 : recvcount;
+        a->rcounts = recvcounts;
+        a->rdispls = displs;
+        a->rtype = recvtype;
+    }
+    return MPI_SUCCESS;
+}
+
+/* v: Scatterv (sendcounts and displs significant at the root). */
+static int scatter_args(bool v, const void *sendbuf, int sendcount, const int *sendcounts,
+                        const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, int root, MPI_Comm comm, struct bm_mpi_coll_args *a,
+                        const char *fn)
+{
+    bool in_place = recvbuf == MPI_IN_PLACE;
+    int rc;
+
+    if ((rc = check_rooted(comm, root, recvbuf, "recvbuf", fn)))
+        return rc;
+    if (comm->rank == root &&
+        (rc = v ? check_counts(comm, sendbuf, sendcounts, displs, sendtype, fn)
+                : check_side(comm, sendbuf, sendcount, sendtype, fn)))
+        return rc;
+    if (!in_place && (rc = check_side(comm, recvbuf, recvcount, recvtype, fn)))
+        return rc;
+    if (comm->rank == root && !in_place &&
+        bm_mpi_type_bytes(recvtype, recvcount) !=
+            bm_mpi_type_bytes(sendtype, v ? sendcounts[root] : sendcount))
+        return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
+                            "the root sends %zu bytes to itself but expects %zu",
+                            bm_mpi_type_bytes(sendtype, v ? sendcounts[root] : sendcount),
+                            bm_mpi_type_bytes(recvtype, recvcount));
+    *a = (struct bm_mpi_coll_args){.kind = v ? BM_COLL_SCATTERV : BM_COLL_SCATTER,
+                                   .rbuf = recvbuf,
+                                   .rcount = in_place ? 0 : recvcount,
+                                   .rtype = in_place ? NULL : recvtype,
+                                   .root = root};
+    if (comm->rank == root) {
+        a->sbuf = sendbuf;
+        a->scount = v ? 0 : sendcount;
+        a->scounts = sendcounts;
+        a->sdispls = displs;
+        a->stype = sendtype;
+    }
+    return MPI_SUCCESS;
+}
+
+/* v: Allgatherv. */
+static int allgather_args(bool v, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, int recvcount, const int *recvcounts, const int *displs,
+                          MPI_Datatype recvtype, MPI_Comm comm, struct bm_mpi_coll_args *a,
+                          const char *fn)
+{
+    bool in_place = sendbuf == MPI_IN_PLACE;
+    int rc;
+
+    if (!v) {
+        if ((rc = check_uniform(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                fn)))
+            return rc;
+    } else {
+        if ((rc = check_start(comm, fn)) ||
+            (!in_place && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn))) ||
+            (rc = check_counts(comm, recvbuf, recvcounts, displs, recvtype, fn)))
+            return rc;
+        if (!in_place && bm_mpi_type_bytes(sendtype, sendcount) !=
+                             bm_mpi_type_bytes(recvtype, recvcounts[comm->rank]))
+            return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
+                                "send block of %zu bytes but recvcounts[%d] gives %zu bytes",
+                                bm_mpi_type_bytes(sendtype, sendcount), comm->rank,
+                                bm_mpi_type_bytes(recvtype, recvcounts[comm->rank]));
+    }
+    *a = (struct bm_mpi_coll_args){
+        .kind = v ? BM_COLL_ALLGATHERV : BM_COLL_ALLGATHER,
+        .sbuf = sendbuf,
+        .scount = in_place ? 0 : sendcount,
+        .stype = in_place ? NULL : sendtype,
+        .rbuf = recvbuf,
+        .rcount = v ? 0 : recvcount,
+        .rcounts = recvcounts,
+        .rdispls = displs,
+        .rtype = recvtype,
+    };
+    return MPI_SUCCESS;
+}
+
+static int alltoall_args(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                         struct bm_mpi_coll_args *a, const char *fn)
+{
+    bool in_place = sendbuf == MPI_IN_PLACE;
+    int rc;
+
+    if ((rc = check_uniform(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, fn)))
+        return rc;
+    *a = (struct bm_mpi_coll_args){.kind = BM_COLL_ALLTOALL,
+                                   .sbuf = sendbuf,
+                                   .scount = in_place ? 0 : sendcount,
+                                   .stype = in_place ? NULL : sendtype,
+                                   .rbuf = recvbuf,
+                                   .rcount = recvcount,
+                                   .rtype = recvtype};
+    return MPI_SUCCESS;
+}
+
+static int alltoallv_args(const void *sendbuf, const int *sendcounts, const int *sdispls,
+                          MPI_Datatype sendtype, void *recvbuf, const int *recvcounts,
+                          const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm,
+                          struct bm_mpi_coll_args *a, const char *fn)
+{
+    bool in_place = sendbuf == MPI_IN_PLACE;
+    int rc;
+
+    if ((rc = check_start(comm, fn)) ||
+        (!in_place && (rc = check_counts(comm, sendbuf, sendcounts, sdispls, sendtype, fn))) ||
+        (rc = check_counts(comm, recvbuf, recvcounts, rdispls, recvtype, fn)))
+        return rc;
+    if (recvbuf == MPI_IN_PLACE)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
+    *a = (struct bm_mpi_coll_args){.kind = BM_COLL_ALLTOALLV,
+                                   .sbuf = sendbuf,
+                                   .scounts = in_place ? recvcounts : sendcounts,
+                                   .sdispls = in_place ? rdispls : sdispls,
+                                   .stype = in_place ? recvtype : sendtype,
+                                   .rbuf = recvbuf,
+                                   .rcounts = recvcounts,
+                                   .rdispls = rdispls,
+                                   .rtype = recvtype};
+    return MPI_SUCCESS;
+}
+
+static int check_w_side(MPI_Comm comm, const void *buf, const int *counts, const int *displs,
+                        const MPI_Datatype *types, const char *fn)
+{
+    int rc;
+
+    if (counts == NULL || displs == NULL || types == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL counts, displacements or datatypes array");
+    for (int i = 0; i < comm->size; i++)
+        if ((rc = bm_mpi_check_count(comm, counts[i], fn)) ||
+            (counts[i] > 0 && (rc = bm_mpi_check_datatype(comm, types[i], fn))) ||
+            (counts[i] > 0 && (rc = bm_mpi_check_buffer(comm, buf, counts[i], types[i], fn))))
+            return rc;
+    return MPI_SUCCESS;
+}
+
+static int alltoallw_args(const void *sendbuf, const int *sendcounts, const int *sdispls,
+                          const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts,
+                          const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm,
+                          struct bm_mpi_coll_args *a, const char *fn)
+{
+    bool in_place = sendbuf == MPI_IN_PLACE;
+    int rc;
+
+    if ((rc = check_start(comm, fn)) ||
+        (!in_place && (rc = check_w_side(comm, sendbuf, sendcounts, sdispls, sendtypes, fn))) ||
+        (rc = check_w_side(comm, recvbuf, recvcounts, rdispls, recvtypes, fn)))
+        return rc;
+    if (recvbuf == MPI_IN_PLACE)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
+    *a = (struct bm_mpi_coll_args){.kind = BM_COLL_ALLTOALLW,
+                                   .sbuf = sendbuf,
+                                   .scounts = in_place ? NULL : sendcounts,
+                                   .sdispls = in_place ? NULL : sdispls,
+                                   .stypes = in_place ? NULL : sendtypes,
+                                   .rbuf = recvbuf,
+                                   .rcounts = recvcounts,
+                                   .rdispls = rdispls,
+                                   .rtypes = recvtypes};
+    return MPI_SUCCESS;
+}
+
+static int reduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                       int root, MPI_Comm comm, struct bm_mpi_coll_args *a, const char *fn)
+{
+    int rc;
+
+    if ((rc = check_start(comm, fn)) || (rc = bm_mpi_check_count(comm, count, fn)) ||
+        (rc = bm_mpi_check_datatype(comm, dt, fn)) || (rc = bm_mpi_check_op(comm, op, dt, fn)) ||
+        (rc = bm_mpi_check_root(comm, root, fn)))
+        return rc;
+    if (sendbuf == MPI_IN_PLACE && comm->rank != root)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
+                            "MPI_IN_PLACE as sendbuf is valid only at the root (rank %d)", root);
+    if (recvbuf == MPI_IN_PLACE)
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
+    if ((sendbuf != MPI_IN_PLACE && (rc = bm_mpi_check_buffer(comm, sendbuf, count, dt, fn))) ||
+        (comm->rank == root && (rc = bm_mpi_check_buffer(comm, recvbuf, count, dt, fn))))
+        return rc;
+    *a = (struct bm_mpi_coll_args){.kind = BM_COLL_REDUCE,
+                                   .sbuf = sendbuf,
+                                   .rbuf = comm->rank == root ? recvbuf : NULL,
+                                   .rcount = count,
+                                   .rtype = dt,
+                                   .op = op,
+                                   .root = root};
+    return MPI_SUCCESS;
+}
+
+/* Allreduce, scan, exscan. */
+static int allreduce_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
+                          MPI_Op op, MPI_Comm comm, struct bm_mpi_coll_args *a, const char *fn)
+{
+    int rc;
+
+    if ((rc = check_start(comm, fn)) ||
+        (rc = check_reduction(comm, sendbuf, recvbuf, count, dt, op, fn)))
+        return rc;
+    *a = (struct bm_mpi_coll_args){
+        .kind = kind, .sbuf = sendbuf, .rbuf = recvbuf, .rcount = count, .rtype = dt, .op = op};
+    return MPI_SUCCESS;
+}
+
+/* v: Reduce_scatter (recvcounts), else Reduce_scatter_block (recvcount). */
+static int reduce_scatter_args(bool v, const void *sendbuf, void *recvbuf, int recvcount,
+                               const int *recvcounts, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                               struct bm_mpi_coll_args *a, const char *fn)
+{
+    size_t total = 0;
+    int rc, mine = recvcount;
+
+    if ((rc = check_start(comm, fn)))
+        return rc;
+    if (v && recvcounts == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL recvcounts array");
+    if (v) {
+        for (int i = 0; i < comm->size; i++)
+            if ((rc = bm_mpi_check_count(comm, recvcounts[i], fn)))
+                return rc;
+        mine = recvcounts[comm->rank];
+    }
+    if ((rc = check_reduction(comm, sendbuf, recvbuf, mine, dt, op, fn)))
+        return rc;
+    for (int i = 0; i < comm->size; i++)
+        total += bm_mpi_type_bytes(dt, v ? recvcounts[i] : recvcount);
+    if ((rc = check_total(comm, total, dt, fn)))
+        return rc;
+    *a =
+        (struct bm_mpi_coll_args){.kind = v ? BM_COLL_REDUCE_SCATTER : BM_COLL_REDUCE_SCATTER_BLOCK,
+                                  .sbuf = sendbuf,
+                                  .rbuf = recvbuf,
+                                  .rcount = v ? 0 : recvcount,
+                                  .rcounts = recvcounts,
+                                  .rtype = dt,
+                                  .op = op};
+    return MPI_SUCCESS;
+}
+
+/* ---- MPI functions: blocking ---------------------------------------------------------- */
+
+int PMPI_Barrier(MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Barrier";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = barrier_args(comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Barrier);
+
+int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Bcast";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = bcast_args(buffer, count, datatype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Bcast);
+
+int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Gather";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = gather_args(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
+                          recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Gather);
+
+int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                 MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Gatherv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = gather_args(true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                          recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Gatherv);
+
+int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Scatter";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = scatter_args(false, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Scatter);
+
+int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  int root, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Scatterv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = scatter_args(true, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Scatterv);
+
+int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Allgather";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allgather_args(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
+                             recvtype, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Allgather);
+
+int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                    MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Allgatherv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allgather_args(true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                             recvtype, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Allgatherv);
+
+int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Alltoall";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &a,
+                            fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Alltoall);
+
+int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Alltoallv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                             recvtype, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Alltoallv);
+
+int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Alltoallw";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = alltoallw_args(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                             recvtypes, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Alltoallw);
+
+int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                int root, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Reduce";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Reduce);
+
+int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Allreduce";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allreduce_args(BM_COLL_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, comm, &a,
+                             fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Allreduce);
+
+int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Scan";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allreduce_args(BM_COLL_SCAN, sendbuf, recvbuf, count, datatype, op, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Scan);
+
+int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Exscan";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allreduce_args(BM_COLL_EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Exscan);
+
+int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Reduce_scatter_block";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = reduce_scatter_args(false, sendbuf, recvbuf, recvcount, NULL, datatype, op, comm, &a,
+                                  fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Reduce_scatter_block);
+
+int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    static const char fn[] = "MPI_Reduce_scatter";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = reduce_scatter_args(true, sendbuf, recvbuf, 0, recvcounts, datatype, op, comm, &a,
+                                  fn)))
+        return rc;
+    return bm_mpi_coll_blocking(comm, &a, fn);
+}
+BM_MPI_ALIAS(Reduce_scatter);

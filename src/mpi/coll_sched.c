@@ -1,0 +1,617 @@
+/* The collective schedule engine (coll_sched.h): building schedules,
+ * running them to completion for blocking collectives, running them in the
+ * background for nonblocking and persistent ones, and the scratch buffers
+ * they use.
+ *
+ * Tags. Collective messages travel in the communicator's collective context
+ * (context_id + 1), so they never match a user's receive. Inside it, a tag
+ * keeps apart the collectives that may be in flight at once between two
+ * ranks:
+ *   - blocking collectives: (kind << 9) | subtag. A process runs one
+ *     blocking collective at a time on a communicator and every process
+ *     calls them in the same order, so MPI's non-overtaking order matches
+ *     the n-th message of one with the n-th receive of the other; the kind
+ *     makes a mismatch between ranks (Bcast here, Barrier there) a hang in a
+ *     named collective instead of silently wrong data;
+ *   - nonblocking and persistent collectives: bit 29 | (seq << 9) | subtag,
+ *     where seq counts those collectives on the communicator (20 bits: a
+ *     million may be pending at once), so two of them in flight together,
+ *     or one and a blocking one, never take each other's messages;
+ *   - bit 30 is MPI_Comm_create_group's (comm.c).
+ *
+ * Progress. Background runs sit on one list; while it is not empty a PML
+ * progress hook advances them, so they move in every MPI call that waits or
+ * tests anything, blocking collectives included. */
+#define BM_LOG_SUBSYS "coll"
+#include "util/log.h"
+
+#include "mpi/coll.h"
+#include "mpi/coll_sched.h"
+#include "pml/pml.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_NB_BIT   (1u << 29)
+#define TAG_SEQ_MASK 0xfffffu
+
+/* ---- building ------------------------------------------------------------ */
+
+struct bm_mpi_sched *bm_mpi_sched_new(int kind, int alg)
+{
+    struct bm_mpi_sched *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    s->refs = 1;
+    s->kind = kind;
+    s->alg = alg;
+    return s;
+}
+
+static struct bm_mpi_sched_step *step_add(struct bm_mpi_sched *s, int op)
+{
+    if (s->nomem)
+        return NULL;
+    if (s->nsteps == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        struct bm_mpi_sched_step *v = realloc(s->steps, (size_t)cap * sizeof(*v));
+        if (v == NULL) {
+            s->nomem = true;
+            return NULL;
+        }
+        s->steps = v;
+        s->cap = cap;
+    }
+    struct bm_mpi_sched_step *st = &s->steps[s->nsteps++];
+    memset(st, 0, sizeof(*st));
+    st->op = (uint8_t)op;
+    if (op == BM_SCHED_SEND || op == BM_SCHED_RECV) {
+        s->cur_comm++;
+        if (s->cur_comm > s->max_comm)
+            s->max_comm = s->cur_comm;
+    }
+    return st;
+}
+
+void bm_mpi_sched_send(struct bm_mpi_sched *s, int peer, int buf, ptrdiff_t off, size_t bytes,
+                       int subtag)
+{
+    struct bm_mpi_sched_step *st = step_add(s, BM_SCHED_SEND);
+
+    if (st) {
+        st->peer = peer;
+        st->sbuf = (uint8_t)buf;
+        st->soff = off;
+        st->n = bytes;
+        st->subtag = (uint16_t)(subtag & BM_SCHED_SUBTAG_MAX);
+    }
+}
+
+void bm_mpi_sched_recv(struct bm_mpi_sched *s, int peer, int buf, ptrdiff_t off, size_t bytes,
+                       int subtag)
+{
+    struct bm_mpi_sched_step *st = step_add(s, BM_SCHED_RECV);
+
+    if (st) {
+        st->peer = peer;
+        st->dbuf = (uint8_t)buf;
+        st->doff = off;
+        st->n = bytes;
+        st->subtag = (uint16_t)(subtag & BM_SCHED_SUBTAG_MAX);
+    }
+}
+
+void bm_mpi_sched_copy(struct bm_mpi_sched *s, int sbuf, ptrdiff_t soff, int dbuf, ptrdiff_t doff,
+                       size_t bytes)
+{
+    struct bm_mpi_sched_step *st;
+
+    if (bytes == 0 || (sbuf == dbuf && soff == doff))
+        return;
+    if ((st = step_add(s, BM_SCHED_COPY))) {
+        st->sbuf = (uint8_t)sbuf;
+        st->soff = soff;
+        st->dbuf = (uint8_t)dbuf;
+        st->doff = doff;
+        st->n = bytes;
+    }
+}
+
+void bm_mpi_sched_reduce(struct bm_mpi_sched *s, int sbuf, ptrdiff_t soff, int dbuf, ptrdiff_t doff,
+                         size_t count)
+{
+    struct bm_mpi_sched_step *st;
+
+    if (count == 0)
+        return;
+    if ((st = step_add(s, BM_SCHED_REDUCE))) {
+        st->sbuf = (uint8_t)sbuf;
+        st->soff = soff;
+        st->dbuf = (uint8_t)dbuf;
+        st->doff = doff;
+        st->n = count;
+    }
+}
+
+void bm_mpi_sched_round(struct bm_mpi_sched *s)
+{
+    int start = s->nrounds ? s->round_end[s->nrounds - 1] : 0;
+
+    if (s->nomem || s->nsteps == start)
+        return;
+    if (s->nrounds == s->rcap) {
+        int cap = s->rcap ? 2 * s->rcap : 8;
+        int *v = realloc(s->round_end, (size_t)cap * sizeof(*v));
+        if (v == NULL) {
+            s->nomem = true;
+            return;
+        }
+        s->round_end = v;
+        s->rcap = cap;
+    }
+    s->round_end[s->nrounds++] = s->nsteps;
+    s->cur_comm = 0;
+}
+
+void bm_mpi_sched_tmp(struct bm_mpi_sched *s, size_t bytes)
+{
+    if (bytes > s->tmp_bytes)
+        s->tmp_bytes = bytes;
+}
+
+int bm_mpi_sched_end(struct bm_mpi_sched *s, MPI_Comm comm, const char *fn)
+{
+    bm_mpi_sched_round(s);
+    if (!s->nomem)
+        return MPI_SUCCESS;
+    bm_mpi_sched_release(s);
+    return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory while building the schedule");
+}
+
+void bm_mpi_sched_retain(struct bm_mpi_sched *s)
+{
+    s->refs++;
+}
+
+void bm_mpi_sched_release(struct bm_mpi_sched *s)
+{
+    if (s && --s->refs == 0) {
+        free(s->steps);
+        free(s->round_end);
+        free(s);
+    }
+}
+
+/* ---- scratch memory ------------------------------------------------------- */
+
+#define SCRATCH_SLOTS 4
+
+static struct {
+    void *p[SCRATCH_SLOTS];
+    size_t len[SCRATCH_SLOTS];
+} scratch;
+
+void *bm_mpi_scratch_get(size_t bytes)
+{
+    int best = -1;
+
+    if (bytes == 0)
+        bytes = 1;
+    for (int i = 0; i < SCRATCH_SLOTS; i++)
+        if (scratch.p[i] && scratch.len[i] >= bytes &&
+            (best < 0 || scratch.len[i] < scratch.len[best]))
+            best = i;
+    if (best >= 0) {
+        void *p = scratch.p[best];
+        scratch.p[best] = NULL;
+        return p;
+    }
+    return malloc(bytes);
+}
+
+void bm_mpi_scratch_put(void *p, size_t bytes)
+{
+    size_t kept = 0;
+    int slot = -1;
+
+    if (p == NULL)
+        return;
+    for (int i = 0; i < SCRATCH_SLOTS; i++) {
+        if (scratch.p[i])
+            kept += scratch.len[i];
+        else if (slot < 0)
+            slot = i;
+    }
+    /* A buffer from bm_mpi_scratch_get may be larger than asked; it is
+     * remembered at the size it was last asked for, which is enough. */
+    if (slot < 0 || kept + bytes > bm_mpi_coll_cfg()->scratch_keep) {
+        free(p);
+        return;
+    }
+    scratch.p[slot] = p;
+    scratch.len[slot] = bytes ? bytes : 1;
+}
+
+void bm_mpi_scratch_fini(void)
+{
+    for (int i = 0; i < SCRATCH_SLOTS; i++) {
+        free(scratch.p[i]);
+        scratch.p[i] = NULL;
+    }
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+#define INLINE_REQS 8
+
+struct bm_mpi_sched_exec {
+    struct bm_mpi_sched *s;
+    MPI_Comm comm;
+    MPI_Datatype dt;
+    MPI_Op op;
+    char *buf[BM_SCHED_NBUF];
+    uint32_t tag;
+    int round;   /* the round in progress (== s->nrounds: finished) */
+    int nreq;    /* requests of the round in progress */
+    int err;     /* MPI error class of a failure, else MPI_SUCCESS */
+    bool done;   /* finished, successfully or not */
+    bool busy;   /* being advanced (a nested progress call must not re-enter) */
+    bool listed; /* on the background list */
+    bool orphan; /* its owner freed it: release it when done */
+    const char *fn;
+    struct bm_pml_request **reqs;
+    int *req_step;
+    struct bm_mpi_sched_exec *prev, *next;
+    char what[256];
+    struct bm_pml_request *inline_reqs[INLINE_REQS];
+    int inline_steps[INLINE_REQS];
+};
+
+static int exec_fail(struct bm_mpi_sched_exec *e, int errclass, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int exec_fail(struct bm_mpi_sched_exec *e, int errclass, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (e->err == MPI_SUCCESS) {
+        e->err = errclass;
+        va_start(ap, fmt);
+        vsnprintf(e->what, sizeof(e->what), fmt, ap);
+        va_end(ap);
+    }
+    return errclass;
+}
+
+static inline char *step_src(const struct bm_mpi_sched_exec *e, const struct bm_mpi_sched_step *st)
+{
+    return e->buf[st->sbuf] + st->soff;
+}
+
+static inline char *step_dst(const struct bm_mpi_sched_exec *e, const struct bm_mpi_sched_step *st)
+{
+    return e->buf[st->dbuf] + st->doff;
+}
+
+/* Start the steps of the current round. On failure the round's requests
+ * already started are left to finish in the background. */
+static int round_start(struct bm_mpi_sched_exec *e)
+{
+    const struct bm_mpi_sched *s = e->s;
+    int first = e->round ? s->round_end[e->round - 1] : 0, last = s->round_end[e->round];
+    MPI_Comm comm = e->comm;
+
+    e->nreq = 0;
+    for (int i = first; i < last; i++) {
+        const struct bm_mpi_sched_step *st = &s->steps[i];
+        struct bm_pml_request *req = NULL;
+        bm_status_t rc;
+
+        switch (st->op) {
+        case BM_SCHED_COPY:
+            memmove(step_dst(e, st), step_src(e, st), st->n);
+            continue;
+        case BM_SCHED_REDUCE:
+            bm_mpi_op_apply(e->op, step_src(e, st), step_dst(e, st), (int)st->n, e->dt);
+            continue;
+        case BM_SCHED_SEND:
+            rc =
+                bm_pml_isend_or_done(step_src(e, st), st->n, bm_mpi_coll_peer_world(comm, st->peer),
+                                     bm_mpi_coll_cid(comm), bm_mpi_coll_myrank(comm),
+                                     (int)(e->tag | st->subtag), BM_PML_SEND_STANDARD, &req);
+            if (rc != BM_OK)
+                return exec_fail(e, bm_mpi_class_of_status(rc), "sending to rank %d failed: %s",
+                                 st->peer, bm_status_str(rc));
+            break;
+        case BM_SCHED_RECV:
+            rc = bm_pml_irecv(step_dst(e, st), st->n, bm_mpi_coll_cid(comm), st->peer,
+                              (int)(e->tag | st->subtag), &req);
+            if (rc != BM_OK)
+                return exec_fail(e, bm_mpi_class_of_status(rc),
+                                 "posting a receive from rank %d failed: %s", st->peer,
+                                 bm_status_str(rc));
+            break;
+        }
+        if (req) {
+            e->reqs[e->nreq] = req;
+            e->req_step[e->nreq++] = i;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* Check a completed request of step i (a receive must bring exactly its
+ * bytes: another length means the ranks passed different counts or
+ * datatypes, which the standard calls erroneous and we report). */
+static void req_check(struct bm_mpi_sched_exec *e, int i, const struct bm_pml_status *status)
+{
+    const struct bm_mpi_sched_step *st = &e->s->steps[i];
+
+    if (st->op == BM_SCHED_RECV &&
+        (status->error == BM_ERR_TRUNCATE || (status->error == BM_OK && status->count != st->n)))
+        exec_fail(e, MPI_ERR_TRUNCATE,
+                  "rank %d sent %s than the %zu bytes expected: the ranks called %s with "
+                  "different counts or datatypes",
+                  st->peer, status->error == BM_ERR_TRUNCATE ? "more" : "fewer", st->n, e->fn);
+    else if (status->error != BM_OK)
+        exec_fail(e, bm_mpi_class_of_status(status->error), "%s rank %d failed: %s",
+                  st->op == BM_SCHED_SEND ? "sending to" : "receiving from", st->peer,
+                  bm_status_str(status->error));
+}
+
+static void exec_bind(struct bm_mpi_sched_exec *e, struct bm_mpi_sched *s, MPI_Comm comm,
+                      const void *sbuf, void *rbuf, MPI_Datatype dt, MPI_Op op, const char *fn)
+{
+    e->s = s;
+    e->comm = comm;
+    e->dt = dt;
+    e->op = op;
+    e->buf[BM_SCHED_SBUF] = (char *)(uintptr_t)sbuf;
+    e->buf[BM_SCHED_RBUF] = rbuf;
+    e->buf[BM_SCHED_TMP] = NULL;
+    e->round = 0;
+    e->nreq = 0;
+    e->err = MPI_SUCCESS;
+    e->done = false;
+    e->busy = false;
+    e->listed = false;
+    e->orphan = false;
+    e->fn = fn;
+    e->what[0] = '\0';
+}
+
+/* Scratch and request arrays; false when out of memory. */
+static bool exec_alloc(struct bm_mpi_sched_exec *e)
+{
+    const struct bm_mpi_sched *s = e->s;
+
+    if (s->tmp_bytes && (e->buf[BM_SCHED_TMP] = bm_mpi_scratch_get(s->tmp_bytes)) == NULL)
+        return false;
+    if (s->max_comm <= INLINE_REQS) {
+        e->reqs = e->inline_reqs;
+        e->req_step = e->inline_steps;
+        return true;
+    }
+    e->reqs = malloc((size_t)s->max_comm * sizeof(*e->reqs));
+    e->req_step = malloc((size_t)s->max_comm * sizeof(*e->req_step));
+    return e->reqs && e->req_step;
+}
+
+static void exec_dealloc(struct bm_mpi_sched_exec *e)
+{
+    bm_mpi_scratch_put(e->buf[BM_SCHED_TMP], e->s->tmp_bytes);
+    e->buf[BM_SCHED_TMP] = NULL;
+    if (e->reqs != e->inline_reqs) {
+        free(e->reqs);
+        free(e->req_step);
+    }
+    e->reqs = e->inline_reqs;
+    e->req_step = e->inline_steps;
+}
+
+/* Leave the requests of the current round to finish on their own. */
+static void round_abandon(struct bm_mpi_sched_exec *e)
+{
+    for (int i = 0; i < e->nreq; i++)
+        bm_pml_request_free(e->reqs[i]);
+    e->nreq = 0;
+}
+
+int bm_mpi_sched_run(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, void *rbuf,
+                     MPI_Datatype dt, MPI_Op op, const char *fn)
+{
+    struct bm_mpi_sched_exec e;
+
+    exec_bind(&e, s, comm, sbuf, rbuf, dt, op, fn);
+    e.tag = (uint32_t)s->kind << BM_SCHED_SUBTAG_BITS;
+    if (!exec_alloc(&e)) {
+        exec_dealloc(&e);
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate %zu bytes of scratch",
+                            s->tmp_bytes);
+    }
+    bm_mpi_coll_count_alg(s->kind, s->alg);
+    for (; e.round < s->nrounds; e.round++) {
+        if (round_start(&e) != MPI_SUCCESS) {
+            round_abandon(&e);
+            break;
+        }
+        for (int i = 0; i < e.nreq; i++) {
+            struct bm_pml_status status;
+            bm_pml_request_wait(e.reqs[i], &status);
+            bm_pml_request_free(e.reqs[i]);
+            req_check(&e, e.req_step[i], &status);
+        }
+        e.nreq = 0;
+        if (e.err)
+            break;
+    }
+    exec_dealloc(&e);
+    if (e.err)
+        return bm_mpi_error(comm, e.err, fn, "%s", e.what);
+    return MPI_SUCCESS;
+}
+
+/* ---- background runs ------------------------------------------------------- */
+
+static struct bm_mpi_sched_exec *active_head;
+static int sched_hook(void *arg);
+
+static void exec_unlist(struct bm_mpi_sched_exec *e)
+{
+    if (!e->listed)
+        return;
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        active_head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    e->listed = false;
+    if (active_head == NULL)
+        bm_pml_progress_unregister(sched_hook, NULL);
+}
+
+static void exec_destroy(struct bm_mpi_sched_exec *e)
+{
+    exec_dealloc(e);
+    bm_mpi_sched_release(e->s);
+    free(e);
+}
+
+/* Advance as far as possible without blocking; returns the number of rounds
+ * finished (events for the progress engine). */
+static int exec_advance(struct bm_mpi_sched_exec *e)
+{
+    int events = 0;
+
+    if (e->done || e->busy)
+        return 0;
+    e->busy = true;
+    for (;;) {
+        for (int i = 0; i < e->nreq; i++)
+            if (!bm_pml_request_done(e->reqs[i]))
+                goto out;
+        for (int i = 0; i < e->nreq; i++) {
+            struct bm_pml_status status;
+            bm_pml_request_test(e->reqs[i], &status);
+            bm_pml_request_free(e->reqs[i]);
+            req_check(e, e->req_step[i], &status);
+        }
+        e->nreq = 0;
+        if (e->err || ++e->round >= e->s->nrounds) {
+            e->done = true;
+            events++;
+            break;
+        }
+        events++;
+        if (round_start(e) != MPI_SUCCESS) {
+            round_abandon(e);
+            e->done = true;
+            break;
+        }
+    }
+out:
+    e->busy = false;
+    if (e->done) {
+        exec_unlist(e);
+        /* Scratch goes back at once; the requests are all finished. */
+        bm_mpi_scratch_put(e->buf[BM_SCHED_TMP], e->s->tmp_bytes);
+        e->buf[BM_SCHED_TMP] = NULL;
+        if (e->orphan)
+            exec_destroy(e);
+    }
+    return events;
+}
+
+static int sched_hook(void *arg)
+{
+    int events = 0;
+    struct bm_mpi_sched_exec *e = active_head, *next;
+
+    (void)arg;
+    for (; e; e = next) {
+        next = e->next; /* e may leave the list (and be freed when orphaned) */
+        events += exec_advance(e);
+    }
+    return events;
+}
+
+int bm_mpi_sched_exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, void *rbuf,
+                            MPI_Datatype dt, MPI_Op op, uint32_t tag, const char *fn,
+                            struct bm_mpi_sched_exec **e_out)
+{
+    struct bm_mpi_sched_exec *e = malloc(sizeof(*e));
+
+    if (e == NULL)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    exec_bind(e, s, comm, sbuf, rbuf, dt, op, fn);
+    e->reqs = e->inline_reqs;
+    e->req_step = e->inline_steps;
+    if (!exec_alloc(e)) {
+        exec_dealloc(e);
+        free(e);
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate %zu bytes of scratch",
+                            s->tmp_bytes);
+    }
+    bm_mpi_sched_retain(s);
+    bm_mpi_coll_count_alg(s->kind, s->alg);
+    e->tag = tag;
+    if (active_head == NULL && bm_pml_progress_register(sched_hook, NULL) != BM_OK) {
+        exec_destroy(e);
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
+    e->prev = NULL;
+    e->next = active_head;
+    if (active_head)
+        active_head->prev = e;
+    active_head = e;
+    e->listed = true;
+    e->busy = true;
+    e->round = 0;
+    e->nreq = 0;
+    if (s->nrounds == 0) {
+        e->done = true;
+    } else if (round_start(e) != MPI_SUCCESS) {
+        round_abandon(e);
+        e->done = true;
+    }
+    e->busy = false;
+    if (e->done) {
+        exec_unlist(e);
+        bm_mpi_scratch_put(e->buf[BM_SCHED_TMP], s->tmp_bytes);
+        e->buf[BM_SCHED_TMP] = NULL;
+    } else {
+        exec_advance(e);
+    }
+    *e_out = e;
+    return MPI_SUCCESS;
+}
+
+bool bm_mpi_sched_exec_test(struct bm_mpi_sched_exec *e, int *err_out, const char **what_out)
+{
+    if (!e->done)
+        exec_advance(e);
+    if (!e->done)
+        return false;
+    *err_out = e->err;
+    *what_out = e->what;
+    return true;
+}
+
+void bm_mpi_sched_exec_free(struct bm_mpi_sched_exec *e)
+{
+    if (e->done)
+        exec_destroy(e);
+    else
+        e->orphan = true;
+}
+
+uint32_t bm_mpi_sched_tag_nb(MPI_Comm comm)
+{
+    uint32_t seq = comm->coll_seq++;
+
+    return TAG_NB_BIT | ((seq & TAG_SEQ_MASK) << BM_SCHED_SUBTAG_BITS);
+}

@@ -1,0 +1,639 @@
+/* Which algorithm serves a collective call, and the schedule for it: the
+ * collective parameters (BM_MPI_COLL_*), the choice table (auto), forcing an
+ * algorithm by parameter, the per-communicator cache of schedules, the
+ * blocking driver, and per-algorithm run counters (bm_coll_alg_count) that
+ * tests use to prove that the algorithm they force really ran.
+ *
+ * The choice table (p ranks; bytes per rank of the whole message; every
+ * threshold is a parameter). A forced algorithm that cannot serve a call
+ * (Rabenseifner's for a non-commutative operation, recursive doubling for a
+ * non-power-of-two allgather, ...) gives way to the automatic choice.
+ *   barrier         dissemination
+ *   bcast           binomial below BCAST_LARGE or p <= 2; scatter_allgather above
+ *   reduce          commutative and >= REDUCE_LARGE: pipeline for p <= 2,
+ *                   rabenseifner (count >= p) otherwise; else binomial
+ *   allreduce       commutative, count >= p, >= ALLREDUCE_LARGE: rabenseifner,
+ *                   or ring when p is not a power of two and >= ALLREDUCE_RING_MIN;
+ *                   else recursive_doubling
+ *   gather, scatter binomial when p >= 8 and p * block <= GATHER_SMALL; else linear
+ *   allgather       p * block <= ALLGATHER_SMALL: recursive_doubling (power of
+ *                   two) or bruck; else ring (v variants: ring)
+ *   alltoall        block <= ALLTOALL_SMALL and p >= 8: bruck; block >=
+ *                   ALLTOALL_PAIRWISE_MIN: pairwise; else linear (v, w: linear
+ *                   below ALLTOALL_PAIRWISE_MIN on average, else pairwise)
+ *   reduce_scatter  commutative: ring when p is not a power of two and the
+ *                   vector >= ALLREDUCE_RING_MIN, else halving; otherwise
+ *                   reduce_scatterv
+ *   scan, exscan    recursive_doubling */
+#define BM_LOG_SUBSYS "coll"
+#include "util/log.h"
+
+#include "bitmover.h"
+#include "mpi/coll.h"
+#include "util/params.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct bm_param coll_params[] = {
+    {"BM_MPI_COLL_BARRIER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|dissemination",
+     "Algorithm of MPI_Barrier (auto: see src/mpi/README.md).",
+     offsetof(struct bm_mpi_coll_config, barrier_alg), 0},
+    {"BM_MPI_COLL_BCAST_ALG", BM_PARAM_ENUM, "auto", 0, 0,
+     "auto|binomial|scatter_allgather|pipeline",
+     "Algorithm of MPI_Bcast and its nonblocking and persistent forms.",
+     offsetof(struct bm_mpi_coll_config, bcast_alg), 0},
+    {"BM_MPI_COLL_REDUCE_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|binomial|rabenseifner|pipeline",
+     "Algorithm of MPI_Reduce (rabenseifner and pipeline need a commutative operation; "
+     "otherwise binomial runs).",
+     offsetof(struct bm_mpi_coll_config, reduce_alg), 0},
+    {"BM_MPI_COLL_ALLREDUCE_ALG", BM_PARAM_ENUM, "auto", 0, 0,
+     "auto|recursive_doubling|rabenseifner|ring",
+     "Algorithm of MPI_Allreduce (rabenseifner and ring need a commutative operation and "
+     "at least one element per rank; otherwise recursive_doubling runs).",
+     offsetof(struct bm_mpi_coll_config, allreduce_alg), 0},
+    {"BM_MPI_COLL_GATHER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|linear|binomial",
+     "Algorithm of MPI_Gather (MPI_Gatherv is always linear).",
+     offsetof(struct bm_mpi_coll_config, gather_alg), 0},
+    {"BM_MPI_COLL_SCATTER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|linear|binomial",
+     "Algorithm of MPI_Scatter (MPI_Scatterv is always linear).",
+     offsetof(struct bm_mpi_coll_config, scatter_alg), 0},
+    {"BM_MPI_COLL_ALLGATHER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|ring|recursive_doubling|bruck",
+     "Algorithm of MPI_Allgather (recursive_doubling needs a power-of-two number of ranks; "
+     "MPI_Allgatherv is always a ring).",
+     offsetof(struct bm_mpi_coll_config, allgather_alg), 0},
+    {"BM_MPI_COLL_ALLTOALL_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|pairwise|linear|bruck",
+     "Algorithm of MPI_Alltoall, MPI_Alltoallv and MPI_Alltoallw (bruck: MPI_Alltoall only).",
+     offsetof(struct bm_mpi_coll_config, alltoall_alg), 0},
+    {"BM_MPI_COLL_REDUCE_SCATTER_ALG", BM_PARAM_ENUM, "auto", 0, 0,
+     "auto|halving|ring|reduce_scatterv",
+     "Algorithm of MPI_Reduce_scatter(_block) (halving and ring need a commutative "
+     "operation).",
+     offsetof(struct bm_mpi_coll_config, reduce_scatter_alg), 0},
+    {"BM_MPI_COLL_SCAN_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|recursive_doubling|linear",
+     "Algorithm of MPI_Scan and MPI_Exscan.", offsetof(struct bm_mpi_coll_config, scan_alg), 0},
+    {"BM_MPI_COLL_BCAST_LARGE", BM_PARAM_SIZE, "128k", 0, 1LL << 40, NULL,
+     "Broadcasts of at least this many bytes on more than two ranks use scatter + allgather.",
+     offsetof(struct bm_mpi_coll_config, bcast_large), 0},
+    {"BM_MPI_COLL_REDUCE_LARGE", BM_PARAM_SIZE, "32k", 0, 1LL << 40, NULL,
+     "Commutative reductions to a root of at least this many bytes use the pipeline (two "
+     "ranks) or Rabenseifner's algorithm.",
+     offsetof(struct bm_mpi_coll_config, reduce_large), 0},
+    {"BM_MPI_COLL_ALLREDUCE_LARGE", BM_PARAM_SIZE, "32k", 0, 1LL << 40, NULL,
+     "Commutative allreduces of at least this many bytes use Rabenseifner's algorithm or the "
+     "ring instead of recursive doubling.",
+     offsetof(struct bm_mpi_coll_config, allreduce_large), 0},
+    {"BM_MPI_COLL_ALLREDUCE_RING_MIN", BM_PARAM_SIZE, "1m", 0, 1LL << 40, NULL,
+     "Large commutative allreduces and reduce-scatters on a number of ranks that is not a "
+     "power of two use the ring from this many bytes.",
+     offsetof(struct bm_mpi_coll_config, allreduce_ring_min), 0},
+    {"BM_MPI_COLL_GATHER_SMALL", BM_PARAM_SIZE, "4k", 0, 1LL << 40, NULL,
+     "Gathers and scatters on 8 or more ranks whose blocks add up to at most this many "
+     "bytes use a binomial tree.",
+     offsetof(struct bm_mpi_coll_config, gather_small), 0},
+    {"BM_MPI_COLL_ALLGATHER_SMALL", BM_PARAM_SIZE, "16k", 0, 1LL << 40, NULL,
+     "Allgathers whose blocks add up to at most this many bytes use recursive doubling or "
+     "Bruck's algorithm instead of the ring.",
+     offsetof(struct bm_mpi_coll_config, allgather_small), 0},
+    {"BM_MPI_COLL_ALLTOALL_SMALL", BM_PARAM_SIZE, "256", 0, 1LL << 40, NULL,
+     "Alltoalls on 8 or more ranks with blocks of at most this many bytes use Bruck's "
+     "algorithm.",
+     offsetof(struct bm_mpi_coll_config, alltoall_small), 0},
+    {"BM_MPI_COLL_ALLTOALL_PAIRWISE_MIN", BM_PARAM_SIZE, "32k", 0, 1LL << 40, NULL,
+     "Alltoalls with blocks of at least this many bytes exchange pairwise, one peer per "
+     "step, instead of posting every transfer at once.",
+     offsetof(struct bm_mpi_coll_config, alltoall_pairwise_min), 0},
+    {"BM_MPI_COLL_SEGMENT", BM_PARAM_SIZE, "128k", 1024, 1LL << 40, NULL,
+     "Segment size of the pipelined algorithms (bcast.pipeline, reduce.pipeline).",
+     offsetof(struct bm_mpi_coll_config, segment), 0},
+    {"BM_MPI_COLL_SCRATCH_KEEP", BM_PARAM_SIZE, "32m", 0, 1LL << 40, NULL,
+     "Scratch memory of finished collectives kept for the next ones (bytes), so that "
+     "repeated large collectives do not fault in fresh pages each call.",
+     offsetof(struct bm_mpi_coll_config, scratch_keep), 0},
+    {"BM_MPI_COLL_FASTPATH", BM_PARAM_BOOL, "1", 0, 0, NULL,
+     "Tiny blocking collectives (barrier, small bcast/reduce/allreduce on two ranks) skip the "
+     "schedule engine. 0 runs everything through schedules (for testing).",
+     offsetof(struct bm_mpi_coll_config, fastpath), 0},
+};
+static const struct bm_param_table coll_table = {"mpi/coll", coll_params,
+                                                 BM_PARAM_COUNT(coll_params)};
+BM_PARAM_TABLE_REGISTER(coll_table);
+
+static struct bm_mpi_coll_config cfg;
+static bool cfg_loaded;
+
+const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void)
+{
+    if (!cfg_loaded) {
+        /* MPI_Init already checked every BM_* value; a failure here would
+         * be a variable changed since, and the defaults stand in. */
+        if (bm_util_params_load(&coll_table, &cfg) != BM_OK)
+            bm_log_warn("invalid BM_MPI_COLL_* settings; using the defaults");
+        cfg_loaded = true;
+    }
+    return &cfg;
+}
+
+/* ---- statistics ---------------------------------------------------------------- */
+
+static const char *const alg_names[BM_ALG_COUNT] = {
+#define BM_COLL_ALG_NAME(id, name) name,
+    BM_COLL_ALGS(BM_COLL_ALG_NAME)
+#undef BM_COLL_ALG_NAME
+};
+static unsigned long alg_runs[BM_ALG_COUNT];
+
+void bm_mpi_coll_count_alg(int kind, int alg)
+{
+    (void)kind;
+    if (alg >= 0 && alg < BM_ALG_COUNT)
+        alg_runs[alg]++;
+}
+
+BM_EXPORT unsigned long bm_coll_alg_count(const char *name)
+{
+    for (int i = 0; i < BM_ALG_COUNT; i++)
+        if (name && strcmp(alg_names[i], name) == 0)
+            return alg_runs[i];
+    return 0;
+}
+
+/* ---- communicator state ---------------------------------------------------------- */
+
+struct bm_mpi_coll_comm *bm_mpi_coll_comm(MPI_Comm comm)
+{
+    if (comm->coll == NULL)
+        comm->coll = calloc(1, sizeof(*comm->coll));
+    return comm->coll;
+}
+
+void bm_mpi_coll_comm_free(MPI_Comm comm)
+{
+    struct bm_mpi_coll_comm *cc = comm->coll;
+
+    if (cc == NULL)
+        return;
+    for (int k = 0; k < BM_COLL_KIND_COUNT; k++)
+        for (int w = 0; w < BM_COLL_CACHE_WAYS; w++)
+            bm_mpi_sched_release(cc->cache[k][w]);
+    free(cc);
+    comm->coll = NULL;
+}
+
+void bm_mpi_coll_finalize(void)
+{
+    bm_mpi_coll_comm_free(MPI_COMM_WORLD);
+    bm_mpi_coll_comm_free(MPI_COMM_SELF);
+    bm_mpi_scratch_fini();
+}
+
+/* ---- the choice --------------------------------------------------------------- */
+
+static bool is_pof2(int n)
+{
+    return (n & (n - 1)) == 0;
+}
+
+/* Element size of a side (contiguous types: the extent). */
+static size_t esize_of(MPI_Datatype dt)
+{
+    return dt ? (size_t)dt->extent : 0;
+}
+
+/* The algorithm for a call, from its forced parameter (choice index forced,
+ * with table mapping choice -> algorithm) or the automatic choice auto_alg,
+ * when the forced one can serve it (ok). */
+static int forced_or(int forced, const int *table, int auto_alg, bool (*ok)(int alg, void *ctx),
+                     void *ctx)
+{
+    if (forced != BM_SEL_AUTO && (ok == NULL || ok(table[forced], ctx)))
+        return table[forced];
+    return auto_alg;
+}
+
+struct red_ctx {
+    bool commutative;
+    int count, size;
+};
+
+static bool red_ok(int alg, void *ctx)
+{
+    const struct red_ctx *c = ctx;
+    switch (alg) {
+    case BM_ALG_REDUCE_RABENSEIFNER:
+        return c->commutative && c->count >= bm_coll_pof2(c->size);
+    case BM_ALG_ALLREDUCE_RABENSEIFNER:
+        return c->commutative && c->count >= bm_coll_pof2(c->size);
+    case BM_ALG_REDUCE_PIPELINE:
+    case BM_ALG_ALLREDUCE_RING:
+    case BM_ALG_REDUCE_SCATTER_HALVING:
+    case BM_ALG_REDUCE_SCATTER_RING:
+        return c->commutative;
+    default:
+        return true;
+    }
+}
+
+struct block_ctx {
+    bool uniform;
+    int size;
+};
+
+static bool block_ok(int alg, void *ctx)
+{
+    const struct block_ctx *c = ctx;
+    switch (alg) {
+    case BM_ALG_ALLGATHER_RECURSIVE_DOUBLING:
+        return c->uniform && is_pof2(c->size);
+    case BM_ALG_ALLGATHER_BRUCK:
+    case BM_ALG_ALLTOALL_BRUCK:
+    case BM_ALG_GATHER_BINOMIAL:
+    case BM_ALG_SCATTER_BINOMIAL:
+        return c->uniform;
+    default:
+        return true;
+    }
+}
+
+static const int barrier_algs[] = {0, BM_ALG_BARRIER_DISSEMINATION};
+static const int bcast_algs[] = {0, BM_ALG_BCAST_BINOMIAL, BM_ALG_BCAST_SCATTER_ALLGATHER,
+                                 BM_ALG_BCAST_PIPELINE};
+static const int reduce_algs[] = {0, BM_ALG_REDUCE_BINOMIAL, BM_ALG_REDUCE_RABENSEIFNER,
+                                  BM_ALG_REDUCE_PIPELINE};
+static const int allreduce_algs[] = {0, BM_ALG_ALLREDUCE_RECURSIVE_DOUBLING,
+                                     BM_ALG_ALLREDUCE_RABENSEIFNER, BM_ALG_ALLREDUCE_RING};
+static const int gather_algs[] = {0, BM_ALG_GATHER_LINEAR, BM_ALG_GATHER_BINOMIAL};
+static const int scatter_algs[] = {0, BM_ALG_SCATTER_LINEAR, BM_ALG_SCATTER_BINOMIAL};
+static const int allgather_algs[] = {0, BM_ALG_ALLGATHER_RING, BM_ALG_ALLGATHER_RECURSIVE_DOUBLING,
+                                     BM_ALG_ALLGATHER_BRUCK};
+static const int alltoall_algs[] = {0, BM_ALG_ALLTOALL_PAIRWISE, BM_ALG_ALLTOALL_LINEAR,
+                                    BM_ALG_ALLTOALL_BRUCK};
+static const int reduce_scatter_algs[] = {0, BM_ALG_REDUCE_SCATTER_HALVING,
+                                          BM_ALG_REDUCE_SCATTER_RING,
+                                          BM_ALG_REDUCE_SCATTER_REDUCE_SCATTERV};
+static const int scan_algs[] = {0, BM_ALG_SCAN_RECURSIVE_DOUBLING, BM_ALG_SCAN_LINEAR};
+
+static int choose(MPI_Comm comm, const struct bm_mpi_coll_args *a)
+{
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+    int p = comm->size;
+
+    switch (a->kind) {
+    case BM_COLL_BARRIER:
+        return forced_or(c->barrier_alg, barrier_algs, BM_ALG_BARRIER_DISSEMINATION, NULL, NULL);
+    case BM_COLL_BCAST: {
+        size_t bytes = (size_t)a->rcount * esize_of(a->rtype);
+        int alg = p > 2 && bytes >= c->bcast_large ? BM_ALG_BCAST_SCATTER_ALLGATHER
+                                                   : BM_ALG_BCAST_BINOMIAL;
+        return forced_or(c->bcast_alg, bcast_algs, alg, NULL, NULL);
+    }
+    case BM_COLL_REDUCE:
+    case BM_COLL_ALLREDUCE: {
+        size_t bytes = (size_t)a->rcount * esize_of(a->rtype);
+        struct red_ctx rc = {a->op->commutative, a->rcount, p};
+        int alg;
+        if (a->kind == BM_COLL_REDUCE) {
+            alg = BM_ALG_REDUCE_BINOMIAL;
+            if (rc.commutative && bytes >= c->reduce_large)
+                alg = p <= 2                                    ? BM_ALG_REDUCE_PIPELINE
+                      : red_ok(BM_ALG_REDUCE_RABENSEIFNER, &rc) ? BM_ALG_REDUCE_RABENSEIFNER
+                                                                : alg;
+            return forced_or(c->reduce_alg, reduce_algs, alg, red_ok, &rc);
+        }
+        alg = BM_ALG_ALLREDUCE_RECURSIVE_DOUBLING;
+        if (rc.commutative && a->rcount >= p && bytes >= c->allreduce_large)
+            alg = !is_pof2(p) && bytes >= c->allreduce_ring_min ? BM_ALG_ALLREDUCE_RING
+                                                                : BM_ALG_ALLREDUCE_RABENSEIFNER;
+        return forced_or(c->allreduce_alg, allreduce_algs, alg, red_ok, &rc);
+    }
+    case BM_COLL_GATHER:
+    case BM_COLL_GATHERV:
+    case BM_COLL_SCATTER:
+    case BM_COLL_SCATTERV: {
+        bool gather = a->kind == BM_COLL_GATHER || a->kind == BM_COLL_GATHERV;
+        bool uniform = a->kind == BM_COLL_GATHER || a->kind == BM_COLL_SCATTER;
+        struct block_ctx bc = {uniform, p};
+        /* The same value on every rank: the root's view of a block is its
+         * receive (send) side, every other rank's its send (receive) side. */
+        bool root_side = comm->rank == a->root;
+        size_t blk = gather == root_side ? (size_t)a->rcount * esize_of(a->rtype)
+                                         : (size_t)a->scount * esize_of(a->stype);
+        bool small = uniform && p >= 8 && blk * (size_t)p <= c->gather_small;
+        if (gather)
+            return forced_or(c->gather_alg, gather_algs,
+                             small ? BM_ALG_GATHER_BINOMIAL : BM_ALG_GATHER_LINEAR, block_ok, &bc);
+        return forced_or(c->scatter_alg, scatter_algs,
+                         small ? BM_ALG_SCATTER_BINOMIAL : BM_ALG_SCATTER_LINEAR, block_ok, &bc);
+    }
+    case BM_COLL_ALLGATHER:
+    case BM_COLL_ALLGATHERV: {
+        struct block_ctx bc = {a->kind == BM_COLL_ALLGATHER, p};
+        size_t blk = (size_t)a->rcount * esize_of(a->rtype);
+        int alg = BM_ALG_ALLGATHER_RING;
+        if (bc.uniform && blk * (size_t)p <= c->allgather_small)
+            alg = is_pof2(p) ? BM_ALG_ALLGATHER_RECURSIVE_DOUBLING : BM_ALG_ALLGATHER_BRUCK;
+        return forced_or(c->allgather_alg, allgather_algs, alg, block_ok, &bc);
+    }
+    case BM_COLL_ALLTOALL:
+    case BM_COLL_ALLTOALLV:
+    case BM_COLL_ALLTOALLW: {
+        struct block_ctx bc = {a->kind == BM_COLL_ALLTOALL, p};
+        size_t blk;
+        int alg;
+        if (bc.uniform) {
+            blk = (size_t)a->rcount * esize_of(a->rtype);
+        } else {
+            size_t total = 0;
+            for (int i = 0; i < p; i++)
+                total += (size_t)a->rcounts[i] *
+                         esize_of(a->kind == BM_COLL_ALLTOALLW ? a->rtypes[i] : a->rtype);
+            blk = total / (size_t)p;
+        }
+        if (bc.uniform && blk <= c->alltoall_small && p >= 8)
+            alg = BM_ALG_ALLTOALL_BRUCK;
+        else if (blk >= c->alltoall_pairwise_min)
+            alg = BM_ALG_ALLTOALL_PAIRWISE;
+        else
+            alg = BM_ALG_ALLTOALL_LINEAR;
+        return forced_or(c->alltoall_alg, alltoall_algs, alg, block_ok, &bc);
+    }
+    case BM_COLL_REDUCE_SCATTER:
+    case BM_COLL_REDUCE_SCATTER_BLOCK: {
+        size_t total = 0;
+        struct red_ctx rc = {a->op->commutative, 0, p};
+        int alg = BM_ALG_REDUCE_SCATTER_REDUCE_SCATTERV;
+        for (int i = 0; i < p; i++)
+            total += (size_t)(a->kind == BM_COLL_REDUCE_SCATTER ? a->rcounts[i] : a->rcount);
+        total *= esize_of(a->rtype);
+        if (rc.commutative)
+            alg = !is_pof2(p) && total >= c->allreduce_ring_min ? BM_ALG_REDUCE_SCATTER_RING
+                                                                : BM_ALG_REDUCE_SCATTER_HALVING;
+        return forced_or(c->reduce_scatter_alg, reduce_scatter_algs, alg, red_ok, &rc);
+    }
+    case BM_COLL_SCAN:
+    case BM_COLL_EXSCAN:
+        return forced_or(c->scan_alg, scan_algs, BM_ALG_SCAN_RECURSIVE_DOUBLING, NULL, NULL);
+    default:
+        return BM_ALG_NEIGHBOR_LINEAR;
+    }
+}
+
+/* ---- building ------------------------------------------------------------------ */
+
+#define KEY_IN_PLACE    0x1u
+#define KEY_COMMUTATIVE 0x2u
+
+/* Kinds whose schedule depends only on the key (no count arrays). */
+static bool cacheable(int kind)
+{
+    switch (kind) {
+    case BM_COLL_BARRIER:
+    case BM_COLL_BCAST:
+    case BM_COLL_GATHER:
+    case BM_COLL_SCATTER:
+    case BM_COLL_ALLGATHER:
+    case BM_COLL_ALLTOALL:
+    case BM_COLL_REDUCE:
+    case BM_COLL_ALLREDUCE:
+    case BM_COLL_REDUCE_SCATTER_BLOCK:
+    case BM_COLL_SCAN:
+    case BM_COLL_EXSCAN:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool key_equal(const struct bm_mpi_sched_key *x, const struct bm_mpi_sched_key *y)
+{
+    return x->kind == y->kind && x->alg == y->alg && x->root == y->root && x->count == y->count &&
+           x->sbytes == y->sbytes && x->rbytes == y->rbytes && x->flags == y->flags;
+}
+
+/* What the schedule of a cacheable call depends on. The entry points have
+ * cleared the arguments that are not significant on this rank (types NULL,
+ * counts 0), so nothing here reads an invalid handle. */
+static struct bm_mpi_sched_key key_of(const struct bm_mpi_coll_args *a, int alg)
+{
+    struct bm_mpi_sched_key k;
+    bool in_place = a->sbuf == MPI_IN_PLACE || a->rbuf == MPI_IN_PLACE;
+
+    memset(&k, 0, sizeof(k));
+    k.kind = a->kind;
+    k.alg = alg;
+    k.root = a->root;
+    k.count = a->rcount;
+    k.sbytes = (size_t)a->scount * esize_of(a->stype);
+    k.rbytes = a->rcount > 0 ? esize_of(a->rtype) : 0;
+    k.flags = (in_place ? KEY_IN_PLACE : 0) | (a->op && a->op->commutative ? KEY_COMMUTATIVE : 0);
+    return k;
+}
+
+static struct bm_coll_red red_args(const struct bm_mpi_coll_args *a, int count)
+{
+    struct bm_coll_red r = {
+        .count = count,
+        .esize = esize_of(a->rtype),
+        .commutative = a->op->commutative,
+        .sbuf = a->sbuf == MPI_IN_PLACE ? BM_SCHED_RBUF : BM_SCHED_SBUF,
+        .dbuf = BM_SCHED_RBUF,
+    };
+    return r;
+}
+
+/* Alltoallw: per-block bytes and byte offsets of one side, from counts,
+ * byte displacements and types. */
+static int w_layout(const int *counts, const int *displs, const MPI_Datatype *types, int n,
+                    size_t **bytes_out, ptrdiff_t **offs_out)
+{
+    size_t *b = malloc(sizeof(*b) * (size_t)(n ? n : 1));
+    ptrdiff_t *o = malloc(sizeof(*o) * (size_t)(n ? n : 1));
+
+    if (b == NULL || o == NULL) {
+        free(b);
+        free(o);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        b[i] = bm_mpi_type_bytes(types[i], counts[i]);
+        o[i] = (ptrdiff_t)displs[i];
+    }
+    *bytes_out = b;
+    *offs_out = o;
+    return 0;
+}
+
+static int build(MPI_Comm comm, const struct bm_mpi_coll_args *a, int alg,
+                 struct bm_mpi_sched **s_out, const char *fn)
+{
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+    struct bm_mpi_sched *s = bm_mpi_sched_new(a->kind, alg);
+    bool in_place = a->sbuf == MPI_IN_PLACE;
+    size_t *wb[2] = {NULL, NULL};
+    ptrdiff_t *wo[2] = {NULL, NULL};
+    int rc;
+
+    if (s == NULL)
+        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    switch (a->kind) {
+    case BM_COLL_BARRIER:
+        bm_coll_build_barrier_dissemination(s, comm);
+        break;
+    case BM_COLL_BCAST: {
+        size_t bytes = (size_t)a->rcount * esize_of(a->rtype);
+        if (alg == BM_ALG_BCAST_SCATTER_ALLGATHER)
+            bm_coll_build_bcast_scatter_allgather(s, comm, BM_SCHED_RBUF, 0, bytes, a->root);
+        else if (alg == BM_ALG_BCAST_PIPELINE)
+            bm_coll_build_bcast_pipeline(s, comm, BM_SCHED_RBUF, 0, bytes, a->root, c->segment);
+        else
+            bm_coll_build_bcast_binomial(s, comm, BM_SCHED_RBUF, 0, bytes, a->root);
+        break;
+    }
+    case BM_COLL_REDUCE: {
+        struct bm_coll_red r = red_args(a, a->rcount);
+        bm_coll_build_reduce(s, comm, &r, a->root, alg, c->segment);
+        break;
+    }
+    case BM_COLL_ALLREDUCE: {
+        struct bm_coll_red r = red_args(a, a->rcount);
+        bm_coll_build_allreduce(s, comm, &r, alg);
+        break;
+    }
+    case BM_COLL_REDUCE_SCATTER:
+    case BM_COLL_REDUCE_SCATTER_BLOCK: {
+        struct bm_coll_red r = red_args(a, 0);
+        int *counts = NULL;
+        if (a->kind == BM_COLL_REDUCE_SCATTER_BLOCK) {
+            counts = malloc(sizeof(int) * (size_t)comm->size);
+            if (counts == NULL) {
+                s->nomem = true;
+                break;
+            }
+            for (int i = 0; i < comm->size; i++)
+                counts[i] = a->rcount;
+        }
+        bm_coll_build_reduce_scatter(s, comm, &r, counts ? counts : a->rcounts, alg);
+        free(counts);
+        break;
+    }
+    case BM_COLL_SCAN:
+    case BM_COLL_EXSCAN: {
+        struct bm_coll_red r = red_args(a, a->rcount);
+        bm_coll_build_scan(s, comm, &r, a->kind == BM_COLL_EXSCAN, alg);
+        break;
+    }
+    case BM_COLL_GATHER:
+    case BM_COLL_GATHERV: {
+        struct bm_coll_layout rl = {
+            BM_SCHED_RBUF, 0, esize_of(a->rtype), a->rcount, a->rcounts, a->rdispls, NULL, NULL};
+        size_t sbytes = in_place ? 0 : (size_t)a->scount * esize_of(a->stype);
+        bm_coll_build_gather(s, comm, sbytes, in_place, &rl, a->root, alg);
+        break;
+    }
+    case BM_COLL_SCATTER:
+    case BM_COLL_SCATTERV: {
+        struct bm_coll_layout sl = {
+            BM_SCHED_SBUF, 0, esize_of(a->stype), a->scount, a->scounts, a->sdispls, NULL, NULL};
+        bool rin = a->rbuf == MPI_IN_PLACE;
+        size_t rbytes = rin ? 0 : (size_t)a->rcount * esize_of(a->rtype);
+        bm_coll_build_scatter(s, comm, &sl, rbytes, rin, a->root, alg);
+        break;
+    }
+    case BM_COLL_ALLGATHER:
+    case BM_COLL_ALLGATHERV: {
+        struct bm_coll_layout rl = {
+            BM_SCHED_RBUF, 0, esize_of(a->rtype), a->rcount, a->rcounts, a->rdispls, NULL, NULL};
+        bm_coll_build_allgather(s, comm, in_place, &rl, alg);
+        break;
+    }
+    case BM_COLL_ALLTOALL:
+    case BM_COLL_ALLTOALLV:
+    case BM_COLL_ALLTOALLW: {
+        struct bm_coll_layout rl = {
+            BM_SCHED_RBUF, 0, esize_of(a->rtype), a->rcount, a->rcounts, a->rdispls, NULL, NULL};
+        struct bm_coll_layout sl = {
+            BM_SCHED_SBUF, 0, esize_of(a->stype), a->scount, a->scounts, a->sdispls, NULL, NULL};
+        if (in_place)
+            sl = rl;
+        if (a->kind == BM_COLL_ALLTOALLW) {
+            if (w_layout(a->rcounts, a->rdispls, a->rtypes, comm->size, &wb[1], &wo[1]) ||
+                (!in_place &&
+                 w_layout(a->scounts, a->sdispls, a->stypes, comm->size, &wb[0], &wo[0]))) {
+                s->nomem = true;
+                break;
+            }
+            rl.bytes = wb[1];
+            rl.offs = wo[1];
+            sl.bytes = in_place ? wb[1] : wb[0];
+            sl.offs = in_place ? wo[1] : wo[0];
+            if (in_place)
+                sl.buf = BM_SCHED_RBUF;
+        }
+        bm_coll_build_alltoall(s, comm, &sl, &rl, alg);
+        break;
+    }
+    default:
+        if (!bm_coll_build_neighbor_call(s, comm, a))
+            s->nomem = true;
+        break;
+    }
+    free(wb[0]);
+    free(wb[1]);
+    free(wo[0]);
+    free(wo[1]);
+    if ((rc = bm_mpi_sched_end(s, comm, fn)) != MPI_SUCCESS)
+        return rc;
+    *s_out = s;
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_coll_schedule(MPI_Comm comm, const struct bm_mpi_coll_args *a,
+                         struct bm_mpi_sched **s_out, const char *fn)
+{
+    int alg = choose(comm, a), rc;
+    struct bm_mpi_coll_comm *cc;
+    struct bm_mpi_sched_key key;
+    struct bm_mpi_sched *s;
+
+    if (!cacheable(a->kind) || (cc = bm_mpi_coll_comm(comm)) == NULL)
+        return build(comm, a, alg, s_out, fn);
+    key = key_of(a, alg);
+    for (int w = 0; w < BM_COLL_CACHE_WAYS; w++) {
+        s = cc->cache[a->kind][w];
+        if (s && key_equal(&s->key, &key)) {
+            /* most recent first */
+            for (; w > 0; w--)
+                cc->cache[a->kind][w] = cc->cache[a->kind][w - 1];
+            cc->cache[a->kind][0] = s;
+            bm_mpi_sched_retain(s);
+            *s_out = s;
+            return MPI_SUCCESS;
+        }
+    }
+    if ((rc = build(comm, a, alg, &s, fn)) != MPI_SUCCESS)
+        return rc;
+    s->key = key;
+    s->cacheable = true;
+    bm_mpi_sched_release(cc->cache[a->kind][BM_COLL_CACHE_WAYS - 1]);
+    for (int w = BM_COLL_CACHE_WAYS - 1; w > 0; w--)
+        cc->cache[a->kind][w] = cc->cache[a->kind][w - 1];
+    cc->cache[a->kind][0] = s;
+    bm_mpi_sched_retain(s);
+    *s_out = s;
+    return MPI_SUCCESS;
+}
+
+/* ---- the blocking form ------------------------------------------------------------ */
+
+int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn)
+{
+    struct bm_mpi_sched *s;
+    int rc;
+
+    if ((rc = bm_mpi_coll_schedule(comm, a, &s, fn)) != MPI_SUCCESS)
+        return rc;
+    rc = bm_mpi_sched_run(s, comm, a->sbuf, a->rbuf, a->rtype, a->op, fn);
+    bm_mpi_sched_release(s);
+    return rc;
+}
