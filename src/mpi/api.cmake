@@ -21,4 +21,5 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/coll_bcast.c
     ${CMAKE_CURRENT_LIST_DIR}/coll_reduce.c
     ${CMAKE_CURRENT_LIST_DIR}/coll_gather.c
-    ${CMAKE_CURRENT_LIST_DIR}/coll_neighbor.c)
+    ${CMAKE_CURRENT_LIST_DIR}/coll_neighbor.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_request.c)

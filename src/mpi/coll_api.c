@@ -776,3 +776,493 @@ int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
     return bm_mpi_coll_blocking(comm, &a, fn);
 }
 BM_MPI_ALIAS(Reduce_scatter);
+
+/* ---- MPI functions: nonblocking (MPI-3.1) --------------------------------------------- */
+
+int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ibarrier";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = barrier_args(comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ibarrier);
+
+int PMPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ibcast";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = bcast_args(buffer, count, datatype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ibcast);
+
+int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request)
+{
+    static const char fn[] = "MPI_Igather";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = gather_args(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
+                          recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Igather);
+
+int PMPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Igatherv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = gather_args(true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                          recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Igatherv);
+
+int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                  MPI_Request *request)
+{
+    static const char fn[] = "MPI_Iscatter";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = scatter_args(false, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Iscatter);
+
+int PMPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                   MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                   int root, MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Iscatterv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = scatter_args(true, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Iscatterv);
+
+int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Iallgather";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allgather_args(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
+                             recvtype, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Iallgather);
+
+int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                     MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Iallgatherv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allgather_args(true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                             recvtype, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Iallgatherv);
+
+int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ialltoall";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &a,
+                            fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ialltoall);
+
+int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ialltoallv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                             recvtype, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ialltoallv);
+
+int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                    const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                    const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                    MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ialltoallw";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = alltoallw_args(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                             recvtypes, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ialltoallw);
+
+int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                 int root, MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ireduce";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ireduce);
+
+int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Iallreduce";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allreduce_args(BM_COLL_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, comm, &a,
+                             fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Iallreduce);
+
+int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ireduce_scatter";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = reduce_scatter_args(true, sendbuf, recvbuf, 0, recvcounts, datatype, op, comm, &a,
+                                  fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ireduce_scatter);
+
+int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                               MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ireduce_scatter_block";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = reduce_scatter_args(false, sendbuf, recvbuf, recvcount, NULL, datatype, op, comm, &a,
+                                  fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ireduce_scatter_block);
+
+int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Iscan";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allreduce_args(BM_COLL_SCAN, sendbuf, recvbuf, count, datatype, op, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Iscan);
+
+int PMPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                 MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Iexscan";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allreduce_args(BM_COLL_EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Iexscan);
+
+/* ---- MPI functions: persistent (MPI-4.0) ----------------------------------------------- */
+
+int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Barrier_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = barrier_args(comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Barrier_init);
+
+int PMPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                    MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Bcast_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = bcast_args(buffer, count, datatype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Bcast_init);
+
+int PMPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                     MPI_Request *request)
+{
+    static const char fn[] = "MPI_Gather_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = gather_args(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
+                          recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Gather_init);
+
+int PMPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                      MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Gatherv_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = gather_args(true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                          recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Gatherv_init);
+
+int PMPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                      MPI_Request *request)
+{
+    static const char fn[] = "MPI_Scatter_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = scatter_args(false, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Scatter_init);
+
+int PMPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[],
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                       int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Scatterv_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = scatter_args(true, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Scatterv_init);
+
+int PMPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                        MPI_Request *request)
+{
+    static const char fn[] = "MPI_Allgather_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allgather_args(false, sendbuf, sendcount, sendtype, recvbuf, recvcount, NULL, NULL,
+                             recvtype, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Allgather_init);
+
+int PMPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                         MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Allgatherv_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allgather_args(true, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                             recvtype, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Allgatherv_init);
+
+int PMPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                       MPI_Request *request)
+{
+    static const char fn[] = "MPI_Alltoall_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = alltoall_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &a,
+                            fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Alltoall_init);
+
+int PMPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                        const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                        MPI_Request *request)
+{
+    static const char fn[] = "MPI_Alltoallv_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = alltoallv_args(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                             recvtype, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Alltoallv_init);
+
+int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                        const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                        MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Alltoallw_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = alltoallw_args(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                             recvtypes, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Alltoallw_init);
+
+int PMPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Reduce_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = reduce_args(sendbuf, recvbuf, count, datatype, op, root, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Reduce_init);
+
+int PMPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Allreduce_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allreduce_args(BM_COLL_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, comm, &a,
+                             fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Allreduce_init);
+
+int PMPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                             MPI_Request *request)
+{
+    static const char fn[] = "MPI_Reduce_scatter_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = reduce_scatter_args(true, sendbuf, recvbuf, 0, recvcounts, datatype, op, comm, &a,
+                                  fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Reduce_scatter_init);
+
+int PMPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                   MPI_Request *request)
+{
+    static const char fn[] = "MPI_Reduce_scatter_block_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = reduce_scatter_args(false, sendbuf, recvbuf, recvcount, NULL, datatype, op, comm, &a,
+                                  fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Reduce_scatter_block_init);
+
+int PMPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Scan_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allreduce_args(BM_COLL_SCAN, sendbuf, recvbuf, count, datatype, op, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Scan_init);
+
+int PMPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Exscan_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = allreduce_args(BM_COLL_EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Exscan_init);

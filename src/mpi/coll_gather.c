@@ -84,7 +84,7 @@ static void gather_binomial(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place
         bm_mpi_sched_recv(s, (child + root) % size, buf, base + (ptrdiff_t)((size_t)mask * bsz),
                           (size_t)cn * bsz, 0);
     }
-    if (comm->rank != root || !in_place)
+    if (!(direct && in_place)) /* in place, the root's block may have to move to scratch */
         copy_block(s, comm->rank == root && in_place ? rl->buf : BM_SCHED_SBUF,
                    comm->rank == root && in_place ? bm_coll_block_off(rl, root) : 0, buf, base,
                    bsz);

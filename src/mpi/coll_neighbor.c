@@ -274,3 +274,171 @@ int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const M
     return bm_mpi_coll_blocking(comm, &a, fn);
 }
 BM_MPI_ALIAS(Neighbor_alltoallw);
+
+/* ---- MPI functions: nonblocking and persistent ------------------------------------------ */
+
+int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                             MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ineighbor_allgather";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLGATHER, sendbuf, sendcount, NULL, NULL, NULL,
+                            sendtype, NULL, recvbuf, recvcount, NULL, NULL, NULL, recvtype, NULL,
+                            comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ineighbor_allgather);
+
+int PMPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, const int recvcounts[], const int displs[],
+                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ineighbor_allgatherv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLGATHERV, sendbuf, sendcount, NULL, NULL, NULL,
+                            sendtype, NULL, recvbuf, 0, recvcounts, displs, NULL, recvtype, NULL,
+                            comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ineighbor_allgatherv);
+
+int PMPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ineighbor_alltoall";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLTOALL, sendbuf, sendcount, NULL, NULL, NULL,
+                            sendtype, NULL, recvbuf, recvcount, NULL, NULL, NULL, recvtype, NULL,
+                            comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ineighbor_alltoall);
+
+int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                             MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                             const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                             MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ineighbor_alltoallv";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLTOALLV, sendbuf, 0, sendcounts, sdispls, NULL,
+                            sendtype, NULL, recvbuf, 0, recvcounts, rdispls, NULL, recvtype, NULL,
+                            comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ineighbor_alltoallv);
+
+int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                             const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                             const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                             MPI_Comm comm, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Ineighbor_alltoallw";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLTOALLW, sendbuf, 0, sendcounts, NULL, sdispls, NULL,
+                            sendtypes, recvbuf, 0, recvcounts, NULL, rdispls, NULL, recvtypes, comm,
+                            &a, fn)))
+        return rc;
+    return bm_mpi_coll_nonblocking(comm, &a, request, fn);
+}
+BM_MPI_ALIAS(Ineighbor_alltoallw);
+
+int PMPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                 MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Neighbor_allgather_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLGATHER, sendbuf, sendcount, NULL, NULL, NULL,
+                            sendtype, NULL, recvbuf, recvcount, NULL, NULL, NULL, recvtype, NULL,
+                            comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Neighbor_allgather_init);
+
+int PMPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, const int recvcounts[], const int displs[],
+                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *request)
+{
+    static const char fn[] = "MPI_Neighbor_allgatherv_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLGATHERV, sendbuf, sendcount, NULL, NULL, NULL,
+                            sendtype, NULL, recvbuf, 0, recvcounts, displs, NULL, recvtype, NULL,
+                            comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Neighbor_allgatherv_init);
+
+int PMPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Neighbor_alltoall_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLTOALL, sendbuf, sendcount, NULL, NULL, NULL,
+                            sendtype, NULL, recvbuf, recvcount, NULL, NULL, NULL, recvtype, NULL,
+                            comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Neighbor_alltoall_init);
+
+int PMPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                                 MPI_Info info, MPI_Request *request)
+{
+    static const char fn[] = "MPI_Neighbor_alltoallv_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLTOALLV, sendbuf, 0, sendcounts, sdispls, NULL,
+                            sendtype, NULL, recvbuf, 0, recvcounts, rdispls, NULL, recvtype, NULL,
+                            comm, &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Neighbor_alltoallv_init);
+
+int PMPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[],
+                                 const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                 void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+                                 const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
+                                 MPI_Request *request)
+{
+    static const char fn[] = "MPI_Neighbor_alltoallw_init";
+    struct bm_mpi_coll_args a;
+    int rc;
+
+    if ((rc = neighbor_args(BM_COLL_NEIGHBOR_ALLTOALLW, sendbuf, 0, sendcounts, NULL, sdispls, NULL,
+                            sendtypes, recvbuf, 0, recvcounts, NULL, rdispls, NULL, recvtypes, comm,
+                            &a, fn)))
+        return rc;
+    return bm_mpi_coll_persistent(comm, &a, info, request, fn);
+}
+BM_MPI_ALIAS(Neighbor_alltoallw_init);

@@ -267,7 +267,7 @@ static void reduce_pipeline(struct bm_mpi_sched *s, MPI_Comm comm, const struct 
          * so that the next rank can start combining early. */
         for (size_t k = 0; k < nseg; k++) {
             size_t o = k * segc, n = count - o < segc ? count - o : segc;
-            send(s, child == root ? root : parent, plus(in, (ptrdiff_t)(o * e)), n * e);
+            send(s, parent, plus(in, (ptrdiff_t)(o * e)), n * e);
         }
         bm_mpi_sched_round(s);
         return;

@@ -609,6 +609,20 @@ void bm_mpi_sched_exec_free(struct bm_mpi_sched_exec *e)
         e->orphan = true;
 }
 
+static bool runs_on(MPI_Comm comm)
+{
+    for (struct bm_mpi_sched_exec *e = active_head; e; e = e->next)
+        if (e->comm == comm)
+            return true;
+    return false;
+}
+
+void bm_mpi_sched_drain(MPI_Comm comm)
+{
+    while (runs_on(comm))
+        bm_pml_progress();
+}
+
 uint32_t bm_mpi_sched_tag_nb(MPI_Comm comm)
 {
     uint32_t seq = comm->coll_seq++;

@@ -145,6 +145,10 @@ bool bm_mpi_sched_exec_test(struct bm_mpi_sched_exec *e, int *err_out, const cha
 /* Release a run; one still going is finished in the background first. */
 void bm_mpi_sched_exec_free(struct bm_mpi_sched_exec *e);
 
+/* Progress until no background run on comm is left (the communicator is
+ * being destroyed). */
+void bm_mpi_sched_drain(MPI_Comm comm);
+
 /* The tag base of the next nonblocking or persistent collective on comm:
  * every process calls collectives on a communicator in the same order, so
  * the n-th one gets the same number everywhere. */

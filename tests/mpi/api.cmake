@@ -129,3 +129,49 @@ if(BM_TEST_NM)
         -DLIB=$<TARGET_FILE:bitmover> -DNM=${BM_TEST_NM} -P ${api_dir}/api_exports.cmake)
     set_tests_properties(api_exports PROPERTIES TIMEOUT 60 LABELS mpi)
 endif()
+
+# Every collective in every form against a locally computed reference (see
+# coll_check.c): the automatic algorithm choice at 1 to 9 ranks, and every
+# algorithm forced by its parameter at 5, 6 and 8 ranks (a power of two and
+# two sizes that need the fold), each launch checking that the algorithms it
+# forces really ran.
+add_executable(coll_check ${api_dir}/coll_check.c)
+target_link_libraries(coll_check PRIVATE bitmover bm_test_harness)
+foreach(np 1 2 3 4 5 6 7 8 9)
+    set(args "")
+    if(np GREATER 4)
+        set(args --quick)
+    endif()
+    bm_add_mpi_test(coll_check_np${np} TARGET coll_check NP ${np} BTL self,sm TIMEOUT 180
+        LABELS mpi coll ARGS ${args})
+endforeach()
+set(coll_force_a
+    BM_MPI_COLL_FASTPATH=0 BM_MPI_COLL_BCAST_ALG=binomial BM_MPI_COLL_REDUCE_ALG=binomial
+    BM_MPI_COLL_ALLREDUCE_ALG=recursive_doubling BM_MPI_COLL_GATHER_ALG=linear
+    BM_MPI_COLL_SCATTER_ALG=linear BM_MPI_COLL_ALLGATHER_ALG=ring
+    BM_MPI_COLL_ALLTOALL_ALG=pairwise BM_MPI_COLL_REDUCE_SCATTER_ALG=reduce_scatterv
+    BM_MPI_COLL_SCAN_ALG=recursive_doubling
+    "BM_TEST_COLL_EXPECT=barrier.dissemination,bcast.binomial,reduce.binomial,allreduce.recursive_doubling,gather.linear,scatter.linear,allgather.ring,alltoall.pairwise,reduce_scatter.reduce_scatterv,scan.recursive_doubling,neighbor.linear")
+set(coll_force_b
+    BM_MPI_COLL_BCAST_ALG=scatter_allgather BM_MPI_COLL_REDUCE_ALG=rabenseifner
+    BM_MPI_COLL_ALLREDUCE_ALG=rabenseifner BM_MPI_COLL_GATHER_ALG=binomial
+    BM_MPI_COLL_SCATTER_ALG=binomial BM_MPI_COLL_ALLGATHER_ALG=recursive_doubling
+    BM_MPI_COLL_ALLTOALL_ALG=linear BM_MPI_COLL_REDUCE_SCATTER_ALG=halving
+    BM_MPI_COLL_SCAN_ALG=linear
+    "BM_TEST_COLL_EXPECT=bcast.scatter_allgather,reduce.rabenseifner,allreduce.rabenseifner,gather.binomial,scatter.binomial,alltoall.linear,reduce_scatter.halving,scan.linear")
+set(coll_force_c
+    BM_MPI_COLL_SEGMENT=1024 BM_MPI_COLL_BCAST_ALG=pipeline BM_MPI_COLL_REDUCE_ALG=pipeline
+    BM_MPI_COLL_ALLREDUCE_ALG=ring BM_MPI_COLL_ALLGATHER_ALG=bruck
+    BM_MPI_COLL_ALLTOALL_ALG=bruck BM_MPI_COLL_REDUCE_SCATTER_ALG=ring
+    "BM_TEST_COLL_EXPECT=bcast.pipeline,reduce.pipeline,allreduce.ring,allgather.bruck,alltoall.bruck,reduce_scatter.ring")
+foreach(set a b c)
+    foreach(np 5 6 8)
+        set(env ${coll_force_${set}})
+        if(set STREQUAL "b" AND np EQUAL 8)
+            # recursive doubling allgather serves power-of-two sizes only
+            string(REPLACE "scan.linear" "scan.linear,allgather.recursive_doubling" env "${env}")
+        endif()
+        bm_add_mpi_test(coll_check_${set}_np${np} TARGET coll_check NP ${np} BTL self,sm
+            TIMEOUT 180 LABELS mpi coll ARGS --quick ENV ${env})
+    endforeach()
+endforeach()
