@@ -108,24 +108,36 @@ static const struct bm_mpi_request_ops coll_nb_ops = {
     .start = bm_mpi_request_no_start,
 };
 
-int bm_mpi_coll_nonblocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Request *request,
-                            const char *fn)
+/* The schedule of the call and the request state around it, with the
+ * call's tag taken. */
+static int coll_req_make(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Request *request,
+                         struct coll_req **c_out, const char *fn)
 {
     struct bm_mpi_sched *s;
-    struct coll_req *c;
-    MPI_Request r;
     int rc;
 
     if (request == NULL)
         return bm_mpi_error(comm, MPI_ERR_REQUEST, fn, "NULL request pointer");
     if ((rc = bm_mpi_coll_schedule(comm, a, &s, fn)) != MPI_SUCCESS)
         return rc;
-    if ((c = coll_req_new(comm, s, a, fn)) == NULL) {
+    if ((*c_out = coll_req_new(comm, s, a, fn)) == NULL) {
         bm_mpi_sched_release(s);
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
     }
-    c->tag = bm_mpi_sched_tag_nb(comm);
-    if ((rc = bm_mpi_sched_exec_start(s, comm, a->sbuf, a->rbuf, a->rtype, a->op, c->tag, fn,
+    (*c_out)->tag = bm_mpi_sched_tag_nb(comm);
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_coll_nonblocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Request *request,
+                            const char *fn)
+{
+    struct coll_req *c;
+    MPI_Request r;
+    int rc;
+
+    if ((rc = coll_req_make(comm, a, request, &c, fn)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = bm_mpi_sched_exec_start(c->s, comm, a->sbuf, a->rbuf, a->rtype, a->op, c->tag, fn,
                                       &c->e)) != MPI_SUCCESS) {
         coll_req_free(c);
         return rc;
@@ -168,21 +180,13 @@ static const struct bm_mpi_request_ops coll_persistent_ops = {
 int bm_mpi_coll_persistent(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Info info,
                            MPI_Request *request, const char *fn)
 {
-    struct bm_mpi_sched *s;
     struct coll_req *c;
     MPI_Request r;
     int rc;
 
     (void)info; /* no hints are defined for persistent collectives */
-    if (request == NULL)
-        return bm_mpi_error(comm, MPI_ERR_REQUEST, fn, "NULL request pointer");
-    if ((rc = bm_mpi_coll_schedule(comm, a, &s, fn)) != MPI_SUCCESS)
+    if ((rc = coll_req_make(comm, a, request, &c, fn)) != MPI_SUCCESS)
         return rc;
-    if ((c = coll_req_new(comm, s, a, fn)) == NULL) {
-        bm_mpi_sched_release(s);
-        return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
-    }
-    c->tag = bm_mpi_sched_tag_nb(comm);
     r = bm_mpi_request_create(&coll_persistent_ops, comm, c, true, false);
     if (r == NULL) {
         coll_req_free(c);
