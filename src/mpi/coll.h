@@ -133,10 +133,11 @@ struct bm_mpi_coll_comm {
 /* The state of comm (made on first use); NULL when out of memory. */
 struct bm_mpi_coll_comm *bm_mpi_coll_comm(MPI_Comm comm);
 
-/* Peers of collective steps: ranks of comm. */
+/* Peers of collective steps: ranks of comm's group, or of the remote group
+ * of an inter-communicator (whose local phases run on comm->local_comm). */
 static inline int bm_mpi_coll_peer_world(MPI_Comm comm, int peer)
 {
-    return bm_mpi_comm_world_rank(comm, peer);
+    return bm_mpi_comm_peer_world(comm, peer);
 }
 static inline uint32_t bm_mpi_coll_cid(MPI_Comm comm)
 {

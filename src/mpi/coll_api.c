@@ -146,7 +146,8 @@ static int check_start(MPI_Comm comm, const char *fn)
 {
     int rc;
 
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = bm_mpi_check_intra(comm, fn)))
         return rc;
     return MPI_SUCCESS;
 }

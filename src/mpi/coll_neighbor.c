@@ -158,7 +158,8 @@ static int neighbor_args(int kind, const void *sendbuf, int sendcount, const int
     struct side snd, rcv;
     bool cart;
 
-    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
+        (rc = bm_mpi_check_intra(comm, fn)))
         return rc;
     if (sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,

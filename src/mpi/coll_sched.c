@@ -13,11 +13,12 @@
  *     the n-th message of one with the n-th receive of the other; the kind
  *     makes a mismatch between ranks (Bcast here, Barrier there) a hang in a
  *     named collective instead of silently wrong data;
- *   - nonblocking and persistent collectives: bit 29 | (seq << 9) | subtag,
- *     where seq counts those collectives on the communicator (20 bits: a
- *     million may be pending at once), so two of them in flight together,
+ *   - nonblocking and persistent collectives: bit 28 | (seq << 9) | subtag,
+ *     where seq counts those collectives on the communicator (19 bits: half
+ *     a million may be pending at once), so two of them in flight together,
  *     or one and a blocking one, never take each other's messages;
- *   - bit 30 is MPI_Comm_create_group's (comm.c).
+ *   - bits 29 and 30 are the inter-communicator set-up's and
+ *     MPI_Comm_create_group's (mpi_internal.h).
  *
  * Progress. Background runs sit on one list; while it is not empty a PML
  * progress hook advances them, so they move in every MPI call that waits or
@@ -34,8 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TAG_NB_BIT   (1u << 29)
-#define TAG_SEQ_MASK 0xfffffu
+/* Below BM_MPI_COLL_TAG_INTERCOMM_BASE (bit 29). */
+#define TAG_NB_BIT   (1u << 28)
+#define TAG_SEQ_MASK 0x7ffffu
 
 /* ---- building ------------------------------------------------------------ */
 
@@ -481,6 +483,20 @@ static void exec_destroy(struct bm_mpi_sched_exec *e)
     free(e);
 }
 
+/* A background run is over: off the list, scratch back, and the
+ * communicator's reference dropped (which may destroy a communicator the
+ * program freed meanwhile). */
+static void exec_finished(struct bm_mpi_sched_exec *e)
+{
+    MPI_Comm comm = e->comm;
+
+    exec_unlist(e);
+    bm_mpi_scratch_put(e->buf[BM_SCHED_TMP], e->s->tmp_bytes);
+    e->buf[BM_SCHED_TMP] = NULL;
+    e->comm = MPI_COMM_NULL;
+    bm_mpi_comm_release(comm);
+}
+
 /* Advance as far as possible without blocking; returns the number of rounds
  * finished (events for the progress engine). */
 static int exec_advance(struct bm_mpi_sched_exec *e)
@@ -516,10 +532,7 @@ static int exec_advance(struct bm_mpi_sched_exec *e)
 out:
     e->busy = false;
     if (e->done) {
-        exec_unlist(e);
-        /* Scratch goes back at once; the requests are all finished. */
-        bm_mpi_scratch_put(e->buf[BM_SCHED_TMP], e->s->tmp_bytes);
-        e->buf[BM_SCHED_TMP] = NULL;
+        exec_finished(e);
         if (e->orphan)
             exec_destroy(e);
     }
@@ -557,12 +570,13 @@ int bm_mpi_sched_exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *s
                             s->tmp_bytes);
     }
     bm_mpi_sched_retain(s);
-    bm_mpi_coll_count_alg(s->kind, s->alg);
-    e->tag = tag;
     if (active_head == NULL && bm_pml_progress_register(sched_hook, NULL) != BM_OK) {
         exec_destroy(e);
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
     }
+    bm_mpi_comm_retain(comm); /* until the run ends, even if the program frees comm */
+    bm_mpi_coll_count_alg(s->kind, s->alg);
+    e->tag = tag;
     e->prev = NULL;
     e->next = active_head;
     if (active_head)
@@ -579,13 +593,10 @@ int bm_mpi_sched_exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *s
         e->done = true;
     }
     e->busy = false;
-    if (e->done) {
-        exec_unlist(e);
-        bm_mpi_scratch_put(e->buf[BM_SCHED_TMP], s->tmp_bytes);
-        e->buf[BM_SCHED_TMP] = NULL;
-    } else {
+    if (e->done)
+        exec_finished(e);
+    else
         exec_advance(e);
-    }
     *e_out = e;
     return MPI_SUCCESS;
 }
@@ -607,20 +618,6 @@ void bm_mpi_sched_exec_free(struct bm_mpi_sched_exec *e)
         exec_destroy(e);
     else
         e->orphan = true;
-}
-
-static bool runs_on(MPI_Comm comm)
-{
-    for (struct bm_mpi_sched_exec *e = active_head; e; e = e->next)
-        if (e->comm == comm)
-            return true;
-    return false;
-}
-
-void bm_mpi_sched_drain(MPI_Comm comm)
-{
-    while (runs_on(comm))
-        bm_pml_progress();
 }
 
 uint32_t bm_mpi_sched_tag_nb(MPI_Comm comm)

@@ -134,7 +134,8 @@ int bm_mpi_sched_run(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, vo
  * run takes a reference on s, its messages carry tag (from
  * bm_mpi_sched_tag_nb), and it advances from the PML progress hook or
  * bm_mpi_sched_exec_test. *e_out is owned by the caller until it frees it
- * with bm_mpi_sched_exec_free (after completion, or to abandon it).
+ * with bm_mpi_sched_exec_free (after completion, or to abandon it). The run
+ * holds a reference on comm until it ends.
  * MPI_SUCCESS, or the class after the error was reported as fn. */
 int bm_mpi_sched_exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, void *rbuf,
                             MPI_Datatype dt, MPI_Op op, uint32_t tag, const char *fn,
@@ -144,10 +145,6 @@ int bm_mpi_sched_exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *s
 bool bm_mpi_sched_exec_test(struct bm_mpi_sched_exec *e, int *err_out, const char **what_out);
 /* Release a run; one still going is finished in the background first. */
 void bm_mpi_sched_exec_free(struct bm_mpi_sched_exec *e);
-
-/* Progress until no background run on comm is left (the communicator is
- * being destroyed). */
-void bm_mpi_sched_drain(MPI_Comm comm);
 
 /* The tag base of the next nonblocking or persistent collective on comm:
  * every process calls collectives on a communicator in the same order, so

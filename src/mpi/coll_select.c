@@ -172,9 +172,6 @@ void bm_mpi_coll_comm_free(MPI_Comm comm)
 {
     struct bm_mpi_coll_comm *cc = comm->coll;
 
-    /* Collectives still running on comm (requests the program freed, or
-     * still holds) finish first: they use its ranks and context. */
-    bm_mpi_sched_drain(comm);
     if (cc == NULL)
         return;
     for (int k = 0; k < BM_COLL_KIND_COUNT; k++)
