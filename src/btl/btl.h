@@ -108,9 +108,29 @@
  * Receive. A callback per tag, registered with register_recv. It runs inside
  * progress, and the segments it is given are valid only until it returns.
  *
- * Threads. All operations run under the PML's lock; progress is called from
- * one thread at a time. Transports need no locking of their own except for
- * data shared with other processes or their own helper threads.
+ * Threads. With MPI_THREAD_SINGLE, FUNNELED or SERIALIZED (init
+ * args->thread_level below BM_BTL_THREAD_MULTIPLE) one thread at a time
+ * calls a component, and transports need no locking except for data shared
+ * with other processes. With MPI_THREAD_MULTIPLE:
+ *   - a transport whose ops->caps lacks BM_BTL_CAP_THREADS is serialised by
+ *     the base: every operation of a module and the component's progress
+ *     run under one recursive lock per component (component->mt_lock, taken
+ *     by the inline wrappers below and by bm_btl_base_progress), held across
+ *     the callbacks progress makes, so that a callback may send again on
+ *     the same transport (the usnic BTL's btl_usnic_lock). The transport
+ *     itself locks nothing.
+ *   - a transport with BM_BTL_CAP_THREADS locks for itself (dgram: a
+ *     recursive module lock; sm: per-endpoint send locks and a lock-free
+ *     receive side). Its operations are called from several threads at
+ *     once, also while progress runs; progress (and flush) is called by
+ *     one thread at a time, the one that holds the PML's progress lock.
+ *   - for both: a send, alloc, free, prepare_src, put, get or atomic call
+ *     never calls a receive or completion callback from inside itself
+ *     (callbacks come only from progress and flush); an error callback
+ *     from inside a call is allowed. The PML never holds a lock of its own
+ *     across a transport call except its progress lock and, in that
+ *     thread only, a matching context's lock, so a transport lock held
+ *     across callbacks cannot deadlock.
  */
 #ifndef BM_BTL_H
 #define BM_BTL_H
@@ -118,6 +138,7 @@
 #include "bm_status.h"
 #include "runtime/rte.h"
 #include "util/bitmap.h"
+#include "util/lock.h"
 #include "util/params.h"
 
 #include <stdbool.h>
@@ -154,6 +175,12 @@ typedef uint8_t bm_btl_tag_t;
 #define BM_BTL_CAP_ORDERED      0x0080u /* same-order sends on one endpoint arrive in order */
 #define BM_BTL_CAP_REG_MEM      0x0100u /* register_mem needed before put/get on user memory */
 #define BM_BTL_CAP_FAILOVER     0x0200u /* reports path failure and recovery (see contract) */
+/* ops->caps only: the transport does its own locking under MPI_THREAD_MULTIPLE
+ * (the contract's "Threads"); without it the base serialises each component. */
+#define BM_BTL_CAP_THREADS 0x0400u
+
+/* args->thread_level of MPI_THREAD_MULTIPLE (the value of mpi.h's constant). */
+#define BM_BTL_THREAD_MULTIPLE 3
 
 /* atomic_flags */
 #define BM_BTL_ATOMIC_F_32BIT  0x01u /* 32-bit operands supported (else 64-bit only) */
@@ -358,7 +385,27 @@ struct bm_btl_component {
     const struct bm_btl_rte *rte;   /* from the init arguments: valid until finalize */
     struct bm_btl_module **modules; /* count modules; each has ->component set to this */
     int count;
+    /* Owned by the base: the lock that serialises this component under
+     * MPI_THREAD_MULTIPLE when it lacks BM_BTL_CAP_THREADS, else NULL. The
+     * transport leaves it alone (zero it at allocation). */
+    struct bm_util_lock *mt_lock;
 };
+
+/* True while a component has an mt_lock (MPI_THREAD_MULTIPLE): the one flag
+ * the wrappers check, so other thread levels pay a predictable branch. */
+extern bool bm_btl_base_mt;
+
+/* Enter and leave a module's component for one operation (the wrappers below). */
+static inline void bm_btl_enter(struct bm_btl_module *m)
+{
+    if (__builtin_expect(bm_btl_base_mt, 0) && m->component->mt_lock)
+        bm_util_lock_take(m->component->mt_lock);
+}
+static inline void bm_btl_leave(struct bm_btl_module *m)
+{
+    if (__builtin_expect(bm_btl_base_mt, 0) && m->component->mt_lock)
+        bm_util_lock_give(m->component->mt_lock);
+}
 
 /* ---- the operations table: one const instance per transport ------------ */
 
@@ -510,25 +557,36 @@ static inline struct bm_btl_descriptor *bm_btl_alloc(struct bm_btl_module *m,
                                                      struct bm_btl_endpoint *ep, uint8_t order,
                                                      size_t size, uint32_t flags)
 {
-    return m->ops->alloc(m, ep, order, size, flags);
+    bm_btl_enter(m);
+    struct bm_btl_descriptor *r = m->ops->alloc(m, ep, order, size, flags);
+    bm_btl_leave(m);
+    return r;
 }
 /* Return a descriptor that the caller owns. */
 static inline void bm_btl_free(struct bm_btl_module *m, struct bm_btl_descriptor *des)
 {
+    bm_btl_enter(m);
     m->ops->free(m, des);
+    bm_btl_leave(m);
 }
 /* Descriptor holding reserve header bytes plus up to *size bytes of data. */
 static inline struct bm_btl_descriptor *
 bm_btl_prepare_src(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *data,
                    size_t reserve, size_t *size, uint8_t order, uint32_t flags)
 {
-    return m->ops->prepare_src(m, ep, data, reserve, size, order, flags);
+    bm_btl_enter(m);
+    struct bm_btl_descriptor *r = m->ops->prepare_src(m, ep, data, reserve, size, order, flags);
+    bm_btl_leave(m);
+    return r;
 }
 /* Start a send; see the return conventions. */
 static inline int bm_btl_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                               struct bm_btl_descriptor *des, bm_btl_tag_t tag)
 {
-    return m->ops->send(m, ep, des, tag);
+    bm_btl_enter(m);
+    int r = m->ops->send(m, ep, des, tag);
+    bm_btl_leave(m);
+    return r;
 }
 /* Send now or not at all (only with BM_BTL_CAP_SENDI). */
 static inline int bm_btl_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
@@ -536,7 +594,10 @@ static inline int bm_btl_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *
                                uint8_t order, uint32_t flags, bm_btl_tag_t tag,
                                struct bm_btl_descriptor **des_out)
 {
-    return m->ops->sendi(m, ep, hdr, hdr_len, payload, payload_len, order, flags, tag, des_out);
+    bm_btl_enter(m);
+    int r = m->ops->sendi(m, ep, hdr, hdr_len, payload, payload_len, order, flags, tag, des_out);
+    bm_btl_leave(m);
+    return r;
 }
 /* Write local memory into the peer's (only with BM_BTL_CAP_PUT). */
 static inline int bm_btl_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -545,8 +606,11 @@ static inline int bm_btl_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep
                              uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb, void *context,
                              void *cbdata)
 {
-    return m->ops->put(m, ep, local_addr, remote_addr, local_handle, remote_handle, size, flags,
-                       order, cb, context, cbdata);
+    bm_btl_enter(m);
+    int r = m->ops->put(m, ep, local_addr, remote_addr, local_handle, remote_handle, size, flags,
+                        order, cb, context, cbdata);
+    bm_btl_leave(m);
+    return r;
 }
 /* Read the peer's memory into local memory (only with BM_BTL_CAP_GET). */
 static inline int bm_btl_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -555,8 +619,11 @@ static inline int bm_btl_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep
                              uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb, void *context,
                              void *cbdata)
 {
-    return m->ops->get(m, ep, local_addr, remote_addr, local_handle, remote_handle, size, flags,
-                       order, cb, context, cbdata);
+    bm_btl_enter(m);
+    int r = m->ops->get(m, ep, local_addr, remote_addr, local_handle, remote_handle, size, flags,
+                        order, cb, context, cbdata);
+    bm_btl_leave(m);
+    return r;
 }
 
 /* Update the peer's memory atomically, no result (only with BM_BTL_CAP_ATOMIC_OPS). */
@@ -566,8 +633,11 @@ static inline int bm_btl_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoi
                                    enum bm_btl_atomic_op op, uint64_t operand, uint32_t flags,
                                    uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
 {
-    return m->ops->atomic_op(m, ep, remote_addr, remote_handle, op, operand, flags, order, cb,
-                             context, cbdata);
+    bm_btl_enter(m);
+    int r = m->ops->atomic_op(m, ep, remote_addr, remote_handle, op, operand, flags, order, cb,
+                              context, cbdata);
+    bm_btl_leave(m);
+    return r;
 }
 /* Update the peer's memory atomically and fetch the value it had (only with
  * BM_BTL_CAP_ATOMIC_FOPS). */
@@ -579,8 +649,11 @@ static inline int bm_btl_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpo
                                     uint8_t order, bm_btl_rdma_cb_fn cb, void *context,
                                     void *cbdata)
 {
-    return m->ops->atomic_fop(m, ep, local_addr, remote_addr, local_handle, remote_handle, op,
-                              operand, flags, order, cb, context, cbdata);
+    bm_btl_enter(m);
+    int r = m->ops->atomic_fop(m, ep, local_addr, remote_addr, local_handle, remote_handle, op,
+                               operand, flags, order, cb, context, cbdata);
+    bm_btl_leave(m);
+    return r;
 }
 /* Compare and swap in the peer's memory, fetching the value it had (only
  * with BM_BTL_CAP_ATOMIC_FOPS). */
@@ -592,8 +665,11 @@ static inline int bm_btl_atomic_cswap(struct bm_btl_module *m, struct bm_btl_end
                                       uint8_t order, bm_btl_rdma_cb_fn cb, void *context,
                                       void *cbdata)
 {
-    return m->ops->atomic_cswap(m, ep, local_addr, remote_addr, local_handle, remote_handle,
-                                compare, value, flags, order, cb, context, cbdata);
+    bm_btl_enter(m);
+    int r = m->ops->atomic_cswap(m, ep, local_addr, remote_addr, local_handle, remote_handle,
+                                 compare, value, flags, order, cb, context, cbdata);
+    bm_btl_leave(m);
+    return r;
 }
 /* Like mmap's MAP_LOCKED for RDMA: a handle for [base, base + size), NULL on
  * failure (only on a module with an RDMA or atomic capability). */
@@ -601,19 +677,28 @@ static inline struct bm_btl_reg_handle *bm_btl_register_mem(struct bm_btl_module
                                                             struct bm_btl_endpoint *ep, void *base,
                                                             size_t size, uint32_t reg_flags)
 {
-    return m->ops->register_mem(m, ep, base, size, reg_flags);
+    bm_btl_enter(m);
+    struct bm_btl_reg_handle *r = m->ops->register_mem(m, ep, base, size, reg_flags);
+    bm_btl_leave(m);
+    return r;
 }
 /* Release a handle of bm_btl_register_mem once nothing uses it any more. */
 static inline bm_status_t bm_btl_deregister_mem(struct bm_btl_module *m,
                                                 struct bm_btl_reg_handle *handle)
 {
-    return m->ops->deregister_mem(m, handle);
+    bm_btl_enter(m);
+    bm_status_t r = m->ops->deregister_mem(m, handle);
+    bm_btl_leave(m);
+    return r;
 }
 /* Like fsync for RDMA: returns once every put/get/atomic started on ep (all
  * peers when NULL) is complete and visible at the target. */
 static inline bm_status_t bm_btl_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
 {
-    return m->ops->flush(m, ep);
+    bm_btl_enter(m);
+    bm_status_t r = m->ops->flush(m, ep);
+    bm_btl_leave(m);
+    return r;
 }
 
 /* ---- selection and per-peer transport sets (btl_base.c) ----------------- */

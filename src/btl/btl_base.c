@@ -89,6 +89,8 @@ struct btl_base_module {
     bool procs_added;
 };
 
+bool bm_btl_base_mt;
+
 static struct {
     bool open;
     struct btl_base_config config;
@@ -464,6 +466,18 @@ static bm_status_t btl_base_set_progress(bool only_active)
     return BM_OK;
 }
 
+/* Finalize a component and release the lock the base gave it. */
+static void btl_base_finalize(struct btl_base_component *c)
+{
+    struct bm_util_lock *l = c->inst->mt_lock;
+    c->ops->finalize(c->inst);
+    c->inst = NULL;
+    if (l) {
+        bm_util_lock_destroy(l);
+        free(l);
+    }
+}
+
 /* Query and start one component that BM_BTL selected, adding its modules.
  * A component that cannot run here is skipped with the reason in c->why (a
  * warning when BM_BTL named it); only errors that must end the open are
@@ -500,6 +514,15 @@ static bm_status_t btl_base_open_component(struct btl_base_component *c,
         return BM_OK;
     }
     c->inst = inst;
+    if (args->thread_level >= BM_BTL_THREAD_MULTIPLE && !(c->ops->caps & BM_BTL_CAP_THREADS)) {
+        /* The contract's "Threads": the base serialises it. */
+        static struct bm_util_lock_class comp_class = {.name = "transport"};
+        inst->mt_lock = malloc(sizeof(*inst->mt_lock));
+        if (!inst->mt_lock)
+            return BM_ERR_NO_MEMORY;
+        bm_util_lock_init(inst->mt_lock, &comp_class, true);
+        bm_btl_base_mt = true;
+    }
     c->modules = inst->modules;
     c->count = inst->count;
     struct bm_btl_module **modules = c->modules;
@@ -588,7 +611,8 @@ bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args)
 err_finalize:
     for (int i = 0; i < bm_btl_registry_count; i++)
         if (base.comps[i].inst)
-            base.comps[i].ops->finalize(base.comps[i].inst);
+            btl_base_finalize(&base.comps[i]);
+    bm_btl_base_mt = false;
     free(base.mods);
     free(base.progress);
 err_comps:
@@ -818,6 +842,17 @@ void bm_btl_base_register_error(bm_btl_error_cb_fn cb, void *cbdata)
 int bm_btl_base_progress(void)
 {
     int n = 0;
+    if (__builtin_expect(bm_btl_base_mt, 0)) {
+        for (int i = 0; i < base.nprogress; i++) {
+            struct bm_util_lock *l = base.progress[i].comp->mt_lock;
+            if (l)
+                bm_util_lock_take(l);
+            n += base.progress[i].fn(base.progress[i].comp);
+            if (l)
+                bm_util_lock_give(l);
+        }
+        return n;
+    }
     for (int i = 0; i < base.nprogress; i++)
         n += base.progress[i].fn(base.progress[i].comp);
     return n;
@@ -852,7 +887,8 @@ void bm_btl_base_close(void)
     }
     for (int i = 0; i < bm_btl_registry_count; i++)
         if (base.comps[i].inst)
-            base.comps[i].ops->finalize(base.comps[i].inst);
+            btl_base_finalize(&base.comps[i]);
+    bm_btl_base_mt = false;
     for (int k = 0; k < base.nmods; k++) {
         free(base.mods[k].endpoints);
         if (base.mods[k].reach.words)

@@ -51,21 +51,28 @@ int bm_mpi_comm_dup_fn(MPI_Comm oldcomm, int comm_keyval, void *extra_state, voi
     return MPI_SUCCESS;
 }
 
+/* The key table grows by realloc and keys are counted: under
+ * MPI_THREAD_MULTIPLE both are touched under the object lock (mt.c). */
 static struct bm_mpi_keyval *keyval_get(int keyval)
 {
     int i = keyval - BM_MPI_KEYVAL_FIRST;
 
-    return i >= 0 && i < nkeyvals ? keyvals[i] : NULL;
+    bm_mpi_obj_lock();
+    struct bm_mpi_keyval *k = i >= 0 && i < nkeyvals ? keyvals[i] : NULL;
+    bm_mpi_obj_unlock();
+    return k;
 }
 
 static void keyval_release(int keyval)
 {
+    bm_mpi_obj_lock();
     struct bm_mpi_keyval *k = keyval_get(keyval);
 
     if (k && --k->refcount == 0) {
         free(k);
         keyvals[keyval - BM_MPI_KEYVAL_FIRST] = NULL;
     }
+    bm_mpi_obj_unlock();
 }
 
 static bool keyval_predefined(int keyval)
@@ -142,7 +149,9 @@ static int attr_add(MPI_Comm comm, struct bm_mpi_attr **list, int keyval, void *
     a->value = value;
     a->next = *list;
     *list = a;
+    bm_mpi_obj_lock();
     keyval_get(keyval)->refcount++;
+    bm_mpi_obj_unlock();
     return MPI_SUCCESS;
 }
 
@@ -288,11 +297,13 @@ int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
     if (comm_keyval == NULL)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL comm_keyval pointer");
     k = calloc(1, sizeof(*k));
+    bm_mpi_obj_lock();
     grown = realloc(keyvals, sizeof(*keyvals) * (size_t)(nkeyvals + 1));
     if (k == NULL || grown == NULL) {
         free(k);
         if (grown)
             keyvals = grown;
+        bm_mpi_obj_unlock();
         return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
     }
     keyvals = grown;
@@ -303,6 +314,7 @@ int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
     k->refcount = 1;
     keyvals[nkeyvals] = k;
     *comm_keyval = BM_MPI_KEYVAL_FIRST + nkeyvals++;
+    bm_mpi_obj_unlock();
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Comm_create_keyval);

@@ -354,12 +354,12 @@ int bm_mpi_type_for_pieces(MPI_Datatype dt, const void *buf, size_t count, bm_mp
 void bm_mpi_type_retain(MPI_Datatype dt)
 {
     if (!dt->predefined)
-        dt->refcount++;
+        bm_mpi_ref_get(&dt->refcount);
 }
 
 void bm_mpi_type_release(MPI_Datatype dt)
 {
-    if (dt->predefined || --dt->refcount > 0)
+    if (dt->predefined || !bm_mpi_ref_put(&dt->refcount))
         return;
     bm_mpi_datatype_attr_drop_all(dt);
     for (int i = 0; i < dt->ntypes; i++)

@@ -189,14 +189,14 @@ static bool errhandler_valid(MPI_Errhandler eh)
 void bm_mpi_errhandler_retain(MPI_Errhandler eh)
 {
     if (!eh->predefined)
-        eh->refcount++;
+        bm_mpi_ref_get(&eh->refcount);
 }
 
 void bm_mpi_errhandler_release(MPI_Errhandler eh)
 {
     if (eh->predefined)
         return;
-    if (--eh->refcount == 0) {
+    if (bm_mpi_ref_put(&eh->refcount)) {
         eh->magic = 0;
         free(eh);
     }

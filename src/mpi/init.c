@@ -45,9 +45,10 @@ static int init_common(int required, int *provided, const char *fn)
                             "_SERIALIZED or _MULTIPLE)",
                             required);
 
-    /* MPI_THREAD_MULTIPLE is not provided: the PML takes no locks. The
-     * caller sees SERIALIZED in provided, as the standard asks. */
-    thread_level = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
+    /* Every level is provided; MPI_THREAD_MULTIPLE turns the locks on
+     * (src/pml/README.md "Threads"), the others take none. */
+    thread_level = required;
+    bm_mpi_mt_init(required == MPI_THREAD_MULTIPLE);
     main_thread = pthread_self();
 
     st = bm_rte_init();
@@ -78,8 +79,6 @@ static int init_common(int required, int *provided, const char *fn)
         goto err_comm;
     }
     bm_mpi_state = BM_MPI_STATE_RUNNING;
-    if (required > thread_level)
-        bm_log_info("MPI_THREAD_MULTIPLE requested; providing MPI_THREAD_SERIALIZED");
     if (provided)
         *provided = thread_level;
     return MPI_SUCCESS;

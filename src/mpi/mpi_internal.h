@@ -220,6 +220,33 @@ extern enum bm_mpi_state bm_mpi_state;
 /* True while the runtime is up (fatal errors then end the job through it). */
 extern bool bm_mpi_rte_up;
 
+/* ---- MPI_THREAD_MULTIPLE (mt.c) ------------------------------------------ */
+
+/* Granted MPI_THREAD_MULTIPLE: the MPI layer's few locks are taken. */
+extern bool bm_mpi_mt;
+void bm_mpi_mt_init(bool on);
+/* The lock of the process-wide object tables (attribute keys, error
+ * classes and codes, the buffer of buffered sends); recursive. Never held
+ * across communication. */
+void bm_mpi_obj_lock(void);
+void bm_mpi_obj_unlock(void);
+/* Reference counts of objects that threads share (datatypes, error
+ * handlers): atomic under MPI_THREAD_MULTIPLE. put returns true when the
+ * count reached zero (the caller frees). */
+static inline void bm_mpi_ref_get(int *ref)
+{
+    if (bm_mpi_mt)
+        __atomic_fetch_add(ref, 1, __ATOMIC_RELAXED);
+    else
+        ++*ref;
+}
+static inline bool bm_mpi_ref_put(int *ref)
+{
+    if (bm_mpi_mt)
+        return __atomic_sub_fetch(ref, 1, __ATOMIC_ACQ_REL) == 0;
+    return --*ref == 0;
+}
+
 /* ---- Errors (errhandler.c) --------------------------------------------- */
 
 /* Report an error raised by function fn ("MPI_Send") on comm (NULL or an
@@ -333,12 +360,12 @@ static inline int bm_mpi_comm_peer_world(MPI_Comm comm, int rank)
  * and drop theirs by themselves. */
 static inline void bm_mpi_comm_retain(MPI_Comm comm)
 {
-    comm->refcount++;
+    bm_mpi_ref_get(&comm->refcount);
 }
 void bm_mpi_comm_destroy(MPI_Comm comm);
 static inline void bm_mpi_comm_release(MPI_Comm comm)
 {
-    if (--comm->refcount == 0)
+    if (bm_mpi_ref_put(&comm->refcount))
         bm_mpi_comm_destroy(comm);
 }
 

@@ -113,6 +113,10 @@ MPI_Request bm_mpi_request_new(void);
 void bm_mpi_request_release(MPI_Request r);
 /* Free the cached requests (MPI_Finalize). */
 void bm_mpi_request_cache_fini(void);
+/* The same under MPI_THREAD_MULTIPLE: a cache per thread (mt.c). */
+MPI_Request bm_mpi_request_new_mt(void);
+void bm_mpi_request_release_mt(MPI_Request r);
+void bm_mpi_request_tcache_fini(void);
 
 /* A request of kind ops on comm (MPI_COMM_NULL when it belongs to no
  * communicator; errors then go to MPI_COMM_WORLD's handler) holding state.

@@ -192,8 +192,8 @@ static bool bsend_fit(size_t len, size_t *off_out, struct bsend_msg ***link_out)
     return true;
 }
 
-static int bsend_start(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
-                       MPI_Comm comm, const char *fn)
+static int bsend_start_locked(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                              MPI_Comm comm, const char *fn)
 {
     size_t bytes = bm_mpi_type_packed_bytes(dt, (size_t)count);
     size_t need = (bytes + MPI_BSEND_OVERHEAD + 15) & ~(size_t)15;
@@ -234,6 +234,16 @@ static int bsend_start(const void *buf, int count, MPI_Datatype dt, int dest, in
     return MPI_SUCCESS;
 }
 
+/* The attached buffer is process-wide: under MPI_THREAD_MULTIPLE the object lock guards it. */
+static int bsend_start(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                       MPI_Comm comm, const char *fn)
+{
+    bm_mpi_obj_lock();
+    int rc = bsend_start_locked(buf, count, dt, dest, tag, comm, fn);
+    bm_mpi_obj_unlock();
+    return rc;
+}
+
 int PMPI_Buffer_attach(void *buffer, int size)
 {
     static const char fn[] = "MPI_Buffer_attach";
@@ -244,12 +254,16 @@ int PMPI_Buffer_attach(void *buffer, int size)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "negative buffer size %d", size);
     if (!buffer && size > 0)
         return bm_mpi_error(NULL, MPI_ERR_BUFFER, fn, "NULL buffer of %d bytes", size);
-    if (bsend.buf)
+    bm_mpi_obj_lock();
+    if (bsend.buf) {
+        size_t had = bsend.size;
+        bm_mpi_obj_unlock();
         return bm_mpi_error(NULL, MPI_ERR_BUFFER, fn,
-                            "a buffer of %zu bytes is already attached; detach it first",
-                            bsend.size);
+                            "a buffer of %zu bytes is already attached; detach it first", had);
+    }
     bsend.buf = buffer;
     bsend.size = (size_t)size;
+    bm_mpi_obj_unlock();
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Buffer_attach);
@@ -264,6 +278,7 @@ int PMPI_Buffer_detach(void *buffer_addr, int *size)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s pointer",
                             buffer_addr ? "size" : "buffer address");
     /* The standard: detach blocks until every buffered message is sent. */
+    bm_mpi_obj_lock();
     for (;;) {
         bsend_reap();
         if (!bsend.msgs)
@@ -274,6 +289,7 @@ int PMPI_Buffer_detach(void *buffer_addr, int *size)
     *size = (int)bsend.size;
     bsend.buf = NULL;
     bsend.size = 0;
+    bm_mpi_obj_unlock();
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Buffer_detach);

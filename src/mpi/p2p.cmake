@@ -4,4 +4,5 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/request.c
     ${CMAKE_CURRENT_LIST_DIR}/grequest.c
     ${CMAKE_CURRENT_LIST_DIR}/mprobe.c
-    ${CMAKE_CURRENT_LIST_DIR}/isendrecv.c)
+    ${CMAKE_CURRENT_LIST_DIR}/isendrecv.c
+    ${CMAKE_CURRENT_LIST_DIR}/mt.c)

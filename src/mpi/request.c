@@ -22,15 +22,17 @@
 #include <string.h>
 
 /* Released requests, reused last-in first-out (still warm in the cache).
- * MPI calls are never concurrent (MPI_THREAD_SERIALIZED at most), so no
- * lock; the cache is bounded so that a burst of requests does not pin
- * memory for ever. */
+ * Under MPI_THREAD_MULTIPLE each thread has its own (mt.c); otherwise MPI
+ * calls are never concurrent, so no lock. The cache is bounded so that a
+ * burst of requests does not pin memory for ever. */
 #define REQ_CACHE_MAX 4096
 static MPI_Request req_cache;
 static int req_cached;
 
 MPI_Request bm_mpi_request_new(void)
 {
+    if (bm_mpi_mt)
+        return bm_mpi_request_new_mt();
     MPI_Request r = req_cache;
     if (!r)
         return calloc(1, sizeof(*r));
@@ -45,6 +47,10 @@ void bm_mpi_request_release(MPI_Request r)
     r->magic = 0;
     if (r->comm)
         bm_mpi_comm_release(r->comm);
+    if (bm_mpi_mt) {
+        bm_mpi_request_release_mt(r);
+        return;
+    }
     if (req_cached >= REQ_CACHE_MAX) {
         free(r);
         return;
@@ -56,6 +62,7 @@ void bm_mpi_request_release(MPI_Request r)
 
 void bm_mpi_request_cache_fini(void)
 {
+    bm_mpi_request_tcache_fini();
     while (req_cache) {
         MPI_Request r = req_cache;
         req_cache = r->next_free;

@@ -21,7 +21,23 @@
 #define BM_PML_SRC_LIMIT_NOINIT (1 << 20)
 
 static struct bm_pml_ctx *ctx_slots[BM_PML_CTX_SLOTS];
+/* The context found last (one compare instead of a lookup); not used under
+ * MPI_THREAD_MULTIPLE, where it would be shared by every thread. */
 static struct bm_pml_ctx *ctx_last;
+/* Under MPI_THREAD_MULTIPLE: guards ctx_slots and the chains (not the
+ * contexts, which have their own locks). */
+static struct bm_util_lock_class ctx_class = {.name = "context"};
+static struct bm_util_lock_class ctx_table_class = {.name = "context table"};
+static struct bm_util_lock ctx_table_lock;
+static bool ctx_table_lock_ready;
+
+void bm_pml_match_init(void)
+{
+    if (bm_pml_g.mt && !ctx_table_lock_ready) {
+        bm_util_lock_init(&ctx_table_lock, &ctx_table_class, false);
+        ctx_table_lock_ready = true;
+    }
+}
 
 /* ---- queue tables ---------------------------------------------------------- */
 
@@ -188,21 +204,40 @@ static void qt_fini(struct bm_pml_qtable *t)
 
 /* ---- contexts ---------------------------------------------------------------- */
 
-struct bm_pml_ctx *bm_pml_ctx_get(uint32_t cid)
+static struct bm_pml_ctx *ctx_find_or_add(uint32_t cid)
 {
-    if (ctx_last && ctx_last->cid == cid)
-        return ctx_last;
     struct bm_pml_ctx **slot = &ctx_slots[cid % BM_PML_CTX_SLOTS];
     for (struct bm_pml_ctx *c = *slot; c; c = c->hnext)
         if (c->cid == cid)
-            return ctx_last = c;
+            return c;
     struct bm_pml_ctx *c = calloc(1, sizeof(*c));
     if (!c)
         abort();
+    bm_util_lock_init(&c->lock, &ctx_class, false);
     c->cid = cid;
     c->hnext = *slot;
     *slot = c;
-    return ctx_last = c;
+    return c;
+}
+
+struct bm_pml_ctx *bm_pml_ctx_get(uint32_t cid)
+{
+    if (__builtin_expect(bm_pml_g.mt, 0)) {
+        bm_util_lock_take(&ctx_table_lock);
+        struct bm_pml_ctx *c = ctx_find_or_add(cid);
+        bm_util_lock_give(&ctx_table_lock);
+        return c;
+    }
+    if (ctx_last && ctx_last->cid == cid)
+        return ctx_last;
+    return ctx_last = ctx_find_or_add(cid);
+}
+
+struct bm_pml_ctx *bm_pml_ctx_lock(uint32_t cid)
+{
+    struct bm_pml_ctx *c = bm_pml_ctx_get(cid);
+    bm_pml_lock(&c->lock);
+    return c;
 }
 
 static int grow_len(int have, int need)
@@ -215,6 +250,7 @@ static int grow_len(int have, int need)
 
 uint32_t bm_pml_ctx_next_seq(struct bm_pml_ctx *ctx, int dst_world)
 {
+    bm_pml_lock(&ctx->lock);
     if (dst_world >= ctx->nsend) {
         int n = grow_len(ctx->nsend, dst_world);
         uint32_t *s = realloc(ctx->send_seq, (size_t)n * sizeof(*s));
@@ -224,7 +260,9 @@ uint32_t bm_pml_ctx_next_seq(struct bm_pml_ctx *ctx, int dst_world)
         ctx->send_seq = s;
         ctx->nsend = n;
     }
-    return ctx->send_seq[dst_world]++;
+    uint32_t seq = ctx->send_seq[dst_world]++;
+    bm_pml_unlock(&ctx->lock);
+    return seq;
 }
 
 static struct bm_pml_srcstate *ctx_src(struct bm_pml_ctx *ctx, int src)
@@ -353,8 +391,8 @@ size_t bm_pml_match_hdr_len(const void *head, size_t head_len)
 /* Process a fragment that is head followed by tail, where either tail is
  * empty or head is exactly the header (how transports hand over a header
  * and a payload in two segments). */
-static void match_in(int peer_world, const char *head, size_t head_len, const char *tail,
-                     size_t tail_len)
+static void match_in(struct bm_pml_ctx *locked, int peer_world, const char *head, size_t head_len,
+                     const char *tail, size_t tail_len)
 {
     size_t len = head_len + tail_len;
     size_t hlen = match_hdr_len(head, head_len);
@@ -386,7 +424,7 @@ static void match_in(int peer_world, const char *head, size_t head_len, const ch
     }
     const char *data = tail_len ? tail : head + hlen;
 
-    struct bm_pml_ctx *ctx = bm_pml_ctx_get(mh.cid);
+    struct bm_pml_ctx *ctx = locked ? locked : bm_pml_ctx_get(mh.cid);
     struct bm_pml_srcstate *st = ctx_src(ctx, mh.src);
     if (mh.seq != st->expected) {
         if ((int32_t)(mh.seq - st->expected) < 0) {
@@ -445,13 +483,12 @@ static void match_in(int peer_world, const char *head, size_t head_len, const ch
  * last, in sequence, from a source with nothing held, meeting a posted
  * receive when no wildcard receive is posted. True when it was delivered;
  * anything else goes through match_in, which checks it all again. */
-static bool match_fast(int peer_world, const char *frag, size_t len)
+static bool match_fast(struct bm_pml_ctx *ctx, int peer_world, const char *frag, size_t len)
 {
     struct bm_pml_hdr_match mh;
     if (len < sizeof(mh) || (uint8_t)frag[0] != BM_PML_HDR_MATCH)
         return false;
     memcpy(&mh, frag, sizeof(mh));
-    struct bm_pml_ctx *ctx = ctx_last;
     if (!ctx || ctx->cid != mh.cid || mh.src < 0 || mh.src >= ctx->nsrcs || mh.tag < 0 ||
         ctx->nposted == 0 || ctx->nposted != ctx->nposted_class[0])
         return false;
@@ -469,29 +506,43 @@ static bool match_fast(int peer_world, const char *frag, size_t len)
     return true;
 }
 
+/* Under MPI_THREAD_MULTIPLE: the locked context a whole MATCH, RNDV or
+ * RGET header names, or NULL for a fragment match_in drops unread. */
+static struct bm_pml_ctx *incoming_ctx(const char *head, size_t head_len)
+{
+    size_t hlen = match_hdr_len(head, head_len);
+    if (hlen == 0 || head_len < hlen)
+        return NULL;
+    struct bm_pml_hdr_match mh;
+    memcpy(&mh, head, sizeof(mh));
+    return bm_pml_ctx_lock(mh.cid);
+}
+
 void bm_pml_match_incoming(int peer_world, const void *frag, size_t len)
 {
-    if (!match_fast(peer_world, frag, len))
-        match_in(peer_world, frag, len, NULL, 0);
+    if (__builtin_expect(bm_pml_g.mt, 0)) {
+        struct bm_pml_ctx *ctx = incoming_ctx(frag, len);
+        if (!match_fast(ctx, peer_world, frag, len))
+            match_in(ctx, peer_world, frag, len, NULL, 0);
+        if (ctx)
+            bm_pml_ctx_unlock(ctx);
+        return;
+    }
+    if (!match_fast(ctx_last, peer_world, frag, len))
+        match_in(NULL, peer_world, frag, len, NULL, 0);
 }
 
 void bm_pml_match_incoming_split(int peer_world, const void *hdr, size_t hdr_len, const void *data,
                                  size_t data_len)
 {
-    match_in(peer_world, hdr, hdr_len, data, data_len);
+    struct bm_pml_ctx *ctx = bm_pml_g.mt ? incoming_ctx(hdr, hdr_len) : NULL;
+    match_in(ctx, peer_world, hdr, hdr_len, data, data_len);
+    if (ctx)
+        bm_pml_ctx_unlock(ctx);
 }
 
-void bm_pml_match_post(struct bm_pml_request *req)
+static void post_queue(struct bm_pml_ctx *ctx, struct bm_pml_request *req)
 {
-    struct bm_pml_ctx *ctx = bm_pml_ctx_get(req->cid);
-    struct bm_pml_uframe *uf = bm_pml_match_find_unexpected(req->cid, req->peer, req->tag);
-    if (uf) {
-        bm_pml_match_remove_unexpected(uf);
-        bm_pml_recv_matched(req, uf->peer_world, uf->type, uf->src, uf->tag, uf->msg_len, uf->sreq,
-                            uf->data, uf->data_len);
-        free(uf);
-        return;
-    }
     req->post_seq = ++ctx->post_counter;
     req->ctx = ctx;
     qt_append(&ctx->posted, bm_pml_qkey(req->peer, req->tag), &req->qnode);
@@ -499,12 +550,49 @@ void bm_pml_match_post(struct bm_pml_request *req)
     ctx->nposted_class[qclass(req->peer, req->tag)]++;
 }
 
+void bm_pml_match_post(struct bm_pml_request *req)
+{
+    struct bm_pml_ctx *ctx = bm_pml_ctx_lock(req->cid);
+    struct bm_pml_uframe *uf = bm_pml_match_find_unexpected(req->cid, req->peer, req->tag);
+    if (uf) {
+        bm_pml_match_remove_unexpected(uf);
+        bm_pml_recv_matched(req, uf->peer_world, uf->type, uf->src, uf->tag, uf->msg_len, uf->sreq,
+                            uf->data, uf->data_len);
+        free(uf);
+    } else {
+        post_queue(ctx, req);
+    }
+    bm_pml_ctx_unlock(ctx);
+}
+
+struct bm_pml_uframe *bm_pml_match_post_mt(struct bm_pml_request *req)
+{
+    struct bm_pml_ctx *ctx = bm_pml_ctx_lock(req->cid);
+    struct bm_pml_uframe *uf = bm_pml_match_find_unexpected(req->cid, req->peer, req->tag);
+    if (!uf) {
+        post_queue(ctx, req);
+        bm_pml_ctx_unlock(ctx);
+        return NULL;
+    }
+    bm_pml_match_remove_unexpected(uf);
+    bm_pml_ctx_unlock(ctx);
+    if (uf->type != BM_PML_HDR_MATCH)
+        return uf;
+    /* Taken off the queues: the copy needs no lock. */
+    bm_pml_recv_matched(req, uf->peer_world, uf->type, uf->src, uf->tag, uf->msg_len, uf->sreq,
+                        uf->data, uf->data_len);
+    free(uf);
+    return NULL;
+}
+
 bool bm_pml_match_unpost(struct bm_pml_request *req)
 {
-    if (!req->ctx)
-        return false;
-    posted_remove(req->ctx, req);
-    return true;
+    struct bm_pml_ctx *ctx = bm_pml_ctx_lock(req->cid);
+    bool posted = req->ctx != NULL;
+    if (posted)
+        posted_remove(req->ctx, req);
+    bm_pml_ctx_unlock(ctx);
+    return posted;
 }
 
 static void ctx_free(struct bm_pml_ctx *c)
@@ -528,27 +616,45 @@ static void ctx_free(struct bm_pml_ctx *c)
     qt_fini(&c->unexpected);
     free(c->srcs);
     free(c->send_seq);
+    bm_util_lock_destroy(&c->lock);
     free(c);
+}
+
+static bool ctx_busy(const struct bm_pml_ctx *c)
+{
+    if (c->nposted > 0 || c->nunexpected > 0)
+        return true;
+    for (int s = 0; s < c->nsrcs; s++)
+        if (c->srcs[s].held)
+            return true;
+    return false;
 }
 
 bool bm_pml_context_release(uint32_t cid)
 {
+    /* The drainer is the only other thread that may reach a context whose
+     * communicator is being freed (a late arrival): keep it out. */
+    bool taken = bm_pml_enter();
+    bm_pml_lock(&ctx_table_lock);
     struct bm_pml_ctx **pp = &ctx_slots[cid % BM_PML_CTX_SLOTS];
     while (*pp && (*pp)->cid != cid)
         pp = &(*pp)->hnext;
     struct bm_pml_ctx *c = *pp;
-    if (!c)
-        return true;
-    if (c->nposted > 0 || c->nunexpected > 0)
-        return false;
-    for (int s = 0; s < c->nsrcs; s++)
-        if (c->srcs[s].held)
-            return false;
-    *pp = c->hnext;
-    if (ctx_last == c)
-        ctx_last = NULL;
-    ctx_free(c);
-    return true;
+    bool released = true;
+    if (c) {
+        bm_pml_lock(&c->lock);
+        released = !ctx_busy(c);
+        bm_pml_unlock(&c->lock);
+        if (released) {
+            *pp = c->hnext;
+            if (ctx_last == c)
+                ctx_last = NULL;
+            ctx_free(c);
+        }
+    }
+    bm_pml_unlock(&ctx_table_lock);
+    bm_pml_leave(taken);
+    return released;
 }
 
 void bm_pml_match_fini(void)
@@ -563,4 +669,8 @@ void bm_pml_match_fini(void)
         ctx_slots[i] = NULL;
     }
     ctx_last = NULL;
+    if (ctx_table_lock_ready) {
+        bm_util_lock_destroy(&ctx_table_lock);
+        ctx_table_lock_ready = false;
+    }
 }

@@ -10,6 +10,7 @@
 #include "runtime/rte.h"
 #include "util/params.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,11 @@ static const struct bm_param pml_params[] = {
      "of the memory traffic of the copy when the buffer is not in cache, but leaves the "
      "data in memory rather than in cache. 0 never bypasses the cache.",
      offsetof(struct bm_pml_config, stream_copy_min), 0},
+    {"BM_PML_STATS", BM_PARAM_INT, "0", 0, 1, NULL,
+     "1 prints, at finalize, how often each kind of lock was taken and how often a thread "
+     "found it taken (MPI_THREAD_MULTIPLE), one line per rank. Counting every acquisition "
+     "costs an atomic add per lock; contended ones are always counted.",
+     offsetof(struct bm_pml_config, stats), 0},
 };
 static const struct bm_param_table pml_table = {"pml", pml_params, BM_PARAM_COUNT(pml_params)};
 BM_PARAM_TABLE_REGISTER(pml_table);
@@ -66,6 +72,22 @@ static bm_status_t check_paths(void)
     return BM_OK;
 }
 
+static void pml_locks_fini(void)
+{
+    if (bm_pml_g.mt)
+        bm_util_lock_destroy(&bm_pml_g.drain);
+    bm_pml_g.mt = false;
+}
+
+/* BM_PML_STATS: one line per rank with the lock counters (lock.h). */
+static void pml_stats_print(void)
+{
+    char line[1024];
+    if (bm_util_lock_report(line, sizeof(line)) == 0)
+        snprintf(line, sizeof(line), "no lock taken (not MPI_THREAD_MULTIPLE)");
+    fprintf(stderr, "[pml stats] rank %d locks acquired/contended: %s\n", bm_pml_g.my_rank, line);
+}
+
 bm_status_t bm_pml_init(int thread_level)
 {
     if (bm_pml_g.initialized)
@@ -77,6 +99,14 @@ bm_status_t bm_pml_init(int thread_level)
     const struct bm_rte_proc *self = bm_rte_self();
     bm_pml_g.world_size = self->size;
     bm_pml_g.my_rank = self->rank;
+    bm_pml_g.mt = thread_level >= BM_BTL_THREAD_MULTIPLE;
+    bm_util_lock_stats = bm_pml_g.cfg.stats != 0;
+    if (bm_pml_g.mt) {
+        static struct bm_util_lock_class drain_class = {.name = "progress"};
+        bm_util_lock_init(&bm_pml_g.drain, &drain_class, false);
+    }
+    bm_pml_request_table_init();
+    bm_pml_match_init();
 
     struct bm_btl_init_args args = {.thread_level = thread_level, .progress_threads = false};
     rc = bm_btl_base_open(&args);
@@ -131,6 +161,7 @@ err_close:
     free(bm_pml_g.retry_blocked);
     bm_pml_g.retry_blocked = NULL;
     bm_btl_base_close();
+    pml_locks_fini();
     return rc;
 }
 
@@ -141,11 +172,14 @@ void bm_pml_finalize(void)
     while (bm_pml_g.inflight > 0 || bm_pml_g.pend_head || bm_pml_g.ctl_head ||
            bm_pml_g.freed_active > 0)
         bm_pml_progress();
+    if (bm_pml_g.cfg.stats)
+        pml_stats_print();
     bm_pml_g.initialized = false;
     bm_btl_base_close();
     bm_pml_match_fini();
     bm_pml_am_fini();
     bm_pml_request_table_fini();
+    pml_locks_fini();
     for (int r = 0; r < bm_pml_g.world_size; r++)
         free(bm_pml_g.path_bytes[r]);
     free(bm_pml_g.path_bytes);
@@ -176,19 +210,36 @@ static bool probe_args_ok(int src, int tag)
     return (src >= 0 || src == BM_PML_ANY_SOURCE) && (tag >= 0 || tag == BM_PML_ANY_TAG);
 }
 
+/* Is a message matching (cid, src, tag) waiting? Describes it in
+ * status_out (when not NULL) and, when take_out is not NULL, takes it off
+ * the queues into *take_out. */
+static bool probe_once(uint32_t cid, int src, int tag, struct bm_pml_status *status_out,
+                       struct bm_pml_uframe **take_out)
+{
+    struct bm_pml_ctx *ctx = bm_pml_ctx_lock(cid);
+    struct bm_pml_uframe *uf = bm_pml_match_find_unexpected(cid, src, tag);
+    if (uf) {
+        probe_status(uf, status_out);
+        if (take_out) {
+            bm_pml_match_remove_unexpected(uf);
+            *take_out = uf;
+        }
+    }
+    bm_pml_ctx_unlock(ctx);
+    return uf != NULL;
+}
+
 bm_status_t bm_pml_iprobe(uint32_t cid, int src, int tag, bool *flag_out,
                           struct bm_pml_status *status_out)
 {
     if (!probe_args_ok(src, tag))
         return BM_ERR_BAD_PARAM;
-    struct bm_pml_uframe *uf = bm_pml_match_find_unexpected(cid, src, tag);
-    if (!uf) {
+    bool found = probe_once(cid, src, tag, status_out, NULL);
+    if (!found) {
         bm_pml_progress();
-        uf = bm_pml_match_find_unexpected(cid, src, tag);
+        found = probe_once(cid, src, tag, status_out, NULL);
     }
-    *flag_out = uf != NULL;
-    if (uf)
-        probe_status(uf, status_out);
+    *flag_out = found;
     return BM_OK;
 }
 
@@ -196,24 +247,30 @@ bm_status_t bm_pml_probe(uint32_t cid, int src, int tag, struct bm_pml_status *s
 {
     if (!probe_args_ok(src, tag))
         return BM_ERR_BAD_PARAM;
-    struct bm_pml_uframe *uf;
-    while (!(uf = bm_pml_match_find_unexpected(cid, src, tag)))
+    while (!probe_once(cid, src, tag, status_out, NULL))
         bm_pml_progress();
-    probe_status(uf, status_out);
     return BM_OK;
 }
 
 bm_status_t bm_pml_improbe(uint32_t cid, int src, int tag, bool *flag_out,
                            struct bm_pml_message **msg_out, struct bm_pml_status *status_out)
 {
-    bm_status_t rc = bm_pml_iprobe(cid, src, tag, flag_out, status_out);
-    if (rc != BM_OK || !*flag_out)
-        return rc;
+    if (!probe_args_ok(src, tag))
+        return BM_ERR_BAD_PARAM;
+    /* Allocated first: once taken off the queues, the message must not be lost. */
     struct bm_pml_message *msg = malloc(sizeof(*msg));
     if (!msg)
         return BM_ERR_NO_MEMORY;
-    msg->uf = bm_pml_match_find_unexpected(cid, src, tag);
-    bm_pml_match_remove_unexpected(msg->uf);
+    bool found = probe_once(cid, src, tag, status_out, &msg->uf);
+    if (!found) {
+        bm_pml_progress();
+        found = probe_once(cid, src, tag, status_out, &msg->uf);
+    }
+    *flag_out = found;
+    if (!found) {
+        free(msg);
+        return BM_OK;
+    }
     *msg_out = msg;
     return BM_OK;
 }
@@ -240,10 +297,8 @@ static bm_status_t imrecv(void *buf, size_t capacity, size_t count, struct bm_ut
     req->peer = uf->src;
     req->tag = uf->tag;
     *req_out = req;
-    bm_pml_recv_matched(req, uf->peer_world, uf->type, uf->src, uf->tag, uf->msg_len, uf->sreq,
-                        uf->data, uf->data_len);
-    free(uf);
     free(msg);
+    bm_pml_recv_matched_uframe(req, uf);
     return BM_OK;
 }
 

@@ -23,8 +23,11 @@
  * finishes it in the background and finalize waits for it. A completed
  * request's status stays readable until it is freed.
  *
- * Threads. The PML supports MPI_THREAD_SINGLE, FUNNELED and SERIALIZED: one
- * thread at a time calls into it; it takes no lock of its own. */
+ * Threads. With thread_level MPI_THREAD_MULTIPLE every function here may be
+ * called from any thread at once (README.md "Threads": per-context matching
+ * locks, a progress lock that one thread drains under while the others
+ * watch their own requests); at the other levels one thread at a time
+ * calls in and no lock is taken. */
 #ifndef BM_PML_H
 #define BM_PML_H
 

@@ -9,6 +9,7 @@
 #include "pml/pml.h"
 #include "pml/pml_proto.h"
 #include "util/dtype.h"
+#include "util/lock.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@ struct bm_pml_config {
     size_t frag_size_max;   /* cap on FRAG payload (0: the path's max_send_size) */
     size_t stream_copy_min; /* messages this large are copied out with streaming stores */
     int idle_yield;         /* idle progress calls before sched_yield (0: never) */
+    int stats;              /* BM_PML_STATS: print lock counters at finalize */
 };
 
 /* ---- match queues ----------------------------------------------------------
@@ -186,6 +188,9 @@ struct bm_pml_srcstate {
 
 /* A matching context: one per context id seen. */
 struct bm_pml_ctx {
+    /* Under MPI_THREAD_MULTIPLE: guards everything below but cid and hnext
+     * (the context table's lock guards those). */
+    struct bm_util_lock lock;
     uint32_t cid;
     struct bm_pml_ctx *hnext;
     struct bm_pml_srcstate *srcs; /* indexed by source comm rank, grown on demand */
@@ -205,6 +210,14 @@ struct bm_pml_ctl; /* a queued control message (progress.c) */
 
 struct bm_pml_state {
     bool initialized;
+    /* MPI_THREAD_MULTIPLE: take the locks (README "Threads"). Read once per
+     * lock site; every other thread level takes none. */
+    bool mt;
+    /* The progress lock: whoever holds it drives the transports and owns
+     * every protocol state below (queues, counters, send and rendezvous
+     * progression). Entered with a try by progress, waited for by the
+     * slower paths of the API (bm_pml_enter). */
+    struct bm_util_lock drain;
     int world_size;
     int my_rank;
     struct bm_pml_config cfg;
@@ -215,12 +228,42 @@ struct bm_pml_state {
     struct bm_pml_ctl *ctl_head, *ctl_tail;
     int inflight;            /* descriptors handed to transports, not yet called back */
     int freed_active;        /* requests freed by their owner while active */
-    int idle_polls;          /* consecutive progress calls that found nothing */
     uint32_t retry_stamp;    /* number of the current retry pass */
     uint32_t *retry_blocked; /* per world rank: last retry pass in which a send was refused */
 };
 
 extern struct bm_pml_state bm_pml_g;
+
+/* ---- locking (MPI_THREAD_MULTIPLE only; README "Threads") ------------------- */
+
+/* Lock order: drain, then a transport's lock, then one context's lock, then
+ * the context table's or the request table's lock. A thread that holds a
+ * context's lock calls a transport only when it also holds drain. */
+static inline void bm_pml_lock(struct bm_util_lock *l)
+{
+    if (__builtin_expect(bm_pml_g.mt, 0))
+        bm_util_lock_take(l);
+}
+static inline void bm_pml_unlock(struct bm_util_lock *l)
+{
+    if (__builtin_expect(bm_pml_g.mt, 0))
+        bm_util_lock_give(l);
+}
+/* Wait for the progress lock unless this thread holds it already (a hook
+ * or a callback calling the API). Returns whether it was taken: pass that
+ * to bm_pml_leave. Nothing without MPI_THREAD_MULTIPLE. */
+bool bm_pml_enter(void);
+void bm_pml_leave(bool taken);
+/* Does this thread hold the progress lock (always true when single-threaded)? */
+bool bm_pml_in_drain(void);
+
+/* A path's failed flag is written by whichever thread learns of the failure
+ * and read by every sender: relaxed atomics (a stale read only costs a
+ * refused send on that path). */
+static inline bool bm_pml_path_is_failed(const struct bm_btl_path *p)
+{
+    return __atomic_load_n(&p->failed, __ATOMIC_RELAXED);
+}
 
 /* request.c */
 struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind);
@@ -236,9 +279,13 @@ static inline bm_pml_reqid_t bm_pml_request_id(const struct bm_pml_request *req)
 {
     return ((uint64_t)req->gen << 32) | req->index;
 }
+/* After bm_pml_g.mt is set (init): the request table's lock. */
+void bm_pml_request_table_init(void);
 void bm_pml_request_table_fini(void);
 
 /* match.c */
+/* After bm_pml_g.mt is set (init): the context table's lock. */
+void bm_pml_match_init(void);
 struct bm_pml_ctx *bm_pml_ctx_get(uint32_t cid);
 /* Next send sequence number to dst_world in ctx. */
 uint32_t bm_pml_ctx_next_seq(struct bm_pml_ctx *ctx, int dst_world);
@@ -251,14 +298,30 @@ void bm_pml_match_incoming_split(int peer_world, const void *hdr, size_t hdr_len
 size_t bm_pml_match_hdr_len(const void *head, size_t head_len);
 /* Post a receive: matches the oldest waiting message or queues it. */
 void bm_pml_match_post(struct bm_pml_request *req);
+/* Under MPI_THREAD_MULTIPLE, from a thread without the progress lock: post,
+ * or when the oldest waiting message is an eager MATCH, deliver it. Returns
+ * NULL then; a waiting RNDV or RGET is taken off the unexpected queue and
+ * returned instead, for the caller to hand to bm_pml_recv_matched under the
+ * progress lock (an ACK must not leave under the context's lock). */
+struct bm_pml_uframe *bm_pml_match_post_mt(struct bm_pml_request *req);
 /* Take a posted, unmatched receive off its queue. True when it was posted. */
 bool bm_pml_match_unpost(struct bm_pml_request *req);
-/* Oldest unexpected message matching (cid, src, tag), or NULL. */
+/* Oldest unexpected message matching (cid, src, tag), or NULL. The caller
+ * holds the context's lock (bm_pml_ctx_lock) under MPI_THREAD_MULTIPLE. */
 struct bm_pml_uframe *bm_pml_match_find_unexpected(uint32_t cid, int src, int tag);
 void bm_pml_match_remove_unexpected(struct bm_pml_uframe *uf);
+/* The context of cid (created if new), locked under MPI_THREAD_MULTIPLE. */
+struct bm_pml_ctx *bm_pml_ctx_lock(uint32_t cid);
+static inline void bm_pml_ctx_unlock(struct bm_pml_ctx *ctx)
+{
+    bm_pml_unlock(&ctx->lock);
+}
 void bm_pml_match_fini(void);
 
 /* recv.c */
+/* A receive met an unexpected message taken off the queues (uf, freed
+ * here): deliver it, under the progress lock when it is a rendezvous. */
+void bm_pml_recv_matched_uframe(struct bm_pml_request *req, struct bm_pml_uframe *uf);
 /* A posted receive met a message (uframe data, or fragment bytes in place). */
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len);

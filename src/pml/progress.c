@@ -29,6 +29,34 @@ struct bm_pml_ctl {
 
 struct bm_pml_state bm_pml_g;
 
+/* How deep this thread is in the progress lock (0: does not hold it), and
+ * its own run of idle progress calls (each waiting thread yields on its own
+ * count). */
+static _Thread_local int drain_held;
+static _Thread_local int idle_polls;
+
+bool bm_pml_in_drain(void)
+{
+    return !bm_pml_g.mt || drain_held > 0;
+}
+
+bool bm_pml_enter(void)
+{
+    if (!bm_pml_g.mt || drain_held)
+        return false;
+    bm_util_lock_take(&bm_pml_g.drain);
+    drain_held = 1;
+    return true;
+}
+
+void bm_pml_leave(bool taken)
+{
+    if (!taken)
+        return;
+    drain_held = 0;
+    bm_util_lock_give(&bm_pml_g.drain);
+}
+
 bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module *m)
 {
     return (m->caps & BM_BTL_CAP_SENDI) && peer->eager.count == 1;
@@ -37,7 +65,7 @@ bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module 
 struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list)
 {
     for (int i = 0; i < list->count; i++)
-        if (!list->paths[i].failed)
+        if (!bm_pml_path_is_failed(&list->paths[i]))
             return &list->paths[i];
     return NULL;
 }
@@ -219,15 +247,19 @@ static struct {
 
 bm_status_t bm_pml_progress_register(bm_pml_progress_fn fn, void *arg)
 {
+    bool taken = bm_pml_enter();
     if (hooks.count == hooks.cap) {
         int cap = hooks.cap ? 2 * hooks.cap : 8;
         struct bm_pml_hook *v = realloc(hooks.v, (size_t)cap * sizeof(*v));
-        if (!v)
+        if (!v) {
+            bm_pml_leave(taken);
             return BM_ERR_NO_MEMORY;
+        }
         hooks.v = v;
         hooks.cap = cap;
     }
     hooks.v[hooks.count++] = (struct bm_pml_hook){fn, arg};
+    bm_pml_leave(taken);
     return BM_OK;
 }
 
@@ -248,16 +280,20 @@ static void hooks_squeeze(void)
 
 bm_status_t bm_pml_progress_unregister(bm_pml_progress_fn fn, void *arg)
 {
+    bool taken = bm_pml_enter();
+    bm_status_t rc = BM_ERR_NOT_FOUND;
     for (int i = 0; i < hooks.count; i++) {
         if (hooks.v[i].fn == fn && hooks.v[i].arg == arg) {
             hooks.v[i].fn = NULL;
             hooks.holes = true;
             if (!hooks.running)
                 hooks_squeeze();
-            return BM_OK;
+            rc = BM_OK;
+            break;
         }
     }
-    return BM_ERR_NOT_FOUND;
+    bm_pml_leave(taken);
+    return rc;
 }
 
 static int hooks_run(void)
@@ -277,24 +313,51 @@ static int hooks_run(void)
     return n;
 }
 
-int bm_pml_progress(void)
+/* One pass of the engine; the caller holds the progress lock. */
+static int progress_pass(void)
 {
-    if (!bm_pml_g.initialized)
-        return 0;
     int n = bm_btl_base_progress();
     if (bm_pml_g.ctl_head || bm_pml_g.pend_head)
         n += retry_queued();
     if (hooks.count > 0 && !hooks.running)
         n += hooks_run();
-    /* Waiting processes spin here. When more processes than cores share the
-     * machine, a spinning rank would hold the core its peer needs to answer:
-     * after a run of idle polls, give the core away once. */
+    return n;
+}
+
+/* Waiting processes spin here. When more processes than cores share the
+ * machine, a spinning rank would hold the core its peer needs to answer:
+ * after a run of idle polls, give the core away once. */
+static void progress_idle(int n)
+{
     if (n > 0) {
-        bm_pml_g.idle_polls = 0;
-    } else if (bm_pml_g.cfg.idle_yield > 0 && ++bm_pml_g.idle_polls >= bm_pml_g.cfg.idle_yield) {
-        bm_pml_g.idle_polls = 0;
+        idle_polls = 0;
+    } else if (bm_pml_g.cfg.idle_yield > 0 && ++idle_polls >= bm_pml_g.cfg.idle_yield) {
+        idle_polls = 0;
         sched_yield();
     }
+}
+
+int bm_pml_progress(void)
+{
+    if (!bm_pml_g.initialized)
+        return 0;
+    int n;
+    if (__builtin_expect(bm_pml_g.mt, 0) && !drain_held) {
+        /* One thread drains; the others find the lock taken and go back
+         * to looking at their own request, which the drainer completes
+         * for them. A failed try counts as an idle poll. */
+        if (!bm_util_lock_try(&bm_pml_g.drain)) {
+            progress_idle(0);
+            return 0;
+        }
+        drain_held = 1;
+        n = progress_pass();
+        drain_held = 0;
+        bm_util_lock_give(&bm_pml_g.drain);
+    } else {
+        n = progress_pass();
+    }
+    progress_idle(n);
     return n;
 }
 
@@ -308,10 +371,11 @@ static int mark_paths(struct bm_btl_peer *peer, struct bm_btl_module *m, struct 
     for (int l = 0; l < 3; l++)
         for (int i = 0; i < lists[l]->count; i++) {
             struct bm_btl_path *p = &lists[l]->paths[i];
-            if (p->module == m && (!ep || p->endpoint == ep) && p->failed != failed) {
-                p->failed = failed;
+            /* An exchange: two threads may learn of one failure at once. */
+            if (p->module == m && (!ep || p->endpoint == ep) &&
+                bm_pml_path_is_failed(p) != failed &&
+                __atomic_exchange_n(&p->failed, failed, __ATOMIC_RELAXED) != failed)
                 changed++;
-            }
         }
     return changed;
 }

@@ -252,7 +252,7 @@ static struct bm_btl_path *rdma_path(int peer_world, uint32_t cap, size_t bytes)
     for (int i = 0; i < l->count; i++) {
         struct bm_btl_path *p = &l->paths[i];
         const struct bm_btl_module *m = p->module;
-        if (p->failed || !(m->caps & cap) || (m->caps & BM_BTL_CAP_REG_MEM) ||
+        if (bm_pml_path_is_failed(p) || !(m->caps & cap) || (m->caps & BM_BTL_CAP_REG_MEM) ||
             m->reg_handle_size != 0 || bytes < m->min_rdma_pipeline_size)
             continue;
         return p;

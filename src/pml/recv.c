@@ -23,6 +23,13 @@ static bm_status_t recv_post(struct bm_pml_request *req, uint32_t cid, int src, 
     req->status.source = src;
     req->status.tag = tag;
     *req_out = req;
+    if (__builtin_expect(bm_pml_g.mt, 0) && !bm_pml_in_drain()) {
+        /* A waiting rendezvous is answered under the progress lock. */
+        struct bm_pml_uframe *uf = bm_pml_match_post_mt(req);
+        if (uf)
+            bm_pml_recv_matched_uframe(req, uf);
+        return BM_OK;
+    }
     bm_pml_match_post(req);
     return BM_OK;
 }
@@ -57,6 +64,15 @@ bm_status_t bm_pml_irecv_dt(void *buf, size_t count, struct bm_util_dtype *type,
     bm_util_dtype_retain(type);
     req->capacity = req->conv.total;
     return recv_post(req, cid, src, tag, req_out);
+}
+
+void bm_pml_recv_matched_uframe(struct bm_pml_request *req, struct bm_pml_uframe *uf)
+{
+    bool taken = uf->type != BM_PML_HDR_MATCH && bm_pml_enter();
+    bm_pml_recv_matched(req, uf->peer_world, uf->type, uf->src, uf->tag, uf->msg_len, uf->sreq,
+                        uf->data, uf->data_len);
+    bm_pml_leave(taken);
+    free(uf);
 }
 
 bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int tag,

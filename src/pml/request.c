@@ -18,6 +18,30 @@
 static struct bm_pml_request **req_chunks;
 static uint32_t req_nchunks;
 static struct bm_pml_request *req_free;
+/* Under MPI_THREAD_MULTIPLE: guards the three above (allocation, release,
+ * and lookups by id, which read the chunk table). */
+static struct bm_util_lock_class req_lock_class = {.name = "requests"};
+static struct bm_util_lock req_lock;
+static bool req_lock_ready;
+
+void bm_pml_request_table_init(void)
+{
+    if (bm_pml_g.mt && !req_lock_ready) {
+        bm_util_lock_init(&req_lock, &req_lock_class, false);
+        req_lock_ready = true;
+    }
+}
+
+/* The state as the owner sees it: completion is published with a release
+ * store after the status is written, and read with an acquire load. */
+static inline uint8_t req_state(const struct bm_pml_request *req)
+{
+    return __atomic_load_n(&req->state, __ATOMIC_ACQUIRE);
+}
+static inline void req_state_set(struct bm_pml_request *req, uint8_t state)
+{
+    __atomic_store_n(&req->state, state, __ATOMIC_RELEASE);
+}
 
 static bool request_grow(void)
 {
@@ -40,10 +64,14 @@ static bool request_grow(void)
 
 struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
 {
-    if (!req_free && !request_grow())
+    bm_pml_lock(&req_lock);
+    if (!req_free && !request_grow()) {
+        bm_pml_unlock(&req_lock);
         return NULL;
+    }
     struct bm_pml_request *req = req_free;
     req_free = req->pend_next;
+    bm_pml_unlock(&req_lock);
     uint32_t index = req->index;
     uint32_t gen = req->gen + 1;
     if (gen == 0)
@@ -62,7 +90,7 @@ struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
     req->index = index;
     req->gen = gen;
     req->kind = (uint8_t)kind;
-    req->state = BM_PML_REQ_ACTIVE;
+    req_state_set(req, BM_PML_REQ_ACTIVE);
     return req;
 }
 
@@ -72,15 +100,20 @@ static void request_release(struct bm_pml_request *req)
         bm_util_dtype_release((struct bm_util_dtype *)(uintptr_t)req->conv.type);
         req->conv.type = NULL;
     }
-    req->state = BM_PML_REQ_FREE;
+    bm_pml_lock(&req_lock);
+    req_state_set(req, BM_PML_REQ_FREE);
     req->pend_next = req_free;
     req_free = req;
+    bm_pml_unlock(&req_lock);
 }
 
 void bm_pml_request_complete(struct bm_pml_request *req)
 {
-    req->state = BM_PML_REQ_COMPLETE;
-    if (req->user_freed) {
+    /* Read before the state is published: from then on an owner that has
+     * not freed the request may free and reuse it at once. */
+    bool freed = req->user_freed;
+    req_state_set(req, BM_PML_REQ_COMPLETE);
+    if (freed) {
         if (req->kind == BM_PML_REQ_SEND)
             bm_pml_g.freed_active--;
         if (req->outstanding == 0)
@@ -98,11 +131,14 @@ struct bm_pml_request *bm_pml_request_lookup(bm_pml_reqid_t id, enum bm_pml_req_
 {
     uint32_t index = (uint32_t)id;
     uint32_t gen = (uint32_t)(id >> 32);
-    if (index / BM_PML_REQ_CHUNK >= req_nchunks)
-        return NULL;
-    struct bm_pml_request *req = &req_chunks[index / BM_PML_REQ_CHUNK][index % BM_PML_REQ_CHUNK];
-    if (req->gen != gen || req->state != BM_PML_REQ_ACTIVE || req->kind != kind)
-        return NULL;
+    bm_pml_lock(&req_lock);
+    struct bm_pml_request *req = NULL;
+    if (index / BM_PML_REQ_CHUNK < req_nchunks) {
+        req = &req_chunks[index / BM_PML_REQ_CHUNK][index % BM_PML_REQ_CHUNK];
+        if (req->gen != gen || req_state(req) != BM_PML_REQ_ACTIVE || req->kind != kind)
+            req = NULL;
+    }
+    bm_pml_unlock(&req_lock);
     return req;
 }
 
@@ -114,18 +150,22 @@ void bm_pml_request_table_fini(void)
     req_chunks = NULL;
     req_nchunks = 0;
     req_free = NULL;
+    if (req_lock_ready) {
+        bm_util_lock_destroy(&req_lock);
+        req_lock_ready = false;
+    }
 }
 
 bool bm_pml_request_done(const struct bm_pml_request *req)
 {
-    return req->state == BM_PML_REQ_COMPLETE;
+    return req_state(req) == BM_PML_REQ_COMPLETE;
 }
 
 bool bm_pml_request_test(struct bm_pml_request *req, struct bm_pml_status *status_out)
 {
-    if (req->state != BM_PML_REQ_COMPLETE) {
+    if (req_state(req) != BM_PML_REQ_COMPLETE) {
         bm_pml_progress();
-        if (req->state != BM_PML_REQ_COMPLETE)
+        if (req_state(req) != BM_PML_REQ_COMPLETE)
             return false;
     }
     if (status_out)
@@ -135,7 +175,7 @@ bool bm_pml_request_test(struct bm_pml_request *req, struct bm_pml_status *statu
 
 void bm_pml_request_wait(struct bm_pml_request *req, struct bm_pml_status *status_out)
 {
-    while (req->state != BM_PML_REQ_COMPLETE)
+    while (req_state(req) != BM_PML_REQ_COMPLETE)
         bm_pml_progress();
     if (status_out)
         *status_out = req->status;
@@ -143,13 +183,22 @@ void bm_pml_request_wait(struct bm_pml_request *req, struct bm_pml_status *statu
 
 void bm_pml_request_free(struct bm_pml_request *req)
 {
-    if (req->state == BM_PML_REQ_COMPLETE) {
+    /* A completed receive is the owner's alone (nothing else refers to
+     * it): no progress lock. Everything else may race with the drainer's
+     * callbacks. */
+    if (req->kind == BM_PML_REQ_RECV && req_state(req) == BM_PML_REQ_COMPLETE) {
+        request_release(req);
+        return;
+    }
+    bool taken = bm_pml_enter();
+    if (req_state(req) == BM_PML_REQ_COMPLETE) {
         /* An eager send completes once its data is copied; its descriptor
          * may still be with the transport and point at the request. */
         if (req->outstanding == 0)
             request_release(req);
         else
             req->user_freed = true;
+        bm_pml_leave(taken);
         return;
     }
     /* MPI lets the communication finish after the free: a receive still
@@ -158,17 +207,21 @@ void bm_pml_request_free(struct bm_pml_request *req)
     req->user_freed = true;
     if (req->kind == BM_PML_REQ_SEND)
         bm_pml_g.freed_active++;
+    bm_pml_leave(taken);
 }
 
 bm_status_t bm_pml_request_cancel(struct bm_pml_request *req)
 {
-    if (req->state != BM_PML_REQ_ACTIVE || req->kind != BM_PML_REQ_RECV)
+    if (req->kind != BM_PML_REQ_RECV || req_state(req) != BM_PML_REQ_ACTIVE)
         return BM_OK;
-    if (!bm_pml_match_unpost(req))
-        return BM_OK; /* already matched: it completes normally */
-    req->status.cancelled = true;
-    req->status.count = 0;
-    req->status.error = BM_OK;
-    bm_pml_request_complete(req);
+    bool taken = bm_pml_enter();
+    /* Already matched: it completes normally. */
+    if (req_state(req) == BM_PML_REQ_ACTIVE && bm_pml_match_unpost(req)) {
+        req->status.cancelled = true;
+        req->status.count = 0;
+        req->status.error = BM_OK;
+        bm_pml_request_complete(req);
+    }
+    bm_pml_leave(taken);
     return BM_OK;
 }

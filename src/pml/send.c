@@ -226,7 +226,7 @@ static struct bm_btl_path *send_path(int dst, uint64_t **bytes_out)
     int best = -1;
     double best_score = 0;
     for (int i = 0; i < l->count; i++) {
-        if (l->paths[i].failed)
+        if (bm_pml_path_is_failed(&l->paths[i]))
             continue;
         double w = l->paths[i].weight > 0 ? l->paths[i].weight : 1.0;
         double score = (double)sent[i] / w;
@@ -418,7 +418,11 @@ static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_
     req->status.source = src_rank;
     req->status.tag = tag;
     req->status.count = bytes;
+    /* The protocol runs under the progress lock: from here on the
+     * drainer's callbacks may reach the request. */
+    bool taken = bm_pml_enter();
     send_advance(req);
+    bm_pml_leave(taken);
     return BM_OK;
 }
 

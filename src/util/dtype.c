@@ -398,14 +398,15 @@ static void type_finish(struct bm_util_dtype *t)
         t->basic = t->typed->basic;
 }
 
+/* Atomic: under MPI_THREAD_MULTIPLE threads build types on a shared one at once. */
 void bm_util_dtype_retain(struct bm_util_dtype *t)
 {
-    t->refcount++;
+    __atomic_fetch_add(&t->refcount, 1, __ATOMIC_RELAXED);
 }
 
 void bm_util_dtype_release(struct bm_util_dtype *t)
 {
-    if (!t || --t->refcount > 0)
+    if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) > 0)
         return;
     node_release(t->packed);
     node_release(t->typed);
