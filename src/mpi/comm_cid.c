@@ -83,27 +83,10 @@ static bool pml_release_slot(uint32_t slot)
     return ok;
 }
 
-/* Free the slots whose contexts the PML has let go of since. */
-static void reap_zombies(void)
+/* Keep a freed slot whose contexts the PML still holds; the caller holds
+ * the object lock. */
+static void zombie_add(uint32_t slot)
 {
-    uint32_t keep = 0;
-    for (uint32_t i = 0; i < nzombies; i++) {
-        if (pml_release_slot(zombies[i]))
-            slot_set(zombies[i], false);
-        else
-            zombies[keep++] = zombies[i];
-    }
-    nzombies = keep;
-}
-
-void bm_mpi_cid_slot_free(uint32_t slot)
-{
-    if (slot == 0)
-        return;
-    if (pml_release_slot(slot)) {
-        slot_set(slot, false);
-        return;
-    }
     if (nzombies == zombies_cap) {
         uint32_t n = zombies_cap ? 2 * zombies_cap : 16;
         uint32_t *z = realloc(zombies, n * sizeof(*z));
@@ -115,6 +98,43 @@ void bm_mpi_cid_slot_free(uint32_t slot)
     zombies[nzombies++] = slot;
 }
 
+/* Free the slots whose contexts the PML has let go of since.
+ * Under MPI_THREAD_MULTIPLE the bitmap and the zombie list are guarded by
+ * the object lock (mt.c), which is never held while the PML is called: the
+ * PML's progress lock may be held by a thread that destroys a communicator
+ * (a request completing in a progress hook) and then frees its slot here. */
+static void reap_zombies(void)
+{
+    bm_mpi_obj_lock();
+    uint32_t *z = zombies, n = nzombies;
+    zombies = NULL;
+    nzombies = zombies_cap = 0;
+    bm_mpi_obj_unlock();
+    for (uint32_t i = 0; i < n; i++) {
+        bool released = pml_release_slot(z[i]);
+        bm_mpi_obj_lock();
+        if (released)
+            slot_set(z[i], false);
+        else
+            zombie_add(z[i]);
+        bm_mpi_obj_unlock();
+    }
+    free(z);
+}
+
+void bm_mpi_cid_slot_free(uint32_t slot)
+{
+    if (slot == 0)
+        return;
+    bool released = pml_release_slot(slot);
+    bm_mpi_obj_lock();
+    if (released)
+        slot_set(slot, false);
+    else
+        zombie_add(slot);
+    bm_mpi_obj_unlock();
+}
+
 void bm_mpi_cid_reset(void)
 {
     free(used);
@@ -123,6 +143,14 @@ void bm_mpi_cid_reset(void)
     zombies = NULL;
     used_words = nzombies = zombies_cap = 0;
     slot_set(0, true);
+}
+
+/* Give back a slot reserved for a round that did not agree on it. */
+static void slot_unreserve(uint32_t s)
+{
+    bm_mpi_obj_lock();
+    slot_set(s, false);
+    bm_mpi_obj_unlock();
 }
 
 int bm_mpi_cid_reduce_intra(void *ctx, uint32_t v[2], const char *fn)
@@ -136,15 +164,17 @@ int bm_mpi_cid_agree(bm_mpi_cid_reduce_fn *reduce, void *ctx, MPI_Comm err_comm,
     uint32_t floor = 1;
     reap_zombies();
     for (;;) {
+        bm_mpi_obj_lock();
         uint32_t mine = slot_lowest_free(floor);
         bool reserved = mine <= SLOT_MAX && slot_set(mine, true);
+        bm_mpi_obj_unlock();
         /* A member without a slot to offer proposes past the end, so that
          * nobody agrees; the round after reports the failure everywhere. */
         uint32_t v[2] = {reserved ? mine : UINT32_MAX, reserved ? ~mine : 0};
         int rc = reduce(ctx, v, fn);
         if (rc) {
             if (reserved)
-                slot_set(mine, false);
+                slot_unreserve(mine);
             return rc;
         }
         uint32_t hi = v[0], lo = ~v[1];
@@ -153,7 +183,7 @@ int bm_mpi_cid_agree(bm_mpi_cid_reduce_fn *reduce, void *ctx, MPI_Comm err_comm,
             return MPI_SUCCESS;
         }
         if (reserved)
-            slot_set(mine, false);
+            slot_unreserve(mine);
         if (hi > SLOT_MAX) {
             /* A user error handler may return; the caller must still fail. */
             bm_mpi_error(err_comm, MPI_ERR_INTERN, fn,

@@ -44,19 +44,26 @@ int bm_mpi_type_dup_fn(MPI_Datatype oldtype, int type_keyval, void *extra_state,
     return MPI_SUCCESS;
 }
 
+/* Under MPI_THREAD_MULTIPLE the key table and the keys' counts change
+ * under the object lock (mt.c), as attr.c's. */
 static struct type_keyval *keyval_get(int keyval)
 {
     int i = keyval - BM_MPI_TYPE_KEYVAL_FIRST;
-    return i >= 0 && i < nkeyvals ? keyvals[i] : NULL;
+    bm_mpi_obj_lock();
+    struct type_keyval *k = i >= 0 && i < nkeyvals ? keyvals[i] : NULL;
+    bm_mpi_obj_unlock();
+    return k;
 }
 
 static void keyval_release(int keyval)
 {
+    bm_mpi_obj_lock();
     struct type_keyval *k = keyval_get(keyval);
     if (k && --k->refcount == 0) {
         free(k);
         keyvals[keyval - BM_MPI_TYPE_KEYVAL_FIRST] = NULL;
     }
+    bm_mpi_obj_unlock();
 }
 
 static int check_type(MPI_Datatype dt, const char *fn)
@@ -114,7 +121,9 @@ static int attr_add(MPI_Datatype dt, int keyval, void *value, const char *fn)
     a->value = value;
     a->next = dt->attrs;
     dt->attrs = a;
+    bm_mpi_obj_lock();
     keyval_get(keyval)->refcount++;
+    bm_mpi_obj_unlock();
     return MPI_SUCCESS;
 }
 
@@ -168,11 +177,13 @@ int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
     if (!type_keyval)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL keyval pointer");
     struct type_keyval *k = calloc(1, sizeof(*k));
+    bm_mpi_obj_lock();
     struct type_keyval **v = realloc(keyvals, (size_t)(nkeyvals + 1) * sizeof(*v));
     if (!k || !v) {
         free(k);
         if (v)
             keyvals = v;
+        bm_mpi_obj_unlock();
         return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
     }
     keyvals = v;
@@ -182,6 +193,7 @@ int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
     k->refcount = 1;
     keyvals[nkeyvals] = k;
     *type_keyval = BM_MPI_TYPE_KEYVAL_FIRST + nkeyvals++;
+    bm_mpi_obj_unlock();
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Type_create_keyval);

@@ -123,7 +123,11 @@ static const struct errcode builtin_codes[] = {
 };
 #define NBUILTIN ((int)(sizeof(builtin_codes) / sizeof(builtin_codes[0])))
 
-static struct errcode *added_codes; /* code MPI_ERR_LASTCODE + 1 + NBUILTIN + i */
+/* Code MPI_ERR_LASTCODE + 1 + NBUILTIN + i. Entries are allocated one by
+ * one and never move, so that a pointer code_entry returned stays valid
+ * while another thread adds a code; under MPI_THREAD_MULTIPLE the array and
+ * nadded change under the object lock (mt.c). */
+static struct errcode **added_codes;
 static int nadded;
 
 #define FIRST_ADDED_CODE (MPI_ERR_LASTCODE + 1 + NBUILTIN)
@@ -133,9 +137,12 @@ static const struct errcode *code_entry(int code)
 {
     if (code > MPI_ERR_LASTCODE && code < FIRST_ADDED_CODE)
         return &builtin_codes[code - MPI_ERR_LASTCODE - 1];
-    if (code >= FIRST_ADDED_CODE && code < FIRST_ADDED_CODE + nadded)
-        return &added_codes[code - FIRST_ADDED_CODE];
-    return NULL;
+    bm_mpi_obj_lock();
+    const struct errcode *e = code >= FIRST_ADDED_CODE && code < FIRST_ADDED_CODE + nadded
+                                  ? added_codes[code - FIRST_ADDED_CODE]
+                                  : NULL;
+    bm_mpi_obj_unlock();
+    return e;
 }
 
 int bm_mpi_error_class_of(int code)
@@ -148,7 +155,10 @@ int bm_mpi_error_class_of(int code)
 
 int bm_mpi_error_lastused(void)
 {
-    return FIRST_ADDED_CODE + nadded - 1;
+    bm_mpi_obj_lock();
+    int last = FIRST_ADDED_CODE + nadded - 1;
+    bm_mpi_obj_unlock();
+    return last;
 }
 
 const char *bm_mpi_error_class_name(int code)
@@ -659,12 +669,21 @@ static int code_add(int cls, int *code_out, const char *fn)
         return rc;
     if (!code_out)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL output pointer");
-    struct errcode *grown = realloc(added_codes, sizeof(*grown) * (size_t)(nadded + 1));
-    if (!grown)
+    struct errcode *e = calloc(1, sizeof(*e));
+    bm_mpi_obj_lock();
+    struct errcode **grown = realloc(added_codes, sizeof(*grown) * (size_t)(nadded + 1));
+    if (!grown || !e) {
+        if (grown)
+            added_codes = grown;
+        bm_mpi_obj_unlock();
+        free(e);
         return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
     added_codes = grown;
     int code = FIRST_ADDED_CODE + nadded;
-    added_codes[nadded++] = (struct errcode){.cls = cls < 0 ? code : cls, .added = true};
+    *e = (struct errcode){.cls = cls < 0 ? code : cls, .added = true};
+    added_codes[nadded++] = e;
+    bm_mpi_obj_unlock();
     *code_out = code;
     return MPI_SUCCESS;
 }
@@ -699,7 +718,8 @@ int PMPI_Add_error_string(int errorcode, const char *string)
         return rc;
     if (!string)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL string");
-    if (errorcode < FIRST_ADDED_CODE || errorcode >= FIRST_ADDED_CODE + nadded)
+    const struct errcode *found = code_entry(errorcode);
+    if (errorcode < FIRST_ADDED_CODE || !found)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
                             "error code %d was not made by MPI_Add_error_class or "
                             "MPI_Add_error_code (predefined strings cannot be changed)",
@@ -713,9 +733,11 @@ int PMPI_Add_error_string(int errorcode, const char *string)
     char *copy = strdup(string);
     if (!copy)
         return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
-    struct errcode *e = &added_codes[errorcode - FIRST_ADDED_CODE];
+    struct errcode *e = (struct errcode *)(uintptr_t)found;
+    bm_mpi_obj_lock();
     free(e->user_text);
     e->user_text = copy;
+    bm_mpi_obj_unlock();
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Add_error_string);

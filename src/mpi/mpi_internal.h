@@ -225,11 +225,15 @@ extern bool bm_mpi_rte_up;
 /* Granted MPI_THREAD_MULTIPLE: the MPI layer's few locks are taken. */
 extern bool bm_mpi_mt;
 void bm_mpi_mt_init(bool on);
-/* The lock of the process-wide object tables (attribute keys, error
- * classes and codes, the buffer of buffered sends); recursive. Never held
- * across communication. */
+/* The lock of the process-wide object tables (attribute keys, context id
+ * slots); recursive. Never held while the PML or a program's callback is
+ * called: a thread holding the PML's progress lock may need it (a
+ * communicator destroyed from a progress hook frees its context slot). */
 void bm_mpi_obj_lock(void);
 void bm_mpi_obj_unlock(void);
+/* The attached buffer of buffered sends (held across the send that uses it). */
+void bm_mpi_bsend_lock(void);
+void bm_mpi_bsend_unlock(void);
 /* Reference counts of objects that threads share (datatypes, error
  * handlers): atomic under MPI_THREAD_MULTIPLE. put returns true when the
  * count reached zero (the caller frees). */

@@ -1,7 +1,7 @@
 /* MPI_THREAD_MULTIPLE in the MPI layer: the flag every lock here checks,
  * the per-thread caches of released MPI requests, and the one lock for
- * the process-wide tables of MPI objects (attribute keys, error classes,
- * the attached buffer of buffered sends). Communication itself is made
+ * the process-wide tables of MPI objects (attribute keys, context ids), and
+ * the one of the attached buffer of buffered sends. Communication itself is made
  * thread-safe below, in the PML (src/pml/README.md "Threads"); what is here
  * only keeps object bookkeeping from racing, and costs nothing at the
  * other thread levels (one branch on bm_mpi_mt). */
@@ -15,13 +15,14 @@
 bool bm_mpi_mt;
 
 static struct bm_util_lock_class obj_class = {.name = "mpi objects"};
-static struct bm_util_lock obj_lock;
+static struct bm_util_lock_class bsend_class = {.name = "buffered sends"};
+static struct bm_util_lock obj_lock, bsend_lock;
 static pthread_once_t obj_once = PTHREAD_ONCE_INIT;
 
 static void obj_lock_init(void)
 {
-    /* Recursive: an attribute copy or delete callback may create keys. */
     bm_util_lock_init(&obj_lock, &obj_class, true);
+    bm_util_lock_init(&bsend_lock, &bsend_class, false);
 }
 
 void bm_mpi_mt_init(bool on)
@@ -41,6 +42,18 @@ void bm_mpi_obj_unlock(void)
 {
     if (bm_mpi_mt)
         bm_util_lock_give(&obj_lock);
+}
+
+void bm_mpi_bsend_lock(void)
+{
+    if (bm_mpi_mt)
+        bm_util_lock_take(&bsend_lock);
+}
+
+void bm_mpi_bsend_unlock(void)
+{
+    if (bm_mpi_mt)
+        bm_util_lock_give(&bsend_lock);
 }
 
 /* ---- released requests, one cache per thread ----------------------------------- */

@@ -238,9 +238,9 @@ static int bsend_start_locked(const void *buf, int count, MPI_Datatype dt, int d
 static int bsend_start(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                        MPI_Comm comm, const char *fn)
 {
-    bm_mpi_obj_lock();
+    bm_mpi_bsend_lock();
     int rc = bsend_start_locked(buf, count, dt, dest, tag, comm, fn);
-    bm_mpi_obj_unlock();
+    bm_mpi_bsend_unlock();
     return rc;
 }
 
@@ -254,16 +254,16 @@ int PMPI_Buffer_attach(void *buffer, int size)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "negative buffer size %d", size);
     if (!buffer && size > 0)
         return bm_mpi_error(NULL, MPI_ERR_BUFFER, fn, "NULL buffer of %d bytes", size);
-    bm_mpi_obj_lock();
+    bm_mpi_bsend_lock();
     if (bsend.buf) {
         size_t had = bsend.size;
-        bm_mpi_obj_unlock();
+        bm_mpi_bsend_unlock();
         return bm_mpi_error(NULL, MPI_ERR_BUFFER, fn,
                             "a buffer of %zu bytes is already attached; detach it first", had);
     }
     bsend.buf = buffer;
     bsend.size = (size_t)size;
-    bm_mpi_obj_unlock();
+    bm_mpi_bsend_unlock();
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Buffer_attach);
@@ -278,7 +278,7 @@ int PMPI_Buffer_detach(void *buffer_addr, int *size)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s pointer",
                             buffer_addr ? "size" : "buffer address");
     /* The standard: detach blocks until every buffered message is sent. */
-    bm_mpi_obj_lock();
+    bm_mpi_bsend_lock();
     for (;;) {
         bsend_reap();
         if (!bsend.msgs)
@@ -289,7 +289,7 @@ int PMPI_Buffer_detach(void *buffer_addr, int *size)
     *size = (int)bsend.size;
     bsend.buf = NULL;
     bsend.size = 0;
-    bm_mpi_obj_unlock();
+    bm_mpi_bsend_unlock();
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Buffer_detach);

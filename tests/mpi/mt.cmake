@@ -1,10 +1,10 @@
 # MPI_THREAD_MULTIPLE: mt_stress (tests/mpi/mt_stress.c) with 4 threads per
-# rank over self+sm, and over tcp; under the ThreadSanitizer preset
+# rank over self+sm (with concurrent MPI_Comm_dup), and 3 over tcp; under the ThreadSanitizer preset
 # (make tsan) the same programs run with the label tsan.
 set(mt_dir ${CMAKE_CURRENT_LIST_DIR})
 add_executable(mt_stress ${mt_dir}/mt_stress.c)
 target_link_libraries(mt_stress PRIVATE bitmover bm_test_harness Threads::Threads)
 bm_add_mpi_test(mt_stress_np2 TARGET mt_stress NP 2 BTL self,sm TIMEOUT 120
-    LABELS mpi mt tsan)
+    LABELS mpi mt tsan ARGS -d)
 bm_add_mpi_test(mt_stress_np3_tcp TARGET mt_stress NP 3 BTL self,tcp TIMEOUT 120
     LABELS mpi mt tsan ARGS -t 3 -i 20)
