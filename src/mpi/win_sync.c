@@ -47,9 +47,9 @@ static void flush_target(struct bm_osc_target *t)
         return;
     t->flush_due = false;
     if (t->m)
-        bm_btl_flush(t->m, t->ep);
+        bm_pml_rma_flush(&(struct bm_pml_rma_path){t->m, t->ep});
     if (t->amo_m && t->amo_m != t->m)
-        bm_btl_flush(t->amo_m, t->amo_ep);
+        bm_pml_rma_flush(&(struct bm_pml_rma_path){t->amo_m, t->amo_ep});
 }
 
 void bm_osc_wait_rdma(MPI_Win win, int target)

@@ -103,6 +103,14 @@ static struct am_peer *am_peer(int peer_world)
     return &am_g.peers[peer_world];
 }
 
+bm_status_t bm_pml_rma_flush(const struct bm_pml_rma_path *path)
+{
+    bool taken = bm_pml_enter();
+    bm_status_t rc = bm_btl_flush(path->module, path->endpoint);
+    bm_pml_leave(taken);
+    return rc;
+}
+
 size_t bm_pml_am_max(int peer_world)
 {
     struct bm_btl_peer *peer = bm_btl_base_peer(peer_world);
@@ -117,6 +125,9 @@ size_t bm_pml_am_max(int peer_world)
 void bm_pml_am_sendv(int peer_world, unsigned id, const struct bm_pml_iov *iov, int n)
 {
     struct bm_btl_segment segs[8];
+    /* The sequence numbers and the control queue are the drainer's
+     * (README "Threads"). */
+    bool taken = bm_pml_enter();
     struct bm_pml_hdr_am h = {
         .base = {.type = BM_PML_HDR_AM},
         .seq = am_peer(peer_world)->send_seq++,
@@ -131,6 +142,7 @@ void bm_pml_am_sendv(int peer_world, unsigned id, const struct bm_pml_iov *iov, 
         segs[i + 1].len = iov[i].len;
     }
     bm_pml_ctl_sendv(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_AM), segs, (uint32_t)n + 1);
+    bm_pml_leave(taken);
 }
 
 /* Run one message (header included); msg is 8-byte aligned. */

@@ -199,6 +199,11 @@ struct bm_pml_rma_path {
  * operations then complete with an error. */
 int bm_pml_rma_paths(int peer_world, struct bm_pml_rma_path *out, int max);
 
+/* bm_btl_flush on a path: a flush makes progress on the module, which runs
+ * the PML's callbacks, so under MPI_THREAD_MULTIPLE it runs under the
+ * progress lock (README "Threads"). */
+bm_status_t bm_pml_rma_flush(const struct bm_pml_rma_path *path);
+
 /* True when the PML reaches peer_world through a transport of the
  * shared-memory class (exclusivity of sm or higher: sm, or self for this
  * process): that peer runs on this node and the user let shared memory
