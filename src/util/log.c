@@ -39,10 +39,29 @@ static bool log_parse_level(const char *s, int *level_out)
     return true;
 }
 
-static void log_bad_token(const char *tok)
+bool bm_util_log_spec_valid(const char *spec, char *err, size_t errlen)
 {
-    bm_util_log_emit("util/log", BM_LOG_WARN,
-                     "BM_VERBOSE: '%s' is neither a level (0-5) nor subsystem:level; ignored", tok);
+    if (!spec || !*spec)
+        return true;
+    char buf[512];
+    if (strlen(spec) >= sizeof(buf)) {
+        snprintf(err, errlen, "longer than %zu characters", sizeof(buf) - 1);
+        return false;
+    }
+    snprintf(buf, sizeof(buf), "%s", spec);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        int level;
+        if ((colon && colon == tok) || !log_parse_level(colon ? colon + 1 : tok, &level)) {
+            snprintf(err, errlen,
+                     "'%s' is neither a level (0-5) nor subsystem:level; expected for example "
+                     "BM_VERBOSE=4 or BM_VERBOSE=btl:4,pml:2",
+                     tok);
+            return false;
+        }
+    }
+    return true;
 }
 
 void bm_util_log_configure(const char *spec)
@@ -58,10 +77,12 @@ void bm_util_log_configure(const char *spec)
         for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             char *colon = strchr(tok, ':');
             int level;
-            if (!log_parse_level(colon ? colon + 1 : tok, &level)) {
-                log_bad_token(tok);
+            /* A bad token is skipped quietly here: the parameter check
+             * (bm_util_params_check_env, run by MPI_Init, bmrun and
+             * bm_info --check) reports it as an error that stops start-up,
+             * and logging must work meanwhile. */
+            if (!log_parse_level(colon ? colon + 1 : tok, &level))
                 continue;
-            }
             if (level > max)
                 max = level;
             if (!colon) {

@@ -35,6 +35,11 @@ void bm_util_log_emit(const char *subsys, int level, const char *fmt, ...)
 
 /* Re-read BM_VERBOSE (done lazily on first use; tests call it after setenv). */
 void bm_util_log_configure(const char *spec);
+/* Whether spec is a valid BM_VERBOSE value (a level 0-5, or comma-separated
+ * subsystem:level pairs, or both); when not, a sentence in err naming the
+ * first bad token. The parameter check (params.c) uses it, so that a bad
+ * BM_VERBOSE stops start-up like any other bad parameter. */
+bool bm_util_log_spec_valid(const char *spec, char *err, size_t errlen);
 
 /* The runtime tells the logger who we are, for the line prefix. */
 void bm_util_log_set_rank(int rank);

@@ -155,6 +155,24 @@ static int param_enum_index(const char *choices, const char *s)
     return -1;
 }
 
+/* String parameters with a syntax of their own, checked wherever values are
+ * checked (load, bm_util_params_check_env, bm_info --check). Only this
+ * layer's own: a layer above cannot be called from here. */
+static const struct {
+    const char *name;
+    bool (*valid)(const char *text, char *err, size_t errlen);
+} param_string_syntax[] = {
+    {"BM_VERBOSE", bm_util_log_spec_valid},
+};
+
+static bool param_string_valid(const struct bm_param *p, const char *text, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof(param_string_syntax) / sizeof(param_string_syntax[0]); i++)
+        if (strcmp(p->name, param_string_syntax[i].name) == 0)
+            return param_string_syntax[i].valid(text, err, errlen);
+    return true;
+}
+
 bm_status_t bm_util_param_parse(const struct bm_param *p, const char *text, void *value_out,
                                 char *err, size_t errlen)
 {
@@ -179,6 +197,8 @@ bm_status_t bm_util_param_parse(const struct bm_param *p, const char *text, void
             goto bad;
         return BM_OK;
     case BM_PARAM_STRING:
+        if (!param_string_valid(p, text, err, errlen))
+            return BM_ERR_BAD_PARAM;
         *(const char **)value_out = text;
         return BM_OK;
     case BM_PARAM_ENUM: {

@@ -70,17 +70,58 @@ static void report_build(void)
     printf("  prefix:      %s\n", BM_INSTALL_PREFIX);
 }
 
-static void report_dep(const char *name, int have, const char *why)
+/* A dependency, found or not, and what in this build uses it: "found" only
+ * says the library was there at build time; used_by says what code was
+ * built against it (NULL: nothing, which is then said). */
+static void report_dep(const char *name, int have, const char *why, const char *used_by)
 {
     printf("  %-9s %s: %s\n", name, have ? "yes" : "no", why);
+    if (have) {
+        char line[512];
+        snprintf(line, sizeof(line), "used by: %s", used_by ? used_by : "nothing in this build");
+        print_wrapped(line, 12);
+    }
+}
+
+static bool transport_built(const char *name)
+{
+    for (int i = 0; i < bm_btl_registry_count; i++)
+        if (strcmp(bm_btl_registry[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* A runtime backend built into this library (the runtime's own list). */
+static bool backend_built(const char *name)
+{
+    const struct bm_rte_backend_info *list;
+    int n = bm_rte_backends(&list);
+    for (int i = 0; i < n; i++)
+        if (strcmp(list[i].name, name) == 0)
+            return list[i].built;
+    return false;
 }
 
 static void report_deps(void)
 {
     printf("\nOptional dependencies:\n");
-    report_dep("libfabric", BM_HAVE_OFI, BM_OFI_WHY);
-    report_dep("hwloc", BM_HAVE_HWLOC, BM_HWLOC_WHY);
-    report_dep("pmix", BM_HAVE_PMIX, BM_PMIX_WHY);
+    /* dgram's libfabric wire and interface placement are compiled exactly
+     * when dgram and the library are (src/btl/dgram/CMakeLists.txt). */
+    bool dgram = transport_built("dgram");
+    const char *ofi_users =
+        transport_built("ofi")
+            ? (dgram ? "the ofi transport; dgram's libfabric wire (BM_BTL_DGRAM_WIRE=ofi)"
+                     : "the ofi transport")
+            : (dgram ? "dgram's libfabric wire (BM_BTL_DGRAM_WIRE=ofi); not the ofi transport, "
+                       "which is not implemented yet"
+                     : NULL);
+    report_dep("libfabric", BM_HAVE_OFI, BM_OFI_WHY, ofi_users);
+    report_dep("hwloc", BM_HAVE_HWLOC, BM_HWLOC_WHY,
+               dgram ? "dgram (interfaces near this process's cores get the better latency "
+                       "class)"
+                     : NULL);
+    report_dep("pmix", BM_HAVE_PMIX, BM_PMIX_WHY,
+               backend_built("pmix") ? "the pmix launcher backend (see Launchers below)" : NULL);
 }
 
 static void report_launchers(void)

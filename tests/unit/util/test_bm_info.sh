@@ -37,6 +37,16 @@ check "report exits 0" '[ $rc -eq 0 ]'
 check "report has the version" 'echo "$out" | grep -q "^bitmover [0-9]"'
 check "report lists dependencies" 'echo "$out" | grep -q "^  libfabric"'
 check "report lists the launchers" 'echo "$out" | grep -Eq "^  pmi +built: MPICH"'
+check "every found dependency says what uses it" \
+    '[ "$(echo "$out" | grep -Ec "^  (libfabric|hwloc|pmix) +yes:")" -eq "$(echo "$out" | grep -c "^ *used by: ")" ]'
+check "pmix is reported as used only when a launcher backend uses it" \
+    'echo "$out" | grep -Eq "^  pmix +no:" || echo "$out" | grep -A1 -E "^  pmix +yes:" | grep -q "used by: the pmix launcher backend" || echo "$out" | grep -A1 -E "^  pmix +yes:" | grep -q "used by: nothing"'
+if ! echo "$out" | grep -Eq "^  ofi +built"; then
+    check "ofi says it is not implemented yet" \
+        'echo "$out" | grep -Eq "^  ofi +not built: not implemented yet"'
+fi
+check "--check refuses a bad BM_VERBOSE" \
+    '! BM_VERBOSE=zzz "$bm" --check >/dev/null 2>&1'
 out=$(env -u PMI_FD -u PMI_PORT -u PMIX_NAMESPACE -u BMRUN_KVS -u SLURM_STEP_NUM_TASKS \
     -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE -u MPI_LOCALNRANKS "$bm")
 check "report says which launcher backend this environment uses" \

@@ -4,6 +4,7 @@
  * table from the environment, the registry (find, sorted foreach), and the
  * start-up check that flags bad values and suggests the parameter a
  * misspelt variable probably meant. */
+#include "util/log.h"
 #include "util/params.h"
 
 #include "bm_test.h"
@@ -219,6 +220,30 @@ static void test_check_env(void)
     out = check_env_with("BM_UTIL_TST_BOOL", "perhaps", &rc, &c);
     BM_CHECK_EQ_INT(rc, BM_ERR_BAD_PARAM);
     BM_CHECK(strstr(out, "BM_UTIL_TST_BOOL=perhaps") && strstr(out, "boolean"));
+    /* BM_VERBOSE is a string with a syntax: a bad one stops start-up too. */
+    out = check_env_with("BM_VERBOSE", "zzz", &rc, &c);
+    BM_CHECK_EQ_INT(rc, BM_ERR_BAD_PARAM);
+    BM_CHECK_MSG(strstr(out, "BM_VERBOSE=zzz") && strstr(out, "'zzz'"), "got: %s", out);
+    out = check_env_with("BM_VERBOSE", "btl:4,pml:2", &rc, &c);
+    BM_CHECK_EQ_INT(rc, BM_OK);
+}
+
+static void test_verbose_syntax(void)
+{
+    char err[256];
+    const char *good[] = {"", "0", "5", "9", "btl:4", "btl/tcp:5,pml:1", "3,dgram:5"};
+    const char *bad[] = {"zzz", "-1", "btl:", ":3", "btl:x", "4,zzz", "btl=4"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        BM_CHECK_MSG(bm_util_log_spec_valid(good[i], err, sizeof(err)), "'%s' refused: %s", good[i],
+                     err);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        BM_CHECK_MSG(!bm_util_log_spec_valid(bad[i], err, sizeof(err)), "'%s' accepted", bad[i]);
+        BM_CHECK_MSG(strstr(err, "subsystem:level") != NULL, "'%s': %s", bad[i], err);
+    }
+    const struct bm_param *v = bm_util_params_find("BM_VERBOSE");
+    BM_CHECK(v && bm_util_param_check(v, "zzz", err, sizeof(err)) == BM_ERR_BAD_PARAM);
+    BM_CHECK(v && bm_util_param_check(v, "dgram:5", err, sizeof(err)) == BM_OK);
 }
 
 int main(void)
@@ -230,5 +255,6 @@ int main(void)
     BM_RUN(test_registry);
     BM_RUN(test_distance);
     BM_RUN(test_check_env);
+    BM_RUN(test_verbose_syntax);
     return bm_test_summary("test_util_params");
 }
