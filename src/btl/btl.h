@@ -740,6 +740,16 @@ struct bm_btl_peer *bm_btl_base_peer(int rank);
 void bm_btl_base_register_recv(bm_btl_tag_t tag, bm_btl_recv_cb_fn cb, void *cbdata);
 /* Register the error callback on every module. */
 void bm_btl_base_register_error(bm_btl_error_cb_fn cb, void *cbdata);
+/* Error reports the transports made since the process started, by kind
+ * (every report passes through the base on its way to the callback above).
+ * For tests that must tell a run with a failover from one without. */
+struct bm_btl_base_error_counts {
+    uint64_t peer;      /* BM_BTL_ERROR_PEER: a path to one peer failed */
+    uint64_t module;    /* BM_BTL_ERROR_MODULE */
+    uint64_t recovered; /* BM_BTL_ERROR_RECOVERED */
+    uint64_t fatal;     /* BM_BTL_ERROR_FATAL */
+};
+void bm_btl_base_error_counts(struct bm_btl_base_error_counts *out);
 /* Progress every active component once. Returns completions. */
 int bm_btl_base_progress(void);
 /* The modules' registration check again, after add_procs may have changed

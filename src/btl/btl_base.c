@@ -116,6 +116,7 @@ static struct {
 } btl_base_recv_reg[BM_BTL_TAG_MAX];
 static bm_btl_error_cb_fn btl_base_error_reg;
 static void *btl_base_error_reg_data;
+static struct bm_btl_base_error_counts btl_base_errors;
 
 /* ---- default callbacks: transports never find a NULL callback ------------ */
 
@@ -139,6 +140,37 @@ static void btl_base_error_default(struct bm_btl_module *module, const struct bm
     else
         bm_log_error("%s: %s (rank %d): %s", module->name, bm_status_str(err->status), err->peer,
                      err->what ? err->what : "no details");
+}
+
+/* Every module's error callback: count the report, then pass it on to what
+ * the layer above registered (or the default). */
+static void btl_base_error_dispatch(struct bm_btl_module *module, const struct bm_btl_error *err,
+                                    void *cbdata)
+{
+    (void)cbdata;
+    switch (err->kind) {
+    case BM_BTL_ERROR_PEER:
+        btl_base_errors.peer++;
+        break;
+    case BM_BTL_ERROR_MODULE:
+        btl_base_errors.module++;
+        break;
+    case BM_BTL_ERROR_RECOVERED:
+        btl_base_errors.recovered++;
+        break;
+    case BM_BTL_ERROR_FATAL:
+        btl_base_errors.fatal++;
+        break;
+    }
+    if (btl_base_error_reg)
+        btl_base_error_reg(module, err, btl_base_error_reg_data);
+    else
+        btl_base_error_default(module, err, NULL);
+}
+
+void bm_btl_base_error_counts(struct bm_btl_base_error_counts *out)
+{
+    *out = btl_base_errors;
 }
 
 /* ---- the runtime transports get by default ------------------------------------ */
@@ -432,8 +464,8 @@ static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct b
         m->recv_cb[t].cb = set ? btl_base_recv_reg[t].cb : btl_base_recv_unregistered;
         m->recv_cb[t].cbdata = set ? btl_base_recv_reg[t].cbdata : NULL;
     }
-    m->error_cb = btl_base_error_reg ? btl_base_error_reg : btl_base_error_default;
-    m->error_cbdata = btl_base_error_reg ? btl_base_error_reg_data : NULL;
+    m->error_cb = btl_base_error_dispatch;
+    m->error_cbdata = NULL;
     return BM_OK;
 }
 
@@ -831,12 +863,9 @@ void bm_btl_base_register_recv(bm_btl_tag_t tag, bm_btl_recv_cb_fn cb, void *cbd
 
 void bm_btl_base_register_error(bm_btl_error_cb_fn cb, void *cbdata)
 {
+    /* Modules keep calling the dispatcher, which reads these. */
     btl_base_error_reg = cb;
     btl_base_error_reg_data = cbdata;
-    for (int k = 0; k < base.nmods; k++) {
-        base.mods[k].module->error_cb = cb ? cb : btl_base_error_default;
-        base.mods[k].module->error_cbdata = cb ? cbdata : NULL;
-    }
 }
 
 int bm_btl_base_progress(void)

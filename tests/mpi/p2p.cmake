@@ -41,7 +41,8 @@ target_link_libraries(p2p_grequest PRIVATE Threads::Threads)
 # dgram the rail comes back and is used again (labels fault, p2p; skipped
 # without root).
 add_executable(p2p_failover ${p2p_dir}/p2p_failover.c)
-target_link_libraries(p2p_failover PRIVATE bitmover bm_test_harness)
+# internal: it reads the transport layer's error counts to prove a failover ran
+target_link_libraries(p2p_failover PRIVATE bitmover_internal bm_test_harness)
 if(TARGET bmrun)
     foreach(variant tcp dgram dgram:recover)
         string(REPLACE ":" ";" args ${variant})

@@ -6,8 +6,17 @@
  * must resend what the failed path lost (MATCH, RNDV, FRAG, ACK) on the
  * surviving one. Each rank writes "streaming" to <log>.<rank> once traffic
  * flows, and "checks: N failed" at the end; it streams for P2P_FAILOVER_SECS
- * seconds (default 15) after the first message. */
+ * seconds (default 15) after the first message.
+ *
+ * A stream that stays intact proves nothing when no path failed: the
+ * program therefore also checks, on its own, that the mechanism ran.
+ * P2P_FAILOVER_EXPECT says what the fault was: "fail" (some rank's
+ * transport reported a path to its peer failed while the stream went on)
+ * or "recover" (a failure and then a recovery were reported). The counts
+ * come from the transport layer's error reports (linked internally for
+ * that), summed over both ranks. */
 #include "bm_test.h"
+#include "btl/btl.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -81,6 +90,26 @@ int main(int argc, char **argv)
         }
     }
     BM_CHECK_MSG(bad == 0, "%d of %d messages were wrong", bad, it);
+
+    struct bm_btl_base_error_counts ec;
+    bm_btl_base_error_counts(&ec);
+    long long mine[2] = {(long long)(ec.peer + ec.module), (long long)ec.recovered}, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    const char *expect = getenv("P2P_FAILOVER_EXPECT");
+    BM_CHECK_MSG(expect && (!strcmp(expect, "fail") || !strcmp(expect, "recover")),
+                 "P2P_FAILOVER_EXPECT must be fail or recover (is %s)", expect ? expect : "unset");
+    if (expect) {
+        BM_CHECK_MSG(all[0] >= 1,
+                     "no transport reported a failed path (%lld reports): the stream ran without "
+                     "a failover, so it tested nothing",
+                     all[0]);
+        if (!strcmp(expect, "recover"))
+            BM_CHECK_MSG(all[1] >= 1, "no transport reported the failed path recovered");
+    }
+    if (rank == 0)
+        printf("p2p_failover: %lld path failure(s) and %lld recovery(ies) reported by the "
+               "transports\n",
+               all[0], all[1]);
     char line[128];
     snprintf(line, sizeof(line), "messages: %d, checks: %d failed", it, bm_test_failed);
     note(line);
