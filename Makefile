@@ -7,10 +7,13 @@
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 CTEST_JOBS ?= 2
-# A test that fails is run once more: timing-sensitive fault tests on a busy
-# 2-core machine must not sink a run, while a real failure fails both times
-# (ctest prints every retry).
-CTEST_FLAGS ?= --repeat until-pass:2
+# No test is retried: a test that fails under load is a bug to make robust
+# (bounded by work, not by luck), and a retry would hide races from the
+# sanitizer run. The one exception is a test labelled "retry" (none today):
+# it must measure wall-clock time against a bound that load can break, say so
+# next to its label, and is then run once more on failure, alone.
+CTEST_FLAGS ?=
+CTEST_RETRY = --repeat until-pass:2 --no-tests=ignore -L retry
 
 .PHONY: all deps build demo check check-dev check-asan check-O3 tsan install clean
 
@@ -31,12 +34,14 @@ check: deps check-dev check-asan check-O3
 check-dev:
 	cmake --preset dev >/dev/null
 	cmake --build --preset dev -j $(JOBS)
-	ctest --preset dev -j $(CTEST_JOBS) $(CTEST_FLAGS)
+	ctest --preset dev -j $(CTEST_JOBS) $(CTEST_FLAGS) -LE retry
+	ctest --preset dev -j $(CTEST_JOBS) $(CTEST_FLAGS) $(CTEST_RETRY)
 
 check-asan:
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -j $(CTEST_JOBS) $(CTEST_FLAGS)
+	ctest --preset asan -j $(CTEST_JOBS) $(CTEST_FLAGS) -LE retry
+	ctest --preset asan -j $(CTEST_JOBS) $(CTEST_FLAGS) $(CTEST_RETRY)
 
 # -O3 with warnings as errors, compile only: the optimizer's flow analysis
 # (use-after-free, maybe-uninitialized) sees bugs the debug build does not.
