@@ -188,27 +188,25 @@ void bm_btl_dgram_seg_put(struct bm_btl_dgram_module *m, struct bm_btl_dgram_seg
     m->seg_free[m->seg_nfree++] = s;
 }
 
-bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, const char *ifname,
-                                       uint32_t ipv4, uint32_t netmask, uint32_t if_mtu,
-                                       uint32_t speed_mbps, int index, int rank, uint64_t job_key,
-                                       struct bm_btl_dgram_module **m_out)
+/* The wire the configuration asks for: kernel UDP, or libfabric when
+ * BM_BTL_DGRAM_WIRE=ofi and the build has it. */
+static bm_status_t module_pick_wire(struct bm_btl_dgram_module *m)
 {
-    struct bm_btl_dgram_module *m = calloc(1, sizeof(*m));
-    if (!m)
-        return BM_ERR_NO_MEMORY;
-    m->cfg = *cfg;
-    m->rank = rank;
-    m->job_key = job_key;
     m->wire = &bm_btl_dgram_wire_udp;
-    if (cfg->wire == BM_DGRAM_WIRE_OFI) {
-        if (!bm_btl_dgram_wire_ofi) {
-            bm_log_error("BM_BTL_DGRAM_WIRE=ofi, but this build has no libfabric (see bm_info); "
-                         "use BM_BTL_DGRAM_WIRE=udp");
-            free(m);
-            return BM_ERR_NOT_SUPPORTED;
-        }
-        m->wire = bm_btl_dgram_wire_ofi;
+    if (m->cfg.wire != BM_DGRAM_WIRE_OFI)
+        return BM_OK;
+    if (!bm_btl_dgram_wire_ofi) {
+        bm_log_error("BM_BTL_DGRAM_WIRE=ofi, but this build has no libfabric (see bm_info); "
+                     "use BM_BTL_DGRAM_WIRE=udp");
+        return BM_ERR_NOT_SUPPORTED;
     }
+    m->wire = bm_btl_dgram_wire_ofi;
+    return BM_OK;
+}
+
+/* Empty queues, and the recursive lock for MPI_THREAD_MULTIPLE. */
+static void module_init_state(struct bm_btl_dgram_module *m)
+{
     bm_util_list_init(&m->ready);
     bm_util_list_init(&m->acks);
     bm_util_list_init(&m->resend);
@@ -216,7 +214,7 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
     bm_util_list_init(&m->getdone);
     bm_util_queue_init(&m->done);
     m->ch[0].fd = m->ch[1].fd = -1;
-    if (cfg->thread_multiple) {
+    if (m->cfg.thread_multiple) {
         pthread_mutexattr_t ma;
         pthread_mutexattr_init(&ma);
         pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
@@ -224,10 +222,18 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
         pthread_mutexattr_destroy(&ma);
         m->locking = true;
     }
+}
 
-    /* The data channel receives datagrams of up to data_mtu bytes; each
-     * endpoint sends at most what the route to its peer carries (the udp
-     * wire looks it up), the interface's size when that is unknown. */
+/* Datagram sizes of both channels and every buffer sized by them: the
+ * channels' send batches and receive rings, the held datagram of the
+ * reorder injection, recycled fragments, the retransmission timers. The
+ * data channel receives datagrams of up to data_mtu bytes; each endpoint
+ * sends at most what the route to its peer carries (the udp wire looks it
+ * up), the interface's size when that is unknown. */
+static bm_status_t module_init_channels(struct bm_btl_dgram_module *m, const char *ifname,
+                                        uint32_t if_mtu)
+{
+    const struct bm_btl_dgram_config *cfg = &m->cfg;
     size_t if_data_mtu = if_mtu > 28 ? if_mtu - 28 : 1472;
     if (if_data_mtu > BM_DGRAM_MAX_DATAGRAM)
         if_data_mtu = BM_DGRAM_MAX_DATAGRAM;
@@ -238,7 +244,6 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
         bm_log_error("interface %s: datagram size %zu (BM_BTL_DGRAM_MTU) or %zu "
                      "(BM_BTL_DGRAM_PRIO_MTU) is too small for the %d-byte header; raise it",
                      ifname, data_mtu, prio_mtu, (int)BM_DGRAM_MAX_HDR);
-        free(m);
         return BM_ERR_BAD_PARAM;
     }
     m->ch[BM_DGRAM_CH_PRIO].mtu = prio_mtu;
@@ -249,43 +254,44 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
         m->ch[c].rx_max = 32;
         m->ch[c].rx_buf = malloc(m->ch[c].mtu * m->ch[c].rx_max);
         if (!m->ch[c].tx || !m->ch[c].rx_buf)
-            goto err_free;
+            return BM_ERR_NO_MEMORY;
     }
     m->held = malloc(data_mtu);
     m->inject_tmp = calloc(2 * (size_t)cfg->chan_credits + 1, sizeof(*m->inject_tmp));
-    if (!m->inject_tmp)
-        goto err_free;
     /* recycled fragments: big enough for one interface-sized datagram */
     m->frag_small_cap = m->if_data_mtu < 9000 - 28 ? m->if_data_mtu : 9000 - 28;
     m->frag_cache_max = 256;
     m->frag_cache = calloc((size_t)m->frag_cache_max, sizeof(*m->frag_cache));
-    if (!m->frag_cache)
-        goto err_free;
-    if (!m->held || bm_btl_dgram_timers_reserve(m, (uint32_t)cfg->window * 2) != BM_OK)
-        goto err_free;
+    if (!m->held || !m->inject_tmp || !m->frag_cache ||
+        bm_btl_dgram_timers_reserve(m, (uint32_t)cfg->window * 2) != BM_OK)
+        return BM_ERR_NO_MEMORY;
+    return BM_OK;
+}
 
+/* What the module publishes (before the wire adjusts the sizes), and the
+ * seeds of its fault injection and registration keys. */
+static void module_init_addr(struct bm_btl_dgram_module *m, const char *ifname, uint32_t ipv4,
+                             uint32_t netmask, uint32_t speed_mbps, int index)
+{
     memset(&m->addr, 0, sizeof(m->addr));
     m->addr.ipv4 = ipv4;
     m->addr.netmask = netmask;
-    m->addr.mtu_prio = (uint32_t)prio_mtu;
-    m->addr.mtu_data = (uint32_t)data_mtu;
+    m->addr.mtu_prio = (uint32_t)m->ch[BM_DGRAM_CH_PRIO].mtu;
+    m->addr.mtu_data = (uint32_t)m->ch[BM_DGRAM_CH_DATA].mtu;
     m->addr.speed_mbps = speed_mbps;
     m->addr.index = (uint8_t)index;
     m->addr.wire = BM_DGRAM_WIRE_UDP;
     snprintf(m->addr.ifname, sizeof(m->addr.ifname), "%s", ifname);
-
-    uint64_t seed = cfg->seed ? (uint64_t)cfg->seed : (uint64_t)getpid() ^ bm_btl_dgram_now();
+    uint64_t seed = m->cfg.seed ? (uint64_t)m->cfg.seed : (uint64_t)getpid() ^ bm_btl_dgram_now();
     m->rng = seed * 0x9E3779B97F4A7C15ull + (uint64_t)index + 1;
-    m->next_reg_key = (seed ^ job_key ^ 0x5DEECE66Dull) | 1;
+    m->next_reg_key = (seed ^ m->job_key ^ 0x5DEECE66Dull) | 1;
+}
 
-    if (m->wire->open(m) != BM_OK)
-        goto err_free;
-    /* the wire may have lowered the datagram sizes (libfabric's limits) */
-    m->addr.mtu_prio = (uint32_t)m->ch[BM_DGRAM_CH_PRIO].mtu;
-    m->addr.mtu_data = (uint32_t)m->ch[BM_DGRAM_CH_DATA].mtu;
-    m->addr.wire =
-        (uint8_t)(m->wire == &bm_btl_dgram_wire_udp ? BM_DGRAM_WIRE_UDP : BM_DGRAM_WIRE_OFI);
-
+/* What the PML reads of the module: name, capabilities, limits. */
+static void module_init_attributes(struct bm_btl_dgram_module *m, const char *ifname,
+                                   uint32_t speed_mbps)
+{
+    const struct bm_btl_dgram_config *cfg = &m->cfg;
     struct bm_btl_module *b = &m->super;
     b->ops = &bm_btl_dgram_ops;
     snprintf(b->name, sizeof(b->name), "dgram:%s", ifname);
@@ -308,12 +314,11 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
     b->put_limit = b->get_limit = 0xffffffffu;
     b->put_alignment = b->get_alignment = 1;
     b->reg_handle_size = sizeof(uint64_t);
-    if (cfg->stats > 0)
-        m->stats_next_ns = bm_btl_dgram_now() + (uint64_t)cfg->stats * 1000000000ull;
-    *m_out = m;
-    return BM_OK;
+}
 
-err_free:
+/* Everything module_create allocated before it failed. */
+static void module_free_partial(struct bm_btl_dgram_module *m)
+{
     for (int c = 0; c < BM_DGRAM_NCH; c++) {
         free(m->ch[c].tx);
         free(m->ch[c].rx_buf);
@@ -324,8 +329,49 @@ err_free:
     if (m->hotel.nodes)
         bm_util_hotel_fini(&m->hotel);
     free(m->frag_cache);
+    if (m->locking)
+        pthread_mutex_destroy(&m->lock);
     free(m);
-    return BM_ERR_NO_MEMORY;
+}
+
+bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, const char *ifname,
+                                       uint32_t ipv4, uint32_t netmask, uint32_t if_mtu,
+                                       uint32_t speed_mbps, int index, int rank, uint64_t job_key,
+                                       struct bm_btl_dgram_module **m_out)
+{
+    struct bm_btl_dgram_module *m = calloc(1, sizeof(*m));
+    if (!m)
+        return BM_ERR_NO_MEMORY;
+    m->cfg = *cfg;
+    m->rank = rank;
+    m->job_key = job_key;
+    bm_status_t rc = module_pick_wire(m);
+    if (rc != BM_OK) {
+        free(m);
+        return rc;
+    }
+    module_init_state(m);
+    rc = module_init_channels(m, ifname, if_mtu);
+    if (rc != BM_OK)
+        goto err_free;
+    module_init_addr(m, ifname, ipv4, netmask, speed_mbps, index);
+    rc = m->wire->open(m);
+    if (rc != BM_OK)
+        goto err_free;
+    /* the wire may have lowered the datagram sizes (libfabric's limits) */
+    m->addr.mtu_prio = (uint32_t)m->ch[BM_DGRAM_CH_PRIO].mtu;
+    m->addr.mtu_data = (uint32_t)m->ch[BM_DGRAM_CH_DATA].mtu;
+    m->addr.wire =
+        (uint8_t)(m->wire == &bm_btl_dgram_wire_udp ? BM_DGRAM_WIRE_UDP : BM_DGRAM_WIRE_OFI);
+    module_init_attributes(m, ifname, speed_mbps);
+    if (cfg->stats > 0)
+        m->stats_next_ns = bm_btl_dgram_now() + (uint64_t)cfg->stats * 1000000000ull;
+    *m_out = m;
+    return BM_OK;
+
+err_free:
+    module_free_partial(m);
+    return rc;
 }
 
 void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m)

@@ -176,118 +176,161 @@ static void getop_finish(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_g
     free(g);
 }
 
-/* Process one sequenced packet that the window accepted. Returns false when
- * it could not be processed now (no memory): it is then neither marked
- * received nor ACKed, and the sender's retransmission brings it again. */
+/* ---- one handler per sequenced packet type --------------------------------
+ * Each returns false when the packet could not be processed now (no
+ * memory): it is then neither marked received nor ACKed, and the sender's
+ * retransmission brings it again. c and r are aligned copies of the chunk
+ * and RDMA headers (zero when the packet has none). */
+
+static bool recv_frag(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                      const struct bm_btl_dgram_pkt *pkt)
+{
+    deliver(m, ep, pkt->hdr->tag, pkt->payload, pkt->payload_len);
+    return true;
+}
+
+static struct bm_btl_dgram_reasm *reasm_find(struct bm_btl_dgram_endpoint *ep, uint32_t frag_id)
+{
+    struct bm_util_list_node *it;
+    bm_util_list_foreach(it, &ep->reasm)
+    {
+        struct bm_btl_dgram_reasm *x = bm_util_container_of(it, struct bm_btl_dgram_reasm, link);
+        if (x->frag_id == frag_id)
+            return x;
+    }
+    return NULL;
+}
+
+/* A chunk of a fragment larger than a datagram: reassemble, deliver when
+ * every byte is there. */
+static bool recv_chunk(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                       const struct bm_btl_dgram_pkt *pkt, const struct bm_dgram_chunk *c)
+{
+    const struct bm_dgram_hdr *h = pkt->hdr;
+    struct bm_btl_dgram_reasm *ra = reasm_find(ep, c->frag_id);
+    if (!ra) {
+        if (c->frag_size > m->cfg.max_send_size) {
+            m->stats.bad_chunk++;
+            return true;
+        }
+        ra = malloc(sizeof(*ra) + c->frag_size);
+        if (!ra)
+            return false;
+        ra->frag_id = c->frag_id;
+        ra->size = c->frag_size;
+        ra->received = 0;
+        ra->tag = h->tag;
+        ra->buf = (uint8_t *)(ra + 1);
+        bm_util_list_push_back(&ep->reasm, &ra->link);
+    } else if (ra->size != c->frag_size || ra->tag != h->tag) {
+        m->stats.bad_chunk++;
+        return true;
+    }
+    if (pkt->payload_len)
+        memcpy(ra->buf + c->offset, pkt->payload, pkt->payload_len);
+    ra->received += (uint32_t)pkt->payload_len;
+    if (ra->received >= ra->size) {
+        bm_util_list_remove(&ra->link);
+        deliver(m, ep, ra->tag, ra->buf, ra->size);
+        free(ra);
+    }
+    return true;
+}
+
+/* Emulated PUT: write the payload into registered memory. */
+static bool recv_put(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                     const struct bm_btl_dgram_pkt *pkt, const struct bm_dgram_chunk *c,
+                     const struct bm_dgram_rdma *r)
+{
+    uint64_t addr = r->addr + c->offset;
+    if (addr < r->addr || !reg_find(m, r->key, addr, pkt->payload_len, BM_BTL_REG_F_REMOTE_WRITE)) {
+        m->stats.bad_rdma++;
+        bm_log_ratelimited(BM_LOG_WARN, "%s: PUT from %s outside any registration dropped",
+                           m->super.name, ep->peer_desc);
+        return true;
+    }
+    if (pkt->payload_len)
+        memcpy((void *)(uintptr_t)addr, pkt->payload, pkt->payload_len);
+    return true;
+}
+
+/* Emulated GET, target side: answer with the data (or a NAK). */
+static bool recv_get_req(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                         const struct bm_dgram_chunk *c, const struct bm_dgram_rdma *r)
+{
+    if (ep->state != BM_DGRAM_EP_OK)
+        return true; /* the requester completes it with an error */
+    struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, 0);
+    if (!f)
+        return false;
+    f->frag_id = c->frag_id;
+    if (reg_find(m, r->key, r->addr, c->frag_size, BM_BTL_REG_F_REMOTE_READ)) {
+        f->kind = BM_DGRAM_FK_GET_DATA;
+        f->data = (const uint8_t *)(uintptr_t)r->addr;
+        f->len = c->frag_size;
+    } else {
+        m->stats.bad_rdma++;
+        f->kind = BM_DGRAM_FK_GET_NAK;
+        f->len = 0;
+    }
+    bm_btl_dgram_enqueue(ep, f);
+    return true;
+}
+
+/* Emulated GET, initiator side: the data, chunk by chunk. */
+static bool recv_get_data(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                          const struct bm_btl_dgram_pkt *pkt, const struct bm_dgram_chunk *c)
+{
+    struct bm_btl_dgram_getop *g = getop_find(ep, c->frag_id);
+    if (!g || c->frag_size != g->size) {
+        m->stats.bad_chunk++;
+        return true;
+    }
+    if (pkt->payload_len)
+        memcpy(g->laddr + c->offset, pkt->payload, pkt->payload_len);
+    g->received += (uint32_t)pkt->payload_len;
+    if (g->received >= g->size)
+        getop_finish(ep, g, BM_OK);
+    return true;
+}
+
+/* Emulated GET, initiator side: the target refused. */
+static bool recv_get_nak(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                         const struct bm_dgram_chunk *c)
+{
+    struct bm_btl_dgram_getop *g = getop_find(ep, c->frag_id);
+    if (g) {
+        bm_log_warn("%s: GET from %s refused: the remote address is outside any memory "
+                    "registered there",
+                    m->super.name, ep->peer_desc);
+        getop_finish(ep, g, BM_ERR_ACCESS);
+    }
+    return true;
+}
+
+/* Process one sequenced packet that the window accepted: its type's handler. */
 static bool process(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
                     const struct bm_btl_dgram_pkt *pkt)
 {
-    const struct bm_dgram_hdr *h = pkt->hdr;
     struct bm_dgram_chunk c = {0};
     struct bm_dgram_rdma r = {0};
     if (pkt->chunk)
         memcpy(&c, pkt->chunk, sizeof(c));
     if (pkt->rdma)
         memcpy(&r, pkt->rdma, sizeof(r));
-    switch (h->type) {
+    switch (pkt->hdr->type) {
     case BM_DGRAM_T_FRAG:
-        deliver(m, ep, h->tag, pkt->payload, pkt->payload_len);
-        return true;
-    case BM_DGRAM_T_CHUNK: {
-        struct bm_btl_dgram_reasm *ra = NULL;
-        struct bm_util_list_node *it;
-        bm_util_list_foreach(it, &ep->reasm)
-        {
-            struct bm_btl_dgram_reasm *x =
-                bm_util_container_of(it, struct bm_btl_dgram_reasm, link);
-            if (x->frag_id == c.frag_id) {
-                ra = x;
-                break;
-            }
-        }
-        if (!ra) {
-            if (c.frag_size > m->cfg.max_send_size) {
-                m->stats.bad_chunk++;
-                return true;
-            }
-            ra = malloc(sizeof(*ra) + c.frag_size);
-            if (!ra)
-                return false;
-            ra->frag_id = c.frag_id;
-            ra->size = c.frag_size;
-            ra->received = 0;
-            ra->tag = h->tag;
-            ra->buf = (uint8_t *)(ra + 1);
-            bm_util_list_push_back(&ep->reasm, &ra->link);
-        } else if (ra->size != c.frag_size || ra->tag != h->tag) {
-            m->stats.bad_chunk++;
-            return true;
-        }
-        if (pkt->payload_len)
-            memcpy(ra->buf + c.offset, pkt->payload, pkt->payload_len);
-        ra->received += (uint32_t)pkt->payload_len;
-        if (ra->received >= ra->size) {
-            bm_util_list_remove(&ra->link);
-            deliver(m, ep, ra->tag, ra->buf, ra->size);
-            free(ra);
-        }
-        return true;
-    }
-    case BM_DGRAM_T_PUT: {
-        uint64_t addr = r.addr + c.offset;
-        if (addr < r.addr ||
-            !reg_find(m, r.key, addr, pkt->payload_len, BM_BTL_REG_F_REMOTE_WRITE)) {
-            m->stats.bad_rdma++;
-            bm_log_ratelimited(BM_LOG_WARN, "%s: PUT from %s outside any registration dropped",
-                               m->super.name, ep->peer_desc);
-            return true;
-        }
-        if (pkt->payload_len)
-            memcpy((void *)(uintptr_t)addr, pkt->payload, pkt->payload_len);
-        return true;
-    }
-    case BM_DGRAM_T_GET_REQ: {
-        if (ep->state != BM_DGRAM_EP_OK)
-            return true; /* the requester completes it with an error */
-        struct bm_btl_dgram_frag *f = bm_btl_dgram_frag_new(m, 0);
-        if (!f)
-            return false;
-        f->frag_id = c.frag_id;
-        if (reg_find(m, r.key, r.addr, c.frag_size, BM_BTL_REG_F_REMOTE_READ)) {
-            f->kind = BM_DGRAM_FK_GET_DATA;
-            f->data = (const uint8_t *)(uintptr_t)r.addr;
-            f->len = c.frag_size;
-        } else {
-            m->stats.bad_rdma++;
-            f->kind = BM_DGRAM_FK_GET_NAK;
-            f->len = 0;
-        }
-        bm_btl_dgram_enqueue(ep, f);
-        return true;
-    }
-    case BM_DGRAM_T_GET_DATA: {
-        struct bm_btl_dgram_getop *g = getop_find(ep, c.frag_id);
-        if (!g || c.frag_size != g->size) {
-            m->stats.bad_chunk++;
-            return true;
-        }
-        if (pkt->payload_len)
-            memcpy(g->laddr + c.offset, pkt->payload, pkt->payload_len);
-        g->received += (uint32_t)pkt->payload_len;
-        if (g->received >= g->size)
-            getop_finish(ep, g, BM_OK);
-        return true;
-    }
-    case BM_DGRAM_T_GET_NAK: {
-        struct bm_btl_dgram_getop *g = getop_find(ep, c.frag_id);
-        if (g) {
-            bm_log_warn("%s: GET from %s refused: the remote address is outside any memory "
-                        "registered there",
-                        m->super.name, ep->peer_desc);
-            getop_finish(ep, g, BM_ERR_ACCESS);
-        }
-        return true;
-    }
+        return recv_frag(m, ep, pkt);
+    case BM_DGRAM_T_CHUNK:
+        return recv_chunk(m, ep, pkt, &c);
+    case BM_DGRAM_T_PUT:
+        return recv_put(m, ep, pkt, &c, &r);
+    case BM_DGRAM_T_GET_REQ:
+        return recv_get_req(m, ep, &c, &r);
+    case BM_DGRAM_T_GET_DATA:
+        return recv_get_data(m, ep, pkt, &c);
+    case BM_DGRAM_T_GET_NAK:
+        return recv_get_nak(m, ep, &c);
     default:
         return true;
     }

@@ -65,30 +65,41 @@ static size_t sm_round_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
-bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
+/* Where everything goes in a segment (sm_proto.h): the control block, the
+ * fast-box hint bitmap, one fast-box ring per process of the node, then the
+ * fragments of each size class. */
+struct sm_layout {
+    size_t hint_offset, nhint;
+    size_t fbox_offset, fbox_stride;
+    uint32_t funits, local_size;
+    size_t start[BM_BTL_SM_NCLASS], stride[BM_BTL_SM_NCLASS];
+    uint32_t count[BM_BTL_SM_NCLASS];
+    size_t used; /* bytes up to the last fragment */
+    size_t size; /* used, rounded up to whole pages */
+};
+
+static bm_status_t sm_segment_layout(const struct bm_btl_sm_module *sm, struct sm_layout *l)
 {
-    const struct bm_rte_proc *self = sm->self;
     const size_t line = BM_BTL_SM_CACHELINE;
     size_t payload[BM_BTL_SM_NCLASS] = {sm->config.eager_limit, sm->config.max_send_size};
-    uint32_t count[BM_BTL_SM_NCLASS] = {(uint32_t)sm->config.eager_frags,
-                                        (uint32_t)sm->config.max_frags};
+    l->count[BM_BTL_SM_CLASS_EAGER] = (uint32_t)sm->config.eager_frags;
+    l->count[BM_BTL_SM_CLASS_MAX] = (uint32_t)sm->config.max_frags;
     size_t off = sizeof(struct bm_btl_sm_seg_ctl);
-    /* Fast boxes: the hint bitmap, then one ring per process of the node. */
-    uint32_t local_size = (uint32_t)self->local_size;
-    uint32_t funits = (uint32_t)(sm->config.fbox_bytes / BM_BTL_SM_FBOX_UNIT);
-    size_t hint_offset = off;
-    size_t nhint = (local_size + 63) / 64;
-    off += sm_round_up(nhint * sizeof(uint64_t), line);
-    size_t fbox_offset = off;
-    size_t fbox_stride = funits ? bm_btl_sm_fbox_ring_bytes(funits) : 0;
-    off += fbox_stride * local_size;
-    size_t stride[BM_BTL_SM_NCLASS], start[BM_BTL_SM_NCLASS];
+    l->local_size = (uint32_t)sm->self->local_size;
+    l->funits = (uint32_t)(sm->config.fbox_bytes / BM_BTL_SM_FBOX_UNIT);
+    l->hint_offset = off;
+    l->nhint = (l->local_size + 63) / 64;
+    off += sm_round_up(l->nhint * sizeof(uint64_t), line);
+    l->fbox_offset = off;
+    l->fbox_stride = l->funits ? bm_btl_sm_fbox_ring_bytes(l->funits) : 0;
+    off += l->fbox_stride * l->local_size;
     for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
-        stride[c] = sizeof(struct bm_btl_sm_frag_hdr) + sm_round_up(payload[c], line);
-        start[c] = off;
-        off += stride[c] * count[c];
+        l->stride[c] = sizeof(struct bm_btl_sm_frag_hdr) + sm_round_up(payload[c], line);
+        l->start[c] = off;
+        off += l->stride[c] * l->count[c];
     }
-    size_t size = sm_round_up(off, (size_t)sysconf(_SC_PAGESIZE));
+    l->used = off;
+    l->size = sm_round_up(off, (size_t)sysconf(_SC_PAGESIZE));
     if (off >= BM_BTL_SM_RPTR_MASK) {
         bm_log_error("the shared-memory segment would be %zu bytes, more than the %llu a "
                      "fragment address can name; lower BM_BTL_SM_EAGER_FRAGS, "
@@ -96,7 +107,14 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
                      off, (unsigned long long)BM_BTL_SM_RPTR_MASK);
         return BM_ERR_BAD_PARAM;
     }
+    return BM_OK;
+}
 
+/* Create /dev/shm/bm-<jobid>-sm-<rank> (sm->name) with size bytes reserved
+ * and map it; the name is registered for removal at exit. */
+static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, size_t size, void **seg_out)
+{
+    const struct bm_rte_proc *self = sm->self;
     /* The launcher's naming convention (rte.h): bmrun removes bm-<jobid>-* after a crash. */
     char what[32], job_name[sizeof(sm->name) - 1];
     snprintf(what, sizeof(what), "sm-%d", self->rank);
@@ -139,45 +157,66 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
                      size, self->hostname, strerror(errno));
         goto err_unlink;
     }
-    sm->seg = seg;
-    sm->seg_size = size;
-    sm->ctl = seg;
-    struct bm_btl_sm_seg_ctl *ctl = sm->ctl;
-    ctl->magic = BM_BTL_SM_MAGIC;
-    ctl->version = BM_BTL_SM_VERSION;
-    ctl->rank = self->rank;
-    ctl->pid = (int32_t)getpid();
-    ctl->nclass = BM_BTL_SM_NCLASS;
-    ctl->size = size;
-    for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
-        ctl->frags_offset[c] = start[c];
-        ctl->frag_stride[c] = stride[c];
-        ctl->frag_count[c] = count[c];
-    }
-    ctl->fbox_offset = fbox_offset;
-    ctl->fbox_stride = fbox_stride;
-    ctl->hint_offset = hint_offset;
-    ctl->fbox_units = funits;
-    ctl->local_size = local_size;
-    sm->use_hints = (int)local_size >= sm->config.fbox_hint_min;
-    ctl->fbox_hints = sm->use_hints;
-    sm->hints = (_Atomic uint64_t *)(sm->seg + hint_offset);
-    sm->nhint_words = (int)nhint;
-    for (size_t i = 0; i < nhint; i++)
-        atomic_store_explicit(&sm->hints[i], 0, memory_order_relaxed);
-    for (uint32_t i = 0; funits && i < local_size; i++)
-        bm_btl_sm_fbox_ring_init(
-            (struct bm_btl_sm_fbox_ring *)(sm->seg + fbox_offset + i * fbox_stride));
-    atomic_store_explicit(&ctl->mapped, 0, memory_order_relaxed);
-    bm_btl_sm_fifo_init(&ctl->fifo);
-    bm_log_debug("created /dev/shm%s: %zu bytes, %u + %u fragments", sm->name, size, count[0],
-                 count[1]);
+    *seg_out = seg;
     return BM_OK;
 
 err_unlink:
     shm_unlink(sm->name);
     sm_segment_exit_remove(sm->name);
     return BM_ERR_SYSTEM;
+}
+
+/* Write the control block, clear the hints, empty the rings and the FIFO:
+ * all before the card is published, so peers never see them half made. */
+static void sm_segment_init_ctl(struct bm_btl_sm_module *sm, const struct sm_layout *l)
+{
+    struct bm_btl_sm_seg_ctl *ctl = sm->ctl;
+    ctl->magic = BM_BTL_SM_MAGIC;
+    ctl->version = BM_BTL_SM_VERSION;
+    ctl->rank = sm->self->rank;
+    ctl->pid = (int32_t)getpid();
+    ctl->nclass = BM_BTL_SM_NCLASS;
+    ctl->size = l->size;
+    for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
+        ctl->frags_offset[c] = l->start[c];
+        ctl->frag_stride[c] = l->stride[c];
+        ctl->frag_count[c] = l->count[c];
+    }
+    ctl->fbox_offset = l->fbox_offset;
+    ctl->fbox_stride = l->fbox_stride;
+    ctl->hint_offset = l->hint_offset;
+    ctl->fbox_units = l->funits;
+    ctl->local_size = l->local_size;
+    sm->use_hints = (int)l->local_size >= sm->config.fbox_hint_min;
+    ctl->fbox_hints = sm->use_hints;
+    sm->hints = (_Atomic uint64_t *)(sm->seg + l->hint_offset);
+    sm->nhint_words = (int)l->nhint;
+    for (size_t i = 0; i < l->nhint; i++)
+        atomic_store_explicit(&sm->hints[i], 0, memory_order_relaxed);
+    for (uint32_t i = 0; l->funits && i < l->local_size; i++)
+        bm_btl_sm_fbox_ring_init(
+            (struct bm_btl_sm_fbox_ring *)(sm->seg + l->fbox_offset + i * l->fbox_stride));
+    atomic_store_explicit(&ctl->mapped, 0, memory_order_relaxed);
+    bm_btl_sm_fifo_init(&ctl->fifo);
+}
+
+bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
+{
+    struct sm_layout l;
+    bm_status_t rc = sm_segment_layout(sm, &l);
+    if (rc != BM_OK)
+        return rc;
+    void *seg = NULL;
+    rc = sm_segment_map_new(sm, l.size, &seg);
+    if (rc != BM_OK)
+        return rc;
+    sm->seg = seg;
+    sm->seg_size = l.size;
+    sm->ctl = seg;
+    sm_segment_init_ctl(sm, &l);
+    bm_log_debug("created /dev/shm%s: %zu bytes, %u + %u fragments", sm->name, l.size, l.count[0],
+                 l.count[1]);
+    return BM_OK;
 }
 
 bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
