@@ -3,8 +3,9 @@
  * attach to it by name, and the name is removed as soon as every process
  * has attached, so that a crash after that point leaves nothing in
  * /dev/shm (the mappings live on until each process unmaps them). Used by
- * the library's shared-memory windows (MPI_Win_allocate_shared) and
- * shared-memory collectives; the sm transport keeps its own segments.
+ * the library's shared-memory windows (MPI_Win_allocate_shared),
+ * shared-memory collectives, and the sm transport to create its segment
+ * (sm maps its peers' segments itself, with checks of its own).
  *
  * Names follow the runtime's job-scoped convention: the caller builds
  * "/bm-<jobid>-<what>" with bm_rte_job_name, so that bmrun removes what a

@@ -10,6 +10,7 @@
 #include "btl/sm/sm_fbox.h"
 #include "btl/sm/sm_fifo.h"
 #include "btl/sm/sm_proto.h"
+#include "util/shmseg.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -91,8 +92,9 @@ struct bm_btl_sm_module {
     struct bm_btl_sm_config config;
     const struct bm_rte_proc *self; /* this process, from the component's runtime */
     int rank, nprocs;
-    char name[88]; /* shm_open name of our segment */
-    unsigned char *seg;
+    char name[88];             /* shm_open name of our segment */
+    struct bm_util_shmseg shm; /* our segment (util/shmseg.h) */
+    unsigned char *seg;        /* == shm.addr */
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl;
     struct bm_btl_sm_fifo_reader reader;

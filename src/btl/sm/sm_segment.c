@@ -1,5 +1,6 @@
 /* The shared segments of the sm transport: creating this process's segment
- * (/dev/shm/bm-<jobid>-sm-<rank>, mode 0600, laid out as sm_proto.h says),
+ * (/dev/shm/bm-<jobid>-sm-<rank>, mode 0600, through util/shmseg.h, laid
+ * out as sm_proto.h says),
  * mapping the segments of local peers, and removing the file as early as
  * possible. The name disappears as soon as every local peer has mapped the
  * segment (the mappings live on), so a crash after start-up leaves nothing
@@ -9,6 +10,7 @@
 #include "btl/sm/sm.h"
 #include "runtime/rte.h"
 #include "util/log.h"
+#include "util/shmseg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,45 +21,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The names to remove at exit: the transport's one file-scope table,
- * because the exit handler (also run on abort) must not follow a pointer
- * into a module that may already be freed. One slot per live segment, so
- * several sm instances in one process each have theirs; a segment that
- * finds no free slot still works, it is only not removed at abort before
- * its peers mapped it (bmrun's cleanup still removes it). */
-#define SM_SEGMENT_EXIT_SLOTS 8
-static char sm_segment_exit_names[SM_SEGMENT_EXIT_SLOTS][88];
-
+/* Exit and abort handler: remove the names of segments this process created
+ * that no peer has removed yet (util/shmseg.c keeps that table, touching
+ * no heap, so the handler never follows a pointer into a freed module). */
 static void sm_segment_unlink_at_exit(void *arg)
 {
-    char *name = sm_segment_exit_names[(intptr_t)arg];
-    if (name[0]) {
-        shm_unlink(name);
-        name[0] = '\0';
-    }
-}
-
-/* Remember name for the exit handler; -1 when every slot is taken. */
-static int sm_segment_exit_add(const char *name)
-{
-    for (int i = 0; i < SM_SEGMENT_EXIT_SLOTS; i++) {
-        if (sm_segment_exit_names[i][0])
-            continue;
-        snprintf(sm_segment_exit_names[i], sizeof(sm_segment_exit_names[i]), "%s", name);
-        /* The runtime drops its handlers once they ran (at finalize), so
-         * register with every segment; running one twice is harmless. */
-        bm_rte_at_exit(sm_segment_unlink_at_exit, (void *)(intptr_t)i);
-        return i;
-    }
-    bm_log_debug("no exit-cleanup slot left for /dev/shm%s", name);
-    return -1;
-}
-
-static void sm_segment_exit_remove(const char *name)
-{
-    for (int i = 0; i < SM_SEGMENT_EXIT_SLOTS; i++)
-        if (sm_segment_exit_names[i][0] && strcmp(sm_segment_exit_names[i], name) == 0)
-            sm_segment_exit_names[i][0] = '\0';
+    (void)arg;
+    bm_util_shmseg_cleanup();
 }
 
 static size_t sm_round_up(size_t v, size_t a)
@@ -111,8 +81,9 @@ static bm_status_t sm_segment_layout(const struct bm_btl_sm_module *sm, struct s
 }
 
 /* Create /dev/shm/bm-<jobid>-sm-<rank> (sm->name) with size bytes reserved
- * and map it; the name is registered for removal at exit. */
-static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, size_t size, void **seg_out)
+ * and map it (util/shmseg.h); the name is removed at exit or abort if no
+ * peer removed it before. */
+static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, size_t size)
 {
     const struct bm_rte_proc *self = sm->self;
     /* The launcher's naming convention (rte.h): bmrun removes bm-<jobid>-* after a crash. */
@@ -123,47 +94,19 @@ static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, size_t size, 
         return BM_ERR_BAD_PARAM;
     }
     snprintf(sm->name, sizeof(sm->name), "/%s", job_name);
-    int fd = shm_open(sm->name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 && errno == EEXIST) {
-        /* Left by an earlier job that was given the same id and crashed
-         * beyond bmrun's reach: it cannot be in use by this job yet. */
-        bm_log_warn("removing stale shared-memory file /dev/shm%s left by an earlier job",
-                    sm->name);
-        shm_unlink(sm->name);
-        fd = shm_open(sm->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    bm_status_t rc = bm_util_shmseg_create(&sm->shm, sm->name, size);
+    if (rc != BM_OK) {
+        /* shmseg said what failed; this is what sm can change about it. */
+        bm_log_error("sm on %s cannot create its %zu-byte segment: lower BM_BTL_SM_EAGER_FRAGS, "
+                     "BM_BTL_SM_MAX_FRAGS or BM_BTL_SM_FBOX_BYTES, or leave sm out with "
+                     "BM_BTL=^sm",
+                     self->hostname, size);
+        return rc;
     }
-    if (fd < 0) {
-        bm_log_error("cannot create shared-memory file /dev/shm%s on %s: %s. Check that /dev/shm "
-                     "is mounted and writable, or leave sm out with BM_BTL=^sm",
-                     sm->name, self->hostname, strerror(errno));
-        return BM_ERR_SYSTEM;
-    }
-    sm_segment_exit_add(sm->name);
-    /* posix_fallocate reserves the pages now, so a full /dev/shm is an error
-     * here instead of a SIGBUS in the middle of a send. */
-    int err = posix_fallocate(fd, 0, (off_t)size);
-    if (err != 0) {
-        bm_log_error("cannot size shared-memory file /dev/shm%s to %zu bytes on %s: %s. /dev/shm "
-                     "may be full (df /dev/shm); lower BM_BTL_SM_EAGER_FRAGS / "
-                     "BM_BTL_SM_MAX_FRAGS or leave sm out with BM_BTL=^sm",
-                     sm->name, size, self->hostname, strerror(err));
-        close(fd);
-        goto err_unlink;
-    }
-    void *seg = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (seg == MAP_FAILED) {
-        bm_log_error("cannot map shared-memory file /dev/shm%s (%zu bytes) on %s: %s", sm->name,
-                     size, self->hostname, strerror(errno));
-        goto err_unlink;
-    }
-    *seg_out = seg;
+    /* The runtime drops its handlers once they ran (at finalize), so
+     * register with every segment; running the handler twice is harmless. */
+    bm_rte_at_exit(sm_segment_unlink_at_exit, NULL);
     return BM_OK;
-
-err_unlink:
-    shm_unlink(sm->name);
-    sm_segment_exit_remove(sm->name);
-    return BM_ERR_SYSTEM;
 }
 
 /* Write the control block, clear the hints, empty the rings and the FIFO:
@@ -206,13 +149,12 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
     bm_status_t rc = sm_segment_layout(sm, &l);
     if (rc != BM_OK)
         return rc;
-    void *seg = NULL;
-    rc = sm_segment_map_new(sm, l.size, &seg);
+    rc = sm_segment_map_new(sm, l.size);
     if (rc != BM_OK)
         return rc;
-    sm->seg = seg;
-    sm->seg_size = l.size;
-    sm->ctl = seg;
+    sm->seg = sm->shm.addr;
+    sm->seg_size = sm->shm.size;
+    sm->ctl = (struct bm_btl_sm_seg_ctl *)sm->seg;
     sm_segment_init_ctl(sm, &l);
     bm_log_debug("created /dev/shm%s: %zu bytes, %u + %u fragments", sm->name, l.size, l.count[0],
                  l.count[1]);
@@ -284,12 +226,10 @@ void bm_btl_sm_segment_detach(struct bm_btl_sm_endpoint *ep)
 
 void bm_btl_sm_segment_destroy(struct bm_btl_sm_module *sm)
 {
-    if (sm->name[0])
-        shm_unlink(sm->name); /* ENOENT when the last peer already did */
-    if (sm->name[0])
-        sm_segment_exit_remove(sm->name);
-    if (sm->seg)
-        munmap(sm->seg, sm->seg_size);
+    /* Unmaps, and removes the name unless the last peer already did (the
+     * ENOENT of a name a peer removed is harmless). */
+    if (sm->shm.addr)
+        bm_util_shmseg_detach(&sm->shm);
     sm->seg = NULL;
     sm->ctl = NULL;
 }
