@@ -44,16 +44,13 @@ const struct bm_btl_ops *const bm_btl_registry[] = {
 
 const int bm_btl_registry_count = (int)(sizeof(bm_btl_registry) / sizeof(bm_btl_registry[0])) - 1;
 
-/* Why a transport is missing. ofi is named in the interface but its sources
- * do not exist yet (issue 20): say so, and what the configure step found of
- * libfabric (BM_OFI_WHY from bm_config.h), which it will need. The others can
- * only be missing because their folder was not part of this build. */
+/* Why a transport is missing: ofi says what the configure step found of
+ * libfabric (BM_OFI_WHY from bm_config.h), which it needs; the others can only
+ * be missing because their folder was not part of this build. */
 #if BM_HAVE_OFI
-#define BTL_REGISTRY_OFI_WHY "not implemented yet"
+#define BTL_REGISTRY_OFI_WHY "its sources were not part of this build"
 #else
-#define BTL_REGISTRY_OFI_WHY                                                                       \
-    "not implemented yet (and libfabric, which it will need, was not found at build "              \
-    "time: " BM_OFI_WHY ")"
+#define BTL_REGISTRY_OFI_WHY "libfabric not found at build time (" BM_OFI_WHY ")"
 #endif
 
 const struct bm_btl_absent bm_btl_registry_absent[] = {

@@ -112,8 +112,8 @@ static void report_deps(void)
         transport_built("ofi")
             ? (dgram ? "the ofi transport; dgram's libfabric wire (BM_BTL_DGRAM_WIRE=ofi)"
                      : "the ofi transport")
-            : (dgram ? "dgram's libfabric wire (BM_BTL_DGRAM_WIRE=ofi); not the ofi transport, "
-                       "which is not implemented yet"
+            : (dgram ? "dgram's libfabric wire (BM_BTL_DGRAM_WIRE=ofi); the ofi transport "
+                       "was not part of this build"
                      : NULL);
     report_dep("libfabric", BM_HAVE_OFI, BM_OFI_WHY, ofi_users);
     report_dep("hwloc", BM_HAVE_HWLOC, BM_HWLOC_WHY,
