@@ -6,6 +6,8 @@
  * neighbours on the same node). */
 #include "mpi/mpi_internal.h"
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,36 +74,120 @@ static int check_cart(MPI_Comm comm, const char *fn)
     return MPI_SUCCESS;
 }
 
-/* Prime factors of n, largest first. */
-static int prime_factors(int n, int *out)
-{
-    int k = 0;
+/* MPI_Dims_create's choice: the factorization of n into k factors that are
+ * "as close to each other as possible" (MPI-3.1 section 7.5.2), read as:
+ * the smallest difference between the largest and the smallest factor;
+ * among equally spread ones, the smallest largest factor, then the
+ * smallest second, and so on (504 in 2 dimensions: 24 x 21, not 28 x 18).
+ * A depth-first search over non-increasing factors, pruned: the factor at
+ * each position is at least the k-th root of what remains (it is the
+ * largest of the rest) and at most the previous one, and a branch stops as
+ * soon as it cannot beat the best spread found. */
+struct dims_search {
+    int k;
+    int *cur, *best;
+    long best_spread; /* -1: none yet */
+    const long *divs; /* the divisors of n, ascending */
+    int ndivs;
+};
 
-    for (int p = 2; (long)p * p <= n; p++)
-        while (n % p == 0) {
-            out[k++] = p;
-            n /= p;
-        }
-    if (n > 1)
-        out[k++] = n;
-    for (int i = 0; i < k / 2; i++) {
-        int t = out[i];
-        out[i] = out[k - 1 - i];
-        out[k - 1 - i] = t;
-    }
-    return k;
+/* x^s, capped just above cap (no overflow). */
+static long pow_capped(long x, int s, long cap)
+{
+    long p = 1;
+    for (int i = 0; i < s && p <= cap; i++)
+        p *= x;
+    return p;
 }
 
-static int int_desc(const void *a, const void *b)
+/* Smallest x >= 1 with x^s >= r (r >= 1, s >= 1). */
+static long root_ceil(long r, int s)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x < y) - (x > y);
+    if (s == 1 || r <= 1)
+        return r < 1 ? 1 : r;
+    long x = (long)pow((double)r, 1.0 / s);
+    if (x < 1)
+        x = 1;
+    while (x > 1 && pow_capped(x - 1, s, r) >= r)
+        x--;
+    while (pow_capped(x, s, r) < r)
+        x++;
+    return x;
+}
+
+static void dims_dfs(struct dims_search *d, int pos, long rest, long maxf)
+{
+    int s = d->k - pos; /* factors still to choose, rest their product */
+    if (s == 1) {
+        if (rest > maxf)
+            return;
+        d->cur[pos] = (int)rest;
+        long spread = d->cur[0] - rest;
+        bool better = d->best_spread < 0 || spread < d->best_spread;
+        for (int i = 0; !better && spread == d->best_spread && i < d->k; i++) {
+            if (d->cur[i] != d->best[i]) {
+                better = d->cur[i] < d->best[i];
+                break;
+            }
+        }
+        if (better) {
+            d->best_spread = spread;
+            memcpy(d->best, d->cur, sizeof(int) * (size_t)d->k);
+        }
+        return;
+    }
+    long lo = root_ceil(rest, s);
+    int i = 0;
+    while (i < d->ndivs && d->divs[i] < lo)
+        i++;
+    for (; i < d->ndivs && d->divs[i] <= maxf && d->divs[i] <= rest; i++) {
+        long f = d->divs[i];
+        if (rest % f)
+            continue;
+        long first = pos == 0 ? f : d->cur[0];
+        /* The smallest factor to come is at most (rest / f)^(1/(s-1)): a
+         * lower bound of the spread, which only grows with f. */
+        long last_max = root_ceil(rest / f, s - 1);
+        if (d->best_spread >= 0 && first - last_max > d->best_spread)
+            break;
+        d->cur[pos] = (int)f;
+        dims_dfs(d, pos + 1, rest / f, f);
+    }
+}
+
+/* Balanced factors of n into out[0..k-1], non-increasing. */
+static bool dims_balanced(int n, int k, int *out)
+{
+    /* n < 2^31 has at most 1600 divisors. */
+    long *divs = malloc(sizeof(long) * 1600);
+    int *cur = malloc(sizeof(int) * (size_t)k);
+    int nd = 0, nhigh = 0;
+    long high[800];
+    if (!cur || !divs) {
+        free(cur);
+        free(divs);
+        return false;
+    }
+    for (long g = 1; g * g <= n; g++)
+        if (n % g == 0) {
+            divs[nd++] = g;
+            if (g * g != n)
+                high[nhigh++] = n / g;
+        }
+    while (nhigh > 0)
+        divs[nd++] = high[--nhigh];
+    struct dims_search d = {
+        .k = k, .cur = cur, .best = out, .best_spread = -1, .divs = divs, .ndivs = nd};
+    dims_dfs(&d, 0, n, n);
+    free(cur);
+    free(divs);
+    return true;
 }
 
 int PMPI_Dims_create(int nnodes, int ndims, int dims[])
 {
     static const char fn[] = "MPI_Dims_create";
-    int fixed = 1, nfree = 0, factors[32], nf, *free_dims;
+    int fixed = 1, nfree = 0, *free_dims;
 
     if (nnodes <= 0 || ndims < 0 || (ndims > 0 && dims == NULL))
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "invalid arguments (nnodes %d, ndims %d)",
@@ -121,21 +207,10 @@ int PMPI_Dims_create(int nnodes, int ndims, int dims[])
     if (nfree == 0)
         return MPI_SUCCESS;
     free_dims = malloc(sizeof(int) * (size_t)nfree);
-    if (free_dims == NULL)
+    if (free_dims == NULL || !dims_balanced(nnodes / fixed, nfree, free_dims)) {
+        free(free_dims);
         return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
-    for (int i = 0; i < nfree; i++)
-        free_dims[i] = 1;
-    /* Largest factors first, each onto the currently smallest dimension:
-     * dimensions as close to each other as the factors allow. */
-    nf = prime_factors(nnodes / fixed, factors);
-    for (int f = 0; f < nf; f++) {
-        int smallest = 0;
-        for (int i = 1; i < nfree; i++)
-            if (free_dims[i] < free_dims[smallest])
-                smallest = i;
-        free_dims[smallest] *= factors[f];
     }
-    qsort(free_dims, (size_t)nfree, sizeof(int), int_desc);
     for (int i = 0, j = 0; i < ndims; i++)
         if (dims[i] == 0)
             dims[i] = free_dims[j++];

@@ -1,12 +1,16 @@
 /* Cartesian topologies: MPI_Dims_create on balanced and constrained
- * shapes, a periodic 2-D grid whose ranks swap halos with their four
- * neighbours (MPI_Cart_shift + MPI_Sendrecv), coordinates and ranks both
+ * shapes, checked exhaustively for every n up to 10,000 in 2, 3 and 4
+ * dimensions against a plain enumeration of all factorizations (the most
+ * balanced: smallest largest-minus-smallest, then the smallest factors
+ * from the largest down; 504 in 2-D is 24 x 21), and on large n, a periodic 2-D grid whose ranks
+ * swap halos with their four neighbours (MPI_Cart_shift + MPI_Sendrecv), coordinates and ranks both
  * ways (with periodic wrap), row sub-grids (MPI_Cart_sub) running
  * collectives, a non-periodic edge (MPI_PROC_NULL), processes left out of
  * a grid smaller than the communicator, and error classes. */
 #include "bm_test.h"
 
 #include <mpi.h>
+#include <stdio.h>
 #include <string.h>
 
 static int rank, size;
@@ -33,6 +37,67 @@ static void test_dims_create(void)
     fixed[1] = 5;
     fixed[2] = 0;
     BM_CHECK_EQ_INT(MPI_Dims_create(12, 3, fixed), MPI_ERR_DIMS);
+}
+
+/* Reference: every non-increasing k-tuple of factors of n, the best kept. */
+static void ref_enum(int n, int k, int pos, int maxf, int *cur, int *best, long *best_spread)
+{
+    if (pos == k - 1) {
+        if (n > maxf)
+            return;
+        cur[pos] = n;
+        long spread = cur[0] - n;
+        int better = *best_spread < 0 || spread < *best_spread;
+        if (!better && spread == *best_spread)
+            for (int i = 0; i < k; i++)
+                if (cur[i] != best[i]) {
+                    better = cur[i] < best[i];
+                    break;
+                }
+        if (better) {
+            *best_spread = spread;
+            memcpy(best, cur, sizeof(int) * (size_t)k);
+        }
+        return;
+    }
+    for (int f = maxf < n ? maxf : n; f >= 1; f--)
+        if (n % f == 0) {
+            cur[pos] = f;
+            ref_enum(n / f, k, pos + 1, f, cur, best, best_spread);
+        }
+}
+
+static void test_dims_exhaustive(void)
+{
+    int bad = 0, d[4], cur[4], best[4];
+    for (int k = 2; k <= 4; k++)
+        for (int n = 1; n <= 10000; n++) {
+            long spread = -1;
+            ref_enum(n, k, 0, n, cur, best, &spread);
+            memset(d, 0, sizeof(d));
+            MPI_Dims_create(n, k, d);
+            for (int i = 0; i < k; i++)
+                if (d[i] != best[i]) {
+                    if (bad++ < 5)
+                        printf("MPI_Dims_create(%d, %d): dims[%d] = %d, expected %d\n", n, k, i,
+                               d[i], best[i]);
+                    break;
+                }
+        }
+    BM_CHECK_EQ_INT(bad, 0);
+    memset(d, 0, sizeof(d));
+    MPI_Dims_create(504, 2, d);
+    BM_CHECK(d[0] == 24 && d[1] == 21);
+    /* large: a prime, a power of two, and fixed dimensions among free ones */
+    memset(d, 0, sizeof(d));
+    BM_CHECK_EQ_INT(MPI_Dims_create(2147483647, 2, d), MPI_SUCCESS);
+    BM_CHECK(d[0] == 2147483647 && d[1] == 1);
+    memset(d, 0, sizeof(d));
+    BM_CHECK_EQ_INT(MPI_Dims_create(1 << 30, 3, d), MPI_SUCCESS);
+    BM_CHECK(d[0] == 1024 && d[1] == 1024 && d[2] == 1024);
+    int mixed[4] = {0, 7, 0, 0};
+    BM_CHECK_EQ_INT(MPI_Dims_create(7 * 504 * 2, 4, mixed), MPI_SUCCESS);
+    BM_CHECK(mixed[0] == 12 && mixed[1] == 7 && mixed[2] == 12 && mixed[3] == 7);
 }
 
 static void test_grid(void)
@@ -123,6 +188,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     BM_RUN(test_dims_create);
+    if (rank == 0)
+        BM_RUN(test_dims_exhaustive);
     BM_RUN(test_grid);
     BM_RUN(test_line);
     dims[0] = size + 1;
