@@ -93,6 +93,7 @@ extern BM_MPI_API struct bm_mpi_errhandler bm_mpi_errors_are_fatal_obj;
 extern BM_MPI_API struct bm_mpi_errhandler bm_mpi_errors_return_obj;
 extern BM_MPI_API struct bm_mpi_group bm_mpi_group_empty_obj;
 extern BM_MPI_API struct bm_mpi_message bm_mpi_message_no_proc_obj;
+extern BM_MPI_API struct bm_mpi_info bm_mpi_info_env_obj;
 
 #define MPI_COMM_WORLD       (&bm_mpi_comm_world_obj)
 #define MPI_COMM_SELF        (&bm_mpi_comm_self_obj)
@@ -107,6 +108,7 @@ extern BM_MPI_API struct bm_mpi_message bm_mpi_message_no_proc_obj;
 #define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
 #define MPI_GROUP_NULL      ((MPI_Group)0)
 #define MPI_INFO_NULL       ((MPI_Info)0)
+#define MPI_INFO_ENV        (&bm_mpi_info_env_obj)
 #define MPI_FILE_NULL       ((MPI_File)0)
 #define MPI_MESSAGE_NULL    ((MPI_Message)0)
 #define MPI_MESSAGE_NO_PROC (&bm_mpi_message_no_proc_obj)

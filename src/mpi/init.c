@@ -26,7 +26,7 @@ bool bm_mpi_rte_up;
 static int thread_level = MPI_THREAD_SINGLE;
 static pthread_t main_thread;
 
-static int init_common(int required, int *provided, const char *fn)
+static int init_common(int *argc, char ***argv, int required, int *provided, const char *fn)
 {
     bm_status_t st;
     int rc;
@@ -79,6 +79,8 @@ static int init_common(int required, int *provided, const char *fn)
         goto err_comm;
     }
     bm_mpi_state = BM_MPI_STATE_RUNNING;
+    bm_mpi_info_env_init(argc ? *argc : 0, argv ? *argv : NULL, thread_level,
+                         bm_mpi_comm_world_obj.size);
     if (provided)
         *provided = thread_level;
     return MPI_SUCCESS;
@@ -93,19 +95,15 @@ err_rte:
 
 int PMPI_Init(int *argc, char ***argv)
 {
-    (void)argc;
-    (void)argv;
-    return init_common(MPI_THREAD_SINGLE, NULL, "MPI_Init");
+    return init_common(argc, argv, MPI_THREAD_SINGLE, NULL, "MPI_Init");
 }
 BM_MPI_ALIAS(Init);
 
 int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    (void)argc;
-    (void)argv;
     if (provided == NULL)
         return bm_mpi_error(NULL, MPI_ERR_ARG, "MPI_Init_thread", "NULL provided pointer");
-    return init_common(required, provided, "MPI_Init_thread");
+    return init_common(argc, argv, required, provided, "MPI_Init_thread");
 }
 BM_MPI_ALIAS(Init_thread);
 
@@ -130,6 +128,7 @@ int PMPI_Finalize(void)
     bm_mpi_request_cache_fini();
     bm_mpi_comm_finalize();
     bm_mpi_errhandler_finalize();
+    bm_mpi_info_env_fini();
     bm_mpi_state = BM_MPI_STATE_FINALIZED;
     bm_mpi_rte_up = false;
     bm_rte_finalize();

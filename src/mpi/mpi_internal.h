@@ -450,6 +450,12 @@ static inline uint32_t bm_mpi_cid_of_slot(uint32_t slot)
 /* Forget every slot (MPI_Init, MPI_Finalize). */
 void bm_mpi_cid_reset(void);
 
+/* ---- Info (info.c) ------------------------------------------------------- */
+
+/* Fill MPI_INFO_ENV (MPI_Init: argv may be NULL) / empty it (MPI_Finalize). */
+void bm_mpi_info_env_init(int argc, char **argv, int thread_level, int world_size);
+void bm_mpi_info_env_fini(void);
+
 /* ---- Groups (group.c) --------------------------------------------------- */
 
 /* A new group of n world ranks (copied); MPI_GROUP_EMPTY when n is 0. */
