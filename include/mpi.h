@@ -557,6 +557,16 @@ BM_MPI_API int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_
                                     MPI_Comm *newcomm);
 BM_MPI_API int MPI_Comm_free(MPI_Comm *comm);
 BM_MPI_API int PMPI_Comm_free(MPI_Comm *comm);
+BM_MPI_API int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
+BM_MPI_API int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
+BM_MPI_API int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used);
+BM_MPI_API int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used);
+BM_MPI_API int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
+BM_MPI_API int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
+BM_MPI_API int MPI_Comm_disconnect(MPI_Comm *comm);
+BM_MPI_API int PMPI_Comm_disconnect(MPI_Comm *comm);
+BM_MPI_API int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
+BM_MPI_API int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 
 /* intercomm.c */
 BM_MPI_API int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,

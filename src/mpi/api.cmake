@@ -5,6 +5,7 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/errhandler.c
     ${CMAKE_CURRENT_LIST_DIR}/comm.c
     ${CMAKE_CURRENT_LIST_DIR}/comm_cid.c
+    ${CMAKE_CURRENT_LIST_DIR}/comm_idup.c
     ${CMAKE_CURRENT_LIST_DIR}/intercomm.c
     ${CMAKE_CURRENT_LIST_DIR}/attr.c
     ${CMAKE_CURRENT_LIST_DIR}/group.c

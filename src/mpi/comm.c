@@ -284,17 +284,29 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 }
 BM_MPI_ALIAS(Comm_dup);
 
+bm_mpi_cid_reduce_fn *bm_mpi_comm_reducer(MPI_Comm comm)
+{
+    return comm->inter ? bm_mpi_intercomm_reduce : bm_mpi_cid_reduce_intra;
+}
+
 int bm_mpi_comm_dup_as(MPI_Comm comm, MPI_Comm *newcomm, const char *fn)
+{
+    uint32_t slot;
+    int rc = bm_mpi_cid_agree(bm_mpi_comm_reducer(comm), comm, comm, &slot, fn);
+    if (rc)
+        return rc;
+    return bm_mpi_comm_dup_on_slot(comm, slot, MPI_INFO_NULL, newcomm, fn);
+}
+
+int bm_mpi_comm_dup_on_slot(MPI_Comm comm, uint32_t slot, MPI_Info info, MPI_Comm *newcomm,
+                            const char *fn)
 {
     int rc;
     bool ok;
 
     if (comm->inter)
-        rc = bm_mpi_intercomm_dup(comm, newcomm, fn);
+        rc = bm_mpi_intercomm_dup_on_slot(comm, slot, newcomm, fn);
     else {
-        uint32_t slot;
-        if ((rc = bm_mpi_cid_agree(bm_mpi_cid_reduce_intra, comm, comm, &slot, fn)))
-            return rc;
         int *world_ranks = bm_mpi_comm_ranks_dup(comm->world_ranks, comm->size, &ok);
         if (!ok) {
             bm_mpi_cid_slot_free(slot);
@@ -305,10 +317,13 @@ int bm_mpi_comm_dup_as(MPI_Comm comm, MPI_Comm *newcomm, const char *fn)
     }
     if (rc)
         return rc;
-    /* A duplicate keeps the topology. */
+    /* A duplicate keeps the topology and the hints (or takes new ones). */
     if ((comm->cart && ((*newcomm)->cart = bm_mpi_cart_dup(comm->cart)) == NULL) ||
         (comm->graph && ((*newcomm)->graph = bm_mpi_graph_dup(comm->graph)) == NULL))
         rc = bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    MPI_Info hints = info != MPI_INFO_NULL ? info : comm->info;
+    if (!rc && hints != MPI_INFO_NULL && (rc = PMPI_Info_dup(hints, &(*newcomm)->info)))
+        (*newcomm)->info = MPI_INFO_NULL;
     if (rc || (rc = bm_mpi_attr_copy_all(comm, *newcomm, fn))) {
         bm_mpi_comm_free_handle(*newcomm);
         *newcomm = MPI_COMM_NULL;
@@ -523,3 +538,94 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, 
                            key, newcomm);
 }
 BM_MPI_ALIAS(Comm_split_type);
+
+/* ---- hints ------------------------------------------------------------------ */
+
+int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
+{
+    static const char fn[] = "MPI_Comm_set_info";
+    MPI_Info copy;
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    /* No hint changes what bitmover does yet; they are kept for
+     * MPI_Comm_get_info and passed on by MPI_Comm_dup. */
+    if ((rc = PMPI_Info_dup(info, &copy)))
+        return rc;
+    if (comm->info != MPI_INFO_NULL)
+        PMPI_Info_free(&comm->info);
+    comm->info = copy;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Comm_set_info);
+
+int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
+{
+    static const char fn[] = "MPI_Comm_get_info";
+    int rc;
+
+    if ((rc = check_query(comm, info_used, fn)))
+        return rc;
+    /* The hints set (bitmover returns them all, as MPI-4.0 asks). */
+    return comm->info != MPI_INFO_NULL ? PMPI_Info_dup(comm->info, info_used)
+                                       : PMPI_Info_create(info_used);
+}
+BM_MPI_ALIAS(Comm_get_info);
+
+int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    static const char fn[] = "MPI_Comm_dup_with_info";
+    uint32_t slot;
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)))
+        return rc;
+    if (newcomm == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL newcomm pointer");
+    if (info == MPI_INFO_NULL)
+        return bm_mpi_error(comm, MPI_ERR_INFO, fn,
+                            "the info argument is MPI_INFO_NULL (pass an info object; "
+                            "MPI_Comm_dup keeps the communicator's own hints)");
+    MPI_Info check;
+    if ((rc = PMPI_Info_dup(info, &check))) /* validates the handle */
+        return rc;
+    PMPI_Info_free(&check);
+    if ((rc = bm_mpi_cid_agree(bm_mpi_comm_reducer(comm), comm, comm, &slot, fn)))
+        return rc;
+    return bm_mpi_comm_dup_on_slot(comm, slot, info, newcomm, fn);
+}
+BM_MPI_ALIAS(Comm_dup_with_info);
+
+/* A barrier over every process of comm (both groups of an
+ * inter-communicator), for MPI_Comm_disconnect. */
+static int comm_barrier_all(MPI_Comm comm, const char *fn)
+{
+    if (!comm->inter)
+        return bm_mpi_coll_barrier(comm, fn);
+    uint32_t v[2] = {0, 0};
+    return bm_mpi_intercomm_reduce(comm, v, fn);
+}
+
+int PMPI_Comm_disconnect(MPI_Comm *comm)
+{
+    static const char fn[] = "MPI_Comm_disconnect";
+    int rc;
+
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (comm == NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL communicator pointer");
+    if ((rc = bm_mpi_check_comm(*comm, fn)))
+        return rc;
+    if ((*comm)->predefined)
+        return bm_mpi_error(*comm, MPI_ERR_COMM, fn,
+                            "cannot disconnect the predefined communicator %s", (*comm)->name);
+    /* Collective: every process has stopped sending on it once all are
+     * here. Operations still pending keep the object alive until they
+     * complete (reference counting), as with MPI_Comm_free. */
+    if ((rc = comm_barrier_all(*comm, fn)))
+        return rc;
+    return PMPI_Comm_free(comm);
+}
+BM_MPI_ALIAS(Comm_disconnect);

@@ -158,41 +158,66 @@ int bm_mpi_cid_reduce_intra(void *ctx, uint32_t v[2], const char *fn)
     return bm_mpi_coll_allreduce(MPI_IN_PLACE, v, 2, MPI_UINT32_T, MPI_MAX, ctx, fn);
 }
 
-int bm_mpi_cid_agree(bm_mpi_cid_reduce_fn *reduce, void *ctx, MPI_Comm err_comm, uint32_t *slot_out,
-                     const char *fn)
+void bm_mpi_cid_propose(uint32_t floor, struct bm_mpi_cid_round *round, uint32_t v[2])
+{
+    if (floor <= 1)
+        reap_zombies();
+    bm_mpi_obj_lock();
+    round->mine = slot_lowest_free(floor < 1 ? 1 : floor);
+    round->reserved = round->mine <= SLOT_MAX && slot_set(round->mine, true);
+    bm_mpi_obj_unlock();
+    /* A member without a slot to offer proposes past the end, so that
+     * nobody agrees; the round after reports the failure everywhere. */
+    v[0] = round->reserved ? round->mine : UINT32_MAX;
+    v[1] = round->reserved ? ~round->mine : 0;
+}
+
+void bm_mpi_cid_abandon(struct bm_mpi_cid_round *round)
+{
+    if (round->reserved)
+        slot_unreserve(round->mine);
+    round->reserved = false;
+}
+
+int bm_mpi_cid_decide(struct bm_mpi_cid_round *round, const uint32_t v[2], bool *done,
+                      uint32_t *slot_out, uint32_t *floor_out, MPI_Comm err_comm, const char *fn)
+{
+    uint32_t hi = v[0], lo = ~v[1];
+    *done = false;
+    if (hi == lo && round->reserved) {
+        *done = true;
+        *slot_out = round->mine;
+        return MPI_SUCCESS;
+    }
+    bm_mpi_cid_abandon(round);
+    if (hi > SLOT_MAX) {
+        /* A user error handler may return; the caller must still fail. */
+        bm_mpi_error(err_comm, MPI_ERR_INTERN, fn,
+                     "out of communicator context ids: a member of the new communicator "
+                     "has %u communicators alive, or no memory to track them; free "
+                     "communicators that are no longer used",
+                     SLOT_MAX);
+        return MPI_ERR_INTERN;
+    }
+    *floor_out = hi;
+    return MPI_SUCCESS;
+}
+
+int bm_mpi_cid_agree(bm_mpi_cid_reduce_fn *reduce, void *ctx, MPI_Comm err_comm,
+                     uint32_t *slot_out, const char *fn)
 {
     uint32_t floor = 1;
-    reap_zombies();
     for (;;) {
-        bm_mpi_obj_lock();
-        uint32_t mine = slot_lowest_free(floor);
-        bool reserved = mine <= SLOT_MAX && slot_set(mine, true);
-        bm_mpi_obj_unlock();
-        /* A member without a slot to offer proposes past the end, so that
-         * nobody agrees; the round after reports the failure everywhere. */
-        uint32_t v[2] = {reserved ? mine : UINT32_MAX, reserved ? ~mine : 0};
+        struct bm_mpi_cid_round round;
+        uint32_t v[2];
+        bool done;
+        bm_mpi_cid_propose(floor, &round, v);
         int rc = reduce(ctx, v, fn);
         if (rc) {
-            if (reserved)
-                slot_unreserve(mine);
+            bm_mpi_cid_abandon(&round);
             return rc;
         }
-        uint32_t hi = v[0], lo = ~v[1];
-        if (hi == lo && reserved) {
-            *slot_out = mine;
-            return MPI_SUCCESS;
-        }
-        if (reserved)
-            slot_unreserve(mine);
-        if (hi > SLOT_MAX) {
-            /* A user error handler may return; the caller must still fail. */
-            bm_mpi_error(err_comm, MPI_ERR_INTERN, fn,
-                         "out of communicator context ids: a member of the new communicator "
-                         "has %u communicators alive, or no memory to track them; free "
-                         "communicators that are no longer used",
-                         SLOT_MAX);
-            return MPI_ERR_INTERN;
-        }
-        floor = hi;
+        if ((rc = bm_mpi_cid_decide(&round, v, &done, slot_out, &floor, err_comm, fn)) || done)
+            return rc;
     }
 }

@@ -186,7 +186,7 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
                        .link = peer_comm,
                        .peer = remote_leader,
                        .tag = BM_MPI_COLL_TAG_INTERCOMM_BASE |
-                              (tag & (BM_MPI_COLL_TAG_INTERCOMM_BASE - 1))};
+                              (tag & BM_MPI_COLL_TAG_INTERCOMM_MASK)};
     int *local = group_ranks(local_comm), *remote = NULL, nremote = 0;
     if (!local)
         return bm_mpi_error(local_comm, MPI_ERR_NO_MEM, fn, "out of memory");
@@ -293,13 +293,14 @@ int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
 }
 BM_MPI_ALIAS(Comm_remote_group);
 
-int bm_mpi_intercomm_dup(MPI_Comm comm, MPI_Comm *newcomm, const char *fn)
+int bm_mpi_intercomm_reduce(void *ctx, uint32_t v[2], const char *fn)
 {
-    struct bridge b = inter_bridge(comm);
-    uint32_t slot;
-    int rc = bm_mpi_cid_agree(bridge_reduce, &b, comm, &slot, fn);
-    if (rc)
-        return rc;
+    struct bridge b = inter_bridge(ctx);
+    return bridge_reduce(&b, v, fn);
+}
+
+int bm_mpi_intercomm_dup_on_slot(MPI_Comm comm, uint32_t slot, MPI_Comm *newcomm, const char *fn)
+{
     int *local = group_ranks(comm), *remote = malloc(sizeof(int) * (size_t)comm->peer_size);
     if (!local || !remote) {
         free(local);

@@ -121,6 +121,7 @@ struct bm_mpi_comm {
     MPI_Info info;              /* hints (MPI_Comm_set_info), or MPI_INFO_NULL */
     uint32_t coll_seq;             /* nonblocking/persistent collectives started (coll_sched.c) */
     struct bm_mpi_coll_comm *coll; /* collective state (coll_select.c), made on first use */
+    uint32_t idup_count;           /* MPI_Comm_idup calls on it (their tags) */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;
 };
@@ -377,15 +378,24 @@ static inline void bm_mpi_comm_release(MPI_Comm comm)
  * freed and drop the handle's reference, with an inter-communicator's
  * local_comm. */
 void bm_mpi_comm_free_handle(MPI_Comm comm);
-/* MPI_Comm_dup's work on a valid comm (also MPI_Comm_dup_with_info and
- * MPI_Comm_idup): a new communicator with its topology and copied
- * attributes. */
+/* MPI_Comm_dup's work on a valid comm (also MPI_Comm_dup_with_info): agree
+ * on a slot, then bm_mpi_comm_dup_on_slot. */
 int bm_mpi_comm_dup_as(MPI_Comm comm, MPI_Comm *newcomm, const char *fn);
+/* A duplicate of comm on an agreed slot: the same groups, topology, hints
+ * (info: MPI_INFO_NULL copies comm's, else a copy of info) and the
+ * attributes its copy callbacks keep. Frees the slot on failure. */
+int bm_mpi_comm_dup_on_slot(MPI_Comm comm, uint32_t slot, MPI_Info info, MPI_Comm *newcomm,
+                            const char *fn);
+
 
 /* ---- Inter-communicators (intercomm.c) ---------------------------------- */
 
-/* MPI_Comm_dup and MPI_Comm_split of an inter-communicator (arguments checked). */
-int bm_mpi_intercomm_dup(MPI_Comm comm, MPI_Comm *newcomm, const char *fn);
+/* The context-slot reduction over both groups of an inter-communicator
+ * (ctx is the MPI_Comm; bm_mpi_cid_reduce_fn). */
+int bm_mpi_intercomm_reduce(void *ctx, uint32_t v[2], const char *fn);
+/* A copy of inter-communicator comm's groups on an agreed slot. */
+int bm_mpi_intercomm_dup_on_slot(MPI_Comm comm, uint32_t slot, MPI_Comm *newcomm, const char *fn);
+/* MPI_Comm_split of an inter-communicator (arguments checked). */
 int bm_mpi_intercomm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm, const char *fn);
 /* MPI_Comm_create of an inter-communicator: group is a subgroup of the
  * local group (or MPI_GROUP_EMPTY); MPI_COMM_NULL where either side's
@@ -431,11 +441,28 @@ int *bm_mpi_comm_ranks_dup(const int *world_ranks, int n, bool *ok);
  * v[0..1] element-wise with MAX over all of them, in place, collectively.
  * ctx is the caller's; fn names the MPI function for errors. */
 typedef int bm_mpi_cid_reduce_fn(void *ctx, uint32_t v[2], const char *fn);
+/* The reduction that agrees on a slot over all of comm's processes (both
+ * groups of an inter-communicator). */
+bm_mpi_cid_reduce_fn *bm_mpi_comm_reducer(MPI_Comm comm);
 /* Agree on a context slot that is free at every member (reduce says who
  * the members are), reserve it locally and return it. Usually one reduction
  * of 8 bytes; err_comm reports failures. */
 int bm_mpi_cid_agree(bm_mpi_cid_reduce_fn *reduce, void *ctx, MPI_Comm err_comm, uint32_t *slot_out,
                      const char *fn);
+/* The same one round at a time, for agreements that cannot block
+ * (MPI_Comm_idup): propose (floor 1 for the first round) fills v for the
+ * reduction and reserves this process's proposal; decide, given the
+ * reduced v, says whether the slot is agreed (*done, *slot_out) or gives
+ * the next round's floor; abandon drops the reservation of a round that
+ * failed. decide reports running out of ids through err_comm. */
+struct bm_mpi_cid_round {
+    uint32_t mine;
+    bool reserved;
+};
+void bm_mpi_cid_propose(uint32_t floor, struct bm_mpi_cid_round *round, uint32_t v[2]);
+int bm_mpi_cid_decide(struct bm_mpi_cid_round *round, const uint32_t v[2], bool *done,
+                      uint32_t *slot_out, uint32_t *floor_out, MPI_Comm err_comm, const char *fn);
+void bm_mpi_cid_abandon(struct bm_mpi_cid_round *round);
 /* The reduction over an intra-communicator (an allreduce): ctx is the MPI_Comm. */
 int bm_mpi_cid_reduce_intra(void *ctx, uint32_t v[2], const char *fn);
 /* The communicator on slot is gone: release its contexts in the PML and
@@ -498,8 +525,12 @@ enum bm_mpi_coll_tag {
     /* MPI_Comm_create_group: this bit plus the low 30 bits of the user's tag. */
     BM_MPI_COLL_TAG_GROUP_BASE = 0x40000000,
     /* Inter-communicator set-up between the two leaders: this bit plus the
-     * low 29 bits of MPI_Intercomm_create's tag (0 for the others). */
+     * low 28 bits of MPI_Intercomm_create's tag (0 for the others). */
     BM_MPI_COLL_TAG_INTERCOMM_BASE = 0x20000000,
+    BM_MPI_COLL_TAG_INTERCOMM_MASK = 0x0fffffff,
+    /* MPI_Comm_idup: these bits plus the low 28 bits of the parent's count of
+     * MPI_Comm_idup calls, so that concurrent ones never mix. */
+    BM_MPI_COLL_TAG_IDUP_BASE = 0x30000000,
 };
 
 struct bm_pml_request;

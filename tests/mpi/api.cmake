@@ -8,7 +8,7 @@ function(bm_api_test name np)
 endfunction()
 
 foreach(prog api_init api_errors api_coll api_coll_blocks api_group api_datatype api_attr
-        api_info api_topo api_topo_graph api_intercomm api_dtype_derived)
+        api_info api_topo api_topo_graph api_intercomm api_dtype_derived api_comm_more)
     add_executable(${prog} ${api_dir}/${prog}.c)
     target_link_libraries(${prog} PRIVATE bitmover bm_test_harness)
 endforeach()
@@ -45,6 +45,9 @@ foreach(np 1 2 3 5)
 endforeach()
 foreach(np 1 2 3)
     bm_api_test(api_comm_life ${np})
+endforeach()
+foreach(np 1 2 3 5)
+    bm_api_test(api_comm_more ${np})
 endforeach()
 # Derived types again with transports short of resources and tiny
 # fragments, so that packing resumes across many fragments and retries.
