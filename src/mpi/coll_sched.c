@@ -196,12 +196,15 @@ static struct {
     size_t len[SCRATCH_SLOTS];
 } scratch;
 
+/* Shared by every thread's collectives: under MPI_THREAD_MULTIPLE the
+ * slots change under the object lock (mt.c). */
 void *bm_mpi_scratch_get(size_t bytes)
 {
     int best = -1;
 
     if (bytes == 0)
         bytes = 1;
+    bm_mpi_obj_lock();
     for (int i = 0; i < SCRATCH_SLOTS; i++)
         if (scratch.p[i] && scratch.len[i] >= bytes &&
             (best < 0 || scratch.len[i] < scratch.len[best]))
@@ -209,8 +212,10 @@ void *bm_mpi_scratch_get(size_t bytes)
     if (best >= 0) {
         void *p = scratch.p[best];
         scratch.p[best] = NULL;
+        bm_mpi_obj_unlock();
         return p;
     }
+    bm_mpi_obj_unlock();
     return malloc(bytes);
 }
 
@@ -221,6 +226,8 @@ void bm_mpi_scratch_put(void *p, size_t bytes)
 
     if (p == NULL)
         return;
+    size_t keep = bm_mpi_coll_cfg()->scratch_keep;
+    bm_mpi_obj_lock();
     for (int i = 0; i < SCRATCH_SLOTS; i++) {
         if (scratch.p[i])
             kept += scratch.len[i];
@@ -229,12 +236,14 @@ void bm_mpi_scratch_put(void *p, size_t bytes)
     }
     /* A buffer from bm_mpi_scratch_get may be larger than asked; it is
      * remembered at the size it was last asked for, which is enough. */
-    if (slot < 0 || kept + bytes > bm_mpi_coll_cfg()->scratch_keep) {
+    if (slot < 0 || kept + bytes > keep) {
+        bm_mpi_obj_unlock();
         free(p);
         return;
     }
     scratch.p[slot] = p;
     scratch.len[slot] = bytes ? bytes : 1;
+    bm_mpi_obj_unlock();
 }
 
 void bm_mpi_scratch_fini(void)
@@ -552,9 +561,9 @@ static int sched_hook(void *arg)
     return events;
 }
 
-int bm_mpi_sched_exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, void *rbuf,
-                            MPI_Datatype dt, MPI_Op op, uint32_t tag, const char *fn,
-                            struct bm_mpi_sched_exec **e_out)
+static int exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, void *rbuf,
+                      MPI_Datatype dt, MPI_Op op, uint32_t tag, const char *fn,
+                      struct bm_mpi_sched_exec **e_out)
 {
     struct bm_mpi_sched_exec *e = malloc(sizeof(*e));
 
@@ -601,23 +610,41 @@ int bm_mpi_sched_exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *s
     return MPI_SUCCESS;
 }
 
+/* The list of background runs and each run's state are also the progress
+ * hook's: under MPI_THREAD_MULTIPLE the three entry points below hold the
+ * PML's progress lock, under which the hook runs. */
+int bm_mpi_sched_exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, void *rbuf,
+                            MPI_Datatype dt, MPI_Op op, uint32_t tag, const char *fn,
+                            struct bm_mpi_sched_exec **e_out)
+{
+    bool taken = bm_pml_progress_lock();
+    int rc = exec_start(s, comm, sbuf, rbuf, dt, op, tag, fn, e_out);
+    bm_pml_progress_unlock(taken);
+    return rc;
+}
+
 bool bm_mpi_sched_exec_test(struct bm_mpi_sched_exec *e, int *err_out, const char **what_out)
 {
+    bool taken = bm_pml_progress_lock();
     if (!e->done)
         exec_advance(e);
-    if (!e->done)
-        return false;
-    *err_out = e->err;
-    *what_out = e->what;
-    return true;
+    bool done = e->done;
+    if (done) {
+        *err_out = e->err;
+        *what_out = e->what;
+    }
+    bm_pml_progress_unlock(taken);
+    return done;
 }
 
 void bm_mpi_sched_exec_free(struct bm_mpi_sched_exec *e)
 {
+    bool taken = bm_pml_progress_lock();
     if (e->done)
         exec_destroy(e);
     else
         e->orphan = true;
+    bm_pml_progress_unlock(taken);
 }
 
 uint32_t bm_mpi_sched_tag_nb(MPI_Comm comm)

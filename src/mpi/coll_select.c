@@ -125,12 +125,15 @@ static bool cfg_loaded;
 
 const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void)
 {
-    if (!cfg_loaded) {
+    /* Loaded once, by the first thread that needs it (MPI_THREAD_MULTIPLE). */
+    if (!__atomic_load_n(&cfg_loaded, __ATOMIC_ACQUIRE)) {
+        bm_mpi_obj_lock();
         /* MPI_Init already checked every BM_* value; a failure here would
          * be a variable changed since, and the defaults stand in. */
-        if (bm_util_params_load(&coll_table, &cfg) != BM_OK)
+        if (!cfg_loaded && bm_util_params_load(&coll_table, &cfg) != BM_OK)
             bm_log_warn("invalid BM_MPI_COLL_* settings; using the defaults");
-        cfg_loaded = true;
+        __atomic_store_n(&cfg_loaded, true, __ATOMIC_RELEASE);
+        bm_mpi_obj_unlock();
     }
     return &cfg;
 }
@@ -148,14 +151,14 @@ void bm_mpi_coll_count_alg(int kind, int alg)
 {
     (void)kind;
     if (alg >= 0 && alg < BM_ALG_COUNT)
-        alg_runs[alg]++;
+        __atomic_fetch_add(&alg_runs[alg], 1, __ATOMIC_RELAXED);
 }
 
 BM_EXPORT unsigned long bm_coll_alg_count(const char *name)
 {
     for (int i = 0; i < BM_ALG_COUNT; i++)
         if (name && strcmp(alg_names[i], name) == 0)
-            return alg_runs[i];
+            return __atomic_load_n(&alg_runs[i], __ATOMIC_RELAXED);
     return 0;
 }
 

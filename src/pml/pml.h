@@ -96,6 +96,14 @@ typedef int (*bm_pml_progress_fn)(void *arg);
 bm_status_t bm_pml_progress_register(bm_pml_progress_fn fn, void *arg);
 bm_status_t bm_pml_progress_unregister(bm_pml_progress_fn fn, void *arg);
 
+/* Work that shares state with a progress hook (the list a hook walks, the
+ * objects it advances) runs under the progress lock when the PML was
+ * started with MPI_THREAD_MULTIPLE: take it (waiting for the thread that
+ * drains; nestable, so a hook calling in is fine) and give it back with
+ * the value returned. At the other thread levels both do nothing. */
+bool bm_pml_progress_lock(void);
+void bm_pml_progress_unlock(bool taken);
+
 /* Start a send of bytes contiguous bytes at buf to world rank dst_world.
  * src_rank is this process's rank in the communicator of context cid (the
  * receiver matches on it), tag >= 0. buf must stay untouched until the

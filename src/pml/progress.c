@@ -40,6 +40,16 @@ bool bm_pml_in_drain(void)
     return !bm_pml_g.mt || drain_held > 0;
 }
 
+bool bm_pml_progress_lock(void)
+{
+    return bm_pml_enter();
+}
+
+void bm_pml_progress_unlock(bool taken)
+{
+    bm_pml_leave(taken);
+}
+
 bool bm_pml_enter(void)
 {
     if (!bm_pml_g.mt || drain_held)

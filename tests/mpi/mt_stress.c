@@ -3,7 +3,8 @@
  * communicator (told apart by tag), mixing blocking and nonblocking
  * point-to-point, probe and iprobe, mprobe/improbe with mrecv/imrecv,
  * wildcard receives, synchronous sends, sizes from empty to rendezvous,
- * and collectives on the thread's own communicator; every byte received is
+ * and blocking and nonblocking collectives on the thread's own
+ * communicator; every byte received is
  * checked. With -d each thread also duplicates its communicator at the same
  * time as the others (MPI_Comm_dup on different parents from several
  * threads), uses the duplicate and frees it. Ranks form a ring: thread t of
@@ -178,6 +179,14 @@ static void one_iteration(int t, int it, char *sbuf, char *rbuf, char *sb2, char
     verify(rbuf, n, seed_of(root, t, it, 11), t, it, "bcast: wrong bytes");
     if (it % 8 == 0)
         MPI_Barrier(c);
+    /* nonblocking collectives: advanced by the progress hook of whichever
+     * thread drains, waited for here */
+    long nb_sum = 0;
+    MPI_Request cr[2];
+    MPI_Iallreduce(&mine, &nb_sum, 1, MPI_LONG, MPI_SUM, c, &cr[0]);
+    MPI_Ibarrier(c, &cr[1]);
+    MPI_Waitall(2, cr, MPI_STATUSES_IGNORE);
+    check(nb_sum == want, t, it, "iallreduce: wrong sum");
 }
 
 /* -d: duplicate the own communicator while the other threads do the same,
