@@ -259,14 +259,25 @@ static int idup_hook(void *arg)
 
 /* ---- the request kind ----------------------------------------------------------- */
 
+/* The agreement's state is also the hook's: under MPI_THREAD_MULTIPLE it
+ * advances under the PML's progress lock, which the hook runs under. */
+static bool idup_advance_locked(struct idup *d)
+{
+    bool taken = bm_pml_progress_lock();
+    bool over = advance(d);
+    if (over)
+        ended(d);
+    bm_pml_progress_unlock(taken);
+    return over;
+}
+
 static bool idup_progress(MPI_Request r)
 {
     struct idup *d = r->state;
     if (d->built || d->error)
         return true;
-    if (!advance(d))
+    if (!idup_advance_locked(d))
         return false;
-    ended(d);
     if (d->error)
         return true;
     /* Build here, outside any other call's progress: copy callbacks run. */
@@ -294,17 +305,20 @@ static bool idup_release(MPI_Request r, int *err)
     struct idup *d = r->state;
     *err = MPI_SUCCESS;
     r->state = NULL;
+    bool taken = bm_pml_progress_lock(); /* the hook may be at it (idup_advance_locked) */
     if (d->built || d->error || d->agreed) {
         if (d->agreed && !d->built)
             bm_mpi_cid_slot_free(d->slot);
         free(d->steps);
         free(d);
-        return true;
+    } else {
+        /* Freed while running: the others need this process's part, so the
+         * hook finishes the agreement (holding its own reference on the
+         * parent). */
+        d->orphan = true;
+        bm_mpi_comm_retain(d->parent);
     }
-    /* Freed while running: the others need this process's part, so the hook
-     * finishes the agreement (holding its own reference on the parent). */
-    d->orphan = true;
-    bm_mpi_comm_retain(d->parent);
+    bm_pml_progress_unlock(taken);
     return true;
 }
 
@@ -342,9 +356,11 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
         free(d);
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
     }
+    bool taken = bm_pml_progress_lock();
     round_start(d);
     if (!advance(d) && bm_pml_progress_register(idup_hook, d) == BM_OK)
         d->hooked = true;
+    bm_pml_progress_unlock(taken);
     *request = r;
     return MPI_SUCCESS;
 }
