@@ -173,6 +173,9 @@ extern BM_MPI_API struct bm_mpi_info bm_mpi_info_env_obj;
     X(MPI_COMPLEX8, complex8)                                                                      \
     X(MPI_COMPLEX16, complex16)                                                                    \
     X(MPI_CXX_BOOL, cxx_bool)                                                                      \
+    X(MPI_CXX_FLOAT_COMPLEX, cxx_float_complex)                                                    \
+    X(MPI_CXX_DOUBLE_COMPLEX, cxx_double_complex)                                                  \
+    X(MPI_CXX_LONG_DOUBLE_COMPLEX, cxx_long_double_complex)                                        \
     X(MPI_LB, lb)                                                                                  \
     X(MPI_UB, ub)
 
@@ -243,6 +246,10 @@ BM_MPI_PREDEFINED_TYPES(BM_MPI_TYPE_EXTERN)
 #define MPI_COMPLEX8          (&bm_mpi_type_complex8_obj)
 #define MPI_COMPLEX16         (&bm_mpi_type_complex16_obj)
 #define MPI_CXX_BOOL          (&bm_mpi_type_cxx_bool_obj)
+/* std::complex<T> has the layout of T _Complex. */
+#define MPI_CXX_FLOAT_COMPLEX       (&bm_mpi_type_cxx_float_complex_obj)
+#define MPI_CXX_DOUBLE_COMPLEX      (&bm_mpi_type_cxx_double_complex_obj)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX (&bm_mpi_type_cxx_long_double_complex_obj)
 /* MPI-1 bound markers (removed from MPI-3, still used; as in MPICH's mpi.h):
  * in MPI_Type_struct they set an explicit lower or upper bound. */
 #define MPI_LB (&bm_mpi_type_lb_obj)

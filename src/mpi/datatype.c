@@ -135,6 +135,10 @@ BM_SCALAR(real8, MPI_REAL8, double, BM_MPI_KIND_FLOAT, true);
 BM_SCALAR(complex8, MPI_COMPLEX8, float _Complex, BM_MPI_KIND_COMPLEX, true);
 BM_SCALAR(complex16, MPI_COMPLEX16, double _Complex, BM_MPI_KIND_COMPLEX, true);
 BM_SCALAR(cxx_bool, MPI_CXX_BOOL, _Bool, BM_MPI_KIND_BOOL, false);
+BM_SCALAR(cxx_float_complex, MPI_CXX_FLOAT_COMPLEX, float _Complex, BM_MPI_KIND_COMPLEX, true);
+BM_SCALAR(cxx_double_complex, MPI_CXX_DOUBLE_COMPLEX, double _Complex, BM_MPI_KIND_COMPLEX, true);
+BM_SCALAR(cxx_long_double_complex, MPI_CXX_LONG_DOUBLE_COMPLEX, long double _Complex,
+          BM_MPI_KIND_COMPLEX, true);
 BM_TYPE_DEF(lb, "MPI_LB", 0, 0, BM_MPI_KIND_MARKER, false, true);
 BM_TYPE_DEF(ub, "MPI_UB", 0, 0, BM_MPI_KIND_MARKER, false, true);
 
@@ -205,6 +209,9 @@ static const size_t type_align[BM_MPI_TYPE_ID_COUNT] = {
     BM_ALIGN_OF(complex8, float _Complex),
     BM_ALIGN_OF(complex16, double _Complex),
     BM_ALIGN_OF(cxx_bool, _Bool),
+    BM_ALIGN_OF(cxx_float_complex, float _Complex),
+    BM_ALIGN_OF(cxx_double_complex, double _Complex),
+    BM_ALIGN_OF(cxx_long_double_complex, long double _Complex),
     [BM_MPI_TYPE_ID_lb] = 1,
     [BM_MPI_TYPE_ID_ub] = 1,
 };

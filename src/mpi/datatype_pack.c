@@ -177,6 +177,9 @@ static const struct ext_info ext_table[BM_MPI_TYPE_ID_COUNT] = {
     EXT(complex8, EXT_CPLX, 8),
     EXT(complex16, EXT_CPLX, 16),
     EXT(cxx_bool, EXT_BOOL, 1),
+    EXT(cxx_float_complex, EXT_CPLX, 8),
+    EXT(cxx_double_complex, EXT_CPLX, 16),
+    EXT(cxx_long_double_complex, EXT_LCPLX, 32),
     EXT(lb, EXT_NONE, 0),
     EXT(ub, EXT_NONE, 0),
 };

@@ -314,6 +314,9 @@ static kernel_fn *const kernels[BM_MPI_TYPE_ID_COUNT] = {
     [BM_MPI_TYPE_ID_complex8] = kernel_c_float_complex,
     [BM_MPI_TYPE_ID_complex16] = kernel_c_double_complex,
     [BM_MPI_TYPE_ID_cxx_bool] = kernel_bool,
+    [BM_MPI_TYPE_ID_cxx_float_complex] = kernel_c_float_complex,
+    [BM_MPI_TYPE_ID_cxx_double_complex] = kernel_c_double_complex,
+    [BM_MPI_TYPE_ID_cxx_long_double_complex] = kernel_c_long_double_complex,
 };
 
 /* A derived type: the kernel runs on each run of basic elements of inout,

@@ -415,6 +415,85 @@ static void test_p2p_partial(void)
     MPI_Type_free(&st);
 }
 
+/* Every constructor through point-to-point: 2 elements sent, received once
+ * into room for 2 (all of it, gaps untouched) and once into room for 1
+ * (MPI_ERR_TRUNCATE, the first element written and nothing past it). The
+ * receiver checks against MPI_Pack of what was sent. */
+static void test_p2p_constructors(void)
+{
+    if (size < 2)
+        return;
+    MPI_Datatype t[13], tmp;
+    int n = 0;
+    MPI_Type_contiguous(3, MPI_INT, &t[n++]);
+    MPI_Type_vector(3, 2, 4, MPI_INT, &t[n++]);
+    MPI_Type_create_hvector(2, 3, 20, MPI_INT, &t[n++]);
+    MPI_Type_indexed(3, (int[]){2, 1, 3}, (int[]){5, 0, 9}, MPI_INT, &t[n++]);
+    MPI_Type_create_hindexed(2, (int[]){1, 2}, (MPI_Aint[]){8, 20}, MPI_INT, &t[n++]);
+    MPI_Type_create_indexed_block(3, 2, (int[]){6, 0, 3}, MPI_INT, &t[n++]);
+    MPI_Type_create_hindexed_block(2, 1, (MPI_Aint[]){4, 16}, MPI_INT, &t[n++]);
+    MPI_Type_create_struct(3, (int[]){1, 2, 1}, (MPI_Aint[]){0, 8, 24},
+                           (MPI_Datatype[]){MPI_INT, MPI_DOUBLE, MPI_SHORT}, &t[n++]);
+    MPI_Type_create_subarray(2, (int[]){4, 5}, (int[]){2, 3}, (int[]){1, 1}, MPI_ORDER_C, MPI_INT,
+                             &t[n++]);
+    MPI_Type_create_darray(2, 1, 1, (int[]){9}, (int[]){MPI_DISTRIBUTE_CYCLIC}, (int[]){2},
+                           (int[]){2}, MPI_ORDER_C, MPI_INT, &t[n++]);
+    MPI_Type_create_resized(MPI_INT, -4, 12, &t[n++]);
+    MPI_Type_vector(2, 1, 3, MPI_DOUBLE_INT, &tmp);
+    MPI_Type_dup(tmp, &t[n++]);
+    MPI_Type_free(&tmp);
+    MPI_Type_vector(2, 2, -3, MPI_SHORT_INT, &t[n++]);
+    enum { MEM = 2048, OFF = 512 };
+    static unsigned char src[MEM], dst[MEM], pk[MEM], pk2[MEM];
+    for (int k = 0; k < n; k++) {
+        MPI_Type_commit(&t[k]);
+        for (int i = 0; i < MEM; i++)
+            src[i] = (unsigned char)(i * 7 + k);
+        if (rank == 0) {
+            MPI_Send(src + OFF, 2, t[k], 1, 40 + k, MPI_COMM_WORLD);
+            MPI_Send(src + OFF, 2, t[k], 1, 60 + k, MPI_COMM_WORLD);
+            continue;
+        }
+        if (rank != 1)
+            continue;
+        int psize, pos = 0, s1;
+        MPI_Type_size(t[k], &s1);
+        MPI_Pack_size(2, t[k], MPI_COMM_WORLD, &psize);
+        MPI_Pack(src + OFF, 2, t[k], pk, MEM, &pos, MPI_COMM_WORLD);
+        MPI_Status st;
+        memset(dst, 0xee, MEM);
+        BM_CHECK_EQ_INT(MPI_Recv(dst + OFF, 2, t[k], 0, 40 + k, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+        int cnt;
+        MPI_Get_count(&st, t[k], &cnt);
+        BM_CHECK_MSG(cnt == 2, "type %d: count %d", k, cnt);
+        pos = 0;
+        MPI_Pack(dst + OFF, 2, t[k], pk2, MEM, &pos, MPI_COMM_WORLD);
+        BM_CHECK_MSG(memcmp(pk, pk2, (size_t)psize) == 0, "type %d: data differs", k);
+        /* the bytes outside the type map are untouched: unpacking into a
+         * 0xee buffer gives the same memory */
+        static unsigned char ref[MEM];
+        memset(ref, 0xee, MEM);
+        pos = 0;
+        MPI_Unpack(pk, psize, &pos, ref + OFF, 2, t[k], MPI_COMM_WORLD);
+        BM_CHECK_MSG(memcmp(ref, dst, MEM) == 0, "type %d: memory outside the data changed", k);
+        /* truncated */
+        memset(dst, 0xee, MEM);
+        BM_CHECK_EQ_INT(MPI_Recv(dst + OFF, 1, t[k], 0, 60 + k, MPI_COMM_WORLD, &st),
+                        MPI_ERR_TRUNCATE);
+        memset(ref, 0xee, MEM);
+        pos = 0;
+        MPI_Unpack(pk, psize, &pos, ref + OFF, 1, t[k], MPI_COMM_WORLD);
+        BM_CHECK_MSG(memcmp(ref, dst, MEM) == 0, "type %d: truncated receive wrote wrong bytes", k);
+        MPI_Get_elements(&st, t[k], &cnt);
+        int e1;
+        MPI_Get_elements(&(MPI_Status){.MPI_SOURCE = 0}, t[k], &e1); /* 0 bytes: 0 */
+        BM_CHECK(e1 == 0);
+        (void)s1;
+    }
+    for (int k = 0; k < n; k++)
+        MPI_Type_free(&t[k]);
+}
+
 /* ---- external32 ----------------------------------------------------------- */
 
 static void check_ext(const void *v, int count, MPI_Datatype t, const unsigned char *want, size_t n,
@@ -545,6 +624,9 @@ static void test_reduction_pairs(void)
         {MPI_DOUBLE_COMPLEX, 'c', 16, true},
         {MPI_COMPLEX8, 'c', 8, true},
         {MPI_COMPLEX16, 'c', 16, true},
+        {MPI_CXX_FLOAT_COMPLEX, 'c', 8, true},
+        {MPI_CXX_DOUBLE_COMPLEX, 'c', 16, true},
+        {MPI_CXX_LONG_DOUBLE_COMPLEX, 'c', sizeof(long double _Complex), true},
         {MPI_C_BOOL, 'b', 1, false},
         {MPI_CXX_BOOL, 'b', 1, false},
         {MPI_LOGICAL, 'l', 4, true},
@@ -788,6 +870,7 @@ int main(int argc, char **argv)
     BM_RUN(test_darray);
     BM_RUN(test_p2p_sizes);
     BM_RUN(test_p2p_partial);
+    BM_RUN(test_p2p_constructors);
     BM_RUN(test_external32);
     BM_RUN(test_reduction_pairs);
     BM_RUN(test_reduce_derived);
