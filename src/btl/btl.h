@@ -175,6 +175,7 @@ typedef uint8_t bm_btl_tag_t;
 #define BM_BTL_CAP_ORDERED      0x0080u /* same-order sends on one endpoint arrive in order */
 #define BM_BTL_CAP_REG_MEM      0x0100u /* register_mem needed before put/get on user memory */
 #define BM_BTL_CAP_FAILOVER     0x0200u /* reports path failure and recovery (see contract) */
+#define BM_BTL_CAP_GETV         0x0800u /* getv: get between lists of pieces (with CAP_GET) */
 /* ops->caps only: the transport does its own locking under MPI_THREAD_MULTIPLE
  * (the contract's "Threads"); without it the base serialises each component. */
 #define BM_BTL_CAP_THREADS 0x0400u
@@ -253,6 +254,15 @@ struct bm_btl_recv_desc {
 
 typedef void (*bm_btl_recv_cb_fn)(struct bm_btl_module *module, const struct bm_btl_recv_desc *d,
                                   void *cbdata);
+
+/* A piece of memory for getv: a local address, or the target's virtual
+ * address, as an integer so that it crosses the wire unchanged. */
+struct bm_btl_iov {
+    uint64_t addr;
+    size_t len;
+};
+/* Most pieces on either side of one getv (the kernel's IOV_MAX). */
+#define BM_BTL_IOV_MAX 1024
 
 /* ---- memory registration ---------------------------------------------- */
 
@@ -500,6 +510,15 @@ struct bm_btl_ops {
                uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
                uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+    /* BM_BTL_CAP_GETV (modules with reg_handle_size 0 only): a get whose
+     * source is nremote pieces of the target's memory (remote[i].addr its
+     * virtual addresses) and whose destination is nlocal local pieces, both
+     * in order and of the same total, at most BM_BTL_IOV_MAX of each (the
+     * data of a non-contiguous message moved with one copy). Otherwise as
+     * get; the callback's local_addr is local[0].addr. */
+    int (*getv)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const struct bm_btl_iov *local,
+                uint32_t nlocal, const struct bm_btl_iov *remote, uint32_t nremote, uint32_t flags,
+                bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
     /* BM_BTL_CAP_ATOMIC_OPS: target = target op operand; no result. The
      * callback's local_addr is NULL. */
     int (*atomic_op)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, uint64_t remote_addr,
@@ -624,6 +643,15 @@ static inline int bm_btl_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep
                         order, cb, context, cbdata);
     bm_btl_leave(m);
     return r;
+}
+
+/* Read pieces of the peer's memory into local pieces (only with BM_BTL_CAP_GETV). */
+static inline int bm_btl_getv(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                              const struct bm_btl_iov *local, uint32_t nlocal,
+                              const struct bm_btl_iov *remote, uint32_t nremote, uint32_t flags,
+                              bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    return m->ops->getv(m, ep, local, nlocal, remote, nremote, flags, cb, context, cbdata);
 }
 
 /* Update the peer's memory atomically, no result (only with BM_BTL_CAP_ATOMIC_OPS). */

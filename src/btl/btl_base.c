@@ -237,6 +237,7 @@ static const struct btl_base_need btl_base_needs[] = {
     BTL_NEED(BM_BTL_CAP_SENDI, sendi),
     BTL_NEED(BM_BTL_CAP_PUT, put),
     BTL_NEED(BM_BTL_CAP_GET, get),
+    BTL_NEED(BM_BTL_CAP_GETV, getv),
     BTL_NEED(BM_BTL_CAP_ATOMIC_OPS, atomic_op),
     BTL_NEED(BM_BTL_CAP_ATOMIC_FOPS, atomic_fop),
     BTL_NEED(BM_BTL_CAP_ATOMIC_FOPS, atomic_cswap),
@@ -254,6 +255,7 @@ static const char *btl_base_cap_name(uint32_t mask, uint32_t caps)
     } names[] = {
         {BM_BTL_CAP_PUT, "BM_BTL_CAP_PUT"},
         {BM_BTL_CAP_GET, "BM_BTL_CAP_GET"},
+        {BM_BTL_CAP_GETV, "BM_BTL_CAP_GETV"},
         {BM_BTL_CAP_ATOMIC_OPS, "BM_BTL_CAP_ATOMIC_OPS"},
         {BM_BTL_CAP_ATOMIC_FOPS, "BM_BTL_CAP_ATOMIC_FOPS"},
         {BM_BTL_CAP_REG_MEM, "BM_BTL_CAP_REG_MEM"},

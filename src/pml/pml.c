@@ -288,8 +288,13 @@ static bm_status_t imrecv(void *buf, size_t capacity, size_t count, struct bm_ut
         return BM_ERR_NO_MEMORY;
     if (type) {
         bm_util_dtype_conv_init(&req->conv, type, buf, count);
-        bm_util_dtype_retain(type);
         capacity = req->conv.total;
+        if (req->conv.contig) { /* one run: received as bytes */
+            buf = req->conv.base + type->pdisp;
+            req->conv.type = NULL;
+        } else {
+            bm_util_dtype_retain(type);
+        }
     }
     req->rbuf = buf;
     req->capacity = capacity;

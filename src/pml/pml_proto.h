@@ -149,9 +149,13 @@ _Static_assert(sizeof(struct bm_pml_hdr_fin) == 48, "FIN header is 48 bytes");
  * hands this part on as its payload, so it is a struct of its own. */
 struct bm_pml_rget_tail {
     uint64_t remote_addr; /* sender's buffer: its virtual address (btl.h: remote_addr) */
-    uint32_t handle_len;  /* bytes of registration handle after the header */
-    uint32_t reserved;    /* zero */
+    uint32_t handle_len;  /* bytes after the header: registration handle, or layout */
+    uint32_t flags;       /* BM_PML_RGET_F_*; zero for a contiguous buffer */
 };
+/* A non-contiguous sender: remote_addr is the base of its (count, type) and
+ * the handle_len bytes after the header are the type's layout
+ * (bm_util_dtype_encode), which the receiver reads piece by piece. */
+#define BM_PML_RGET_F_LAYOUT 0x1u
 _Static_assert(sizeof(struct bm_pml_rget_tail) == 16, "RGET tail is 16 bytes");
 
 /* RGET: a RNDV whose sender offers its buffer for an RDMA read. handle_len

@@ -61,8 +61,14 @@ bm_status_t bm_pml_irecv_dt(void *buf, size_t count, struct bm_util_dtype *type,
     if (!req)
         return BM_ERR_NO_MEMORY;
     bm_util_dtype_conv_init(&req->conv, type, buf, count);
-    bm_util_dtype_retain(type);
     req->capacity = req->conv.total;
+    if (req->conv.contig) {
+        /* One run: received as bytes, RGET included. */
+        req->rbuf = req->conv.base + type->pdisp;
+        req->conv.type = NULL;
+    } else {
+        bm_util_dtype_retain(type);
+    }
     return recv_post(req, cid, src, tag, req_out);
 }
 

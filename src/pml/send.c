@@ -487,6 +487,14 @@ static bm_status_t send_dt(const void *buf, size_t count, struct bm_util_dtype *
     bm_status_t rc = send_check(buf, 0, dst_world, src_rank, tag);
     if (rc != BM_OK)
         return rc;
+    if (conv.contig) {
+        /* One run: the byte paths (prepare_src in place, RGET with a PUT share). */
+        const char *at = conv.base + type->pdisp;
+        if (or_done)
+            return bm_pml_isend_or_done(at, conv.total, dst_world, cid, src_rank, tag, mode,
+                                        req_out);
+        return bm_pml_isend(at, conv.total, dst_world, cid, src_rank, tag, mode, req_out);
+    }
     uint64_t seq = UINT64_MAX;
     if (or_done && mode == BM_PML_SEND_STANDARD && conv.total <= bm_pml_g.cfg.sendi_limit &&
         conv.total <= BM_PML_PACK_STACK) {

@@ -1131,3 +1131,175 @@ size_t bm_util_dtype_elems_bytes(const struct bm_util_dtype *t, uint64_t elems)
     uint64_t full = elems / t->nelems, rest = elems % t->nelems;
     return (size_t)full * t->size + (rest ? prefix_bytes(t->typed, rest) : 0);
 }
+
+/* ---- encoding the packed description (single copy of non-contiguous data) --
+ * Pre-order: a node is its kind byte, then LEAF: n; VEC: count, stride,
+ * child; LIST: n, then n times (disp, child). Integers are 8 bytes in this
+ * machine's order (no heterogeneity). A shared node is written at each use,
+ * so the encoding may be larger than the tree: the caller's cap bounds it. */
+
+struct enc {
+    unsigned char *p;
+    size_t len, cap;
+    bool over;
+};
+
+static void enc_u64(struct enc *e, uint64_t v)
+{
+    if (e->len + 8 > e->cap) {
+        e->over = true;
+        return;
+    }
+    memcpy(e->p + e->len, &v, 8);
+    e->len += 8;
+}
+
+static void enc_node(struct enc *e, const struct bm_util_dtype_node *n)
+{
+    if (e->over)
+        return;
+    if (e->len + 1 > e->cap) {
+        e->over = true;
+        return;
+    }
+    e->p[e->len++] = n->kind;
+    switch (n->kind) {
+    case NODE_LEAF:
+        enc_u64(e, n->u.leaf.n);
+        return;
+    case NODE_VEC:
+        enc_u64(e, n->u.vec.count);
+        enc_u64(e, (uint64_t)n->u.vec.stride);
+        enc_node(e, n->u.vec.child);
+        return;
+    case NODE_LIST:
+        enc_u64(e, n->u.list.n);
+        for (size_t i = 0; i < n->u.list.n && !e->over; i++) {
+            enc_u64(e, (uint64_t)n->u.list.e[i].disp);
+            enc_node(e, n->u.list.e[i].child);
+        }
+        return;
+    }
+}
+
+size_t bm_util_dtype_encode(const struct bm_util_dtype *t, void *buf, size_t cap)
+{
+    struct enc e = {.p = buf, .cap = cap};
+    enc_u64(&e, t->size);
+    enc_u64(&e, (uint64_t)t->lb);
+    enc_u64(&e, (uint64_t)t->ub);
+    enc_u64(&e, (uint64_t)t->pdisp);
+    if (t->packed)
+        enc_node(&e, t->packed);
+    return e.over ? 0 : e.len;
+}
+
+struct dec {
+    const unsigned char *p;
+    size_t len, at;
+    bool bad;
+};
+
+static uint64_t dec_u64(struct dec *d)
+{
+    uint64_t v = 0;
+    if (d->at + 8 > d->len) {
+        d->bad = true;
+        return 0;
+    }
+    memcpy(&v, d->p + d->at, 8);
+    d->at += 8;
+    return v;
+}
+
+/* Deep enough for any real type; bounds the recursion on malformed input. */
+#define DECODE_DEPTH_MAX 64
+
+static struct bm_util_dtype_node *dec_node(struct dec *d, int depth)
+{
+    if (d->bad || depth > DECODE_DEPTH_MAX || d->at >= d->len) {
+        d->bad = true;
+        return NULL;
+    }
+    uint8_t kind = d->p[d->at++];
+    struct bm_util_dtype_node *n = NULL;
+    switch (kind) {
+    case NODE_LEAF: {
+        uint64_t len = dec_u64(d);
+        if (d->bad || len == 0)
+            break;
+        return leaf_new(NULL, (size_t)len);
+    }
+    case NODE_VEC: {
+        uint64_t count = dec_u64(d);
+        ptrdiff_t stride = (ptrdiff_t)dec_u64(d);
+        struct bm_util_dtype_node *c = dec_node(d, depth + 1);
+        if (d->bad || !c || count < 2 || !(n = node_alloc(NODE_VEC, 0))) {
+            node_release(c);
+            break;
+        }
+        n->size = (size_t)count * c->size;
+        n->pieces = count * c->pieces;
+        n->nelems = count * c->nelems;
+        n->basic = BM_UTIL_DTYPE_MIXED;
+        n->u.vec.count = (size_t)count;
+        n->u.vec.stride = stride;
+        n->u.vec.child = c;
+        return n;
+    }
+    case NODE_LIST: {
+        uint64_t cnt = dec_u64(d);
+        /* each entry takes at least 17 bytes: a count beyond that is malformed */
+        if (d->bad || cnt < 2 || cnt > (d->len - d->at) / 17 ||
+            !(n = node_alloc(NODE_LIST, (size_t)cnt)))
+            break;
+        n->basic = BM_UTIL_DTYPE_MIXED;
+        n->flat = true;
+        for (size_t i = 0; i < cnt; i++) {
+            struct entry *e = &n->u.list.e[i];
+            e->disp = (ptrdiff_t)dec_u64(d);
+            e->child = dec_node(d, depth + 1);
+            if (!e->child) {
+                n->u.list.n = i;
+                node_release(n);
+                d->bad = true;
+                return NULL;
+            }
+            e->poff = n->size;
+            e->len = e->child->size;
+            n->size += e->len;
+            n->pieces += e->child->pieces;
+            n->nelems += e->child->nelems;
+            n->flat = n->flat && e->child->kind == NODE_LEAF;
+            n->u.list.n = i + 1;
+        }
+        return n;
+    }
+    default:
+        break;
+    }
+    d->bad = true;
+    return NULL;
+}
+
+struct bm_util_dtype *bm_util_dtype_decode(const void *buf, size_t len)
+{
+    struct dec d = {.p = buf, .len = len};
+    struct bm_util_dtype *t = type_alloc();
+    if (!t)
+        return NULL;
+    t->size = (size_t)dec_u64(&d);
+    t->lb = (ptrdiff_t)dec_u64(&d);
+    t->ub = (ptrdiff_t)dec_u64(&d);
+    t->pdisp = (ptrdiff_t)dec_u64(&d);
+    t->basic = BM_UTIL_DTYPE_MIXED;
+    if (!d.bad && t->size > 0)
+        t->packed = dec_node(&d, 0);
+    if (d.bad || d.at != len || (t->size > 0 && (!t->packed || t->packed->size != t->size))) {
+        bm_util_dtype_release(t);
+        return NULL;
+    }
+    t->pieces = t->packed ? t->packed->pieces : 0;
+    t->one_block = t->packed && t->packed->kind == NODE_LEAF;
+    return t;
+}

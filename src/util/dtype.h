@@ -165,6 +165,18 @@ int64_t bm_util_dtype_count_elems(const struct bm_util_dtype *t, size_t bytes);
  * of t repeated (MPI_Status_set_elements). */
 size_t bm_util_dtype_elems_bytes(const struct bm_util_dtype *t, uint64_t elems);
 
+/* ---- describing a layout to another process --------------------------------- */
+
+/* Write t's packed layout (bounds and block program, position-independent)
+ * into buf; returns its length, or 0 when it needs more than cap bytes.
+ * With a base address and a count, a peer can then list this process's
+ * pieces of (count, t) (single copy of non-contiguous data). */
+size_t bm_util_dtype_encode(const struct bm_util_dtype *t, void *buf, size_t cap);
+/* The type an encoding describes: packing, unpacking and pieces work on it,
+ * the typed walk and element counts do not (it has no typed description).
+ * NULL when buf is malformed or memory ran out. */
+struct bm_util_dtype *bm_util_dtype_decode(const void *buf, size_t len);
+
 /* ---- the convertor: one message, packed or unpacked piece by piece --------- */
 
 struct bm_util_dtype_conv {

@@ -49,6 +49,16 @@ endforeach()
 foreach(np 1 2 3 5)
     bm_api_test(api_comm_more ${np})
 endforeach()
+# Single copy of non-contiguous messages (getv over sm): reads the PML's
+# counter, so linked with the library's internals.
+add_executable(api_dtype_rget ${api_dir}/api_dtype_rget.c)
+target_link_libraries(api_dtype_rget PRIVATE bitmover_internal bm_test_harness)
+target_include_directories(api_dtype_rget PRIVATE ${PROJECT_SOURCE_DIR}/src)
+bm_add_mpi_test(api_dtype_rget_np2 TARGET api_dtype_rget NP 2 BTL self,sm TIMEOUT 60)
+bm_add_mpi_test(api_dtype_rget_small_np2 TARGET api_dtype_rget NP 2 BTL self,sm TIMEOUT 60
+    ENV BM_PML_RGET_PIECE_MIN=8 ARGS small)
+bm_add_mpi_test(api_dtype_rget_frags_np2 TARGET api_dtype_rget NP 2 BTL self,sm TIMEOUT 60
+    ENV BM_PML_RDMA_FAIL=get ARGS frags)
 # Derived types again with transports short of resources and tiny
 # fragments, so that packing resumes across many fragments and retries.
 bm_add_mpi_test(api_dtype_derived_scarce_np2 TARGET api_dtype_derived NP 2 BTL self,sm TIMEOUT 120

@@ -202,6 +202,11 @@ int bm_btl_sm_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
                   uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                   const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,
                   uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
+/* process_vm_readv with both piece lists (non-contiguous single copy). */
+int bm_btl_sm_getv(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                   const struct bm_btl_iov *local, uint32_t nlocal, const struct bm_btl_iov *remote,
+                   uint32_t nremote, uint32_t flags, bm_btl_rdma_cb_fn cb, void *context,
+                   void *cbdata);
 int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
                   uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                   const struct bm_btl_reg_handle *remote_handle, size_t size, uint32_t flags,

@@ -411,9 +411,9 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
     }
     sm->cma_ok = cma && reached > 0;
     if (sm->cma_ok)
-        m->caps |= BM_BTL_CAP_GET | BM_BTL_CAP_PUT;
+        m->caps |= BM_BTL_CAP_GET | BM_BTL_CAP_GETV | BM_BTL_CAP_PUT;
     else
-        m->caps &= ~(BM_BTL_CAP_GET | BM_BTL_CAP_PUT);
+        m->caps &= ~(BM_BTL_CAP_GET | BM_BTL_CAP_GETV | BM_BTL_CAP_PUT);
     bm_log_debug("reaches %d local peers; single copy %s", reached, sm->cma_ok ? "on" : "off");
     return BM_OK;
 }
@@ -435,7 +435,7 @@ const struct bm_btl_ops bm_btl_sm_ops = {
                    "single-copy get/put with process_vm_readv, atomics run by the target)",
     .params = &sm_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED | BM_BTL_CAP_ATOMIC_OPS |
-            BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_GET | BM_BTL_CAP_PUT,
+            BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_GET | BM_BTL_CAP_GETV | BM_BTL_CAP_PUT,
     .query = sm_query,
     .init = sm_init,
     .progress = sm_progress,
@@ -449,6 +449,7 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .sendi = bm_btl_sm_sendi,
     .put = bm_btl_sm_put,
     .get = bm_btl_sm_get,
+    .getv = bm_btl_sm_getv,
     .atomic_op = bm_btl_sm_atomic_op,
     .atomic_fop = bm_btl_sm_atomic_fop,
     .atomic_cswap = bm_btl_sm_atomic_cswap,

@@ -8,7 +8,8 @@
  * the call returns (BM_BTL_DONE); a callback asked for with
  * BM_BTL_DES_F_ALWAYS_CALLBACK runs from the next progress or flush call.
  * Remote addresses are plain virtual addresses of the peer; no registration
- * is needed (reg_handle_size 0). */
+ * is needed (reg_handle_size 0). getv hands both piece lists of a
+ * non-contiguous transfer to one process_vm_readv. */
 #define BM_LOG_SUBSYS "btl/sm"
 #include "btl/sm/sm.h"
 #include "util/log.h"
@@ -101,6 +102,77 @@ int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
         return rc;
     return bm_btl_defer_complete(&sm->rdma_done, m, ep, flags, cb, local_addr, local_handle,
                                  context, cbdata);
+}
+
+/* Drop the first n bytes of a piece list (after a partial transfer). */
+static void iov_advance(struct iovec **v, unsigned long *cnt, size_t n)
+{
+    while (n > 0 && *cnt > 0) {
+        if (n < (*v)->iov_len) {
+            (*v)->iov_base = (char *)(*v)->iov_base + n;
+            (*v)->iov_len -= n;
+            return;
+        }
+        n -= (*v)->iov_len;
+        (*v)++;
+        (*cnt)--;
+    }
+    while (*cnt > 0 && (*v)->iov_len == 0) {
+        (*v)++;
+        (*cnt)--;
+    }
+}
+
+int bm_btl_sm_getv(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                   const struct bm_btl_iov *local, uint32_t nlocal, const struct bm_btl_iov *remote,
+                   uint32_t nremote, uint32_t flags, bm_btl_rdma_cb_fn cb, void *context,
+                   void *cbdata)
+{
+    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
+    struct bm_btl_sm_endpoint *e = (struct bm_btl_sm_endpoint *)ep;
+    if (!sm->cma_ok)
+        return BM_ERR_NOT_AVAILABLE;
+    if (e->failed)
+        return BM_ERR_PEER_GONE;
+    if (nlocal > BM_BTL_IOV_MAX || nremote > BM_BTL_IOV_MAX || nlocal == 0)
+        return BM_ERR_BAD_PARAM;
+    struct iovec lv[BM_BTL_IOV_MAX], rv[BM_BTL_IOV_MAX];
+    size_t total = 0;
+    for (uint32_t i = 0; i < nlocal; i++) {
+        lv[i].iov_base = (void *)(uintptr_t)local[i].addr;
+        lv[i].iov_len = local[i].len;
+        total += local[i].len;
+    }
+    for (uint32_t i = 0; i < nremote; i++) {
+        rv[i].iov_base = (void *)(uintptr_t)remote[i].addr;
+        rv[i].iov_len = remote[i].len;
+    }
+    struct iovec *l = lv, *r = rv;
+    unsigned long nl = nlocal, nr = nremote;
+    size_t done = 0;
+    while (done < total) {
+        ssize_t n = process_vm_readv(e->pid, l, nl, r, nr, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int err = n < 0 ? errno : EFAULT;
+            bm_log_ratelimited(BM_LOG_ERROR,
+                               "process_vm_readv of %zu bytes in %lu pieces from rank %d (pid %d) "
+                               "failed: %s",
+                               total - done, nr, e->rank, (int)e->pid, strerror(err));
+            if (err == ESRCH) {
+                bm_btl_sm_peer_failed(e->module, e, BM_ERR_PEER_GONE,
+                                      "its process is gone (single-copy transfer failed)");
+                return BM_ERR_PEER_GONE;
+            }
+            return err == EFAULT ? BM_ERR_BAD_PARAM : BM_ERR_LINK_DOWN;
+        }
+        done += (size_t)n;
+        iov_advance(&l, &nl, (size_t)n);
+        iov_advance(&r, &nr, (size_t)n);
+    }
+    return bm_btl_defer_complete(&sm->rdma_done, m, ep, flags, cb, (void *)(uintptr_t)local[0].addr,
+                                 NULL, context, cbdata);
 }
 
 /* Transfers are done when their call returns, so only queued callbacks and

@@ -504,6 +504,26 @@ static void check_case(const struct pair *p, size_t count)
         CASE_CHECK(n == want_n, "elements in %zu bytes: %" PRId64 ", want %" PRId64, bytes, n,
                    want_n);
     }
+    /* The encoded layout lists the same pieces (single copy). */
+    static unsigned char code[1 << 16];
+    size_t clen = bm_util_dtype_encode(t, code, sizeof(code));
+    if (clen > 0) {
+        struct bm_util_dtype *dt = bm_util_dtype_decode(code, clen);
+        CASE_CHECK(dt != NULL, "decode of a %zu-byte encoding failed", clen);
+        CASE_CHECK(dt->size == t->size && bm_util_dtype_extent(dt) == ext && dt->pdisp == t->pdisp,
+                   "decoded type differs");
+        memset(got, 0, total);
+        bm_util_dtype_pack(dt, (void *)base, count, 0, got, total);
+        int same = memcmp(got, ref, total) == 0;
+        bm_util_dtype_release(dt);
+        CASE_CHECK(same, "decoded type packs differently (%zu bytes)", total);
+        /* a truncated or corrupted encoding is refused, never crashes */
+        CASE_CHECK(bm_util_dtype_decode(code, clen - 1) == NULL || clen <= 32,
+                   "truncated encoding accepted");
+        code[32 + rnd() % (clen > 33 ? clen - 32 : 1)] ^= (unsigned char)(1u << (rnd() % 8));
+        struct bm_util_dtype *junk = bm_util_dtype_decode(code, clen);
+        bm_util_dtype_release(junk);
+    }
     /* Elements to bytes and back (MPI_Status_set_elements). */
     for (int k = 0; k < 3 && nel > 0; k++) {
         uint64_t n = (uint64_t)rnd_in(0, (long)(nel * count + 2));

@@ -1,0 +1,112 @@
+/* Single copy of non-contiguous messages: rank 0 sends rank 1 large
+ * messages (above BM_PML_RGET_LIMIT) with a vector layout on one side or
+ * both, and rank 1 checks every byte, that the gaps stayed untouched, and
+ * that the PML read them piece by piece with the transport's getv (its
+ * counter of such messages grew), unless the run is told to expect
+ * fragments (argument "frags": BM_PML_RDMA_FAIL=get, or pieces below
+ * BM_PML_RGET_PIECE_MIN). Linked with the library's internals to read the
+ * counter. */
+#include "bm_test.h"
+#include "pml/pml_internal.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank;
+
+/* One exchange: n blocks of blk doubles every 2*blk, or contiguous. */
+static void one(int n, int blk, int send_vec, int recv_vec, int tag)
+{
+    MPI_Datatype v;
+    MPI_Type_vector(n, blk, 2 * blk, MPI_DOUBLE, &v);
+    MPI_Type_commit(&v);
+    size_t len = (size_t)2 * n * blk;
+    double *b = malloc(len * sizeof(double));
+    if (rank == 0) {
+        for (size_t i = 0; i < len; i++)
+            b[i] = (double)i;
+        if (!send_vec) /* contiguous: the values the vector would carry */
+            for (size_t i = 0; i < (size_t)n * blk; i++)
+                b[i] = (double)((i / blk) * 2 * blk + i % blk);
+        if (send_vec)
+            MPI_Send(b, 1, v, 1, tag, MPI_COMM_WORLD);
+        else
+            MPI_Send(b, n * blk, MPI_DOUBLE, 1, tag, MPI_COMM_WORLD);
+    } else if (rank == 1) {
+        for (size_t i = 0; i < len; i++)
+            b[i] = -1;
+        MPI_Status st;
+        if (recv_vec)
+            MPI_Recv(b, 1, v, 0, tag, MPI_COMM_WORLD, &st);
+        else
+            MPI_Recv(b, n * blk, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, &st);
+        int bad = 0;
+        for (size_t i = 0; i < (size_t)n * blk; i++) {
+            size_t want = (i / blk) * 2 * blk + i % blk;
+            size_t at = recv_vec ? want : i;
+            if (b[at] != (double)want)
+                bad++;
+            if (recv_vec && b[at + blk] != -1)
+                bad++;
+        }
+        BM_CHECK_MSG(bad == 0, "%d x %d doubles (send %s, receive %s): %d bad", n, blk,
+                     send_vec ? "vector" : "contiguous", recv_vec ? "vector" : "contiguous", bad);
+    }
+    free(b);
+    MPI_Type_free(&v);
+}
+
+int main(int argc, char **argv)
+{
+    int size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int frags = argc > 1 && strcmp(argv[1], "frags") == 0;
+    int small = argc > 1 && strcmp(argv[1], "small") == 0;
+    uint64_t before = bm_pml_g.rget_pieces_msgs;
+    int tag = 0;
+    /* 32 KiB blocks (pieces worth reading), and with "small" (the run
+     * lowers BM_PML_RGET_PIECE_MIN) 8-byte ones: thousands of pieces, many
+     * getv calls. */
+    int blk = small ? 1 : 4096, n = small ? 40000 : 8;
+    for (int s = 0; s < 2; s++)
+        for (int r = 0; r < 2; r++)
+            if (s || r)
+                one(n, blk, s, r, tag++);
+    /* truncation: a vector receive with room for half */
+    if (rank == 0) {
+        MPI_Datatype v;
+        MPI_Type_vector(8, 4096, 8192, MPI_DOUBLE, &v);
+        MPI_Type_commit(&v);
+        double *b = calloc(16 * 4096, sizeof(double));
+        MPI_Send(b, 1, v, 1, 99, MPI_COMM_WORLD);
+        free(b);
+        MPI_Type_free(&v);
+    } else if (rank == 1) {
+        MPI_Datatype v;
+        MPI_Type_vector(4, 4096, 8192, MPI_DOUBLE, &v);
+        MPI_Type_commit(&v);
+        double *b = malloc(16 * 4096 * sizeof(double));
+        for (int i = 0; i < 16 * 4096; i++)
+            b[i] = -1;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        BM_CHECK_EQ_INT(MPI_Recv(b, 1, v, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                        MPI_ERR_TRUNCATE);
+        BM_CHECK(b[0] == 0 && b[4096] == -1 && b[6 * 4096] == 0 && b[7 * 4096] == -1 &&
+                 b[8 * 4096] == -1);
+        free(b);
+        MPI_Type_free(&v);
+        uint64_t got = bm_pml_g.rget_pieces_msgs - before;
+        if (frags)
+            BM_CHECK_MSG(got == 0, "%llu messages were read piece by piece; fragments expected",
+                         (unsigned long long)got);
+        else
+            BM_CHECK_MSG(got >= 4, "only %llu messages were read piece by piece (getv)",
+                         (unsigned long long)got);
+    }
+    (void)size;
+    MPI_Finalize();
+    return bm_test_summary("api_dtype_rget");
+}
