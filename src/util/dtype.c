@@ -85,13 +85,13 @@ struct ref {
 static struct bm_util_dtype_node *node_retain(struct bm_util_dtype_node *n)
 {
     if (n)
-        n->refs++;
+        __atomic_fetch_add(&n->refs, 1, __ATOMIC_RELAXED);
     return n;
 }
 
 static void node_release(struct bm_util_dtype_node *n)
 {
-    while (n && --n->refs == 0) {
+    while (n && __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         struct bm_util_dtype_node *next = NULL;
         if (n->kind == NODE_VEC) {
             next = n->u.vec.child;

@@ -30,8 +30,9 @@
  * sizes are those of this machine; external32 is done above this engine
  * with bm_util_dtype_walk).
  *
- * Not thread-safe (reference counts are plain integers): callers serialise,
- * as the PML and the MPI layer do. */
+ * Threads: types and their nodes are immutable once built, and their
+ * reference counts are atomic, so any threads may build, use and release
+ * types at once (MPI_THREAD_MULTIPLE); a convertor belongs to one thread. */
 #ifndef BM_UTIL_DTYPE_H
 #define BM_UTIL_DTYPE_H
 
