@@ -117,18 +117,25 @@ endif()
 bm_scaled_timeout(t 120)
 add_test(NAME api_bmcc COMMAND ${CMAKE_COMMAND}
     -DBMCC=${CMAKE_BINARY_DIR}/tools/bmcc/bmcc -DBMRUN=$<TARGET_FILE:bmrun>
-    -DSRC=${api_dir}/api_bmcc_ring.c -DOUT=${CMAKE_CURRENT_BINARY_DIR}/api_bmcc_ring
+    -DSRC=${api_dir}/api_bmcc_ring.c -DSRC_CXX=${api_dir}/api_header_cxx.cc
+    -DOUT=${CMAKE_CURRENT_BINARY_DIR}/api_bmcc_ring
     -DBUILD_DIR=${CMAKE_BINARY_DIR} -DSANITIZE=${sanitize_flag}
     -P ${api_dir}/api_bmcc.cmake)
 set_tests_properties(api_bmcc PROPERTIES TIMEOUT ${t} LABELS mpi ENVIRONMENT "BM_BTL=self,sm")
 
-# mpi.h as C99, C11 and C++ (the C++ half needs a C++ compiler).
+# mpi.h as C99, C11 and C++ with g++ and clang++ (the C++ half needs a C++
+# compiler; clang++ when installed).
 find_program(BM_TEST_CXX NAMES c++ g++ clang++)
 if(NOT BM_TEST_CXX)
     set(BM_TEST_CXX "")
 endif()
+find_program(BM_TEST_CLANGXX NAMES clang++)
+if(NOT BM_TEST_CLANGXX)
+    set(BM_TEST_CLANGXX "")
+endif()
 add_test(NAME api_header COMMAND ${CMAKE_COMMAND}
-    -DCC=${CMAKE_C_COMPILER} -DCXX=${BM_TEST_CXX} -DINCDIR=${CMAKE_SOURCE_DIR}/include
+    -DCC=${CMAKE_C_COMPILER} -DCXX=${BM_TEST_CXX} -DCLANGXX=${BM_TEST_CLANGXX}
+    -DINCDIR=${CMAKE_SOURCE_DIR}/include
     -DLIBDIR=$<TARGET_FILE_DIR:bitmover> -DSRC_C=${api_dir}/api_header_c.c
     -DSRC_CXX=${api_dir}/api_header_cxx.cc -DOUT=${CMAKE_CURRENT_BINARY_DIR}/api_header
     -DSANITIZE=${sanitize_flag} -P ${api_dir}/api_header.cmake)

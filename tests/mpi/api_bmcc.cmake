@@ -1,9 +1,35 @@
 # The api_bmcc test (cmake -P): bmcc compiles and links a plain MPI program
 # with warnings as errors, "bmcc -show" prints a command without running it,
-# and bmrun runs the program on 3 ranks; with BUILD_DIR, the same through an
-# install into a scratch prefix, and a CMake project that finds the installed
-# mpicc with find_package(MPI). Inputs: BMCC, BMRUN, SRC, OUT, BUILD_DIR,
-# SANITIZE (the build's -fsanitize= flag, or empty).
+# the queries build systems use (-showme, -showme:compile/link/...,
+# -compile_info, -link_info, --version) answer as Open MPI's and MPICH's
+# wrappers do, bmcxx compiles and links a C++ MPI program, and bmrun runs the
+# programs; with BUILD_DIR, the same through an install into a scratch
+# prefix (mpicc, mpicxx, mpic++), and a CMake project that finds the
+# installed mpicc with find_package(MPI). Inputs: BMCC, BMRUN, SRC, SRC_CXX,
+# OUT, BUILD_DIR, SANITIZE (the build's -fsanitize= flag, or empty).
+get_filename_component(bmdir ${BMCC} DIRECTORY)
+set(BMCXX ${bmdir}/bmcxx)
+
+function(expect_query wrapper query want notwant)
+    execute_process(COMMAND ${wrapper} ${query} OUTPUT_VARIABLE out RESULT_VARIABLE rc
+        OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT rc EQUAL 0 OR NOT out MATCHES "${want}" OR (notwant AND out MATCHES "${notwant}"))
+        message(FATAL_ERROR "${wrapper} ${query}: status ${rc}, printed '${out}' (want '${want}'"
+            " and not '${notwant}')")
+    endif()
+endfunction()
+foreach(w ${BMCC} ${BMCXX})
+    expect_query(${w} -showme:compile "^ *-I[^ ]*include$" "bitmover")
+    expect_query(${w} -showme:link "-lbitmover" "-I")
+    expect_query(${w} -showme:incdirs "include$" "")
+    expect_query(${w} -showme:libs "^bitmover$" "")
+    expect_query(${w} -showme:version "bitmover.*MPI 3.1" "")
+    expect_query(${w} "-compile_info;x.c" "-I.* x.c$" "-lbitmover")
+    expect_query(${w} "-link_info;x.c" "-I.*x.c.*-lbitmover" "")
+    expect_query(${w} "-showme;x.c" "x.c .*-lbitmover" "")
+    expect_query(${w} --version "[0-9]+\\.[0-9]+" "")
+endforeach()
+expect_query(${BMCXX} -showme:command "(c\\+\\+|g\\+\\+|clang\\+\\+)$" "")
 execute_process(COMMAND ${BMCC} -show -c x.c OUTPUT_VARIABLE show RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 OR NOT show MATCHES "-I" OR show MATCHES "-lbitmover")
     message(FATAL_ERROR "bmcc -show -c: status ${rc}, printed '${show}' (want -I..., no -lbitmover)")
@@ -27,6 +53,18 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "ring: 3 ranks, token 3 ok")
     message(FATAL_ERROR "bmrun -n 3 ${OUT}: status ${rc}, output above")
 endif()
 
+# C++: bmcxx compiles and links, the program runs under bmrun.
+execute_process(COMMAND ${BMCXX} -O1 -Wall -Wextra -Werror -pedantic -o ${OUT}_cxx ${SRC_CXX}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "bmcxx failed (${rc}):\n${out}${err}")
+endif()
+execute_process(COMMAND ${BMRUN} -n 1 --timeout 60 ${OUT}_cxx
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "c\\+\\+ ok")
+    message(FATAL_ERROR "bmrun -n 1 ${OUT}_cxx: status ${rc}:\n${out}${err}")
+endif()
+
 # The install tree: mpicc (a symlink to the installed bmcc) finds headers and
 # library relative to itself, and the installed bmrun runs the result.
 if(BUILD_DIR)
@@ -46,6 +84,17 @@ if(BUILD_DIR)
     if(NOT show MATCHES "${prefix}/include/bitmover")
         message(FATAL_ERROR "installed mpicc does not use the installed headers: ${show}")
     endif()
+    foreach(cxx mpicxx mpic++ bmcxx)
+        execute_process(COMMAND ${prefix}/bin/${cxx} -Wall -Werror -o ${OUT}_installed_cxx
+            ${SRC_CXX} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+        if(NOT rc EQUAL 0)
+            message(FATAL_ERROR "installed ${cxx} failed (${rc}):\n${out}${err}")
+        endif()
+        execute_process(COMMAND ${prefix}/bin/${cxx} -showme:incdirs OUTPUT_VARIABLE show)
+        if(NOT show MATCHES "${prefix}/include/bitmover")
+            message(FATAL_ERROR "installed ${cxx} does not use the installed headers: ${show}")
+        endif()
+    endforeach()
     set(runner ${prefix}/bin/bmrun)
     if(NOT EXISTS ${runner})
         set(runner ${BMRUN})
