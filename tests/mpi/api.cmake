@@ -113,6 +113,23 @@ if(BM_SANITIZE)
     set(sanitize_flag -fsanitize=${BM_SANITIZE})
 endif()
 
+# The profiling interface: a counting tool preloaded with LD_PRELOAD sees
+# exactly the program's calls (not the library's internal ones).
+add_library(api_pmpi_tool SHARED ${api_dir}/api_pmpi_tool.c)
+target_link_libraries(api_pmpi_tool PRIVATE bitmover)
+add_executable(api_pmpi ${api_dir}/api_pmpi.c)
+target_link_libraries(api_pmpi PRIVATE bitmover bm_test_harness ${CMAKE_DL_LIBS})
+set(pmpi_env LD_PRELOAD=$<TARGET_FILE:api_pmpi_tool>)
+if(BM_SANITIZE MATCHES "address")
+    # A sanitized program checks that its runtime is loaded first; the tool
+    # is preloaded ahead of it on purpose (the asan preset's options kept).
+    list(APPEND pmpi_env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0)
+endif()
+foreach(np 1 3)
+    bm_add_mpi_test(api_pmpi_np${np} TARGET api_pmpi NP ${np} BTL self,sm TIMEOUT 60
+        ENV ${pmpi_env})
+endforeach()
+
 # bmcc compiles an MPI program from outside the build system; bmrun runs it.
 bm_scaled_timeout(t 120)
 add_test(NAME api_bmcc COMMAND ${CMAKE_COMMAND}
