@@ -144,59 +144,79 @@ int bm_mpi_p2p_truncate_error(MPI_Comm comm, const char *fn, const struct bm_pml
 }
 
 /* ---- buffered sends ---------------------------------------------------------------
- * Messages are copied into the attached buffer and sent from there; each
- * takes its size plus MPI_BSEND_OVERHEAD of the buffer (the accounting the
- * standard tells programs to size for) until its transfer completes. */
+ * Messages are packed into the attached buffer and sent from there. The
+ * buffer is used exactly as the standard's model says (MPI-3.1 section
+ * 3.6.1): a circular, contiguous-space allocation in which each message takes
+ * its packed size plus MPI_BSEND_OVERHEAD, and space comes back as the
+ * oldest messages complete. So a buffer sized by the standard's formula
+ * (the sum of MPI_Pack_size + MPI_BSEND_OVERHEAD of the messages in
+ * transit) always has room. The data of a message starts at the first
+ * 16-byte aligned address of its span (the overhead covers the padding);
+ * the bookkeeping lives outside the buffer. */
 
 struct bsend_msg {
-    struct bsend_msg *next; /* sorted by offset */
-    struct bm_pml_request *pml;
-    size_t off, len;
+    struct bsend_msg *next; /* in allocation order: oldest first */
+    struct bm_pml_request *pml; /* NULL once complete */
+    size_t off, len;            /* the span: len = packed size + MPI_BSEND_OVERHEAD */
 };
 
 static struct {
     char *buf;
     size_t size;
-    struct bsend_msg *msgs;
+    struct bsend_msg *head, *tail; /* oldest, newest */
 } bsend;
 
+#define BSEND_ALIGN 16
+_Static_assert(MPI_BSEND_OVERHEAD >= BSEND_ALIGN - 1, "the overhead must cover the alignment");
+
+/* Retire completed transfers; give back the spans of the oldest messages
+ * once they are complete (a newer one completing first waits its turn, as
+ * in the circular model). */
 static void bsend_reap(void)
 {
-    struct bsend_msg **pp = &bsend.msgs;
-    while (*pp) {
-        struct bsend_msg *m = *pp;
-        if (bm_pml_request_done(m->pml)) {
+    for (struct bsend_msg *m = bsend.head; m; m = m->next)
+        if (m->pml && bm_pml_request_done(m->pml)) {
             bm_pml_request_free(m->pml);
-            *pp = m->next;
-            free(m);
-        } else {
-            pp = &m->next;
+            m->pml = NULL;
         }
+    while (bsend.head && !bsend.head->pml) {
+        struct bsend_msg *m = bsend.head;
+        bsend.head = m->next;
+        free(m);
     }
+    if (!bsend.head)
+        bsend.tail = NULL;
 }
 
-/* First fit: where a block of len bytes fits, and the link to insert at. */
-static bool bsend_fit(size_t len, size_t *off_out, struct bsend_msg ***link_out)
+/* Where a span of len bytes goes next in the circular order, if it fits. */
+static bool bsend_fit(size_t len, size_t *off_out)
 {
-    size_t end = 0;
-    struct bsend_msg **pp = &bsend.msgs;
-    for (; *pp; pp = &(*pp)->next) {
-        if ((*pp)->off - end >= len)
-            break;
-        end = (*pp)->off + (*pp)->len;
+    if (!bsend.head) {
+        *off_out = 0;
+        return len <= bsend.size;
     }
-    if (!*pp && bsend.size - end < len)
-        return false;
-    *off_out = end;
-    *link_out = pp;
-    return true;
+    size_t head = bsend.head->off, end = bsend.tail->off + bsend.tail->len;
+    bool wrapped = bsend.tail->off < head;
+    if (!wrapped && bsend.size - end >= len) {
+        *off_out = end;
+        return true;
+    }
+    if (!wrapped && head >= len) { /* wrap around to the start */
+        *off_out = 0;
+        return true;
+    }
+    if (wrapped && head - end >= len) {
+        *off_out = end;
+        return true;
+    }
+    return false;
 }
 
 static int bsend_start_locked(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                               MPI_Comm comm, const char *fn)
 {
     size_t bytes = bm_mpi_type_packed_bytes(dt, (size_t)count);
-    size_t need = (bytes + MPI_BSEND_OVERHEAD + 15) & ~(size_t)15;
+    size_t need = bytes + MPI_BSEND_OVERHEAD;
     if (!bsend.buf)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
                             "no buffer is attached: a buffered send of %zu bytes needs "
@@ -204,12 +224,11 @@ static int bsend_start_locked(const void *buf, int count, MPI_Datatype dt, int d
                             "MPI_BSEND_OVERHEAD)",
                             bytes, need);
     size_t off;
-    struct bsend_msg **link;
     bsend_reap();
-    if (!bsend_fit(need, &off, &link)) {
+    if (!bsend_fit(need, &off)) {
         bm_pml_progress();
         bsend_reap();
-        if (!bsend_fit(need, &off, &link))
+        if (!bsend_fit(need, &off))
             return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
                                 "the attached buffer (%zu bytes) has no room for a buffered send "
                                 "of %zu bytes (%zu with MPI_BSEND_OVERHEAD) while earlier "
@@ -219,9 +238,11 @@ static int bsend_start_locked(const void *buf, int count, MPI_Datatype dt, int d
     struct bsend_msg *m = malloc(sizeof(*m));
     if (!m)
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
+    uintptr_t at = ((uintptr_t)(bsend.buf + off) + BSEND_ALIGN - 1) & ~(uintptr_t)(BSEND_ALIGN - 1);
+    char *data = (char *)at;
     if (bytes)
-        bm_mpi_type_pack(dt, buf, (size_t)count, 0, bsend.buf + off, bytes);
-    bm_status_t st = bm_pml_isend(bsend.buf + off, bytes, bm_mpi_comm_peer_world(comm, dest),
+        bm_mpi_type_pack(dt, buf, (size_t)count, 0, data, bytes);
+    bm_status_t st = bm_pml_isend(data, bytes, bm_mpi_comm_peer_world(comm, dest),
                                   comm->context_id, comm->rank, tag, BM_PML_SEND_STANDARD, &m->pml);
     if (st != BM_OK) {
         free(m);
@@ -229,8 +250,12 @@ static int bsend_start_locked(const void *buf, int count, MPI_Datatype dt, int d
     }
     m->off = off;
     m->len = need;
-    m->next = *link;
-    *link = m;
+    m->next = NULL;
+    if (bsend.tail)
+        bsend.tail->next = m;
+    else
+        bsend.head = m;
+    bsend.tail = m;
     return MPI_SUCCESS;
 }
 
@@ -281,7 +306,7 @@ int PMPI_Buffer_detach(void *buffer_addr, int *size)
     bm_mpi_bsend_lock();
     for (;;) {
         bsend_reap();
-        if (!bsend.msgs)
+        if (!bsend.head)
             break;
         bm_pml_progress();
     }

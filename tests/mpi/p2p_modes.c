@@ -296,6 +296,59 @@ static void test_truncate(void)
     }
 }
 
+/* A buffer sized exactly by the standard's formula (sum of packed size +
+ * MPI_BSEND_OVERHEAD), at an odd address, holds that many messages in
+ * transit and not one more; the space of the oldest comes back once it is
+ * delivered, and the next message wraps around to the start (the circular
+ * model of MPI-3.1 section 3.6.1). Messages are rendezvous-sized so that
+ * they stay in transit until rank 1 receives them. */
+static void test_bsend_exact(void)
+{
+    enum { N = 3, BIG = 50001 }; /* packed size + overhead not a multiple of 16 */
+    int span = BIG * (int)sizeof(int) + MPI_BSEND_OVERHEAD, total = N * span;
+    if (rank == 0) {
+        char *mem = malloc((size_t)total + 1);
+        int *big = malloc(BIG * sizeof(int));
+        BM_CHECK_EQ_INT(MPI_Buffer_attach(mem + 1, total), MPI_SUCCESS);
+        for (int k = 0; k < N; k++) {
+            for (int i = 0; i < BIG; i++)
+                big[i] = k * BIG + i;
+            BM_CHECK_EQ_INT(MPI_Bsend(big, BIG, MPI_INT, 1, 40 + k, MPI_COMM_WORLD), MPI_SUCCESS);
+        }
+        /* full: not even one int more */
+        BM_CHECK_EQ_INT(MPI_Bsend(big, 1, MPI_INT, 1, 49, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        go_send(1); /* rank 1 receives the first message only */
+        go_wait(1);
+        for (int i = 0; i < BIG; i++)
+            big[i] = 3 * BIG + i;
+        /* the first span is free again: the fourth message wraps into it */
+        BM_CHECK_EQ_INT(MPI_Bsend(big, BIG, MPI_INT, 1, 43, MPI_COMM_WORLD), MPI_SUCCESS);
+        go_send(1);
+        void *back;
+        int back_size;
+        BM_CHECK_EQ_INT(MPI_Buffer_detach(&back, &back_size), MPI_SUCCESS);
+        BM_CHECK(back == mem + 1 && back_size == total);
+        free(mem);
+        free(big);
+    } else if (rank == 1) {
+        int *in = malloc(BIG * sizeof(int)), bad = 0;
+        go_wait(0);
+        MPI_Recv(in, BIG, MPI_INT, 0, 40, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int i = 0; i < BIG; i++)
+            bad += in[i] != i;
+        go_send(0);
+        go_wait(0);
+        for (int k = 1; k <= N; k++) {
+            MPI_Recv(in, BIG, MPI_INT, 0, 40 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int i = 0; i < BIG; i++)
+                bad += in[i] != k * BIG + i;
+        }
+        BM_CHECK_EQ_INT(bad, 0);
+        free(in);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -307,6 +360,7 @@ int main(int argc, char **argv)
         BM_RUN(test_eager_local_completion);
         BM_RUN(test_rsend);
         BM_RUN(test_bsend);
+        BM_RUN(test_bsend_exact);
         BM_RUN(test_truncate);
     }
     int rc = bm_test_summary("p2p_modes");
