@@ -18,6 +18,10 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
     endforeach()
     add_executable(bm_dtype dtype.c bench_common.c)
     target_link_libraries(bm_dtype PRIVATE bitmover)
+    foreach(prog coll overlap)
+        add_executable(bm_${prog} ${prog}.c bench_common.c)
+        target_link_libraries(bm_${prog} PRIVATE bitmover)
+    endforeach()
     add_executable(bm_hello hello.c)
     target_link_libraries(bm_hello PRIVATE bitmover)
 
@@ -32,6 +36,11 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
             bm_add_mpi_test(bench_dtype_${kind}_smoke TARGET bm_dtype NP 2 LABELS bench
                 TIMEOUT 60 ARGS -k ${kind} -m 8:256k -i 20 -w 2)
         endforeach()
+        # every collective of bm_coll at 3 ranks, and the overlap benchmark
+        bm_add_mpi_test(bench_coll_smoke TARGET bm_coll NP 3 LABELS bench TIMEOUT 60
+            ARGS -c allreduce -m 4:64k -i 20 -w 2)
+        bm_add_mpi_test(bench_overlap_smoke TARGET bm_overlap NP 2 LABELS bench TIMEOUT 60
+            ARGS -c iallreduce -p 4 -m 4:256k -i 10 -w 1)
         bm_add_mpi_test(bench_dtype_packed_smoke TARGET bm_dtype NP 2 LABELS bench TIMEOUT 60
             ARGS -k vec64 -P -m 8:256k -i 20 -w 2)
     endif()

@@ -10,6 +10,8 @@
 #include "runtime/rte.h"
 #include "util/params.h"
 
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +28,12 @@ static const struct bm_param pml_params[] = {
     {"BM_PML_FRAG_SIZE", BM_PARAM_SIZE, "0", 0, 1LL << 30, NULL,
      "Cap on the payload of one rendezvous fragment; 0 uses each transport's max_send_size.",
      offsetof(struct bm_pml_config, frag_size_max), 0},
-    {"BM_PML_IDLE_YIELD", BM_PARAM_INT, "64", 0, 1 << 30, NULL,
+    {"BM_PML_IDLE_YIELD", BM_PARAM_INT, "-1", -1, 1 << 30, NULL,
      "Consecutive idle progress polls after which a waiting process yields its core "
      "(sched_yield), so that ranks sharing cores with their peers do not starve them. "
-     "0 never yields (lowest latency on dedicated cores).",
+     "-1 (auto): after 64 polls when this host runs more of the job's ranks than the CPUs "
+     "they may use, never otherwise (every yield costs a scheduler time slice when other "
+     "programs compete for the cores). 0 never yields.",
      offsetof(struct bm_pml_config, idle_yield), 0},
     {"BM_PML_STREAM_COPY_MIN", BM_PARAM_SIZE, "1M", 0, 1LL << 40, NULL,
      "Messages of at least this many bytes are copied out of rendezvous fragments into "
@@ -45,6 +49,50 @@ static const struct bm_param pml_params[] = {
 };
 static const struct bm_param_table pml_table = {"pml", pml_params, BM_PARAM_COUNT(pml_params)};
 BM_PARAM_TABLE_REGISTER(pml_table);
+
+/* Polls before a yield when the job oversubscribes its host. */
+#define IDLE_YIELD_OVERSUBSCRIBED 64
+
+/* Publish the CPUs this process may run on (its affinity mask, trimmed
+ * after the last CPU set), for the oversubscription check. */
+static void cpus_put(void)
+{
+    cpu_set_t set;
+    size_t len = 0;
+
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return;
+    for (size_t i = 0; i < sizeof(set); i++)
+        if (((const unsigned char *)&set)[i])
+            len = i + 1;
+    (void)bm_rte_modex_put("pml.cpus", &set, len);
+}
+
+/* After the fence: does this host run more of the job's ranks than the
+ * CPUs they may use (the union of their affinity masks)? Bound ranks each
+ * publish one CPU, unbound ones the whole set they share; a rank whose
+ * mask is unknown counts as one rank on the CPUs seen so far. */
+static bool oversubscribed(void)
+{
+    const struct bm_rte_proc *self = bm_rte_self();
+    unsigned char all[sizeof(cpu_set_t)] = {0};
+    int node = bm_rte_node_of(self->rank), nlocal = 0, ncpu = 0;
+
+    for (int r = 0; r < self->size; r++) {
+        const void *data = NULL;
+        size_t len = 0;
+        if (bm_rte_node_of(r) != node)
+            continue;
+        nlocal++;
+        if (bm_rte_modex_get(r, "pml.cpus", &data, &len) != BM_OK)
+            continue;
+        for (size_t i = 0; i < len && i < sizeof(all); i++)
+            all[i] |= ((const unsigned char *)data)[i];
+    }
+    for (size_t i = 0; i < sizeof(all); i++)
+        ncpu += __builtin_popcount(all[i]);
+    return ncpu > 0 && nlocal > ncpu;
+}
 
 /* Every peer needs a path whose limits can carry the PML's headers. */
 static bm_status_t check_paths(void)
@@ -123,11 +171,20 @@ bm_status_t bm_pml_init(int thread_level)
     bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_PUT), bm_pml_rdma_put_cb, NULL);
     bm_pml_am_init();
     bm_btl_base_register_error(bm_pml_error_cb, NULL);
+    if (bm_pml_g.cfg.idle_yield < 0)
+        cpus_put();
 
     rc = bm_rte_modex_fence();
     if (rc != BM_OK) {
         bm_log_error("address exchange with the other processes failed: %s", bm_status_str(rc));
         goto err_close;
+    }
+    if (bm_pml_g.cfg.idle_yield < 0) {
+        bool over = oversubscribed();
+        bm_pml_g.cfg.idle_yield = over ? IDLE_YIELD_OVERSUBSCRIBED : 0;
+        bm_log_info("%s: waiting processes %s",
+                    over ? "more ranks than CPUs on this host" : "a CPU per rank on this host",
+                    over ? "yield after 64 idle polls" : "never yield");
     }
     rc = bm_btl_base_add_procs(bm_pml_g.world_size);
     if (rc != BM_OK)

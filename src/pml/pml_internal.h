@@ -24,7 +24,8 @@ struct bm_pml_config {
     int pipeline_depth;     /* FRAG descriptors in flight per rendezvous */
     size_t frag_size_max;   /* cap on FRAG payload (0: the path's max_send_size) */
     size_t stream_copy_min; /* messages this large are copied out with streaming stores */
-    int idle_yield;         /* idle progress calls before sched_yield (0: never) */
+    int idle_yield;         /* idle progress calls before sched_yield (0: never; -1 at load:
+                               decided at init from the oversubscription of the host) */
     int stats;              /* BM_PML_STATS: print lock counters at finalize */
 };
 

@@ -212,3 +212,9 @@ foreach(set a b c)
             TIMEOUT 180 LABELS mpi coll ARGS --quick ENV ${env})
     endforeach()
 endforeach()
+
+# The PML's idle policy: yield only when the job oversubscribes its host.
+bm_scaled_timeout(t 120)
+add_test(NAME pml_idle_yield COMMAND ${api_dir}/pml_idle_yield.sh $<TARGET_FILE:bmrun>
+    $<TARGET_FILE:api_init>)
+set_tests_properties(pml_idle_yield PROPERTIES TIMEOUT ${t} LABELS "mpi;pml")
