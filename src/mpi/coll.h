@@ -123,6 +123,13 @@ struct bm_mpi_coll_args {
     int root;
 };
 
+/* The type of the send side (reductions: the datatype, which both sides
+ * share). */
+static inline MPI_Datatype bm_mpi_coll_stype(const struct bm_mpi_coll_args *a)
+{
+    return a->stype ? a->stype : a->op ? a->rtype : NULL;
+}
+
 /* Per-communicator collective state, made at the first collective. */
 #define BM_COLL_CACHE_WAYS 2
 struct bm_mpi_coll_comm {
@@ -222,9 +229,10 @@ void bm_coll_build_scan(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_c
 /* coll_gather.c: block layouts. A side is a buffer of blocks, block i being
  * counts[i] elements of esize bytes at displs[i] elements (v variants), or
  * count elements at i * count (uniform: counts == NULL); Alltoallw gives
- * byte displacements and a size per block (bytes != NULL). */
+ * byte displacements and a size per block (bytes != NULL). In place (sl
+ * and rl on the same buffer), alltoall sends from a copy. */
 struct bm_coll_layout {
-    int buf;               /* BM_SCHED_SBUF, BM_SCHED_RBUF or BM_SCHED_TMP */
+    int buf;               /* a BM_SCHED_* buffer */
     ptrdiff_t base;        /* byte offset of the layout in buf */
     size_t esize;          /* bytes per element (extent) */
     int count;             /* uniform blocks */
@@ -247,11 +255,55 @@ static inline size_t bm_coll_block_bytes(const struct bm_coll_layout *l, int i)
         return l->bytes[i];
     return (size_t)(l->counts ? l->counts[i] : l->count) * l->esize;
 }
-void bm_coll_build_gather(struct bm_mpi_sched *s, MPI_Comm comm, size_t sbytes, bool in_place,
-                          const struct bm_coll_layout *rl, int root, int alg);
+/* ---- sides: the user's blocks, in place or packed (coll_side.c) ----------------- */
+
+/* One side of a call (what a rank sends, or receives) as n blocks of user
+ * data: block i is counts[i] (uniform: count) elements of types[i] (one
+ * type: dt) at displs[i] extents (v variants), bdispls[i] or adispls[i]
+ * bytes (Alltoallw, Neighbor_alltoallw), or i * count extents (uniform).
+ * bm_coll_side_layout describes it for the builders: where the types are
+ * contiguous the blocks stay where they are (user buffer ubuf); otherwise
+ * the side is packed, block after block, into the packed buffer, the
+ * schedule packing the blocks it sends first and unpacking those it
+ * received last. */
+struct bm_coll_side {
+    int ubuf; /* BM_SCHED_SBUF or BM_SCHED_RBUF */
+    int n;
+    int count;
+    const int *counts;
+    const int *displs;
+    const int *bdispls;
+    const MPI_Aint *adispls;
+    MPI_Datatype dt;
+    const MPI_Datatype *types;
+    /* filled by bm_coll_side_layout */
+    bool packed;
+    struct bm_coll_layout l;
+    size_t *bytes; /* owned arrays behind l (NULL when uniform) */
+    ptrdiff_t *offs;
+};
+/* Fill sd->packed and sd->l (packed into pbuf, BM_SCHED_PSBUF or _PRBUF,
+ * whose size s records); false when out of memory. */
+bool bm_coll_side_layout(struct bm_mpi_sched *s, struct bm_coll_side *sd, int pbuf);
+/* Pack block i (-1: every block) of a packed side; nothing when not packed. */
+void bm_coll_side_pack(struct bm_mpi_sched *s, const struct bm_coll_side *sd, int i);
+void bm_coll_side_unpack(struct bm_mpi_sched *s, const struct bm_coll_side *sd, int i);
+void bm_coll_side_free(struct bm_coll_side *sd);
+/* Where a side's data starts for the engine: for a contiguous type, buf
+ * plus the type's offset (lb...); packed sides and MPI_IN_PLACE as given. */
+static inline const void *bm_coll_side_base(const void *buf, MPI_Datatype dt)
+{
+    if (buf == MPI_IN_PLACE || buf == NULL || dt == NULL || !dt->contiguous)
+        return buf;
+    return (const char *)buf + bm_mpi_type_offset(dt);
+}
+
+/* sbuf (rbuf): the buffer of this rank's one send (receive) block, at 0. */
+void bm_coll_build_gather(struct bm_mpi_sched *s, MPI_Comm comm, int sbuf, size_t sbytes,
+                          bool in_place, const struct bm_coll_layout *rl, int root, int alg);
 void bm_coll_build_scatter(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
-                           size_t rbytes, bool in_place, int root, int alg);
-void bm_coll_build_allgather(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+                           int rbuf, size_t rbytes, bool in_place, int root, int alg);
+void bm_coll_build_allgather(struct bm_mpi_sched *s, MPI_Comm comm, int sbuf, bool in_place,
                              const struct bm_coll_layout *rl, int alg);
 void bm_coll_build_alltoall(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
                             const struct bm_coll_layout *rl, int alg);

@@ -33,11 +33,11 @@ static void copy_block(struct bm_mpi_sched *s, int sbuf, ptrdiff_t soff, int dbu
 
 /* ---- gather / scatter --------------------------------------------------------- */
 
-static void gather_linear(struct bm_mpi_sched *s, MPI_Comm comm, size_t sbytes, bool in_place,
-                          const struct bm_coll_layout *rl, int root)
+static void gather_linear(struct bm_mpi_sched *s, MPI_Comm comm, int sbuf, size_t sbytes,
+                          bool in_place, const struct bm_coll_layout *rl, int root)
 {
     if (comm->rank != root) {
-        bm_mpi_sched_send(s, root, BM_SCHED_SBUF, 0, sbytes, 0);
+        bm_mpi_sched_send(s, root, sbuf, 0, sbytes, 0);
         bm_mpi_sched_round(s);
         return;
     }
@@ -46,8 +46,7 @@ static void gather_linear(struct bm_mpi_sched *s, MPI_Comm comm, size_t sbytes, 
             bm_mpi_sched_recv(s, i, rl->buf, bm_coll_block_off(rl, i), bm_coll_block_bytes(rl, i),
                               0);
     if (!in_place)
-        copy_block(s, BM_SCHED_SBUF, 0, rl->buf, bm_coll_block_off(rl, root),
-                   bm_coll_block_bytes(rl, root));
+        copy_block(s, sbuf, 0, rl->buf, bm_coll_block_off(rl, root), bm_coll_block_bytes(rl, root));
     bm_mpi_sched_round(s);
 }
 
@@ -63,7 +62,7 @@ static int subtree(int rel, int size)
 /* Uniform blocks of bsz bytes. Each rank gathers its subtree's blocks, in
  * relative order, into scratch (the root into the output directly when it
  * is rank 0; otherwise it rotates at the end), and sends them up at once. */
-static void gather_binomial(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+static void gather_binomial(struct bm_mpi_sched *s, MPI_Comm comm, int sbuf, bool in_place,
                             const struct bm_coll_layout *rl, size_t bsz, int root)
 {
     int size = comm->size, rel = (comm->rank - root + size) % size, n = subtree(rel, size);
@@ -72,7 +71,7 @@ static void gather_binomial(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place
     ptrdiff_t base = direct ? rl->base : 0;
 
     if (n == 1 && rel != 0) { /* a leaf sends its own block */
-        bm_mpi_sched_send(s, (rel - (rel & -rel) + root) % size, BM_SCHED_SBUF, 0, bsz, 0);
+        bm_mpi_sched_send(s, (rel - (rel & -rel) + root) % size, sbuf, 0, bsz, 0);
         bm_mpi_sched_round(s);
         return;
     }
@@ -85,7 +84,7 @@ static void gather_binomial(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place
                           (size_t)cn * bsz, 0);
     }
     if (!(direct && in_place)) /* in place, the root's block may have to move to scratch */
-        copy_block(s, comm->rank == root && in_place ? rl->buf : BM_SCHED_SBUF,
+        copy_block(s, comm->rank == root && in_place ? rl->buf : sbuf,
                    comm->rank == root && in_place ? bm_coll_block_off(rl, root) : 0, buf, base,
                    bsz);
     bm_mpi_sched_round(s);
@@ -101,21 +100,21 @@ static void gather_binomial(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place
     bm_mpi_sched_round(s);
 }
 
-void bm_coll_build_gather(struct bm_mpi_sched *s, MPI_Comm comm, size_t sbytes, bool in_place,
-                          const struct bm_coll_layout *rl, int root, int alg)
+void bm_coll_build_gather(struct bm_mpi_sched *s, MPI_Comm comm, int sbuf, size_t sbytes,
+                          bool in_place, const struct bm_coll_layout *rl, int root, int alg)
 {
     if (alg == BM_ALG_GATHER_BINOMIAL && rl->counts == NULL && rl->offs == NULL)
-        gather_binomial(s, comm, in_place, rl,
+        gather_binomial(s, comm, sbuf, in_place, rl,
                         comm->rank == root ? bm_coll_block_bytes(rl, root) : sbytes, root);
     else
-        gather_linear(s, comm, sbytes, in_place, rl, root);
+        gather_linear(s, comm, sbuf, sbytes, in_place, rl, root);
 }
 
 static void scatter_linear(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
-                           size_t rbytes, bool in_place, int root)
+                           int rbuf, size_t rbytes, bool in_place, int root)
 {
     if (comm->rank != root) {
-        bm_mpi_sched_recv(s, root, BM_SCHED_RBUF, 0, rbytes, 0);
+        bm_mpi_sched_recv(s, root, rbuf, 0, rbytes, 0);
         bm_mpi_sched_round(s);
         return;
     }
@@ -126,20 +125,19 @@ static void scatter_linear(struct bm_mpi_sched *s, MPI_Comm comm, const struct b
         bm_mpi_sched_send(s, i, sl->buf, bm_coll_block_off(sl, i), bm_coll_block_bytes(sl, i), 0);
     }
     if (!in_place)
-        copy_block(s, sl->buf, bm_coll_block_off(sl, root), BM_SCHED_RBUF, 0,
-                   bm_coll_block_bytes(sl, root));
+        copy_block(s, sl->buf, bm_coll_block_off(sl, root), rbuf, 0, bm_coll_block_bytes(sl, root));
     bm_mpi_sched_round(s);
 }
 
 static void scatter_binomial(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
-                             size_t bsz, bool in_place, int root)
+                             int rbuf, size_t bsz, bool in_place, int root)
 {
     int size = comm->size, rel = (comm->rank - root + size) % size, n = subtree(rel, size);
     int buf = BM_SCHED_TMP;
     ptrdiff_t base = 0;
 
     if (n == 1 && rel != 0) {
-        bm_mpi_sched_recv(s, (rel - (rel & -rel) + root) % size, BM_SCHED_RBUF, 0, bsz, 0);
+        bm_mpi_sched_recv(s, (rel - (rel & -rel) + root) % size, rbuf, 0, bsz, 0);
         bm_mpi_sched_round(s);
         return;
     }
@@ -170,23 +168,24 @@ static void scatter_binomial(struct bm_mpi_sched *s, MPI_Comm comm, const struct
                               (size_t)subtree(child, size) * bsz, 0);
     }
     if (!(rel == 0 && in_place))
-        copy_block(s, buf, base, BM_SCHED_RBUF, 0, bsz);
+        copy_block(s, buf, base, rbuf, 0, bsz);
     bm_mpi_sched_round(s);
 }
 
 void bm_coll_build_scatter(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_layout *sl,
-                           size_t rbytes, bool in_place, int root, int alg)
+                           int rbuf, size_t rbytes, bool in_place, int root, int alg)
 {
     if (alg == BM_ALG_SCATTER_BINOMIAL && sl->counts == NULL && sl->offs == NULL)
-        scatter_binomial(s, comm, sl, comm->rank == root ? bm_coll_block_bytes(sl, root) : rbytes,
-                         in_place, root);
+        scatter_binomial(s, comm, sl, rbuf,
+                         comm->rank == root ? bm_coll_block_bytes(sl, root) : rbytes, in_place,
+                         root);
     else
-        scatter_linear(s, comm, sl, rbytes, in_place, root);
+        scatter_linear(s, comm, sl, rbuf, rbytes, in_place, root);
 }
 
 /* ---- allgather ---------------------------------------------------------------- */
 
-static void allgather_ring(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+static void allgather_ring(struct bm_mpi_sched *s, MPI_Comm comm, int sbuf, bool in_place,
                            const struct bm_coll_layout *rl)
 {
     int size = comm->size, rank = comm->rank;
@@ -197,30 +196,29 @@ static void allgather_ring(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
         bm_mpi_sched_recv(s, left, rl->buf, bm_coll_block_off(rl, rb), bm_coll_block_bytes(rl, rb),
                           0);
         if (k == 0 && !in_place)
-            bm_mpi_sched_send(s, right, BM_SCHED_SBUF, 0, bm_coll_block_bytes(rl, sb), 0);
+            bm_mpi_sched_send(s, right, sbuf, 0, bm_coll_block_bytes(rl, sb), 0);
         else
             bm_mpi_sched_send(s, right, rl->buf, bm_coll_block_off(rl, sb),
                               bm_coll_block_bytes(rl, sb), 0);
         if (k == 0 && !in_place)
-            copy_block(s, BM_SCHED_SBUF, 0, rl->buf, bm_coll_block_off(rl, rank),
+            copy_block(s, sbuf, 0, rl->buf, bm_coll_block_off(rl, rank),
                        bm_coll_block_bytes(rl, rank));
         bm_mpi_sched_round(s);
     }
     if (size == 1 && !in_place)
-        copy_block(s, BM_SCHED_SBUF, 0, rl->buf, bm_coll_block_off(rl, 0),
-                   bm_coll_block_bytes(rl, 0));
+        copy_block(s, sbuf, 0, rl->buf, bm_coll_block_off(rl, 0), bm_coll_block_bytes(rl, 0));
 }
 
 /* Power-of-two sizes, uniform blocks: after the step with distance mask each
  * rank holds the blocks of its aligned group of 2 * mask ranks. */
-static void allgather_doubling(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+static void allgather_doubling(struct bm_mpi_sched *s, MPI_Comm comm, int sbuf, bool in_place,
                                const struct bm_coll_layout *rl)
 {
     size_t bsz = bm_coll_block_bytes(rl, 0);
     int rank = comm->rank;
 
     if (!in_place)
-        copy_block(s, BM_SCHED_SBUF, 0, rl->buf, bm_coll_block_off(rl, rank), bsz);
+        copy_block(s, sbuf, 0, rl->buf, bm_coll_block_off(rl, rank), bsz);
     for (int mask = 1; mask < comm->size; mask <<= 1) {
         int peer = rank ^ mask, mine = rank & ~(mask - 1), theirs = peer & ~(mask - 1);
         bm_mpi_sched_recv(s, peer, rl->buf, bm_coll_block_off(rl, theirs), (size_t)mask * bsz, 0);
@@ -232,14 +230,14 @@ static void allgather_doubling(struct bm_mpi_sched *s, MPI_Comm comm, bool in_pl
 /* Bruck: scratch block i holds rank (rank + i)'s block; step k receives the
  * blocks i in [2^k, 2^(k+1)) from rank + 2^k; a rotation puts them in
  * place. Uniform blocks, any p. */
-static void allgather_bruck(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+static void allgather_bruck(struct bm_mpi_sched *s, MPI_Comm comm, int sbuf, bool in_place,
                             const struct bm_coll_layout *rl)
 {
     size_t bsz = bm_coll_block_bytes(rl, 0);
     int size = comm->size, rank = comm->rank;
 
     bm_mpi_sched_tmp(s, (size_t)size * bsz);
-    copy_block(s, in_place ? rl->buf : BM_SCHED_SBUF, in_place ? bm_coll_block_off(rl, rank) : 0,
+    copy_block(s, in_place ? rl->buf : sbuf, in_place ? bm_coll_block_off(rl, rank) : 0,
                BM_SCHED_TMP, 0, bsz);
     for (int dist = 1; dist < size; dist <<= 1) {
         int n = dist < size - dist ? dist : size - dist;
@@ -256,18 +254,18 @@ static void allgather_bruck(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place
     bm_mpi_sched_round(s);
 }
 
-void bm_coll_build_allgather(struct bm_mpi_sched *s, MPI_Comm comm, bool in_place,
+void bm_coll_build_allgather(struct bm_mpi_sched *s, MPI_Comm comm, int sbuf, bool in_place,
                              const struct bm_coll_layout *rl, int alg)
 {
     bool uniform = rl->counts == NULL && rl->offs == NULL;
     bool pof2 = (comm->size & (comm->size - 1)) == 0;
 
     if (alg == BM_ALG_ALLGATHER_RECURSIVE_DOUBLING && uniform && pof2)
-        allgather_doubling(s, comm, in_place, rl);
+        allgather_doubling(s, comm, sbuf, in_place, rl);
     else if (alg == BM_ALG_ALLGATHER_BRUCK && uniform)
-        allgather_bruck(s, comm, in_place, rl);
+        allgather_bruck(s, comm, sbuf, in_place, rl);
     else
-        allgather_ring(s, comm, in_place, rl);
+        allgather_ring(s, comm, sbuf, in_place, rl);
 }
 
 /* ---- alltoall ----------------------------------------------------------------- */
@@ -358,7 +356,7 @@ void bm_coll_build_alltoall(struct bm_mpi_sched *s, MPI_Comm comm, const struct 
     struct bm_coll_layout copy = *sl;
     size_t tmp0 = 0;
 
-    if (sl->buf == BM_SCHED_RBUF) {
+    if (sl->buf == rl->buf) {
         /* In place: the data to send is in the output; send from a copy of
          * the span of every block (displacements may be negative). */
         ptrdiff_t lo = 0, hi = 0;
@@ -371,7 +369,7 @@ void bm_coll_build_alltoall(struct bm_mpi_sched *s, MPI_Comm comm, const struct 
                 hi = end;
         }
         bm_mpi_sched_tmp(s, (size_t)(hi - lo));
-        copy_block(s, BM_SCHED_RBUF, lo, BM_SCHED_TMP, 0, (size_t)(hi - lo));
+        copy_block(s, rl->buf, lo, BM_SCHED_TMP, 0, (size_t)(hi - lo));
         bm_mpi_sched_round(s);
         copy.buf = BM_SCHED_TMP;
         copy.base = sl->base - lo;

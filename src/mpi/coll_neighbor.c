@@ -25,10 +25,7 @@
 
 /* ---- building -------------------------------------------------------------------- */
 
-/* Block layout of one side: nblk blocks from counts (NULL: count each),
- * displacements in elements (displs), in bytes (bdispls), or back to back;
- * same: every block is the one at the buffer start (allgather's send side).
- * Types per block (types) or one for all (dt). */
+/* The argument view of one side, for the checks below. */
 struct side {
     int buf;
     const void *p; /* the user's buffer (for the checks) */
@@ -38,64 +35,73 @@ struct side {
     const MPI_Aint *bdispls;
     MPI_Datatype dt;
     const MPI_Datatype *types;
-    bool same;
 };
 
-static bool layout_of(const struct side *sd, int n, struct bm_coll_layout *l, size_t **bytes,
-                      ptrdiff_t **offs)
+static void sides_of(const struct bm_mpi_coll_args *a, struct side *snd, struct side *rcv)
+{
+    *snd = (struct side){BM_SCHED_SBUF, a->sbuf,      a->scount, a->scounts,
+                         a->sdispls,    a->sdispls_b, a->stype,  a->stypes};
+    *rcv = (struct side){BM_SCHED_RBUF, a->rbuf,      a->rcount, a->rcounts,
+                         a->rdispls,    a->rdispls_b, a->rtype,  a->rtypes};
+}
+
+/* The allgathers send their one block to every neighbour: a layout of n
+ * blocks that are all block 0 of l. */
+static bool repeat_block(const struct bm_coll_layout *l, int n, struct bm_coll_layout *out,
+                         size_t **bytes_out, ptrdiff_t **offs_out)
 {
     size_t *b = malloc(sizeof(*b) * (size_t)(n ? n : 1));
     ptrdiff_t *o = malloc(sizeof(*o) * (size_t)(n ? n : 1));
-    ptrdiff_t next = 0;
 
     if (b == NULL || o == NULL) {
         free(b);
         free(o);
         return false;
     }
-    for (int i = 0; i < n; i++) {
-        MPI_Datatype dt = sd->types ? sd->types[i] : sd->dt;
-        int count = sd->counts ? sd->counts[i] : sd->count;
-        b[i] = count > 0 ? bm_mpi_type_bytes(dt, count) : 0;
-        if (sd->same)
-            o[i] = 0;
-        else if (sd->bdispls)
-            o[i] = (ptrdiff_t)sd->bdispls[i];
-        else if (sd->displs)
-            o[i] = (ptrdiff_t)sd->displs[i] * (ptrdiff_t)dt->extent;
-        else
-            o[i] = next;
-        next += (ptrdiff_t)b[i];
+    for (int k = 0; k < n; k++) {
+        b[k] = bm_coll_block_bytes(l, 0);
+        o[k] = bm_coll_block_off(l, 0);
     }
-    *l = (struct bm_coll_layout){.buf = sd->buf, .bytes = b, .offs = o};
-    *bytes = b;
-    *offs = o;
+    *out = (struct bm_coll_layout){.buf = l->buf, .bytes = b, .offs = o};
+    *bytes_out = b;
+    *offs_out = o;
     return true;
-}
-
-static void sides_of(const struct bm_mpi_coll_args *a, struct side *snd, struct side *rcv)
-{
-    *snd = (struct side){BM_SCHED_SBUF, a->sbuf,  a->scount, a->scounts, a->sdispls,
-                         a->sdispls_b,  a->stype, a->stypes, false};
-    *rcv = (struct side){BM_SCHED_RBUF, a->rbuf,  a->rcount, a->rcounts, a->rdispls,
-                         a->rdispls_b,  a->rtype, a->rtypes, false};
-    snd->same = a->kind == BM_COLL_NEIGHBOR_ALLGATHER || a->kind == BM_COLL_NEIGHBOR_ALLGATHERV;
 }
 
 bool bm_coll_build_neighbor_call(struct bm_mpi_sched *s, MPI_Comm comm,
                                  const struct bm_mpi_coll_args *a)
 {
     int *in = NULL, *out = NULL, *sub = NULL, nin = 0, nout = 0;
-    size_t *b[2] = {NULL, NULL};
-    ptrdiff_t *o[2] = {NULL, NULL};
-    struct bm_coll_layout sl, rl;
-    struct side snd, rcv;
+    bool same = a->kind == BM_COLL_NEIGHBOR_ALLGATHER || a->kind == BM_COLL_NEIGHBOR_ALLGATHERV;
     bool cart = false, ok = false;
+    struct bm_coll_side snd = {0}, rcv = {0};
+    struct bm_coll_layout sl;
+    size_t *rb = NULL;
+    ptrdiff_t *ro = NULL;
 
     if (bm_mpi_topo_neighbors(comm, &in, &nin, &out, &nout, &cart, "neighbourhood collective"))
         return false;
-    sides_of(a, &snd, &rcv);
-    if (!layout_of(&snd, nout, &sl, &b[0], &o[0]) || !layout_of(&rcv, nin, &rl, &b[1], &o[1]))
+    snd = (struct bm_coll_side){.ubuf = BM_SCHED_SBUF,
+                                .n = same ? (nout > 0) : nout,
+                                .count = a->scount,
+                                .counts = a->scounts,
+                                .displs = a->sdispls,
+                                .adispls = a->sdispls_b,
+                                .dt = a->stype,
+                                .types = a->stypes};
+    rcv = (struct bm_coll_side){.ubuf = BM_SCHED_RBUF,
+                                .n = nin,
+                                .count = a->rcount,
+                                .counts = a->rcounts,
+                                .displs = a->rdispls,
+                                .adispls = a->rdispls_b,
+                                .dt = a->rtype,
+                                .types = a->rtypes};
+    if (!bm_coll_side_layout(s, &snd, BM_SCHED_PSBUF) ||
+        !bm_coll_side_layout(s, &rcv, BM_SCHED_PRBUF))
+        goto out;
+    sl = snd.l;
+    if (same && !repeat_block(&snd.l, nout, &sl, &rb, &ro))
         goto out;
     if (cart) {
         /* in_subtag[k] = k ^ 1, out_subtag[k] = k (see the top of the file) */
@@ -107,14 +113,22 @@ bool bm_coll_build_neighbor_call(struct bm_mpi_sched *s, MPI_Comm comm,
             sub[nin + k] = k;
         }
     }
-    bm_coll_build_neighbor(s, nin, in, sub, &rl, nout, out, sub ? sub + nin : NULL, &sl);
+    bm_coll_side_pack(s, &snd, -1);
+    bm_coll_build_neighbor(s, nin, in, sub, &rcv.l, nout, out, sub ? sub + nin : NULL, &sl);
+    if (rcv.packed) {
+        /* blocks from MPI_PROC_NULL neighbours stay as they were: unpack only
+         * what arrived */
+        for (int k = 0; k < nin; k++)
+            if (in[k] != MPI_PROC_NULL)
+                bm_coll_side_unpack(s, &rcv, k);
+    }
     ok = true;
 out:
     free(sub);
-    free(b[0]);
-    free(b[1]);
-    free(o[0]);
-    free(o[1]);
+    free(rb);
+    free(ro);
+    bm_coll_side_free(&snd);
+    bm_coll_side_free(&rcv);
     free(in);
     return ok;
 }

@@ -56,8 +56,8 @@ static struct coll_req *coll_req_new(MPI_Comm comm, struct bm_mpi_sched *s,
         return NULL;
     c->s = s;
     c->comm = comm;
-    c->sbuf = a->sbuf;
-    c->rbuf = a->rbuf;
+    c->sbuf = bm_coll_side_base(a->sbuf, bm_mpi_coll_stype(a));
+    c->rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
     c->op = a->op;
     c->fn = fn;
     if (a->op) {
@@ -137,7 +137,7 @@ int bm_mpi_coll_nonblocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI
 
     if ((rc = coll_req_make(comm, a, request, &c, fn)) != MPI_SUCCESS)
         return rc;
-    if ((rc = bm_mpi_sched_exec_start(c->s, comm, a->sbuf, a->rbuf, a->rtype, a->op, c->tag, fn,
+    if ((rc = bm_mpi_sched_exec_start(c->s, comm, c->sbuf, c->rbuf, a->rtype, a->op, c->tag, fn,
                                       &c->e)) != MPI_SUCCESS) {
         coll_req_free(c);
         return rc;

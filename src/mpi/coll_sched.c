@@ -138,6 +138,36 @@ void bm_mpi_sched_reduce(struct bm_mpi_sched *s, int sbuf, ptrdiff_t soff, int d
     }
 }
 
+static void pack_step(struct bm_mpi_sched *s, int op, MPI_Datatype dt, int sbuf, ptrdiff_t soff,
+                      size_t count, int dbuf, ptrdiff_t doff)
+{
+    struct bm_mpi_sched_step *st;
+
+    if (count == 0)
+        return;
+    if ((st = step_add(s, op))) {
+        st->sbuf = (uint8_t)sbuf;
+        st->soff = soff;
+        st->dbuf = (uint8_t)dbuf;
+        st->doff = doff;
+        st->n = count;
+        st->dt = dt;
+        bm_mpi_type_retain(dt);
+    }
+}
+
+void bm_mpi_sched_pack(struct bm_mpi_sched *s, MPI_Datatype dt, int ubuf, ptrdiff_t uoff,
+                       size_t count, int pbuf, ptrdiff_t poff)
+{
+    pack_step(s, BM_SCHED_PACK, dt, ubuf, uoff, count, pbuf, poff);
+}
+
+void bm_mpi_sched_unpack(struct bm_mpi_sched *s, MPI_Datatype dt, int pbuf, ptrdiff_t poff,
+                         size_t count, int ubuf, ptrdiff_t uoff)
+{
+    pack_step(s, BM_SCHED_UNPACK, dt, pbuf, poff, count, ubuf, uoff);
+}
+
 void bm_mpi_sched_round(struct bm_mpi_sched *s)
 {
     int start = s->nrounds ? s->round_end[s->nrounds - 1] : 0;
@@ -181,6 +211,9 @@ void bm_mpi_sched_retain(struct bm_mpi_sched *s)
 void bm_mpi_sched_release(struct bm_mpi_sched *s)
 {
     if (s && --s->refs == 0) {
+        for (int i = 0; i < s->nsteps; i++)
+            if (s->steps[i].op == BM_SCHED_PACK || s->steps[i].op == BM_SCHED_UNPACK)
+                bm_mpi_type_release(s->steps[i].dt);
         free(s->steps);
         free(s->round_end);
         free(s);
@@ -307,6 +340,41 @@ static inline char *step_dst(const struct bm_mpi_sched_exec *e, const struct bm_
     return e->buf[st->dbuf] + st->doff;
 }
 
+/* inout = in op inout on n elements of the run's datatype. Contiguous types
+ * are reduced where they lie; others were packed by the schedule, and
+ * packed data is n * basic_count elements of their basic type when they
+ * have one without padding, else it is unpacked into the type's layout for
+ * the operation (pairs, user operations on mixed types) and packed back. */
+static void reduce_step(struct bm_mpi_sched_exec *e, const char *in, char *inout, size_t n)
+{
+    MPI_Datatype dt = e->dt;
+    MPI_Aint lo;
+    size_t span, bytes = n * dt->size;
+    char *a, *b;
+
+    if (dt->contiguous) {
+        bm_mpi_op_apply(e->op, in, inout, (int)n, dt);
+        return;
+    }
+    if (dt->basic && dt->basic->contiguous && e->op->id != BM_MPI_OP_ID_USER) {
+        bm_mpi_op_apply(e->op, in, inout, (int)(n * dt->basic_count), dt->basic);
+        return;
+    }
+    bm_mpi_type_span(dt, n, &lo, &span);
+    span = (span + 63) & ~(size_t)63; /* the second copy as aligned as the first */
+    a = bm_mpi_scratch_get(2 * span);
+    if (a == NULL) {
+        exec_fail(e, MPI_ERR_NO_MEM, "cannot allocate %zu bytes to reduce %s", 2 * span, dt->name);
+        return;
+    }
+    b = a + span;
+    bm_mpi_type_unpack(dt, a - lo, n, 0, in, bytes);
+    bm_mpi_type_unpack(dt, b - lo, n, 0, inout, bytes);
+    bm_mpi_op_apply(e->op, a - lo, b - lo, (int)n, dt);
+    bm_mpi_type_pack(dt, b - lo, n, 0, inout, bytes);
+    bm_mpi_scratch_put(a, 2 * span);
+}
+
 /* Start the steps of the current round. On failure the round's requests
  * already started are left to finish in the background. */
 static int round_start(struct bm_mpi_sched_exec *e)
@@ -326,7 +394,15 @@ static int round_start(struct bm_mpi_sched_exec *e)
             memmove(step_dst(e, st), step_src(e, st), st->n);
             continue;
         case BM_SCHED_REDUCE:
-            bm_mpi_op_apply(e->op, step_src(e, st), step_dst(e, st), (int)st->n, e->dt);
+            reduce_step(e, step_src(e, st), step_dst(e, st), st->n);
+            continue;
+        case BM_SCHED_PACK:
+            bm_mpi_type_pack(st->dt, step_src(e, st), st->n, 0, step_dst(e, st),
+                             st->n * st->dt->size);
+            continue;
+        case BM_SCHED_UNPACK:
+            bm_mpi_type_unpack(st->dt, step_dst(e, st), st->n, 0, step_src(e, st),
+                               st->n * st->dt->size);
             continue;
         case BM_SCHED_SEND:
             rc =
@@ -383,6 +459,8 @@ static void exec_bind(struct bm_mpi_sched_exec *e, struct bm_mpi_sched *s, MPI_C
     e->buf[BM_SCHED_SBUF] = (char *)(uintptr_t)sbuf;
     e->buf[BM_SCHED_RBUF] = rbuf;
     e->buf[BM_SCHED_TMP] = NULL;
+    e->buf[BM_SCHED_PSBUF] = NULL;
+    e->buf[BM_SCHED_PRBUF] = NULL;
     e->round = 0;
     e->nreq = 0;
     e->err = MPI_SUCCESS;
@@ -401,6 +479,9 @@ static bool exec_alloc(struct bm_mpi_sched_exec *e)
 
     if (s->tmp_bytes && (e->buf[BM_SCHED_TMP] = bm_mpi_scratch_get(s->tmp_bytes)) == NULL)
         return false;
+    for (int i = 0; i < 2; i++)
+        if (s->pbytes[i] && (e->buf[BM_SCHED_PSBUF + i] = bm_mpi_scratch_get(s->pbytes[i])) == NULL)
+            return false;
     if (s->max_comm <= INLINE_REQS) {
         e->reqs = e->inline_reqs;
         e->req_step = e->inline_steps;
@@ -411,10 +492,20 @@ static bool exec_alloc(struct bm_mpi_sched_exec *e)
     return e->reqs && e->req_step;
 }
 
-static void exec_dealloc(struct bm_mpi_sched_exec *e)
+/* Scratch and packed buffers back to the pool. */
+static void exec_scratch_put(struct bm_mpi_sched_exec *e)
 {
     bm_mpi_scratch_put(e->buf[BM_SCHED_TMP], e->s->tmp_bytes);
     e->buf[BM_SCHED_TMP] = NULL;
+    for (int i = 0; i < 2; i++) {
+        bm_mpi_scratch_put(e->buf[BM_SCHED_PSBUF + i], e->s->pbytes[i]);
+        e->buf[BM_SCHED_PSBUF + i] = NULL;
+    }
+}
+
+static void exec_dealloc(struct bm_mpi_sched_exec *e)
+{
+    exec_scratch_put(e);
     if (e->reqs != e->inline_reqs) {
         free(e->reqs);
         free(e->req_step);
@@ -500,8 +591,7 @@ static void exec_finished(struct bm_mpi_sched_exec *e)
     MPI_Comm comm = e->comm;
 
     exec_unlist(e);
-    bm_mpi_scratch_put(e->buf[BM_SCHED_TMP], e->s->tmp_bytes);
-    e->buf[BM_SCHED_TMP] = NULL;
+    exec_scratch_put(e);
     e->comm = MPI_COMM_NULL;
     bm_mpi_comm_release(comm);
 }

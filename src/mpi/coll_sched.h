@@ -33,9 +33,11 @@
 /* The symbolic buffers a step addresses (offsets in bytes, may be negative
  * for user buffers described by negative displacements). */
 enum bm_mpi_sched_buf {
-    BM_SCHED_SBUF, /* the send buffer (MPI_IN_PLACE: the schedule does not use it) */
-    BM_SCHED_RBUF, /* the receive buffer */
-    BM_SCHED_TMP,  /* engine-provided scratch of tmp_bytes bytes */
+    BM_SCHED_SBUF,  /* the send buffer (MPI_IN_PLACE: the schedule does not use it) */
+    BM_SCHED_RBUF,  /* the receive buffer */
+    BM_SCHED_TMP,   /* engine-provided scratch of tmp_bytes bytes */
+    BM_SCHED_PSBUF, /* the send side packed (datatypes with gaps): pbytes[0] bytes */
+    BM_SCHED_PRBUF, /* the receive side packed: pbytes[1] bytes */
     BM_SCHED_NBUF,
 };
 
@@ -44,6 +46,8 @@ enum bm_mpi_sched_op {
     BM_SCHED_RECV,   /* exactly n bytes from peer into (dbuf, doff) */
     BM_SCHED_COPY,   /* n bytes (sbuf, soff) -> (dbuf, doff); the areas may overlap */
     BM_SCHED_REDUCE, /* (dbuf, doff) = (sbuf, soff) op (dbuf, doff), n elements */
+    BM_SCHED_PACK,   /* n elements of dt in user layout at (sbuf, soff) -> packed at (dbuf, doff) */
+    BM_SCHED_UNPACK, /* n elements of dt packed at (sbuf, soff) -> user layout at (dbuf, doff) */
 };
 
 /* Bits of a tag left to the algorithm, to keep apart messages between the
@@ -59,7 +63,8 @@ struct bm_mpi_sched_step {
     uint16_t subtag; /* send, recv: 0..BM_SCHED_SUBTAG_MAX */
     int peer;        /* send, recv: rank in the communicator (remote group: inter) */
     ptrdiff_t soff, doff;
-    size_t n; /* bytes (send, recv, copy) or elements (reduce) */
+    size_t n;        /* bytes (send, recv, copy) or elements (reduce, pack, unpack) */
+    MPI_Datatype dt; /* pack, unpack: the user's type (retained by the schedule) */
 };
 
 /* What a cached schedule was built for; two calls with equal keys on one
@@ -81,6 +86,7 @@ struct bm_mpi_sched {
     int nrounds, rcap;
     int *round_end;   /* index after the last step of round i */
     size_t tmp_bytes; /* scratch the schedule needs */
+    size_t pbytes[2]; /* packed send and receive sides (BM_SCHED_PSBUF, _PRBUF) */
     int max_comm;     /* sends + receives in the largest round */
     int cur_comm;     /* sends + receives in the round being built */
     bool nomem;       /* an allocation failed while building: the schedule is unusable */
@@ -104,6 +110,13 @@ void bm_mpi_sched_copy(struct bm_mpi_sched *s, int sbuf, ptrdiff_t soff, int dbu
                        size_t bytes);
 void bm_mpi_sched_reduce(struct bm_mpi_sched *s, int sbuf, ptrdiff_t soff, int dbuf, ptrdiff_t doff,
                          size_t count);
+/* Pack count elements of dt from user layout at (ubuf, uoff) into the
+ * packed buffer pbuf at poff, or the other way round. The schedule keeps a
+ * reference on dt. */
+void bm_mpi_sched_pack(struct bm_mpi_sched *s, MPI_Datatype dt, int ubuf, ptrdiff_t uoff,
+                       size_t count, int pbuf, ptrdiff_t poff);
+void bm_mpi_sched_unpack(struct bm_mpi_sched *s, MPI_Datatype dt, int pbuf, ptrdiff_t poff,
+                         size_t count, int ubuf, ptrdiff_t uoff);
 /* Close the current round (a no-op when it is empty). */
 void bm_mpi_sched_round(struct bm_mpi_sched *s);
 /* The schedule needs at least bytes of scratch (BM_SCHED_TMP). */
@@ -125,8 +138,11 @@ typedef void (*bm_mpi_sched_done_fn)(struct bm_mpi_sched_exec *e, void *arg);
 
 /* Run s to completion on comm with the buffers, datatype and operation
  * given (dt, op only for reductions; NULL otherwise), the messages tagged
- * for a blocking collective. MPI_SUCCESS, or the class after the error was
- * reported as fn through comm's error handler. */
+ * for a blocking collective. A reduction on a datatype that is not
+ * contiguous reduces packed data (the schedule packed it). sbuf and rbuf
+ * are where the data of a contiguous side starts (the caller adds the
+ * type's offset), the raw buffers for packed sides. MPI_SUCCESS, or the
+ * class after the error was reported as fn through comm's error handler. */
 int bm_mpi_sched_run(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, void *rbuf,
                      MPI_Datatype dt, MPI_Op op, const char *fn);
 

@@ -198,10 +198,10 @@ static bool is_pof2(int n)
     return (n & (n - 1)) == 0;
 }
 
-/* Element size of a side (contiguous types: the extent). */
+/* Bytes one element of a side carries (packed: what travels). */
 static size_t esize_of(MPI_Datatype dt)
 {
-    return dt ? (size_t)dt->extent : 0;
+    return dt ? dt->size : 0;
 }
 
 /* The algorithm for a call, from its forced parameter (choice index forced,
@@ -433,38 +433,162 @@ static struct bm_mpi_sched_key key_of(const struct bm_mpi_coll_args *a, int alg)
     return k;
 }
 
-static struct bm_coll_red red_args(const struct bm_mpi_coll_args *a, int count)
+/* The sides of a call, as their blocks. */
+static struct bm_coll_side side(int ubuf, int n, int count, const int *counts, const int *displs,
+                                MPI_Datatype dt)
 {
-    struct bm_coll_red r = {
-        .count = count,
-        .esize = esize_of(a->rtype),
-        .commutative = a->op->commutative,
-        .sbuf = a->sbuf == MPI_IN_PLACE ? BM_SCHED_RBUF : BM_SCHED_SBUF,
-        .dbuf = BM_SCHED_RBUF,
-    };
-    return r;
+    return (struct bm_coll_side){
+        .ubuf = ubuf, .n = n, .count = count, .counts = counts, .displs = displs, .dt = dt};
 }
 
-/* Alltoallw: per-block bytes and byte offsets of one side, from counts,
- * byte displacements and types. */
-static int w_layout(const int *counts, const int *displs, const MPI_Datatype *types, int n,
-                    size_t **bytes_out, ptrdiff_t **offs_out)
+/* Reductions: the input (count_in elements, in the receive buffer when in
+ * place) and the output (count_out elements) of the datatype, packed when
+ * it is not contiguous; output is false where this rank's receive buffer
+ * gets no result (reduce away from the root, exscan at rank 0). */
+static void build_reduction(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_mpi_coll_args *a,
+                            int alg, size_t segment, int count_in, int count_out, bool output,
+                            const int *rs_counts)
 {
-    size_t *b = malloc(sizeof(*b) * (size_t)(n ? n : 1));
-    ptrdiff_t *o = malloc(sizeof(*o) * (size_t)(n ? n : 1));
+    bool in_place = a->sbuf == MPI_IN_PLACE;
+    struct bm_coll_side in =
+        side(in_place ? BM_SCHED_RBUF : BM_SCHED_SBUF, 1, count_in, NULL, NULL, a->rtype);
+    struct bm_coll_side out = side(BM_SCHED_RBUF, 1, count_out, NULL, NULL, a->rtype);
+    struct bm_coll_red r = {
+        .count = a->rcount, .esize = a->rtype->size, .commutative = a->op->commutative};
 
-    if (b == NULL || o == NULL) {
-        free(b);
-        free(o);
-        return -1;
+    if (!bm_coll_side_layout(s, &in, in_place ? BM_SCHED_PRBUF : BM_SCHED_PSBUF) ||
+        !bm_coll_side_layout(s, &out, BM_SCHED_PRBUF)) {
+        s->nomem = true;
+        return;
     }
-    for (int i = 0; i < n; i++) {
-        b[i] = bm_mpi_type_bytes(types[i], counts[i]);
-        o[i] = (ptrdiff_t)displs[i];
+    bm_coll_side_pack(s, &in, 0);
+    r.sbuf = in.l.buf;
+    r.dbuf = out.l.buf;
+    switch (a->kind) {
+    case BM_COLL_REDUCE:
+        bm_coll_build_reduce(s, comm, &r, a->root, alg, segment);
+        break;
+    case BM_COLL_ALLREDUCE:
+        bm_coll_build_allreduce(s, comm, &r, alg);
+        break;
+    case BM_COLL_SCAN:
+    case BM_COLL_EXSCAN:
+        bm_coll_build_scan(s, comm, &r, a->kind == BM_COLL_EXSCAN, alg);
+        break;
+    default:
+        bm_coll_build_reduce_scatter(s, comm, &r, rs_counts, alg);
+        break;
     }
-    *bytes_out = b;
-    *offs_out = o;
-    return 0;
+    if (output) {
+        bm_mpi_sched_round(s);
+        bm_coll_side_unpack(s, &out, 0);
+    }
+    bm_coll_side_free(&in);
+    bm_coll_side_free(&out);
+}
+
+static void build_bcast(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_mpi_coll_args *a,
+                        int alg, size_t segment)
+{
+    struct bm_coll_side b = side(BM_SCHED_RBUF, 1, a->rcount, NULL, NULL, a->rtype);
+    size_t bytes = (size_t)a->rcount * a->rtype->size;
+    bool root = comm->rank == a->root;
+
+    if (!bm_coll_side_layout(s, &b, BM_SCHED_PRBUF)) {
+        s->nomem = true;
+        return;
+    }
+    if (root)
+        bm_coll_side_pack(s, &b, 0);
+    if (alg == BM_ALG_BCAST_SCATTER_ALLGATHER)
+        bm_coll_build_bcast_scatter_allgather(s, comm, b.l.buf, 0, bytes, a->root);
+    else if (alg == BM_ALG_BCAST_PIPELINE)
+        bm_coll_build_bcast_pipeline(s, comm, b.l.buf, 0, bytes, a->root, segment);
+    else
+        bm_coll_build_bcast_binomial(s, comm, b.l.buf, 0, bytes, a->root);
+    if (!root) {
+        bm_mpi_sched_round(s);
+        bm_coll_side_unpack(s, &b, 0);
+    }
+    bm_coll_side_free(&b);
+}
+
+/* Gather, scatter, allgather, alltoall and their v and w variants. */
+static void build_blocks(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_mpi_coll_args *a,
+                         int alg)
+{
+    int p = comm->size, me = comm->rank, root = a->root;
+    bool in_place = a->sbuf == MPI_IN_PLACE || a->rbuf == MPI_IN_PLACE;
+    bool at_root = me == root, w = a->kind == BM_COLL_ALLTOALLW;
+    struct bm_coll_side snd = {0}, rcv = {0};
+    struct bm_coll_layout none = {0};
+
+    switch (a->kind) {
+    case BM_COLL_GATHER:
+    case BM_COLL_GATHERV:
+        snd = side(BM_SCHED_SBUF, in_place ? 0 : 1, a->scount, NULL, NULL, a->stype);
+        rcv = side(BM_SCHED_RBUF, at_root ? p : 0, a->rcount, a->rcounts, a->rdispls, a->rtype);
+        break;
+    case BM_COLL_SCATTER:
+    case BM_COLL_SCATTERV:
+        snd = side(BM_SCHED_SBUF, at_root ? p : 0, a->scount, a->scounts, a->sdispls, a->stype);
+        rcv = side(BM_SCHED_RBUF, in_place ? 0 : 1, a->rcount, NULL, NULL, a->rtype);
+        break;
+    case BM_COLL_ALLGATHER:
+    case BM_COLL_ALLGATHERV:
+        snd = side(BM_SCHED_SBUF, in_place ? 0 : 1, a->scount, NULL, NULL, a->stype);
+        rcv = side(BM_SCHED_RBUF, p, a->rcount, a->rcounts, a->rdispls, a->rtype);
+        break;
+    default: /* alltoall(v, w) */
+        snd = side(BM_SCHED_SBUF, in_place ? 0 : p, a->scount, a->scounts, w ? NULL : a->sdispls,
+                   a->stype);
+        rcv = side(BM_SCHED_RBUF, p, a->rcount, a->rcounts, w ? NULL : a->rdispls, a->rtype);
+        if (w) {
+            snd.bdispls = a->sdispls;
+            snd.types = a->stypes;
+            rcv.bdispls = a->rdispls;
+            rcv.types = a->rtypes;
+        }
+        break;
+    }
+    if (!bm_coll_side_layout(s, &snd, BM_SCHED_PSBUF) ||
+        !bm_coll_side_layout(s, &rcv, BM_SCHED_PRBUF)) {
+        s->nomem = true;
+        goto out;
+    }
+    bm_coll_side_pack(s, &snd, -1);
+    switch (a->kind) {
+    case BM_COLL_GATHER:
+    case BM_COLL_GATHERV:
+        if (at_root && in_place)
+            bm_coll_side_pack(s, &rcv, root);
+        bm_coll_build_gather(s, comm, snd.l.buf, snd.n ? bm_coll_block_bytes(&snd.l, 0) : 0,
+                             in_place, rcv.n ? &rcv.l : &none, root, alg);
+        break;
+    case BM_COLL_SCATTER:
+    case BM_COLL_SCATTERV:
+        bm_coll_build_scatter(s, comm, snd.n ? &snd.l : &none, rcv.l.buf,
+                              rcv.n ? bm_coll_block_bytes(&rcv.l, 0) : 0, in_place, root, alg);
+        break;
+    case BM_COLL_ALLGATHER:
+    case BM_COLL_ALLGATHERV:
+        if (in_place)
+            bm_coll_side_pack(s, &rcv, me);
+        bm_coll_build_allgather(s, comm, snd.l.buf, in_place, &rcv.l, alg);
+        break;
+    default:
+        if (in_place)
+            bm_coll_side_pack(s, &rcv, -1);
+        bm_coll_build_alltoall(s, comm, in_place ? &rcv.l : &snd.l, &rcv.l, alg);
+        break;
+    }
+    if (rcv.packed) {
+        bm_mpi_sched_round(s);
+        bm_coll_side_unpack(s, &rcv, -1);
+    }
+out:
+    bm_coll_side_free(&snd);
+    bm_coll_side_free(&rcv);
 }
 
 static int build(MPI_Comm comm, const struct bm_mpi_coll_args *a, int alg,
@@ -472,10 +596,7 @@ static int build(MPI_Comm comm, const struct bm_mpi_coll_args *a, int alg,
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     struct bm_mpi_sched *s = bm_mpi_sched_new(a->kind, alg);
-    bool in_place = a->sbuf == MPI_IN_PLACE;
-    size_t *wb[2] = {NULL, NULL};
-    ptrdiff_t *wo[2] = {NULL, NULL};
-    int rc;
+    int rc, me = comm->rank;
 
     if (s == NULL)
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
@@ -483,112 +604,61 @@ static int build(MPI_Comm comm, const struct bm_mpi_coll_args *a, int alg,
     case BM_COLL_BARRIER:
         bm_coll_build_barrier_dissemination(s, comm);
         break;
-    case BM_COLL_BCAST: {
-        size_t bytes = (size_t)a->rcount * esize_of(a->rtype);
-        if (alg == BM_ALG_BCAST_SCATTER_ALLGATHER)
-            bm_coll_build_bcast_scatter_allgather(s, comm, BM_SCHED_RBUF, 0, bytes, a->root);
-        else if (alg == BM_ALG_BCAST_PIPELINE)
-            bm_coll_build_bcast_pipeline(s, comm, BM_SCHED_RBUF, 0, bytes, a->root, c->segment);
-        else
-            bm_coll_build_bcast_binomial(s, comm, BM_SCHED_RBUF, 0, bytes, a->root);
+    case BM_COLL_BCAST:
+        build_bcast(s, comm, a, alg, c->segment);
         break;
-    }
-    case BM_COLL_REDUCE: {
-        struct bm_coll_red r = red_args(a, a->rcount);
-        bm_coll_build_reduce(s, comm, &r, a->root, alg, c->segment);
+    case BM_COLL_REDUCE:
+        build_reduction(s, comm, a, alg, c->segment, a->rcount, a->rcount, me == a->root, NULL);
         break;
-    }
-    case BM_COLL_ALLREDUCE: {
-        struct bm_coll_red r = red_args(a, a->rcount);
-        bm_coll_build_allreduce(s, comm, &r, alg);
+    case BM_COLL_ALLREDUCE:
+    case BM_COLL_SCAN:
+        build_reduction(s, comm, a, alg, 0, a->rcount, a->rcount, true, NULL);
         break;
-    }
+    case BM_COLL_EXSCAN:
+        build_reduction(s, comm, a, alg, 0, a->rcount, a->rcount, me > 0, NULL);
+        break;
     case BM_COLL_REDUCE_SCATTER:
     case BM_COLL_REDUCE_SCATTER_BLOCK: {
-        struct bm_coll_red r = red_args(a, 0);
-        int *counts = NULL;
-        if (a->kind == BM_COLL_REDUCE_SCATTER_BLOCK) {
-            counts = malloc(sizeof(int) * (size_t)comm->size);
-            if (counts == NULL) {
-                s->nomem = true;
-                break;
-            }
-            for (int i = 0; i < comm->size; i++)
-                counts[i] = a->rcount;
+        int *counts = malloc(sizeof(int) * (size_t)comm->size), total = 0;
+        if (counts == NULL) {
+            s->nomem = true;
+            break;
         }
-        bm_coll_build_reduce_scatter(s, comm, &r, counts ? counts : a->rcounts, alg);
+        for (int i = 0; i < comm->size; i++) {
+            counts[i] = a->kind == BM_COLL_REDUCE_SCATTER_BLOCK ? a->rcount : a->rcounts[i];
+            total += counts[i];
+        }
+        build_reduction(s, comm, a, alg, 0, total, counts[me], true, counts);
         free(counts);
         break;
     }
-    case BM_COLL_SCAN:
-    case BM_COLL_EXSCAN: {
-        struct bm_coll_red r = red_args(a, a->rcount);
-        bm_coll_build_scan(s, comm, &r, a->kind == BM_COLL_EXSCAN, alg);
-        break;
-    }
     case BM_COLL_GATHER:
-    case BM_COLL_GATHERV: {
-        struct bm_coll_layout rl = {
-            BM_SCHED_RBUF, 0, esize_of(a->rtype), a->rcount, a->rcounts, a->rdispls, NULL, NULL};
-        size_t sbytes = in_place ? 0 : (size_t)a->scount * esize_of(a->stype);
-        bm_coll_build_gather(s, comm, sbytes, in_place, &rl, a->root, alg);
-        break;
-    }
+    case BM_COLL_GATHERV:
     case BM_COLL_SCATTER:
-    case BM_COLL_SCATTERV: {
-        struct bm_coll_layout sl = {
-            BM_SCHED_SBUF, 0, esize_of(a->stype), a->scount, a->scounts, a->sdispls, NULL, NULL};
-        bool rin = a->rbuf == MPI_IN_PLACE;
-        size_t rbytes = rin ? 0 : (size_t)a->rcount * esize_of(a->rtype);
-        bm_coll_build_scatter(s, comm, &sl, rbytes, rin, a->root, alg);
-        break;
-    }
+    case BM_COLL_SCATTERV:
     case BM_COLL_ALLGATHER:
-    case BM_COLL_ALLGATHERV: {
-        struct bm_coll_layout rl = {
-            BM_SCHED_RBUF, 0, esize_of(a->rtype), a->rcount, a->rcounts, a->rdispls, NULL, NULL};
-        bm_coll_build_allgather(s, comm, in_place, &rl, alg);
-        break;
-    }
+    case BM_COLL_ALLGATHERV:
     case BM_COLL_ALLTOALL:
     case BM_COLL_ALLTOALLV:
-    case BM_COLL_ALLTOALLW: {
-        struct bm_coll_layout rl = {
-            BM_SCHED_RBUF, 0, esize_of(a->rtype), a->rcount, a->rcounts, a->rdispls, NULL, NULL};
-        struct bm_coll_layout sl = {
-            BM_SCHED_SBUF, 0, esize_of(a->stype), a->scount, a->scounts, a->sdispls, NULL, NULL};
-        if (in_place)
-            sl = rl;
-        if (a->kind == BM_COLL_ALLTOALLW) {
-            if (w_layout(a->rcounts, a->rdispls, a->rtypes, comm->size, &wb[1], &wo[1]) ||
-                (!in_place &&
-                 w_layout(a->scounts, a->sdispls, a->stypes, comm->size, &wb[0], &wo[0]))) {
-                s->nomem = true;
-                break;
-            }
-            rl.bytes = wb[1];
-            rl.offs = wo[1];
-            sl.bytes = in_place ? wb[1] : wb[0];
-            sl.offs = in_place ? wo[1] : wo[0];
-            if (in_place)
-                sl.buf = BM_SCHED_RBUF;
-        }
-        bm_coll_build_alltoall(s, comm, &sl, &rl, alg);
+    case BM_COLL_ALLTOALLW:
+        build_blocks(s, comm, a, alg);
         break;
-    }
     default:
         if (!bm_coll_build_neighbor_call(s, comm, a))
             s->nomem = true;
         break;
     }
-    free(wb[0]);
-    free(wb[1]);
-    free(wo[0]);
-    free(wo[1]);
     if ((rc = bm_mpi_sched_end(s, comm, fn)) != MPI_SUCCESS)
         return rc;
     *s_out = s;
     return MPI_SUCCESS;
+}
+
+/* A side whose type needs packing makes the schedule depend on the type
+ * itself (its pack steps hold it): such calls are built each time. */
+static bool types_contiguous(const struct bm_mpi_coll_args *a)
+{
+    return (a->stype == NULL || a->stype->contiguous) && (a->rtype == NULL || a->rtype->contiguous);
 }
 
 int bm_mpi_coll_schedule(MPI_Comm comm, const struct bm_mpi_coll_args *a,
@@ -599,7 +669,7 @@ int bm_mpi_coll_schedule(MPI_Comm comm, const struct bm_mpi_coll_args *a,
     struct bm_mpi_sched_key key;
     struct bm_mpi_sched *s;
 
-    if (!cacheable(a->kind) || (cc = bm_mpi_coll_comm(comm)) == NULL)
+    if (!cacheable(a->kind) || !types_contiguous(a) || (cc = bm_mpi_coll_comm(comm)) == NULL)
         return build(comm, a, alg, s_out, fn);
     key = key_of(a, alg);
     for (int w = 0; w < BM_COLL_CACHE_WAYS; w++) {
@@ -636,7 +706,9 @@ int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const 
 
     if ((rc = bm_mpi_coll_schedule(comm, a, &s, fn)) != MPI_SUCCESS)
         return rc;
-    rc = bm_mpi_sched_run(s, comm, a->sbuf, a->rbuf, a->rtype, a->op, fn);
+    rc = bm_mpi_sched_run(s, comm, bm_coll_side_base(a->sbuf, bm_mpi_coll_stype(a)),
+                          (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype), a->rtype, a->op,
+                          fn);
     bm_mpi_sched_release(s);
     return rc;
 }

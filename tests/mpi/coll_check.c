@@ -32,7 +32,16 @@ static int wrank, wsize;
 static MPI_Datatype pair_t; /* contiguous 2 x MPI_INT: a derived datatype */
 static MPI_Op affine_op;    /* non-commutative: composition of x -> a x + b */
 static MPI_Op usum_op;      /* commutative user operation: sum of ints */
+static MPI_Datatype gap_t;  /* MPI_INT resized to 8 bytes: a 4-byte hole after each element */
+static bool gap;            /* the call under test uses gap_t: odd ints are holes */
+#define JUNK 0x5eed5eed     /* what send buffers hold in holes (it must not arrive) */
 static int form;            /* 0 blocking, 1 nonblocking, 2 persistent */
+
+/* Int i of a buffer of gap_t elements is a hole (not data). */
+static bool hole(size_t i)
+{
+    return gap && (i % 2) == 1;
+}
 static const char *const form_names[] = {"blocking", "nonblocking", "persistent"};
 static int failures_reported;
 
@@ -217,6 +226,8 @@ static void bcast_fill(void *c, int salt)
     size_t n = (size_t)x->count * (size_t)x->width;
     poison(x);
     for (size_t i = 0; i < n; i++) {
+        if (hole(i))
+            continue;
         x->want[i] = val(x->root, (int)i, salt);
         if (x->rank == x->root)
             x->rbuf[i] = x->want[i];
@@ -263,14 +274,19 @@ static void red_expect(const struct ctx *x, int lo, int hi, size_t i, int salt, 
         out[0] = (int)acc[0];
         out[1] = (int)acc[1];
     } else {
-        out[0] = (int)sum;
+        out[0] = (int)sum; /* with a gap type, out[1] (the hole) keeps its poison */
     }
 }
 
+/* This rank's input; the holes of a gap type get junk in the send buffer
+ * (it must not travel) and keep the poison in the receive buffer. */
 static void fill_contrib(struct ctx *x, int *buf, size_t elems, int salt)
 {
-    for (size_t i = 0; i < elems; i++)
+    for (size_t i = 0; i < elems; i++) {
         red_contrib(x, x->rank, i, salt, buf + i * (size_t)x->width);
+        if (gap && buf == x->sbuf)
+            buf[i * 2 + 1] = JUNK;
+    }
 }
 
 static int reduce_b(void *c)
@@ -500,13 +516,14 @@ static void gather_fill(void *c, int salt)
         size_t n = (size_t)(v ? x->rcounts[j] : x->count) * w;
         for (size_t i = 0; i < n; i++) {
             int value = val(j, (int)i, salt);
+            if (j == x->rank)
+                x->sbuf[i] = hole(i) ? JUNK : value;
+            if (hole(i))
+                continue;
             if (x->rank == x->root)
                 x->want[off * w + i] = value;
-            if (j == x->rank) {
-                x->sbuf[i] = value;
-                if (x->in_place && x->rank == x->root)
-                    x->rbuf[off * w + i] = value;
-            }
+            if (j == x->rank && x->in_place && x->rank == x->root)
+                x->rbuf[off * w + i] = value;
         }
     }
 }
@@ -554,8 +571,8 @@ static void scatter_fill(void *c, int salt)
         for (size_t i = 0; i < n; i++) {
             int value = val(j, (int)i, salt);
             if (x->rank == x->root)
-                x->sbuf[off * w + i] = value;
-            if (j == x->rank && !(x->in_place && x->rank == x->root))
+                x->sbuf[off * w + i] = hole(i) ? JUNK : value;
+            if (j == x->rank && !(x->in_place && x->rank == x->root) && !hole(i))
                 x->want[i] = value;
         }
     }
@@ -611,12 +628,13 @@ static void allgather_fill(void *c, int salt)
         size_t n = (size_t)(v ? x->rcounts[j] : x->count) * w;
         for (size_t i = 0; i < n; i++) {
             int value = val(j, (int)i, salt);
+            if (j == x->rank)
+                x->sbuf[i] = hole(i) ? JUNK : value;
+            if (hole(i))
+                continue;
             x->want[off * w + i] = value;
-            if (j == x->rank) {
-                x->sbuf[i] = value;
-                if (x->in_place)
-                    x->rbuf[off * w + i] = value;
-            }
+            if (j == x->rank && x->in_place)
+                x->rbuf[off * w + i] = value;
         }
     }
 }
@@ -712,9 +730,11 @@ static void alltoall_fill(void *c, int salt)
             sn = rn;
         }
         for (size_t i = 0; i < sn; i++)
-            sb[so + i] = a2a_val(x->rank, j, (int)i, salt);
+            if (!(hole(i) && x->in_place))
+                sb[so + i] = hole(i) ? JUNK : a2a_val(x->rank, j, (int)i, salt);
         for (size_t i = 0; i < rn; i++)
-            x->want[ro + i] = a2a_val(j, x->rank, (int)i, salt);
+            if (!hole(i))
+                x->want[ro + i] = a2a_val(j, x->rank, (int)i, salt);
     }
 }
 
@@ -769,11 +789,13 @@ static void run_one(MPI_Comm comm, const char *name, int count, bool in_place, i
     x.count = count;
     x.in_place = in_place;
     x.root = (salt * 7 + count) % x.size;
-    /* variant: 0 MPI_INT + MPI_SUM, 1 pair type + affine op, 2 MPI_INT + user sum */
-    x.dt = variant == 1 ? pair_t : MPI_INT;
-    x.width = variant == 1 ? 2 : 1;
+    /* variant: 0 MPI_INT + MPI_SUM, 1 pair type + affine op, 2 MPI_INT + user
+     * sum, 3 gap type (packed on the wire) + MPI_SUM */
+    x.dt = variant == 1 ? pair_t : variant == 3 ? gap_t : MPI_INT;
+    x.width = variant == 1 || variant == 3 ? 2 : 1;
     x.op = variant == 1 ? affine_op : variant == 2 ? usum_op : MPI_SUM;
-    if (!strstr(name, "educe") && !strstr(name, "can")) {
+    gap = variant == 3 && strcmp(name, "MPI_Alltoallw") != 0; /* w: its own types per block */
+    if (!strstr(name, "educe") && !strstr(name, "can") && variant != 3) {
         /* data movement: always in pairs of ints (the pair type, or 2 x MPI_INT
          * counted as such) */
         x.dt = variant == 1 ? pair_t : MPI_2INT;
@@ -815,12 +837,14 @@ static void test_matrix(MPI_Comm comm, const int *counts, int ncounts)
             bool reduction = strstr(name, "educe") || strstr(name, "can");
             for (int ci = 0; ci < ncounts; ci++) {
                 for (int ip = 0; ip < (allows_in_place(name) ? 2 : 1); ip++) {
-                    int nvar = reduction ? 3 : 2;
-                    for (int variant = 0; variant < nvar; variant++) {
+                    static const int move_vars[] = {0, 1, 3}, red_vars[] = {0, 1, 2, 3};
+                    const int *vars = reduction ? red_vars : move_vars;
+                    int nvar = reduction ? 4 : 3;
+                    for (int v = 0; v < nvar; v++) {
                         /* large counts: one variant each, to keep the test short */
-                        if (counts[ci] > 4096 && variant != (int)((k + (size_t)ip) % (size_t)nvar))
+                        if (counts[ci] > 4096 && v != (int)((k + (size_t)ip) % (size_t)nvar))
                             continue;
-                        run_one(comm, name, counts[ci], ip == 1, variant, ++salt);
+                        run_one(comm, name, counts[ci], ip == 1, vars[v], ++salt);
                     }
                 }
             }
@@ -1074,6 +1098,58 @@ static void test_graph(void)
     MPI_Comm_free(&g);
 }
 
+/* Neighbor_alltoallw with types that have holes on either side (packed on
+ * the wire): the data arrives in every layout and the holes stay as they
+ * were. Same graph as test_graph (two edges from the left, one to self). */
+static void test_graph_gap(void)
+{
+    int right = (wrank + 1) % wsize, left = (wrank - 1 + wsize) % wsize;
+    int srcs[3] = {left, left, wrank}, dsts[3] = {right, right, wrank};
+    int counts[3] = {1, 2, 3};
+    MPI_Datatype st[3] = {MPI_INT, gap_t, MPI_INT}, rt[3] = {gap_t, MPI_INT, gap_t};
+    MPI_Aint sd[3] = {0, 8, 32}, rd[3] = {0, 8, 16};
+    int sv[12], rv[12];
+    MPI_Comm g;
+
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 3, srcs, MPI_UNWEIGHTED, 3, dsts, MPI_UNWEIGHTED,
+                                   MPI_INFO_NULL, 0, &g);
+    for (int f = 0; f < 3; f++) {
+        MPI_Request r;
+        for (int i = 0; i < 12; i++) {
+            sv[i] = JUNK;
+            rv[i] = -7777;
+        }
+        /* block k, element e: at sd[k] + e * extent */
+        for (int k = 0; k < 3; k++)
+            for (int e = 0; e < counts[k]; e++)
+                sv[sd[k] / 4 + e * (st[k] == gap_t ? 2 : 1)] = wrank * 100 + k * 10 + e;
+        if (f == 0) {
+            MPI_Neighbor_alltoallw(sv, counts, sd, st, rv, counts, rd, rt, g);
+        } else {
+            if (f == 1)
+                MPI_Ineighbor_alltoallw(sv, counts, sd, st, rv, counts, rd, rt, g, &r);
+            else
+                MPI_Neighbor_alltoallw_init(sv, counts, sd, st, rv, counts, rd, rt, g,
+                                            MPI_INFO_NULL, &r);
+            if (f == 2)
+                MPI_Start(&r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            if (f == 2)
+                MPI_Request_free(&r);
+        }
+        int want[12];
+        for (int i = 0; i < 12; i++)
+            want[i] = -7777;
+        for (int k = 0; k < 3; k++) {
+            int from = k < 2 ? left : wrank;
+            for (int e = 0; e < counts[k]; e++)
+                want[rd[k] / 4 + e * (rt[k] == gap_t ? 2 : 1)] = from * 100 + k * 10 + e;
+        }
+        expect_ints(rv, want, 12, "MPI_Neighbor_alltoallw with holes", f);
+    }
+    MPI_Comm_free(&g);
+}
+
 /* The algorithms BM_TEST_COLL_EXPECT names (comma-separated) ran here. */
 static void check_expected_algorithms(void)
 {
@@ -1105,6 +1181,8 @@ int main(int argc, char **argv)
     MPI_Type_commit(&pair_t);
     MPI_Op_create(affine_fn, 0, &affine_op);
     MPI_Op_create(usum_fn, 1, &usum_op);
+    MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &gap_t);
+    MPI_Type_commit(&gap_t);
 
     test_matrix(MPI_COMM_WORLD, quick ? counts_quick : counts_full,
                 quick ? (int)(sizeof(counts_quick) / sizeof(int))
@@ -1129,10 +1207,12 @@ int main(int argc, char **argv)
         }
     }
     BM_RUN(test_graph);
+    BM_RUN(test_graph_gap);
     check_expected_algorithms();
     MPI_Op_free(&affine_op);
     MPI_Op_free(&usum_op);
     MPI_Type_free(&pair_t);
+    MPI_Type_free(&gap_t);
     MPI_Finalize();
     return bm_test_summary("coll_check");
 }
