@@ -535,8 +535,9 @@ int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtyp
     static const char fn[] = "MPI_Type_vector";
     int ints[3] = {count, blocklength, stride};
     struct contents c = {MPI_COMBINER_VECTOR, 3, 0, 1, ints, NULL, &oldtype};
-    if (!type_valid(oldtype))
-        return check_new(count, oldtype, newtype, fn);
+    int rc;
+    if ((rc = check_new(count, oldtype, newtype, fn)))
+        return rc; /* before oldtype's extent is read */
     return make_hvector(count, blocklength, (MPI_Aint)stride * oldtype->extent, oldtype, newtype,
                         &c, fn);
 }
@@ -788,8 +789,6 @@ int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 {
     static const char fn[] = "MPI_Type_create_resized";
     int rc;
-    if (!type_valid(oldtype))
-        return check_new(0, oldtype, newtype, fn);
     if ((rc = check_new(0, oldtype, newtype, fn)))
         return rc;
     MPI_Aint addrs[2] = {lb, extent};
@@ -1007,8 +1006,6 @@ int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
     static const char fn[] = "MPI_Type_dup";
     int rc;
-    if (!type_valid(oldtype))
-        return check_new(0, oldtype, newtype, fn);
     if ((rc = check_new(0, oldtype, newtype, fn)))
         return rc;
     bm_util_dtype_retain(oldtype->dt);
