@@ -59,6 +59,12 @@ bm_add_mpi_test(api_dtype_rget_small_np2 TARGET api_dtype_rget NP 2 BTL self,sm 
     ENV BM_PML_RGET_PIECE_MIN=8 ARGS small)
 bm_add_mpi_test(api_dtype_rget_frags_np2 TARGET api_dtype_rget NP 2 BTL self,sm TIMEOUT 60
     ENV BM_PML_RDMA_FAIL=get ARGS frags)
+# Derived types over the network transports (fragments packed into their
+# own buffers: tcp's and dgram's alloc).
+foreach(btl tcp dgram)
+    bm_add_mpi_test(api_dtype_derived_${btl}_np2 TARGET api_dtype_derived NP 2 BTL self,${btl}
+        TIMEOUT 120 ENV BM_TEST_EXPECT_NP=2)
+endforeach()
 # Derived types again with transports short of resources and tiny
 # fragments, so that packing resumes across many fragments and retries.
 bm_add_mpi_test(api_dtype_derived_scarce_np2 TARGET api_dtype_derived NP 2 BTL self,sm TIMEOUT 120
