@@ -231,7 +231,7 @@ struct bm_pml_state {
     int freed_active;        /* requests freed by their owner while active */
     uint32_t retry_stamp;    /* number of the current retry pass */
     uint32_t *retry_blocked; /* per world rank: last retry pass in which a send was refused */
-    /* Non-contiguous messages received with one copy (getv), for tests. */
+    /* Non-contiguous messages received with one copy (getv), for tests (atomic). */
     uint64_t rget_pieces_msgs;
 };
 

@@ -552,7 +552,7 @@ static void rget_read_pieces(struct bm_pml_rget *op, struct bm_pml_request *req,
     if (ok) {
         op->status = rdma_movev(path, &local, &remote, op->fit, rget_get_cb, op, &op->pending);
         if (op->status == BM_OK)
-            bm_pml_g.rget_pieces_msgs++;
+            __atomic_fetch_add(&bm_pml_g.rget_pieces_msgs, 1, __ATOMIC_RELAXED);
     } else {
         op->status = BM_ERR_NOT_AVAILABLE; /* nothing read: the ACK covers [0, fit) */
         op->quiet = true;
