@@ -5,7 +5,10 @@
  * what keeps lines of different ranks from tearing each other. A rank's exit
  * is reported only after its pipes are drained, so its last lines come
  * before any message about how it ended. exec failures travel back on a
- * close-on-exec pipe so that "program not found" is reported as such. The
+ * close-on-exec pipe so that "program not found" is reported as such; that
+ * pipe is read from the poll loop, not right after fork: waiting there for
+ * each child to be scheduled and exec made starting 64 ranks on a busy
+ * 2-core machine take a second, one rank after the other. The
  * rank named by the spec's stdin_rank reads a pipe fed by bm_run_local_stdin
  * (bmrun's own input); every other rank reads /dev/null. */
 #define BM_LOG_SUBSYS "bmrun"
@@ -38,6 +41,7 @@ struct local_rank {
     pid_t pid;
     bool exited, reported;
     int wstatus, exec_errno;
+    int exec_fd; /* read end of the close-on-exec pipe; -1 once exec's outcome is known */
     double drain_deadline;
     struct local_stream out, err;
 };
@@ -80,7 +84,7 @@ static void local_stream_close(struct local_rank *lr, struct local_stream *st)
 
 static void local_report_if_done(struct local_rank *lr)
 {
-    if (!lr->exited || lr->reported || lr->out.fd >= 0 || lr->err.fd >= 0)
+    if (!lr->exited || lr->reported || lr->out.fd >= 0 || lr->err.fd >= 0 || lr->exec_fd >= 0)
         return;
     lr->reported = true;
     local_sink.exited(local_sink.arg, lr->rank, lr->pid, lr->wstatus, lr->exec_errno);
@@ -122,6 +126,33 @@ static void local_ready(int fd, short revents, void *arg)
         local_stream_close(lr, st);
         local_report_if_done(lr);
     }
+}
+
+/* exec's outcome: an errno written by the child, or end of file when exec
+ * succeeded (the pipe is close-on-exec). */
+static void local_exec_read(struct local_rank *lr)
+{
+    int e = 0;
+    ssize_t n;
+    do {
+        n = read(lr->exec_fd, &e, sizeof(e));
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN)
+        return;
+    lr->exec_errno = n == (ssize_t)sizeof(e) ? e : 0;
+    bm_run_loop_del(lr->exec_fd);
+    close(lr->exec_fd);
+    lr->exec_fd = -1;
+}
+
+static void local_exec_ready(int fd, short revents, void *arg)
+{
+    (void)fd;
+    (void)revents;
+    struct local_rank *lr = arg;
+    local_exec_read(lr);
+    if (lr->exec_fd < 0)
+        local_report_if_done(lr);
 }
 
 static bm_status_t local_stream_open(struct local_stream *st, int which, int fds[2])
@@ -274,14 +305,10 @@ static bm_status_t local_spawn(const struct bm_run_local_spec *spec, int idx)
     close(errp[1]);
     close(execp[1]);
     lr->pid = pid;
-    int e = 0;
-    ssize_t n;
-    do {
-        n = read(execp[0], &e, sizeof(e));
-    } while (n < 0 && errno == EINTR);
-    close(execp[0]);
-    lr->exec_errno = n == (ssize_t)sizeof(e) ? e : 0;
+    lr->exec_fd = execp[0];
+    fcntl(lr->exec_fd, F_SETFL, fcntl(lr->exec_fd, F_GETFL) | O_NONBLOCK);
     local_sink.spawned(local_sink.arg, lr->rank, pid);
+    bm_run_loop_add(lr->exec_fd, POLLIN, local_exec_ready, lr);
     bm_run_loop_add(lr->out.fd, POLLIN, local_ready, lr);
     bm_run_loop_add(lr->err.fd, POLLIN, local_ready, lr);
     return BM_OK;
@@ -377,6 +404,8 @@ bm_status_t bm_run_local_start(const struct bm_run_local_spec *spec, const struc
     local_ranks = calloc((size_t)spec->nranks, sizeof(*local_ranks));
     if (!local_ranks)
         return BM_ERR_NO_MEMORY;
+    for (int i = 0; i < spec->nranks; i++)
+        local_ranks[i].exec_fd = local_ranks[i].out.fd = local_ranks[i].err.fd = -1;
     local_n = 0;
     for (int i = 0; i < spec->nranks; i++) {
         if (local_spawn(spec, i) != BM_OK) {
@@ -456,6 +485,8 @@ void bm_run_local_tick(void)
         struct local_rank *lr = &local_ranks[i];
         if (!lr->exited || lr->reported || lr->drain_deadline > now)
             continue;
+        if (lr->exec_fd >= 0)
+            local_exec_read(lr); /* the child is gone: its end of the pipe is closed */
         if (lr->out.fd >= 0)
             local_stream_read(lr, &lr->out);
         if (lr->err.fd >= 0)

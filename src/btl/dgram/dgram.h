@@ -318,6 +318,7 @@ struct bm_btl_dgram_endpoint {
     uint64_t progress_ns; /* last time the window advanced (or data became outstanding) */
     uint64_t next_probe_ns;
     uint32_t probe_nonce;
+    bool sent_once; /* counted in module->nsending */
     /* connectivity check at first contact: a small and a full-size ping */
     uint8_t check; /* BM_DGRAM_CHECK_* */
     bool check_small_ok, check_big_ok;
@@ -386,9 +387,13 @@ struct bm_btl_dgram_module {
     int seg_nblocks;
     int seg_nfree, seg_cap;
 
-    /* retransmission timers: every posted segment is a guest of the hotel */
+    /* retransmission timers: every posted segment is a guest of the hotel;
+     * rooms for a window per endpoint in use (at most 64), grown as
+     * endpoints send for the first time, never for idle peers */
     struct bm_util_hotel hotel;
-    int evicted; /* segments evicted by the current timer sweep */
+    uint32_t rooms_wanted; /* grow to this once the hotel is empty */
+    int nsending;          /* endpoints that have sent */
+    int evicted;           /* segments evicted by the current timer sweep */
 
     struct bm_util_queue done;   /* fragments whose completion callback is due */
     struct bm_util_list getdone; /* GETs completed with an error, callback due */

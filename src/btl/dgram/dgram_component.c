@@ -407,7 +407,6 @@ static bm_status_t dgram_add_procs(struct bm_btl_module *bm, int nprocs, const i
     struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
     struct bm_btl_dgram_component *d = m->comp;
     int mine = m->addr.index;
-    bm_btl_dgram_timers_reserve(m, (uint32_t)m->cfg.window * (uint32_t)(nprocs < 64 ? nprocs : 64));
     for (int i = 0; i < nprocs; i++) {
         int rank = ranks[i];
         struct dgram_peer *p = peer_get(d, rank); /* NULL for ourselves: self reaches us */

@@ -296,6 +296,33 @@ void bm_btl_dgram_endpoint_check_ready(struct bm_btl_dgram_endpoint *ep)
 
 void bm_btl_dgram_enqueue(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_frag *f)
 {
+    bool no_window = false;
+    if (!ep->sent_once) {
+        /* The send window and timer rooms follow the peers this process
+         * talks to: made for every peer at add_procs they cost 40 KiB per
+         * peer and, for the timers, 6 MiB and 1500 page faults per process
+         * at start-up, most of them for idle pairs. */
+        struct bm_btl_dgram_module *m = ep->module;
+        ep->win = calloc((size_t)m->cfg.window, sizeof(*ep->win));
+        no_window = !ep->win;
+        if (ep->win) {
+            ep->sent_once = true;
+            m->nsending++;
+            uint32_t n = (uint32_t)(m->nsending < 2 ? 2 : m->nsending > 64 ? 64 : m->nsending);
+            if ((uint32_t)m->cfg.window * n > m->rooms_wanted)
+                m->rooms_wanted = (uint32_t)m->cfg.window * n;
+            bm_btl_dgram_timers_reserve(m, m->rooms_wanted); /* grows when no timer runs */
+        }
+    }
+    if (no_window && ep->state == BM_DGRAM_EP_OK) {
+        /* Fails f with the rest of the queue below; later sends try again. */
+        bm_util_queue_push(&ep->sendq, &f->qlink);
+        f->ep = ep;
+        f->in_use = f->queued = true;
+        f->segs_out = 0;
+        bm_btl_dgram_endpoint_fail(ep, "no memory for its send window");
+        return;
+    }
     if (ep->check == BM_DGRAM_CHECK_NONE)
         bm_btl_dgram_check_start(ep);
     f->ep = ep;
@@ -311,6 +338,8 @@ void bm_btl_dgram_enqueue(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_
 
 int bm_btl_dgram_progress_sends(struct bm_btl_dgram_module *m)
 {
+    if (m->rooms_wanted > m->hotel.nrooms && !bm_util_hotel_occupied(&m->hotel))
+        bm_btl_dgram_timers_reserve(m, m->rooms_wanted);
     int n = 0;
     /* 1. retransmissions, data channel only, bounded per call */
     for (int i = 0; i < m->cfg.max_resends; i++) {
