@@ -67,6 +67,12 @@ static size_t page_round(size_t size)
 
 bm_status_t bm_util_shmseg_create(struct bm_util_shmseg *seg, const char *name, size_t size)
 {
+    return bm_util_shmseg_create_holed(seg, name, size, 0, 0);
+}
+
+bm_status_t bm_util_shmseg_create_holed(struct bm_util_shmseg *seg, const char *name, size_t size,
+                                        size_t hole_off, size_t hole_len)
+{
     if (!name_ok(name))
         return BM_ERR_BAD_PARAM;
     size_t len = page_round(size);
@@ -85,7 +91,16 @@ bm_status_t bm_util_shmseg_create(struct bm_util_shmseg *seg, const char *name, 
         return BM_ERR_SYSTEM;
     }
     track(name, true);
-    int err = posix_fallocate(fd, 0, (off_t)len);
+    if (hole_off > len)
+        hole_off = len;
+    if (hole_len > len - hole_off)
+        hole_len = len - hole_off;
+    /* The hole is only sized (ftruncate): its pages come when first written. */
+    int err = ftruncate(fd, (off_t)len) != 0 ? errno : 0;
+    if (err == 0 && hole_off > 0)
+        err = posix_fallocate(fd, 0, (off_t)hole_off);
+    if (err == 0 && hole_off + hole_len < len)
+        err = posix_fallocate(fd, (off_t)(hole_off + hole_len), (off_t)(len - hole_off - hole_len));
     if (err != 0) {
         bm_log_error("cannot size shared-memory file /dev/shm%s to %zu bytes: %s. /dev/shm may "
                      "be full or too small (df /dev/shm)",

@@ -45,6 +45,13 @@ struct bm_util_shmseg {
  * name, the host's /dev/shm and what to do). *seg is filled on success. */
 bm_status_t bm_util_shmseg_create(struct bm_util_shmseg *seg, const char *name, size_t size);
 
+/* The same, except that the range [hole_off, hole_off + hole_len) is not
+ * reserved: it reads as zeros and takes memory only as its pages are
+ * written, so a caller that reserves parts of it later (posix_fallocate on
+ * the file, before writing there) pays only for what it uses. */
+bm_status_t bm_util_shmseg_create_holed(struct bm_util_shmseg *seg, const char *name, size_t size,
+                                        size_t hole_off, size_t hole_len);
+
 /* Map segment name, created by another process, which must hold at least
  * size bytes. BM_OK, BM_ERR_NOT_FOUND (no such name: not created yet, or
  * already removed), BM_ERR_SYSTEM. */

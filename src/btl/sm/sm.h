@@ -31,6 +31,7 @@ struct bm_btl_sm_config {
     size_t fbox_max;      /* largest message through a fast box, PML header included */
     size_t fbox_total;    /* fast-box bytes per process for all local peers */
     int fbox_hint_min;    /* use the hint bitmap from this many local processes on */
+    int fbox_after;       /* messages to a peer through the FIFO before its ring is set up */
 };
 
 enum bm_btl_sm_class {
@@ -53,7 +54,10 @@ struct bm_btl_sm_endpoint {
     int amo_pending;               /* of those, atomic requests (flush waits for them) */
     bool failed;                   /* its process is gone: sends fail with BM_ERR_PEER_GONE */
     int local_rank;                /* its index on the node */
-    bool fbox;                     /* fast boxes both ways (both segments have rings) */
+    bool fbox;                     /* both segments have rings: its ring to us is watched */
+    bool fbox_tx;                  /* our ring in its segment is backed by memory: send there */
+    uint32_t fbox_wait;            /* sendi calls to go before fbox_tx is set up */
+    char name[89];                 /* its segment's shm_open name (to back our ring) */
     bool tx_hint;                  /* its segment wants our hint bit set */
     struct bm_btl_sm_fbox_tx tx;   /* our ring in its segment */
     struct bm_btl_sm_fbox_rx rx;   /* its ring in our segment */
@@ -183,6 +187,9 @@ int bm_btl_sm_fbox_poll_all(struct bm_btl_sm_module *sm, int budget);
 int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
 /* Set up both rings with ep once its segment is mapped. */
 void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
+/* Reserve the memory of our ring in ep's segment (posix_fallocate on its
+ * file) and start sending through it; on failure the FIFO carries on. */
+void bm_btl_sm_fbox_enable(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
 
 /* sm_peer.c */
 /* A peer's process is gone (or its path broke): report it through the

@@ -72,6 +72,12 @@ static const struct bm_param sm_params[] = {
      "per-receiver bitmap so that progress reads only flagged rings; below it the receiver "
      "polls every ring (one load each), which saves the flag's atomic operations.",
      offsetof(struct sm_params, c.fbox_hint_min), 0},
+    {"BM_BTL_SM_FBOX_AFTER", BM_PARAM_INT, "16", 0, 1 << 30, NULL,
+     "Messages a process sends to a local peer through the fragment FIFO before the fast-box "
+     "ring to that peer gets its memory (0: at start-up). Rings of pairs that never talk then "
+     "take no /dev/shm space, so memory does not grow with N x N for idle pairs (Open MPI's "
+     "vader waits for 16 messages too).",
+     offsetof(struct sm_params, c.fbox_after), 0},
     {"BM_BTL_SM_SINGLE_COPY_MIN", BM_PARAM_SIZE, "32k", 0, 0, NULL,
      "Messages smaller than this are copied through shared memory even when single copy is "
      "possible (tells the PML where its RDMA protocols start).",

@@ -6,20 +6,29 @@
  * while none of its FIFO fragments to that peer is still out (so a ring
  * message never overtakes a fragment), and the receiver drains a sender's
  * ring before delivering a FIFO fragment from it (the fragment was sent
- * later, and seeing it proves the ring messages are visible). */
+ * later, and seeing it proves the ring messages are visible). A sender
+ * backs its ring with memory only after BM_BTL_SM_FBOX_AFTER messages to
+ * that peer (bm_btl_sm_fbox_enable), so idle pairs cost nothing. */
 #define BM_LOG_SUBSYS "btl/sm"
 #include "btl/sm/sm.h"
 #include "util/log.h"
 #include "util/mem.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const void *hdr,
                         size_t hdr_len, const void *payload, size_t payload_len, bm_btl_tag_t tag)
 {
     size_t len = hdr_len + payload_len;
-    if (!ep->fbox || ep->outstanding > 0 || len > sm->config.fbox_max)
+    if (!ep->fbox_tx || ep->outstanding > 0 || len > sm->config.fbox_max) {
+        if (!ep->fbox_tx && ep->fbox && ep->fbox_wait > 0 && --ep->fbox_wait == 0)
+            bm_btl_sm_fbox_enable(sm, ep); /* the next message may use the ring */
         return BM_ERR_OUT_OF_RESOURCE;
+    }
     uint32_t off = bm_btl_sm_fbox_offset(hdr_len, payload_len);
     unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx, off, len);
     if (!p)
@@ -132,7 +141,28 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
         own->fbox_units);
     sm->by_local[ep->local_rank] = ep;
     ep->fbox = true;
+    ep->fbox_tx = false;
+    ep->fbox_wait = (uint32_t)sm->config.fbox_after;
+    if (ep->fbox_wait == 0)
+        bm_btl_sm_fbox_enable(sm, ep);
     /* The peer may have written before we got here (its bit was dropped
      * while we did not know it): look at the ring on the next poll. */
     bm_btl_sm_hint_set(sm->hints, ep->local_rank);
+}
+
+void bm_btl_sm_fbox_enable(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
+{
+    const struct bm_btl_sm_seg_ctl *peer = ep->ctl;
+    off_t off = (off_t)(peer->fbox_offset + (size_t)sm->local_rank * peer->fbox_stride);
+    int fd = shm_open(ep->name, O_RDWR, 0);
+    int err = fd < 0 ? errno : posix_fallocate(fd, off, (off_t)peer->fbox_stride);
+    if (fd >= 0)
+        close(fd);
+    if (err != 0) {
+        /* /dev/shm full, or the file gone with its process: the FIFO keeps
+         * carrying every message to this peer. */
+        bm_log_debug("no fast box to rank %d (%s): %s", ep->rank, ep->name, strerror(err));
+        return;
+    }
+    ep->fbox_tx = true;
 }

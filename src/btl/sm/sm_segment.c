@@ -80,11 +80,15 @@ static bm_status_t sm_segment_layout(const struct bm_btl_sm_module *sm, struct s
     return BM_OK;
 }
 
-/* Create /dev/shm/bm-<jobid>-sm-<rank> (sm->name) with size bytes reserved
- * and map it (util/shmseg.h); the name is removed at exit or abort if no
- * peer removed it before. */
-static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, size_t size)
+/* Create /dev/shm/bm-<jobid>-sm-<rank> (sm->name) and map it
+ * (util/shmseg.h); the name is removed at exit or abort if no peer removed
+ * it before. Everything is reserved now (a full /dev/shm is an error here,
+ * not a SIGBUS later) except the fast-box rings: each sender reserves its
+ * own ring once it uses it (bm_btl_sm_fbox_enable), so rings of pairs that
+ * never talk take no memory. */
+static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, const struct sm_layout *l)
 {
+    size_t size = l->size;
     const struct bm_rte_proc *self = sm->self;
     /* The launcher's naming convention (rte.h): bmrun removes bm-<jobid>-* after a crash. */
     char what[32], job_name[sizeof(sm->name) - 1];
@@ -94,7 +98,8 @@ static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, size_t size)
         return BM_ERR_BAD_PARAM;
     }
     snprintf(sm->name, sizeof(sm->name), "/%s", job_name);
-    bm_status_t rc = bm_util_shmseg_create(&sm->shm, sm->name, size);
+    bm_status_t rc = bm_util_shmseg_create_holed(&sm->shm, sm->name, size, l->fbox_offset,
+                                                 l->fbox_stride * l->local_size);
     if (rc != BM_OK) {
         /* shmseg said what failed; this is what sm can change about it. */
         bm_log_error("sm on %s cannot create its %zu-byte segment: lower BM_BTL_SM_EAGER_FRAGS, "
@@ -109,8 +114,9 @@ static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, size_t size)
     return BM_OK;
 }
 
-/* Write the control block, clear the hints, empty the rings and the FIFO:
- * all before the card is published, so peers never see them half made. */
+/* Write the control block, clear the hints and the FIFO: all before the
+ * card is published, so peers never see them half made. The rings need no
+ * writing: the file reads as zeros there, the state of an empty ring. */
 static void sm_segment_init_ctl(struct bm_btl_sm_module *sm, const struct sm_layout *l)
 {
     struct bm_btl_sm_seg_ctl *ctl = sm->ctl;
@@ -136,9 +142,6 @@ static void sm_segment_init_ctl(struct bm_btl_sm_module *sm, const struct sm_lay
     sm->nhint_words = (int)l->nhint;
     for (size_t i = 0; i < l->nhint; i++)
         atomic_store_explicit(&sm->hints[i], 0, memory_order_relaxed);
-    for (uint32_t i = 0; l->funits && i < l->local_size; i++)
-        bm_btl_sm_fbox_ring_init(
-            (struct bm_btl_sm_fbox_ring *)(sm->seg + l->fbox_offset + i * l->fbox_stride));
     atomic_store_explicit(&ctl->mapped, 0, memory_order_relaxed);
     bm_btl_sm_fifo_init(&ctl->fifo);
 }
@@ -149,7 +152,7 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
     bm_status_t rc = sm_segment_layout(sm, &l);
     if (rc != BM_OK)
         return rc;
-    rc = sm_segment_map_new(sm, l.size);
+    rc = sm_segment_map_new(sm, &l);
     if (rc != BM_OK)
         return rc;
     sm->seg = sm->shm.addr;
@@ -169,6 +172,7 @@ bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
     char name[sizeof(card->name) + 1];
     memcpy(name, card->name, sizeof(card->name));
     name[sizeof(card->name)] = '\0';
+    snprintf(ep->name, sizeof(ep->name), "%s", name);
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0) {
         bm_log_error("rank %d on %s cannot open rank %d's shared-memory file /dev/shm%s: %s. It "

@@ -1,0 +1,50 @@
+#!/bin/bash
+# Memory per process does not grow with the job for pairs of processes that
+# never talk: bm_hello -M at 4 and 24 ranks on this host (every pair local)
+# must show (1) the shared-memory files' memory per process nearly flat
+# (sm's fast-box rings are backed only once a sender has sent
+# BM_BTL_SM_FBOX_AFTER messages: reserved at start-up they added 64 KiB per
+# peer), and (2) dgram's memory per process growing far less than a send
+# window and its timers per peer (made for every peer at add_procs they
+# added about 130 KiB per peer). A run with BM_BTL_SM_FBOX_AFTER=0 shows the
+# eager cost, so the test proves it measures what it names.
+# Usage: launcher_scale.sh <bmrun> <bm_hello>
+BMRUN=$1 HELLO=$2
+. "$(dirname "$0")/lib.sh"
+
+# field NAME FILE: the average of "NAME avg/max" in bm_hello's memory line (kB)
+field() { grep -o "$1 [0-9]*/" "$2" | head -1 | tr -dc '0-9'; }
+
+mem() { # mem NAME NP [VAR=VAL...]: run bm_hello -M, output in $T/NAME.out
+    local name=$1 np=$2
+    shift 2
+    run "$name" env "$@" "$BMRUN" -n "$np" --timeout 120 "$HELLO" -M "$TOKEN"
+    expect_rc "$name" 0
+}
+
+mem sm4 4 BM_BTL=self,sm
+mem sm24 24 BM_BTL=self,sm
+mem eager24 24 BM_BTL=self,sm BM_BTL_SM_FBOX_AFTER=0
+a4=$(field shm-alloc "$T/sm4.out") a24=$(field shm-alloc "$T/sm24.out")
+e24=$(field shm-alloc "$T/eager24.out")
+per_peer=$(((a24 - a4) / 20))
+if [ -n "$a4" ] && [ -n "$a24" ] && [ "$per_peer" -lt 16 ]; then
+    ok "sm: shared memory per process $a4 kB at 4 ranks, $a24 kB at 24 ($per_peer kB per peer)"
+else
+    fail "sm: shared memory per process grows $per_peer kB per peer ($a4 kB at 4 ranks, $a24 kB at 24)"
+fi
+if [ -n "$e24" ] && [ $((e24 - a24)) -gt $((20 * 32)) ]; then
+    ok "sm: rings reserved at start-up would cost $((e24 - a24)) kB more per process at 24 ranks"
+else
+    fail "sm: BM_BTL_SM_FBOX_AFTER=0 changed nothing ($e24 vs $a24 kB): is the ring reservation lazy at all?"
+fi
+
+mem dg4 4 BM_BTL=self,dgram
+mem dg24 24 BM_BTL=self,dgram
+d4=$(field total "$T/dg4.out") d24=$(field total "$T/dg24.out")
+if [ -n "$d4" ] && [ -n "$d24" ] && [ $((d24 - d4)) -lt $((20 * 48)) ]; then
+    ok "dgram: memory per process $d4 kB at 4 ranks, $d24 kB at 24"
+else
+    fail "dgram: memory per process grows from $d4 kB at 4 ranks to $d24 kB at 24 (windows or timers made for idle peers?)"
+fi
+finish
