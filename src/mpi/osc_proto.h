@@ -56,6 +56,9 @@ enum bm_osc_msg_type {
 
 /* flags */
 #define BM_OSC_F_COUNTED 0x01u /* sent in a fence epoch: the target counts it */
+#define BM_OSC_F_STRIDED                                                                           \
+    0x02u /* ACC/GACC: elements lie reserved (int32) bytes apart at the                            \
+           * target, not back to back (the data is back to back) */
 
 /* op of LOCK */
 #define BM_OSC_LOCK_SHARED    1
@@ -68,7 +71,7 @@ struct bm_osc_hdr {
     uint8_t dtype;     /* ACC/GACC/CAS: enum bm_mpi_type_id of the predefined element type */
     int32_t status;    /* ANSWER, ERROR: bm_status_t (BM_OK in a good answer) */
     uint32_t win;      /* the window: its communicator's context id, the same on every member */
-    uint32_t reserved; /* zero */
+    uint32_t reserved; /* zero, except the stride of BM_OSC_F_STRIDED */
     uint64_t opid;     /* the origin's operation an ANSWER names; 0 when none is wanted */
     uint64_t addr;     /* target: byte offset from the window's base (dynamic windows: the
                         * address); ANSWER: byte offset in the operation's result */

@@ -260,9 +260,10 @@ static int shm_setup(MPI_Win win, const struct win_card1 *c1, const int *key, co
         return bm_mpi_error(win->comm, MPI_ERR_NO_MEM, fn, "out of memory");
     bool contig = win->flavor == MPI_WIN_FLAVOR_SHARED && !win->alloc_shared_noncontig;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t ctl = round_up(sizeof(struct bm_osc_shm_ctl) * (size_t)n +
-                              sizeof(_Atomic uint32_t) * BM_OSC_SHM_STRIPES,
-                          page);
+    size_t ctl =
+        round_up(sizeof(struct bm_osc_shm_ctl) * (size_t)n +
+                     sizeof(_Atomic uint32_t) * BM_OSC_SHM_STRIPES + sizeof(struct bm_osc_shm_bar),
+                 page);
     size_t off = ctl, my_off = 0;
     uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)n);
     if (!offs)
@@ -336,6 +337,7 @@ static int shm_setup(MPI_Win win, const struct win_card1 *c1, const int *key, co
     win->shm_count = n;
     win->shm_ctl = win->seg.addr;
     win->stripes = (_Atomic uint32_t *)(void *)(win->shm_ctl + n);
+    win->bar = (struct bm_osc_shm_bar *)(void *)(win->stripes + BM_OSC_SHM_STRIPES);
     struct bm_osc_shm_ctl *mine = &win->shm_ctl[idx];
     if (win->rank == leader)
         for (int i = 0; i < n; i++) {

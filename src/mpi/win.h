@@ -112,6 +112,15 @@ _Static_assert(sizeof(struct bm_osc_shm_ctl) == 64, "one cache line per rank");
  * shared segment (after the control blocks). */
 #define BM_OSC_SHM_STRIPES 64
 
+/* A barrier of the processes of one segment (after the stripes): the fence
+ * of a window whose processes all share the segment. */
+struct bm_osc_shm_bar {
+    _Atomic uint32_t count; /* arrivals in this round */
+    char pad[60];
+    _Atomic uint32_t gen; /* rounds completed */
+    char pad2[60];
+};
+
 /* A memory region attached to a dynamic window. */
 struct bm_osc_region {
     uint64_t base, size;
@@ -172,6 +181,7 @@ struct bm_mpi_win {
     struct bm_util_shmseg seg;
     struct bm_osc_shm_ctl *shm_ctl; /* first control block */
     _Atomic uint32_t *stripes;      /* BM_OSC_SHM_STRIPES spin locks */
+    struct bm_osc_shm_bar *bar;     /* the segment's barrier */
     int shm_first, shm_count;       /* comm ranks in the segment: [first, first + count) order */
     int *shm_ranks;                 /* the comm ranks of the segment, in segment order */
 
@@ -263,13 +273,14 @@ MPI_Op bm_osc_op_of_id(unsigned id);
 struct bm_osc_op {
     uint64_t id; /* what ANSWERs name (slot + generation) */
     MPI_Win win;
-    int target;             /* comm rank */
-    char *result;           /* where the answer bytes go */
-    size_t want, got;       /* bytes */
-    int status;             /* first failure reported by an answer, else BM_OK */
-    bool done;              /* all answers in */
-    bool keep;              /* the caller waits for it and frees it (else freed when done) */
-    struct bm_osc_req *req; /* request-based operation this is part of, or NULL */
+    int target;                 /* comm rank */
+    char *result;               /* where the answer bytes go */
+    size_t want, got;           /* bytes */
+    int status;                 /* first failure reported by an answer, else BM_OK */
+    bool done;                  /* all answers in */
+    bool keep;                  /* the caller waits for it and frees it (else freed when done) */
+    struct bm_osc_req *req;     /* request-based operation this is part of, or NULL */
+    struct bm_osc_fetch *fetch; /* results converted once all answers are in, or NULL */
     /* for get_accumulate/compare_and_swap on a result in a temporary buffer:
      * copy out to user memory at completion */
     void *copy_to;
@@ -304,6 +315,11 @@ struct bm_osc_req {
     int status;   /* first failure */
     bool started; /* every part was issued */
 };
+/* Results of a get_accumulate that arrive in a temporary buffer: released
+ * by each of its answered pieces; the last converts them into the user's
+ * result buffer. */
+struct bm_osc_fetch;
+void bm_osc_fetch_release(struct bm_osc_fetch *f);
 /* A part of req finished (status: BM_OK or a failure). */
 void bm_osc_req_part_done(struct bm_osc_req *req, int status);
 

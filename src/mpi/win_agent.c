@@ -112,6 +112,8 @@ static void op_done(struct bm_osc_op *op)
                  "an operation on rank %d's window failed there: %s", op->target,
                  bm_status_str(op->status));
     }
+    if (op->fetch)
+        bm_osc_fetch_release(op->fetch);
     if (op->req)
         bm_osc_req_part_done(op->req, op->status);
     if (!op->keep)
@@ -321,7 +323,6 @@ static void agent_acc(MPI_Win win, int origin, const struct bm_osc_hdr *h, const
 {
     MPI_Datatype dt = bm_osc_type_of_id(h->dtype);
     MPI_Op op = bm_osc_op_of_id(h->op);
-    char *mem = target_mem(win, h->addr, h->len);
     bool fetch = h->type == BM_OSC_GACC;
     bool need_data = op != MPI_NO_OP;
     if (!dt || !op || dt->extent <= 0 || h->len % (uint64_t)dt->extent ||
@@ -329,15 +330,30 @@ static void agent_acc(MPI_Win win, int origin, const struct bm_osc_hdr *h, const
         agent_fail(origin, win->id, h, BM_ERR_PROTOCOL, "accumulate");
         return;
     }
-    if (!mem) {
+    size_t ext = (size_t)dt->extent, n = h->len / ext;
+    /* elements back to back, or (BM_OSC_F_STRIDED) stride bytes apart */
+    int64_t stride = h->flags & BM_OSC_F_STRIDED ? (int64_t)(int32_t)h->reserved : (int64_t)ext;
+    char *mem = stride == (int64_t)ext ? target_mem(win, h->addr, h->len) : NULL;
+    for (size_t i = 0; stride != (int64_t)ext && i < n; i++)
+        if (!target_mem(win, h->addr + (uint64_t)((int64_t)i * stride), ext)) {
+            agent_fail(origin, win->id, h, BM_ERR_BAD_PARAM, "accumulate");
+            return;
+        }
+    if (stride == (int64_t)ext && !mem) {
         agent_fail(origin, win->id, h, BM_ERR_BAD_PARAM, "accumulate");
         return;
     }
-    size_t n = h->len / (uint64_t)dt->extent;
     char *old = NULL;
     if (fetch && h->len && !(old = malloc(h->len)))
         abort();
-    bm_osc_acc_apply(op, dt, need_data ? data : NULL, mem, old, n, stripes_of(win));
+    if (mem) {
+        bm_osc_acc_apply(op, dt, need_data ? data : NULL, mem, old, n, stripes_of(win));
+    } else {
+        for (size_t i = 0; i < n; i++)
+            bm_osc_acc_apply(op, dt, need_data ? data + i * ext : NULL,
+                             target_mem(win, h->addr + (uint64_t)((int64_t)i * stride), ext),
+                             old ? old + i * ext : NULL, 1, stripes_of(win));
+    }
     if (h->flags & BM_OSC_F_COUNTED)
         win->am_in_counted++;
     if (fetch)

@@ -22,6 +22,7 @@
 #include "mpi/mpi_request.h"
 #include "mpi/win.h"
 #include "pml/pml.h"
+#include "util/dtype.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,34 +235,57 @@ static int btl_putget(struct bm_osc_target *t, bool put, char *local, uint64_t r
     return BM_OK;
 }
 
+/* Results of a fetching accumulate that go through a temporary buffer:
+ * converted into the result buffer once the last answer is in. */
+struct bm_osc_fetch {
+    int refs;
+    char *lay; /* n elements of basic, back to back */
+    void *result;
+    int rcount;
+    MPI_Datatype rtype, basic;
+    size_t n;
+};
+
 /* ---- active messages -------------------------------------------------------------- */
 
-/* Send a put or accumulate (data) of len bytes at target offset addr as
- * messages of at most the path's size, cut at multiples of elem. */
+/* Mark a put or accumulate message for the fence count and the next flush. */
+static void am_count(MPI_Win win, struct bm_osc_target *t, struct bm_osc_hdr *h)
+{
+    if (win->access == BM_OSC_ACCESS_FENCE) {
+        h->flags |= BM_OSC_F_COUNTED;
+        t->am_counted++;
+    }
+    t->am_unsynced++;
+}
+
+/* Send a put or accumulate of len data bytes for target offset addr as
+ * messages of at most the path's size, cut at multiples of elem. stride
+ * (accumulates): the elements' distance at the target, when not elem. */
 static void am_put_acc(MPI_Win win, int target, uint8_t type, uint8_t op, uint8_t dtype,
-                       const char *data, uint64_t addr, size_t len, size_t elem)
+                       const char *data, uint64_t addr, size_t len, size_t elem, ptrdiff_t stride)
 {
     struct bm_osc_target *t = &win->t[target];
     size_t max = bm_osc_am_max_data(win, target) / elem * elem;
     size_t off = 0;
     do {
         size_t n = len - off < max ? len - off : max;
-        struct bm_osc_hdr h = {
-            .type = type, .op = op, .dtype = dtype, .addr = addr + off, .len = n};
-        if (win->access == BM_OSC_ACCESS_FENCE) {
-            h.flags |= BM_OSC_F_COUNTED;
-            t->am_counted++;
+        struct bm_osc_hdr h = {.type = type, .op = op, .dtype = dtype, .len = n};
+        h.addr = addr + (uint64_t)((ptrdiff_t)(off / elem) * stride);
+        if (stride != (ptrdiff_t)elem) {
+            h.flags |= BM_OSC_F_STRIDED;
+            h.reserved = (uint32_t)(int32_t)stride;
         }
+        am_count(win, t, &h);
         bm_osc_am_send(win, target, &h, data ? data + off : NULL, data ? n : 0, NULL, 0);
-        t->am_unsynced++;
         off += n;
     } while (off < len);
 }
 
-/* Send a get (or fetching accumulate) whose answers fill result. */
+/* Send a get (or fetching accumulate) whose answers fill result; their
+ * records belong to req and fetch (either may be NULL). */
 static int am_fetch(MPI_Win win, int target, uint8_t type, uint8_t op, uint8_t dtype,
                     const char *data, char *result, uint64_t addr, size_t len, size_t elem,
-                    struct bm_osc_req *req)
+                    ptrdiff_t stride, struct bm_osc_req *req, struct bm_osc_fetch *fetch)
 {
     /* a get asks once (the answers are cut by the target); a fetching
      * accumulate carries data, so it is cut here, one record per piece */
@@ -277,8 +301,16 @@ static int am_fetch(MPI_Win win, int target, uint8_t type, uint8_t op, uint8_t d
             o->req = req;
             req->parts++;
         }
-        struct bm_osc_hdr h = {
-            .type = type, .op = op, .dtype = dtype, .opid = o->id, .addr = addr + off, .len = n};
+        if (fetch) {
+            o->fetch = fetch;
+            fetch->refs++;
+        }
+        struct bm_osc_hdr h = {.type = type, .op = op, .dtype = dtype, .opid = o->id, .len = n};
+        h.addr = addr + (uint64_t)((ptrdiff_t)(off / elem) * stride);
+        if (stride != (ptrdiff_t)elem) {
+            h.flags |= BM_OSC_F_STRIDED;
+            h.reserved = (uint32_t)(int32_t)stride;
+        }
         bool with_data = data && op != BM_MPI_OP_ID_no_op;
         bm_osc_am_send(win, target, &h, with_data ? data + off : NULL, with_data ? n : 0, NULL, 0);
         off += n;
@@ -297,13 +329,6 @@ static int check_type(MPI_Win win, MPI_Datatype dt, int count, const char *what,
                                 dt->name);
     if (count < 0)
         return bm_osc_win_error(win, MPI_ERR_COUNT, fn, "negative %s count %d", what, count);
-    /* count elements lie as one run of count * extent bytes at the buffer
-     * (the value-index pairs with their padding) */
-    if (!dt->predefined && (!dt->contiguous || dt->lb != 0 || (size_t)dt->extent != dt->size))
-        return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
-                                "the %s datatype %s is not contiguous; one-sided operations "
-                                "take contiguous datatypes only so far",
-                                what, dt->name);
     return MPI_SUCCESS;
 }
 
@@ -316,6 +341,11 @@ static int check_acc_op(MPI_Win win, MPI_Op op, MPI_Datatype dt, const char *fn)
                                 "one-sided accumulates take predefined operations only (MPI-3.1 "
                                 "11.3.4), not %s",
                                 op->name);
+    if (!dt->basic)
+        return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
+                                "the datatype %s mixes several predefined types; accumulates "
+                                "need one (MPI-3.1 11.3.4)",
+                                dt->name);
     if (!bm_mpi_op_supports(op, dt))
         return bm_osc_win_error(win, MPI_ERR_OP, fn, "%s is not defined for datatype %s", op->name,
                                 dt->name);
@@ -362,6 +392,313 @@ static int osc_fail(MPI_Win win, int rc, const char *fn, int target)
                             bm_status_str(rc));
 }
 
+/* One operation in flight in this call: the window, target, kind and where
+ * its data is. */
+struct osc_xfer {
+    MPI_Win win;
+    int target;
+    struct bm_osc_target *t;
+    const struct osc_args *a;
+    struct bm_osc_req *req;
+    uint64_t off; /* target byte offset of the target buffer (dynamic: its address) */
+    int status;   /* first failure (bm_status_t) */
+    bool range;   /* an address outside the window (or not attached) */
+};
+
+/* Move len bytes between origin memory at optr and target offset toff. */
+static void segment(struct osc_xfer *x, char *optr, uint64_t toff, size_t len)
+{
+    bool put = x->a->kind == OSC_PUT;
+    if (x->status != BM_OK || len == 0)
+        return;
+    switch (x->t->path) {
+    case BM_OSC_PATH_SHM: {
+        char *p = shm_ptr(x->win, x->t, toff, len);
+        if (!p) {
+            x->status = BM_ERR_BAD_PARAM;
+            x->range = true;
+        } else if (put) {
+            memcpy(p, optr, len);
+        } else {
+            memcpy(optr, p, len);
+        }
+        break;
+    }
+    case BM_OSC_PATH_BTL:
+        x->status = btl_putget(x->t, put, optr, x->t->base + toff, len, x->req);
+        break;
+    default:
+        if (put)
+            am_put_acc(x->win, x->target, BM_OSC_PUT, 0, 0, optr, toff, len, 1, 1);
+        else
+            x->status = am_fetch(x->win, x->target, BM_OSC_GET, 0, 0, NULL, optr, toff, len, 1, 1,
+                                 x->req, NULL);
+        break;
+    }
+}
+
+/* Put or get: pair the pieces of the target's layout with the origin's, in
+ * the order of the packed stream. Contiguous on both sides: one segment. */
+static void move(struct osc_xfer *x, size_t bytes)
+{
+    const struct osc_args *a = x->a;
+    char *obuf = (char *)(uintptr_t)(a->kind == OSC_PUT ? a->origin : a->result);
+    const struct bm_util_dtype *od = a->otype->dt, *td = a->ttype->dt;
+    bool orun = bm_util_dtype_contig(od, (size_t)a->ocount);
+    if (orun && bm_util_dtype_contig(td, (size_t)a->tcount)) {
+        segment(x, obuf + od->pdisp, x->off + (uint64_t)td->pdisp, bytes);
+        return;
+    }
+    struct bm_util_dtype_piece tp[32], op[32];
+    size_t pos = 0;
+    while (pos < bytes && x->status == BM_OK) {
+        size_t done;
+        size_t nt =
+            bm_util_dtype_pieces(td, NULL, (size_t)a->tcount, pos, bytes - pos, tp, 32, &done);
+        for (size_t i = 0; i < nt; i++) {
+            uint64_t toff = x->off + (uint64_t)(intptr_t)tp[i].addr;
+            if (orun) {
+                segment(x, obuf + od->pdisp + pos, toff, tp[i].len);
+                pos += tp[i].len;
+                continue;
+            }
+            /* the origin's pieces covering this target piece */
+            size_t got = 0;
+            while (got < tp[i].len) {
+                size_t d;
+                size_t no = bm_util_dtype_pieces(od, obuf, (size_t)a->ocount, pos + got,
+                                                 tp[i].len - got, op, 32, &d);
+                for (size_t k = 0; k < no; k++) {
+                    segment(x, op[k].addr, toff, op[k].len);
+                    toff += op[k].len;
+                }
+                got += d;
+            }
+            pos += tp[i].len;
+        }
+        if (nt == 0)
+            break;
+    }
+}
+
+/* Is (count, dt) laid out as count consecutive elements of basic (each
+ * basic->extent bytes) from buf + the type's offset? */
+static bool basic_layout(MPI_Datatype dt, size_t count, MPI_Datatype basic)
+{
+    if (dt == basic)
+        return true;
+    return bm_util_dtype_contig(dt->dt, count) && basic->size == (size_t)basic->extent;
+}
+
+void bm_osc_fetch_release(struct bm_osc_fetch *f)
+{
+    if (--f->refs > 0)
+        return;
+    size_t bytes = f->n * f->basic->size;
+    if (f->basic->size == (size_t)f->basic->extent) {
+        bm_mpi_type_unpack(f->rtype, f->result, (size_t)f->rcount, 0, f->lay, bytes);
+    } else {
+        char *packed = malloc(bytes ? bytes : 1);
+        if (!packed)
+            abort();
+        bm_mpi_type_pack(f->basic, f->lay, f->n, 0, packed, bytes);
+        bm_mpi_type_unpack(f->rtype, f->result, (size_t)f->rcount, 0, packed, bytes);
+        free(packed);
+    }
+    bm_mpi_type_release(f->rtype);
+    free(f->lay);
+    free(f);
+}
+
+/* One run of the target's elements of an accumulate: n elements of basic
+ * at target offset toff, stride apart; origin data (olay) and results
+ * (rlay) hold them back to back. */
+struct acc_walk {
+    struct osc_xfer *x;
+    MPI_Datatype basic;
+    const char *olay;
+    char *rlay;
+    struct bm_osc_fetch *fetch;
+    size_t k; /* elements done */
+    /* the run being gathered: the walk reports one run per element of the
+     * type (MPI_INT x 100000 is 100000 runs of one), so runs that continue
+     * each other at one stride are joined before they are carried out */
+    int pbasic;
+    char *paddr;
+    size_t pn;
+    ptrdiff_t pstride;
+};
+
+static int acc_do(int basic_id, char *addr, size_t n, ptrdiff_t stride, void *arg)
+{
+    struct acc_walk *w = arg;
+    struct osc_xfer *x = w->x;
+    const struct osc_args *a = x->a;
+    MPI_Datatype basic = w->basic;
+    size_t ext = (size_t)basic->extent;
+    const char *o = w->olay ? w->olay + w->k * ext : NULL;
+    char *r = w->rlay ? w->rlay + w->k * ext : NULL;
+    uint64_t toff = x->off + (uint64_t)(intptr_t)addr;
+    w->k += n;
+    if (basic_id != (int)basic->id) {
+        x->status = BM_ERR_BAD_PARAM;
+        return 1;
+    }
+    if (x->t->path == BM_OSC_PATH_SHM) {
+        _Atomic uint32_t *stripes = stripes_for(x->win, x->target);
+        for (size_t i = 0; i < n; i += stride == (ptrdiff_t)ext ? n : 1) {
+            size_t m = stride == (ptrdiff_t)ext ? n : 1;
+            char *p = shm_ptr(x->win, x->t, toff + (uint64_t)((ptrdiff_t)i * stride), m * ext);
+            if (!p) {
+                x->status = BM_ERR_BAD_PARAM;
+                x->range = true;
+                return 1;
+            }
+            bm_osc_acc_apply(a->op, basic, o ? o + i * ext : NULL, p, r ? r + i * ext : NULL, m,
+                             stripes);
+        }
+        return 0;
+    }
+    /* the agent: strides that do not fit the message go one element each */
+    bool fits = stride == (ptrdiff_t)(int32_t)stride;
+    for (size_t i = 0; i < n; i += fits ? n : 1) {
+        size_t m = fits ? n : 1;
+        uint64_t at = toff + (uint64_t)((ptrdiff_t)i * stride);
+        if (a->kind == OSC_ACC)
+            am_put_acc(x->win, x->target, BM_OSC_ACC, (uint8_t)a->op->id, (uint8_t)basic->id,
+                       o + i * ext, at, m * ext, ext, fits ? stride : (ptrdiff_t)ext);
+        else if (am_fetch(x->win, x->target, BM_OSC_GACC, (uint8_t)a->op->id, (uint8_t)basic->id,
+                          o ? o + i * ext : NULL, r + i * ext, at, m * ext, ext,
+                          fits ? stride : (ptrdiff_t)ext, x->req, w->fetch) != BM_OK) {
+            x->status = BM_ERR_NO_MEMORY;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The walk's callback: join runs that continue the pending one. */
+static int acc_run(int basic_id, char *addr, size_t n, ptrdiff_t stride, void *arg)
+{
+    struct acc_walk *w = arg;
+    if (w->pn > 0 && basic_id == w->pbasic) {
+        ptrdiff_t step = w->pn == 1 ? addr - w->paddr : w->pstride;
+        if (addr == w->paddr + (ptrdiff_t)w->pn * step && (n == 1 || stride == step)) {
+            w->pstride = step;
+            w->pn += n;
+            return 0;
+        }
+    }
+    int rc = w->pn > 0 ? acc_do(w->pbasic, w->paddr, w->pn, w->pstride, w) : 0;
+    w->pbasic = basic_id;
+    w->paddr = addr;
+    w->pn = n;
+    w->pstride = stride;
+    return rc;
+}
+
+/* An accumulate or get_accumulate: the origin's data and the results as
+ * elements of the basic type back to back (temporary buffers when the
+ * types lay them out otherwise), applied run by run of the target's
+ * layout. One element on a transport with atomics goes to them. */
+static int accumulate(struct osc_xfer *x, size_t bytes, const char *fn)
+{
+    const struct osc_args *a = x->a;
+    MPI_Datatype basic = a->ttype->basic;
+    size_t ext = (size_t)basic->extent, n = bytes / basic->size;
+    bool no_origin = a->op == MPI_NO_OP;
+    char *otmp = NULL, *rtmp = NULL;
+    const char *olay = NULL;
+    char *rlay = NULL;
+    struct bm_osc_target *t = x->t;
+    int rc;
+    if (!no_origin) {
+        if (basic_layout(a->otype, (size_t)a->ocount, basic)) {
+            olay = (const char *)a->origin + a->otype->dt->pdisp;
+        } else {
+            if (!(otmp = malloc(n * ext)))
+                return bm_osc_win_error(x->win, MPI_ERR_NO_MEM, fn, "out of memory");
+            if (basic->size == ext) {
+                bm_mpi_type_pack(a->otype, a->origin, (size_t)a->ocount, 0, otmp, bytes);
+            } else {
+                char *packed = malloc(bytes);
+                if (!packed) {
+                    free(otmp);
+                    return bm_osc_win_error(x->win, MPI_ERR_NO_MEM, fn, "out of memory");
+                }
+                bm_mpi_type_pack(a->otype, a->origin, (size_t)a->ocount, 0, packed, bytes);
+                bm_mpi_type_unpack(basic, otmp, n, 0, packed, bytes);
+                free(packed);
+            }
+            olay = otmp;
+        }
+    }
+    bool rdirect = a->kind != OSC_GACC || basic_layout(a->rtype, (size_t)a->rcount, basic);
+    if (a->kind == OSC_GACC)
+        rlay = rdirect ? (char *)a->result + a->rtype->dt->pdisp : (rtmp = malloc(n * ext));
+    if (a->kind == OSC_GACC && !rlay) {
+        free(otmp);
+        return bm_osc_win_error(x->win, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
+
+    /* one element on the transport's atomics */
+    enum bm_btl_atomic_op bop;
+    uint32_t bflags;
+    bool fetch_only;
+    if (n == 1 && rdirect && t->path != BM_OSC_PATH_SHM && t->amo_m &&
+        x->win->flavor != MPI_WIN_FLAVOR_DYNAMIC &&
+        bm_osc_acc_btl_op(a->op, basic, t->amo_m, &bop, &bflags, &fetch_only)) {
+        if (x->win->acc_ordered && t->acc_channel == 1 && t->am_unsynced > 0 &&
+            (rc = bm_osc_complete(x->win, x->target, false))) {
+            free(otmp);
+            return bm_osc_win_error(x->win, rc, fn, "an earlier operation to rank %d failed",
+                                    x->target);
+        }
+        t->acc_channel = 2;
+        struct amo_args m = {.result = a->kind == OSC_GACC ? rlay : NULL,
+                             .remote = t->base + x->off + (uint64_t)a->ttype->dt->pdisp,
+                             .op = bop,
+                             .flags = bflags};
+        if (!fetch_only)
+            memcpy(&m.operand, olay, ext);
+        free(otmp);
+        rc = rdma_run(t, issue_amo, &m, x->req);
+        return rc == BM_OK ? MPI_SUCCESS : osc_fail(x->win, rc, fn, x->target);
+    }
+    if (t->path != BM_OSC_PATH_SHM) {
+        if (x->win->acc_ordered && t->acc_channel == 2 && t->rdma_out > 0)
+            bm_osc_wait_rdma(x->win, x->target);
+        t->acc_channel = 1;
+    }
+    struct bm_osc_fetch *fetch = NULL;
+    if (rtmp) {
+        if (!(fetch = calloc(1, sizeof(*fetch)))) {
+            free(otmp);
+            free(rtmp);
+            return bm_osc_win_error(x->win, MPI_ERR_NO_MEM, fn, "out of memory");
+        }
+        /* one reference for this call until every piece was sent */
+        *fetch = (struct bm_osc_fetch){.refs = 1,
+                                       .lay = rtmp,
+                                       .result = a->result,
+                                       .rcount = a->rcount,
+                                       .rtype = a->rtype,
+                                       .basic = basic,
+                                       .n = n};
+        bm_mpi_type_retain(a->rtype);
+    }
+    struct acc_walk w = {.x = x, .basic = basic, .olay = olay, .rlay = rlay, .fetch = fetch};
+    if (basic_layout(a->ttype, (size_t)a->tcount, basic))
+        acc_do(basic->id, (char *)(intptr_t)a->ttype->dt->pdisp, n, (ptrdiff_t)ext, &w);
+    else if (bm_util_dtype_walk(a->ttype->dt, NULL, (size_t)a->tcount, acc_run, &w) == 0 &&
+             w.pn > 0)
+        acc_do(w.pbasic, w.paddr, w.pn, w.pstride, &w);
+    free(otmp);
+    if (fetch)
+        bm_osc_fetch_release(fetch);
+    return MPI_SUCCESS;
+}
+
 static int osc_rma(MPI_Win win, const struct osc_args *a, struct bm_osc_req *req, const char *fn)
 {
     int rc;
@@ -379,26 +716,28 @@ static int osc_rma(MPI_Win win, const struct osc_args *a, struct bm_osc_req *req
         (rc = check_type(win, a->ttype, a->tcount, "target", fn)) ||
         (a->kind == OSC_GACC && (rc = check_type(win, a->rtype, a->rcount, "result", fn))))
         return rc;
-    size_t tbytes = bm_mpi_type_bytes(a->ttype, a->tcount);
-    size_t obytes = no_origin ? tbytes : bm_mpi_type_bytes(a->otype, a->ocount);
+    /* the type signatures must match: the same number of data bytes */
+    size_t tbytes = (size_t)a->tcount * a->ttype->size;
+    size_t obytes = no_origin ? tbytes : (size_t)a->ocount * a->otype->size;
     if (obytes != tbytes)
         return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
-                                "the origin holds %zu bytes but the target %zu (%d x %s vs %d "
-                                "x %s): the type signatures must match",
+                                "the origin holds %zu bytes of data but the target %zu (%d x %s "
+                                "vs %d x %s): the type signatures must match",
                                 obytes, tbytes, a->ocount, a->otype->name, a->tcount,
                                 a->ttype->name);
-    if (a->kind == OSC_GACC && bm_mpi_type_bytes(a->rtype, a->rcount) != tbytes)
+    if (a->kind == OSC_GACC && (size_t)a->rcount * a->rtype->size != tbytes)
         return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
-                                "the result buffer holds %zu bytes but the target %zu",
-                                bm_mpi_type_bytes(a->rtype, a->rcount), tbytes);
+                                "the result buffer holds %zu bytes of data but the target %zu",
+                                (size_t)a->rcount * a->rtype->size, tbytes);
     if (acc) {
         if ((rc = check_acc_op(win, a->op, a->ttype, fn)))
             return rc;
-        if (!no_origin && a->otype->basic != a->ttype->basic)
+        if ((!no_origin && a->otype->basic != a->ttype->basic) ||
+            (a->kind == OSC_GACC && a->rtype->basic != a->ttype->basic))
             return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
-                                    "origin (%s) and target (%s) are made of different "
-                                    "predefined types",
-                                    a->otype->basic->name, a->ttype->basic->name);
+                                    "origin (%s), result and target (%s) datatypes must be made "
+                                    "of the same predefined type",
+                                    no_origin ? "none" : a->otype->name, a->ttype->name);
     }
     if ((rc = bm_osc_access_check(win, a->target, fn)))
         return rc;
@@ -408,103 +747,46 @@ static int osc_rma(MPI_Win win, const struct osc_args *a, struct bm_osc_req *req
         return bm_osc_win_error(win, MPI_ERR_BUFFER, fn, "NULL %s buffer",
                                 fetch && !a->result ? "result" : "origin");
 
-    struct bm_osc_target *t = &win->t[a->target];
-    uint64_t off;
+    struct osc_xfer x = {.win = win,
+                         .target = a->target,
+                         .t = &win->t[a->target],
+                         .a = a,
+                         .req = req,
+                         .status = BM_OK};
+    struct bm_osc_target *t = x.t;
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        off = (uint64_t)a->disp; /* an address from MPI_Get_address at the target */
+        x.off = (uint64_t)a->disp; /* an address from MPI_Get_address at the target */
     } else {
-        uint64_t unit = (uint64_t)t->disp_unit;
-        if (a->disp < 0 || (uint64_t)a->disp > t->size / unit ||
-            tbytes > t->size - (uint64_t)a->disp * unit)
+        /* the memory the target's type touches must lie in the window */
+        MPI_Aint lo;
+        size_t span;
+        bm_mpi_type_span(a->ttype, (size_t)a->tcount, &lo, &span);
+        int64_t first = (int64_t)a->disp * t->disp_unit + (int64_t)lo;
+        if (a->disp < 0 || first < 0 || (uint64_t)first > t->size ||
+            span > t->size - (uint64_t)first)
             return bm_osc_win_error(win, MPI_ERR_RMA_RANGE, fn,
-                                    "%zu bytes at displacement %ld (unit %d) are outside rank "
+                                    "%d x %s at displacement %ld (unit %d) reach outside rank "
                                     "%d's window of %llu bytes",
-                                    tbytes, (long)a->disp, t->disp_unit, a->target,
-                                    (unsigned long long)t->size);
-        off = (uint64_t)a->disp * unit;
+                                    a->tcount, a->ttype->name, (long)a->disp, t->disp_unit,
+                                    a->target, (unsigned long long)t->size);
+        x.off = (uint64_t)a->disp * (uint64_t)t->disp_unit;
     }
-    MPI_Datatype basic = a->ttype->basic;
-    size_t elem = acc ? (size_t)basic->extent : 1;
-    uint8_t op_id = acc ? (uint8_t)a->op->id : 0;
-
-    /* loads and stores */
-    if (t->path == BM_OSC_PATH_SHM) {
-        char *p = shm_ptr(win, t, off, tbytes);
-        if (!p)
-            return bm_osc_win_error(win, MPI_ERR_RMA_RANGE, fn,
-                                    "%zu bytes at address 0x%lx are not in a region attached "
-                                    "to this process's dynamic window",
-                                    tbytes, (unsigned long)a->disp);
-        switch (a->kind) {
-        case OSC_PUT:
-            memcpy(p, a->origin, tbytes);
-            break;
-        case OSC_GET:
-            memcpy(a->result, p, tbytes);
-            break;
-        case OSC_ACC:
-        case OSC_GACC:
-            bm_osc_acc_apply(a->op, basic, no_origin ? NULL : a->origin, p,
-                             a->kind == OSC_GACC ? a->result : NULL, tbytes / elem,
-                             stripes_for(win, a->target));
-            break;
-        }
+    if (acc)
+        rc = accumulate(&x, tbytes, fn);
+    else
+        move(&x, tbytes);
+    if (rc)
+        return rc;
+    if (x.status == BM_OK)
         return MPI_SUCCESS;
-    }
-
-    /* one element on the transport's atomics */
-    enum bm_btl_atomic_op bop;
-    uint32_t bflags;
-    bool fetch_only;
-    if (acc && t->amo_m && tbytes == elem && win->flavor != MPI_WIN_FLAVOR_DYNAMIC &&
-        bm_osc_acc_btl_op(a->op, basic, t->amo_m, &bop, &bflags, &fetch_only)) {
-        if (win->acc_ordered && t->acc_channel == 1 && t->am_unsynced > 0 &&
-            (rc = bm_osc_complete(win, a->target, false)))
-            return bm_osc_win_error(win, rc, fn, "an earlier operation to rank %d failed",
-                                    a->target);
-        t->acc_channel = 2;
-        struct amo_args m = {.result = a->kind == OSC_GACC ? a->result : NULL,
-                             .remote = t->base + off,
-                             .op = bop,
-                             .flags = bflags};
-        if (!fetch_only)
-            memcpy(&m.operand, a->origin, elem);
-        rc = rdma_run(t, issue_amo, &m, req);
-        return rc == BM_OK ? MPI_SUCCESS : osc_fail(win, rc, fn, a->target);
-    }
-    if (acc) {
-        if (win->acc_ordered && t->acc_channel == 2 && t->rdma_out > 0)
-            bm_osc_wait_rdma(win, a->target);
-        t->acc_channel = 1;
-    }
-
-    /* contiguous put and get on the transport */
-    if (t->path == BM_OSC_PATH_BTL && !acc) {
-        rc = btl_putget(t, a->kind == OSC_PUT,
-                        a->kind == OSC_PUT ? (char *)(uintptr_t)a->origin : a->result,
-                        t->base + off, tbytes, req);
-        return rc == BM_OK ? MPI_SUCCESS : osc_fail(win, rc, fn, a->target);
-    }
-
-    /* the target's agent */
-    switch (a->kind) {
-    case OSC_PUT:
-        am_put_acc(win, a->target, BM_OSC_PUT, 0, 0, a->origin, off, tbytes, 1);
-        break;
-    case OSC_ACC:
-        am_put_acc(win, a->target, BM_OSC_ACC, op_id, (uint8_t)basic->id, a->origin, off, tbytes,
-                   elem);
-        break;
-    case OSC_GET:
-    case OSC_GACC:
-        rc = am_fetch(win, a->target, a->kind == OSC_GET ? BM_OSC_GET : BM_OSC_GACC, op_id,
-                      acc ? (uint8_t)basic->id : 0, a->kind == OSC_GACC ? a->origin : NULL,
-                      a->result, off, tbytes, elem, req);
-        if (rc != BM_OK)
-            return bm_osc_win_error(win, MPI_ERR_NO_MEM, fn, "out of memory");
-        break;
-    }
-    return MPI_SUCCESS;
+    if (x.range)
+        return bm_osc_win_error(win, MPI_ERR_RMA_RANGE, fn,
+                                "the target buffer is not in a region attached to this "
+                                "process's dynamic window (displacement 0x%lx)",
+                                (unsigned long)a->disp);
+    if (x.status == BM_ERR_NO_MEMORY)
+        return bm_osc_win_error(win, MPI_ERR_NO_MEM, fn, "out of memory");
+    return osc_fail(win, x.status, fn, a->target);
 }
 
 /* A request-based operation: run it with a request that completes when

@@ -238,10 +238,10 @@ int bm_osc_access_check(MPI_Win win, int target, const char *fn)
                             "MPI_Win_start, MPI_Win_lock or MPI_Win_lock_all first)");
 }
 
-static int check_assert(MPI_Win win, int assert, int allowed, const char *fn)
+static int check_assert(MPI_Win win, int mode, int allowed, const char *fn)
 {
-    if (assert & ~allowed)
-        return bm_osc_win_error(win, MPI_ERR_ASSERT, fn, "invalid assertion 0x%x", assert);
+    if (mode & ~allowed)
+        return bm_osc_win_error(win, MPI_ERR_ASSERT, fn, "invalid assertion 0x%x", mode);
     return MPI_SUCCESS;
 }
 
@@ -253,11 +253,11 @@ static int check_target(MPI_Win win, int rank, const char *fn)
     return MPI_SUCCESS;
 }
 
-int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
+int PMPI_Win_lock(int lock_type, int rank, int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_lock";
     int rc;
-    if ((rc = bm_osc_check_win(win, fn)) || (rc = check_assert(win, assert, MPI_MODE_NOCHECK, fn)))
+    if ((rc = bm_osc_check_win(win, fn)) || (rc = check_assert(win, mode, MPI_MODE_NOCHECK, fn)))
         return rc;
     if (lock_type != MPI_LOCK_SHARED && lock_type != MPI_LOCK_EXCLUSIVE)
         return bm_osc_win_error(win, MPI_ERR_LOCKTYPE, fn,
@@ -275,7 +275,7 @@ int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
     if (win->t[rank].lock != BM_OSC_LOCK_NONE)
         return bm_osc_win_error(win, MPI_ERR_RMA_SYNC, fn,
                                 "rank %d's window is already locked by this process", rank);
-    if (assert & MPI_MODE_NOCHECK) {
+    if (mode & MPI_MODE_NOCHECK) {
         win->t[rank].lock = BM_OSC_LOCK_NOCHECK;
     } else if ((rc = lock_take(win, rank,
                                lock_type == MPI_LOCK_EXCLUSIVE ? BM_OSC_LOCK_EXCLUSIVE
@@ -314,18 +314,18 @@ int PMPI_Win_unlock(int rank, MPI_Win win)
 }
 BM_MPI_ALIAS(Win_unlock);
 
-int PMPI_Win_lock_all(int assert, MPI_Win win)
+int PMPI_Win_lock_all(int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_lock_all";
     int rc;
-    if ((rc = bm_osc_check_win(win, fn)) || (rc = check_assert(win, assert, MPI_MODE_NOCHECK, fn)))
+    if ((rc = bm_osc_check_win(win, fn)) || (rc = check_assert(win, mode, MPI_MODE_NOCHECK, fn)))
         return rc;
     if (win->access != BM_OSC_ACCESS_NONE && win->access != BM_OSC_ACCESS_FENCE)
         return bm_osc_win_error(win, MPI_ERR_RMA_SYNC, fn,
                                 "another epoch is open on the window (%s)",
                                 win->access == BM_OSC_ACCESS_PSCW ? "MPI_Win_start" : "a lock");
     win->access = BM_OSC_ACCESS_LOCK_ALL;
-    win->lock_all_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
+    win->lock_all_nocheck = (mode & MPI_MODE_NOCHECK) != 0;
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Win_lock_all);
@@ -420,14 +420,34 @@ BM_MPI_ALIAS(Win_sync);
 
 /* ---- fence ---------------------------------------------------------------------------- */
 
-int PMPI_Win_fence(int assert, MPI_Win win)
+/* Every process of the window maps one segment: a barrier in it (a
+ * counter and a generation) costs a few cache-line transfers, where the
+ * point-to-point barrier of the collectives costs messages. */
+static void shm_barrier(MPI_Win win)
+{
+    struct bm_osc_shm_bar *b = win->bar;
+    uint32_t gen = atomic_load_explicit(&b->gen, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) ==
+        (uint32_t)win->nranks - 1) {
+        atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+        atomic_store_explicit(&b->gen, gen + 1, memory_order_release);
+        return;
+    }
+    /* progress meanwhile: a process may still need this one's agent for
+     * another window, and the idle polls give the core away when the node
+     * has more processes than cores */
+    while (atomic_load_explicit(&b->gen, memory_order_acquire) == gen)
+        bm_pml_progress();
+}
+
+int PMPI_Win_fence(int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_fence";
     int rc;
     if ((rc = bm_osc_check_win(win, fn)) ||
         (rc = check_assert(
-             win, assert,
-             MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED, fn)))
+             win, mode, MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED,
+             fn)))
         return rc;
     if (win->access != BM_OSC_ACCESS_NONE && win->access != BM_OSC_ACCESS_FENCE)
         return bm_osc_win_error(
@@ -438,7 +458,7 @@ int PMPI_Win_fence(int assert, MPI_Win win)
                                 "MPI_Win_post's exposure epoch is open; call MPI_Win_wait first");
     int err = MPI_SUCCESS;
     bool sync_done = false;
-    if (!(assert &MPI_MODE_NOPRECEDE)) {
+    if (!(mode & MPI_MODE_NOPRECEDE)) {
         /* this process's operations: done here (transports, fetches) */
         err = bm_osc_complete(win, -1, true);
         if (!win->all_shm) {
@@ -464,10 +484,13 @@ int PMPI_Win_fence(int assert, MPI_Win win)
     atomic_thread_fence(memory_order_seq_cst);
     /* the next epoch starts once every process is done with this one; a
      * window in shared memory has no other synchronisation at all */
-    if (!(assert &MPI_MODE_NOSUCCEED) || (!sync_done && !(assert &MPI_MODE_NOPRECEDE)))
-        if ((rc = bm_mpi_coll_barrier(win->comm, fn)))
+    if (!(mode & MPI_MODE_NOSUCCEED) || (!sync_done && !(mode & MPI_MODE_NOPRECEDE))) {
+        if (win->all_shm && win->bar)
+            shm_barrier(win);
+        else if ((rc = bm_mpi_coll_barrier(win->comm, fn)))
             return rc;
-    win->access = assert &MPI_MODE_NOSUCCEED ? BM_OSC_ACCESS_NONE : BM_OSC_ACCESS_FENCE;
+    }
+    win->access = mode & MPI_MODE_NOSUCCEED ? BM_OSC_ACCESS_NONE : BM_OSC_ACCESS_FENCE;
     return err ? bm_osc_report_async(win, fn) : MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Win_fence);
@@ -497,12 +520,12 @@ static int group_ranks(MPI_Win win, MPI_Group group, int **out, int *n_out, cons
     return MPI_SUCCESS;
 }
 
-int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win)
+int PMPI_Win_post(MPI_Group group, int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_post";
     int rc;
     if ((rc = bm_osc_check_win(win, fn)) ||
-        (rc = check_assert(win, assert, MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT, fn)))
+        (rc = check_assert(win, mode, MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT, fn)))
         return rc;
     if (win->exposure_pscw)
         return bm_osc_win_error(win, MPI_ERR_RMA_SYNC, fn,
@@ -516,7 +539,7 @@ int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win)
     win->exposure_pscw = true;
     /* this process's stores to its window come before the origins' accesses */
     atomic_thread_fence(memory_order_seq_cst);
-    if (!(assert &MPI_MODE_NOCHECK))
+    if (!(mode & MPI_MODE_NOCHECK))
         for (int i = 0; i < n; i++) {
             struct bm_osc_hdr h = {.type = BM_OSC_POST};
             bm_osc_am_send(win, ranks[i], &h, NULL, 0, NULL, 0);
@@ -525,11 +548,11 @@ int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win)
 }
 BM_MPI_ALIAS(Win_post);
 
-int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win)
+int PMPI_Win_start(MPI_Group group, int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_start";
     int rc;
-    if ((rc = bm_osc_check_win(win, fn)) || (rc = check_assert(win, assert, MPI_MODE_NOCHECK, fn)))
+    if ((rc = bm_osc_check_win(win, fn)) || (rc = check_assert(win, mode, MPI_MODE_NOCHECK, fn)))
         return rc;
     if (win->access != BM_OSC_ACCESS_NONE && win->access != BM_OSC_ACCESS_FENCE)
         return bm_osc_win_error(win, MPI_ERR_RMA_SYNC, fn,
@@ -542,7 +565,7 @@ int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win)
     win->nstart_group = n;
     /* each target's MPI_Win_post must have come (MPI_MODE_NOCHECK: the
      * program guarantees it, and the matching post sent nothing) */
-    if (!(assert &MPI_MODE_NOCHECK))
+    if (!(mode & MPI_MODE_NOCHECK))
         for (int i = 0; i < n; i++) {
             struct bm_osc_target *t = &win->t[ranks[i]];
             while (t->posts == t->posts_used)

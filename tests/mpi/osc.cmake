@@ -60,3 +60,5 @@ bm_add_mpi_test(osc_passive_shm_np2 TARGET osc_passive NP 2 BTL self,sm TIMEOUT 
     LABELS mpi osc ARGS fast)
 bm_add_mpi_test(osc_passive_agent_np2 TARGET osc_passive NP 2 BTL self,tcp TIMEOUT 60
     LABELS mpi osc ARGS wait)
+bm_osc_test(osc_dtype RUNS sm:3:allocate sm:2:create rdma:2:allocate tcp:3:create tcp:2:dynamic
+    dgram:2:allocate)
