@@ -43,17 +43,22 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
             ARGS -c allreduce -m 4:64k -i 20 -w 2)
         bm_add_mpi_test(bench_overlap_smoke TARGET bm_overlap NP 2 LABELS bench TIMEOUT 60
             ARGS -c iallreduce -p 4 -m 4:256k -i 10 -w 1)
-        foreach(run put:flush put:lock:-b get:fence acc:flush fop:lock cas:flush)
+        # bm_osc: each operation and synchronisation once (sizes kept small:
+        # the data checks, not speed)
+        foreach(run put:flush:0:64k put:lock:0:4k:-b get:fence:0:1k acc:flush:8:4k fop:lock:8:8
+                cas:flush:8:8)
             string(REPLACE ":" ";" a ${run})
             list(GET a 0 k)
             list(GET a 1 sy)
+            list(GET a 2 lo)
+            list(GET a 3 hi)
             list(LENGTH a na)
             set(extra "")
-            if(na GREATER 2)
-                list(GET a 2 extra)
+            if(na GREATER 4)
+                list(GET a 4 extra)
             endif()
             bm_add_mpi_test(bench_osc_${k}_${sy}${extra}_smoke TARGET bm_osc NP 2 LABELS bench osc
-                TIMEOUT 60 ARGS -k ${k} -s ${sy} ${extra} -m 0:64k -i 20 -w 2)
+                TIMEOUT 60 ARGS -k ${k} -s ${sy} ${extra} -m ${lo}:${hi} -i 20 -w 2)
         endforeach()
         bm_add_mpi_test(bench_dtype_packed_smoke TARGET bm_dtype NP 2 LABELS bench TIMEOUT 60
             ARGS -k vec64 -P -m 8:256k -i 20 -w 2)
