@@ -24,4 +24,5 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/coll_gather.c
     ${CMAKE_CURRENT_LIST_DIR}/coll_neighbor.c
     ${CMAKE_CURRENT_LIST_DIR}/coll_request.c
-    ${CMAKE_CURRENT_LIST_DIR}/coll_side.c)
+    ${CMAKE_CURRENT_LIST_DIR}/coll_side.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_inter.c)

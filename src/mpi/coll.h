@@ -68,6 +68,8 @@ enum bm_mpi_coll_kind {
     X(SCAN_RECURSIVE_DOUBLING, "scan.recursive_doubling")                                          \
     X(SCAN_LINEAR, "scan.linear")                                                                  \
     X(NEIGHBOR_LINEAR, "neighbor.linear")                                                          \
+    X(INTER_LEADER, "inter.leader")                                                                \
+    X(INTER_LINEAR, "inter.linear")                                                                \
     X(FASTPATH, "fastpath")
 
 enum bm_mpi_coll_alg {
@@ -313,6 +315,9 @@ void bm_coll_build_alltoall(struct bm_mpi_sched *s, MPI_Comm comm, const struct 
 void bm_coll_build_neighbor(struct bm_mpi_sched *s, int nin, const int *in, const int *in_subtag,
                             const struct bm_coll_layout *rl, int nout, const int *out,
                             const int *out_subtag, const struct bm_coll_layout *sl);
+/* coll_inter.c: the schedule of a call on an inter-communicator; false
+ * when out of memory. */
+bool bm_coll_build_inter(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_mpi_coll_args *a);
 /* coll_neighbor.c: the schedule of a neighbourhood collective call; false
  * when out of memory. */
 bool bm_coll_build_neighbor_call(struct bm_mpi_sched *s, MPI_Comm comm,

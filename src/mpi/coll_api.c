@@ -1,13 +1,14 @@
-/* The MPI collective entry points on intra-communicators: MPI_Barrier,
- * MPI_Bcast, MPI_Gather(v), MPI_Scatter(v), MPI_Allgather(v),
- * MPI_Alltoall(v,w), MPI_Reduce, MPI_Allreduce, MPI_Reduce_scatter(_block),
- * MPI_Scan and MPI_Exscan. Each checks its arguments once, in a function
- * that its blocking, nonblocking and persistent forms share, and describes
- * the call as a struct bm_mpi_coll_args with the arguments that are not
- * significant on this rank cleared (the standard lets them be anything), so
- * the engine never reads an invalid handle. The algorithms are schedules
- * (coll_sched.h), chosen in coll_select.c. Also the library's own
- * collectives and the point-to-point helpers used by comm.c. */
+/* The MPI collective entry points: MPI_Barrier, MPI_Bcast, MPI_Gather(v),
+ * MPI_Scatter(v), MPI_Allgather(v), MPI_Alltoall(v,w), MPI_Reduce,
+ * MPI_Allreduce, MPI_Reduce_scatter(_block) on intra- and
+ * inter-communicators, MPI_Scan and MPI_Exscan on intra-communicators. Each
+ * checks its arguments once, in a function that its blocking, nonblocking
+ * and persistent forms share, and describes the call as a struct
+ * bm_mpi_coll_args with the arguments that are not significant on this rank
+ * cleared (the standard lets them be anything), so the engine never reads
+ * an invalid handle. The algorithms are schedules (coll_sched.h), chosen in
+ * coll_select.c. Also the library's own collectives and the point-to-point
+ * helpers used by comm.c. */
 #include "mpi/coll.h"
 #include "pml/pml.h"
 
@@ -142,14 +143,54 @@ int bm_mpi_coll_allgather_bytes(const void *sendbuf, void *recvbuf, size_t bytes
 
 /* ---- argument checks ---------------------------------------------------------------- */
 
-static int check_start(MPI_Comm comm, const char *fn)
+/* Initialized and a live communicator; intra_only: not an inter-communicator
+ * (scans, which the standard does not define on them). */
+static int check_start(MPI_Comm comm, bool intra_only, const char *fn)
 {
     int rc;
 
     if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
-        (rc = bm_mpi_check_intra(comm, fn)))
+        (intra_only && (rc = bm_mpi_check_intra(comm, fn))))
         return rc;
     return MPI_SUCCESS;
+}
+
+static int no_in_place(MPI_Comm comm, const void *sbuf, const void *rbuf, const char *fn)
+{
+    if (comm->inter && (sbuf == MPI_IN_PLACE || rbuf == MPI_IN_PLACE))
+        return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
+                            "MPI_IN_PLACE is not valid on an inter-communicator");
+    return MPI_SUCCESS;
+}
+
+/* A root: a rank of the group (intra-communicator), or on an
+ * inter-communicator MPI_ROOT (this process is the root), MPI_PROC_NULL
+ * (another process of its group is) or a rank of the remote group. */
+static int check_root(MPI_Comm comm, int root, const char *fn)
+{
+    if (!comm->inter)
+        return bm_mpi_check_root(comm, root, fn);
+    if (root == MPI_ROOT || root == MPI_PROC_NULL || (root >= 0 && root < comm->peer_size))
+        return MPI_SUCCESS;
+    return bm_mpi_error(comm, MPI_ERR_ROOT, fn,
+                        "invalid root %d on an inter-communicator (MPI_ROOT at the root, "
+                        "MPI_PROC_NULL in its group, a rank of the remote group of %d "
+                        "processes in the other group)",
+                        root, comm->peer_size);
+}
+
+/* This process is the root of a rooted collective. */
+static bool is_root(MPI_Comm comm, int root)
+{
+    return comm->inter ? root == MPI_ROOT : comm->rank == root;
+}
+
+/* This process contributes a block or a vector to a rooted collective
+ * (every rank of an intra-communicator; the other group's processes on an
+ * inter-communicator). */
+static bool contributes(MPI_Comm comm, int root)
+{
+    return comm->inter ? root >= 0 : true;
 }
 
 static int check_side(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, const char *fn)
@@ -162,6 +203,8 @@ static int check_side(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt
     return MPI_SUCCESS;
 }
 
+/* Per-block counts for the processes point-to-point ranks name (the remote
+ * group of an inter-communicator). */
 static int check_counts(MPI_Comm comm, const void *buf, const int *counts, const int *displs,
                         MPI_Datatype dt, const char *fn)
 {
@@ -171,7 +214,7 @@ static int check_counts(MPI_Comm comm, const void *buf, const int *counts, const
         return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL counts or displacements array");
     if ((rc = bm_mpi_check_datatype(comm, dt, fn)))
         return rc;
-    for (int i = 0; i < comm->size; i++)
+    for (int i = 0; i < comm->peer_size; i++)
         if ((rc = bm_mpi_check_count(comm, counts[i], fn)) ||
             (rc = bm_mpi_check_buffer(comm, buf, counts[i], dt, fn)))
             return rc;
@@ -179,12 +222,14 @@ static int check_counts(MPI_Comm comm, const void *buf, const int *counts, const
 }
 
 /* Gather and scatter: a valid root, and MPI_IN_PLACE (as the buffer named
- * arg) only at the root. */
-static int check_rooted(MPI_Comm comm, int root, const void *buf, const char *arg, const char *fn)
+ * arg) only at the root of an intra-communicator. */
+static int check_rooted(MPI_Comm comm, int root, const void *sbuf, const void *rbuf,
+                        const void *buf, const char *arg, const char *fn)
 {
     int rc;
 
-    if ((rc = check_start(comm, fn)) || (rc = bm_mpi_check_root(comm, root, fn)))
+    if ((rc = check_start(comm, false, fn)) || (rc = check_root(comm, root, fn)) ||
+        (rc = no_in_place(comm, sbuf, rbuf, fn)))
         return rc;
     if (buf == MPI_IN_PLACE && comm->rank != root)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
@@ -192,23 +237,27 @@ static int check_rooted(MPI_Comm comm, int root, const void *buf, const char *ar
     return MPI_SUCCESS;
 }
 
-/* Allgather and alltoall: both sides valid and their blocks the same size. */
+/* Allgather and alltoall: both sides valid and, on an intra-communicator,
+ * their blocks the same size (across the groups of an inter-communicator
+ * the other group's receive side is what must match). */
 static int check_uniform(MPI_Comm comm, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                          const void *recvbuf, int recvcount, MPI_Datatype recvtype, const char *fn)
 {
     int rc;
 
-    if ((rc = check_start(comm, fn)) ||
+    if ((rc = check_start(comm, false, fn)) || (rc = no_in_place(comm, sendbuf, recvbuf, fn)) ||
         (sendbuf != MPI_IN_PLACE && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn))) ||
         (rc = check_side(comm, recvbuf, recvcount, recvtype, fn)))
         return rc;
     if (recvbuf == MPI_IN_PLACE)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
-    if (sendbuf != MPI_IN_PLACE &&
-        bm_mpi_type_bytes(sendtype, sendcount) != bm_mpi_type_bytes(recvtype, recvcount))
-        return bm_mpi_error(
-            comm, MPI_ERR_TRUNCATE, fn, "send blocks of %zu bytes but receive blocks of %zu bytes",
-            bm_mpi_type_bytes(sendtype, sendcount), bm_mpi_type_bytes(recvtype, recvcount));
+    if (!comm->inter && sendbuf != MPI_IN_PLACE &&
+        bm_mpi_type_packed_bytes(sendtype, (size_t)sendcount) !=
+            bm_mpi_type_packed_bytes(recvtype, (size_t)recvcount))
+        return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
+                            "send blocks of %zu bytes but receive blocks of %zu bytes",
+                            bm_mpi_type_packed_bytes(sendtype, (size_t)sendcount),
+                            bm_mpi_type_packed_bytes(recvtype, (size_t)recvcount));
     return MPI_SUCCESS;
 }
 
@@ -218,7 +267,7 @@ static int check_reduction(MPI_Comm comm, const void *sendbuf, void *recvbuf, in
     int rc;
 
     if ((rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
-        (rc = bm_mpi_check_op(comm, op, dt, fn)))
+        (rc = bm_mpi_check_op(comm, op, dt, fn)) || (rc = no_in_place(comm, sendbuf, recvbuf, fn)))
         return rc;
     if (recvbuf == MPI_IN_PLACE)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
@@ -240,7 +289,7 @@ static int check_total(MPI_Comm comm, size_t total, MPI_Datatype dt, const char 
 
 static int barrier_args(MPI_Comm comm, struct bm_mpi_coll_args *a, const char *fn)
 {
-    int rc = check_start(comm, fn);
+    int rc = check_start(comm, false, fn);
 
     *a = (struct bm_mpi_coll_args){.kind = BM_COLL_BARRIER};
     return rc;
@@ -251,13 +300,18 @@ static int bcast_args(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm 
 {
     int rc;
 
-    if ((rc = check_start(comm, fn)) || (rc = bm_mpi_check_count(comm, count, fn)) ||
-        (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
-        (rc = bm_mpi_check_buffer(comm, buf, count, dt, fn)) ||
-        (rc = bm_mpi_check_root(comm, root, fn)))
+    if ((rc = check_start(comm, false, fn)) || (rc = check_root(comm, root, fn)))
         return rc;
-    *a = (struct bm_mpi_coll_args){
-        .kind = BM_COLL_BCAST, .rbuf = buf, .rcount = count, .rtype = dt, .root = root};
+    if (!(comm->inter && root == MPI_PROC_NULL) &&
+        ((rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
+         (rc = bm_mpi_check_buffer(comm, buf, count, dt, fn))))
+        return rc;
+    *a = (struct bm_mpi_coll_args){.kind = BM_COLL_BCAST, .root = root};
+    if (!(comm->inter && root == MPI_PROC_NULL)) {
+        a->rbuf = buf;
+        a->rcount = count;
+        a->rtype = dt;
+    }
     return MPI_SUCCESS;
 }
 
@@ -267,30 +321,31 @@ static int gather_args(bool v, const void *sendbuf, int sendcount, MPI_Datatype 
                        MPI_Datatype recvtype, int root, MPI_Comm comm, struct bm_mpi_coll_args *a,
                        const char *fn)
 {
-    bool in_place = sendbuf == MPI_IN_PLACE;
+    bool in_place = sendbuf == MPI_IN_PLACE, at_root, sends;
     int rc;
 
-    if ((rc = check_rooted(comm, root, sendbuf, "sendbuf", fn)))
+    if ((rc = check_rooted(comm, root, sendbuf, NULL, sendbuf, "sendbuf", fn)))
         return rc;
-    if (!in_place && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn)))
+    at_root = is_root(comm, root);
+    sends = contributes(comm, root) && !in_place;
+    if (sends && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn)))
         return rc;
-    if (comm->rank == root &&
-        (rc = v ? check_counts(comm, recvbuf, recvcounts, displs, recvtype, fn)
-                : check_side(comm, recvbuf, recvcount, recvtype, fn)))
+    if (at_root && (rc = v ? check_counts(comm, recvbuf, recvcounts, displs, recvtype, fn)
+                           : check_side(comm, recvbuf, recvcount, recvtype, fn)))
         return rc;
-    if (comm->rank == root && !in_place &&
-        bm_mpi_type_bytes(sendtype, sendcount) !=
-            bm_mpi_type_bytes(recvtype, v ? recvcounts[root] : recvcount))
-        return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
-                            "the root sends %zu bytes to itself but expects %zu",
-                            bm_mpi_type_bytes(sendtype, sendcount),
-                            bm_mpi_type_bytes(recvtype, v ? recvcounts[root] : recvcount));
+    if (!comm->inter && at_root && !in_place &&
+        bm_mpi_type_packed_bytes(sendtype, (size_t)sendcount) !=
+            bm_mpi_type_packed_bytes(recvtype, (size_t)(v ? recvcounts[root] : recvcount)))
+        return bm_mpi_error(
+            comm, MPI_ERR_TRUNCATE, fn, "the root sends %zu bytes to itself but expects %zu",
+            bm_mpi_type_packed_bytes(sendtype, (size_t)sendcount),
+            bm_mpi_type_packed_bytes(recvtype, (size_t)(v ? recvcounts[root] : recvcount)));
     *a = (struct bm_mpi_coll_args){.kind = v ? BM_COLL_GATHERV : BM_COLL_GATHER,
                                    .sbuf = sendbuf,
-                                   .scount = in_place ? 0 : sendcount,
-                                   .stype = in_place ? NULL : sendtype,
+                                   .scount = sends ? sendcount : 0,
+                                   .stype = sends ? sendtype : NULL,
                                    .root = root};
-    if (comm->rank == root) {
+    if (at_root) {
         a->rbuf = recvbuf;
         a->rcount = v ? 0 : recvcount;
         a->rcounts = recvcounts;
@@ -306,30 +361,31 @@ static int scatter_args(bool v, const void *sendbuf, int sendcount, const int *s
                         MPI_Datatype recvtype, int root, MPI_Comm comm, struct bm_mpi_coll_args *a,
                         const char *fn)
 {
-    bool in_place = recvbuf == MPI_IN_PLACE;
+    bool in_place = recvbuf == MPI_IN_PLACE, at_root, receives;
     int rc;
 
-    if ((rc = check_rooted(comm, root, recvbuf, "recvbuf", fn)))
+    if ((rc = check_rooted(comm, root, NULL, recvbuf, recvbuf, "recvbuf", fn)))
         return rc;
-    if (comm->rank == root &&
-        (rc = v ? check_counts(comm, sendbuf, sendcounts, displs, sendtype, fn)
-                : check_side(comm, sendbuf, sendcount, sendtype, fn)))
+    at_root = is_root(comm, root);
+    receives = contributes(comm, root) && !in_place;
+    if (at_root && (rc = v ? check_counts(comm, sendbuf, sendcounts, displs, sendtype, fn)
+                           : check_side(comm, sendbuf, sendcount, sendtype, fn)))
         return rc;
-    if (!in_place && (rc = check_side(comm, recvbuf, recvcount, recvtype, fn)))
+    if (receives && (rc = check_side(comm, recvbuf, recvcount, recvtype, fn)))
         return rc;
-    if (comm->rank == root && !in_place &&
-        bm_mpi_type_bytes(recvtype, recvcount) !=
-            bm_mpi_type_bytes(sendtype, v ? sendcounts[root] : sendcount))
-        return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
-                            "the root sends %zu bytes to itself but expects %zu",
-                            bm_mpi_type_bytes(sendtype, v ? sendcounts[root] : sendcount),
-                            bm_mpi_type_bytes(recvtype, recvcount));
+    if (!comm->inter && at_root && !in_place &&
+        bm_mpi_type_packed_bytes(recvtype, (size_t)recvcount) !=
+            bm_mpi_type_packed_bytes(sendtype, (size_t)(v ? sendcounts[root] : sendcount)))
+        return bm_mpi_error(
+            comm, MPI_ERR_TRUNCATE, fn, "the root sends %zu bytes to itself but expects %zu",
+            bm_mpi_type_packed_bytes(sendtype, (size_t)(v ? sendcounts[root] : sendcount)),
+            bm_mpi_type_packed_bytes(recvtype, (size_t)recvcount));
     *a = (struct bm_mpi_coll_args){.kind = v ? BM_COLL_SCATTERV : BM_COLL_SCATTER,
                                    .rbuf = recvbuf,
-                                   .rcount = in_place ? 0 : recvcount,
-                                   .rtype = in_place ? NULL : recvtype,
+                                   .rcount = receives ? recvcount : 0,
+                                   .rtype = receives ? recvtype : NULL,
                                    .root = root};
-    if (comm->rank == root) {
+    if (at_root) {
         a->sbuf = sendbuf;
         a->scount = v ? 0 : sendcount;
         a->scounts = sendcounts;
@@ -353,16 +409,17 @@ static int allgather_args(bool v, const void *sendbuf, int sendcount, MPI_Dataty
                                 fn)))
             return rc;
     } else {
-        if ((rc = check_start(comm, fn)) ||
+        if ((rc = check_start(comm, false, fn)) || (rc = no_in_place(comm, sendbuf, recvbuf, fn)) ||
             (!in_place && (rc = check_side(comm, sendbuf, sendcount, sendtype, fn))) ||
             (rc = check_counts(comm, recvbuf, recvcounts, displs, recvtype, fn)))
             return rc;
-        if (!in_place && bm_mpi_type_bytes(sendtype, sendcount) !=
-                             bm_mpi_type_bytes(recvtype, recvcounts[comm->rank]))
+        if (!comm->inter && !in_place &&
+            bm_mpi_type_packed_bytes(sendtype, (size_t)sendcount) !=
+                bm_mpi_type_packed_bytes(recvtype, (size_t)recvcounts[comm->rank]))
             return bm_mpi_error(comm, MPI_ERR_TRUNCATE, fn,
                                 "send block of %zu bytes but recvcounts[%d] gives %zu bytes",
-                                bm_mpi_type_bytes(sendtype, sendcount), comm->rank,
-                                bm_mpi_type_bytes(recvtype, recvcounts[comm->rank]));
+                                bm_mpi_type_packed_bytes(sendtype, (size_t)sendcount), comm->rank,
+                                bm_mpi_type_packed_bytes(recvtype, (size_t)recvcounts[comm->rank]));
     }
     *a = (struct bm_mpi_coll_args){
         .kind = v ? BM_COLL_ALLGATHERV : BM_COLL_ALLGATHER,
@@ -405,7 +462,7 @@ static int alltoallv_args(const void *sendbuf, const int *sendcounts, const int 
     bool in_place = sendbuf == MPI_IN_PLACE;
     int rc;
 
-    if ((rc = check_start(comm, fn)) ||
+    if ((rc = check_start(comm, false, fn)) || (rc = no_in_place(comm, sendbuf, recvbuf, fn)) ||
         (!in_place && (rc = check_counts(comm, sendbuf, sendcounts, sdispls, sendtype, fn))) ||
         (rc = check_counts(comm, recvbuf, recvcounts, rdispls, recvtype, fn)))
         return rc;
@@ -430,7 +487,7 @@ static int check_w_side(MPI_Comm comm, const void *buf, const int *counts, const
 
     if (counts == NULL || displs == NULL || types == NULL)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL counts, displacements or datatypes array");
-    for (int i = 0; i < comm->size; i++)
+    for (int i = 0; i < comm->peer_size; i++)
         if ((rc = bm_mpi_check_count(comm, counts[i], fn)) ||
             (counts[i] > 0 && (rc = bm_mpi_check_datatype(comm, types[i], fn))) ||
             (counts[i] > 0 && (rc = bm_mpi_check_buffer(comm, buf, counts[i], types[i], fn))))
@@ -446,7 +503,7 @@ static int alltoallw_args(const void *sendbuf, const int *sendcounts, const int 
     bool in_place = sendbuf == MPI_IN_PLACE;
     int rc;
 
-    if ((rc = check_start(comm, fn)) ||
+    if ((rc = check_start(comm, false, fn)) || (rc = no_in_place(comm, sendbuf, recvbuf, fn)) ||
         (!in_place && (rc = check_w_side(comm, sendbuf, sendcounts, sdispls, sendtypes, fn))) ||
         (rc = check_w_side(comm, recvbuf, recvcounts, rdispls, recvtypes, fn)))
         return rc;
@@ -467,37 +524,43 @@ static int alltoallw_args(const void *sendbuf, const int *sendcounts, const int 
 static int reduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                        int root, MPI_Comm comm, struct bm_mpi_coll_args *a, const char *fn)
 {
+    bool at_root, sends;
     int rc;
 
-    if ((rc = check_start(comm, fn)) || (rc = bm_mpi_check_count(comm, count, fn)) ||
-        (rc = bm_mpi_check_datatype(comm, dt, fn)) || (rc = bm_mpi_check_op(comm, op, dt, fn)) ||
-        (rc = bm_mpi_check_root(comm, root, fn)))
+    if ((rc = check_start(comm, false, fn)) || (rc = check_root(comm, root, fn)))
         return rc;
-    if (sendbuf == MPI_IN_PLACE && comm->rank != root)
+    *a = (struct bm_mpi_coll_args){.kind = BM_COLL_REDUCE, .root = root};
+    if (comm->inter && root == MPI_PROC_NULL)
+        return MPI_SUCCESS; /* nothing of this call is significant here */
+    if ((rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
+        (rc = bm_mpi_check_op(comm, op, dt, fn)) || (rc = no_in_place(comm, sendbuf, recvbuf, fn)))
+        return rc;
+    at_root = is_root(comm, root);
+    sends = contributes(comm, root);
+    if (sendbuf == MPI_IN_PLACE && !at_root)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
                             "MPI_IN_PLACE as sendbuf is valid only at the root (rank %d)", root);
     if (recvbuf == MPI_IN_PLACE)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
-    if ((sendbuf != MPI_IN_PLACE && (rc = bm_mpi_check_buffer(comm, sendbuf, count, dt, fn))) ||
-        (comm->rank == root && (rc = bm_mpi_check_buffer(comm, recvbuf, count, dt, fn))))
+    if ((sends && sendbuf != MPI_IN_PLACE &&
+         (rc = bm_mpi_check_buffer(comm, sendbuf, count, dt, fn))) ||
+        (at_root && (rc = bm_mpi_check_buffer(comm, recvbuf, count, dt, fn))))
         return rc;
-    *a = (struct bm_mpi_coll_args){.kind = BM_COLL_REDUCE,
-                                   .sbuf = sendbuf,
-                                   .rbuf = comm->rank == root ? recvbuf : NULL,
-                                   .rcount = count,
-                                   .rtype = dt,
-                                   .op = op,
-                                   .root = root};
+    a->sbuf = sendbuf;
+    a->rbuf = at_root ? recvbuf : NULL;
+    a->rcount = count;
+    a->rtype = dt;
+    a->op = op;
     return MPI_SUCCESS;
 }
 
-/* Allreduce, scan, exscan. */
+/* Allreduce, scan, exscan (scans: intra-communicators only). */
 static int allreduce_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
                           MPI_Op op, MPI_Comm comm, struct bm_mpi_coll_args *a, const char *fn)
 {
     int rc;
 
-    if ((rc = check_start(comm, fn)) ||
+    if ((rc = check_start(comm, kind != BM_COLL_ALLREDUCE, fn)) ||
         (rc = check_reduction(comm, sendbuf, recvbuf, count, dt, op, fn)))
         return rc;
     *a = (struct bm_mpi_coll_args){
@@ -505,7 +568,9 @@ static int allreduce_args(int kind, const void *sendbuf, void *recvbuf, int coun
     return MPI_SUCCESS;
 }
 
-/* v: Reduce_scatter (recvcounts), else Reduce_scatter_block (recvcount). */
+/* v: Reduce_scatter (recvcounts), else Reduce_scatter_block (recvcount).
+ * The counts are per process of the group (the local group of an
+ * inter-communicator, which gets the other group's result). */
 static int reduce_scatter_args(bool v, const void *sendbuf, void *recvbuf, int recvcount,
                                const int *recvcounts, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                struct bm_mpi_coll_args *a, const char *fn)
@@ -513,7 +578,7 @@ static int reduce_scatter_args(bool v, const void *sendbuf, void *recvbuf, int r
     size_t total = 0;
     int rc, mine = recvcount;
 
-    if ((rc = check_start(comm, fn)))
+    if ((rc = check_start(comm, false, fn)))
         return rc;
     if (v && recvcounts == NULL)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL recvcounts array");

@@ -71,6 +71,8 @@ static struct bm_mpi_sched_step *step_add(struct bm_mpi_sched *s, int op)
     memset(st, 0, sizeof(*st));
     st->op = (uint8_t)op;
     if (op == BM_SCHED_SEND || op == BM_SCHED_RECV) {
+        if (s->local)
+            st->flags = BM_SCHED_F_LOCAL;
         s->cur_comm++;
         if (s->cur_comm > s->max_comm)
             s->max_comm = s->cur_comm;
@@ -166,6 +168,11 @@ void bm_mpi_sched_unpack(struct bm_mpi_sched *s, MPI_Datatype dt, int pbuf, ptrd
                          size_t count, int ubuf, ptrdiff_t uoff)
 {
     pack_step(s, BM_SCHED_UNPACK, dt, pbuf, poff, count, ubuf, uoff);
+}
+
+void bm_mpi_sched_local(struct bm_mpi_sched *s, bool local)
+{
+    s->local = local;
 }
 
 void bm_mpi_sched_round(struct bm_mpi_sched *s)
@@ -387,6 +394,7 @@ static int round_start(struct bm_mpi_sched_exec *e)
     for (int i = first; i < last; i++) {
         const struct bm_mpi_sched_step *st = &s->steps[i];
         struct bm_pml_request *req = NULL;
+        MPI_Comm pc;
         bm_status_t rc;
 
         switch (st->op) {
@@ -405,16 +413,17 @@ static int round_start(struct bm_mpi_sched_exec *e)
                                st->n * st->dt->size);
             continue;
         case BM_SCHED_SEND:
-            rc =
-                bm_pml_isend_or_done(step_src(e, st), st->n, bm_mpi_coll_peer_world(comm, st->peer),
-                                     bm_mpi_coll_cid(comm), bm_mpi_coll_myrank(comm),
-                                     (int)(e->tag | st->subtag), BM_PML_SEND_STANDARD, &req);
+            pc = st->flags & BM_SCHED_F_LOCAL ? comm->local_comm : comm;
+            rc = bm_pml_isend_or_done(step_src(e, st), st->n, bm_mpi_coll_peer_world(pc, st->peer),
+                                      bm_mpi_coll_cid(pc), bm_mpi_coll_myrank(pc),
+                                      (int)(e->tag | st->subtag), BM_PML_SEND_STANDARD, &req);
             if (rc != BM_OK)
                 return exec_fail(e, bm_mpi_class_of_status(rc), "sending to rank %d failed: %s",
                                  st->peer, bm_status_str(rc));
             break;
         case BM_SCHED_RECV:
-            rc = bm_pml_irecv(step_dst(e, st), st->n, bm_mpi_coll_cid(comm), st->peer,
+            pc = st->flags & BM_SCHED_F_LOCAL ? comm->local_comm : comm;
+            rc = bm_pml_irecv(step_dst(e, st), st->n, bm_mpi_coll_cid(pc), st->peer,
                               (int)(e->tag | st->subtag), &req);
             if (rc != BM_OK)
                 return exec_fail(e, bm_mpi_class_of_status(rc),

@@ -56,10 +56,14 @@ enum bm_mpi_sched_op {
 #define BM_SCHED_SUBTAG_BITS 9
 #define BM_SCHED_SUBTAG_MAX  ((1 << BM_SCHED_SUBTAG_BITS) - 1)
 
+/* Step flags. */
+#define BM_SCHED_F_LOCAL 0x1 /* send, recv: peer is a rank of comm->local_comm (inter) */
+
 struct bm_mpi_sched_step {
     uint8_t op;      /* enum bm_mpi_sched_op */
     uint8_t sbuf;    /* source buffer (send, copy, reduce) */
     uint8_t dbuf;    /* destination buffer (recv, copy, reduce) */
+    uint8_t flags;   /* BM_SCHED_F_* */
     uint16_t subtag; /* send, recv: 0..BM_SCHED_SUBTAG_MAX */
     int peer;        /* send, recv: rank in the communicator (remote group: inter) */
     ptrdiff_t soff, doff;
@@ -90,6 +94,7 @@ struct bm_mpi_sched {
     int max_comm;     /* sends + receives in the largest round */
     int cur_comm;     /* sends + receives in the round being built */
     bool nomem;       /* an allocation failed while building: the schedule is unusable */
+    bool local;       /* sends and receives being added address comm->local_comm */
     bool cacheable;   /* depends only on the key (not on count arrays) */
     int kind, alg;    /* for the statistics and messages */
     struct bm_mpi_sched_key key;
@@ -117,6 +122,11 @@ void bm_mpi_sched_pack(struct bm_mpi_sched *s, MPI_Datatype dt, int ubuf, ptrdif
                        size_t count, int pbuf, ptrdiff_t poff);
 void bm_mpi_sched_unpack(struct bm_mpi_sched *s, MPI_Datatype dt, int pbuf, ptrdiff_t poff,
                          size_t count, int ubuf, ptrdiff_t uoff);
+/* Inter-communicators: the sends and receives added from now on address
+ * the local group (comm->local_comm's ranks and context) when local is
+ * true, the remote group (comm's) when false (the default). Builders of
+ * the local phases are given comm->local_comm as their communicator. */
+void bm_mpi_sched_local(struct bm_mpi_sched *s, bool local);
 /* Close the current round (a no-op when it is empty). */
 void bm_mpi_sched_round(struct bm_mpi_sched *s);
 /* The schedule needs at least bytes of scratch (BM_SCHED_TMP). */

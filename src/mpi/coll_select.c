@@ -282,6 +282,20 @@ static int choose(MPI_Comm comm, const struct bm_mpi_coll_args *a)
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     int p = comm->size;
 
+    if (comm->inter) {
+        switch (a->kind) {
+        case BM_COLL_GATHER:
+        case BM_COLL_GATHERV:
+        case BM_COLL_SCATTER:
+        case BM_COLL_SCATTERV:
+        case BM_COLL_ALLTOALL:
+        case BM_COLL_ALLTOALLV:
+        case BM_COLL_ALLTOALLW:
+            return BM_ALG_INTER_LINEAR;
+        default:
+            return BM_ALG_INTER_LEADER;
+        }
+    }
     switch (a->kind) {
     case BM_COLL_BARRIER:
         return forced_or(c->barrier_alg, barrier_algs, BM_ALG_BARRIER_DISSEMINATION, NULL, NULL);
@@ -600,7 +614,11 @@ static int build(MPI_Comm comm, const struct bm_mpi_coll_args *a, int alg,
 
     if (s == NULL)
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory");
-    switch (a->kind) {
+    switch (comm->inter ? -1 : a->kind) {
+    case -1:
+        if (!bm_coll_build_inter(s, comm, a))
+            s->nomem = true;
+        break;
     case BM_COLL_BARRIER:
         bm_coll_build_barrier_dissemination(s, comm);
         break;
@@ -669,7 +687,8 @@ int bm_mpi_coll_schedule(MPI_Comm comm, const struct bm_mpi_coll_args *a,
     struct bm_mpi_sched_key key;
     struct bm_mpi_sched *s;
 
-    if (!cacheable(a->kind) || !types_contiguous(a) || (cc = bm_mpi_coll_comm(comm)) == NULL)
+    if (!cacheable(a->kind) || comm->inter || !types_contiguous(a) ||
+        (cc = bm_mpi_coll_comm(comm)) == NULL)
         return build(comm, a, alg, s_out, fn);
     key = key_of(a, alg);
     for (int w = 0; w < BM_COLL_CACHE_WAYS; w++) {

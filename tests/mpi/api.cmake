@@ -224,3 +224,11 @@ bm_scaled_timeout(t 120)
 add_test(NAME pml_idle_yield COMMAND ${api_dir}/pml_idle_yield.sh $<TARGET_FILE:bmrun>
     $<TARGET_FILE:api_init>)
 set_tests_properties(pml_idle_yield PROPERTIES TIMEOUT ${t} LABELS "mpi;pml")
+
+# Collectives on inter-communicators (groups of unequal sizes, every form).
+add_executable(coll_inter ${api_dir}/coll_inter.c)
+target_link_libraries(coll_inter PRIVATE bitmover bm_test_harness)
+foreach(np 2 3 5 7)
+    bm_add_mpi_test(coll_inter_np${np} TARGET coll_inter NP ${np} BTL self,sm TIMEOUT 120
+        LABELS mpi coll)
+endforeach()
