@@ -1,6 +1,6 @@
 #!/bin/bash
 # Memory per process does not grow with the job for pairs of processes that
-# never talk: bm_hello -M at 4 and 24 ranks on this host (every pair local)
+# never talk, and pairs that do talk get their fast boxes: bm_hello -M at 4 and 24 ranks on this host (every pair local)
 # must show (1) the shared-memory files' memory per process nearly flat
 # (sm's fast-box rings are backed only once a sender has sent
 # BM_BTL_SM_FBOX_AFTER messages: reserved at start-up they added 64 KiB per
@@ -37,6 +37,18 @@ if [ -n "$e24" ] && [ $((e24 - a24)) -gt $((20 * 32)) ]; then
     ok "sm: rings reserved at start-up would cost $((e24 - a24)) kB more per process at 24 ranks"
 else
     fail "sm: BM_BTL_SM_FBOX_AFTER=0 changed nothing ($e24 vs $a24 kB): is the ring reservation lazy at all?"
+fi
+
+# ... and a pair that talks gets its ring: after an all-to-all of 20 rounds
+# (more than BM_BTL_SM_FBOX_AFTER messages per pair) each process's segment
+# holds the rings of its 3 peers (64 KiB each at 4 ranks).
+run talk env BM_BTL=self,sm "$BMRUN" -n 4 --timeout 120 "$HELLO" -M -T 20 "$TOKEN"
+expect_rc talk 0
+t4=$(field shm-alloc "$T/talk.out")
+if [ -n "$t4" ] && [ $((t4 - a4)) -ge 96 ]; then
+    ok "sm: rings of pairs that talk are backed ($a4 -> $t4 kB per process)"
+else
+    fail "sm: after 20 all-to-all rounds the segments hold no more memory ($a4 -> $t4 kB): fast boxes never used?"
 fi
 
 mem dg4 4 BM_BTL=self,dgram

@@ -57,7 +57,6 @@ struct bm_btl_sm_endpoint {
     bool fbox;                     /* both segments have rings: its ring to us is watched */
     bool fbox_tx;                  /* our ring in its segment is backed by memory: send there */
     uint32_t fbox_wait;            /* sendi calls to go before fbox_tx is set up */
-    char name[89];                 /* its segment's shm_open name (to back our ring) */
     bool tx_hint;                  /* its segment wants our hint bit set */
     struct bm_btl_sm_fbox_tx tx;   /* our ring in its segment */
     struct bm_btl_sm_fbox_rx rx;   /* its ring in our segment */
@@ -123,7 +122,8 @@ struct bm_btl_sm_module {
     int local_rank, local_size;
     _Atomic uint64_t *hints; /* our bitmap of rings with data (in our segment) */
     int nhint_words;
-    bool use_hints;                       /* else poll every ring in by_local */
+    bool lazy_rings; /* rings left unreserved in segments until their sender uses them */
+    bool use_hints;  /* else poll every ring in by_local */
     struct bm_btl_sm_endpoint **by_local; /* local rank -> endpoint with fast boxes, or NULL */
     struct bm_btl_defer_queue rdma_done;  /* callbacks of finished get/put */
 };
@@ -187,9 +187,13 @@ int bm_btl_sm_fbox_poll_all(struct bm_btl_sm_module *sm, int budget);
 int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
 /* Set up both rings with ep once its segment is mapped. */
 void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
-/* Reserve the memory of our ring in ep's segment (posix_fallocate on its
- * file) and start sending through it; on failure the FIFO carries on. */
+/* Back our ring in ep's segment with memory (MADV_POPULATE_WRITE through
+ * our mapping) and start sending through it; on failure the FIFO carries
+ * on. Rings reserved with the segment (no lazy_rings) are just switched on. */
 void bm_btl_sm_fbox_enable(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
+/* Whether rings can be left unreserved until used (the kernel has
+ * MADV_POPULATE_WRITE). */
+bool bm_btl_sm_fbox_lazy_supported(void);
 
 /* sm_peer.c */
 /* A peer's process is gone (or its path broke): report it through the

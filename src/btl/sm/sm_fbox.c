@@ -15,7 +15,6 @@
 #include "util/mem.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -152,17 +151,38 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
 
 void bm_btl_sm_fbox_enable(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
 {
+    if (!sm->lazy_rings) {
+        ep->fbox_tx = true; /* reserved with the segment */
+        return;
+    }
+    /* Back our ring in the peer's segment through our own mapping: the
+     * file's name is usually gone by now (removed once every peer mapped
+     * it). MADV_POPULATE_WRITE allocates the pages or fails with an error
+     * (a full /dev/shm), never with a SIGBUS later; it leaves their
+     * contents (zeros) as they are. */
     const struct bm_btl_sm_seg_ctl *peer = ep->ctl;
-    off_t off = (off_t)(peer->fbox_offset + (size_t)sm->local_rank * peer->fbox_stride);
-    int fd = shm_open(ep->name, O_RDWR, 0);
-    int err = fd < 0 ? errno : posix_fallocate(fd, off, (off_t)peer->fbox_stride);
-    if (fd >= 0)
-        close(fd);
-    if (err != 0) {
-        /* /dev/shm full, or the file gone with its process: the FIFO keeps
-         * carrying every message to this peer. */
-        bm_log_debug("no fast box to rank %d (%s): %s", ep->rank, ep->name, strerror(err));
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t start =
+        (uintptr_t)ep->seg + peer->fbox_offset + (uintptr_t)sm->local_rank * peer->fbox_stride;
+    uintptr_t lo = start & ~(page - 1), hi = (start + peer->fbox_stride + page - 1) & ~(page - 1);
+    if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) != 0) {
+        /* The FIFO keeps carrying every message to this peer. */
+        bm_log_debug("no fast box to rank %d: cannot back its ring (%s)", ep->rank,
+                     strerror(errno));
         return;
     }
     ep->fbox_tx = true;
+}
+
+bool bm_btl_sm_fbox_lazy_supported(void)
+{
+    /* MADV_POPULATE_WRITE is Linux 5.14 and later; older kernels get every
+     * ring reserved with the segment, as before. */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    bool ok = madvise(p, page, MADV_POPULATE_WRITE) == 0;
+    munmap(p, page);
+    return ok;
 }

@@ -98,8 +98,10 @@ static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, const struct 
         return BM_ERR_BAD_PARAM;
     }
     snprintf(sm->name, sizeof(sm->name), "/%s", job_name);
-    bm_status_t rc = bm_util_shmseg_create_holed(&sm->shm, sm->name, size, l->fbox_offset,
-                                                 l->fbox_stride * l->local_size);
+    sm->lazy_rings = bm_btl_sm_fbox_lazy_supported();
+    bm_status_t rc =
+        bm_util_shmseg_create_holed(&sm->shm, sm->name, size, l->fbox_offset,
+                                    sm->lazy_rings ? l->fbox_stride * l->local_size : 0);
     if (rc != BM_OK) {
         /* shmseg said what failed; this is what sm can change about it. */
         bm_log_error("sm on %s cannot create its %zu-byte segment: lower BM_BTL_SM_EAGER_FRAGS, "
@@ -172,7 +174,6 @@ bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
     char name[sizeof(card->name) + 1];
     memcpy(name, card->name, sizeof(card->name));
     name[sizeof(card->name)] = '\0';
-    snprintf(ep->name, sizeof(ep->name), "%s", name);
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0) {
         bm_log_error("rank %d on %s cannot open rank %d's shared-memory file /dev/shm%s: %s. It "
