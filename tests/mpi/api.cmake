@@ -113,6 +113,17 @@ bm_scaled_timeout(t 30)
 set_tests_properties(api_fatal_before_init api_fatal_after_finalize api_fatal_bad_param
     PROPERTIES TIMEOUT ${t} LABELS mpi)
 set_tests_properties(api_fatal_bad_param PROPERTIES ENVIRONMENT "BM_PML_SENDI_LIMIT=abc")
+# The same for a parameter of a transport the job does not use, and for a
+# string parameter with a syntax (BM_VERBOSE): wherever it is, a bad value
+# stops start-up.
+foreach(bad "BM_BTL_DGRAM_WINDOW=abc" "BM_VERBOSE=zzz")
+    string(REGEX REPLACE "=.*" "" var ${bad})
+    add_test(NAME api_fatal_bad_param_${var} COMMAND ${expect_fail}
+        "${bad} is not valid"
+        $<TARGET_FILE:api_fatal> abort)
+    set_tests_properties(api_fatal_bad_param_${var} PROPERTIES TIMEOUT ${t} LABELS mpi
+        ENVIRONMENT "BM_BTL=self,sm;${bad}")
+endforeach()
 
 set(sanitize_flag "")
 if(BM_SANITIZE)
