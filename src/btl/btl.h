@@ -11,9 +11,11 @@
  * and through module->component everything a module needs of its
  * component. A transport keeps no state in file-scope variables, so two
  * instances can live in one process (unit tests run two tcp or two dgram
- * components against each other). The only exception allowed is a
- * documented lookup table that an exit or signal handler needs (sm's
- * segment names to unlink). Life of a component: query (usable on this
+ * components against each other). The only exceptions allowed are
+ * documented process-wide tables that are not instance state: the names an
+ * exit or signal handler must still remove (util/shmseg.c keeps sm's), and
+ * caches of facts about the machine (dgram's hwloc topology). Life of a
+ * component: query (usable on this
  * machine? no side effects; bm_info uses it), init (create the instance and
  * zero or more modules, publish addresses through the runtime services in
  * the init arguments), progress (the component walks its modules), finalize
