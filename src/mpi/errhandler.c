@@ -335,7 +335,10 @@ int bm_mpi_check_datatype(MPI_Comm comm, MPI_Datatype dt, const char *fn)
 
 int bm_mpi_check_buffer(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, const char *fn)
 {
-    if (buf == NULL && count > 0 && dt->size > 0)
+    /* A derived type may hold absolute addresses (MPI_Get_address) used
+     * from MPI_BOTTOM, which is NULL here: only a predefined type makes a
+     * NULL buffer certainly wrong (MPICH's rule). */
+    if (buf == NULL && count > 0 && dt->size > 0 && dt->predefined)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer for %d elements of %s", count,
                             dt->name);
     return MPI_SUCCESS;

@@ -328,7 +328,8 @@ int bm_mpi_check_intra(MPI_Comm comm, const char *fn);
 int bm_mpi_check_count(MPI_Comm comm, int count, const char *fn);
 /* A committed datatype (not MPI_DATATYPE_NULL, right magic). */
 int bm_mpi_check_datatype(MPI_Comm comm, MPI_Datatype dt, const char *fn);
-/* A buffer may be NULL only when it holds no data. */
+/* A buffer may be NULL only when it holds no data, or with a derived type
+ * (MPI_BOTTOM and absolute displacements). */
 int bm_mpi_check_buffer(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, const char *fn);
 /* 0 <= tag <= MPI_TAG_UB, or MPI_ANY_TAG when allow_any (receives, probes). */
 int bm_mpi_check_tag(MPI_Comm comm, int tag, bool allow_any, const char *fn);

@@ -104,7 +104,7 @@ static inline bool args_valid(MPI_Comm comm, const void *buf, int count, MPI_Dat
 {
     return bm_mpi_state == BM_MPI_STATE_RUNNING && bm_mpi_comm_valid(comm) && count >= 0 &&
            dt != MPI_DATATYPE_NULL && dt->magic == BM_MPI_MAGIC_DATATYPE && dt->committed &&
-           (buf != NULL || count == 0 || dt->size == 0) &&
+           (buf != NULL || count == 0 || dt->size == 0 || !dt->predefined) &&
            ((tag >= 0 && tag <= BM_MPI_TAG_UB) || (recv && tag == MPI_ANY_TAG)) &&
            ((peer >= 0 && peer < comm->peer_size) || peer == MPI_PROC_NULL ||
             (recv && peer == MPI_ANY_SOURCE));
@@ -155,7 +155,7 @@ int bm_mpi_p2p_truncate_error(MPI_Comm comm, const char *fn, const struct bm_pml
  * the bookkeeping lives outside the buffer. */
 
 struct bsend_msg {
-    struct bsend_msg *next; /* in allocation order: oldest first */
+    struct bsend_msg *next;     /* in allocation order: oldest first */
     struct bm_pml_request *pml; /* NULL once complete */
     size_t off, len;            /* the span: len = packed size + MPI_BSEND_OVERHEAD */
 };
@@ -242,8 +242,8 @@ static int bsend_start_locked(const void *buf, int count, MPI_Datatype dt, int d
     char *data = (char *)at;
     if (bytes)
         bm_mpi_type_pack(dt, buf, (size_t)count, 0, data, bytes);
-    bm_status_t st = bm_pml_isend(data, bytes, bm_mpi_comm_peer_world(comm, dest),
-                                  comm->context_id, comm->rank, tag, BM_PML_SEND_STANDARD, &m->pml);
+    bm_status_t st = bm_pml_isend(data, bytes, bm_mpi_comm_peer_world(comm, dest), comm->context_id,
+                                  comm->rank, tag, BM_PML_SEND_STANDARD, &m->pml);
     if (st != BM_OK) {
         free(m);
         return bm_mpi_p2p_pml_error(comm, st, fn, "buffered send", dest);

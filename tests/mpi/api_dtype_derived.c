@@ -494,6 +494,36 @@ static void test_p2p_constructors(void)
         MPI_Type_free(&t[k]);
 }
 
+/* MPI_BOTTOM with a struct of absolute addresses (MPI_Get_address), in
+ * point-to-point and MPI_Pack; a NULL buffer with a predefined type stays an
+ * error. */
+static void test_bottom(void)
+{
+    int a = rank == 0 ? 42 : 0;
+    double b = rank == 0 ? 2.5 : 0;
+    MPI_Aint d[2];
+    MPI_Get_address(&a, &d[0]);
+    MPI_Get_address(&b, &d[1]);
+    MPI_Datatype t;
+    MPI_Type_create_struct(2, (int[]){1, 1}, d, (MPI_Datatype[]){MPI_INT, MPI_DOUBLE}, &t);
+    MPI_Type_commit(&t);
+    char pk[32];
+    int pos = 0;
+    BM_CHECK_EQ_INT(MPI_Pack(MPI_BOTTOM, 1, t, pk, sizeof(pk), &pos, MPI_COMM_WORLD), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(pos, 12);
+    if (size >= 2) {
+        if (rank == 0)
+            BM_CHECK_EQ_INT(MPI_Send(MPI_BOTTOM, 1, t, 1, 77, MPI_COMM_WORLD), MPI_SUCCESS);
+        else if (rank == 1)
+            BM_CHECK_EQ_INT(MPI_Recv(MPI_BOTTOM, 1, t, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                            MPI_SUCCESS);
+        if (rank < 2)
+            BM_CHECK(a == 42 && b == 2.5);
+    }
+    BM_CHECK_EQ_INT(MPI_Send(MPI_BOTTOM, 1, MPI_INT, 0, 78, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    MPI_Type_free(&t);
+}
+
 /* ---- external32 ----------------------------------------------------------- */
 
 static void check_ext(const void *v, int count, MPI_Datatype t, const unsigned char *want, size_t n,
@@ -871,6 +901,7 @@ int main(int argc, char **argv)
     BM_RUN(test_p2p_sizes);
     BM_RUN(test_p2p_partial);
     BM_RUN(test_p2p_constructors);
+    BM_RUN(test_bottom);
     BM_RUN(test_external32);
     BM_RUN(test_reduction_pairs);
     BM_RUN(test_reduce_derived);
