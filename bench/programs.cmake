@@ -26,6 +26,13 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
     target_link_libraries(bm_osc PRIVATE bitmover)
     add_executable(bm_hello hello.c)
     target_link_libraries(bm_hello PRIVATE bitmover)
+    # MPI_THREAD_MULTIPLE (thread pairs) and waiting (a barrier loop)
+    foreach(prog mt_latency mt_mr)
+        add_executable(bm_${prog} ${prog}.c)
+        target_link_libraries(bm_${prog} PRIVATE bitmover Threads::Threads)
+    endforeach()
+    add_executable(bm_barrier barrier.c)
+    target_link_libraries(bm_barrier PRIVATE bitmover)
 
     # Smoke tests: short sizes and few iterations, so they check that the
     # programs run and that their data checks pass, not speed.
@@ -62,5 +69,11 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
         endforeach()
         bm_add_mpi_test(bench_dtype_packed_smoke TARGET bm_dtype NP 2 LABELS bench TIMEOUT 60
             ARGS -k vec64 -P -m 8:256k -i 20 -w 2)
+        bm_add_mpi_test(bench_mt_latency_smoke TARGET bm_mt_latency NP 2 LABELS bench TIMEOUT 60
+            ARGS -p 2 -m 0:64k -i 50 -w 5)
+        bm_add_mpi_test(bench_mt_mr_smoke TARGET bm_mt_mr NP 2 LABELS bench TIMEOUT 60
+            ARGS -p 2 -m 1:8k -i 5 -w 1)
+        bm_add_mpi_test(bench_barrier_block_smoke TARGET bm_barrier NP 4 LABELS bench TIMEOUT 60
+            ARGS -i 200 ENV BM_PML_WAIT_MODE=block)
     endif()
 endif()

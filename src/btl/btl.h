@@ -110,6 +110,18 @@
  * Receive. A callback per tag, registered with register_recv. It runs inside
  * progress, and the segments it is given are valid only until it returns.
  *
+ * Sleeping. A process with nothing to do but wait (BM_PML_WAIT_MODE=block,
+ * or the PML's progress thread) may sleep in the kernel instead of
+ * polling. A component that can wake it sets BM_BTL_CAP_WAIT and provides
+ * wait_fd (a descriptor that becomes readable when it may have work: tcp's
+ * epoll set, the UDP sockets, sm's doorbell), wait_arm (about to sleep:
+ * arm what wakes the process and look once more for work, and say when
+ * the component's nearest timer needs a progress call: dgram's
+ * retransmissions, tcp's handshakes) and wait_disarm. A component without
+ * it keeps a sleeper to short naps. Sleepers exist only when the init
+ * arguments say so (args->sleepers): otherwise no sender looks at a
+ * peer's doorbell, so a job that never sleeps pays nothing.
+ *
  * Threads. With MPI_THREAD_SINGLE, FUNNELED or SERIALIZED (init
  * args->thread_level below BM_BTL_THREAD_MULTIPLE) one thread at a time
  * calls a component, and transports need no locking except for data shared
@@ -181,6 +193,10 @@ typedef uint8_t bm_btl_tag_t;
 /* ops->caps only: the transport does its own locking under MPI_THREAD_MULTIPLE
  * (the contract's "Threads"); without it the base serialises each component. */
 #define BM_BTL_CAP_THREADS 0x0400u
+/* ops->caps only: wait_fd, wait_arm and wait_disarm (the contract's
+ * "Sleeping"): a waiting process can sleep in the kernel until this
+ * component has work. */
+#define BM_BTL_CAP_WAIT 0x0800u
 
 /* args->thread_level of MPI_THREAD_MULTIPLE (the value of mpi.h's constant). */
 #define BM_BTL_THREAD_MULTIPLE 3
@@ -383,6 +399,12 @@ static inline bm_status_t bm_btl_rte_modex_get(const struct bm_btl_rte *rte, int
 struct bm_btl_init_args {
     int thread_level;      /* MPI_THREAD_* value the application asked for */
     bool progress_threads; /* the transport may run its own helper thread */
+    /* Processes of this job may sleep in wait_arm (the contract's
+     * "Sleeping"): a sender must ring a peer's doorbell when the peer
+     * armed it. Set alike in every process of a job (from the same
+     * BM_PML_* settings); a process that sleeps while its peers do not
+     * ring wakes only at its timeouts. */
+    bool sleepers;
     /* The runtime to use; NULL means bm_btl_rte_default() (the base fills it
      * in before calling init, so init always finds it set). */
     const struct bm_btl_rte *rte;
@@ -446,6 +468,21 @@ struct bm_btl_ops {
     /* Release everything of c and c itself. Outstanding descriptors and
      * RDMA operations are completed with an error first. */
     void (*finalize)(struct bm_btl_component *c);
+    /* BM_BTL_CAP_WAIT (the contract's "Sleeping"). A descriptor that
+     * poll/epoll report readable, level-triggered, while an armed c may
+     * have work; the same for the life of c. -1: none (c's work can only
+     * come from this process, which wakes its own sleepers). */
+    int (*wait_fd)(struct bm_btl_component *c);
+    /* BM_BTL_CAP_WAIT. The caller is about to sleep: arm c so that work
+     * arriving from now on makes wait_fd readable, then look for work that
+     * is already there. Returns > 0 when there is work (nothing stays
+     * armed; do not sleep), else 0 with *timeout_ns set to the time after
+     * which c needs a progress call anyway (its nearest timer), or -1 for
+     * never. Progress is serialised against it (one caller at a time). */
+    int (*wait_arm)(struct bm_btl_component *c, int64_t *timeout_ns);
+    /* BM_BTL_CAP_WAIT. The sleep is over: disarm and consume the wake-ups
+     * (a doorbell's bytes) so that wait_fd is quiet again. */
+    void (*wait_disarm)(struct bm_btl_component *c);
 
     /* Module: peers. */
     /* For each of the nprocs ranks, set its bit in reachable and endpoints_out[i]
@@ -782,6 +819,15 @@ struct bm_btl_base_error_counts {
 void bm_btl_base_error_counts(struct bm_btl_base_error_counts *out);
 /* Progress every active component once. Returns completions. */
 int bm_btl_base_progress(void);
+/* Sleeping (the contract's "Sleeping"). The wait descriptors of the active
+ * components (at most max; returns how many). */
+int bm_btl_base_wait_fds(int *fds, int max);
+/* Arm every active component. Returns > 0 when one has work now (none
+ * stays armed); else 0, with *timeout_ns the earliest time a component
+ * needs progress (-1: none), capped at nap_ns when an active component
+ * cannot wake a sleeper (no BM_BTL_CAP_WAIT). */
+int bm_btl_base_wait_arm(int64_t *timeout_ns, int64_t nap_ns);
+void bm_btl_base_wait_disarm(void);
 /* The modules' registration check again, after add_procs may have changed
  * their caps (btl_base.c runs it itself; exported for the unit test): BM_OK
  * when m advertises only capabilities of its ops->caps, otherwise

@@ -244,6 +244,9 @@ static const struct btl_base_need btl_base_needs[] = {
     BTL_NEED(BM_BTL_CAP_RDMA_ANY, register_mem),
     BTL_NEED(BM_BTL_CAP_RDMA_ANY, deregister_mem),
     BTL_NEED(BM_BTL_CAP_RDMA_ANY, flush),
+    BTL_NEED(BM_BTL_CAP_WAIT, wait_fd),
+    BTL_NEED(BM_BTL_CAP_WAIT, wait_arm),
+    BTL_NEED(BM_BTL_CAP_WAIT, wait_disarm),
 };
 
 /* The first capability bit of mask that caps has, by name, for messages. */
@@ -498,6 +501,65 @@ static bm_status_t btl_base_set_progress(bool only_active)
         base.nprogress++;
     }
     return BM_OK;
+}
+
+/* ---- sleeping ------------------------------------------------------------------ */
+
+int bm_btl_base_wait_fds(int *fds, int max)
+{
+    int n = 0;
+    for (int i = 0; i < base.nprogress && n < max; i++) {
+        struct bm_btl_component *c = base.progress[i].comp;
+        if (!(c->ops->caps & BM_BTL_CAP_WAIT))
+            continue;
+        int fd = c->ops->wait_fd(c);
+        if (fd >= 0)
+            fds[n++] = fd;
+    }
+    return n;
+}
+
+static void btl_base_wait_disarm_first(int count)
+{
+    for (int i = 0; i < count; i++) {
+        struct bm_btl_component *c = base.progress[i].comp;
+        if (!(c->ops->caps & BM_BTL_CAP_WAIT))
+            continue;
+        if (c->mt_lock)
+            bm_util_lock_take(c->mt_lock);
+        c->ops->wait_disarm(c);
+        if (c->mt_lock)
+            bm_util_lock_give(c->mt_lock);
+    }
+}
+
+int bm_btl_base_wait_arm(int64_t *timeout_ns, int64_t nap_ns)
+{
+    int64_t t = -1;
+    for (int i = 0; i < base.nprogress; i++) {
+        struct bm_btl_component *c = base.progress[i].comp;
+        int64_t ct = nap_ns;
+        if (c->ops->caps & BM_BTL_CAP_WAIT) {
+            if (c->mt_lock)
+                bm_util_lock_take(c->mt_lock);
+            int work = c->ops->wait_arm(c, &ct);
+            if (c->mt_lock)
+                bm_util_lock_give(c->mt_lock);
+            if (work > 0) {
+                btl_base_wait_disarm_first(i);
+                return work;
+            }
+        }
+        if (ct >= 0 && (t < 0 || ct < t))
+            t = ct;
+    }
+    *timeout_ns = t;
+    return 0;
+}
+
+void bm_btl_base_wait_disarm(void)
+{
+    btl_base_wait_disarm_first(base.nprogress);
 }
 
 /* Finalize a component and release the lock the base gave it. */

@@ -78,6 +78,10 @@ static int init_common(int *argc, char ***argv, int required, int *provided, con
                           bm_status_str(st));
         goto err_comm;
     }
+    /* The PML's progress thread runs this layer's progress hooks beside
+     * the program: its locks, whatever level the program asked for. */
+    if (bm_pml_threaded())
+        bm_mpi_mt_init(true);
     bm_mpi_state = BM_MPI_STATE_RUNNING;
     bm_mpi_info_env_init(argc ? *argc : 0, argv ? *argv : NULL, thread_level,
                          bm_mpi_comm_world_obj.size);

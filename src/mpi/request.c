@@ -359,7 +359,7 @@ int PMPI_Wait(MPI_Request *request, MPI_Status *status)
             bm_pml_request_wait(r->pml, NULL);
     } else {
         while (!r->ops->progress(r))
-            bm_pml_progress();
+            bm_pml_progress_wait();
     }
     struct req_failure fail;
     fail.comm = NULL;
@@ -443,7 +443,7 @@ int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of
      * one need no second look, so a poll checks one request, not all. */
     for (int i = first_pending(0, count, array_of_requests); i < count;
          i = first_pending(i, count, array_of_requests))
-        bm_pml_progress();
+        bm_pml_progress_wait();
     return finish_all(fn, count, array_of_requests, array_of_statuses);
 }
 BM_MPI_ALIAS(Waitall);
@@ -511,7 +511,7 @@ int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Sta
         }
         if (i >= 0)
             return finish_one(fn, array_of_requests, i, index, status);
-        bm_pml_progress();
+        bm_pml_progress_wait();
     }
 }
 BM_MPI_ALIAS(Waitany);
@@ -598,7 +598,7 @@ int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
         if (i >= 0)
             return finish_some(fn, incount, array_of_requests, outcount, array_of_indices,
                                array_of_statuses);
-        bm_pml_progress();
+        bm_pml_progress_wait();
     }
 }
 BM_MPI_ALIAS(Waitsome);

@@ -134,6 +134,8 @@ static void pml_stats_print(void)
     if (bm_util_lock_report(line, sizeof(line)) == 0)
         snprintf(line, sizeof(line), "no lock taken (not MPI_THREAD_MULTIPLE)");
     fprintf(stderr, "[pml stats] rank %d locks acquired/contended: %s\n", bm_pml_g.my_rank, line);
+    bm_pml_wait_report(line, sizeof(line));
+    fprintf(stderr, "[pml stats] rank %d waiting: %s\n", bm_pml_g.my_rank, line);
 }
 
 bm_status_t bm_pml_init(int thread_level)
@@ -147,7 +149,10 @@ bm_status_t bm_pml_init(int thread_level)
     const struct bm_rte_proc *self = bm_rte_self();
     bm_pml_g.world_size = self->size;
     bm_pml_g.my_rank = self->rank;
-    bm_pml_g.mt = thread_level >= BM_BTL_THREAD_MULTIPLE;
+    struct bm_btl_init_args args = {.thread_level = thread_level, .progress_threads = false};
+    rc = bm_pml_wait_init(thread_level, &args); /* sets bm_pml_g.mt */
+    if (rc != BM_OK)
+        return rc;
     bm_util_lock_stats = bm_pml_g.cfg.stats != 0;
     if (bm_pml_g.mt) {
         static struct bm_util_lock_class drain_class = {.name = "progress"};
@@ -156,7 +161,6 @@ bm_status_t bm_pml_init(int thread_level)
     bm_pml_request_table_init();
     bm_pml_match_init();
 
-    struct bm_btl_init_args args = {.thread_level = thread_level, .progress_threads = false};
     rc = bm_btl_base_open(&args);
     if (rc != BM_OK) {
         bm_log_error("could not open the transports: %s", bm_status_str(rc));
@@ -207,6 +211,11 @@ bm_status_t bm_pml_init(int thread_level)
         }
     }
     bm_pml_g.initialized = true;
+    rc = bm_pml_wait_start();
+    if (rc != BM_OK) {
+        bm_pml_finalize();
+        return rc;
+    }
     return BM_OK;
 
 err_bytes:
@@ -226,6 +235,7 @@ void bm_pml_finalize(void)
 {
     if (!bm_pml_g.initialized)
         return;
+    bm_pml_wait_stop();
     while (bm_pml_g.inflight > 0 || bm_pml_g.pend_head || bm_pml_g.ctl_head ||
            bm_pml_g.freed_active > 0)
         bm_pml_progress();
@@ -236,6 +246,7 @@ void bm_pml_finalize(void)
     bm_pml_match_fini();
     bm_pml_am_fini();
     bm_pml_request_table_fini();
+    bm_pml_wait_fini();
     pml_locks_fini();
     for (int r = 0; r < bm_pml_g.world_size; r++)
         free(bm_pml_g.path_bytes[r]);
@@ -305,7 +316,7 @@ bm_status_t bm_pml_probe(uint32_t cid, int src, int tag, struct bm_pml_status *s
     if (!probe_args_ok(src, tag))
         return BM_ERR_BAD_PARAM;
     while (!probe_once(cid, src, tag, status_out, NULL))
-        bm_pml_progress();
+        bm_pml_progress_wait();
     return BM_OK;
 }
 

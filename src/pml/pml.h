@@ -77,8 +77,23 @@ bm_status_t bm_pml_init(int thread_level);
 void bm_pml_finalize(void);
 
 /* Poll the transports once and retry queued sends. Returns the number of
- * events handled (0 when idle). Cheap enough to call in a spin loop. */
+ * events handled (0 when idle). Cheap enough to call in a spin loop; a run
+ * of idle calls yields the core in the yield and block wait modes. */
 int bm_pml_progress(void);
+
+/* The same for a loop that waits (MPI_Wait and friends, blocking
+ * collectives): in the block wait mode a run of idle calls sleeps in the
+ * kernel until a transport has work (README "Waiting"). Never call it where
+ * the caller must return at once (MPI_Test). */
+int bm_pml_progress_wait(void);
+
+/* Does this job have more ranks on this host than CPUs for them (the rule
+ * behind BM_PML_WAIT_MODE=auto)? Valid after bm_pml_init. */
+bool bm_pml_oversubscribed(void);
+
+/* True when the PML takes its locks: MPI_THREAD_MULTIPLE, or the progress
+ * thread (BM_PML_PROGRESS_THREAD) calls it beside the program. */
+bool bm_pml_threaded(void);
 
 /* Progress hooks: work that must advance while the program waits in any
  * PML call (nonblocking collectives' schedules, generalized requests, the

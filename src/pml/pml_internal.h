@@ -209,11 +209,19 @@ struct bm_pml_ctx {
 
 struct bm_pml_ctl; /* a queued control message (progress.c) */
 
+/* How a waiting thread spends idle polls (wait.c, BM_PML_WAIT_MODE). */
+enum bm_pml_wait_mode {
+    BM_PML_WAIT_SPIN,
+    BM_PML_WAIT_YIELD,
+    BM_PML_WAIT_BLOCK,
+};
+
 struct bm_pml_state {
     bool initialized;
     /* MPI_THREAD_MULTIPLE: take the locks (README "Threads"). Read once per
      * lock site; every other thread level takes none. */
     bool mt;
+    int wait_mode; /* enum bm_pml_wait_mode, resolved */
     /* The progress lock: whoever holds it drives the transports and owns
      * every protocol state below (queues, counters, send and rendezvous
      * progression). Entered with a try by progress, waited for by the
@@ -259,6 +267,9 @@ bool bm_pml_enter(void);
 void bm_pml_leave(bool taken);
 /* Does this thread hold the progress lock (always true when single-threaded)? */
 bool bm_pml_in_drain(void);
+/* Try the progress lock: 1 taken (bm_pml_leave(true) later), 0 this thread
+ * holds it already or the PML is single-threaded, -1 another thread has it. */
+int bm_pml_try_enter(void);
 
 /* A path's failed flag is written by whichever thread learns of the failure
  * and read by every sender: relaxed atomics (a stale read only costs a
@@ -363,6 +374,34 @@ void bm_pml_am_init(void);
 void bm_pml_am_fini(void);
 
 /* progress.c */
+/* One progress pass without the idle policy (the wait loops and the
+ * progress thread apply their own). */
+int bm_pml_progress_nowait(void);
+/* Under MPI_THREAD_MULTIPLE, in the spin mode: count an idle poll and
+ * yield after a run of them when another thread drains (it may need this
+ * core). */
+void bm_pml_progress_idle_mt(void);
+/* Progress hooks are registered (a sleeper naps instead of sleeping long). */
+bool bm_pml_hooks_active(void);
+
+/* wait.c */
+/* Read BM_PML_WAIT_MODE and BM_PML_PROGRESS_THREAD, resolve the mode, set
+ * bm_pml_g.mt and the transports' init arguments (thread level, sleepers). */
+bm_status_t bm_pml_wait_init(int thread_level, struct bm_btl_init_args *args);
+/* After the transports are connected: the epoll set, the progress thread. */
+bm_status_t bm_pml_wait_start(void);
+/* Stop the progress thread (finalize, before the last drain). */
+void bm_pml_wait_stop(void);
+void bm_pml_wait_fini(void);
+/* Sleep until a transport or another thread has something (block mode, the
+ * progress thread). */
+void bm_pml_wait_block(void);
+/* Work that only polling finds was left while a sleeper sleeps: wake it. */
+void bm_pml_wait_kick(void);
+/* A progress pass did something: wake the threads waiting on the condition. */
+void bm_pml_wait_progressed(void);
+/* One line of sleeping statistics (BM_PML_STATS). */
+size_t bm_pml_wait_report(char *buf, size_t len);
 void bm_pml_pending_add(struct bm_pml_request *req);
 /* Send a control header (ACK) to a peer now, or queue it for retry. */
 void bm_pml_ctl_send(int peer_world, bm_btl_tag_t tag, const void *hdr, size_t len);

@@ -59,6 +59,21 @@ bool bm_pml_enter(void)
     return true;
 }
 
+int bm_pml_try_enter(void)
+{
+    if (!bm_pml_g.mt || drain_held)
+        return 0;
+    if (!bm_util_lock_try(&bm_pml_g.drain))
+        return -1;
+    drain_held = 1;
+    return 1;
+}
+
+bool bm_pml_threaded(void)
+{
+    return bm_pml_g.mt;
+}
+
 void bm_pml_leave(bool taken)
 {
     if (!taken)
@@ -93,6 +108,9 @@ void bm_pml_pending_add(struct bm_pml_request *req)
     else
         bm_pml_g.pend_head = req;
     bm_pml_g.pend_tail = req;
+    /* Only polling retries it: a sleeping thread must not miss it. */
+    if (bm_pml_g.mt)
+        bm_pml_wait_kick();
 }
 
 static void ctl_queue(struct bm_pml_ctl *c, bool front)
@@ -110,6 +128,8 @@ static void ctl_queue(struct bm_pml_ctl *c, bool front)
     else
         bm_pml_g.ctl_head = c;
     bm_pml_g.ctl_tail = c;
+    if (bm_pml_g.mt)
+        bm_pml_wait_kick();
 }
 
 /* BM_OK when the message left (c is then owned by the callback or freed),
@@ -270,7 +290,14 @@ bm_status_t bm_pml_progress_register(bm_pml_progress_fn fn, void *arg)
     }
     hooks.v[hooks.count++] = (struct bm_pml_hook){fn, arg};
     bm_pml_leave(taken);
+    if (bm_pml_g.mt)
+        bm_pml_wait_kick(); /* a sleeper naps shorter while hooks run */
     return BM_OK;
+}
+
+bool bm_pml_hooks_active(void)
+{
+    return hooks.count > 0;
 }
 
 static void hooks_squeeze(void)
@@ -336,18 +363,33 @@ static int progress_pass(void)
 
 /* Waiting processes spin here. When more processes than cores share the
  * machine, a spinning rank would hold the core its peer needs to answer:
- * after a run of idle polls, give the core away once. */
+ * in the yield and block modes, after a run of idle polls, give the core
+ * away once (a blocking wait sleeps instead: bm_pml_progress_wait). In the
+ * spin mode only a thread that keeps finding another thread draining
+ * yields (under MPI_THREAD_MULTIPLE more threads than cores may wait). */
 static void progress_idle(int n)
 {
     if (n > 0) {
         idle_polls = 0;
-    } else if (bm_pml_g.cfg.idle_yield > 0 && ++idle_polls >= bm_pml_g.cfg.idle_yield) {
+    } else if (bm_pml_g.wait_mode != BM_PML_WAIT_SPIN) {
+        if (bm_pml_g.cfg.idle_yield > 0 && ++idle_polls >= bm_pml_g.cfg.idle_yield) {
+            idle_polls = 0;
+            sched_yield();
+        }
+    } else {
+        bm_pml_progress_idle_mt();
+    }
+}
+
+void bm_pml_progress_idle_mt(void)
+{
+    if (bm_pml_g.mt && bm_pml_g.cfg.idle_yield > 0 && ++idle_polls >= bm_pml_g.cfg.idle_yield) {
         idle_polls = 0;
         sched_yield();
     }
 }
 
-int bm_pml_progress(void)
+int bm_pml_progress_nowait(void)
 {
     if (!bm_pml_g.initialized)
         return 0;
@@ -355,18 +397,23 @@ int bm_pml_progress(void)
     if (__builtin_expect(bm_pml_g.mt, 0) && !drain_held) {
         /* One thread drains; the others find the lock taken and go back
          * to looking at their own request, which the drainer completes
-         * for them. A failed try counts as an idle poll. */
-        if (!bm_util_lock_try(&bm_pml_g.drain)) {
-            progress_idle(0);
+         * for them. */
+        if (!bm_util_lock_try(&bm_pml_g.drain))
             return 0;
-        }
         drain_held = 1;
         n = progress_pass();
         drain_held = 0;
         bm_util_lock_give(&bm_pml_g.drain);
-    } else {
-        n = progress_pass();
+        if (n > 0)
+            bm_pml_wait_progressed();
+        return n;
     }
+    return progress_pass();
+}
+
+int bm_pml_progress(void)
+{
+    int n = bm_pml_progress_nowait();
     progress_idle(n);
     return n;
 }

@@ -176,7 +176,7 @@ bool bm_pml_request_test(struct bm_pml_request *req, struct bm_pml_status *statu
 void bm_pml_request_wait(struct bm_pml_request *req, struct bm_pml_status *status_out)
 {
     while (req_state(req) != BM_PML_REQ_COMPLETE)
-        bm_pml_progress();
+        bm_pml_progress_wait();
     if (status_out)
         *status_out = req->status;
 }

@@ -384,6 +384,14 @@ static bm_status_t send_check(const void *buf, size_t bytes, int dst_world, int 
     return BM_OK;
 }
 
+/* A message to this process itself is delivered by a progress call; one
+ * sent by a thread while another sleeps (README "Waiting") must wake it. */
+static inline void send_kick_self(int dst_world)
+{
+    if (__builtin_expect(bm_pml_g.mt, 0) && dst_world == bm_pml_g.my_rank)
+        bm_pml_wait_kick();
+}
+
 /* A new send request, started with sequence number seq (UINT64_MAX: take
  * the next one now) and advanced as far as it goes. */
 static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_dtype_conv *conv,
@@ -423,6 +431,7 @@ static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_
     bool taken = bm_pml_enter();
     send_advance(req);
     bm_pml_leave(taken);
+    send_kick_self(dst_world);
     return BM_OK;
 }
 
@@ -453,8 +462,10 @@ static bool send_inline(const void *buf, size_t bytes, int dst_world, uint32_t c
         .base = {.type = BM_PML_HDR_MATCH}, .cid = cid, .src = src_rank, .tag = tag, .seq = seq};
     int rc = bm_btl_sendi(path->module, path->endpoint, &mh, sizeof(mh), buf, bytes, 0, 0,
                           BM_PML_BTL_TAG(BM_PML_HDR_MATCH), NULL);
-    if (rc == BM_BTL_DONE)
+    if (rc == BM_BTL_DONE) {
+        send_kick_self(dst_world);
         return true;
+    }
     if (bm_status_is_link(rc) || bm_status_is_peer(rc))
         bm_pml_path_failed(dst_world, path, rc, "sendi failed");
     return false;

@@ -458,6 +458,12 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
                                        struct bm_btl_dgram_module **m_out);
 void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m);
 int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m);
+
+/* dgram_wait.c (btl.h "Sleeping"): > 0 when m has work now; else 0 and
+ * *due_out the cheap-clock time of its nearest timer (UINT64_MAX: none). */
+int bm_btl_dgram_wait_arm_module(struct bm_btl_dgram_module *m, uint64_t *due_out);
+/* m's sockets to wait on (none for a wire without descriptors). */
+int bm_btl_dgram_wait_fds(const struct bm_btl_dgram_module *m, int fds[BM_DGRAM_NCH]);
 bm_status_t bm_btl_dgram_config_load(struct bm_btl_dgram_config *cfg_out);
 /* Counters of one module (a copy). */
 void bm_btl_dgram_stats_get(const struct bm_btl_dgram_module *m,

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -59,6 +60,7 @@ struct bm_btl_dgram_component {
     int nmods;
     int me;
     unsigned idle; /* progress calls in a row that found nothing */
+    int wait_epfd; /* every module's sockets, when the job has sleepers; else -1 */
 };
 
 struct dgram_if {
@@ -184,6 +186,62 @@ static bm_status_t dgram_query(char *why, size_t whylen)
     return BM_OK;
 }
 
+/* btl.h "Sleeping": one epoll set holding every module's sockets is the
+ * transport's wait descriptor. Without it (no memory, no descriptor) a
+ * sleeper naps (dgram_wait_arm). */
+static void wait_set_up(struct bm_btl_dgram_component *d)
+{
+    d->wait_epfd = epoll_create1(EPOLL_CLOEXEC);
+    for (int i = 0; i < d->nmods && d->wait_epfd >= 0; i++) {
+        int fds[BM_DGRAM_NCH];
+        int n = bm_btl_dgram_wait_fds(d->mods[i], fds);
+        for (int k = 0; k < n; k++) {
+            struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[k]};
+            if (epoll_ctl(d->wait_epfd, EPOLL_CTL_ADD, fds[k], &ev) != 0) {
+                close(d->wait_epfd);
+                d->wait_epfd = -1;
+                break;
+            }
+        }
+    }
+}
+
+static int dgram_wait_fd(struct bm_btl_component *comp)
+{
+    return ((struct bm_btl_dgram_component *)comp)->wait_epfd;
+}
+
+static int dgram_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
+{
+    struct bm_btl_dgram_component *d = (struct bm_btl_dgram_component *)comp;
+    uint64_t due = UINT64_MAX;
+    *timeout_ns = -1;
+    if (d->repairs_pending)
+        return 1;
+    for (int i = 0; i < d->nmods; i++) {
+        uint64_t m_due;
+        if (bm_btl_dgram_wait_arm_module(d->mods[i], &m_due) > 0)
+            return 1;
+        if (m_due < due)
+            due = m_due;
+    }
+    if (d->wait_epfd < 0 && d->nmods > 0) {
+        uint64_t nap = bm_btl_dgram_now() + 1000000;
+        if (nap < due)
+            due = nap;
+    }
+    if (due != UINT64_MAX) {
+        uint64_t now = bm_btl_dgram_now();
+        *timeout_ns = due > now ? (int64_t)(due - now) : 0;
+    }
+    return 0;
+}
+
+static void dgram_wait_disarm(struct bm_btl_component *comp)
+{
+    (void)comp; /* level-triggered sockets: progress reads them */
+}
+
 static bm_status_t dgram_init(const struct bm_btl_init_args *args,
                               struct bm_btl_component **component_out)
 {
@@ -242,6 +300,9 @@ static bm_status_t dgram_init(const struct bm_btl_init_args *args,
         }
     }
     d->super.count = d->nmods;
+    d->wait_epfd = -1;
+    if (args->sleepers && d->nmods > 0)
+        wait_set_up(d);
     *component_out = &d->super;
     return BM_OK;
 }
@@ -280,6 +341,8 @@ static void dgram_finalize(struct bm_btl_component *comp)
         bm_btl_dgram_module_destroy(d->mods[i]);
     }
     d->nmods = 0;
+    if (d->wait_epfd >= 0)
+        close(d->wait_epfd);
     free(d->peers);
     free(d);
 }
@@ -670,11 +733,14 @@ const struct bm_btl_ops bm_btl_dgram_ops = {
     .name = "dgram",
     .description = "reliable messaging over UDP datagrams (the usnic design)",
     .params = &bm_btl_dgram_param_table,
-    .caps = BM_BTL_CAP_THREADS | BM_BTL_CAP_SEND | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
-            BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER,
+    .caps = BM_BTL_CAP_THREADS | BM_BTL_CAP_WAIT | BM_BTL_CAP_SEND | BM_BTL_CAP_PUT |
+            BM_BTL_CAP_GET | BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER,
     .query = dgram_query,
     .init = dgram_init,
     .progress = dgram_progress,
+    .wait_fd = dgram_wait_fd,
+    .wait_arm = dgram_wait_arm,
+    .wait_disarm = dgram_wait_disarm,
     .finalize = dgram_finalize,
     .add_procs = dgram_add_procs,
     .del_procs = dgram_del_procs,

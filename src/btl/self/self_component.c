@@ -154,6 +154,26 @@ static bm_status_t self_init(const struct bm_btl_init_args *args,
 
 /* Deliver what was queued before this call; fragments queued by the receive
  * callbacks wait for the next call, which keeps one progress call bounded. */
+/* btl.h "Sleeping": a process's messages to itself come from its own
+ * threads, whose PML wakes its own sleepers; no descriptor. */
+static int self_wait_fd(struct bm_btl_component *comp)
+{
+    (void)comp;
+    return -1;
+}
+
+static int self_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
+{
+    struct bm_btl_self_module *sm = ((struct bm_btl_self_component *)comp)->module;
+    *timeout_ns = -1;
+    return sm->queue_head || sm->rdma_done.head ? 1 : 0;
+}
+
+static void self_wait_disarm(struct bm_btl_component *comp)
+{
+    (void)comp;
+}
+
 static int self_progress(struct bm_btl_component *comp)
 {
     struct bm_btl_self_module *sm = ((struct bm_btl_self_component *)comp)->module;
@@ -354,10 +374,13 @@ const struct bm_btl_ops bm_btl_self_ops = {
     .params = &self_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
             BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_INPLACE |
-            BM_BTL_CAP_ORDERED,
+            BM_BTL_CAP_ORDERED | BM_BTL_CAP_WAIT,
     .query = self_query,
     .init = self_init,
     .progress = self_progress,
+    .wait_fd = self_wait_fd,
+    .wait_arm = self_wait_arm,
+    .wait_disarm = self_wait_disarm,
     .finalize = self_finalize,
     .add_procs = self_add_procs,
     .del_procs = self_del_procs,

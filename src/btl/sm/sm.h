@@ -15,7 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 extern const struct bm_btl_ops bm_btl_sm_ops;
 
@@ -60,6 +62,8 @@ struct bm_btl_sm_endpoint {
     bool tx_hint;                  /* its segment wants our hint bit set */
     struct bm_btl_sm_fbox_tx tx;   /* our ring in its segment */
     struct bm_btl_sm_fbox_rx rx;   /* its ring in our segment */
+    struct sockaddr_un bell;       /* its doorbell (sm_bell.c) */
+    socklen_t bell_len;            /* 0: unknown */
 };
 
 /* The initiator's record of an atomic request in flight (sm_atomic.c). */
@@ -126,6 +130,8 @@ struct bm_btl_sm_module {
     bool use_hints;  /* else poll every ring in by_local */
     struct bm_btl_sm_endpoint **by_local; /* local rank -> endpoint with fast boxes, or NULL */
     struct bm_btl_defer_queue rdma_done;  /* callbacks of finished get/put */
+    bool bells;                           /* the job has sleepers: ring and be rung (sm_bell.c) */
+    int bell_rx, bell_tx;                 /* our doorbell; the socket we ring others' with */
 };
 
 /* An instance of the transport: one module, or none when this process is
@@ -134,6 +140,7 @@ struct bm_btl_sm_component {
     struct bm_btl_component super;
     struct bm_btl_module *modules[1];
     struct bm_btl_sm_module *module; /* NULL without local peers */
+    bool sleepers;                   /* init args->sleepers */
 };
 
 /* Address here of the fragment a relative pointer names (a bm_btl_sm_resolve_fn). */
@@ -206,6 +213,29 @@ void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
 int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm);
 /* Give a fragment back to the pool (sm_send.c). */
 void bm_btl_sm_frag_release(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f);
+
+/* sm_bell.c: the doorbell of sleeping receivers (btl.h "Sleeping") */
+bm_status_t bm_btl_sm_bell_open(struct bm_btl_sm_module *sm);
+void bm_btl_sm_bell_close(struct bm_btl_sm_module *sm);
+/* Learn ep's doorbell address (add_procs). */
+void bm_btl_sm_bell_peer(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
+/* ep armed its doorbell: clear it and ring (slow path of bm_btl_sm_bell_check). */
+void bm_btl_sm_bell_ring(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
+int bm_btl_sm_wait_fd(struct bm_btl_sm_module *sm);
+int bm_btl_sm_wait_arm(struct bm_btl_sm_module *sm, int64_t *timeout_ns);
+void bm_btl_sm_wait_disarm(struct bm_btl_sm_module *sm);
+
+/* After publishing something ep will read (a message, a returned fragment):
+ * ring ep when it sleeps. The fence orders the publication before the load
+ * of its flag (sm_bell.c says why both sides need one). */
+static inline void bm_btl_sm_bell_check(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
+{
+    if (__builtin_expect(!sm->bells, 1))
+        return;
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&ep->ctl->bell_armed, memory_order_relaxed))
+        bm_btl_sm_bell_ring(sm, ep);
+}
 
 /* sm_rdma.c */
 bool bm_btl_sm_cma_probe(struct bm_btl_sm_endpoint *ep, uint64_t remote_seg_addr);

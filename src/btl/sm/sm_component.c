@@ -129,6 +129,7 @@ static bm_status_t sm_frags_init(struct bm_btl_sm_module *sm)
 
 static void sm_module_free(struct bm_btl_sm_module *sm)
 {
+    bm_btl_sm_bell_close(sm);
     for (int c = 0; c < BM_BTL_SM_NCLASS; c++)
         free(sm->free_stack[c]);
     free(sm->frags);
@@ -194,6 +195,7 @@ static bm_status_t sm_module_create(struct bm_btl_sm_component *c,
         return BM_ERR_NO_MEMORY;
     sm->config = p.c;
     sm->self = self;
+    sm->bell_rx = sm->bell_tx = -1;
     sm->local_rank = self->local_rank;
     sm->local_size = self->local_size;
     sm->by_local = calloc((size_t)self->local_size, sizeof(*sm->by_local));
@@ -217,6 +219,8 @@ static bm_status_t sm_module_create(struct bm_btl_sm_component *c,
     rc = sm_frags_init(sm);
     if (rc != BM_OK)
         goto err_segment;
+    if (c->sleepers)
+        (void)bm_btl_sm_bell_open(sm); /* without it a sleeper naps (it says so) */
 
     struct bm_btl_sm_card card = {
         .magic = BM_BTL_SM_MAGIC,
@@ -274,6 +278,7 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args,
     c->super.ops = &bm_btl_sm_ops;
     c->super.rte = args->rte;
     c->super.modules = c->modules;
+    c->sleepers = args->sleepers;
     /* Nobody to share memory with: no segment, no module, no progress cost. */
     if (bm_btl_rte_self(args->rte)->local_size > 1) {
         bm_status_t rc = sm_module_create(c, &c->module);
@@ -315,6 +320,21 @@ static int sm_progress(struct bm_btl_component *comp)
         n += bm_btl_sm_peer_check(sm);
     }
     return n;
+}
+
+static int sm_wait_fd(struct bm_btl_component *comp)
+{
+    return bm_btl_sm_wait_fd(((struct bm_btl_sm_component *)comp)->module);
+}
+
+static int sm_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
+{
+    return bm_btl_sm_wait_arm(((struct bm_btl_sm_component *)comp)->module, timeout_ns);
+}
+
+static void sm_wait_disarm(struct bm_btl_component *comp)
+{
+    bm_btl_sm_wait_disarm(((struct bm_btl_sm_component *)comp)->module);
 }
 
 static void sm_module_finalize(struct bm_btl_sm_module *sm)
@@ -409,6 +429,7 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
             cma = false;
         ep->local_rank = card.local_rank;
         bm_btl_sm_fbox_connect(sm, ep);
+        bm_btl_sm_bell_peer(sm, ep);
         sm->all_eps[r] = ep;
         sm->eps[r] = ep;
         endpoints_out[i] = (struct bm_btl_endpoint *)ep;
@@ -441,11 +462,15 @@ const struct bm_btl_ops bm_btl_sm_ops = {
                    "single-copy get/put with process_vm_readv, atomics run by the target)",
     .params = &sm_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED | BM_BTL_CAP_ATOMIC_OPS |
-            BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_GET | BM_BTL_CAP_GETV | BM_BTL_CAP_PUT,
+            BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_GET | BM_BTL_CAP_GETV | BM_BTL_CAP_PUT |
+            BM_BTL_CAP_WAIT,
     .query = sm_query,
     .init = sm_init,
     .progress = sm_progress,
     .finalize = sm_finalize,
+    .wait_fd = sm_wait_fd,
+    .wait_arm = sm_wait_arm,
+    .wait_disarm = sm_wait_disarm,
     .add_procs = sm_add_procs,
     .del_procs = sm_del_procs,
     .alloc = bm_btl_sm_alloc,

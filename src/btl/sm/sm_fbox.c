@@ -37,6 +37,7 @@ int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *
     bm_btl_sm_fbox_commit(&ep->tx, off, (uint32_t)len, tag);
     if (ep->tx_hint)
         bm_btl_sm_hint_set((_Atomic uint64_t *)(ep->seg + ep->ctl->hint_offset), sm->local_rank);
+    bm_btl_sm_bell_check(sm, ep);
     return BM_BTL_DONE;
 }
 

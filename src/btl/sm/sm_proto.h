@@ -75,6 +75,10 @@ struct bm_btl_sm_seg_ctl {
      * count unlinks the file (the mapping survives). Own cache line: written
      * by peers once, at start-up. */
     alignas(BM_BTL_SM_CACHELINE) _Atomic uint32_t mapped;
+    /* The owner is about to sleep and wants a byte on its doorbell after
+     * the next message or returned fragment (sm_bell.c). Same line as
+     * mapped: both are rarely written. */
+    _Atomic uint32_t bell_armed;
     struct bm_btl_sm_fifo fifo; /* fragments sent to the owner, and its own coming back */
 };
 

@@ -109,6 +109,7 @@ void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
     dest->outstanding++;
     sm->in_flight++;
     bm_btl_sm_fifo_push(&dest->ctl->fifo, hdr, f->rptr, bm_btl_sm_resolve, sm);
+    bm_btl_sm_bell_check(sm, dest);
 }
 
 int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
@@ -220,6 +221,7 @@ static void sm_frag_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_h
         bm_btl_sm_amo_run(hdr);
         hdr->flags |= BM_BTL_SM_FRAG_F_RETURN;
         bm_btl_sm_fifo_push(&ep->ctl->fifo, hdr, p, bm_btl_sm_resolve, sm);
+        bm_btl_sm_bell_check(sm, ep);
         return;
     }
     struct bm_btl_segment seg = {(unsigned char *)hdr + sizeof(*hdr), hdr->len};
@@ -234,6 +236,7 @@ static void sm_frag_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_h
     m->recv_cb[tag].cb(m, &d, m->recv_cb[tag].cbdata);
     hdr->flags |= BM_BTL_SM_FRAG_F_RETURN;
     bm_btl_sm_fifo_push(&ep->ctl->fifo, hdr, p, bm_btl_sm_resolve, sm);
+    bm_btl_sm_bell_check(sm, ep);
 }
 
 int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget)

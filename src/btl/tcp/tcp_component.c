@@ -261,6 +261,41 @@ static int bm_btl_tcp_progress(struct bm_btl_component *comp)
     return c->completions;
 }
 
+/* btl.h "Sleeping": the epoll set itself is the wait descriptor (an epoll
+ * descriptor is readable while any socket in it has an event: data, room
+ * for a queued send, a connection). Timers: connection deadlines and the
+ * reconnection retries. */
+static int tcp_wait_fd(struct bm_btl_component *comp)
+{
+    return ((struct bm_btl_tcp_component *)comp)->epfd;
+}
+
+static int tcp_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
+{
+    struct bm_btl_tcp_component *c = (struct bm_btl_tcp_component *)comp;
+    *timeout_ns = -1;
+    if (c->ack_list || c->dead_list)
+        return 1;
+    long long now = bm_btl_tcp_now_ns(), next = -1;
+    struct bm_util_list_node *it;
+    bm_util_list_foreach(it, &c->timers)
+    {
+        struct bm_btl_tcp_conn *conn = bm_util_container_of(it, struct bm_btl_tcp_conn, timer_node);
+        if (conn->deadline_ns && (next < 0 || conn->deadline_ns < next))
+            next = conn->deadline_ns;
+    }
+    if (c->nretry > 0 && (next < 0 || c->next_retry_check < next))
+        next = c->next_retry_check;
+    if (next >= 0)
+        *timeout_ns = next > now ? next - now : 0;
+    return 0;
+}
+
+static void tcp_wait_disarm(struct bm_btl_component *comp)
+{
+    (void)comp; /* level-triggered: progress consumes the events */
+}
+
 /* Anything still to be written or acknowledged on a live connection? */
 static bool tcp_busy(const struct bm_btl_tcp_component *c)
 {
@@ -339,10 +374,14 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .name = "tcp",
     .description = "TCP sockets over every usable IPv4/IPv6 interface (works everywhere)",
     .params = &tcp_param_table,
-    .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED | BM_BTL_CAP_FAILOVER,
+    .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED | BM_BTL_CAP_FAILOVER |
+            BM_BTL_CAP_WAIT,
     .query = bm_btl_tcp_query,
     .init = bm_btl_tcp_init,
     .progress = bm_btl_tcp_progress,
+    .wait_fd = tcp_wait_fd,
+    .wait_arm = tcp_wait_arm,
+    .wait_disarm = tcp_wait_disarm,
     .finalize = bm_btl_tcp_finalize,
     .add_procs = bm_btl_tcp_add_procs,
     .del_procs = tcp_del_procs,

@@ -1,0 +1,384 @@
+/* How the PML waits: the wait mode (BM_PML_WAIT_MODE: spin, yield, or
+ * block in the kernel until a transport has work), the rule that picks one
+ * when the job does not say (more ranks on a host than it has CPUs), and
+ * the optional progress thread (BM_PML_PROGRESS_THREAD) that drives
+ * progress while the program computes and sleeps when there is nothing to
+ * do. README.md "Waiting" has the design; btl.h "Sleeping" the transports'
+ * side.
+ *
+ * Sleeping. One thread at a time is the sleeper: under the progress lock it
+ * arms every transport (bm_btl_base_wait_arm: sm sets its doorbell flag,
+ * tcp and dgram have nothing to arm but say when their nearest timer is
+ * due), lets go of the progress lock (so that other threads keep draining)
+ * and sleeps in epoll on the transports' wait descriptors plus an eventfd
+ * of its own ("kick"), which other threads of the process write when they
+ * leave work that only polling would find (a send queued for retry, a
+ * message to itself, a new progress hook). Other threads that want to
+ * sleep at the same time wait on a condition variable instead, which the
+ * sleeper and the drainer signal when something happened (or 1 ms
+ * passes): one sleeper keeps the arming simple (one owner of sm's doorbell
+ * flag) and avoids a thundering herd on one epoll set. A sleep never lasts
+ * longer than WAIT_CAP_NS, so that a process whose peers do not ring (a
+ * job with mixed settings) still gets on. */
+#define BM_LOG_SUBSYS "pml"
+#include "util/log.h"
+
+#include "pml/pml_internal.h"
+#include "runtime/rte.h"
+#include "util/params.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The longest sleep, whatever the transports say (a missed doorbell costs
+ * at most this much). */
+#define WAIT_CAP_NS 100000000LL
+/* The longest sleep while progress hooks are registered: a hook may wait
+ * for something no descriptor announces (a generalized request completed
+ * by another thread, a one-sided lock released). */
+#define WAIT_HOOK_NAP_NS 1000000LL
+/* The longest sleep while a transport cannot wake a sleeper. */
+#define WAIT_NAP_NS 1000000LL
+/* Condition-variable waits of the threads that are not the sleeper. */
+#define WAIT_SECONDARY_NS 1000000LL
+
+struct wait_config {
+    int mode;         /* enum bm_pml_wait_mode, or WAIT_AUTO */
+    bool thread;      /* BM_PML_PROGRESS_THREAD */
+    int thread_polls; /* idle polls of the progress thread before it sleeps */
+};
+
+#define WAIT_AUTO 0
+
+static const struct bm_param wait_params[] = {
+    {"BM_PML_WAIT_MODE", BM_PARAM_ENUM, "auto", 0, 0, "auto|spin|yield|block",
+     "How a process waits for communication: spin polls without a pause (lowest latency "
+     "with a core per rank), yield gives the core away after BM_PML_IDLE_YIELD idle polls, "
+     "block sleeps in the kernel until a transport has work (an oversubscribed job stops "
+     "burning the CPU its peers need; set it for the whole job). auto: yield.",
+     offsetof(struct wait_config, mode), 0},
+    {"BM_PML_PROGRESS_THREAD", BM_PARAM_BOOL, "0", 0, 0, NULL,
+     "1 starts a thread per process that drives communication while the program computes "
+     "(rendezvous transfers, nonblocking collectives, one-sided operations advance without "
+     "MPI calls) and sleeps in the kernel when there is nothing to do. Turns on the locks of "
+     "MPI_THREAD_MULTIPLE.",
+     offsetof(struct wait_config, thread), 0},
+    {"BM_PML_PROGRESS_THREAD_POLLS", BM_PARAM_INT, "64", 1, 1 << 30, NULL,
+     "Idle polls of the progress thread before it sleeps (more: faster reaction after a "
+     "quiet spell, more CPU).",
+     offsetof(struct wait_config, thread_polls), 0},
+};
+static const struct bm_param_table wait_table = {"pml", wait_params, BM_PARAM_COUNT(wait_params)};
+BM_PARAM_TABLE_REGISTER(wait_table);
+
+static struct {
+    struct wait_config cfg;
+    int epfd;             /* transports' wait descriptors + kick; -1 when nobody sleeps */
+    int kick;             /* eventfd */
+    atomic_bool sleeping; /* a sleeper is in epoll: kick it for work only polling finds */
+    bool sleeper_busy;    /* under the progress lock: the sleeper's slot is taken */
+    pthread_mutex_t mu;   /* the other waiters' condition */
+    pthread_cond_t cv;
+    atomic_int nwaiting; /* threads in the condition wait */
+    uint64_t gen;        /* under mu: bumped when something happened */
+    pthread_t thread;    /* the progress thread */
+    bool thread_running;
+    atomic_bool stop;
+    bool oversubscribed;
+    /* statistics (BM_PML_STATS): sleeps, and how they ended */
+    atomic_ulong sleeps, woken, timed_out, secondary;
+} wait_g = {
+    .epfd = -1, .kick = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* ---- the rule: more ranks on a host than CPUs --------------------------------- */
+
+static bool oversubscribed(void)
+{
+    int local = bm_rte_self()->local_size;
+    cpu_set_t set;
+    int cpus = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        cpus = CPU_COUNT(&set);
+    /* bmrun binds each rank to a CPU of its own only when the host has a
+     * CPU per rank (README "Across hosts"): bound to one CPU, we look at
+     * the host's CPUs instead. */
+    if (cpus <= 1 && local > 1)
+        cpus = get_nprocs();
+    return cpus > 0 && local > cpus;
+}
+
+bool bm_pml_oversubscribed(void)
+{
+    return wait_g.oversubscribed;
+}
+
+/* ---- set-up -------------------------------------------------------------------- */
+
+bm_status_t bm_pml_wait_init(int thread_level, struct bm_btl_init_args *args)
+{
+    memset(&wait_g.cfg, 0, sizeof(wait_g.cfg));
+    bm_status_t rc = bm_util_params_load(&wait_table, &wait_g.cfg);
+    if (rc != BM_OK)
+        return rc;
+    wait_g.oversubscribed = oversubscribed();
+    enum bm_pml_wait_mode mode = BM_PML_WAIT_SPIN;
+    switch (wait_g.cfg.mode) {
+    case 1:
+        mode = BM_PML_WAIT_SPIN;
+        break;
+    case 2:
+        mode = BM_PML_WAIT_YIELD;
+        break;
+    case 3:
+        mode = BM_PML_WAIT_BLOCK;
+        break;
+    default:
+        /* A rank alone on its core loses nothing by the occasional
+         * sched_yield (it returns at once when nothing else is runnable),
+         * and one that shares a core with a peer, or with another job on a
+         * busy machine, gives it away. */
+        mode = BM_PML_WAIT_YIELD;
+    }
+    bm_pml_g.wait_mode = mode;
+    /* The progress thread calls the PML beside the program: the locks of
+     * MPI_THREAD_MULTIPLE, whatever the program asked for. */
+    bm_pml_g.mt = thread_level >= BM_BTL_THREAD_MULTIPLE || wait_g.cfg.thread;
+    args->thread_level = bm_pml_g.mt ? BM_BTL_THREAD_MULTIPLE : thread_level;
+    args->sleepers = mode == BM_PML_WAIT_BLOCK || wait_g.cfg.thread;
+    return BM_OK;
+}
+
+static void *progress_thread(void *arg);
+
+bm_status_t bm_pml_wait_start(void)
+{
+    atomic_store(&wait_g.stop, false);
+    if (bm_pml_g.wait_mode != BM_PML_WAIT_BLOCK && !wait_g.cfg.thread)
+        return BM_OK;
+    wait_g.epfd = epoll_create1(EPOLL_CLOEXEC);
+    wait_g.kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wait_g.epfd < 0 || wait_g.kick < 0) {
+        bm_log_error("cannot set up sleeping (epoll/eventfd: %s); unset BM_PML_WAIT_MODE=block "
+                     "and BM_PML_PROGRESS_THREAD",
+                     strerror(errno));
+        return BM_ERR_SYSTEM;
+    }
+    int fds[64];
+    int n = bm_btl_base_wait_fds(fds, 63);
+    fds[n++] = wait_g.kick;
+    for (int i = 0; i < n; i++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+        if (epoll_ctl(wait_g.epfd, EPOLL_CTL_ADD, fds[i], &ev) != 0) {
+            bm_log_error("cannot wait on a transport's descriptor: %s", strerror(errno));
+            return BM_ERR_SYSTEM;
+        }
+    }
+    if (wait_g.cfg.thread) {
+        if (pthread_create(&wait_g.thread, NULL, progress_thread, NULL) != 0) {
+            bm_log_error("cannot start the progress thread (BM_PML_PROGRESS_THREAD=1): %s",
+                         strerror(errno));
+            return BM_ERR_SYSTEM;
+        }
+        wait_g.thread_running = true;
+    }
+    return BM_OK;
+}
+
+void bm_pml_wait_stop(void)
+{
+    if (wait_g.thread_running) {
+        atomic_store(&wait_g.stop, true);
+        bm_pml_wait_kick();
+        pthread_mutex_lock(&wait_g.mu);
+        pthread_cond_broadcast(&wait_g.cv);
+        pthread_mutex_unlock(&wait_g.mu);
+        pthread_join(wait_g.thread, NULL);
+        wait_g.thread_running = false;
+    }
+}
+
+void bm_pml_wait_fini(void)
+{
+    bm_pml_wait_stop();
+    if (wait_g.epfd >= 0)
+        close(wait_g.epfd);
+    if (wait_g.kick >= 0)
+        close(wait_g.kick);
+    wait_g.epfd = wait_g.kick = -1;
+}
+
+/* ---- kicking and signalling ------------------------------------------------------ */
+
+static void wait_kick_write(void)
+{
+    uint64_t one = 1;
+    if (write(wait_g.kick, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        bm_log_ratelimited(BM_LOG_DEBUG, "kick: %s", strerror(errno));
+}
+
+void bm_pml_wait_kick(void)
+{
+    if (atomic_load_explicit(&wait_g.sleeping, memory_order_seq_cst))
+        wait_kick_write();
+}
+
+/* Wake the threads in the condition wait (something happened). */
+static void wait_signal(void)
+{
+    pthread_mutex_lock(&wait_g.mu);
+    wait_g.gen++;
+    pthread_cond_broadcast(&wait_g.cv);
+    pthread_mutex_unlock(&wait_g.mu);
+}
+
+void bm_pml_wait_progressed(void)
+{
+    if (atomic_load_explicit(&wait_g.nwaiting, memory_order_relaxed) > 0)
+        wait_signal();
+}
+
+/* A thread that is not the sleeper: until something happens, at most 1 ms. */
+static void wait_secondary(void)
+{
+    /* The condition's clock is CLOCK_REALTIME (the default). */
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    rt.tv_nsec += WAIT_SECONDARY_NS;
+    if (rt.tv_nsec >= 1000000000L) {
+        rt.tv_sec++;
+        rt.tv_nsec -= 1000000000L;
+    }
+    atomic_fetch_add_explicit(&wait_g.secondary, 1, memory_order_relaxed);
+    pthread_mutex_lock(&wait_g.mu);
+    atomic_fetch_add(&wait_g.nwaiting, 1);
+    uint64_t gen = wait_g.gen;
+    while (gen == wait_g.gen && !atomic_load(&wait_g.stop))
+        if (pthread_cond_timedwait(&wait_g.cv, &wait_g.mu, &rt) == ETIMEDOUT)
+            break;
+    atomic_fetch_sub(&wait_g.nwaiting, 1);
+    pthread_mutex_unlock(&wait_g.mu);
+}
+
+/* ---- sleeping ------------------------------------------------------------------------ */
+
+static void epoll_sleep(int64_t timeout_ns)
+{
+    struct epoll_event ev[8];
+    struct timespec ts = {.tv_sec = timeout_ns / 1000000000LL,
+                          .tv_nsec = timeout_ns % 1000000000LL};
+    int n = epoll_pwait2(wait_g.epfd, ev, 8, &ts, NULL);
+    if (n < 0 && errno == ENOSYS) /* kernels before 5.11: millisecond resolution */
+        n = epoll_wait(wait_g.epfd, ev, 8, (int)((timeout_ns + 999999) / 1000000));
+    atomic_fetch_add_explicit(&wait_g.sleeps, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(n > 0 ? &wait_g.woken : &wait_g.timed_out, 1, memory_order_relaxed);
+}
+
+size_t bm_pml_wait_report(char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "sleeps %lu (woken %lu, timed out %lu), condition waits %lu",
+                     atomic_load(&wait_g.sleeps), atomic_load(&wait_g.woken),
+                     atomic_load(&wait_g.timed_out), atomic_load(&wait_g.secondary));
+    return n < 0 ? 0 : (size_t)n;
+}
+
+void bm_pml_wait_block(void)
+{
+    if (wait_g.epfd < 0) {
+        sched_yield();
+        return;
+    }
+    int t = bm_pml_try_enter();
+    if (t < 0) {
+        wait_secondary();
+        return;
+    }
+    /* Work only polling finds, or the slot taken: do not sleep here. */
+    if (bm_pml_g.ctl_head || bm_pml_g.pend_head || wait_g.sleeper_busy) {
+        bool busy = wait_g.sleeper_busy;
+        bm_pml_leave(t > 0);
+        if (busy)
+            wait_secondary();
+        return;
+    }
+    int64_t timeout = WAIT_CAP_NS, tt;
+    if (bm_pml_hooks_active())
+        timeout = WAIT_HOOK_NAP_NS;
+    if (bm_btl_base_wait_arm(&tt, WAIT_NAP_NS) > 0) {
+        bm_pml_leave(t > 0);
+        return;
+    }
+    if (tt >= 0 && tt < timeout)
+        timeout = tt;
+    wait_g.sleeper_busy = true;
+    atomic_store_explicit(&wait_g.sleeping, true, memory_order_seq_cst);
+    /* Sleep without the progress lock, unless an outer frame of this
+     * thread holds it (a hook waiting): the others keep draining. */
+    bm_pml_leave(t > 0);
+    epoll_sleep(timeout);
+    if (t > 0)
+        bm_pml_enter();
+    atomic_store_explicit(&wait_g.sleeping, false, memory_order_relaxed);
+    bm_btl_base_wait_disarm();
+    uint64_t v;
+    while (read(wait_g.kick, &v, sizeof(v)) > 0)
+        ;
+    wait_g.sleeper_busy = false;
+    bm_pml_leave(t > 0);
+    bm_pml_wait_progressed();
+}
+
+int bm_pml_progress_wait(void)
+{
+    static _Thread_local int idle;
+    int n = bm_pml_progress_nowait();
+    if (n > 0) {
+        idle = 0;
+        return n;
+    }
+    switch (bm_pml_g.wait_mode) {
+    case BM_PML_WAIT_SPIN:
+        bm_pml_progress_idle_mt();
+        break;
+    case BM_PML_WAIT_YIELD:
+        if (bm_pml_g.cfg.idle_yield > 0 && ++idle >= bm_pml_g.cfg.idle_yield) {
+            idle = 0;
+            sched_yield();
+        }
+        break;
+    case BM_PML_WAIT_BLOCK:
+        if (++idle >= (bm_pml_g.cfg.idle_yield > 0 ? bm_pml_g.cfg.idle_yield : 1)) {
+            idle = 0;
+            bm_pml_wait_block();
+        }
+        break;
+    }
+    return 0;
+}
+
+/* ---- the progress thread ---------------------------------------------------------------- */
+
+static void *progress_thread(void *arg)
+{
+    (void)arg;
+    int idle = 0;
+    while (!atomic_load_explicit(&wait_g.stop, memory_order_relaxed)) {
+        if (bm_pml_progress_nowait() > 0) {
+            idle = 0;
+            continue;
+        }
+        if (++idle < wait_g.cfg.thread_polls)
+            continue;
+        idle = 0;
+        bm_pml_wait_block();
+    }
+    return NULL;
+}

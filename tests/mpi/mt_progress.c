@@ -1,0 +1,169 @@
+/* The progress thread (BM_PML_PROGRESS_THREAD=1) and sleeping waits:
+ *  1. asynchronous progress: rank 1 posts a receive of a large (rendezvous
+ *     or single-copy) message and then computes without calling MPI,
+ *     watching only its receive buffer; rank 0 sends it with a blocking
+ *     send. The data can only land while rank 1 is outside MPI if a thread
+ *     of rank 1 advances the protocol (the ACK, the get, the FIN). Bounded
+ *     by a 30 s deadline; every byte checked after.
+ *  2. a nonblocking collective started before computing completes while
+ *     the program computes (checked with MPI_Test once, after).
+ *  3. idle cost: every rank sleeps 2 s outside MPI; the process's CPU time
+ *     over that second (the progress thread's, the main thread sleeps) must
+ *     stay under 1% of a core.
+ * Also runs with -b (no progress thread expected, BM_PML_WAIT_MODE=block):
+ * a ping-pong whose waits sleep, checked for every byte. */
+#include "bm_test.h"
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BIG (4 << 20)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static volatile double sink;
+
+static void async_transfer(int rank)
+{
+    char *buf = malloc(BIG);
+    BM_CHECK(buf != NULL);
+    if (!buf)
+        return;
+    if (rank == 0) {
+        bm_test_fill(buf, BIG, 77);
+        MPI_Barrier(MPI_COMM_WORLD); /* rank 1's receive is posted */
+        MPI_Send(buf, BIG, MPI_CHAR, 1, 5, MPI_COMM_WORLD);
+    } else if (rank == 1) {
+        MPI_Request r;
+        memset(buf, 0, BIG);
+        MPI_Irecv(buf, BIG, MPI_CHAR, 0, 5, MPI_COMM_WORLD, &r);
+        MPI_Barrier(MPI_COMM_WORLD);
+        /* Outside MPI from here: only a progress thread can fill the buffer.
+         * The last byte of the pattern is not zero for seed 77 (checked). */
+        char want = 0;
+        bm_test_fill(&want, 1, 77); /* first byte's value */
+        volatile char *first = buf, *last = buf + BIG - 1;
+        char last_want;
+        {
+            char *tmp = malloc(BIG);
+            bm_test_fill(tmp, BIG, 77);
+            last_want = tmp[BIG - 1];
+            free(tmp);
+        }
+        double t0 = now(), x = 1;
+        while ((*first != want || *last != last_want) && now() - t0 < 30)
+            for (int i = 0; i < 1000; i++)
+                x = x * 1.0000001 + 1e-9;
+        sink = x;
+        BM_CHECK_MSG(*first == want && *last == last_want,
+                     "the message did not arrive while rank 1 computed outside MPI (%.1f s)",
+                     now() - t0);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        BM_CHECK_EQ_INT(bm_test_bad_bytes(buf, BIG, 77), 0);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    free(buf);
+}
+
+static void async_collective(int rank, int size)
+{
+    long mine = rank + 1, sum = 0;
+    MPI_Request r;
+    MPI_Iallreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &r);
+    /* Compute until the result shows up (or 30 s), without calling MPI. */
+    volatile long *res = &sum;
+    long want = (long)size * (size + 1) / 2;
+    double t0 = now(), x = 1;
+    while (*res != want && now() - t0 < 30)
+        for (int i = 0; i < 1000; i++)
+            x = x * 1.0000001 + 1e-9;
+    sink = x;
+    BM_CHECK_MSG(*res == want, "the nonblocking allreduce did not advance outside MPI");
+    int flag = 0;
+    MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    if (!flag)
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    BM_CHECK_EQ_INT(sum, want);
+}
+
+static void idle_cost(int rank)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double c0 = cpu_seconds(), t0 = now();
+    struct timespec ts = {2, 0};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    double cpu = cpu_seconds() - c0, wall = now() - t0;
+    printf("rank %d: %.2f ms of CPU in %.2f s idle (%.3f%% of a core)\n", rank, cpu * 1e3, wall,
+           100 * cpu / wall);
+    BM_CHECK_MSG(cpu / wall < 0.01, "idle progress thread used %.2f%% of a core (limit 1%%)",
+                 100 * cpu / wall);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void blocking_pingpong(int rank)
+{
+    char out[1000], in[1000];
+    int peer = rank ^ 1;
+    if (peer >= 2)
+        return;
+    for (int i = 0; i < 200; i++) {
+        bm_test_fill(out, sizeof(out), rank * 1000 + i);
+        if (rank == 0) {
+            MPI_Send(out, sizeof(out), MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+            MPI_Recv(in, sizeof(in), MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(in, sizeof(in), MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(out, sizeof(out), MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+        }
+        BM_CHECK_EQ_INT(bm_test_bad_bytes(in, sizeof(in), peer * 1000 + i), 0);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, provided;
+    bool block_only = argc > 1 && strcmp(argv[1], "-b") == 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (block_only) {
+        bm_test_current = "blocking_pingpong";
+        blocking_pingpong(rank);
+    } else {
+        /* The program asked for MPI_THREAD_SINGLE: the progress thread is
+         * the library's own and changes nothing the program sees. */
+        BM_CHECK_EQ_INT(provided, MPI_THREAD_SINGLE);
+        bm_test_current = "async_transfer";
+        async_transfer(rank);
+        bm_test_current = "async_collective";
+        async_collective(rank, size);
+        bm_test_current = "idle_cost";
+        idle_cost(rank);
+        bm_test_current = "blocking_pingpong";
+        blocking_pingpong(rank);
+    }
+    MPI_Finalize();
+    return bm_test_summary("mt_progress");
+}
