@@ -196,7 +196,7 @@ typedef uint8_t bm_btl_tag_t;
 /* ops->caps only: wait_fd, wait_arm and wait_disarm (the contract's
  * "Sleeping"): a waiting process can sleep in the kernel until this
  * component has work. */
-#define BM_BTL_CAP_WAIT 0x0800u
+#define BM_BTL_CAP_WAIT 0x1000u
 
 /* args->thread_level of MPI_THREAD_MULTIPLE (the value of mpi.h's constant). */
 #define BM_BTL_THREAD_MULTIPLE 3

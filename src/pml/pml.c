@@ -175,16 +175,16 @@ bm_status_t bm_pml_init(int thread_level)
     bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_PUT), bm_pml_rdma_put_cb, NULL);
     bm_pml_am_init();
     bm_btl_base_register_error(bm_pml_error_cb, NULL);
-    if (bm_pml_g.cfg.idle_yield < 0)
-        cpus_put();
+    cpus_put();
 
     rc = bm_rte_modex_fence();
     if (rc != BM_OK) {
         bm_log_error("address exchange with the other processes failed: %s", bm_status_str(rc));
         goto err_close;
     }
+    bm_pml_g.oversubscribed = oversubscribed();
     if (bm_pml_g.cfg.idle_yield < 0) {
-        bool over = oversubscribed();
+        bool over = bm_pml_g.oversubscribed;
         bm_pml_g.cfg.idle_yield = over ? IDLE_YIELD_OVERSUBSCRIBED : 0;
         bm_log_info("%s: waiting processes %s",
                     over ? "more ranks than CPUs on this host" : "a CPU per rank on this host",

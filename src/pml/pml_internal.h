@@ -221,7 +221,8 @@ struct bm_pml_state {
     /* MPI_THREAD_MULTIPLE: take the locks (README "Threads"). Read once per
      * lock site; every other thread level takes none. */
     bool mt;
-    int wait_mode; /* enum bm_pml_wait_mode, resolved */
+    int wait_mode;       /* enum bm_pml_wait_mode, resolved */
+    bool oversubscribed; /* more of the job's ranks on this host than CPUs (pml.c) */
     /* The progress lock: whoever holds it drives the transports and owns
      * every protocol state below (queues, counters, send and rendezvous
      * progression). Entered with a try by progress, waited for by the
@@ -383,6 +384,8 @@ int bm_pml_progress_nowait(void);
 void bm_pml_progress_idle_mt(void);
 /* Progress hooks are registered (a sleeper naps instead of sleeping long). */
 bool bm_pml_hooks_active(void);
+/* Idle polls before a thread yields or sleeps (wait.c). */
+int bm_pml_idle_polls(void);
 
 /* wait.c */
 /* Read BM_PML_WAIT_MODE and BM_PML_PROGRESS_THREAD, resolve the mode, set

@@ -383,7 +383,7 @@ static void progress_idle(int n)
 
 void bm_pml_progress_idle_mt(void)
 {
-    if (bm_pml_g.mt && bm_pml_g.cfg.idle_yield > 0 && ++idle_polls >= bm_pml_g.cfg.idle_yield) {
+    if (bm_pml_g.mt && ++idle_polls >= bm_pml_idle_polls()) {
         idle_polls = 0;
         sched_yield();
     }

@@ -35,7 +35,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,7 +63,8 @@ static const struct bm_param wait_params[] = {
      "How a process waits for communication: spin polls without a pause (lowest latency "
      "with a core per rank), yield gives the core away after BM_PML_IDLE_YIELD idle polls, "
      "block sleeps in the kernel until a transport has work (an oversubscribed job stops "
-     "burning the CPU its peers need; set it for the whole job). auto: yield.",
+     "burning the CPU its peers need; set it for the whole job). auto: yield (which "
+     "BM_PML_IDLE_YIELD=auto turns into spin on a host with a CPU per rank).",
      offsetof(struct wait_config, mode), 0},
     {"BM_PML_PROGRESS_THREAD", BM_PARAM_BOOL, "0", 0, 0, NULL,
      "1 starts a thread per process that drives communication while the program computes "
@@ -93,32 +93,23 @@ static struct {
     pthread_t thread;    /* the progress thread */
     bool thread_running;
     atomic_bool stop;
-    bool oversubscribed;
     /* statistics (BM_PML_STATS): sleeps, and how they ended */
     atomic_ulong sleeps, woken, timed_out, secondary;
 } wait_g = {
     .epfd = -1, .kick = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-/* ---- the rule: more ranks on a host than CPUs --------------------------------- */
-
-static bool oversubscribed(void)
-{
-    int local = bm_rte_self()->local_size;
-    cpu_set_t set;
-    int cpus = 0;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        cpus = CPU_COUNT(&set);
-    /* bmrun binds each rank to a CPU of its own only when the host has a
-     * CPU per rank (README "Across hosts"): bound to one CPU, we look at
-     * the host's CPUs instead. */
-    if (cpus <= 1 && local > 1)
-        cpus = get_nprocs();
-    return cpus > 0 && local > cpus;
-}
-
 bool bm_pml_oversubscribed(void)
 {
-    return wait_g.oversubscribed;
+    return bm_pml_g.oversubscribed;
+}
+
+/* Idle polls before a thread yields or sleeps when BM_PML_IDLE_YIELD says
+ * never (auto on a host with a CPU per rank): waiting threads that share
+ * the cores (MPI_THREAD_MULTIPLE), or a thread that chose to sleep, still
+ * poll this long first. */
+int bm_pml_idle_polls(void)
+{
+    return bm_pml_g.cfg.idle_yield > 0 ? bm_pml_g.cfg.idle_yield : 64;
 }
 
 /* ---- set-up -------------------------------------------------------------------- */
@@ -129,7 +120,6 @@ bm_status_t bm_pml_wait_init(int thread_level, struct bm_btl_init_args *args)
     bm_status_t rc = bm_util_params_load(&wait_table, &wait_g.cfg);
     if (rc != BM_OK)
         return rc;
-    wait_g.oversubscribed = oversubscribed();
     enum bm_pml_wait_mode mode = BM_PML_WAIT_SPIN;
     switch (wait_g.cfg.mode) {
     case 1:
@@ -142,10 +132,9 @@ bm_status_t bm_pml_wait_init(int thread_level, struct bm_btl_init_args *args)
         mode = BM_PML_WAIT_BLOCK;
         break;
     default:
-        /* A rank alone on its core loses nothing by the occasional
-         * sched_yield (it returns at once when nothing else is runnable),
-         * and one that shares a core with a peer, or with another job on a
-         * busy machine, gives it away. */
+        /* BM_PML_IDLE_YIELD's auto setting makes this spin on a host with
+         * a CPU per rank and yield after 64 idle polls on an
+         * oversubscribed one (pml.c). */
         mode = BM_PML_WAIT_YIELD;
     }
     bm_pml_g.wait_mode = mode;
@@ -355,7 +344,7 @@ int bm_pml_progress_wait(void)
         }
         break;
     case BM_PML_WAIT_BLOCK:
-        if (++idle >= (bm_pml_g.cfg.idle_yield > 0 ? bm_pml_g.cfg.idle_yield : 1)) {
+        if (++idle >= bm_pml_idle_polls()) {
             idle = 0;
             bm_pml_wait_block();
         }
