@@ -115,6 +115,10 @@ struct bm_btl_sm_module {
     struct bm_btl_sm_endpoint **all_eps;
     struct bm_btl_sm_frag *frags; /* every fragment of our segment */
     uint32_t nfrags;
+    /* Fragments of each class made so far (lazy_rings: the pool is backed
+     * with memory in steps as it is used, the first ones at start-up). */
+    uint32_t frag_ready[BM_BTL_SM_NCLASS];
+    uint32_t frag_base[BM_BTL_SM_NCLASS];   /* index of each class's first fragment */
     uint32_t *free_stack[BM_BTL_SM_NCLASS]; /* indices of free fragments */
     uint32_t nfree[BM_BTL_SM_NCLASS];
     int in_flight;       /* fragments pushed and not yet returned */
@@ -126,8 +130,9 @@ struct bm_btl_sm_module {
     int local_rank, local_size;
     _Atomic uint64_t *hints; /* our bitmap of rings with data (in our segment) */
     int nhint_words;
-    bool lazy_rings; /* rings left unreserved in segments until their sender uses them */
-    bool use_hints;  /* else poll every ring in by_local */
+    bool lazy_rings;      /* rings and fragments backed with memory when first used */
+    bool frags_full_said; /* the "cannot back more fragments" warning was given */
+    bool use_hints;       /* else poll every ring in by_local */
     struct bm_btl_sm_endpoint **by_local; /* local rank -> endpoint with fast boxes, or NULL */
     struct bm_btl_defer_queue rdma_done;  /* callbacks of finished get/put */
     bool bells;                           /* the job has sleepers: ring and be rung (sm_bell.c) */
@@ -173,6 +178,10 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const v
                     uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
 /* Take a free fragment able to carry size bytes; NULL when none is left. */
 struct bm_btl_sm_frag *bm_btl_sm_frag_take(struct bm_btl_sm_module *sm, size_t size);
+/* Back up to n more fragments of class cls with memory and put them in the
+ * free stack; BM_ERR_OUT_OF_RESOURCE when none is left to make or /dev/shm
+ * has no room (said once). */
+bm_status_t bm_btl_sm_frags_grow(struct bm_btl_sm_module *sm, int cls, uint32_t n);
 /* Append fragment f (len payload bytes) to dest's FIFO. */
 void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *dest,
                          struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag, uint8_t hdr_flags);

@@ -11,7 +11,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <unistd.h>
 
 #define SM_MODEX_KEY "btl.sm"
@@ -95,6 +98,64 @@ static bm_status_t sm_query(char *why, size_t whylen)
     return BM_OK;
 }
 
+/* Fragments made at start-up when the pool is backed in steps: enough for
+ * start-up's traffic and a few messages in flight; the rest follows as
+ * senders need it (doubling), so a process that sends little holds little
+ * of /dev/shm (the whole pool is 3.2 MB by default). */
+#define SM_FRAGS_FIRST_EAGER 32
+#define SM_FRAGS_FIRST_MAX   4
+
+bm_status_t bm_btl_sm_frags_grow(struct bm_btl_sm_module *sm, int c, uint32_t n)
+{
+    struct bm_btl_sm_seg_ctl *ctl = sm->ctl;
+    uint32_t first = sm->frag_ready[c], count = ctl->frag_count[c];
+    if (first >= count)
+        return BM_ERR_OUT_OF_RESOURCE;
+    if (n > count - first)
+        n = count - first;
+    if (sm->lazy_rings) {
+        /* Backed through our mapping: a full /dev/shm is an error here, not
+         * a SIGBUS when a header is written. */
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo =
+            (uintptr_t)sm->seg + ctl->frags_offset[c] + (uintptr_t)first * ctl->frag_stride[c];
+        uintptr_t hi = lo + (uintptr_t)n * ctl->frag_stride[c];
+        lo &= ~(page - 1);
+        hi = (hi + page - 1) & ~(page - 1);
+        if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) != 0) {
+            if (!sm->frags_full_said)
+                bm_log_warn("cannot back %u more shared-memory fragments (%s): /dev/shm is "
+                            "full (df /dev/shm); sends to local peers wait for fragments in use",
+                            n, strerror(errno));
+            sm->frags_full_said = true;
+            return BM_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    size_t cap = c == BM_BTL_SM_CLASS_EAGER ? sm->config.eager_limit : sm->config.max_send_size;
+    for (uint32_t i = first; i < first + n; i++) {
+        uint32_t idx = sm->frag_base[c] + i;
+        uint64_t off = ctl->frags_offset[c] + (uint64_t)i * ctl->frag_stride[c];
+        struct bm_btl_sm_frag *f = &sm->frags[idx];
+        f->hdr = (struct bm_btl_sm_frag_hdr *)(sm->seg + off);
+        f->rptr = bm_btl_sm_rptr(sm->rank, off);
+        f->cap = (uint32_t)cap;
+        f->cls = (uint8_t)c;
+        f->hdr->self = f->rptr;
+        f->hdr->index = idx;
+        f->hdr->cls = (uint8_t)c;
+        f->hdr->src = sm->rank;
+    }
+    /* Below the fragments still free, in reverse, so that the lowest
+     * (first-touched) fragments go out first. */
+    uint32_t *st = sm->free_stack[c];
+    memmove(st + n, st, sm->nfree[c] * sizeof(*st));
+    for (uint32_t i = 0; i < n; i++)
+        st[n - 1 - i] = sm->frag_base[c] + first + i;
+    sm->nfree[c] += n;
+    sm->frag_ready[c] = first + n;
+    return BM_OK;
+}
+
 static bm_status_t sm_frags_init(struct bm_btl_sm_module *sm)
 {
     struct bm_btl_sm_seg_ctl *ctl = sm->ctl;
@@ -102,27 +163,22 @@ static bm_status_t sm_frags_init(struct bm_btl_sm_module *sm)
     sm->frags = calloc(sm->nfrags, sizeof(*sm->frags));
     if (!sm->frags)
         return BM_ERR_NO_MEMORY;
-    uint32_t idx = 0;
+    uint32_t base = 0;
     for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
         sm->free_stack[c] = calloc(ctl->frag_count[c], sizeof(uint32_t));
         if (!sm->free_stack[c])
             return BM_ERR_NO_MEMORY;
-        size_t cap = c == BM_BTL_SM_CLASS_EAGER ? sm->config.eager_limit : sm->config.max_send_size;
-        for (uint32_t i = 0; i < ctl->frag_count[c]; i++, idx++) {
-            uint64_t off = ctl->frags_offset[c] + (uint64_t)i * ctl->frag_stride[c];
-            struct bm_btl_sm_frag *f = &sm->frags[idx];
-            f->hdr = (struct bm_btl_sm_frag_hdr *)(sm->seg + off);
-            f->rptr = bm_btl_sm_rptr(sm->rank, off);
-            f->cap = (uint32_t)cap;
-            f->cls = (uint8_t)c;
-            f->hdr->self = f->rptr;
-            f->hdr->index = idx;
-            f->hdr->cls = (uint8_t)c;
-            f->hdr->src = sm->rank;
-            /* Pushed in reverse so that the lowest (first-touched) fragments go out first. */
-            sm->free_stack[c][ctl->frag_count[c] - 1 - i] = idx;
+        sm->frag_base[c] = base;
+        base += ctl->frag_count[c];
+        uint32_t first = !sm->lazy_rings              ? ctl->frag_count[c]
+                         : c == BM_BTL_SM_CLASS_EAGER ? SM_FRAGS_FIRST_EAGER
+                                                      : SM_FRAGS_FIRST_MAX;
+        if (bm_btl_sm_frags_grow(sm, c, first) != BM_OK) {
+            bm_log_error("cannot back the first shared-memory fragments of %s: /dev/shm is full "
+                         "(df /dev/shm); leave sm out with BM_BTL=^sm",
+                         sm->name);
+            return BM_ERR_SYSTEM;
         }
-        sm->nfree[c] = ctl->frag_count[c];
     }
     return BM_OK;
 }

@@ -99,9 +99,10 @@ static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, const struct 
     }
     snprintf(sm->name, sizeof(sm->name), "/%s", job_name);
     sm->lazy_rings = bm_btl_sm_fbox_lazy_supported();
-    bm_status_t rc =
-        bm_util_shmseg_create_holed(&sm->shm, sm->name, size, l->fbox_offset,
-                                    sm->lazy_rings ? l->fbox_stride * l->local_size : 0);
+    /* With lazy rings the fragments are backed in steps too (sm_frags_grow):
+     * everything from the rings on is a hole at first. */
+    bm_status_t rc = bm_util_shmseg_create_holed(&sm->shm, sm->name, size, l->fbox_offset,
+                                                 sm->lazy_rings ? size - l->fbox_offset : 0);
     if (rc != BM_OK) {
         /* shmseg said what failed; this is what sm can change about it. */
         bm_log_error("sm on %s cannot create its %zu-byte segment: lower BM_BTL_SM_EAGER_FRAGS, "

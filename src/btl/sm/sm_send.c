@@ -27,6 +27,9 @@ struct bm_btl_sm_frag *bm_btl_sm_frag_take(struct bm_btl_sm_module *sm, size_t s
         cls = BM_BTL_SM_CLASS_MAX;
     else
         return NULL;
+    /* The pool grows (doubling) before a class counts as exhausted. */
+    if (sm->nfree[cls] == 0 && sm->frag_ready[cls] < sm->ctl->frag_count[cls])
+        bm_btl_sm_frags_grow(sm, cls, sm->frag_ready[cls] ? sm->frag_ready[cls] : 1);
     /* A large fragment can carry a small message when the small ones ran out. */
     if (sm->nfree[cls] == 0 && cls == BM_BTL_SM_CLASS_EAGER && sm->nfree[BM_BTL_SM_CLASS_MAX])
         cls = BM_BTL_SM_CLASS_MAX;
