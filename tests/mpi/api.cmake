@@ -59,6 +59,11 @@ bm_add_mpi_test(api_dtype_rget_small_np2 TARGET api_dtype_rget NP 2 BTL self,sm 
     ENV BM_PML_RGET_PIECE_MIN=8 ARGS small)
 bm_add_mpi_test(api_dtype_rget_frags_np2 TARGET api_dtype_rget NP 2 BTL self,sm TIMEOUT 60
     ENV BM_PML_RDMA_FAIL=get ARGS frags)
+# Derived types built, used and freed by 4 threads at once (MPI_THREAD_MULTIPLE).
+add_executable(api_dtype_threads ${api_dir}/api_dtype_threads.c)
+target_link_libraries(api_dtype_threads PRIVATE bitmover bm_test_harness Threads::Threads)
+bm_add_mpi_test(api_dtype_threads_np2 TARGET api_dtype_threads NP 2 BTL self,sm TIMEOUT 120
+    LABELS mpi mt tsan)
 # Derived types over the network transports (fragments packed into their
 # own buffers: tcp's and dgram's alloc).
 foreach(btl tcp dgram)
