@@ -189,10 +189,12 @@ static bool p2p_release(MPI_Request r, int *err)
 
 static int p2p_cancel(MPI_Request r)
 {
-    /* Receives that have not matched are cancelled; sends and matched
-     * receives complete normally (MPI lets a cancel fail: the status then
-     * says not cancelled). */
-    if (r->pml && r->kind == BM_MPI_REQ_RECV)
+    /* The PML cancels receives that have not matched, and sends whose
+     * message still waits unmatched at the receiver (it asks; the request
+     * completes with the answer). Matched ones complete normally (MPI lets a
+     * cancel fail: the status then says not cancelled), as do sends that
+     * completed as they started (sent inline or buffered: no PML request). */
+    if (r->pml)
         bm_pml_request_cancel(r->pml);
     return MPI_SUCCESS;
 }

@@ -331,6 +331,25 @@ void bm_pml_match_remove_unexpected(struct bm_pml_uframe *uf)
     uf->ctx->nunexpected--;
 }
 
+bool bm_pml_match_cancel(uint32_t cid, int src, int tag, uint32_t seq, int peer_world)
+{
+    struct bm_pml_ctx *ctx = bm_pml_ctx_lock(cid);
+    struct bm_pml_uframe *found = NULL;
+    /* The exact (source, tag) list holds the message if it waits. */
+    for (struct bm_pml_qnode *n =
+             ctx->nunexpected ? qt_head(&ctx->unexpected, bm_pml_qkey(src, tag)) : NULL;
+         n && !found; n = n->next) {
+        struct bm_pml_uframe *uf = BM_PML_CONTAINER_OF(n, struct bm_pml_uframe, node[0]);
+        if (uf->seq == seq && uf->peer_world == peer_world)
+            found = uf;
+    }
+    if (found)
+        bm_pml_match_remove_unexpected(found);
+    bm_pml_ctx_unlock(ctx);
+    free(found);
+    return found != NULL;
+}
+
 struct bm_pml_uframe *bm_pml_match_find_unexpected(uint32_t cid, int src, int tag)
 {
     struct bm_pml_ctx *ctx = bm_pml_ctx_get(cid);
@@ -359,6 +378,7 @@ static void match_process(struct bm_pml_ctx *ctx, int peer_world, const struct b
     uf->ctx = ctx;
     uf->src = mh->src;
     uf->tag = mh->tag;
+    uf->seq = mh->seq;
     uf->peer_world = peer_world;
     uf->type = mh->base.type;
     uf->msg_len = msg_len;

@@ -168,8 +168,13 @@ bool bm_pml_request_done(const struct bm_pml_request *req);
 void bm_pml_request_free(struct bm_pml_request *req);
 
 /* Cancel a receive that has not matched yet: it completes at once with
- * status.cancelled set. A matched receive or any send is left alone (it
- * completes normally; MPI allows a send cancel to fail). Returns BM_OK. */
+ * status.cancelled set; a matched receive is left alone (it completes
+ * normally). Cancel a send whose message may still wait unmatched at the
+ * receiver (eager, or a rendezvous not yet acknowledged): the receiver is
+ * asked to drop it, and the request completes once it has answered, with
+ * status.cancelled set when the message was dropped, or normally when it had
+ * matched (MPI lets a cancel fail). A send acknowledged or completed inside
+ * bm_pml_isend_or_done (no request) cannot be cancelled. Returns BM_OK. */
 bm_status_t bm_pml_request_cancel(struct bm_pml_request *req);
 
 /* The communicator using context cid was freed: release the matching state

@@ -96,6 +96,7 @@ struct bm_pml_request {
     bool copied;     /* send: the transport copied the eager payload (buffer free) */
     bool put_done;   /* send: the receiver's PUT was carried out (a resent PUT is ignored) */
     uint8_t nest;    /* a send function is working on it (see send.c) */
+    bool cancelling; /* send: a CANCEL went out, its answer has not come back */
     struct bm_pml_status status;
 
     uint32_t cid;
@@ -163,6 +164,7 @@ struct bm_pml_uframe {
     struct bm_pml_qnode node[4]; /* exact, (src, ANY), (ANY, tag), (ANY, ANY) */
     struct bm_pml_ctx *ctx;
     int src, tag;
+    uint32_t seq;        /* the sender's sequence number (a CANCEL names it) */
     int peer_world;      /* where an ACK goes */
     uint8_t type;        /* BM_PML_HDR_MATCH or RNDV */
     uint64_t msg_len;    /* whole message */
@@ -325,6 +327,9 @@ bool bm_pml_match_unpost(struct bm_pml_request *req);
  * holds the context's lock (bm_pml_ctx_lock) under MPI_THREAD_MULTIPLE. */
 struct bm_pml_uframe *bm_pml_match_find_unexpected(uint32_t cid, int src, int tag);
 void bm_pml_match_remove_unexpected(struct bm_pml_uframe *uf);
+/* A CANCEL from peer_world: drop its message (cid, src, tag, seq) if it
+ * waits unmatched in the unexpected queue; true when it was dropped. */
+bool bm_pml_match_cancel(uint32_t cid, int src, int tag, uint32_t seq, int peer_world);
 /* The context of cid (created if new), locked under MPI_THREAD_MULTIPLE. */
 struct bm_pml_ctx *bm_pml_ctx_lock(uint32_t cid);
 static inline void bm_pml_ctx_unlock(struct bm_pml_ctx *ctx)
@@ -353,6 +358,11 @@ bm_status_t bm_pml_send_start(struct bm_pml_request *req);
 /* Continue a send from the retry queue. BM_ERR_OUT_OF_RESOURCE: keep it queued. */
 bm_status_t bm_pml_send_resume(struct bm_pml_request *req);
 void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+/* CANCEL (receiver side) and CANCEL_ACK (sender side) arrivals (send.c). */
+void bm_pml_cancel_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+void bm_pml_cancel_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+/* Ask the receiver to drop send req's message (bm_pml_request_cancel). */
+void bm_pml_send_cancel(struct bm_pml_request *req);
 
 /* rdma.c: single copy for large messages (RGET, PUT, FIN) */
 /* Should this rendezvous be an RGET (size, a GET path that needs no registration)? */

@@ -24,6 +24,12 @@
  * FIN repeats the match information so a duplicate FIN after a failover can
  * be recognised (the bfo design).
  *
+ * Cancelling a send (MPI_Cancel): CANCEL (the message's match fields) ->
+ *                                                      <- CANCEL_ACK (dropped or not)
+ *   The receiver drops the message only while it waits unmatched in its
+ *   unexpected queue; otherwise (matched, or not arrived yet) the send goes
+ *   on and completes as if no cancel had been asked.
+ *
  * Active messages (onesided.c) carry a layer above's bytes, unmatched, to a
  * handler run inside the target's progress: AM + bytes ->. They are
  * numbered per (sender, receiver) so that the receiver runs them in the
@@ -39,15 +45,17 @@
 
 /* Header types (hdr_base.type). */
 enum bm_pml_hdr_type {
-    BM_PML_HDR_MATCH = 1, /* eager message: match information + the whole payload */
-    BM_PML_HDR_RNDV = 2,  /* rendezvous start: match information + length + first bytes */
-    BM_PML_HDR_ACK = 3,   /* receiver matched a RNDV: send me bytes [offset, length) */
-    BM_PML_HDR_FRAG = 4,  /* a piece of a rendezvous payload */
-    BM_PML_HDR_PUT = 5,   /* receiver gives the sender a window to RDMA-write into */
-    BM_PML_HDR_FIN = 6,   /* an RDMA transfer finished */
-    BM_PML_HDR_RGET = 7,  /* rendezvous offering the sender's buffer for an RDMA read */
-    BM_PML_HDR_AM = 8,    /* an active message for a layer above (one-sided: onesided.c) */
-    BM_PML_HDR_TYPE_MAX = 9,
+    BM_PML_HDR_MATCH = 1,       /* eager message: match information + the whole payload */
+    BM_PML_HDR_RNDV = 2,        /* rendezvous start: match information + length + first bytes */
+    BM_PML_HDR_ACK = 3,         /* receiver matched a RNDV: send me bytes [offset, length) */
+    BM_PML_HDR_FRAG = 4,        /* a piece of a rendezvous payload */
+    BM_PML_HDR_PUT = 5,         /* receiver gives the sender a window to RDMA-write into */
+    BM_PML_HDR_FIN = 6,         /* an RDMA transfer finished */
+    BM_PML_HDR_RGET = 7,        /* rendezvous offering the sender's buffer for an RDMA read */
+    BM_PML_HDR_AM = 8,          /* an active message for a layer above (one-sided: onesided.c) */
+    BM_PML_HDR_CANCEL = 9,      /* the sender asks to drop its still unmatched message */
+    BM_PML_HDR_CANCEL_ACK = 10, /* the receiver's answer */
+    BM_PML_HDR_TYPE_MAX = 11,
 };
 
 /* Each header type travels on its own BTL tag so that the transport
@@ -177,6 +185,23 @@ struct bm_pml_hdr_am {
     uint32_t reserved; /* zero; the bytes that follow start 8-byte aligned */
 };
 _Static_assert(sizeof(struct bm_pml_hdr_am) == 16, "AM header is 16 bytes");
+
+/* CANCEL: drop the message (cid, src, tag, seq) from this sender if it
+ * still waits unmatched; answer with CANCEL_ACK naming sreq. */
+struct bm_pml_hdr_cancel {
+    struct bm_pml_hdr_match match; /* the message's MATCH fields (type: CANCEL) */
+    uint32_t reserved;             /* zero */
+    bm_pml_reqid_t sreq;           /* sender's request */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_cancel) == 32, "CANCEL header is 32 bytes");
+
+/* CANCEL_ACK: the answer to a CANCEL. */
+struct bm_pml_hdr_cancel_ack {
+    struct bm_pml_hdr_base base;
+    uint32_t dropped;    /* 1: the message was dropped unmatched; 0: it goes on normally */
+    bm_pml_reqid_t sreq; /* sender's request, from the CANCEL */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_cancel_ack) == 16, "CANCEL_ACK header is 16 bytes");
 
 /* The largest header: transports' eager limits must exceed it. */
 #define BM_PML_HDR_MAX_SIZE sizeof(struct bm_pml_hdr_rget)

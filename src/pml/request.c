@@ -210,9 +210,32 @@ void bm_pml_request_free(struct bm_pml_request *req)
     bm_pml_leave(taken);
 }
 
+/* A send can be cancelled while its message may still wait unmatched at the
+ * receiver: an eager message sent (the request active, or completed by the
+ * copy), or a rendezvous whose ACK has not come (once ACKed it matched).
+ * Called with the progress lock held. */
+static void send_cancel(struct bm_pml_request *req)
+{
+    if (req->cancelling || req->user_freed)
+        return;
+    uint8_t state = req_state(req);
+    if (req->rndv ? state != BM_PML_REQ_ACTIVE || req->acked || req->put_done
+                  : state == BM_PML_REQ_FREE)
+        return;
+    if (state == BM_PML_REQ_COMPLETE) /* an eager send: active again until answered */
+        req_state_set(req, BM_PML_REQ_ACTIVE);
+    bm_pml_send_cancel(req);
+}
+
 bm_status_t bm_pml_request_cancel(struct bm_pml_request *req)
 {
-    if (req->kind != BM_PML_REQ_RECV || req_state(req) != BM_PML_REQ_ACTIVE)
+    if (req->kind == BM_PML_REQ_SEND) {
+        bool taken = bm_pml_enter();
+        send_cancel(req);
+        bm_pml_leave(taken);
+        return BM_OK;
+    }
+    if (req_state(req) != BM_PML_REQ_ACTIVE)
         return BM_OK;
     bool taken = bm_pml_enter();
     /* Already matched: it completes normally. */

@@ -59,7 +59,9 @@ static struct bm_btl_descriptor *frag_prepare(struct bm_pml_request *req, struct
 
 static void send_check_done(struct bm_pml_request *req)
 {
-    if (req->nest > 0 || req->state != BM_PML_REQ_ACTIVE || req->sphase != BM_PML_SPHASE_SENT)
+    /* A pending cancel completes the send when its answer comes. */
+    if (req->nest > 0 || req->state != BM_PML_REQ_ACTIVE || req->sphase != BM_PML_SPHASE_SENT ||
+        req->cancelling)
         return;
     if (req->rndv && !req->acked)
         return;
@@ -624,4 +626,80 @@ void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
     if (req->nest > 0 || req->pending)
         return;
     send_advance(req);
+}
+
+/* ---- cancelling a send ------------------------------------------------------
+ * MPI_Cancel of a send: the message may be dropped only while it waits
+ * unmatched at the receiver, so the sender asks (CANCEL) and the receiver
+ * answers (CANCEL_ACK). Meanwhile the send request stays active (an eager
+ * send that had completed becomes active again), so that MPI_Wait returns
+ * only once the outcome is known; a refused cancel lets the send finish as
+ * if nothing had been asked. Sends that completed inside the call, without
+ * a request (sendi), cannot be named and are not cancelled. */
+
+void bm_pml_send_cancel(struct bm_pml_request *req)
+{
+    struct bm_pml_hdr_cancel ch = {
+        .match = {.base = {.type = BM_PML_HDR_CANCEL},
+                  .cid = req->cid,
+                  .src = req->src_rank,
+                  .tag = req->tag,
+                  .seq = req->seq},
+        .sreq = bm_pml_request_id(req),
+    };
+    req->cancelling = true;
+    bm_pml_ctl_send(req->peer, BM_PML_BTL_TAG(BM_PML_HDR_CANCEL), &ch, sizeof(ch));
+}
+
+void bm_pml_cancel_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    struct bm_pml_hdr_cancel ch;
+    size_t len = d->seg_count ? d->seg[0].len : 0;
+    if (len < sizeof(ch)) {
+        bm_log_ratelimited(BM_LOG_ERROR, "dropped a short CANCEL (%zu bytes) from rank %d", len,
+                           d->peer);
+        return;
+    }
+    memcpy(&ch, d->seg[0].addr, sizeof(ch));
+    struct bm_pml_hdr_cancel_ack ca = {
+        .base = {.type = BM_PML_HDR_CANCEL_ACK},
+        .dropped =
+            bm_pml_match_cancel(ch.match.cid, ch.match.src, ch.match.tag, ch.match.seq, d->peer),
+        .sreq = ch.sreq,
+    };
+    bm_pml_ctl_send(d->peer, BM_PML_BTL_TAG(BM_PML_HDR_CANCEL_ACK), &ca, sizeof(ca));
+}
+
+void bm_pml_cancel_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    struct bm_pml_hdr_cancel_ack ca;
+    size_t len = d->seg_count ? d->seg[0].len : 0;
+    if (len < sizeof(ca)) {
+        bm_log_ratelimited(BM_LOG_ERROR, "dropped a short CANCEL_ACK (%zu bytes) from rank %d", len,
+                           d->peer);
+        return;
+    }
+    memcpy(&ca, d->seg[0].addr, sizeof(ca));
+    struct bm_pml_request *req = bm_pml_request_lookup(ca.sreq, BM_PML_REQ_SEND);
+    if (!req || req->peer != d->peer || !req->cancelling) {
+        bm_log_ratelimited(BM_LOG_ERROR,
+                           "dropped a CANCEL_ACK from rank %d naming no send being cancelled "
+                           "(request %#llx)",
+                           d->peer, (unsigned long long)ca.sreq);
+        return;
+    }
+    req->cancelling = false;
+    if (ca.dropped) {
+        /* Nothing of the message will be delivered, nor asked for. */
+        req->status.cancelled = true;
+        req->status.count = 0;
+        req->status.error = BM_OK;
+        bm_pml_request_complete(req);
+        return;
+    }
+    send_check_done(req);
 }

@@ -34,6 +34,7 @@ bm_p2p_test(p2p_errors NP 2 3)
 bm_p2p_test(p2p_waits NP 2 3 4 8 SCARCE_NP 4)
 bm_p2p_test(p2p_grequest NP 2 3)
 bm_p2p_test(p2p_mprobe NP 2 3 SCARCE_NP 3)
+bm_p2p_test(p2p_cancel NP 2 3)
 target_link_libraries(p2p_grequest PRIVATE Threads::Threads)
 
 # Failover: two network namespaces joined by two rails, one black-holed
