@@ -634,6 +634,14 @@ BM_MPI_API int PMPI_Info_free(MPI_Info *info);
 /* topo.c */
 BM_MPI_API int MPI_Dims_create(int nnodes, int ndims, int dims[]);
 BM_MPI_API int PMPI_Dims_create(int nnodes, int ndims, int dims[]);
+BM_MPI_API int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+                            int *newrank);
+BM_MPI_API int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+                             int *newrank);
+BM_MPI_API int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+                             int *newrank);
+BM_MPI_API int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+                              int *newrank);
 BM_MPI_API int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
                                int reorder, MPI_Comm *comm_cart);
 BM_MPI_API int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
@@ -1475,6 +1483,47 @@ BM_MPI_API int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype
 BM_MPI_API int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
                                       int sendtag, int source, int recvtag, MPI_Comm comm,
                                       MPI_Request *request);
+
+/* handles.c: handles as integers (language interoperability, MPI-3.1 17.2.4) */
+#define MPI_STATUS_SIZE       6 /* MPI_Fint in an MPI_Status */
+#define MPI_F_STATUS_IGNORE   ((MPI_Fint *)0)
+#define MPI_F_STATUSES_IGNORE ((MPI_Fint *)0)
+BM_MPI_API MPI_Fint MPI_Comm_c2f(MPI_Comm handle);
+BM_MPI_API MPI_Fint PMPI_Comm_c2f(MPI_Comm handle);
+BM_MPI_API MPI_Comm MPI_Comm_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Comm PMPI_Comm_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Fint MPI_Type_c2f(MPI_Datatype handle);
+BM_MPI_API MPI_Fint PMPI_Type_c2f(MPI_Datatype handle);
+BM_MPI_API MPI_Datatype MPI_Type_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Datatype PMPI_Type_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Fint MPI_Group_c2f(MPI_Group handle);
+BM_MPI_API MPI_Fint PMPI_Group_c2f(MPI_Group handle);
+BM_MPI_API MPI_Group MPI_Group_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Group PMPI_Group_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Fint MPI_Request_c2f(MPI_Request handle);
+BM_MPI_API MPI_Fint PMPI_Request_c2f(MPI_Request handle);
+BM_MPI_API MPI_Request MPI_Request_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Request PMPI_Request_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Fint MPI_Op_c2f(MPI_Op handle);
+BM_MPI_API MPI_Fint PMPI_Op_c2f(MPI_Op handle);
+BM_MPI_API MPI_Op MPI_Op_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Op PMPI_Op_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Fint MPI_Info_c2f(MPI_Info handle);
+BM_MPI_API MPI_Fint PMPI_Info_c2f(MPI_Info handle);
+BM_MPI_API MPI_Info MPI_Info_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Info PMPI_Info_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler handle);
+BM_MPI_API MPI_Fint PMPI_Errhandler_c2f(MPI_Errhandler handle);
+BM_MPI_API MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Errhandler PMPI_Errhandler_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Fint MPI_Message_c2f(MPI_Message handle);
+BM_MPI_API MPI_Fint PMPI_Message_c2f(MPI_Message handle);
+BM_MPI_API MPI_Message MPI_Message_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Message PMPI_Message_f2c(MPI_Fint handle);
+BM_MPI_API int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+BM_MPI_API int PMPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+BM_MPI_API int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
+BM_MPI_API int PMPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
 
 /* grequest.c: generalized requests and the status setters they use */
 BM_MPI_API int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,

@@ -10,6 +10,7 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/attr.c
     ${CMAKE_CURRENT_LIST_DIR}/group.c
     ${CMAKE_CURRENT_LIST_DIR}/info.c
+    ${CMAKE_CURRENT_LIST_DIR}/handles.c
     ${CMAKE_CURRENT_LIST_DIR}/topo.c
     ${CMAKE_CURRENT_LIST_DIR}/topo_graph.c
     ${CMAKE_CURRENT_LIST_DIR}/datatype.c

@@ -133,6 +133,7 @@ int PMPI_Finalize(void)
     bm_mpi_comm_finalize();
     bm_mpi_errhandler_finalize();
     bm_mpi_info_env_fini();
+    bm_mpi_handles_fini();
     bm_mpi_state = BM_MPI_STATE_FINALIZED;
     bm_mpi_rte_up = false;
     bm_rte_finalize();

@@ -478,6 +478,11 @@ static inline uint32_t bm_mpi_cid_of_slot(uint32_t slot)
 /* Forget every slot (MPI_Init, MPI_Finalize). */
 void bm_mpi_cid_reset(void);
 
+/* ---- Handles as integers (handles.c) ------------------------------------ */
+
+/* Forget the conversion tables (MPI_Finalize). */
+void bm_mpi_handles_fini(void);
+
 /* ---- Info (info.c) ------------------------------------------------------- */
 
 /* Fill MPI_INFO_ENV (MPI_Init: argv may be NULL) / empty it (MPI_Finalize). */

@@ -407,3 +407,51 @@ int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Cart_sub);
+
+/* No reordering (the module comment): a process keeps its rank when the
+ * grid or graph has room for it. */
+int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank)
+{
+    static const char fn[] = "MPI_Cart_map";
+    long cells = 1;
+    int rc;
+
+    (void)periods;
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_intra(comm, fn)))
+        return rc;
+    if (ndims < 0 || (ndims > 0 && dims == NULL) || newrank == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "invalid arguments (ndims %d)", ndims);
+    for (int i = 0; i < ndims; i++) {
+        if (dims[i] <= 0)
+            return bm_mpi_error(comm, MPI_ERR_DIMS, fn, "dims[%d] = %d is not positive", i,
+                                dims[i]);
+        cells *= dims[i];
+        if (cells > comm->size)
+            return bm_mpi_error(comm, MPI_ERR_DIMS, fn,
+                                "the grid has more cells than communicator %s has ranks (%d)",
+                                bm_mpi_comm_label(comm), comm->size);
+    }
+    *newrank = comm->rank < cells ? comm->rank : MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Cart_map);
+
+int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int *newrank)
+{
+    static const char fn[] = "MPI_Graph_map";
+    int rc;
+
+    (void)index;
+    (void)edges;
+    if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_intra(comm, fn)))
+        return rc;
+    if (newrank == NULL)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL newrank pointer");
+    if (nnodes <= 0 || nnodes > comm->size)
+        return bm_mpi_error(comm, MPI_ERR_ARG, fn,
+                            "invalid node count %d (1 to the communicator's %d ranks)", nnodes,
+                            comm->size);
+    *newrank = comm->rank < nnodes ? comm->rank : MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+BM_MPI_ALIAS(Graph_map);

@@ -8,7 +8,8 @@ function(bm_api_test name np)
 endfunction()
 
 foreach(prog api_init api_errors api_coll api_coll_blocks api_group api_datatype api_attr
-        api_info api_topo api_topo_graph api_intercomm api_dtype_derived api_comm_more)
+        api_info api_topo api_topo_graph api_intercomm api_dtype_derived api_comm_more
+        api_interop)
     add_executable(${prog} ${api_dir}/${prog}.c)
     target_link_libraries(${prog} PRIVATE bitmover bm_test_harness)
 endforeach()
@@ -48,6 +49,9 @@ foreach(np 1 2 3)
 endforeach()
 foreach(np 1 2 3 5)
     bm_api_test(api_comm_more ${np})
+endforeach()
+foreach(np 1 3)
+    bm_api_test(api_interop ${np})
 endforeach()
 # Single copy of non-contiguous messages (getv over sm): reads the PML's
 # counter, so linked with the library's internals.

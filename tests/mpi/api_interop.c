@@ -1,0 +1,106 @@
+/* Handles as integers (MPI-3.1 section 17.2.4): MPI_X_c2f and MPI_X_f2c
+ * round-trip every kind of handle (predefined, made by the program, the
+ * null handle as 0), different handles get different integers and the same
+ * handle the same one, an unknown integer gives the null handle, and a
+ * communicator converted back still works; MPI_Status_c2f/f2c keep every
+ * field. Also MPI_Cart_map and MPI_Graph_map (no reordering: a process
+ * keeps its rank when the topology has room for it). */
+#include "bm_test.h"
+
+#include <mpi.h>
+
+static int rank, size;
+
+static void test_handles(void)
+{
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Fint fw = MPI_Comm_c2f(MPI_COMM_WORLD), fd = MPI_Comm_c2f(dup);
+    BM_CHECK(fw != 0 && fd != 0 && fw != fd);
+    BM_CHECK_EQ_INT(MPI_Comm_c2f(dup), fd);
+    BM_CHECK(MPI_Comm_f2c(fw) == MPI_COMM_WORLD);
+    BM_CHECK(MPI_Comm_f2c(fd) == dup);
+    BM_CHECK_EQ_INT(MPI_Comm_c2f(MPI_COMM_NULL), 0);
+    BM_CHECK(MPI_Comm_f2c(0) == MPI_COMM_NULL);
+    BM_CHECK(MPI_Comm_f2c(123456) == MPI_COMM_NULL);
+    int n = -1;
+    MPI_Comm_size(MPI_Comm_f2c(fd), &n);
+    BM_CHECK_EQ_INT(n, size);
+
+    MPI_Datatype vec;
+    MPI_Type_vector(2, 1, 3, MPI_INT, &vec);
+    BM_CHECK(MPI_Type_f2c(MPI_Type_c2f(MPI_DOUBLE)) == MPI_DOUBLE);
+    BM_CHECK(MPI_Type_f2c(MPI_Type_c2f(vec)) == vec);
+    BM_CHECK(MPI_Type_c2f(vec) != MPI_Type_c2f(MPI_DOUBLE));
+    MPI_Group g;
+    MPI_Comm_group(dup, &g);
+    BM_CHECK(MPI_Group_f2c(MPI_Group_c2f(g)) == g);
+    BM_CHECK(MPI_Group_f2c(MPI_Group_c2f(MPI_GROUP_EMPTY)) == MPI_GROUP_EMPTY);
+    BM_CHECK(MPI_Op_f2c(MPI_Op_c2f(MPI_SUM)) == MPI_SUM);
+    BM_CHECK(MPI_Op_c2f(MPI_SUM) != MPI_Op_c2f(MPI_MAX));
+    MPI_Info info;
+    MPI_Info_create(&info);
+    BM_CHECK(MPI_Info_f2c(MPI_Info_c2f(info)) == info);
+    BM_CHECK(MPI_Info_f2c(MPI_Info_c2f(MPI_INFO_NULL)) == MPI_INFO_NULL);
+    BM_CHECK(MPI_Errhandler_f2c(MPI_Errhandler_c2f(MPI_ERRORS_RETURN)) == MPI_ERRORS_RETURN);
+    int v = 0;
+    MPI_Request r;
+    MPI_Irecv(&v, 1, MPI_INT, rank, 3, dup, &r);
+    MPI_Fint fr = MPI_Request_c2f(r);
+    BM_CHECK(MPI_Request_f2c(fr) == r);
+    MPI_Send(&rank, 1, MPI_INT, rank, 3, dup);
+    MPI_Request back = MPI_Request_f2c(fr);
+    BM_CHECK_EQ_INT(MPI_Wait(&back, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(v, rank);
+    BM_CHECK(MPI_Message_f2c(MPI_Message_c2f(MPI_MESSAGE_NO_PROC)) == MPI_MESSAGE_NO_PROC);
+    BM_CHECK(MPI_Message_f2c(MPI_Message_c2f(MPI_MESSAGE_NULL)) == MPI_MESSAGE_NULL);
+
+    MPI_Status st, back_st;
+    MPI_Fint f[MPI_STATUS_SIZE];
+    st.MPI_SOURCE = 3;
+    st.MPI_TAG = 77;
+    st.MPI_ERROR = MPI_ERR_TRUNCATE;
+    MPI_Status_set_elements(&st, MPI_INT, 5);
+    MPI_Status_set_cancelled(&st, 1);
+    BM_CHECK_EQ_INT(MPI_Status_c2f(&st, f), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(f[0], 3); /* MPI_SOURCE, MPI_TAG, MPI_ERROR first */
+    BM_CHECK_EQ_INT(f[1], 77);
+    BM_CHECK_EQ_INT(f[2], MPI_ERR_TRUNCATE);
+    BM_CHECK_EQ_INT(MPI_Status_f2c(f, &back_st), MPI_SUCCESS);
+    int cnt = -1, flag = 0;
+    MPI_Get_count(&back_st, MPI_INT, &cnt);
+    MPI_Test_cancelled(&back_st, &flag);
+    BM_CHECK(back_st.MPI_SOURCE == 3 && back_st.MPI_TAG == 77 && cnt == 5 && flag == 1);
+
+    MPI_Info_free(&info);
+    MPI_Group_free(&g);
+    MPI_Type_free(&vec);
+    MPI_Comm_free(&dup);
+}
+
+static void test_maps(void)
+{
+    int dims[2] = {1, size > 1 ? size - 1 : 1}, periods[2] = {0, 1}, nr = -2;
+    BM_CHECK_EQ_INT(MPI_Cart_map(MPI_COMM_WORLD, 2, dims, periods, &nr), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(nr, rank < dims[1] ? rank : MPI_UNDEFINED);
+    int index[1] = {0}, edges[1] = {0};
+    BM_CHECK_EQ_INT(MPI_Graph_map(MPI_COMM_WORLD, 1, index, edges, &nr), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(nr, rank == 0 ? 0 : MPI_UNDEFINED);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    dims[0] = size + 1;
+    dims[1] = 1;
+    BM_CHECK_EQ_INT(MPI_Cart_map(MPI_COMM_WORLD, 2, dims, periods, &nr), MPI_ERR_DIMS);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    BM_RUN(test_handles);
+    BM_RUN(test_maps);
+    int rc = bm_test_summary("api_interop");
+    MPI_Finalize();
+    return rc;
+}
