@@ -115,10 +115,10 @@ struct bm_mpi_comm {
     uint32_t slot;
     MPI_Comm slot_owner; /* local_comm: its inter-communicator (referenced) */
     MPI_Errhandler errhandler;
-    struct bm_mpi_attr *attrs;  /* cached attributes (attr.c), newest first */
-    struct bm_mpi_cart *cart;   /* Cartesian topology (topo.c), or NULL */
-    struct bm_mpi_graph *graph; /* graph topology (topo_graph.c), or NULL */
-    MPI_Info info;              /* hints (MPI_Comm_set_info), or MPI_INFO_NULL */
+    struct bm_mpi_attr *attrs;     /* cached attributes (attr.c), newest first */
+    struct bm_mpi_cart *cart;      /* Cartesian topology (topo.c), or NULL */
+    struct bm_mpi_graph *graph;    /* graph topology (topo_graph.c), or NULL */
+    MPI_Info info;                 /* hints (MPI_Comm_set_info), or MPI_INFO_NULL */
     uint32_t coll_seq;             /* nonblocking/persistent collectives started (coll_sched.c) */
     struct bm_mpi_coll_comm *coll; /* collective state (coll_select.c), made on first use */
     uint32_t idup_count;           /* MPI_Comm_idup calls on it (their tags) */
@@ -158,7 +158,6 @@ enum bm_mpi_type_id {
 };
 
 struct bm_util_dtype;
-struct bm_mpi_type_attr;
 
 struct bm_mpi_datatype {
     uint32_t magic;
@@ -190,8 +189,8 @@ struct bm_mpi_datatype {
     int nints, naddrs, ntypes;
     int *ints;
     MPI_Aint *addrs;
-    MPI_Datatype *types;            /* each retained */
-    struct bm_mpi_type_attr *attrs; /* cached attributes (datatype_attr.c) */
+    MPI_Datatype *types;       /* each retained */
+    struct bm_mpi_attr *attrs; /* cached attributes (attr.c via datatype_attr.c) */
 };
 
 enum bm_mpi_op_id {
@@ -388,7 +387,6 @@ int bm_mpi_comm_dup_as(MPI_Comm comm, MPI_Comm *newcomm, const char *fn);
 int bm_mpi_comm_dup_on_slot(MPI_Comm comm, uint32_t slot, MPI_Info info, MPI_Comm *newcomm,
                             const char *fn);
 
-
 /* ---- Inter-communicators (intercomm.c) ---------------------------------- */
 
 /* The context-slot reduction over both groups of an inter-communicator
@@ -514,6 +512,41 @@ int bm_mpi_topo_neighbors(MPI_Comm comm, int **in_out, int *nin, int **out_out, 
                           bool *cart_out, const char *fn);
 
 /* ---- Attributes (attr.c) ----------------------------------------------- */
+
+/* The engine behind the communicator, datatype and window attribute calls.
+ * An owner is an object's attribute list, the handle its callbacks get,
+ * and (optional) how errors on it are reported: error(obj, class, fn, msg)
+ * returns the class after the object's handler ran; NULL: through the
+ * communicator (kind COMM) or MPI_COMM_WORLD. Keys are made for one kind. */
+enum bm_mpi_attr_kind {
+    BM_MPI_ATTR_COMM,
+    BM_MPI_ATTR_TYPE,
+    BM_MPI_ATTR_WIN,
+    BM_MPI_ATTR_KINDS,
+};
+struct bm_mpi_attr;
+struct bm_mpi_attr_owner {
+    enum bm_mpi_attr_kind kind;
+    void *obj; /* MPI_Comm, MPI_Datatype or MPI_Win */
+    struct bm_mpi_attr **list;
+    int (*error)(void *obj, int errclass, const char *fn, const char *msg);
+};
+/* MPI_*_create_keyval / free_keyval (the callbacks of kind's own types). */
+int bm_mpi_keyval_create(enum bm_mpi_attr_kind kind, void (*copy_fn)(void), void (*delete_fn)(void),
+                         void *extra_state, int *keyval, const char *fn);
+int bm_mpi_keyval_free(enum bm_mpi_attr_kind kind, int *keyval, const char *fn);
+/* MPI_*_set_attr, get_attr (user keys), delete_attr on owner. */
+int bm_mpi_attr_set(const struct bm_mpi_attr_owner *o, int keyval, void *value, const char *fn);
+int bm_mpi_attr_get(const struct bm_mpi_attr_owner *o, int keyval, void *value_out, int *flag,
+                    const char *fn);
+int bm_mpi_attr_delete(const struct bm_mpi_attr_owner *o, int keyval, const char *fn);
+/* Duplication: the copy callbacks of from's attributes onto to. */
+int bm_mpi_attr_copy_list(const struct bm_mpi_attr_owner *from, const struct bm_mpi_attr_owner *to,
+                          const char *fn);
+/* Freeing the object: every delete callback (newest first), then nothing left. */
+int bm_mpi_attr_delete_list(const struct bm_mpi_attr_owner *o, const char *fn);
+/* Drop the attributes without callbacks (a duplicate that failed). */
+void bm_mpi_attr_drop_list(struct bm_mpi_attr **list);
 
 /* MPI_Comm_dup: run the copy callbacks of oldcomm's attributes onto newcomm. */
 int bm_mpi_attr_copy_all(MPI_Comm oldcomm, MPI_Comm newcomm, const char *fn);

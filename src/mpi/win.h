@@ -161,7 +161,7 @@ struct bm_mpi_win {
     int disp_unit;
     bool own_memory; /* base was allocated here (MPI_Win_allocate without a segment) */
     MPI_Errhandler errhandler;
-    struct bm_mpi_win_attr *attrs; /* cached attributes (win.c), newest first */
+    struct bm_mpi_attr *attrs; /* cached attributes (attr.c via win_attr.c), newest first */
     char name[MPI_MAX_OBJECT_NAME];
     /* info hints */
     bool no_locks;

@@ -222,6 +222,87 @@ static void test_reentrant_delete(void)
     BM_CHECK_EQ_INT(reentry_errors, 0);
 }
 
+/* Datatype and window attributes run on the same engine: a delete callback
+ * that deletes its own attribute or another one does not crash, freed keys
+ * keep serving their attributes, the predefined copy functions exist for
+ * all three kinds, and a key made for one kind is refused on the others. */
+static int type_deletes, win_deletes, other_kind_errors;
+static int tkey_a, tkey_b, wkey_a, wkey_b;
+
+static int type_delete_cb(MPI_Datatype t, int keyval, void *value, void *extra)
+{
+    (void)value;
+    (void)extra;
+    type_deletes++;
+    /* delete the other one (or, for b, itself: already unlinked) */
+    int rc = MPI_Type_delete_attr(t, keyval == tkey_a ? tkey_b : keyval);
+    other_kind_errors += rc != MPI_SUCCESS && rc != MPI_ERR_KEYVAL;
+    return MPI_SUCCESS;
+}
+
+static int win_delete_cb(MPI_Win w, int keyval, void *value, void *extra)
+{
+    (void)value;
+    (void)extra;
+    win_deletes++;
+    int rc = MPI_Win_delete_attr(w, keyval == wkey_a ? wkey_b : keyval);
+    other_kind_errors += rc != MPI_SUCCESS && rc != MPI_ERR_KEYVAL;
+    return MPI_SUCCESS;
+}
+
+static void test_other_kinds(void)
+{
+    MPI_Datatype t, t2;
+    int flag = 0;
+    void *v;
+    MPI_Type_contiguous(2, MPI_INT, &t);
+    MPI_Type_create_keyval(MPI_TYPE_DUP_FN, type_delete_cb, &tkey_a, NULL);
+    MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, type_delete_cb, &tkey_b, NULL);
+    BM_CHECK_EQ_INT(MPI_Type_set_attr(t, tkey_b, (void *)2), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Type_set_attr(t, tkey_a, (void *)1), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Type_dup(t, &t2), MPI_SUCCESS);
+    MPI_Type_get_attr(t2, tkey_a, &v, &flag);
+    BM_CHECK(flag == 1 && v == (void *)1); /* MPI_TYPE_DUP_FN copied it */
+    MPI_Type_get_attr(t2, tkey_b, &v, &flag);
+    BM_CHECK_EQ_INT(flag, 0); /* MPI_TYPE_NULL_COPY_FN did not */
+    /* a type key is not a communicator key */
+    BM_CHECK_EQ_INT(MPI_Comm_set_attr(MPI_COMM_WORLD, tkey_a, NULL), MPI_ERR_KEYVAL);
+    MPI_Type_free_keyval(&tkey_b); /* the attribute on t keeps it */
+    type_deletes = 0;
+    BM_CHECK_EQ_INT(MPI_Type_free(&t), MPI_SUCCESS); /* a's callback deletes b */
+    BM_CHECK_EQ_INT(type_deletes, 2);
+    BM_CHECK_EQ_INT(MPI_Type_free(&t2), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(type_deletes, 3);
+    MPI_Type_free_keyval(&tkey_a);
+
+    MPI_Win w;
+    int mem[4];
+    MPI_Win_create(mem, sizeof(mem), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+    MPI_Win_create_keyval(MPI_WIN_DUP_FN, win_delete_cb, &wkey_a, NULL);
+    MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, win_delete_cb, &wkey_b, NULL);
+    MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN);
+    BM_CHECK_EQ_INT(MPI_Win_set_attr(w, wkey_b, (void *)2), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Win_set_attr(w, wkey_a, (void *)1), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Win_set_attr(w, tkey_a, NULL), MPI_ERR_KEYVAL); /* freed type key */
+    MPI_Win_get_attr(w, wkey_a, &v, &flag);
+    BM_CHECK(flag == 1 && v == (void *)1);
+    BM_CHECK_EQ_INT(MPI_Type_set_attr(MPI_INT, wkey_a, NULL), MPI_ERR_KEYVAL);
+    win_deletes = 0;
+    BM_CHECK_EQ_INT(MPI_Win_delete_attr(w, wkey_a), MPI_SUCCESS); /* deletes b too */
+    BM_CHECK_EQ_INT(win_deletes, 2);
+    MPI_Win_get_attr(w, wkey_b, &v, &flag);
+    BM_CHECK_EQ_INT(flag, 0);
+    MPI_Win_set_attr(w, wkey_b, (void *)3);
+    BM_CHECK_EQ_INT(MPI_Win_free(&w), MPI_SUCCESS); /* b deletes itself: no recursion */
+    BM_CHECK_EQ_INT(win_deletes, 3);
+    MPI_Win_free_keyval(&wkey_a);
+    MPI_Win_free_keyval(&wkey_b);
+    BM_CHECK_EQ_INT(other_kind_errors, 0);
+    (void)MPI_COMM_NULL_COPY_FN;
+    (void)MPI_WIN_NULL_DELETE_FN;
+    (void)MPI_TYPE_NULL_DELETE_FN;
+}
+
 static void test_mpi1_names(void)
 {
     int key, flag;
@@ -247,6 +328,7 @@ int main(int argc, char **argv)
     BM_RUN(test_callbacks);
     BM_RUN(test_mpi1_names);
     BM_RUN(test_reentrant_delete);
+    BM_RUN(test_other_kinds);
     BM_CHECK_EQ_INT(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_hook, &hook, NULL),
                     MPI_SUCCESS);
     BM_CHECK_EQ_INT(MPI_Comm_set_attr(MPI_COMM_SELF, hook, (void *)42), MPI_SUCCESS);
