@@ -774,19 +774,33 @@ static inline bm_status_t bm_btl_flush(struct bm_btl_module *m, struct bm_btl_en
 struct bm_btl_path {
     struct bm_btl_module *module;
     struct bm_btl_endpoint *endpoint;
-    double weight; /* share of the traffic (bandwidth-weighted, sums to 1 per list) */
-    bool failed;   /* reported failed; skipped until recovered */
+    /* Share of the traffic among the paths of its class (sums to 1 per class
+     * of a list): the declared bandwidth at start-up; the PML may adjust it
+     * from what it measures (adaptive striping). */
+    double weight;
+    bool failed; /* reported failed; skipped until recovered */
+    /* Exclusivity class: 0 for the transports of the highest exclusivity that
+     * reach the peer, 1 for the next lower exclusivity, ... (standby). */
+    uint8_t cls;
 };
 
 struct bm_btl_path_list {
-    struct bm_btl_path *paths;
+    struct bm_btl_path *paths; /* sorted by class first (class 0 leads) */
     int count;
     int next; /* round-robin cursor */
+    int top;  /* paths of class 0 (the first top entries) */
 };
 
 /* Everything the PML knows about how to reach one peer (Open MPI's BML
- * endpoint). Lists hold paths of the highest exclusivity that reaches the
- * peer; nothing may assume one path per list. */
+ * endpoint). Lists hold every transport that reaches the peer, grouped by
+ * exclusivity class, the highest first: traffic uses the best class that
+ * still has a working path, and the lower classes stand by to take over
+ * for this peer when every path of the better ones failed (failover across
+ * kinds of transport: tcp to dgram, ofi to tcp). Standby classes are kept
+ * only when every transport of the top class can fail while the peer
+ * lives (BM_BTL_CAP_FAILOVER): a peer reached by self or sm, whose paths
+ * fail only when the process dies, has class 0 alone. Nothing may assume
+ * one path per list or one class per list. */
 struct bm_btl_peer {
     int rank;
     struct bm_btl_path_list eager; /* lowest latency first: small messages */

@@ -3,13 +3,18 @@
  * every selected transport whether it is usable here and initialises it (its
  * modules publish their addresses in the modex). After the modex fence,
  * bm_btl_base_add_procs asks every module which ranks it reaches and builds,
- * for each peer, the eager, send and RDMA path lists from the modules of the
- * highest exclusivity that reach it (Open MPI's BML). Everything else is
- * fan-out: receive and error callbacks go to every module, progress goes to
- * every component that has something to reach, close tears it all down. */
+ * for each peer, the eager, send and RDMA path lists (Open MPI's BML): the
+ * modules of the highest exclusivity that reach it first (class 0), then,
+ * as standby, those of each lower exclusivity (classes 1, 2, ...) when the
+ * top class can fail while the peer lives (btl.h, struct bm_btl_peer).
+ * Everything else is fan-out: receive and error callbacks go to every
+ * module, progress goes to every component that has something to reach
+ * (components that only stand by are polled about once a millisecond, and
+ * at full rate for a while after they had work), close tears it all down. */
 #define BM_LOG_SUBSYS "btl"
 #include "btl/btl.h"
 #include "runtime/rte.h"
+#include "util/clock.h"
 #include "util/help.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -68,7 +73,8 @@ struct btl_base_component {
     const struct bm_btl_ops *ops;
     bool selected;                 /* by BM_BTL */
     bool named;                    /* named explicitly in an include list */
-    bool active;                   /* a module of it is on some peer's path list: progress it */
+    bool active;                   /* a module of it is in some peer's class 0: progress it */
+    bool standby;                  /* only in standby classes: progress it now and then */
     struct bm_btl_component *inst; /* init succeeded: finalize is owed */
     struct bm_btl_module **modules;
     int count;
@@ -79,7 +85,18 @@ struct btl_base_component {
 struct btl_base_progress {
     int (*fn)(struct bm_btl_component *comp);
     struct bm_btl_component *comp;
+    /* Standby entries (after the others in the table): called when next_ns
+     * has passed, or every time until hot_until after a call found work. */
+    uint64_t next_ns, hot_until;
 };
+
+/* How often a component that only stands by is polled: often enough to
+ * answer a peer's connection or probe promptly and to notice that a peer
+ * moved its traffic to it, rarely enough that a sm or tcp job does not pay
+ * a system call per poll for it. After a call that found work it is polled
+ * at full rate for BTL_BASE_STANDBY_HOT_NS (traffic moved to it). */
+#define BTL_BASE_STANDBY_POLL_NS 1000000ull
+#define BTL_BASE_STANDBY_HOT_NS  1000000000ull
 
 struct btl_base_module {
     struct bm_btl_module *module;
@@ -105,6 +122,7 @@ static struct {
      * never needs to grow later (and a failure to allocate it fails open). */
     struct btl_base_progress *progress;
     int nprogress, progress_cap;
+    int nfull; /* entries [0, nfull) run every pass, the rest are standby */
 } base;
 
 /* Callbacks registered by the layer above. Kept apart from `base` so that a
@@ -492,13 +510,21 @@ static bm_status_t btl_base_set_progress(bool only_active)
         base.progress_cap = need;
     }
     base.nprogress = 0;
-    for (int i = 0; i < bm_btl_registry_count; i++) {
-        struct btl_base_component *c = &base.comps[i];
-        if (!c->inst || c->count == 0 || (only_active && !c->active))
-            continue;
-        base.progress[base.nprogress].fn = c->ops->progress;
-        base.progress[base.nprogress].comp = c->inst;
-        base.nprogress++;
+    /* Full-rate entries first, then the standby ones. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < bm_btl_registry_count; i++) {
+            struct btl_base_component *c = &base.comps[i];
+            if (!c->inst || c->count == 0)
+                continue;
+            bool standby = only_active && !c->active;
+            if ((pass == 1) != standby || (standby && !c->standby))
+                continue;
+            base.progress[base.nprogress] = (struct btl_base_progress){
+                .fn = c->ops->progress, .comp = c->inst, .next_ns = 0, .hot_until = 0};
+            base.nprogress++;
+        }
+        if (pass == 0)
+            base.nfull = base.nprogress;
     }
     return BM_OK;
 }
@@ -719,9 +745,18 @@ err_comps:
 
 /* ---- add_procs: per-peer lists ----------------------------------------------- */
 
+/* Orders of the lists: by class first (exclusivity), then as each list wants. */
+static int btl_base_cmp_class(const struct bm_btl_path *pa, const struct bm_btl_path *pb)
+{
+    return pa->cls == pb->cls ? 0 : pa->cls < pb->cls ? -1 : 1;
+}
+
 static int btl_base_cmp_latency(const void *a, const void *b)
 {
     const struct bm_btl_path *pa = a, *pb = b;
+    int c = btl_base_cmp_class(pa, pb);
+    if (c)
+        return c;
     if (pa->module->latency != pb->module->latency)
         return pa->module->latency < pb->module->latency ? -1 : 1;
     if (pa->module->bandwidth != pb->module->bandwidth)
@@ -732,24 +767,35 @@ static int btl_base_cmp_latency(const void *a, const void *b)
 static int btl_base_cmp_bandwidth(const void *a, const void *b)
 {
     const struct bm_btl_path *pa = a, *pb = b;
+    int c = btl_base_cmp_class(pa, pb);
+    if (c)
+        return c;
     if (pa->module->bandwidth != pb->module->bandwidth)
         return pa->module->bandwidth > pb->module->bandwidth ? -1 : 1;
     return btl_base_cmp_latency(a, b);
 }
 
-/* Bandwidth shares; modules that state no bandwidth share equally. */
+/* Bandwidth shares within each class; modules that state no bandwidth
+ * share equally. */
 static void btl_base_weigh(struct bm_btl_path_list *l)
 {
-    double total = 0;
-    for (int i = 0; i < l->count; i++)
-        total += l->paths[i].module->bandwidth;
-    for (int i = 0; i < l->count; i++)
-        l->paths[i].weight =
-            total > 0 ? l->paths[i].module->bandwidth / total : 1.0 / (double)l->count;
+    for (int a = 0; a < l->count;) {
+        int b = a;
+        double total = 0;
+        while (b < l->count && l->paths[b].cls == l->paths[a].cls)
+            total += l->paths[b++].module->bandwidth;
+        for (int i = a; i < b; i++)
+            l->paths[i].weight =
+                total > 0 ? l->paths[i].module->bandwidth / total : 1.0 / (double)(b - a);
+        a = b;
+    }
+    l->top = 0;
+    while (l->top < l->count && l->paths[l->top].cls == 0)
+        l->top++;
 }
 
-static bm_status_t btl_base_build_list(struct bm_btl_path_list *l, const int *kept, int nkept,
-                                       int rank, uint32_t need_caps,
+static bm_status_t btl_base_build_list(struct bm_btl_path_list *l, const int *kept,
+                                       const uint8_t *cls, int nkept, int rank, uint32_t need_caps,
                                        int (*cmp)(const void *, const void *))
 {
     l->paths = calloc((size_t)(nkept ? nkept : 1), sizeof(*l->paths));
@@ -764,6 +810,7 @@ static bm_status_t btl_base_build_list(struct bm_btl_path_list *l, const int *ke
         l->paths[l->count].module = bm->module;
         l->paths[l->count].endpoint = bm->endpoints[rank];
         l->paths[l->count].failed = false;
+        l->paths[l->count].cls = cls[k];
         l->count++;
     }
     qsort(l->paths, (size_t)l->count, sizeof(*l->paths), cmp);
@@ -821,8 +868,9 @@ bm_status_t bm_btl_base_add_procs(int nprocs)
     base.ranks = calloc((size_t)nprocs, sizeof(int));
     base.peers = calloc((size_t)nprocs, sizeof(*base.peers));
     int *kept = calloc((size_t)(base.nmods ? base.nmods : 1), sizeof(int));
+    uint8_t *cls = calloc((size_t)(base.nmods ? base.nmods : 1), 1);
     int *lost = calloc((size_t)nprocs, sizeof(int));
-    if (!base.ranks || !base.peers || !kept || !lost)
+    if (!base.ranks || !base.peers || !kept || !cls || !lost)
         goto out;
     for (int r = 0; r < nprocs; r++)
         base.ranks[r] = r;
@@ -865,27 +913,57 @@ bm_status_t bm_btl_base_add_procs(int nprocs)
                 best = base.mods[k].module->exclusivity;
             found = true;
         }
-        int nkept = 0;
+        /* Standby classes only behind a top class that can fail while the
+         * peer lives (btl.h, struct bm_btl_peer). */
+        bool standby = found;
         for (int k = 0; found && k < base.nmods; k++)
             if (bm_util_bitmap_test(&base.mods[k].reach, (size_t)r) &&
-                base.mods[k].module->exclusivity == best)
-                kept[nkept++] = k;
+                base.mods[k].module->exclusivity == best &&
+                !(base.mods[k].module->caps & BM_BTL_CAP_FAILOVER))
+                standby = false;
+        int nkept = 0;
+        for (int k = 0; found && k < base.nmods; k++) {
+            uint32_t ex = base.mods[k].module->exclusivity;
+            if (!bm_util_bitmap_test(&base.mods[k].reach, (size_t)r) || (ex != best && !standby))
+                continue;
+            /* class: how many distinct higher exclusivities reach the peer */
+            uint8_t c = 0;
+            for (int j = 0; j < base.nmods; j++) {
+                uint32_t ej = base.mods[j].module->exclusivity;
+                if (!bm_util_bitmap_test(&base.mods[j].reach, (size_t)r) || ej <= ex)
+                    continue;
+                bool dup = false;
+                for (int i = 0; i < j && !dup; i++)
+                    dup = bm_util_bitmap_test(&base.mods[i].reach, (size_t)r) &&
+                          base.mods[i].module->exclusivity == ej;
+                c += !dup;
+            }
+            cls[nkept] = c;
+            kept[nkept++] = k;
+        }
         if (!found)
             lost[nlost++] = r;
-        /* Only components that carry some peer's traffic are progressed: a
-         * transport that reaches a peer but lost the selection to a more
-         * exclusive one (tcp next to sm) must not cost a system call per poll. */
-        for (int i = 0; i < nkept; i++)
-            base.mods[kept[i]].comp->active = true;
-        if (btl_base_build_list(&peer->eager, kept, nkept, r, 0, btl_base_cmp_latency) != BM_OK ||
-            btl_base_build_list(&peer->send, kept, nkept, r, BM_BTL_CAP_SEND,
+        /* Only components that carry some peer's traffic are progressed at
+         * full rate: a transport that reaches a peer but lost the selection
+         * to a more exclusive one (tcp next to sm) must not cost a system
+         * call per poll. One that stands by is polled now and then. */
+        for (int i = 0; i < nkept; i++) {
+            if (cls[i] == 0)
+                base.mods[kept[i]].comp->active = true;
+            else
+                base.mods[kept[i]].comp->standby = true;
+        }
+        if (btl_base_build_list(&peer->eager, kept, cls, nkept, r, 0, btl_base_cmp_latency) !=
+                BM_OK ||
+            btl_base_build_list(&peer->send, kept, cls, nkept, r, BM_BTL_CAP_SEND,
                                 btl_base_cmp_bandwidth) != BM_OK ||
-            btl_base_build_list(&peer->rdma, kept, nkept, r, BM_BTL_CAP_PUT | BM_BTL_CAP_GET,
+            btl_base_build_list(&peer->rdma, kept, cls, nkept, r, BM_BTL_CAP_PUT | BM_BTL_CAP_GET,
                                 btl_base_cmp_bandwidth) != BM_OK)
             goto out;
         for (int i = 0; i < peer->eager.count; i++)
-            bm_log_trace("rank %d: eager path %s (weight %.2f)", r,
-                         peer->eager.paths[i].module->name, peer->eager.paths[i].weight);
+            bm_log_trace("rank %d: eager path %s (class %u, weight %.2f)", r,
+                         peer->eager.paths[i].module->name, peer->eager.paths[i].cls,
+                         peer->eager.paths[i].weight);
     }
     rc = btl_base_set_progress(true);
     if (rc != BM_OK)
@@ -900,6 +978,7 @@ out:
     if (rc == BM_ERR_NO_MEMORY)
         bm_log_error("out of memory while selecting transports for %d processes", nprocs);
     free(kept);
+    free(cls);
     free(lost);
     return rc;
 }
@@ -932,22 +1011,45 @@ void bm_btl_base_register_error(bm_btl_error_cb_fn cb, void *cbdata)
     btl_base_error_reg_data = cbdata;
 }
 
+static inline int btl_base_progress_one(struct btl_base_progress *e)
+{
+    if (__builtin_expect(bm_btl_base_mt, 0)) {
+        struct bm_util_lock *l = e->comp->mt_lock;
+        if (l)
+            bm_util_lock_take(l);
+        int n = e->fn(e->comp);
+        if (l)
+            bm_util_lock_give(l);
+        return n;
+    }
+    return e->fn(e->comp);
+}
+
+/* The standby entries: each when its poll interval passed, or while hot. */
+static __attribute__((noinline)) int btl_base_progress_standby(void)
+{
+    uint64_t now = bm_util_clock_now_ns();
+    int n = 0;
+    for (int i = base.nfull; i < base.nprogress; i++) {
+        struct btl_base_progress *e = &base.progress[i];
+        if (now < e->next_ns && now >= e->hot_until)
+            continue;
+        e->next_ns = now + BTL_BASE_STANDBY_POLL_NS;
+        int k = btl_base_progress_one(e);
+        if (k > 0)
+            e->hot_until = now + BTL_BASE_STANDBY_HOT_NS;
+        n += k;
+    }
+    return n;
+}
+
 int bm_btl_base_progress(void)
 {
     int n = 0;
-    if (__builtin_expect(bm_btl_base_mt, 0)) {
-        for (int i = 0; i < base.nprogress; i++) {
-            struct bm_util_lock *l = base.progress[i].comp->mt_lock;
-            if (l)
-                bm_util_lock_take(l);
-            n += base.progress[i].fn(base.progress[i].comp);
-            if (l)
-                bm_util_lock_give(l);
-        }
-        return n;
-    }
-    for (int i = 0; i < base.nprogress; i++)
-        n += base.progress[i].fn(base.progress[i].comp);
+    for (int i = 0; i < base.nfull; i++)
+        n += btl_base_progress_one(&base.progress[i]);
+    if (__builtin_expect(base.nprogress > base.nfull, 0))
+        n += btl_base_progress_standby();
     return n;
 }
 

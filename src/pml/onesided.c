@@ -54,7 +54,12 @@ int bm_pml_rma_paths(int peer_world, struct bm_pml_rma_path *out, int max)
     if (!peer)
         return 0;
     /* the RDMA list first (put/get capable), then the other transports of
-     * the send list, each module once */
+     * the send list, each module once; only the class that carries the
+     * peer's traffic (standby transports stay out of it until failover
+     * makes them that class) */
+    struct bm_btl_path *first = bm_pml_path_first(&peer->send);
+    if (!first)
+        return 0;
     struct bm_btl_path_list *lists[2] = {&peer->rdma, &peer->send};
     for (int l = 0; l < 2; l++)
         for (int i = 0; i < lists[l]->count && n < max; i++) {
@@ -62,7 +67,7 @@ int bm_pml_rma_paths(int peer_world, struct bm_pml_rma_path *out, int max)
             bool seen = false;
             for (int k = 0; k < n; k++)
                 seen |= out[k].module == p->module && out[k].endpoint == p->endpoint;
-            if (p->failed || seen)
+            if (bm_pml_path_is_failed(p) || seen || p->cls != first->cls)
                 continue;
             out[n].module = p->module;
             out[n].endpoint = p->endpoint;

@@ -200,10 +200,14 @@ bm_status_t bm_pml_init(int thread_level)
         goto err_close;
     bm_pml_g.path_bytes = calloc((size_t)bm_pml_g.world_size, sizeof(*bm_pml_g.path_bytes));
     bm_pml_g.retry_blocked = calloc((size_t)bm_pml_g.world_size, sizeof(*bm_pml_g.retry_blocked));
-    if (!bm_pml_g.path_bytes || !bm_pml_g.retry_blocked) {
+    bm_pml_g.ctl_pending = calloc((size_t)bm_pml_g.world_size, sizeof(*bm_pml_g.ctl_pending));
+    if (!bm_pml_g.path_bytes || !bm_pml_g.retry_blocked || !bm_pml_g.ctl_pending) {
         rc = BM_ERR_NO_MEMORY;
         goto err_close;
     }
+    rc = bm_pml_failover_init();
+    if (rc != BM_OK)
+        goto err_close;
     for (int r = 0; r < bm_pml_g.world_size; r++) {
         bm_pml_g.path_bytes[r] =
             calloc((size_t)bm_btl_base_peer(r)->send.count, sizeof(**bm_pml_g.path_bytes));
@@ -228,6 +232,9 @@ err_close:
     bm_pml_g.path_bytes = NULL;
     free(bm_pml_g.retry_blocked);
     bm_pml_g.retry_blocked = NULL;
+    free(bm_pml_g.ctl_pending);
+    bm_pml_g.ctl_pending = NULL;
+    bm_pml_failover_fini();
     bm_btl_base_close();
     pml_locks_fini();
     return rc;
@@ -256,6 +263,9 @@ void bm_pml_finalize(void)
     bm_pml_g.path_bytes = NULL;
     free(bm_pml_g.retry_blocked);
     bm_pml_g.retry_blocked = NULL;
+    free(bm_pml_g.ctl_pending);
+    bm_pml_g.ctl_pending = NULL;
+    bm_pml_failover_fini();
 }
 
 /* ---- probes ------------------------------------------------------------------- */

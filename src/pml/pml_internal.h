@@ -242,6 +242,8 @@ struct bm_pml_state {
     int freed_active;        /* requests freed by their owner while active */
     uint32_t retry_stamp;    /* number of the current retry pass */
     uint32_t *retry_blocked; /* per world rank: last retry pass in which a send was refused */
+    int *ctl_pending;        /* per world rank: control messages on the control queue */
+    int noutage;             /* peers with no working path (failover.c) */
     /* Non-contiguous messages received with one copy (getv), for tests (atomic). */
     uint64_t rget_pieces_msgs;
 };
@@ -428,8 +430,9 @@ void bm_pml_ctl_sendv(int peer_world, bm_btl_tag_t tag, const struct bm_btl_segm
 bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module *m);
 /* Pick a working path of a list; NULL when none (then the peer is cut off). */
 struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list);
-/* A transport call returned a link error: mark the path failed, abort the
- * job if no path to the peer remains. */
+/* A transport call returned a link error: mark the path failed; the peer's
+ * traffic moves to its next working class, or, when no path to it remains,
+ * it is held for BM_PML_PATH_GRACE (failover.c). */
 void bm_pml_path_failed(int peer_world, struct bm_btl_path *path, int status, const char *what);
 /* A descriptor completed with an error on (m, ep): as bm_pml_path_failed. */
 void bm_pml_path_failed_ep(int peer_world, struct bm_btl_module *m, struct bm_btl_endpoint *ep,
@@ -438,6 +441,19 @@ void bm_pml_path_failed_ep(int peer_world, struct bm_btl_module *m, struct bm_bt
 void bm_pml_ctl_done(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *ctl, int status);
 /* The transports' error callback (bm_btl_base_register_error). */
 void bm_pml_error_cb(struct bm_btl_module *m, const struct bm_btl_error *err, void *cbdata);
+
+/* failover.c */
+/* After add_procs: BM_PML_PATH_GRACE and the per-peer state. */
+bm_status_t bm_pml_failover_init(void);
+void bm_pml_failover_fini(void);
+/* A sender found no working path to the peer: note the outage (when the
+ * progress lock is held) and return BM_ERR_OUT_OF_RESOURCE, so that the
+ * traffic waits on the retry queues until a path recovers or the grace
+ * ends the job. */
+int bm_pml_peer_held(int peer_world);
+bool bm_pml_peer_in_outage(int peer_world);
+/* While bm_pml_g.noutage > 0: the grace deadlines and the minute reports. */
+int bm_pml_failover_progress(void);
 /* des->context of control-message descriptors (others carry their header type). */
 #define BM_PML_DES_CTL 0xff
 /* Completion callback shared by every descriptor the PML sends. */

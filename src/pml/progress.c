@@ -2,9 +2,8 @@
  * transports (bm_btl_base_progress, which visits only components with
  * something to reach) and then, only when something is queued, retries
  * control messages and sends that a transport refused for lack of resources.
- * Also the path bookkeeping shared by the send side: choosing a working
- * path, and marking paths failed when a transport reports a link error,
- * with a clear job abort when a peer has no path left. */
+ * Also choosing a working path for the send side (failover.c marks paths
+ * failed and working, and holds the traffic of a peer with none). */
 #define BM_LOG_SUBSYS "pml"
 #include "util/log.h"
 
@@ -87,6 +86,8 @@ bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module 
     return (m->caps & BM_BTL_CAP_SENDI) && peer->eager.count == 1;
 }
 
+/* The lists are sorted by class (btl.h): the first working path is one of
+ * the best working class. */
 struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list)
 {
     for (int i = 0; i < list->count; i++)
@@ -113,15 +114,9 @@ void bm_pml_pending_add(struct bm_pml_request *req)
         bm_pml_wait_kick();
 }
 
-static void ctl_queue(struct bm_pml_ctl *c, bool front)
+static void ctl_queue(struct bm_pml_ctl *c)
 {
-    if (front) {
-        c->next = bm_pml_g.ctl_head;
-        bm_pml_g.ctl_head = c;
-        if (!bm_pml_g.ctl_tail)
-            bm_pml_g.ctl_tail = c;
-        return;
-    }
+    bm_pml_g.ctl_pending[c->peer]++;
     c->next = NULL;
     if (bm_pml_g.ctl_tail)
         bm_pml_g.ctl_tail->next = c;
@@ -139,10 +134,8 @@ static int ctl_try(struct bm_pml_ctl *c)
     struct bm_btl_peer *peer = bm_btl_base_peer(c->peer);
     for (;;) {
         struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
-        if (!path) {
-            free(c); /* not reached: the job was aborted when the last path failed */
-            return BM_OK;
-        }
+        if (!path)
+            return bm_pml_peer_held(c->peer); /* held until a path recovers */
         struct bm_btl_module *m = path->module;
         int rc;
         if (bm_pml_sendi_ok(peer, m)) {
@@ -195,9 +188,9 @@ void bm_pml_ctl_sendv(int peer_world, bm_btl_tag_t tag, const struct bm_btl_segm
             memcpy(c->hdr + c->len, segs[i].addr, segs[i].len);
         c->len += segs[i].len;
     }
-    /* Keep control messages in order behind ones already waiting. */
-    if (bm_pml_g.ctl_head || ctl_try(c) == BM_ERR_OUT_OF_RESOURCE)
-        ctl_queue(c, false);
+    /* Keep control messages to a peer in order behind ones already waiting. */
+    if (bm_pml_g.ctl_pending[peer_world] > 0 || ctl_try(c) == BM_ERR_OUT_OF_RESOURCE)
+        ctl_queue(c);
 }
 
 void bm_pml_ctl_send(int peer_world, bm_btl_tag_t tag, const void *hdr, size_t len)
@@ -216,27 +209,48 @@ void bm_pml_ctl_done(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *
     /* Resent on another path; a duplicate is recognised by the peer. */
     bm_pml_path_failed_ep(c->peer, m, ep, status);
     ((struct bm_pml_hdr_base *)(void *)c->hdr)->flags |= BM_PML_HDR_F_RETRANSMIT;
-    ctl_queue(c, false);
+    ctl_queue(c);
 }
 
 static int retry_queued(void)
 {
     int n = 0;
-    while (bm_pml_g.ctl_head) {
-        struct bm_pml_ctl *c = bm_pml_g.ctl_head;
-        bm_pml_g.ctl_head = c->next;
-        if (!bm_pml_g.ctl_head)
-            bm_pml_g.ctl_tail = NULL;
-        if (ctl_try(c) == BM_ERR_OUT_OF_RESOURCE) {
-            ctl_queue(c, true);
-            break;
-        }
-        n++;
-    }
-    /* Once a send to a peer is refused again, the others to that peer are
-     * not tried in this call: a long queue behind a full transport would
-     * otherwise cost a refused transport call each, on every poll. */
+    /* Once a message to a peer is refused again, the others to that peer
+     * are not tried in this call (they stay in order behind it): a long
+     * queue behind a full transport would otherwise cost a refused
+     * transport call each, on every poll, and a peer whose traffic is held
+     * (failover.c) must not hold up the others. */
     uint32_t stamp = ++bm_pml_g.retry_stamp;
+    if (bm_pml_g.ctl_head) {
+        struct bm_pml_ctl *list = bm_pml_g.ctl_head, *kept = NULL, *last = NULL;
+        bm_pml_g.ctl_head = bm_pml_g.ctl_tail = NULL;
+        while (list) {
+            struct bm_pml_ctl *c = list;
+            list = c->next;
+            c->next = NULL;
+            if (bm_pml_g.retry_blocked[c->peer] != stamp) {
+                bm_pml_g.ctl_pending[c->peer]--;
+                if (ctl_try(c) != BM_ERR_OUT_OF_RESOURCE) {
+                    n++;
+                    continue;
+                }
+                bm_pml_g.ctl_pending[c->peer]++;
+                bm_pml_g.retry_blocked[c->peer] = stamp;
+            }
+            if (last)
+                last->next = c;
+            else
+                kept = c;
+            last = c;
+        }
+        /* What is still waiting goes first, before what was queued meanwhile. */
+        if (kept) {
+            last->next = bm_pml_g.ctl_head;
+            if (!bm_pml_g.ctl_head)
+                bm_pml_g.ctl_tail = last;
+            bm_pml_g.ctl_head = kept;
+        }
+    }
     struct bm_pml_request *list = bm_pml_g.pend_head;
     bm_pml_g.pend_head = bm_pml_g.pend_tail = NULL;
     while (list) {
@@ -356,6 +370,8 @@ static int progress_pass(void)
     int n = bm_btl_base_progress();
     if (bm_pml_g.ctl_head || bm_pml_g.pend_head)
         n += retry_queued();
+    if (__builtin_expect(bm_pml_g.noutage > 0, 0))
+        n += bm_pml_failover_progress();
     if (hooks.count > 0 && !hooks.running)
         n += hooks_run();
     return n;
@@ -416,106 +432,4 @@ int bm_pml_progress(void)
     int n = bm_pml_progress_nowait();
     progress_idle(n);
     return n;
-}
-
-/* ---- path failures -------------------------------------------------------------- */
-
-static int mark_paths(struct bm_btl_peer *peer, struct bm_btl_module *m, struct bm_btl_endpoint *ep,
-                      bool failed)
-{
-    struct bm_btl_path_list *lists[3] = {&peer->eager, &peer->send, &peer->rdma};
-    int changed = 0;
-    for (int l = 0; l < 3; l++)
-        for (int i = 0; i < lists[l]->count; i++) {
-            struct bm_btl_path *p = &lists[l]->paths[i];
-            /* An exchange: two threads may learn of one failure at once. */
-            if (p->module == m && (!ep || p->endpoint == ep) &&
-                bm_pml_path_is_failed(p) != failed &&
-                __atomic_exchange_n(&p->failed, failed, __ATOMIC_RELAXED) != failed)
-                changed++;
-        }
-    return changed;
-}
-
-static const char *peer_host(int rank)
-{
-    const void *data = NULL;
-    size_t len = 0;
-    if (bm_rte_modex_get(rank, "btl.host", &data, &len) == BM_OK && len > 0 &&
-        memchr(data, '\0', len))
-        return data;
-    return "unknown host";
-}
-
-/* Abort the job when the peer has no working path left. */
-static void check_alive(int peer_world, const char *transport, int status, const char *what)
-{
-    struct bm_btl_peer *peer = bm_btl_base_peer(peer_world);
-    if (bm_pml_path_first(&peer->eager) && bm_pml_path_first(&peer->send))
-        return;
-    char msg[1024];
-    snprintf(msg, sizeof(msg),
-             "rank %d (%s) lost its last transport to rank %d (%s): %s failed (%s%s%s). No "
-             "other transport reaches that rank, so the job cannot continue. Check the link or "
-             "device named above, or allow more transports with BM_BTL.",
-             bm_pml_g.my_rank, bm_rte_self()->hostname, peer_world, peer_host(peer_world),
-             transport, bm_status_str(status), what ? ": " : "", what ? what : "");
-    bm_log_error("%s", msg);
-    bm_rte_abort(1, msg);
-}
-
-void bm_pml_path_failed(int peer_world, struct bm_btl_path *path, int status, const char *what)
-{
-    const char *name = path ? path->module->name : "every transport";
-    if (path && mark_paths(bm_btl_base_peer(peer_world), path->module, path->endpoint, true))
-        bm_log_warn("transport %s to rank %d failed (%s: %s); continuing on the remaining "
-                    "transports",
-                    name, peer_world, what, bm_status_str(status));
-    check_alive(peer_world, name, status, what);
-}
-
-void bm_pml_path_failed_ep(int peer_world, struct bm_btl_module *m, struct bm_btl_endpoint *ep,
-                           int status)
-{
-    if (mark_paths(bm_btl_base_peer(peer_world), m, ep, true))
-        bm_log_warn("transport %s to rank %d failed (%s); continuing on the remaining "
-                    "transports",
-                    m->name, peer_world, bm_status_str(status));
-    check_alive(peer_world, m->name, status, "a transfer completed with an error");
-}
-
-void bm_pml_error_cb(struct bm_btl_module *m, const struct bm_btl_error *err, void *cbdata)
-{
-    (void)cbdata;
-    const char *what = err->what ? err->what : "no details";
-    switch (err->kind) {
-    case BM_BTL_ERROR_PEER:
-        if (err->peer < 0 || err->peer >= bm_pml_g.world_size)
-            break;
-        if (mark_paths(bm_btl_base_peer(err->peer), m, err->endpoint, true))
-            bm_log_warn("transport %s can no longer reach rank %d: %s", m->name, err->peer, what);
-        check_alive(err->peer, m->name, err->status, what);
-        break;
-    case BM_BTL_ERROR_MODULE:
-        bm_log_warn("transport %s failed as a whole: %s", m->name, what);
-        for (int r = 0; r < bm_pml_g.world_size; r++)
-            mark_paths(bm_btl_base_peer(r), m, NULL, true);
-        for (int r = 0; r < bm_pml_g.world_size; r++)
-            check_alive(r, m->name, err->status, what);
-        break;
-    case BM_BTL_ERROR_RECOVERED:
-        if (err->peer >= 0 && err->peer < bm_pml_g.world_size &&
-            mark_paths(bm_btl_base_peer(err->peer), m, err->endpoint, false))
-            bm_log_warn("transport %s reaches rank %d again (%s); traffic uses it again", m->name,
-                        err->peer, what);
-        break;
-    case BM_BTL_ERROR_FATAL: {
-        char msg[1024];
-        snprintf(msg, sizeof(msg), "rank %d (%s): transport %s hit a fatal error (%s): %s",
-                 bm_pml_g.my_rank, bm_rte_self()->hostname, m->name, bm_status_str(err->status),
-                 what);
-        bm_log_error("%s", msg);
-        bm_rte_abort(1, msg);
-    }
-    }
 }

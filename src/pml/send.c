@@ -132,7 +132,7 @@ static bm_status_t send_first(struct bm_pml_request *req)
     for (;;) {
         struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
         if (!path)
-            return BM_ERR_UNREACHABLE; /* not reached: path_failed aborted the job */
+            return bm_pml_peer_held(req->peer); /* waits until a path recovers */
         struct bm_btl_module *m = path->module;
         struct bm_pml_hdr_match mh = {
             .base = {.type = BM_PML_HDR_MATCH,
@@ -220,7 +220,9 @@ static bm_status_t send_first(struct bm_pml_request *req)
     }
 }
 
-/* The send-list path with the least traffic relative to its weight. */
+/* The send-list path with the least traffic relative to its weight, among
+ * the working paths of the best class that has one (standby classes carry
+ * traffic only when every better path failed). */
 static struct bm_btl_path *send_path(int dst, uint64_t **bytes_out)
 {
     struct bm_btl_path_list *l = &bm_btl_base_peer(dst)->send;
@@ -230,6 +232,8 @@ static struct bm_btl_path *send_path(int dst, uint64_t **bytes_out)
     for (int i = 0; i < l->count; i++) {
         if (bm_pml_path_is_failed(&l->paths[i]))
             continue;
+        if (best >= 0 && l->paths[i].cls != l->paths[best].cls)
+            break;
         double w = l->paths[i].weight > 0 ? l->paths[i].weight : 1.0;
         double score = (double)sent[i] / w;
         if (best < 0 || score < best_score) {
@@ -251,10 +255,8 @@ static bm_status_t send_frags(struct bm_pml_request *req)
            req->outstanding < bm_pml_g.cfg.pipeline_depth) {
         uint64_t *counter;
         struct bm_btl_path *path = send_path(req->peer, &counter);
-        if (!path) {
-            bm_pml_path_failed(req->peer, NULL, BM_ERR_UNREACHABLE, "no send path left");
-            return BM_ERR_UNREACHABLE;
-        }
+        if (!path)
+            return bm_pml_peer_held(req->peer); /* waits until a path recovers */
         struct bm_btl_module *m = path->module;
         size_t max = m->max_send_size > sizeof(struct bm_pml_hdr_frag)
                          ? m->max_send_size - sizeof(struct bm_pml_hdr_frag)
@@ -610,10 +612,10 @@ void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
         return;
     }
     if (status < 0) {
-        bm_pml_path_failed_ep(req->peer, m, ep,
-                              status); /* Another path remains (else the job was aborted). MATCH and
-                                        * RNDV are resent with their sequence number: the receiver
-                                        * drops the copy it may already have. */
+        /* MATCH and RNDV are resent with their sequence number, on the next
+         * working path (or once one recovers): the receiver drops the copy
+         * it may already have. */
+        bm_pml_path_failed_ep(req->peer, m, ep, status);
         if (type == BM_PML_HDR_MATCH || (type == BM_PML_HDR_RNDV && !req->acked)) {
             req->retransmit = true;
             req->sphase = BM_PML_SPHASE_START;

@@ -1,0 +1,24 @@
+# Fault tests of the point-to-point layer's failover (label "fault"), in two
+# network namespaces joined by a veth rail (pml_netns.sh), with the
+# p2p_failover stream (tests/mpi) verifying every message:
+#  - pml_netns_kinds: tcp black-holed while UDP passes: the stream moves to
+#    the standby dgram and back to tcp when tcp is let through.
+#  - pml_netns_outage: the rail black-holed for 20 s with a 60 s grace: the
+#    traffic is held and the job finishes intact.
+#  - pml_netns_abort: the rail black-holed for good with a 3 s grace: the
+#    job is aborted after the grace, naming the ranks, hosts and interfaces.
+# Skipped (77) without root.
+if(NOT TARGET bmrun OR NOT TARGET p2p_failover)
+    return()
+endif()
+foreach(scenario kinds:90 outage:120 abort:90)
+    string(REPLACE ":" ";" parts ${scenario})
+    list(GET parts 0 name)
+    list(GET parts 1 secs)
+    add_test(NAME pml_netns_${name}
+        COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/pml_netns.sh $<TARGET_FILE:bmrun>
+            $<TARGET_FILE:p2p_failover> ${name})
+    bm_scaled_timeout(t ${secs})
+    set_tests_properties(pml_netns_${name} PROPERTIES TIMEOUT ${t} LABELS fault
+        SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+endforeach()

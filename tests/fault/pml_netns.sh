@@ -1,0 +1,175 @@
+#!/bin/bash
+# Failover of the point-to-point layer across kinds of transport, and
+# outages it survives, between two "hosts" (network namespaces) joined by
+# one veth rail, with p2p_failover streaming verified messages both ways:
+#   kinds    BM_BTL=self,tcp,dgram: tcp carries the stream (dgram stands by);
+#            tcp is black-holed (iptables DROP of tcp, the launcher's ports
+#            excepted) while UDP still passes: the stream goes on over dgram
+#            with every message intact, and moves back to tcp (checked with
+#            iptables byte counters) once tcp is let through again.
+#   outage   the whole rail black-holed for OUTAGE seconds (20) and then
+#            restored, BM_PML_PATH_GRACE=60: every transport to the peer
+#            fails, its traffic is held, the job finishes with every byte
+#            verified and says how long the outage lasted.
+#   abort    the rail black-holed for good, BM_PML_PATH_GRACE=3: the job is
+#            aborted after the grace with a message naming both ranks, their
+#            hosts and the failed transports (with their interfaces).
+# Needs root and network namespaces; otherwise skipped (exit 77).
+# usage: pml_netns.sh <bmrun> <p2p_failover> kinds|outage|abort
+set -u
+bmrun=$1 prog=$2 scenario=$3
+. "$(dirname "$0")/../harness/netns.sh"
+bm_netns_require iptables
+out=$(mktemp /tmp/bm-pml-netns.XXXXXX)
+pid=
+bm_netns_at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null'
+bm_netns_at_exit 'rm -f "$out" "$out".*'
+fail() {
+    echo "FAIL: $*"
+    echo "---- job output ----"
+    cat "$out" "$out".0 "$out".1 2>/dev/null
+    exit 1
+}
+bm_netns_hosts 2
+A=${BM_NETNS[0]} B=${BM_NETNS[1]}
+bm_netns_rail 0 1 10.250.1
+ra=$BM_NETNS_DEV_A rb=$BM_NETNS_DEV_B
+
+case $scenario in
+kinds) btl=self,tcp,dgram secs=16 grace=60 expect=recover ;;
+outage) btl=self,tcp,dgram secs=${OUTAGE:-20} grace=60 expect=recover secs=$((secs + 8)) ;;
+abort) btl=self,tcp,dgram secs=60 grace=3 expect=fail ;;
+*)
+    echo "unknown scenario $scenario"
+    exit 2
+    ;;
+esac
+
+# Detection bounds of the transports kept short so that the test is short.
+ip netns exec "$A" env BM_BTL=$btl P2P_FAILOVER_LOG="$out" P2P_FAILOVER_SECS=$secs \
+    P2P_FAILOVER_EXPECT=$expect BM_PML_PATH_GRACE=$grace \
+    BM_BTL_DGRAM_PROBE_MS=300 BM_BTL_DGRAM_FAIL_MS=1500 \
+    BM_BTL_TCP_CONNECT_TIMEOUT=1500 BM_BTL_TCP_USER_TIMEOUT=2000 \
+    BM_BTL_TCP_RECONNECT_INTERVAL=1000 \
+    BM_BTL_TCP_KEEPALIVE_IDLE=1 BM_BTL_TCP_KEEPALIVE_INTVL=1 BM_BTL_TCP_KEEPALIVE_CNT=2 \
+    "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 110 \
+    "$prog" >"$out" 2>&1 &
+pid=$!
+reports() { cat "$out".0 "$out".1 2>/dev/null; }
+for _ in $(seq 1 300); do
+    [ "$(reports | grep -c '^streaming$')" = 2 ] && break
+    kill -0 "$pid" 2>/dev/null || fail "the job ended before streaming"
+    sleep 0.1
+done
+[ "$(reports | grep -c '^streaming$')" = 2 ] || fail "the ranks never started streaming"
+
+# The launcher's connections (controller <-> daemon, ranks <-> key-value
+# service) must survive the black hole: its listening ports stay open.
+ports=$(ip netns exec "$A" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' | sed 's/.*://' | sort -u)
+rules() { # rules -A|-D [proto]: the black hole (of proto only, if given)
+    local dev n d p proto=${2:+-p $2}
+    for dev in "$ra:$A" "$rb:$B"; do
+        d=${dev%%:*} n=${dev##*:}
+        for p in $ports; do
+            ip netns exec "$n" iptables "$1" INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
+            ip netns exec "$n" iptables "$1" INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
+        done
+        # shellcheck disable=SC2086
+        ip netns exec "$n" iptables "$1" INPUT -i "$d" $proto -j DROP
+    done
+}
+# Byte counters of what B receives over the rail, by protocol (rules with no
+# target count and let everything through).
+ip netns exec "$B" iptables -I INPUT -i "$rb" -p tcp
+ip netns exec "$B" iptables -I INPUT -i "$rb" -p udp
+bytes() { # bytes tcp|udp (listed by number: the counting rules have no target)
+    local p=6
+    [ "$1" = udp ] && p=17
+    ip netns exec "$B" iptables -L INPUT -v -x -n |
+        awk -v p="$p" -v d="$rb" '$3 == p && $4 == "--" && $5 == d { print $2; exit }'
+}
+wait_for() { # wait_for <seconds> <pattern>: in the job's output
+    local i
+    for i in $(seq 1 $(($1 * 10))); do
+        grep -q "$2" "$out" && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+rate() { # rate tcp|udp: bytes B received over the rail in one second
+    local a b
+    a=$(bytes "$1")
+    sleep 1
+    b=$(bytes "$1")
+    echo $((b - a))
+}
+
+case $scenario in
+kinds)
+    t=$(rate tcp)
+    echo "before the fault, in one second: tcp carried $t bytes"
+    [ "$t" -gt 100000 ] || fail "tcp did not carry the stream"
+    rules -A tcp
+    echo "tcp black-holed (launcher ports kept: ${ports:-none}); UDP passes"
+    wait_for 15 "its traffic moves to the standby transport dgram" ||
+        fail "the traffic did not move to dgram within 15 s"
+    u=$(rate udp)
+    echo "on the standby, in one second: dgram carried $u bytes"
+    [ "$u" -gt 100000 ] || fail "dgram did not carry the stream"
+    rules -D tcp
+    echo "tcp let through again"
+    wait_for 15 "its traffic moves back from dgram" || fail "the traffic did not move back to tcp"
+    sleep 0.5
+    t=$(rate tcp)
+    echo "after moving back, in one second: tcp carried $t bytes"
+    [ "$t" -gt 100000 ] || fail "tcp was not used again"
+    ;;
+outage)
+    rules -A
+    t0=$(date +%s.%N)
+    echo "rail black-holed for ${OUTAGE:-20} s (launcher ports kept: ${ports:-none})"
+    wait_for 15 "no working transport to rank" || fail "the outage was not reported"
+    sleep "$(awk -v a="$t0" -v b="$(date +%s.%N)" -v o="${OUTAGE:-20}" 'BEGIN { s = o - (b - a); print (s > 0 ? s : 0) }')"
+    rules -D
+    echo "rail restored"
+    wait_for 20 "again after an outage of" || fail "the job did not say that the peer is back"
+    # The traffic was held through most of the black hole (the transports
+    # need a few seconds to declare their paths failed).
+    held=$(grep -o "again after an outage of [0-9.]*" "$out" | awk '{ print $NF }' | sort -n | head -1)
+    awk -v h="$held" -v o="${OUTAGE:-20}" 'BEGIN { exit !(h >= o / 2) }' ||
+        fail "the outage lasted only ${held} s, not most of ${OUTAGE:-20} s"
+    ;;
+abort)
+    rules -A
+    t0=$(date +%s.%N)
+    echo "rail black-holed for good (launcher ports kept: ${ports:-none})"
+    wait "$pid"
+    rc=$?
+    pid=
+    t1=$(date +%s.%N)
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    echo "the job ended (exit $rc) ${secs} s after the black hole"
+    [ "$rc" != 0 ] || fail "the job did not fail"
+    grep -q "has had no working transport for 3 s (BM_PML_PATH_GRACE) to rank" "$out" ||
+        fail "no abort naming the grace"
+    grep -E "rank [01] \([^)]+\) has had no working transport for 3 s \(BM_PML_PATH_GRACE\) to rank [01] \([^)]+\): .*tcp:$ra|tcp:$rb" "$out" |
+        grep -q "dgram:" || fail "the abort does not name both ranks, hosts and interfaces"
+    grep -q "no working transport to rank [01] .* for 0 s" "$out" ||
+        fail "the outage was not reported when it began"
+    awk -v s="$secs" 'BEGIN { exit !(s < 20) }' || fail "the abort took ${secs} s (grace 3 s)"
+    echo "---- job output ----"
+    cat "$out"
+    echo PASS
+    exit 0
+    ;;
+esac
+wait "$pid"
+rc=$?
+pid=
+reports
+[ $rc = 0 ] || fail "the job failed (exit $rc)"
+[ "$(reports | grep -c 'checks: 0 failed')" = 2 ] || fail "messages were lost or corrupted"
+echo "---- job output ----"
+cat "$out"
+echo PASS
