@@ -6,7 +6,9 @@
  * must resend what the failed path lost (MATCH, RNDV, FRAG, ACK) on the
  * surviving one. Each rank writes "streaming" to <log>.<rank> once traffic
  * flows, and "checks: N failed" at the end; it streams for P2P_FAILOVER_SECS
- * seconds (default 15) after the first message.
+ * seconds (default 15) after the first message, or until the file named by
+ * P2P_FAILOVER_STOP exists (the driving script creates it once it has seen
+ * what it checks, so that the test lasts as long as its work, not a guess).
  *
  * A stream that stays intact proves nothing when no path failed: the
  * program therefore also checks, on its own, that the mechanism ran.
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank;
 static FILE *log_file;
@@ -55,6 +58,7 @@ int main(int argc, char **argv)
     }
     const char *secs_env = getenv("P2P_FAILOVER_SECS");
     double secs = secs_env ? atof(secs_env) : 15.0;
+    const char *stop_file = getenv("P2P_FAILOVER_STOP");
     int peer = 1 - rank;
     unsigned char *out = malloc(MAXLEN), *in = malloc(MAXLEN);
     double t0 = MPI_Wtime();
@@ -85,7 +89,8 @@ int main(int argc, char **argv)
         it++;
         /* rank 0 decides when to stop, so both run the same iterations */
         if (it % 16 == 0) {
-            stop = rank == 0 && MPI_Wtime() - t0 > secs;
+            stop = rank == 0 &&
+                   (MPI_Wtime() - t0 > secs || (stop_file && access(stop_file, F_OK) == 0));
             MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
         }
     }
