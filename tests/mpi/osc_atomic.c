@@ -85,10 +85,15 @@ static void test_int_ops(struct osc_win *w)
     /* MAX, MIN */
     for (int i = 0; i < NELEM; i++)
         v[i] = rank * 1000 - i;
-    zero_target(w, sizeof(init), NULL);
+    for (int i = 0; i < NELEM; i++)
+        init[i] = INT64_MIN;
+    zero_target(w, sizeof(init), init);
     acc_rounds(w, MPI_INT64_T, MPI_MAX, v, r);
     BM_CHECK_MSG(r[0] == (nranks - 1) * 1000 && r[5] == (nranks - 1) * 1000 - 5,
                  "rank %d: MPI_MAX gave %lld", rank, (long long)r[0]);
+    for (int i = 0; i < NELEM; i++)
+        init[i] = INT64_MAX;
+    zero_target(w, sizeof(init), init);
     acc_rounds(w, MPI_INT64_T, MPI_MIN, v, r);
     BM_CHECK_MSG(r[0] == 0 && r[5] == -5, "rank %d: MPI_MIN gave %lld %lld", rank, (long long)r[0],
                  (long long)r[5]);
