@@ -830,11 +830,44 @@ static int osc_rma_req(MPI_Win win, const struct osc_args *a, MPI_Request *reque
 /* ---- entry points ------------------------------------------------------------------------ */
 
 /* Entry: the plain call (request NULL) or the request-based one. */
+/* The common case of put and get in one call: a target whose memory is
+ * mapped here, one predefined type without padding on both sides, inside
+ * the window, in an epoch that covers the target. Everything the general
+ * path would check holds, so a copy is all there is to do; anything else
+ * (errors included) takes the general path. */
+static bool shm_fast(MPI_Win win, const struct osc_args *a)
+{
+    if (win == MPI_WIN_NULL || win->magic != BM_MPI_MAGIC_WIN || a->target < 0 ||
+        a->target >= win->nranks)
+        return false;
+    struct bm_osc_target *t = &win->t[a->target];
+    MPI_Datatype dt = a->ttype;
+    if (t->path != BM_OSC_PATH_SHM || !t->shm || dt != a->otype || !dt || !dt->predefined ||
+        dt->magic != BM_MPI_MAGIC_DATATYPE || dt->size != (size_t)dt->extent ||
+        a->ocount != a->tcount || a->tcount <= 0 || a->disp < 0 ||
+        (a->kind == OSC_PUT ? !a->origin : !a->result))
+        return false;
+    if (win->access != BM_OSC_ACCESS_FENCE && t->lock == BM_OSC_LOCK_NONE)
+        return false;
+    uint64_t unit = (uint64_t)t->disp_unit, bytes = (uint64_t)a->tcount * dt->size;
+    if ((uint64_t)a->disp > t->size / unit || bytes > t->size - (uint64_t)a->disp * unit)
+        return false;
+    char *p = t->shm + (uint64_t)a->disp * unit;
+    if (a->kind == OSC_PUT)
+        memcpy(p, a->origin, bytes);
+    else
+        memcpy(a->result, p, bytes);
+    return true;
+}
+
 static int osc_entry(MPI_Win win, const struct osc_args *a, MPI_Request *request, bool rma_req,
                      const char *fn)
 {
     if (rma_req)
         return osc_rma_req(win, a, request, fn);
+    if ((a->kind == OSC_PUT || a->kind == OSC_GET) && bm_mpi_state == BM_MPI_STATE_RUNNING &&
+        shm_fast(win, a))
+        return MPI_SUCCESS;
     int rc = bm_osc_check_win(win, fn);
     return rc ? rc : osc_rma(win, a, NULL, fn);
 }
