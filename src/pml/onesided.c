@@ -202,6 +202,11 @@ static void am_recv_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d
 {
     (void)m;
     (void)cbdata;
+    bm_pml_am_incoming(d);
+}
+
+void bm_pml_am_incoming(const struct bm_btl_recv_desc *d)
+{
     size_t len = 0;
     for (uint32_t i = 0; i < d->seg_count; i++)
         len += d->seg[i].len;

@@ -385,6 +385,9 @@ void bm_pml_rdma_put_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
 /* onesided.c: active messages (register their receive callback; free held ones) */
 void bm_pml_am_init(void);
 void bm_pml_am_fini(void);
+/* An AM fragment arrived (what its receive callback does; exported for the
+ * unit test). */
+void bm_pml_am_incoming(const struct bm_btl_recv_desc *d);
 
 /* progress.c */
 /* One progress pass without the idle policy (the wait loops and the
