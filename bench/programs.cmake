@@ -52,8 +52,7 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
             ARGS -c iallreduce -p 4 -m 4:256k -i 10 -w 1)
         # bm_osc: each operation and synchronisation once (sizes kept small:
         # the data checks, not speed)
-        foreach(run put:flush:0:64k put:lock:0:4k:-b get:fence:0:1k acc:flush:8:4k fop:lock:8:8
-                cas:flush:8:8)
+        foreach(run put:flush:0:64k put:lock:0:4k:-b get:fence:0:1k fop:lock:8:8 cas:flush:8:8)
             string(REPLACE ":" ";" a ${run})
             list(GET a 0 k)
             list(GET a 1 sy)

@@ -40,13 +40,13 @@ function(bm_osc_test prog)
     endforeach()
 endfunction()
 
-bm_osc_test(osc_fence RUNS self:1:create sm:4:allocate sm:3:create sm:2:shared sm:2:dynamic
+bm_osc_test(osc_fence RUNS self:1:create sm:4:allocate sm:3:create sm:2:shared
     rdma:3:allocate tcp:3:create tcp:2:dynamic dgram:2:allocate)
-bm_osc_test(osc_lock RUNS self:1:dynamic sm:4:allocate sm:3:create sm:2:shared rdma:3:create tcp:3:allocate
+bm_osc_test(osc_lock RUNS self:1:dynamic sm:4:allocate sm:3:create rdma:3:create tcp:3:allocate
     tcp:2:dynamic dgram:2:create)
-bm_osc_test(osc_atomic RUNS self:1:allocate sm:8:allocate sm:4:create sm:3:shared rdma:4:allocate tcp:4:create
+bm_osc_test(osc_atomic RUNS self:1:allocate sm:8:allocate sm:4:create rdma:4:allocate tcp:4:create
     tcp:3:dynamic dgram:3:allocate)
-bm_osc_test(osc_pscw RUNS self:1:shared sm:4:allocate sm:3:create sm:2:shared rdma:3:create tcp:3:allocate
+bm_osc_test(osc_pscw RUNS self:1:shared sm:4:allocate sm:3:create rdma:3:create tcp:3:allocate
     tcp:2:dynamic dgram:3:create)
 bm_osc_test(osc_windows RUNS sm:4:any tcp:3:any)
 bm_osc_test(osc_errors RUNS sm:3:classes tcp:2:classes)
