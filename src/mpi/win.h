@@ -250,10 +250,13 @@ int bm_mpi_win_attr_delete_all(MPI_Win win, const char *fn);
  * contents are written there first (get_accumulate). atomic: per element
  * with a compare-and-swap loop (other processes apply to the same memory
  * at the same time: shared segments), elements wider than 8 bytes under
- * the stripe lock of their address; otherwise plain (only this process
- * applies). */
+ * the stripe lock of their place in the segment; otherwise plain (only
+ * this process applies). */
 void bm_osc_acc_apply(MPI_Op op, MPI_Datatype dt, const void *origin, void *target, void *old,
                       size_t n, _Atomic uint32_t *stripes);
+/* The stripe lock of the element at addr (in the segment holding
+ * stripes): chosen by offset in the segment, so the same in every process. */
+_Atomic uint32_t *bm_osc_stripe_of(_Atomic uint32_t *stripes, const void *addr);
 /* Compare-and-swap of one element of dt (size 1, 2, 4, 8 or wider under
  * the stripes): old gets the previous value; target gets value when it
  * held compare. */

@@ -12,9 +12,10 @@
  * (bm_mpi_op_apply on one element), and retries when another process got
  * there first. MPI_REPLACE is an atomic exchange, MPI_NO_OP an atomic load.
  * Wider elements (long double, double complex, the value-index pairs) and
- * elements not aligned to their width take a spin lock chosen by address
- * among BM_OSC_SHM_STRIPES in the segment: the same address always takes
- * the same lock, so every process agrees. The standard asks atomicity only
+ * elements not aligned to their width take a spin lock chosen by the
+ * element's offset in the segment among BM_OSC_SHM_STRIPES there: the same
+ * element always takes the same lock in every process, wherever each maps
+ * the segment. The standard asks atomicity only
  * between accumulates of the same predefined type on the same location,
  * which is what this gives. */
 #include "mpi/win.h"
@@ -47,10 +48,15 @@ MPI_Op bm_osc_op_of_id(unsigned id)
 
 /* ---- stripe locks ------------------------------------------------------- */
 
-static _Atomic uint32_t *stripe_of(_Atomic uint32_t *stripes, const void *addr)
+/* The lock of an element is chosen by its offset in the segment, never by
+ * its address: every process maps the segment at an address of its own, so
+ * hashing the address gave two processes two different locks for the same
+ * element (a lost long-double accumulate at 8 ranks). The stripes lie in
+ * the same segment, so addr - stripes is the same number in every process. */
+_Atomic uint32_t *bm_osc_stripe_of(_Atomic uint32_t *stripes, const void *addr)
 {
-    uint64_t a = (uint64_t)(uintptr_t)addr >> 3;
-    return &stripes[(a * 0x9e3779b97f4a7c15ull) >> 58]; /* 64 stripes */
+    uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)stripes) >> 3;
+    return &stripes[(off * 0x9e3779b97f4a7c15ull) >> 58]; /* 64 stripes */
 }
 
 static void stripe_lock(_Atomic uint32_t *s)
@@ -133,7 +139,7 @@ static void combine_mem(MPI_Op op, MPI_Datatype dt, const void *origin, void *ta
 static void elem_locked(MPI_Op op, MPI_Datatype dt, const void *origin, void *target, void *old,
                         size_t w, _Atomic uint32_t *stripes)
 {
-    _Atomic uint32_t *s = stripe_of(stripes, target);
+    _Atomic uint32_t *s = bm_osc_stripe_of(stripes, target);
     stripe_lock(s);
     if (old)
         memcpy(old, target, w);
@@ -264,7 +270,7 @@ void bm_osc_cas_apply(MPI_Datatype dt, const void *compare, const void *value, v
         }
         return;
     }
-    _Atomic uint32_t *s = stripes ? stripe_of(stripes, target) : NULL;
+    _Atomic uint32_t *s = stripes ? bm_osc_stripe_of(stripes, target) : NULL;
     if (s)
         stripe_lock(s);
     memcpy(old, target, w);

@@ -65,3 +65,7 @@ bm_add_mpi_test(osc_passive_agent_np2 TARGET osc_passive NP 2 BTL self,tcp TIMEO
     LABELS mpi osc ARGS wait)
 bm_osc_test(osc_dtype RUNS sm:3:allocate sm:2:create rdma:2:allocate tcp:3:create tcp:2:dynamic
     dgram:2:allocate)
+# The stripe locks of wide-element accumulates in shared segments: the same
+# lock for an element in every mapping, no lost additions between processes.
+bm_add_unit_test(test_osc_stripes SOURCES ${osc_dir}/test_osc_stripes.c LABELS unit osc
+    TIMEOUT 30)
