@@ -51,6 +51,10 @@ struct bm_rte_proc {
     int appnum;     /* which program of an MPMD job (MPI_APPNUM), 0.. */
     char hostname[256];
     char jobid[32]; /* unique per job on this machine: used in shared-memory names */
+    /* How the launcher was reached ("PMI-2 on PMI_FD", "PMIx direct modex",
+     * ...): for logs and for the tests that must fail when the launcher
+     * path they name was not the one used. */
+    char via[48];
 };
 
 struct bm_rte_backend_ops {

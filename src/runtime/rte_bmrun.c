@@ -137,6 +137,7 @@ static bm_status_t bmrun_init(struct bm_rte_proc *proc)
     bmr.rank = proc->rank;
     bmr.size = proc->size;
     bmr.epoch = 0;
+    snprintf(proc->via, sizeof(proc->via), "bmrun key-value service");
     bmr.node_of = calloc((size_t)proc->size, sizeof(int));
     bmr.store = bm_rte_store_new(proc->size);
     if (!bmr.node_of || !bmr.store) {

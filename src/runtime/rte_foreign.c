@@ -62,8 +62,13 @@ static const char *env_or(const char *name, const char *otherwise)
 
 int bm_rte_foreign_launcher(struct bm_rte_foreign *out)
 {
+    return bm_rte_foreign_launcher_as(out, BM_HAVE_PMIX);
+}
+
+int bm_rte_foreign_launcher_as(struct bm_rte_foreign *out, int have_pmix)
+{
     memset(out, 0, sizeof(*out));
-    if (getenv("PMIX_NAMESPACE") && !BM_HAVE_PMIX) {
+    if (getenv("PMIX_NAMESPACE") && !have_pmix) {
         SAY(launcher, "a PMIx launcher (Open MPI's mpirun, prterun or srun --mpi=pmix)");
         SAY(evidence, "PMIX_NAMESPACE=%s", getenv("PMIX_NAMESPACE"));
         SAY(missing, "this bitmover was built without PMIx support (%s)", BM_PMIX_WHY);
@@ -85,7 +90,7 @@ int bm_rte_foreign_launcher(struct bm_rte_foreign *out)
         SAY(todo,
             "Run srun --mpi=pmix%s or srun --mpi=pmi2 (srun --mpi=list shows what this Slurm "
             "offers); administrators can make it the default with MpiDefault=pmix in slurm.conf",
-            BM_HAVE_PMIX ? "" : " (needs a bitmover built with PMIx)");
+            have_pmix ? "" : " (needs a bitmover built with PMIx)");
         return 1;
     }
     if (env_gt1("OMPI_COMM_WORLD_SIZE")) {

@@ -140,6 +140,8 @@ static bm_status_t pmi_init(struct bm_rte_proc *proc)
     proc->appnum = pmi.conn.appnum > 0 ? pmi.conn.appnum : 0;
     bm_rte_proc_set_nodes(proc, pmi.node_of);
     bm_rte_jobid_from("pmi", pmi.conn.kvsname, proc->jobid, sizeof(proc->jobid));
+    snprintf(proc->via, sizeof(proc->via), "PMI-%d on %s", pmi.conn.version,
+             strncmp(pmi.conn.where, "PMI_FD", 6) == 0 ? "PMI_FD" : "PMI_PORT");
     bm_log_debug("PMI-%d on %s: rank %d of %d, kvs %s, vallen_max %d", version, pmi.conn.where,
                  pmi.rank, pmi.size, pmi.conn.kvsname, pmi.conn.vallen_max);
     return BM_OK;

@@ -308,6 +308,8 @@ static bm_status_t pmix_init(struct bm_rte_proc *proc)
     proc->hostname[sizeof(proc->hostname) - 1] = '\0';
     pmix_value_free(hv);
     bm_rte_jobid_from("px", px.me.nspace, proc->jobid, sizeof(proc->jobid));
+    snprintf(proc->via, sizeof(proc->via), "PMIx %s modex",
+             px.mode == PMIX_MODEX_DIRECT ? "direct" : "collect");
     bm_log_debug("PMIx namespace %s: rank %d of %d, node %d of %d, local %d of %d, modex %s",
                  px.me.nspace, proc->rank, px.size, node, nodes, local_rank, local_size,
                  px.mode == PMIX_MODEX_DIRECT ? "direct" : "collect");

@@ -36,6 +36,7 @@ static bm_status_t singleton_init(struct bm_rte_proc *proc)
     if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         rnd = (uint32_t)getppid() * 2654435761u;
     snprintf(proc->jobid, sizeof(proc->jobid), "%dx%08x", (int)getpid(), rnd);
+    snprintf(proc->via, sizeof(proc->via), "no launcher");
     return BM_OK;
 }
 

@@ -103,7 +103,7 @@ expect_rc mpmd 0
 run mpmdmpi "$BMRUN" -n 1 "$MPIPROG" "$TOKEN" : -n 2 "$MPIPROG" "$TOKEN"
 expect_rc mpmdmpi 0
 expect_out mpmdmpi '^allreduce ok 3$'
-expect_out mpmdmpi '^rank 2 of 3 backend bmrun node-ranks 3 app 1$'
+expect_out mpmdmpi '^rank 2 of 3 backend bmrun node-ranks 3 app 1 via bmrun key-value service$'
 run mpmdnon "$BMRUN" -n 1 true : true
 expect_rc mpmdnon 2
 expect_err mpmdnon 'program 2 of the MPMD job \(true\) has no -n'

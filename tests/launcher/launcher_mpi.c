@@ -1,11 +1,12 @@
 /* An MPI program for the tests that start bitmover jobs with other
  * launchers (mpiexec.hydra, Open MPI's mpirun, srun). Every rank prints
  * one line naming the runtime backend that started it, its rank, the job
- * size, its node's rank count and its MPI_APPNUM, then checks an MPI_Allreduce of the ranks
- * and a ring exchange; rank 0 prints "allreduce ok N" when both hold on
- * every rank. Arguments: "abort R CODE" makes rank R call MPI_Abort(CODE)
- * after the checks; "stdin" makes rank 0 read stdin and print its lines
- * (bmrun forwards stdin to rank 0). The launcher scripts check the lines. */
+ * size, its node's rank count, its MPI_APPNUM and how the launcher was
+ * reached (PMI version and socket, PMIx modex mode), then checks an
+ * MPI_Allreduce of the ranks and a ring exchange; rank 0 prints
+ * "allreduce ok N" when both hold on every rank. Arguments: "abort R CODE" makes rank R call
+ * MPI_Abort(CODE) after the checks; "stdin" makes rank 0 read stdin and print its lines (bmrun
+ * forwards stdin to rank 0). The launcher scripts check the lines. */
 #include "runtime/rte.h"
 
 #include <mpi.h>
@@ -24,8 +25,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(node, &lsize);
     int *appnum, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
-    printf("rank %d of %d backend %s node-ranks %d app %d\n", rank, size, bm_rte_backend_name(),
-           lsize, flag ? *appnum : -1);
+    printf("rank %d of %d backend %s node-ranks %d app %d via %s\n", rank, size,
+           bm_rte_backend_name(), lsize, flag ? *appnum : -1, bm_rte_self()->via);
     fflush(stdout);
 
     long sum = 0, mine = rank + 1;

@@ -57,6 +57,21 @@ expect_no_leftovers() {
     fi
 }
 
+# check_job NAME BACKEND NP VIA: the MPI job (launcher_mpi) exited 0, every
+# one of its NP ranks says it was started by BACKEND reached VIA ("PMI-2 on
+# PMI_FD", "PMIx direct modex", ...), and its allreduce was right.
+check_job() {
+    expect_rc "$1" 0
+    local n
+    n=$(grep -Ec "^rank [0-9]+ of $3 backend $2 node-ranks $3 app 0 via $4\$" "$T/$1.out")
+    if [ "$n" -eq "$3" ]; then ok "$1: $3 ranks started by backend $2 via $4"; else
+        fail "$1: expected $3 lines 'rank R of $3 backend $2 node-ranks $3 app 0 via $4', got $n"
+        sed 's/^/    stdout: /' "$T/$1.out" | head -10 >&2
+        sed 's/^/    stderr: /' "$T/$1.err" | head -10 >&2
+    fi
+    expect_out "$1" "^allreduce ok $3\$"
+}
+
 finish() {
     if [ "$failures" -ne 0 ]; then
         echo "$(basename "$0"): $failures failure(s)"

@@ -379,6 +379,24 @@ static void test_foreign(void)
     BM_CHECK_MSG(strstr(why, "PMI_FD"), "%s", why);
     unsetenv("PMI_SIZE");
 
+    /* Open MPI's mpirun (PMIx variables) and a build without PMIx: the
+     * message names the launcher, the missing library and two ways out. */
+    struct bm_rte_foreign f;
+    setenv("PMIX_NAMESPACE", "prterun-vm-123@1", 1);
+    BM_CHECK_EQ_INT(bm_rte_foreign_launcher_as(&f, 0), 1);
+    BM_CHECK_MSG(strstr(f.launcher, "mpirun") && strstr(f.evidence, "prterun-vm-123@1") &&
+                     strstr(f.missing, "without PMIx") && strstr(f.todo, "libpmix-dev") &&
+                     strstr(f.todo, "srun --mpi=pmi2"),
+                 "%s / %s / %s / %s", f.launcher, f.evidence, f.missing, f.todo);
+    BM_CHECK_EQ_INT(bm_rte_foreign_launcher_as(&f, 1), 0); /* a PMIx build serves it */
+    unsetenv("PMIX_NAMESPACE");
+    setenv("SLURM_STEP_NUM_TASKS", "4", 1);
+    setenv("SLURM_PROCID", "0", 1);
+    BM_CHECK_EQ_INT(bm_rte_foreign_launcher_as(&f, 0), 1);
+    BM_CHECK_MSG(strstr(f.todo, "needs a bitmover built with PMIx"), "%s", f.todo);
+    unsetenv("SLURM_STEP_NUM_TASKS");
+    unsetenv("SLURM_PROCID");
+
     /* bmrun's variables win over a surrounding launcher's */
     setenv("BMRUN_KVS", "127.0.0.1:1", 1);
     setenv("BMRUN_RANK", "0", 1);
