@@ -2,7 +2,8 @@
 # --bind-to: by default each local rank runs on a CPU of its own (distinct
 # CPUs, one each) when the host has a CPU per rank; with more ranks than
 # CPUs, a single rank, or with --bind-to none, the ranks keep bmrun's whole
-# CPU set.
+# CPU set. Open MPI's objects: --bind-to core binds to the hardware threads
+# of the rank's core, socket to the CPUs of its package (from sysfs).
 BMRUN=$1 RANK=$2
 . "$(dirname "$0")/lib.sh"
 
@@ -45,7 +46,24 @@ else
     fail "--bind-to none: expected $all for every rank, got: $(tr '\n' ' ' <"$T/none.out")"
 fi
 
-run badbind "$BMRUN" --bind-to socket -n 1 "$RANK"
+# Open MPI's objects: the CPUs sysfs says share the rank's core or package.
+first=$(echo "$all" | cut -d, -f1 | cut -d- -f1)
+if [ "$ncpu" -ge 2 ] && [ "$all" = "$(cat /sys/devices/system/cpu/online)" ]; then
+    for obj in core:thread_siblings_list socket:core_siblings_list; do
+        run "obj${obj%%:*}" "$BMRUN" -n 2 --bind-to "${obj%%:*}" --report-bindings --tag-output \
+            sh -c "$show"
+        expect_rc "obj${obj%%:*}" 0
+        want=$(cat "/sys/devices/system/cpu/cpu$first/topology/${obj#*:}")
+        expect_out "obj${obj%%:*}" "^\\[0\\] $want\$"
+        expect_err "obj${obj%%:*}" "^\\[0\\] bmrun: rank 0 \\(host [^,]+, pid [0-9]+\\) bound to CPUs? $want \\(--bind-to ${obj%%:*}\\)\$"
+    done
+else
+    echo "note: bmrun's CPU set ($all) is not every online CPU: --bind-to core/socket not checked"
+fi
+
+run badbind "$BMRUN" --bind-to slot -n 1 "$RANK"
 expect_rc badbind 2
-expect_err badbind '--bind-to socket: bmrun binds to core .* or none'
+expect_err badbind '--bind-to slot: bmrun binds to hwthread, core, .*socket \(package\), board or none'
+run badqual "$BMRUN" --bind-to core:overload-allowed -n 1 true
+expect_rc badqual 0
 finish

@@ -92,6 +92,12 @@ done
 expect_err typo--oversubscibe "unknown option '--oversubscibe'; did you mean --oversubscribe\?"
 expect_err typo-mpa-by "did you mean -map-by\?"
 expect_err typo--tag-ouput "did you mean --tag-output\?"
+run typoprefix "$BMRUN" -n 1 --tag-out true
+expect_rc typoprefix 2
+expect_err typoprefix "unknown option '--tag-out'; did you mean --tag-output\?"
+run typofar "$BMRUN" -n 1 --frobnicate true
+expect_rc typofar 2
+expect_err typofar "unknown option '--frobnicate' \(the closest bmrun option is -
 
 # MPMD: consecutive ranks, each program its own -n and -x, MPI_APPNUM.
 run mpmd "$BMRUN" -n 1 -x WHO=a sh -c "$(env_of BMRUN_SIZE BMRUN_APPNUM WHO)" : \

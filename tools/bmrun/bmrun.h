@@ -192,7 +192,7 @@ struct bm_run_opts {
     const char *hostfile; /* --hostfile */
     const char *agent;    /* --launch-agent */
     bool tag_output;
-    const char *bind_to; /* --bind-to: "core" (default) or "none" */
+    const char *bind_to; /* --bind-to object (hwthread, core, socket, ...); NULL: "cpu" */
     double timeout;      /* 0: none */
     enum bm_run_map map_by;
     int npernode;         /* -N / ppr:N:node; 0: no limit */

@@ -418,7 +418,7 @@ static char **ctl_env_for_host(int h)
     env[n++] = ctl_strdupf("BMRUN_JOBID=%s", job->jobid);
     env[n++] = ctl_strdupf("BMRUN_KVS=%s", job->kvs_addrs);
     env[n++] = ctl_strdupf("BMRUN_SECRET=%s", job->secret_hex);
-    env[n++] = ctl_strdupf("BMRUN_BIND_TO=%s", ctl.opts->bind_to ? ctl.opts->bind_to : "core");
+    env[n++] = ctl_strdupf("BMRUN_BIND_TO=%s", ctl.opts->bind_to ? ctl.opts->bind_to : "cpu");
     if (ctl.opts->report_bindings)
         env[n++] = strdup("BMRUN_REPORT_BINDINGS=1");
     env[n++] = ctl_strdupf("BMRUN_NODE=%d", host->node);

@@ -189,20 +189,105 @@ static bool cpu_first_thread(int cpu)
     return !ok || first == cpu;
 }
 
-/* BMRUN_BIND_TO=core: bind local rank idx of nlocal to a CPU of its own,
- * the first threads of distinct cores before their siblings. Unbound
- * ranks on a busy machine were measured sharing one CPU now and then, and
- * every shared-memory message then waited for a context switch (2.5 us
- * instead of 0.15 us). With more ranks than CPUs nothing is bound: the
- * kernel balances better than a fixed oversubscribed placement. A rank
+/* Parse a sysfs CPU list ("0-3,8,10-11") into set; false when unreadable. */
+static bool cpulist_read(const char *path, cpu_set_t *set)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char buf[4096];
+    bool ok = fgets(buf, sizeof(buf), f) != NULL;
+    fclose(f);
+    CPU_ZERO(set);
+    for (char *p = buf; ok && *p && *p != '\n';) {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p)
+            return false;
+        if (*end == '-')
+            hi = strtol(end + 1, &end, 10);
+        for (long c = lo; c <= hi && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, set);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return ok && CPU_COUNT(set) > 0;
+}
+
+/* The CPUs that share the --bind-to object `level` with cpu (Open MPI's
+ * objects: hwthread, core, l1cache, l2cache, l3cache, numa, socket or
+ * package, board), from sysfs. False when this kernel does not say. */
+static bool cpu_domain(int cpu, const char *level, cpu_set_t *out)
+{
+    char path[160];
+    const char *top = "/sys/devices/system/cpu";
+    if (strcmp(level, "hwthread") == 0 || strcmp(level, "cpu") == 0) {
+        CPU_ZERO(out);
+        CPU_SET(cpu, out);
+        return true;
+    }
+    if (strcmp(level, "core") == 0) {
+        snprintf(path, sizeof(path), "%s/cpu%d/topology/thread_siblings_list", top, cpu);
+        return cpulist_read(path, out);
+    }
+    if (strcmp(level, "socket") == 0 || strcmp(level, "package") == 0) {
+        snprintf(path, sizeof(path), "%s/cpu%d/topology/core_siblings_list", top, cpu);
+        return cpulist_read(path, out);
+    }
+    if (strcmp(level, "numa") == 0) {
+        for (int node = 0; node < 1024; node++) {
+            snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+            if (cpulist_read(path, out) && CPU_ISSET(cpu, out))
+                return true;
+        }
+        return false;
+    }
+    if (strcmp(level, "board") == 0)
+        return sched_getaffinity(0, sizeof(*out), out) == 0;
+    if (strlen(level) == 7 && strncmp(level, "l", 1) == 0 && strcmp(level + 2, "cache") == 0) {
+        int want = level[1] - '0';
+        for (int i = 0; i < 16; i++) {
+            char buf[32] = "";
+            snprintf(path, sizeof(path), "%s/cpu%d/cache/index%d/level", top, cpu, i);
+            FILE *f = fopen(path, "r");
+            if (!f)
+                break;
+            int lv = -1;
+            bool ok = fscanf(f, "%d", &lv) == 1;
+            fclose(f);
+            snprintf(path, sizeof(path), "%s/cpu%d/cache/index%d/type", top, cpu, i);
+            if ((f = fopen(path, "r")) != NULL) {
+                if (!fgets(buf, sizeof(buf), f))
+                    buf[0] = '\0';
+                fclose(f);
+            }
+            if (!ok || lv != want || strncmp(buf, "Instruction", 11) == 0)
+                continue;
+            snprintf(path, sizeof(path), "%s/cpu%d/cache/index%d/shared_cpu_list", top, cpu, i);
+            return cpulist_read(path, out);
+        }
+        return false;
+    }
+    return false;
+}
+
+/* Bind local rank idx of nlocal as BMRUN_BIND_TO says. Each rank is given
+ * a CPU of its own, the first threads of distinct cores before their
+ * siblings, and is bound to it ("cpu", the default, and "hwthread") or to
+ * the CPUs of the object around it that --bind-to names ("core": its
+ * hardware threads; "l2cache", "socket", "numa", ...: Open MPI's meaning).
+ * Unbound ranks on a busy machine were measured sharing one CPU now and
+ * then, and every shared-memory message then waited for a context switch
+ * (2.5 us instead of 0.15 us). With more ranks than CPUs nothing is bound:
+ * the kernel balances better than a fixed oversubscribed placement. A rank
  * alone on its host is not bound either: it has no local peer to keep
  * apart from, and "hosts" that are containers or network namespaces of one
  * machine would all pin their lone rank to the same first CPU (measured:
- * a veth ping-pong between two namespaces went from 7 to 24 us). */
-static const char *local_bind(int idx, int nlocal, int *cpu_out)
+ * a veth ping-pong between two namespaces went from 7 to 24 us). Returns
+ * why nothing was bound, or NULL with the CPUs in *set_out. */
+static const char *local_bind(int idx, int nlocal, cpu_set_t *set_out)
 {
     const char *how = getenv("BMRUN_BIND_TO");
-    if (!how || strcmp(how, "core") != 0)
+    if (!how || strcmp(how, "none") == 0)
         return "--bind-to none";
     if (nlocal < 2)
         return "the only rank on its host";
@@ -216,26 +301,45 @@ static const char *local_bind(int idx, int nlocal, int *cpu_out)
                 order[n++] = c;
     if (nlocal > n)
         return "more ranks on its host than CPUs (oversubscribed)";
-    CPU_ZERO(&set);
-    CPU_SET(order[idx], &set);
-    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+    static char why[96];
+    if (!cpu_domain(order[idx], how, set_out)) {
+        snprintf(why, sizeof(why), "this kernel does not say which CPUs share a %.16s", how);
+        return why;
+    }
+    CPU_AND(set_out, set_out, &set); /* never outside what bmrun was given */
+    if (CPU_COUNT(set_out) == 0 || sched_setaffinity(0, sizeof(*set_out), set_out) != 0)
         return "sched_setaffinity failed";
-    *cpu_out = order[idx];
     return NULL;
 }
 
 /* --report-bindings: one line on the rank's stderr, like mpirun's. */
-static void local_report_binding(int rank, const char *why_not, int cpu)
+static void local_report_binding(int rank, const char *why_not, const cpu_set_t *set)
 {
     if (!getenv("BMRUN_REPORT_BINDINGS"))
         return;
     const char *host = getenv("BMRUN_HOSTNAME");
-    if (why_not)
+    if (why_not) {
         fprintf(stderr, "bmrun: rank %d (host %s, pid %d) not bound: %s\n", rank, host ? host : "?",
                 (int)getpid(), why_not);
-    else
-        fprintf(stderr, "bmrun: rank %d (host %s, pid %d) bound to CPU %d\n", rank,
-                host ? host : "?", (int)getpid(), cpu);
+        fflush(stderr);
+        return;
+    }
+    char list[256] = "";
+    size_t len = 0;
+    for (int c = 0; c < CPU_SETSIZE && len + 16 < sizeof(list); c++) {
+        if (!CPU_ISSET(c, set) || (c > 0 && CPU_ISSET(c - 1, set)))
+            continue;
+        int hi = c;
+        while (hi + 1 < CPU_SETSIZE && CPU_ISSET(hi + 1, set))
+            hi++;
+        len += (size_t)snprintf(list + len, sizeof(list) - len, hi > c ? "%s%d-%d" : "%s%d",
+                                len ? "," : "", c, hi);
+    }
+    const char *how = getenv("BMRUN_BIND_TO");
+    fprintf(stderr, "bmrun: rank %d (host %s, pid %d) bound to CPU%s %s%s%s%s\n", rank,
+            host ? host : "?", (int)getpid(), CPU_COUNT(set) > 1 ? "s" : "", list,
+            how && strcmp(how, "cpu") != 0 ? " (--bind-to " : "",
+            how && strcmp(how, "cpu") != 0 ? how : "", how && strcmp(how, "cpu") != 0 ? ")" : "");
     fflush(stderr);
 }
 
@@ -264,9 +368,10 @@ __attribute__((noreturn)) static void local_child(const struct bm_run_local_spec
     setenv("BMRUN_RANK", buf, 1);
     snprintf(buf, sizeof(buf), "%d", idx);
     setenv("BMRUN_LOCAL_RANK", buf, 1);
-    int cpu = -1;
-    const char *why_not = local_bind(idx, spec->nranks, &cpu);
-    local_report_binding(spec->ranks[idx], why_not, cpu);
+    cpu_set_t bound;
+    CPU_ZERO(&bound);
+    const char *why_not = local_bind(idx, spec->nranks, &bound);
+    local_report_binding(spec->ranks[idx], why_not, &bound);
     execvp(app->argv[0], app->argv);
     int e = errno;
     ssize_t w = write(exec_w, &e, sizeof(e));

@@ -101,13 +101,15 @@ static const struct opt *opts_find(const char *word, const char **inline_val)
     return NULL;
 }
 
-/* "did you mean": the known name closest to word, when close enough. */
-static const char *opts_closest(const char *word)
+/* The known name closest to word: by edit distance, or a known name that
+ * word begins (--tag-out, --report). *close_out says whether it is close
+ * enough to ask "did you mean"; otherwise it is only named. */
+static const char *opts_closest(const char *word, bool *close_out)
 {
     char w[64];
     snprintf(w, sizeof(w), "%.*s", (int)strcspn(word, "="), word);
-    const char *best = NULL;
-    size_t bestd = (size_t)-1;
+    const char *best = NULL, *prefix_of = NULL;
+    size_t bestd = (size_t)-1, len = strlen(w);
     for (size_t i = 0; i < NOPTS; i++)
         for (const char *const *n = opts_table[i].names; *n; n++) {
             size_t d = bm_util_params_distance(w, *n);
@@ -115,9 +117,18 @@ static const char *opts_closest(const char *word)
                 bestd = d;
                 best = *n;
             }
+            /* At least 3 letters past the dashes, and the longest spelling. */
+            if (len >= strspn(w, "-") + 3 && strncmp(*n, w, len) == 0 &&
+                (!prefix_of || strlen(*n) > strlen(prefix_of)))
+                prefix_of = *n;
         }
-    size_t len = strlen(w);
-    return bestd <= (len > 9 ? 3 : 2) && bestd < len ? best : NULL;
+    *close_out = true;
+    if (bestd <= (len > 9 ? 3 : 2) && bestd < len)
+        return best;
+    if (prefix_of)
+        return prefix_of;
+    *close_out = false;
+    return best;
 }
 
 static bool parse_int(const char *s, int min, int max, int *out)
@@ -358,14 +369,32 @@ static int opts_apply(struct bm_run_opts *o, enum opt_id id, const char *v, cons
             return opts_error("--launch-agent needs a command");
         o->agent = v;
         return 0;
-    case OPT_BIND:
-        if (strcmp(v, "core") == 0 || strcmp(v, "hwthread") == 0 || strcmp(v, "none") == 0) {
-            o->bind_to = strcmp(v, "none") == 0 ? "none" : "core";
-            return 0;
+    case OPT_BIND: {
+        /* Open MPI's objects; its qualifiers change nothing here (bmrun
+         * never fails a job for want of a binding, it says why). */
+        static const char *const objs[] = {"none",    "hwthread", "core",   "l1cache", "l2cache",
+                                           "l3cache", "numa",     "socket", "package", "board"};
+        size_t len = strcspn(v, ":");
+        const char *q = v + len;
+        while (*q == ':') {
+            q++;
+            size_t ql = strcspn(q, ":");
+            if (!((ql == 16 && strncasecmp(q, "overload-allowed", ql) == 0) ||
+                  (ql == 12 && strncasecmp(q, "if-supported", ql) == 0)))
+                return opts_error("--bind-to %s: unknown qualifier '%.*s' (Open MPI's are "
+                                  "overload-allowed and if-supported)",
+                                  v, (int)ql, q);
+            q += ql;
         }
-        return opts_error("--bind-to %s: bmrun binds to core (each rank of a host on a CPU of its "
-                          "own, distinct cores first; hwthread is the same) or none",
+        for (size_t k = 0; k < sizeof(objs) / sizeof(objs[0]); k++)
+            if (strlen(objs[k]) == len && strncasecmp(v, objs[k], len) == 0) {
+                o->bind_to = objs[k];
+                return 0;
+            }
+        return opts_error("--bind-to %s: bmrun binds to hwthread, core, l1cache, l2cache, "
+                          "l3cache, numa, socket (package), board or none, as Open MPI does",
                           v);
+    }
     case OPT_MAP:
         return opts_map_by(o, v);
     case OPT_OVERSUB:
@@ -447,10 +476,13 @@ int bm_run_opts_parse(int argc, char **argv, struct bm_run_opts *o)
             const char *inl;
             const struct opt *op = opts_find(a, &inl);
             if (!op) {
-                const char *near = opts_closest(a);
-                if (near)
+                bool close;
+                const char *near = opts_closest(a, &close);
+                if (close)
                     return opts_error("unknown option '%s'; did you mean %s?", a, near);
-                return opts_error("unknown option '%s' (bmrun --help lists the options)", a);
+                return opts_error("unknown option '%s' (the closest bmrun option is %s; bmrun "
+                                  "--help lists them all)",
+                                  a, near);
             }
             if (op->id == OPT_HELP) {
                 bm_run_usage(stdout);
