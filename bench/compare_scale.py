@@ -218,6 +218,23 @@ def ratios(res, labels):
                 parts.append("memory %.2fx %s" % (b["total"] / p["total"], peer))
         if parts:
             out.append("- %s: %s" % (label, ", ".join(parts)))
+    # The goal's second half: start-up grows at most linearly from 8 ranks
+    # (or the smallest count of at least 8) to the largest, on one host.
+    one = sorted((res["bitmover"].get(l, {}).get("np", 0), l) for l in labels
+                 if l.startswith("1x"))
+    one = [x for x in one if x[0] >= 8]
+    if len(one) >= 2:
+        (n0, l0), (n1, l1) = one[0], one[-1]
+        parts = []
+        for s in STACKS:
+            a, b = res.get(s, {}).get(l0, {}), res.get(s, {}).get(l1, {})
+            if a.get("wall_ms") and b.get("wall_ms"):
+                parts.append("%s %.1fx wall (%.1fx CPU)" % (
+                    s, b["wall_ms"] / a["wall_ms"],
+                    b["cpu_ms"] / a["cpu_ms"] if a.get("cpu_ms") else float("nan")))
+        if parts:
+            out.append("- growth %s -> %s (%.0fx the ranks): %s" % (l0, l1, n1 / n0,
+                                                                    ", ".join(parts)))
     return "\n".join(out)
 
 
