@@ -64,6 +64,6 @@ fi
 run badbind "$BMRUN" --bind-to slot -n 1 "$RANK"
 expect_rc badbind 2
 expect_err badbind '--bind-to slot: bmrun binds to hwthread, core, .*socket \(package\), board or none'
-run badqual "$BMRUN" --bind-to core:overload-allowed -n 1 true
-expect_rc badqual 0
+run qualifier "$BMRUN" --bind-to core:overload-allowed -n 1 true
+expect_rc qualifier 0
 finish

@@ -97,7 +97,7 @@ expect_rc typoprefix 2
 expect_err typoprefix "unknown option '--tag-out'; did you mean --tag-output\?"
 run typofar "$BMRUN" -n 1 --frobnicate true
 expect_rc typofar 2
-expect_err typofar "unknown option '--frobnicate' \(the closest bmrun option is -
+expect_err typofar "unknown option '--frobnicate' \(the closest bmrun option is -[-a-zA-Z]+; bmrun --help lists them all\)"
 
 # MPMD: consecutive ranks, each program its own -n and -x, MPI_APPNUM.
 run mpmd "$BMRUN" -n 1 -x WHO=a sh -c "$(env_of BMRUN_SIZE BMRUN_APPNUM WHO)" : \
