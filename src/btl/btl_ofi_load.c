@@ -7,8 +7,11 @@
  * here (hidden, so they never interpose on anyone else) and forward to the
  * library opened on the first call; everything else in the fi_* API is
  * inline code over the objects those calls return. When libfabric cannot be
- * loaded every call fails with -FI_ENOSYS and fi_strerror says why. */
+ * loaded every call fails with -FI_ENOSYS and fi_strerror says why. Also
+ * here, for both libfabric transports (ofi and dgram's libfabric wire): how
+ * their provider include/exclude lists are read (btl_ofi_load.h). */
 #define BM_LOG_SUBSYS "btl/ofi"
+#include "btl/btl_ofi_load.h"
 #include "util/log.h"
 
 #include <dlfcn.h>
@@ -16,6 +19,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #define OFI_LIBRARY "libfabric.so.1"
 
@@ -104,4 +108,39 @@ const char *fi_strerror(int errnum)
 uint32_t fi_version(void)
 {
     return ofi_ready() ? ofi.version() : 0;
+}
+
+/* ---- provider lists (BM_BTL_OFI_PROVIDER_*, BM_BTL_DGRAM_PROVIDER_*) ---- */
+
+bool bm_btl_ofi_list_has(const char *list, const char *name, size_t len)
+{
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t n = strcspn(p, ",");
+        size_t m = n;
+        while (m > 0 && p[m - 1] == ' ')
+            m--;
+        if (m == len && strncmp(p, name, len) == 0)
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+bool bm_btl_ofi_provider_match(const char *list, const char *name)
+{
+    if (!list || !*list || !name)
+        return false;
+    if (bm_btl_ofi_list_has(list, name, strlen(name)))
+        return true;
+    for (const char *p = name; *p;) {
+        size_t n = strcspn(p, ";");
+        if (bm_btl_ofi_list_has(list, p, n))
+            return true;
+        p += n;
+        if (*p == ';')
+            p++;
+    }
+    return false;
 }

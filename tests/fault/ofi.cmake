@@ -87,3 +87,18 @@ bm_scaled_timeout(t 120)
 add_test(NAME ofi_kill
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ofi_kill.sh $<TARGET_FILE:bmrun> $<TARGET_FILE:ofi_fault>)
 set_tests_properties(ofi_kill PROPERTIES TIMEOUT ${t} LABELS fault)
+
+# dgram's libfabric wire takes any FI_EP_DGRAM provider that addresses peers
+# by IP, chosen by BM_BTL_DGRAM_PROVIDER_INCLUDE/_EXCLUDE: named explicitly
+# it runs the conformance suite; excluded, the error names the lists and
+# what was found.
+if(TARGET btl_conformance)
+    bm_add_mpi_test(btl_conformance_dgram_ofi_np2_provider TARGET btl_conformance NP 2
+        BTL self,dgram LABELS btl TIMEOUT 120 ARGS dgram
+        ENV BM_BTL_DGRAM_WIRE=ofi BM_BTL_DGRAM_PROVIDER_INCLUDE=udp)
+    bm_add_mpi_test(dgram_ofi_provider_excluded TARGET btl_conformance NP 2 BTL self,dgram
+        LABELS btl TIMEOUT 60 ARGS dgram
+        ENV BM_BTL_DGRAM_WIRE=ofi BM_BTL_DGRAM_PROVIDER_EXCLUDE=udp,sockets)
+    set_tests_properties(dgram_ofi_provider_excluded PROPERTIES PASS_REGULAR_EXPRESSION
+        "no libfabric FI_EP_DGRAM provider passes BM_BTL_DGRAM_PROVIDER_INCLUDE= / _EXCLUDE=udp,sockets \\(found: [a-z, ]*udp")
+endif()

@@ -31,7 +31,9 @@ extern const struct bm_param_table bm_btl_dgram_param_table;
 enum { BM_DGRAM_WIRE_AUTO, BM_DGRAM_WIRE_UDP, BM_DGRAM_WIRE_OFI };
 
 struct bm_btl_dgram_config {
-    int wire;               /* BM_DGRAM_WIRE_* */
+    int wire;                 /* BM_DGRAM_WIRE_* */
+    const char *prov_include; /* libfabric wire: FI_EP_DGRAM providers to use ("" = any) */
+    const char *prov_exclude;
     const char *if_include; /* comma list of interface names or a.b.c.d/n, "" = all */
     const char *if_exclude;
     size_t mtu;              /* data channel datagram size; 0 = per peer, route MTU - 28 */

@@ -23,6 +23,12 @@ static const struct bm_param dgram_params[] = {
      "Datagram wire: native UDP sockets (sendmmsg/recvmmsg) or libfabric FI_EP_DGRAM. auto "
      "picks udp, the faster one here (see src/btl/dgram/README.md).",
      CFG(wire), 0},
+    {"BM_BTL_DGRAM_PROVIDER_INCLUDE", BM_PARAM_STRING, "", 0, 0, NULL,
+     "libfabric wire: use only these FI_EP_DGRAM providers (comma list: udp, usnic, ...) that "
+     "address peers by IP. Empty: libfabric's first one (FI_PROVIDER is honoured too).",
+     CFG(prov_include), 0},
+    {"BM_BTL_DGRAM_PROVIDER_EXCLUDE", BM_PARAM_STRING, "", 0, 0, NULL,
+     "libfabric wire: never use these FI_EP_DGRAM providers.", CFG(prov_exclude), 0},
     {"BM_BTL_DGRAM_IF_INCLUDE", BM_PARAM_STRING, "", 0, 0, NULL,
      "Comma list of interface names or a.b.c.d/n subnets to use (empty: every IPv4 "
      "interface that is up, loopback only when there is no other).",

@@ -1,5 +1,7 @@
-/* The libfabric wire of the dgram transport: FI_EP_DGRAM endpoints (the
- * "udp" provider here; usnic or efa on real hardware). As in the usnic
+/* The libfabric wire of the dgram transport: FI_EP_DGRAM endpoints of any
+ * provider that addresses peers by IP (FI_SOCKADDR_IN): "udp" here, usnic
+ * on Cisco NICs; BM_BTL_DGRAM_PROVIDER_INCLUDE/_EXCLUDE (and FI_PROVIDER)
+ * choose among them, libfabric's order decides the rest. As in the usnic
  * notes: fabric = physical port, domain = interface, endpoint = queue pair.
  * Each channel is its own endpoint with its own completion queue and
  * address vector. Datagrams are sent with FI_INJECT (the provider copies
@@ -11,6 +13,7 @@
  * datagram larger than the provider's max_msg_size. Built only with
  * libfabric; chosen with BM_BTL_DGRAM_WIRE=ofi. */
 #define BM_LOG_SUBSYS "btl/dgram"
+#include "btl/btl_ofi_load.h"
 #include "btl/dgram/dgram.h"
 #include "util/log.h"
 
@@ -20,6 +23,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,16 +114,46 @@ static bm_status_t ofi_open(struct bm_btl_dgram_module *m)
     hints->src_addrlen = sizeof(src);
     if (hints->src_addr)
         memcpy(hints->src_addr, &src, sizeof(src));
-    hints->fabric_attr->prov_name = strdup("udp");
     hints->domain_attr->av_type = FI_AV_TABLE;
-    int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &st->info);
+    struct fi_info *list = NULL;
+    int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list);
     fi_freeinfo(hints);
     if (rc)
-        return ofi_fail(m, "fi_getinfo (udp provider, FI_EP_DGRAM)", rc);
+        return ofi_fail(m, "fi_getinfo (FI_EP_DGRAM with IP addresses)", rc);
+    const char *inc = m->cfg.prov_include ? m->cfg.prov_include : "";
+    const char *exc = m->cfg.prov_exclude ? m->cfg.prov_exclude : "";
+    char seen[256] = "";
+    for (struct fi_info *i = list; i && !st->info; i = i->next) {
+        const char *prov = i->fabric_attr->prov_name;
+        if ((inc[0] && !bm_btl_ofi_provider_match(inc, prov)) ||
+            bm_btl_ofi_provider_match(exc, prov)) {
+            size_t off = strlen(seen);
+            snprintf(seen + off, sizeof(seen) - off, "%s%s", off ? ", " : "", prov);
+            continue;
+        }
+        st->info = fi_dupinfo(i);
+    }
+    fi_freeinfo(list);
+    if (!st->info) {
+        bm_log_error("interface %s: no libfabric FI_EP_DGRAM provider passes "
+                     "BM_BTL_DGRAM_PROVIDER_INCLUDE=%s / _EXCLUDE=%s (found: %s); use "
+                     "BM_BTL_DGRAM_WIRE=udp or widen the lists",
+                     m->addr.ifname, inc, exc, seen);
+        ofi_close(m);
+        return BM_ERR_NOT_AVAILABLE;
+    }
+    bm_log_debug("interface %s: libfabric wire on provider %s", m->addr.ifname,
+                 st->info->fabric_attr->prov_name);
+    /* Every datagram leaves with FI_INJECT: none may be larger than the
+     * provider injects (sockets: 255 bytes) or than its message limit (udp
+     * reports 1472 and does not enforce it itself). */
     size_t max = st->info->ep_attr->max_msg_size;
+    size_t inj = st->info->tx_attr->inject_size;
+    if (inj && (!max || inj < max))
+        max = inj;
     for (int c = 0; c < BM_DGRAM_NCH; c++)
         if (max && m->ch[c].mtu > max)
-            m->ch[c].mtu = max; /* the provider's limit, which it does not enforce itself */
+            m->ch[c].mtu = max;
     if (m->ch[BM_DGRAM_CH_DATA].mtu < BM_DGRAM_MAX_HDR + 64)
         return ofi_fail(m, "max_msg_size", -FI_EMSGSIZE);
     rc = fi_fabric(st->info->fabric_attr, &st->fabric, NULL);

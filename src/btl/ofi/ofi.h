@@ -25,6 +25,7 @@
 
 #include "btl/btl.h"
 #include "btl/btl_defer.h"
+#include "btl/btl_ofi_load.h"
 #include "btl/ofi/ofi_proto.h"
 #include "util/list.h"
 
@@ -328,9 +329,6 @@ void bm_btl_ofi_provider_survey(const struct bm_btl_ofi_component *comp, const c
                                 char *buf, size_t len);
 /* The hints every query uses, for the given capability set. */
 struct fi_info *bm_btl_ofi_provider_hints(const struct bm_btl_ofi_component *comp, uint64_t caps);
-/* True when name ("tcp;ofi_rxm") matches an entry of a comma list (a whole
- * chain or one of its links, "tcp" or "ofi_rxm"). */
-bool bm_btl_ofi_provider_match(const char *list, const char *name);
 /* Is the provider one emulated over sockets or shared memory? */
 bool bm_btl_ofi_provider_is_software(const char *prov_name);
 /* Reaches only this host (loopback interface, shared-memory provider)? */

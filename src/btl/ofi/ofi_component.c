@@ -104,24 +104,9 @@ BM_PARAM_TABLE_REGISTER(ofi_param_table);
 static bool ofi_named(void)
 {
     const char *sel = getenv("BM_BTL");
-    if (!sel)
-        return false;
-    while (*sel == ' ')
+    while (sel && *sel == ' ')
         sel++;
-    if (*sel == '^')
-        return false;
-    for (const char *p = sel; *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        size_t n = strcspn(p, ",");
-        size_t k = n;
-        while (k > 0 && p[k - 1] == ' ')
-            k--;
-        if (k == 3 && strncmp(p, "ofi", 3) == 0)
-            return true;
-        p += n;
-    }
-    return false;
+    return sel && *sel != '^' && bm_btl_ofi_list_has(sel, "ofi", 3);
 }
 
 /* An RDMA device that a hardware provider could drive. */

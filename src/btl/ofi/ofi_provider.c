@@ -11,6 +11,7 @@
  * BM_BTL_OFI_DOMAIN_INCLUDE names them. Domains closest to this process
  * (hwloc) come first. */
 #define BM_LOG_SUBSYS "btl/ofi"
+#include "btl/btl_ofi_load.h"
 #include "btl/ofi/ofi.h"
 #include "util/log.h"
 
@@ -28,39 +29,6 @@
  * are not offered to us. */
 #define OFI_MR_MODES                                                                               \
     (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
-
-static bool list_has(const char *list, const char *name, size_t len)
-{
-    for (const char *p = list; p && *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        size_t n = strcspn(p, ",");
-        size_t m = n;
-        while (m > 0 && p[m - 1] == ' ')
-            m--;
-        if (m == len && strncmp(p, name, len) == 0)
-            return true;
-        p += n;
-    }
-    return false;
-}
-
-bool bm_btl_ofi_provider_match(const char *list, const char *name)
-{
-    if (!list || !*list || !name)
-        return false;
-    if (list_has(list, name, strlen(name)))
-        return true;
-    for (const char *p = name; *p;) {
-        size_t n = strcspn(p, ";");
-        if (list_has(list, p, n))
-            return true;
-        p += n;
-        if (*p == ';')
-            p++;
-    }
-    return false;
-}
 
 bool bm_btl_ofi_provider_is_software(const char *prov_name)
 {
@@ -132,7 +100,7 @@ static bool domain_wanted(const struct bm_btl_ofi_component *comp, const struct 
     const char *inc = comp->cfg.domain_include;
     if (!inc || !*inc)
         return true;
-    return list_has(inc, i->domain_attr->name, strlen(i->domain_attr->name));
+    return bm_btl_ofi_list_has(inc, i->domain_attr->name, strlen(i->domain_attr->name));
 }
 
 /* Pass the filters and our own requirements? */
