@@ -102,3 +102,16 @@ if(TARGET btl_conformance)
     set_tests_properties(dgram_ofi_provider_excluded PROPERTIES PASS_REGULAR_EXPRESSION
         "no libfabric FI_EP_DGRAM provider passes BM_BTL_DGRAM_PROVIDER_INCLUDE= / _EXCLUDE=udp,sockets \\(found: [a-z, ]*udp")
 endif()
+
+# Across two network-namespace hosts (root): MPI point-to-point over ofi
+# alone, and failover from a black-holed ofi rail to tcp on another.
+if(TARGET p2p_failover)
+    foreach(scenario p2p failover)
+        add_test(NAME ofi_netns_${scenario}
+            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ofi_netns.sh $<TARGET_FILE:bmrun>
+                $<TARGET_FILE:p2p_failover> ${scenario})
+        bm_scaled_timeout(t 150)
+        set_tests_properties(ofi_netns_${scenario} PROPERTIES TIMEOUT ${t} LABELS fault
+            SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+    endforeach()
+endif()

@@ -24,10 +24,11 @@
 
 #define TAG_DATA  BM_BTL_TAG_TEST
 #define TAG_DONE  (BM_BTL_TAG_TEST + 1)
-#define MSG       (64 * 1024)
+#define MSG_MAX   (64 * 1024)
 #define IN_FLIGHT 8
 #define WIN       (1 << 20)
 
+static size_t msg_len = MSG_MAX; /* OFI_FAULT_SIZE: bytes per message (and put) */
 static int me, peer;
 static struct bm_btl_module *m;
 static struct bm_btl_endpoint *ep;
@@ -151,12 +152,12 @@ static void on_put(struct bm_btl_module *mod, struct bm_btl_endpoint *e, void *l
 
 static bool send_one(uint64_t seq)
 {
-    struct bm_btl_descriptor *d = m->ops->alloc(m, ep, 0, MSG, BM_BTL_DES_F_BTL_OWNED);
+    struct bm_btl_descriptor *d = m->ops->alloc(m, ep, 0, msg_len, BM_BTL_DES_F_BTL_OWNED);
     if (!d)
         return false;
     unsigned char *p = d->seg[0].addr;
     memcpy(p, &seq, 8);
-    for (size_t j = 8; j < MSG; j++)
+    for (size_t j = 8; j < msg_len; j++)
         p[j] = pat(me, seq, j);
     d->cbfunc = on_sent;
     in_flight++;
@@ -170,13 +171,13 @@ static bool send_one(uint64_t seq)
 
 static bool put_one(uint64_t seq)
 {
-    unsigned char *buf = malloc(MSG);
+    unsigned char *buf = malloc(msg_len);
     if (!buf)
         return false;
-    memset(buf, (int)(seq & 0xff), MSG);
-    uint64_t off = (seq * MSG) % (WIN - MSG);
+    memset(buf, (int)(seq & 0xff), msg_len);
+    uint64_t off = (seq * msg_len) % (WIN - msg_len);
     in_flight++;
-    int rc = m->ops->put(m, ep, buf, peer_win + off, NULL, (const void *)peer_rkey, MSG,
+    int rc = m->ops->put(m, ep, buf, peer_win + off, NULL, (const void *)peer_rkey, msg_len,
                          BM_BTL_DES_F_ALWAYS_CALLBACK, 0, on_put, NULL, NULL);
     if (rc == BM_OK)
         return true;
@@ -256,8 +257,9 @@ static void run_stream(bool recover)
         bm_btl_base_progress();
     m->ops->flush(m, ep);
     if (err_reports) {
-        report("ofi_fault: rank %d: %d sends ok, %d failed; %d puts ok, %d failed; %d in flight",
-               me, ok, errs, puts_ok, puts_err, in_flight);
+        report("ofi_fault: rank %d: %d sends ok, %d failed; %d puts ok, %d failed; %d in flight; "
+               "%llu messages received",
+               me, ok, errs, puts_ok, puts_err, in_flight, (unsigned long long)rx_msgs);
         report("ofi_fault: rank %d detected the failure %.2f s after streaming began: %s", me,
                err_time - announced, err_what);
     } else {
@@ -291,6 +293,9 @@ int main(int argc, char **argv)
     if (bm_rte_self()->size != 2)
         return 2;
     peer = 1 - me;
+    const char *sz = getenv("OFI_FAULT_SIZE");
+    if (sz && atoi(sz) >= 8 && atoi(sz) <= MSG_MAX)
+        msg_len = (size_t)atoi(sz);
     BM_CHECK_EQ_INT(bm_btl_base_open(NULL), BM_OK);
     bm_btl_base_register_recv(TAG_DATA, on_data, NULL);
     bm_btl_base_register_recv(TAG_DONE, on_done, NULL);

@@ -44,6 +44,7 @@ extern const struct bm_btl_ops bm_btl_ofi_ops;
 
 enum { BM_OFI_MR_LOCAL_AUTO, BM_OFI_MR_LOCAL_ON };
 enum { BM_OFI_MR_MONITOR_AUTO, BM_OFI_MR_MONITOR_ON, BM_OFI_MR_MONITOR_OFF };
+enum { BM_OFI_ACKS_AUTO, BM_OFI_ACKS_ON, BM_OFI_ACKS_OFF };
 
 struct bm_btl_ofi_config {
     const char *prov_include; /* provider names or chains, comma-separated ("" = any) */
@@ -62,6 +63,7 @@ struct bm_btl_ofi_config {
     int recv_bufs;        /* posted receive buffers per context */
     int timeout_ms;       /* an operation with no completion this long fails its path */
     int probe_ms;         /* interval of probes on a failed path (0: never) */
+    int acks;             /* BM_OFI_ACKS_*: our own delivery acknowledgements */
     int max_modules;      /* domains opened at most */
 };
 
@@ -164,6 +166,11 @@ struct bm_btl_ofi_frag {
     size_t cap;     /* bytes of payload room after the header */
     void *desc;     /* MR descriptor of the buffer */
     struct bm_btl_ofi_frag *next;
+    /* delivery acknowledgements (ofi_ack.c) */
+    struct bm_util_list_node ack_link;      /* its stream's unacknowledged list */
+    uint32_t seq;                           /* number in the stream, 0: not tracked */
+    bool prov_done;                         /* the provider completed it */
+    bool acked;                             /* the peer acknowledged it */
     _Alignas(64) struct bm_btl_ofi_hdr hdr; /* the message starts here; seg[0] follows */
 };
 
@@ -194,6 +201,8 @@ struct bm_btl_ofi_rbuf {
     void *desc;
     bool posted;
     bool released; /* the provider is done with it (multi-receive buffer consumed) */
+    int busy;      /* messages in it read from the queue and not yet handed over: it is
+                      posted again only when released and none is left (threads) */
 };
 
 /* ---- contexts (ofi_context.c) ------------------------------------------------ */
@@ -219,6 +228,15 @@ struct bm_btl_ofi_context {
 
 /* ---- endpoints (ofi_module.c) ----------------------------------------------------- */
 
+/* One direction of delivery acknowledgements: what we sent to a peer from
+ * one of our contexts (its messages arrive in order at one receive queue). */
+struct bm_btl_ofi_stream {
+    uint32_t tx_seq;             /* last number given out */
+    struct bm_util_list unacked; /* fragments sent, not yet acknowledged (by number) */
+};
+
+#define BM_OFI_MAX_CTX 64
+
 struct bm_btl_ofi_endpoint {
     struct bm_btl_ofi_module *m;
     int rank;
@@ -229,9 +247,22 @@ struct bm_btl_ofi_endpoint {
     atomic_int outstanding;         /* RDMA/atomics in flight to this peer */
     atomic_int fail_status;         /* 0 while the path works, else the error that failed it */
     _Atomic uint64_t stalled_since; /* first of an unbroken run of "try again" answers */
-    bool probing;
-    uint64_t probe_at;
-    char desc[96]; /* "rank 3 (host, domain eth0)" for messages */
+    /* Liveness (ofi_module.c): completions of the socket providers do not
+     * prove delivery, and a send by inject has none, so a path is judged by
+     * whether the peer answers. */
+    atomic_int unanswered; /* we sent since we last heard from the peer */
+    uint64_t quiet_since;  /* when the watcher first saw unanswered (0: not yet) */
+    atomic_bool ping_out;  /* a PING awaits its PONG */
+    uint64_t ping_at;
+    uint32_t ping_seq;
+    uint64_t probe_at; /* failed path: next probe */
+    /* delivery acknowledgements (ofi_ack.c), when the module uses them */
+    struct bm_btl_ofi_stream *tx; /* [m->nctx], under each context's lock */
+    _Atomic uint32_t *rx_seq;     /* [BM_OFI_MAX_CTX]: highest number seen per peer stream */
+    _Atomic uint64_t ack_due;     /* peer streams whose acknowledgement is owed */
+    atomic_bool ack_listed;       /* on the module's list of owed acknowledgements */
+    int ack_wait;                 /* progress calls the owed acknowledgement waited */
+    char desc[96];                /* "rank 3 (host, domain eth0)" for messages */
 };
 
 /* The error that failed the path to ep, or 0 while it works. */
@@ -275,7 +306,12 @@ struct bm_btl_ofi_module {
     bool software; /* a provider emulated over sockets/shared memory */
     bool manual;   /* FI_PROGRESS_MANUAL: we drive the provider */
     bool multi_recv;
-    bool closing; /* finalize: receive buffers are not posted again */
+    bool closing;             /* finalize: receive buffers are not posted again */
+    bool acks;                /* our own delivery acknowledgements (socket providers) */
+    bool had_failures;        /* a path failed at some point (finalize messages) */
+    pthread_mutex_t ack_lock; /* the list below, with threads */
+    struct bm_btl_ofi_endpoint **ack_list; /* endpoints that owe acknowledgements */
+    int nack_list;
     size_t inject_size;
     size_t max_msg_size;
     uint64_t rma_flags; /* completion semantics of RMA and atomics */
@@ -290,6 +326,8 @@ struct bm_btl_ofi_module {
     struct bm_btl_ofi_endpoint **eps; /* [job size] */
     atomic_int outstanding;           /* RDMA/atomics in flight on the module */
     atomic_int nfailed;               /* endpoints whose path is failed (probes due) */
+    uint64_t next_watch;              /* when the liveness watcher runs next */
+    pthread_mutex_t watch_lock;       /* one thread runs the watcher (with threads) */
 };
 
 /* ---- the memory monitor (ofi_monitor.c) -------------------------------------- */
@@ -313,6 +351,7 @@ struct bm_btl_ofi_component {
     atomic_int thread_next;
     struct bm_btl_ofi_monitor *monitor; /* NULL when memory cannot be watched */
     uint32_t api_version;
+    bool querying; /* a dry run for query (bm_info): no warnings */
     char why[256]; /* what selection found, for messages */
 };
 
@@ -367,10 +406,23 @@ static inline void bm_btl_ofi_endpoint_unstalled(struct bm_btl_ofi_endpoint *ep)
     if (atomic_load_explicit(&ep->stalled_since, memory_order_relaxed))
         atomic_store_explicit(&ep->stalled_since, 0, memory_order_relaxed);
 }
-/* Probes of failed paths that are due (BM_BTL_OFI_PROBE_INTERVAL). */
-void bm_btl_ofi_endpoint_probe(struct bm_btl_ofi_module *m, uint64_t now);
-/* The probe to ep completed (ok) or failed. */
-void bm_btl_ofi_endpoint_probed(struct bm_btl_ofi_endpoint *ep, bool ok);
+/* Every 100 ms: PING peers that we sent to but did not hear from for half
+ * of BM_BTL_OFI_TIMEOUT, fail the path when the PONG does not come within
+ * the other half, and probe failed paths (BM_BTL_OFI_PROBE_INTERVAL). */
+void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now);
+/* A transport message (tag 0) from ep arrived. */
+void bm_btl_ofi_endpoint_ctl(struct bm_btl_ofi_endpoint *ep, const struct bm_btl_ofi_ctl_msg *msg);
+/* We sent something to ep / heard something from it. */
+static inline void bm_btl_ofi_endpoint_sent(struct bm_btl_ofi_endpoint *ep)
+{
+    if (!atomic_load_explicit(&ep->unanswered, memory_order_relaxed))
+        atomic_store_explicit(&ep->unanswered, 1, memory_order_relaxed);
+}
+static inline void bm_btl_ofi_endpoint_heard(struct bm_btl_ofi_endpoint *ep)
+{
+    if (atomic_load_explicit(&ep->unanswered, memory_order_relaxed))
+        atomic_store_explicit(&ep->unanswered, 0, memory_order_relaxed);
+}
 
 /* ---- ofi_context.c ----------------------------------------------------------------------- */
 
@@ -502,6 +554,33 @@ int bm_btl_ofi_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                             uint64_t value, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
                             void *context, void *cbdata);
 
+/* ---- ofi_ack.c: delivery acknowledgements ---------------------------------------------- */
+
+/* Stream state of a new endpoint (nothing when the module uses no acks). */
+bm_status_t bm_btl_ofi_ack_ep_init(struct bm_btl_ofi_endpoint *ep);
+void bm_btl_ofi_ack_ep_fini(struct bm_btl_ofi_endpoint *ep);
+/* Fill the header of a message to ep leaving from ctx: number it when
+ * tracked (ctx lock held), piggyback an owed acknowledgement. */
+void bm_btl_ofi_ack_hdr(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                        struct bm_btl_ofi_hdr *h, bm_btl_tag_t tag, bool tracked);
+/* A numbered fragment was posted (ctx lock held): wait for its acknowledgement. */
+void bm_btl_ofi_ack_track(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                          struct bm_btl_ofi_frag *f);
+/* The provider completed fragment f successfully: true when it may call
+ * back now (untracked, or already acknowledged). */
+bool bm_btl_ofi_ack_provider_done(struct bm_btl_ofi_frag *f);
+/* Take f off its stream (it completes with an error). */
+void bm_btl_ofi_ack_untrack(struct bm_btl_ofi_frag *f);
+/* A message from ep arrived with header h. */
+void bm_btl_ofi_ack_received(struct bm_btl_ofi_endpoint *ep, const struct bm_btl_ofi_hdr *h);
+/* An acknowledgement of our stream ctx up to seq arrived from ep. */
+void bm_btl_ofi_ack_apply(struct bm_btl_ofi_endpoint *ep, unsigned ctx, uint32_t seq);
+/* The path to ep failed: complete every fragment waiting for an
+ * acknowledgement with status. */
+void bm_btl_ofi_ack_fail(struct bm_btl_ofi_endpoint *ep, int status);
+/* End of a progress call: send the acknowledgements that waited a call. */
+void bm_btl_ofi_ack_flush(struct bm_btl_ofi_module *m);
+
 /* ---- ofi_send.c and ofi_recv.c ------------------------------------------------------------- */
 
 bm_status_t bm_btl_ofi_fpool_init(struct bm_btl_ofi_context *ctx);
@@ -518,12 +597,19 @@ int bm_btl_ofi_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
 int bm_btl_ofi_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
                      size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
                      uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
-/* A send fragment finished (status 0) or failed. */
+/* A send fragment's provider completion arrived (status 0) or it failed:
+ * call back now, or (delivery acknowledgements) once the peer confirms. */
 void bm_btl_ofi_send_complete(struct bm_btl_ofi_frag *f, int status);
+/* Run a finished fragment's callback and release it. */
+void bm_btl_ofi_send_finish(struct bm_btl_ofi_frag *f, int status);
+/* Inject a short transport message (header filled by the caller). */
+bm_status_t bm_btl_ofi_send_inject(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                                   const void *buf, size_t len);
 /* The provider returned a fragment whose send we had failed already. */
 void bm_btl_ofi_frag_returned(struct bm_btl_ofi_frag *f);
-/* A path probe (tag 0 message) to ep; BM_OK when posted. */
-bm_status_t bm_btl_ofi_send_ping(struct bm_btl_ofi_endpoint *ep);
+/* A transport message (tag 0) to ep, even over a path marked failed;
+ * BM_OK when posted. */
+bm_status_t bm_btl_ofi_send_ctl(struct bm_btl_ofi_endpoint *ep, uint8_t ctl, uint32_t seq);
 
 bm_status_t bm_btl_ofi_recv_init(struct bm_btl_ofi_context *ctx);
 void bm_btl_ofi_recv_fini(struct bm_btl_ofi_context *ctx);

@@ -91,6 +91,12 @@ static const struct bm_param ofi_params[] = {
      "Milliseconds between probes of a failed path; when one is delivered the path is "
      "reported recovered and used again. 0: never.",
      OFI_CFG(probe_ms), 0},
+    {"BM_BTL_OFI_ACKS", BM_PARAM_ENUM, "auto", 0, 0, "auto|on|off",
+     "Confirm the delivery of every message with our own acknowledgements (piggybacked on "
+     "replies, else one short message per progress call) before reporting it sent. auto: for "
+     "the socket providers across a network, whose completions do not prove delivery (a "
+     "message lost with a failed link would be lost for good: the PML could not resend it).",
+     OFI_CFG(acks), 0},
     {"BM_BTL_OFI_MAX_MODULES", BM_PARAM_INT, "8", 1, 64, NULL,
      "Domains (NICs) opened at most, closest first.", OFI_CFG(max_modules), 0},
 };
@@ -164,6 +170,7 @@ static bm_status_t bm_btl_ofi_query(char *why, size_t whylen)
         return BM_ERR_BAD_PARAM;
     }
     probe.api_version = ofi_api_version();
+    probe.querying = true;
     struct fi_info **infos = NULL;
     int n = 0;
     if (bm_btl_ofi_provider_select(&probe, &infos, &n) != BM_OK) {
@@ -330,8 +337,17 @@ static int ofi_component_progress(struct bm_btl_ofi_component *c)
         struct bm_btl_ofi_module *m = c->modules[i];
         for (int k = 0; k < m->nctx; k++)
             n += bm_btl_ofi_context_progress(&m->ctx[k]);
-        if (atomic_load(&m->nfailed) > 0)
-            bm_btl_ofi_endpoint_probe(m, bm_util_clock_now_ns());
+        bm_btl_ofi_ack_flush(m);
+        if ((c->cfg.timeout_ms > 0 || atomic_load(&m->nfailed) > 0) &&
+            (!m->mt || pthread_mutex_trylock(&m->watch_lock) == 0)) {
+            uint64_t now = bm_util_clock_now_ns();
+            if (now >= m->next_watch) {
+                m->next_watch = now + 100000000ull; /* every 100 ms */
+                bm_btl_ofi_endpoint_watch(m, now);
+            }
+            if (m->mt)
+                pthread_mutex_unlock(&m->watch_lock);
+        }
     }
     return n;
 }

@@ -334,6 +334,9 @@ static void ctx_error(struct bm_btl_ofi_context *ctx)
         }
         bm_log_ratelimited(BM_LOG_WARN, "%s: a receive failed: %s (%s); buffer posted again",
                            ctx->m->super.name, fi_strerror(err.err), pstr ? pstr : "");
+        bm_btl_ofi_lock(ctx);
+        rb->busy++;
+        bm_btl_ofi_unlock(ctx);
         bm_btl_ofi_recv_complete(rb, NULL, 0, FI_MULTI_RECV);
         return;
     }
@@ -401,6 +404,13 @@ int bm_btl_ofi_context_progress(struct bm_btl_ofi_context *ctx)
         struct bm_btl_defer_queue q = ctx->defer;
         ctx->defer.head = ctx->defer.tail = NULL;
         ssize_t n = fi_cq_read(ctx->cq, ent, OFI_CQ_BATCH);
+        /* A multi-receive buffer may hold messages that another thread is
+         * still handing over when its release is read here: count them. */
+        for (ssize_t i = 0; i < n; i++) {
+            struct bm_btl_ofi_req *req = ent[i].op_context;
+            if (req && req->kind == BM_OFI_REQ_RECV)
+                ((struct bm_btl_ofi_rbuf *)req)->busy++;
+        }
         bool check = false;
         uint64_t now = 0;
         if (n < OFI_CQ_BATCH && ctx->ninflight > 0 && ctx->m->comp->cfg.timeout_ms > 0) {

@@ -13,11 +13,15 @@
  * name. A path that fails (an error completion that says the link is gone,
  * or an operation with no completion for BM_BTL_OFI_TIMEOUT) is reported
  * through the error callback first; then everything in flight to the peer
- * completes with the error. Every BM_BTL_OFI_PROBE_INTERVAL a failed path is
- * probed with a one-byte message after its address was removed from and put
- * back into the address vector (which makes connection-based providers
- * drop the dead connection and open a new one); when the probe completes,
- * the path is reported recovered. */
+ * completes with the error. A path is also judged by whether the peer
+ * answers: completions of the socket providers do not prove delivery (tcp
+ * completes a send once the kernel took it) and a send by inject has none,
+ * so when we sent to a peer and heard nothing back for half of
+ * BM_BTL_OFI_TIMEOUT we PING it, and fail the path when its PONG does not
+ * come within the other half. Every BM_BTL_OFI_PROBE_INTERVAL a failed path
+ * gets a fresh address-vector entry (connection-based providers drop the
+ * dead connection with the old one) and a PING; its PONG, which proves the
+ * path works both ways, reports the path recovered. */
 #define BM_LOG_SUBSYS "btl/ofi"
 #include "btl/ofi/ofi.h"
 #include "util/clock.h"
@@ -109,6 +113,8 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
     m->index = index;
     m->mt = comp->mt;
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->watch_lock, NULL);
+    pthread_mutex_init(&m->ack_lock, NULL);
     snprintf(m->prov_name, sizeof(m->prov_name), "%s", info->fabric_attr->prov_name);
     snprintf(m->fabric_name, sizeof(m->fabric_name), "%s", info->fabric_attr->name);
     snprintf(m->domain_name, sizeof(m->domain_name), "%s", info->domain_attr->name);
@@ -129,6 +135,13 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
     m->inject_size = info->tx_attr->inject_size;
     m->max_msg_size = info->ep_attr->max_msg_size;
     m->rma_flags = FI_DELIVERY_COMPLETE;
+    /* Our own delivery acknowledgements where completions do not prove
+     * delivery: the socket providers across a network (ofi_ack.c). */
+    m->acks = cfg->acks == BM_OFI_ACKS_ON ||
+              (cfg->acks == BM_OFI_ACKS_AUTO && m->software && !m->loopback);
+    m->ack_list = calloc((size_t)comp->size, sizeof(*m->ack_list));
+    if (!m->ack_list)
+        goto err;
     st = BM_ERR_NOT_AVAILABLE;
     int rc = fi_fabric(m->info->fabric_attr, &m->fabric, NULL);
     if (rc) {
@@ -255,17 +268,36 @@ void bm_btl_ofi_module_close(struct bm_btl_ofi_module *m)
     m->ctx = NULL;
     if (m->av && (rc = fi_close(&m->av->fid)))
         bm_log_warn("%s: closing the address vector: %s", m->super.name, fi_strerror(-rc));
-    if (m->domain && (rc = fi_close(&m->domain->fid)))
-        bm_log_warn("%s: closing the domain: %s", m->super.name, fi_strerror(-rc));
-    if (m->fabric && (rc = fi_close(&m->fabric->fid)))
-        bm_log_warn("%s: closing the fabric: %s", m->super.name, fi_strerror(-rc));
+    /* rxm keeps connection attempts towards a peer whose path failed
+     * (probes) inside the domain, which then refuses to close: the process
+     * is ending, so that is only worth a note. */
+    if (m->domain && (rc = fi_close(&m->domain->fid))) {
+        if (m->had_failures)
+            bm_log_debug("%s: closing the domain after path failures: %s", m->super.name,
+                         fi_strerror(-rc));
+        else
+            bm_log_warn("%s: closing the domain: %s", m->super.name, fi_strerror(-rc));
+    }
+    if (m->fabric && (rc = fi_close(&m->fabric->fid))) {
+        if (m->had_failures)
+            bm_log_debug("%s: closing the fabric after path failures: %s", m->super.name,
+                         fi_strerror(-rc));
+        else
+            bm_log_warn("%s: closing the fabric: %s", m->super.name, fi_strerror(-rc));
+    }
     if (m->eps)
         for (int r = 0; r < m->comp->size; r++)
-            free(m->eps[r]);
+            if (m->eps[r]) {
+                bm_btl_ofi_ack_ep_fini(m->eps[r]);
+                free(m->eps[r]);
+            }
     free(m->eps);
+    free(m->ack_list);
     if (m->info)
         fi_freeinfo(m->info);
     pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->watch_lock);
+    pthread_mutex_destroy(&m->ack_lock);
     free(m);
 }
 
@@ -341,8 +373,13 @@ static struct bm_btl_ofi_endpoint *endpoint_create(struct bm_btl_ofi_module *m, 
              m->prov_name);
     if (ep->peer_nrx > 1 && (!m->sep || (1 << m->rx_ctx_bits) < ep->peer_nrx))
         ep->peer_nrx = 1; /* we cannot address its contexts: its first one takes everything */
+    if (bm_btl_ofi_ack_ep_init(ep) != BM_OK) {
+        free(ep);
+        return NULL;
+    }
     int n = fi_av_insert(m->av, addr, 1, &ep->addr, 0, NULL);
     if (n != 1) {
+        bm_btl_ofi_ack_ep_fini(ep);
         bm_log_warn("%s: cannot insert the address of %s into the address vector: %s",
                     m->super.name, ep->desc, n < 0 ? fi_strerror(-n) : "not inserted");
         free(ep);
@@ -409,8 +446,9 @@ void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const 
     if (!atomic_compare_exchange_strong(&ep->fail_status, &expected, status))
         return; /* failed already */
     atomic_fetch_add(&m->nfailed, 1);
+    m->had_failures = true;
     atomic_store(&ep->stalled_since, 0);
-    ep->probing = false;
+    ep->ping_out = false;
     ep->probe_at = bm_util_clock_now_ns() + (uint64_t)m->comp->cfg.probe_ms * 1000000ull;
     if (!m->closing) {
         struct bm_btl_error err = {
@@ -424,6 +462,7 @@ void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const 
     }
     for (int i = 0; i < m->nctx; i++)
         bm_btl_ofi_context_fail_all(&m->ctx[i], ep, status);
+    bm_btl_ofi_ack_fail(ep, status);
 }
 
 int bm_btl_ofi_endpoint_stalled(struct bm_btl_ofi_endpoint *ep, struct bm_btl_ofi_context *ctx)
@@ -448,44 +487,17 @@ int bm_btl_ofi_endpoint_stalled(struct bm_btl_ofi_endpoint *ep, struct bm_btl_of
     return bm_btl_ofi_ep_failed(ep);
 }
 
-void bm_btl_ofi_endpoint_probe(struct bm_btl_ofi_module *m, uint64_t now)
-{
-    if (m->comp->cfg.probe_ms <= 0 || m->closing)
-        return;
-    for (int r = 0; r < m->comp->size; r++) {
-        struct bm_btl_ofi_endpoint *ep = m->eps[r];
-        if (!ep || !bm_btl_ofi_ep_failed(ep) || ep->probing || now < ep->probe_at)
-            continue;
-        ep->probe_at = now + (uint64_t)m->comp->cfg.probe_ms * 1000000ull;
-        /* A fresh address-vector entry: connection-based providers (rxm)
-         * give up the dead connection with the old one. */
-        int peer_mod;
-        const uint8_t *addr;
-        if (!peer_pair(m, r, &peer_mod, &addr))
-            continue;
-        fi_addr_t fresh;
-        pthread_mutex_lock(&m->lock);
-        int n = fi_av_insert(m->av, addr, 1, &fresh, 0, NULL);
-        if (n == 1) {
-            fi_addr_t old = ep->addr;
-            ep->addr = fresh;
-            (void)fi_av_remove(m->av, &old, 1, 0);
-        }
-        pthread_mutex_unlock(&m->lock);
-        ep->probing = bm_btl_ofi_send_ping(ep) == BM_OK;
-    }
-}
-
-void bm_btl_ofi_endpoint_probed(struct bm_btl_ofi_endpoint *ep, bool ok)
+static void endpoint_recovered(struct bm_btl_ofi_endpoint *ep)
 {
     struct bm_btl_ofi_module *m = ep->m;
-    ep->probing = false;
-    if (!ok || !bm_btl_ofi_ep_failed(ep) || m->closing)
+    int failed = bm_btl_ofi_ep_failed(ep);
+    if (!failed || m->closing || !atomic_compare_exchange_strong(&ep->fail_status, &failed, 0))
         return;
-    atomic_store(&ep->fail_status, 0);
     atomic_fetch_sub(&m->nfailed, 1);
+    ep->ping_out = false;
+    ep->quiet_since = 0;
     char what[160];
-    snprintf(what, sizeof(what), "a probe message to %s was delivered", ep->desc);
+    snprintf(what, sizeof(what), "%s answered a probe", ep->desc);
     struct bm_btl_error err = {
         .kind = BM_BTL_ERROR_RECOVERED,
         .endpoint = (struct bm_btl_endpoint *)ep,
@@ -494,4 +506,94 @@ void bm_btl_ofi_endpoint_probed(struct bm_btl_ofi_endpoint *ep, bool ok)
         .what = what,
     };
     m->super.error_cb(&m->super, &err, m->super.error_cbdata);
+}
+
+void bm_btl_ofi_endpoint_ctl(struct bm_btl_ofi_endpoint *ep, const struct bm_btl_ofi_ctl_msg *msg)
+{
+    switch (msg->ctl) {
+    case BM_BTL_OFI_CTL_PING:
+        (void)bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PONG, msg->seq);
+        break;
+    case BM_BTL_OFI_CTL_ACK:
+        bm_btl_ofi_ack_apply(ep, msg->ctx, msg->seq);
+        break;
+    case BM_BTL_OFI_CTL_PONG:
+        if (msg->seq != ep->ping_seq)
+            break; /* an old probe's answer */
+        ep->ping_out = false;
+        endpoint_recovered(ep);
+        break;
+    default:
+        break;
+    }
+}
+
+/* A failed path: a fresh address-vector entry (connection-based providers
+ * such as rxm give up the dead connection with the old one), then a PING;
+ * its PONG reports the path recovered. */
+static void endpoint_probe(struct bm_btl_ofi_endpoint *ep, uint64_t now)
+{
+    struct bm_btl_ofi_module *m = ep->m;
+    if (m->comp->cfg.probe_ms <= 0 || now < ep->probe_at)
+        return;
+    ep->probe_at = now + (uint64_t)m->comp->cfg.probe_ms * 1000000ull;
+    int peer_mod;
+    const uint8_t *addr;
+    if (!peer_pair(m, ep->rank, &peer_mod, &addr))
+        return;
+    fi_addr_t fresh;
+    pthread_mutex_lock(&m->lock);
+    int n = fi_av_insert(m->av, addr, 1, &fresh, 0, NULL);
+    if (n == 1) {
+        fi_addr_t old = ep->addr;
+        ep->addr = fresh;
+        (void)fi_av_remove(m->av, &old, 1, 0);
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PING, ++ep->ping_seq) == BM_OK) {
+        ep->ping_out = true;
+        ep->ping_at = now;
+    }
+}
+
+void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now)
+{
+    if (m->closing)
+        return;
+    uint64_t half = (uint64_t)m->comp->cfg.timeout_ms * 500000ull; /* half the timeout, in ns */
+    for (int r = 0; r < m->comp->size; r++) {
+        struct bm_btl_ofi_endpoint *ep = m->eps[r];
+        if (!ep)
+            continue;
+        if (bm_btl_ofi_ep_failed(ep)) {
+            endpoint_probe(ep, now);
+            continue;
+        }
+        /* Waiting means: we sent since we last heard from the peer, or
+         * messages still wait for its acknowledgement (a reply that came
+         * after them may have been sent before they arrived). */
+        bool waiting = atomic_load_explicit(&ep->unanswered, memory_order_relaxed);
+        for (int c = 0; ep->tx && c < m->nctx && !waiting; c++)
+            waiting = !bm_util_list_empty(&ep->tx[c].unacked);
+        if (half == 0 || !waiting) {
+            ep->quiet_since = 0;
+            ep->ping_out = false;
+            continue;
+        }
+        if (!ep->quiet_since) {
+            ep->quiet_since = now;
+        } else if (!ep->ping_out && now - ep->quiet_since >= half) {
+            if (bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PING, ++ep->ping_seq) == BM_OK) {
+                ep->ping_out = true;
+                ep->ping_at = now;
+            }
+        } else if (ep->ping_out && now - ep->ping_at >= half) {
+            char what[256];
+            snprintf(what, sizeof(what),
+                     "%s sent nothing back for %.1f s, not even an answer to a probe "
+                     "(BM_BTL_OFI_TIMEOUT=%d ms): the peer or the network path is presumed dead",
+                     ep->desc, (double)(now - ep->quiet_since) / 1e9, m->comp->cfg.timeout_ms);
+            bm_btl_ofi_endpoint_fail(ep, BM_ERR_TIMEOUT, what);
+        }
+    }
 }

@@ -2,11 +2,11 @@
  * the modex under "btl.ofi" (one entry per module: which provider, fabric
  * and domain it opened and the libfabric address of its endpoint), and the
  * header in front of every two-sided message. libfabric moves the bytes and
- * keeps message boundaries, so the header only says who sent the message
- * and for which receive callback. Multi-byte fields are in the sender's byte
- * order: every peer of a libfabric job runs the same provider, and RMA
- * already assumes the peers agree on the layout of memory. Sizes are fixed
- * by _Static_assert. */
+ * keeps message boundaries, so the header says who sent the message, for
+ * which receive callback, and carries the delivery acknowledgements that
+ * the socket providers need (their completions do not prove delivery). Multi-byte fields are in the
+ * sender's byte order: every peer of a libfabric job runs the same provider, and RMA already
+ * assumes the peers agree on the layout of memory. Sizes are fixed by _Static_assert. */
 #ifndef BM_BTL_OFI_PROTO_H
 #define BM_BTL_OFI_PROTO_H
 
@@ -48,18 +48,39 @@ _Static_assert(sizeof(struct bm_btl_ofi_modex_module) == 144, "ofi modex module 
 
 #define BM_BTL_OFI_HDR_MAGIC 0xb7u
 
+#define BM_BTL_OFI_HDR_F_ACK 0x1u /* ack_ctx/ack carry an acknowledgement */
+
 struct bm_btl_ofi_hdr {
     uint32_t src_rank; /* sender's rank in the job */
     uint8_t tag;       /* receive callback (bm_btl_tag_t); 0 is the transport's own */
     uint8_t magic;     /* BM_BTL_OFI_HDR_MAGIC: a stray or truncated message is dropped */
     uint16_t src_mod;  /* index of the sender's module in its modex record */
+    /* Delivery acknowledgements (ofi_ack.c), on providers whose completions
+     * do not prove delivery: */
+    uint32_t seq;       /* number of this message in its stream (1, 2, ...); 0: not tracked */
+    uint32_t ack;       /* with BM_BTL_OFI_HDR_F_ACK: the receiver of this message got every
+                           tracked message up to number ack of its stream ack_ctx to us */
+    uint8_t ctx;        /* sender's context: its stream towards us */
+    uint8_t ack_ctx;    /* the stream ack refers to (one of the receiver's contexts) */
+    uint8_t flags;      /* BM_BTL_OFI_HDR_F_* */
+    uint8_t reserved;   /* zero */
+    uint32_t reserved2; /* zero; keeps the payload 8-byte aligned */
 };
-_Static_assert(sizeof(struct bm_btl_ofi_hdr) == 8, "ofi message header size");
+_Static_assert(sizeof(struct bm_btl_ofi_hdr) == 24, "ofi message header size");
 
-/* Transport messages (tag 0): the first payload byte says which. */
+/* Transport messages (tag 0): a bm_btl_ofi_ctl_msg. */
 enum bm_btl_ofi_ctl {
-    BM_BTL_OFI_CTL_PING = 1, /* probe of a failed path; answered by nothing (its completion
-                                says the path works) */
+    BM_BTL_OFI_CTL_PING = 1, /* are you there? answered by a PONG with the same seq */
+    BM_BTL_OFI_CTL_PONG = 2, /* the answer: the path works both ways */
+    BM_BTL_OFI_CTL_ACK = 3,  /* got every tracked message up to seq of stream ctx */
 };
+
+struct bm_btl_ofi_ctl_msg {
+    uint8_t ctl;         /* BM_BTL_OFI_CTL_* */
+    uint8_t ctx;         /* ACK: the stream (the receiver's context) acknowledged */
+    uint8_t reserved[2]; /* zero */
+    uint32_t seq;        /* PING/PONG: the PING's number; ACK: the last message number */
+};
+_Static_assert(sizeof(struct bm_btl_ofi_ctl_msg) == 8, "ofi control message size");
 
 #endif

@@ -88,12 +88,28 @@ static const uint64_t ofi_capsets[] = {
  * measured. They are skipped unless BM_BTL_OFI_PROVIDER_INCLUDE names them. */
 static const struct {
     const char *prov;
+    bool threads_only; /* bad only with MPI_THREAD_MULTIPLE */
     const char *why;
 } ofi_known_bad[] = {
-    {"ofi_rxd", "loses messages when a burst outruns its receive window (libfabric 1.17, "
-                "measured: sends of a 3000-message stream never complete, and messages arrive "
-                "out of order although it claims FI_ORDER_SAS)"},
+    {"ofi_rxd", false,
+     "loses messages when a burst outruns its receive window (libfabric 1.17, measured: sends "
+     "of a 3000-message stream never complete, and messages arrive out of order although it "
+     "claims FI_ORDER_SAS)"},
+    {"shm", true,
+     "corrupts its shared region when several threads use one endpoint, even with every call "
+     "serialised (libfabric 1.17, measured: crashes and atomics applied thousands of times in "
+     "tests/fault/ofi_threads.c)"},
 };
+
+/* Why prov is known to fail in this job, or NULL. */
+static const char *known_bad(const struct bm_btl_ofi_component *comp, const char *prov)
+{
+    for (size_t k = 0; k < sizeof(ofi_known_bad) / sizeof(ofi_known_bad[0]); k++)
+        if (bm_btl_ofi_provider_match(ofi_known_bad[k].prov, prov) &&
+            (!ofi_known_bad[k].threads_only || comp->mt))
+            return ofi_known_bad[k].why;
+    return NULL;
+}
 
 static bool domain_wanted(const struct bm_btl_ofi_component *comp, const struct fi_info *i)
 {
@@ -115,16 +131,13 @@ static bool info_usable(const struct bm_btl_ofi_component *comp, const struct fi
                  comp->cfg.prov_include);
         return false;
     }
-    for (size_t k = 0; k < sizeof(ofi_known_bad) / sizeof(ofi_known_bad[0]); k++)
-        if (bm_btl_ofi_provider_match(ofi_known_bad[k].prov, prov) &&
-            !bm_btl_ofi_provider_match(comp->cfg.prov_include, ofi_known_bad[k].prov) &&
-            !bm_btl_ofi_provider_match(comp->cfg.prov_include, prov)) {
-            snprintf(why, whylen,
-                     "%s is skipped: %s; name it in BM_BTL_OFI_PROVIDER_INCLUDE to "
-                     "use it anyway",
-                     prov, ofi_known_bad[k].why);
-            return false;
-        }
+    const char *bad = known_bad(comp, prov);
+    if (bad && !bm_btl_ofi_provider_match(comp->cfg.prov_include, prov)) {
+        snprintf(why, whylen,
+                 "%s is skipped: %s; name it in BM_BTL_OFI_PROVIDER_INCLUDE to use it anyway", prov,
+                 bad);
+        return false;
+    }
     if (bm_btl_ofi_provider_match(comp->cfg.prov_exclude, prov)) {
         snprintf(why, whylen, "%s is in BM_BTL_OFI_PROVIDER_EXCLUDE=%s", prov,
                  comp->cfg.prov_exclude);
@@ -176,6 +189,9 @@ bm_status_t bm_btl_ofi_provider_select(struct bm_btl_ofi_component *comp,
                 snprintf(chosen, sizeof(chosen), "%s", i->fabric_attr->prov_name);
                 break;
             }
+        if (chosen[0] && known_bad(comp, chosen) && !comp->querying)
+            bm_log_warn("provider %s was asked for by BM_BTL_OFI_PROVIDER_INCLUDE, but it %s",
+                        chosen, known_bad(comp, chosen));
         if (!chosen[0]) {
             fi_freeinfo(got);
             continue;

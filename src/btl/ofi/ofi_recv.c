@@ -124,23 +124,58 @@ void bm_btl_ofi_recv_fini(struct bm_btl_ofi_context *ctx)
 static void recv_deliver(struct bm_btl_ofi_context *ctx, const uint8_t *buf, size_t len)
 {
     struct bm_btl_ofi_module *m = ctx->m;
-    const struct bm_btl_ofi_hdr *h = (const struct bm_btl_ofi_hdr *)buf;
+    struct bm_btl_ofi_hdr hdr;
+    const struct bm_btl_ofi_hdr *h = &hdr;
+    if (len >= sizeof(hdr))
+        memcpy(&hdr, buf, sizeof(hdr));
     if (len < sizeof(*h) || h->magic != BM_BTL_OFI_HDR_MAGIC || h->tag >= BM_BTL_TAG_MAX) {
         bm_log_ratelimited(BM_LOG_WARN, "%s: dropped a malformed message of %zu bytes",
                            m->super.name, len);
         return;
     }
-    if (h->tag == BM_BTL_TAG_BTL)
-        return; /* a probe of a failed path: its send completion is what counts */
-    struct bm_btl_segment seg = {(void *)(buf + sizeof(*h)), len - sizeof(*h)};
+    struct bm_btl_ofi_endpoint *ep = bm_btl_ofi_endpoint_get(m, (int)h->src_rank);
+    if (ep) {
+        bm_btl_ofi_endpoint_heard(ep);
+        bm_btl_ofi_ack_received(ep, h);
+    }
+    if (h->tag == BM_BTL_TAG_BTL) {
+        struct bm_btl_ofi_ctl_msg msg;
+        if (ep && len == sizeof(*h) + sizeof(msg)) {
+            memcpy(&msg, buf + sizeof(*h), sizeof(msg));
+            bm_btl_ofi_endpoint_ctl(ep, &msg);
+        }
+        return;
+    }
+    /* Some providers pack multi-receive messages back to back with no
+     * alignment (shm): the layers above read their headers in place, so an
+     * unaligned message is handed over from an aligned copy. */
+    const uint8_t *payload = buf + sizeof(*h);
+    size_t plen = len - sizeof(*h);
+    void *copy = NULL;
+    _Alignas(16) uint8_t small[2048];
+    if (((uintptr_t)payload & 7) && plen) {
+        copy = plen <= sizeof(small) ? small : malloc(plen);
+        if (!copy) {
+            bm_log_ratelimited(BM_LOG_ERROR,
+                               "%s: out of memory for an unaligned message of %zu "
+                               "bytes from rank %u; dropped",
+                               m->super.name, plen, h->src_rank);
+            return;
+        }
+        memcpy(copy, payload, plen);
+        payload = copy;
+    }
+    struct bm_btl_segment seg = {(void *)payload, plen};
     struct bm_btl_recv_desc d = {
-        .endpoint = (struct bm_btl_endpoint *)bm_btl_ofi_endpoint_get(m, (int)h->src_rank),
+        .endpoint = (struct bm_btl_endpoint *)ep,
         .peer = (int)h->src_rank,
         .tag = h->tag,
         .seg_count = 1,
         .seg = &seg,
     };
     m->super.recv_cb[h->tag].cb(&m->super, &d, m->super.recv_cb[h->tag].cbdata);
+    if (copy && copy != small)
+        free(copy);
 }
 
 void bm_btl_ofi_recv_complete(struct bm_btl_ofi_rbuf *rb, void *buf, size_t len, uint64_t flags)
@@ -152,10 +187,13 @@ void bm_btl_ofi_recv_complete(struct bm_btl_ofi_rbuf *rb, void *buf, size_t len,
         buf = rb->mem;
     if (buf && len > 0)
         recv_deliver(ctx, buf, len);
-    if ((!m->multi_recv || (flags & FI_MULTI_RECV)) && !m->closing) {
+    bm_btl_ofi_lock(ctx);
+    if (!m->multi_recv || (flags & FI_MULTI_RECV))
+        rb->released = true;
+    rb->busy--;
+    if (rb->released && rb->busy == 0 && !m->closing) {
         rb->posted = false;
-        bm_btl_ofi_lock(ctx);
         (void)bm_btl_ofi_recv_post(ctx, rb);
-        bm_btl_ofi_unlock(ctx);
     }
+    bm_btl_ofi_unlock(ctx);
 }

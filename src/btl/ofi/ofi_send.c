@@ -4,10 +4,14 @@
  * before seg[0], so header and data leave in one piece; prepare_src may add
  * the caller's own memory as a second piece (SEND_INPLACE), with a
  * registration from the cache when the provider wants local registration.
- * Messages that fit the provider's inject size go with fi_inject (no
- * completion, the buffer is free at once): sendi's small messages and
- * descriptor sends that need no callback. Everything else completes through
- * the context's completion queue (ofi_context.c). Fragments come from
+ * sendi's messages that fit the provider's inject size go with fi_inject
+ * (no completion, the buffer is free at once); the PML uses sendi only
+ * towards a peer it reaches by one path, where nothing could be resent
+ * elsewhere anyway. Descriptor sends always complete through the
+ * context's completion queue (ofi_context.c), with FI_DELIVERY_COMPLETE:
+ * a completion means the peer has the data, so when a path fails the PML
+ * resends exactly what was not delivered (an injected message lost with a
+ * black-holed link would be lost for good). Fragments come from
  * per-context pools of two sizes (eager, max send) carved from regions that
  * are registered as a whole when the module needs local registration. A
  * fragment the provider still holds after we failed its path stays out of
@@ -133,6 +137,9 @@ static struct bm_btl_ofi_frag *frag_get(struct bm_btl_ofi_context *ctx, size_t s
     f->req.failed = false;
     f->req.reg = NULL;
     f->req.ep = NULL;
+    f->seq = 0;
+    f->prov_done = f->acked = false;
+    bm_util_list_node_init(&f->ack_link);
     return f;
 }
 
@@ -250,29 +257,9 @@ int bm_btl_ofi_send(struct bm_btl_module *mod, struct bm_btl_endpoint *bep,
     int failed = bm_btl_ofi_ep_failed(ep);
     if (failed)
         return failed;
-    f->hdr.src_rank = (uint32_t)m->comp->rank;
-    f->hdr.tag = tag;
-    f->hdr.magic = BM_BTL_OFI_HDR_MAGIC;
-    f->hdr.src_mod = (uint16_t)m->index;
     f->req.ep = ep;
     size_t first = sizeof(f->hdr) + des->seg[0].len;
-    size_t total = first + (des->seg_count > 1 ? des->seg[1].len : 0);
     fi_addr_t dest = bm_btl_ofi_context_dest(ctx, ep);
-    uint32_t flags = des->flags;
-    if (des->seg_count == 1 && total <= m->inject_size && !(flags & BM_BTL_DES_F_ALWAYS_CALLBACK)) {
-        bm_btl_ofi_lock(ctx);
-        ssize_t rc = fi_inject(ctx->tx, &f->hdr, total, dest);
-        bm_btl_ofi_unlock(ctx);
-        if (rc == 0) {
-            bm_btl_ofi_endpoint_unstalled(ep);
-            if (flags & BM_BTL_DES_F_BTL_OWNED)
-                frag_put(f);
-            return BM_BTL_DONE;
-        }
-        if (rc != -FI_EAGAIN)
-            return ofi_send_fail(ep, rc, "a message");
-        /* queue full: the normal send below may still fit */
-    }
     struct iovec iov[2] = {{&f->hdr, first}, {des->seg[1].addr, des->seg[1].len}};
     void *desc[2] = {f->desc, NULL};
     size_t count = 1;
@@ -286,12 +273,19 @@ int bm_btl_ofi_send(struct bm_btl_module *mod, struct bm_btl_endpoint *bep,
             desc[1] = f->req.reg->desc;
     }
     bm_btl_ofi_lock(ctx);
+    /* Numbered under the lock that orders the posts of the stream. */
+    bm_btl_ofi_ack_hdr(ctx, ep, &f->hdr, tag, true);
     ssize_t rc = fi_sendv(ctx->tx, iov, desc, count, dest, &f->req.fctx);
-    if (rc == 0)
+    if (rc == 0) {
         bm_btl_ofi_req_posted(ctx, &f->req);
+        bm_btl_ofi_ack_track(ctx, ep, f);
+    } else if (f->hdr.seq) {
+        ep->tx[ctx->index].tx_seq--; /* not sent: the number is given again */
+    }
     bm_btl_ofi_unlock(ctx);
     if (rc == 0) {
         bm_btl_ofi_endpoint_unstalled(ep);
+        bm_btl_ofi_endpoint_sent(ep);
         return BM_OK;
     }
     if (rc == -FI_EAGAIN)
@@ -318,18 +312,16 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
     if (total <= m->inject_size && total <= OFI_INJECT_STACK) {
         _Alignas(8) unsigned char buf[OFI_INJECT_STACK];
         struct bm_btl_ofi_hdr *h = (struct bm_btl_ofi_hdr *)buf;
-        h->src_rank = (uint32_t)m->comp->rank;
-        h->tag = tag;
-        h->magic = BM_BTL_OFI_HDR_MAGIC;
-        h->src_mod = (uint16_t)m->index;
         bm_util_copy(buf + sizeof(*h), hdr, hdr_len);
         if (payload_len)
             bm_util_copy(buf + sizeof(*h) + hdr_len, payload, payload_len);
         bm_btl_ofi_lock(ctx);
+        bm_btl_ofi_ack_hdr(ctx, ep, h, tag, false);
         ssize_t rc = fi_inject(ctx->tx, buf, total, bm_btl_ofi_context_dest(ctx, ep));
         bm_btl_ofi_unlock(ctx);
         if (rc == 0) {
             bm_btl_ofi_endpoint_unstalled(ep);
+            bm_btl_ofi_endpoint_sent(ep);
             return BM_BTL_DONE;
         }
         if (rc != -FI_EAGAIN)
@@ -360,6 +352,17 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
 
 void bm_btl_ofi_send_complete(struct bm_btl_ofi_frag *f, int status)
 {
+    if (status == BM_OK) {
+        if (!bm_btl_ofi_ack_provider_done(f))
+            return; /* the peer's acknowledgement completes it */
+    } else {
+        bm_btl_ofi_ack_untrack(f);
+    }
+    bm_btl_ofi_send_finish(f, status);
+}
+
+void bm_btl_ofi_send_finish(struct bm_btl_ofi_frag *f, int status)
+{
     struct bm_btl_ofi_module *m = (struct bm_btl_ofi_module *)f->des.module;
     struct bm_btl_descriptor *des = &f->des;
     uint32_t flags = des->flags;
@@ -377,34 +380,24 @@ void bm_btl_ofi_frag_returned(struct bm_btl_ofi_frag *f)
         frag_put(f);
 }
 
-static void ofi_ping_done(struct bm_btl_module *mod, struct bm_btl_endpoint *bep,
-                          struct bm_btl_descriptor *des, int status)
-{
-    (void)mod;
-    (void)des;
-    bm_btl_ofi_endpoint_probed((struct bm_btl_ofi_endpoint *)bep, status == BM_OK);
-}
-
-bm_status_t bm_btl_ofi_send_ping(struct bm_btl_ofi_endpoint *ep)
+bm_status_t bm_btl_ofi_send_ctl(struct bm_btl_ofi_endpoint *ep, uint8_t ctl, uint32_t seq)
 {
     struct bm_btl_ofi_module *m = ep->m;
     struct bm_btl_ofi_context *ctx = bm_btl_ofi_context_pick(m, ep);
+    struct bm_btl_ofi_ctl_msg msg = {.ctl = ctl, .seq = seq};
     bm_btl_ofi_lock(ctx);
-    struct bm_btl_ofi_frag *f = frag_get(ctx, 1);
+    struct bm_btl_ofi_frag *f = frag_get(ctx, sizeof(msg));
     bm_btl_ofi_unlock(ctx);
     if (!f)
         return BM_ERR_OUT_OF_RESOURCE;
-    frag_init_des(m, f, 1, 0, BM_BTL_DES_F_BTL_OWNED | BM_BTL_DES_F_ALWAYS_CALLBACK);
-    *(uint8_t *)f->des.seg[0].addr = BM_BTL_OFI_CTL_PING;
-    f->des.cbfunc = ofi_ping_done;
-    /* The path is marked failed: post below the failure check of send. */
-    f->hdr.src_rank = (uint32_t)m->comp->rank;
-    f->hdr.tag = BM_BTL_TAG_BTL;
-    f->hdr.magic = BM_BTL_OFI_HDR_MAGIC;
-    f->hdr.src_mod = (uint16_t)m->index;
+    frag_init_des(m, f, sizeof(msg), 0, BM_BTL_DES_F_BTL_OWNED);
+    memcpy(f->des.seg[0].addr, &msg, sizeof(msg));
+    /* Posted below send's failure check: probes go over failed paths. */
     f->req.ep = ep;
+    f->seq = 0;
     bm_btl_ofi_lock(ctx);
-    ssize_t rc = fi_send(ctx->tx, &f->hdr, sizeof(f->hdr) + 1, f->desc,
+    bm_btl_ofi_ack_hdr(ctx, ep, &f->hdr, BM_BTL_TAG_BTL, false);
+    ssize_t rc = fi_send(ctx->tx, &f->hdr, sizeof(f->hdr) + sizeof(msg), f->desc,
                          bm_btl_ofi_context_dest(ctx, ep), &f->req.fctx);
     if (rc == 0)
         bm_btl_ofi_req_posted(ctx, &f->req);
@@ -414,4 +407,13 @@ bm_status_t bm_btl_ofi_send_ping(struct bm_btl_ofi_endpoint *ep)
         return BM_ERR_OUT_OF_RESOURCE;
     }
     return BM_OK;
+}
+
+bm_status_t bm_btl_ofi_send_inject(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                                   const void *buf, size_t len)
+{
+    bm_btl_ofi_lock(ctx);
+    ssize_t rc = fi_inject(ctx->tx, buf, len, bm_btl_ofi_context_dest(ctx, ep));
+    bm_btl_ofi_unlock(ctx);
+    return rc == 0 ? BM_OK : BM_ERR_OUT_OF_RESOURCE;
 }

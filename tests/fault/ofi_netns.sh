@@ -1,0 +1,123 @@
+#!/bin/bash
+# The ofi transport between two "hosts" (network namespaces), tcp;ofi_rxm:
+#   p2p       one rail; MPI point-to-point (p2p_failover's verified stream,
+#             5 s) with BM_BTL=self,ofi only: the job must pass and the rail
+#             must carry the traffic (ofi opened the rail's domain, not lo).
+#   failover  two rails: ofi on rail 1 only (BM_BTL_OFI_DOMAIN_INCLUDE), tcp
+#             on rail 2 only, both at the same exclusivity so that both carry
+#             the stream (checked with the interface counters). Rail 1 is
+#             black-holed: ofi must report it through the error callback
+#             (its operations get no completion: BM_BTL_OFI_TIMEOUT, 3 s
+#             here), the PML must continue on tcp with every message intact,
+#             and nothing may hang.
+# Needs root and network namespaces; otherwise skipped (exit 77).
+# usage: ofi_netns.sh <bmrun> <p2p_failover> p2p|failover
+set -u
+bmrun=$1 prog=$2 scenario=$3
+. "$(dirname "$0")/../harness/netns.sh"
+bm_netns_require iptables
+out=$(mktemp /tmp/bm-ofi-netns.XXXXXX)
+pid=
+bm_netns_at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null'
+bm_netns_at_exit 'rm -f "$out" "$out".*'
+fail() {
+    echo "FAIL: $*"
+    echo "---- job output ----"
+    cat "$out" "$out".0 "$out".1 2>/dev/null
+    exit 1
+}
+bm_netns_hosts 2
+A=${BM_NETNS[0]} B=${BM_NETNS[1]}
+bm_netns_rail 0 1 10.250.1
+ra1=$BM_NETNS_DEV_A rb1=$BM_NETNS_DEV_B
+rx() { ip netns exec "$B" cat "/sys/class/net/$1/statistics/rx_bytes"; }
+reports() { cat "$out".0 "$out".1 2>/dev/null; }
+wait_streaming() {
+    for _ in $(seq 1 300); do
+        [ "$(reports | grep -c '^streaming$')" = 2 ] && return
+        kill -0 "$pid" 2>/dev/null || fail "the job ended before streaming"
+        sleep 0.1
+    done
+    fail "the ranks never started streaming"
+}
+common_env=(BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_TIMEOUT=3000 P2P_FAILOVER_LOG="$out")
+
+case $scenario in
+p2p)
+    r1=$(rx "$rb1")
+    ip netns exec "$A" env BM_BTL=self,ofi "${common_env[@]}" P2P_FAILOVER_SECS=5 \
+        "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 90 \
+        "$prog" >"$out" 2>&1 &
+    pid=$!
+    wait "$pid"
+    rc=$?
+    pid=
+    [ $rc = 0 ] || fail "the job failed (exit $rc)"
+    [ "$(reports | grep -c 'checks: 0 failed')" = 2 ] || fail "messages were lost or corrupted"
+    d1=$(($(rx "$rb1") - r1))
+    echo "the rail carried $d1 bytes to host B"
+    [ "$d1" -gt 10000000 ] || fail "the stream did not cross the rail"
+    ;;
+failover)
+    bm_netns_rail 0 1 10.250.2
+    ra2=$BM_NETNS_DEV_A rb2=$BM_NETNS_DEV_B
+    # ofi on rail 1 (its domain is the interface, named differently on each
+    # host), tcp on rail 2; equal exclusivity: both carry the stream.
+    ip netns exec "$A" env BM_BTL=self,ofi,tcp "${common_env[@]}" P2P_FAILOVER_SECS=12 \
+        BM_BTL_OFI_DOMAIN_INCLUDE="$ra1,$rb1" BM_BTL_OFI_EXCLUSIVITY=20 \
+        BM_BTL_TCP_IF_INCLUDE=10.250.2.0/24 \
+        "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 90 \
+        "$prog" >"$out" 2>&1 &
+    pid=$!
+    wait_streaming
+    r1=$(rx "$rb1") r2=$(rx "$rb2")
+    sleep 1
+    d1=$(($(rx "$rb1") - r1)) d2=$(($(rx "$rb2") - r2))
+    echo "before the fault, in one second: rail 1 (ofi) carried $d1 bytes, rail 2 (tcp) $d2"
+    [ "$d1" -gt 100000 ] && [ "$d2" -gt 100000 ] || fail "the stream did not use both transports"
+    # The black hole spares the launcher's own connections.
+    ports=$(ip netns exec "$A" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' |
+        sed 's/.*://' | sort -u)
+    for dev in "$ra1:$A" "$rb1:$B"; do
+        d=${dev%%:*} n=${dev##*:}
+        for p in $ports; do
+            ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
+            ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
+        done
+        ip netns exec "$n" iptables -A INPUT -i "$d" -j DROP
+    done
+    t0=$(date +%s.%N)
+    echo "rail 1 black-holed (launcher ports kept: ${ports:-none})"
+    for _ in $(seq 1 200); do
+        grep -q "ofi.* can no longer reach rank\|ofi.*continuing on the remaining" "$out" && break
+        sleep 0.1
+    done
+    t1=$(date +%s.%N)
+    grep -q "ofi.* can no longer reach rank\|ofi.*continuing on the remaining" "$out" ||
+        fail "ofi did not report the black-holed rail within 20 s"
+    echo "ofi reported the failure $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s after the black hole"
+    # The PML resends what the failed path held, then the stream goes on
+    # over tcp: at least 1 MB on rail 2 within 20 s (a busy machine is slow).
+    r2=$(rx "$rb2") d2=0
+    for _ in $(seq 1 200); do
+        d2=$(($(rx "$rb2") - r2))
+        [ "$d2" -gt 1000000 ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "after the failure: rail 2 (tcp) carried $d2 bytes"
+    [ "$d2" -gt 1000000 ] || fail "the stream did not continue on tcp"
+    wait "$pid"
+    rc=$?
+    pid=
+    [ $rc = 0 ] || fail "the job failed (exit $rc) after rail 1 was black-holed"
+    [ "$(reports | grep -c 'checks: 0 failed')" = 2 ] || fail "messages were lost or corrupted"
+    ;;
+*)
+    fail "unknown scenario $scenario"
+    ;;
+esac
+echo "---- job output ----"
+cat "$out"
+reports
+echo PASS
