@@ -104,12 +104,13 @@ if(TARGET btl_conformance)
 endif()
 
 # Across two network-namespace hosts (root): MPI point-to-point over ofi
-# alone, and failover from a black-holed ofi rail to tcp on another.
-if(TARGET p2p_failover)
-    foreach(scenario p2p failover)
+# alone, failover from a black-holed ofi rail to tcp on another, and the
+# ofi rail taken back once the black hole is lifted.
+if(TARGET p2p_failover AND TARGET p2p_sizes)
+    foreach(scenario p2p failover recover)
         add_test(NAME ofi_netns_${scenario}
             COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ofi_netns.sh $<TARGET_FILE:bmrun>
-                $<TARGET_FILE:p2p_failover> ${scenario})
+                $<TARGET_FILE:p2p_failover> $<TARGET_FILE:p2p_sizes> ${scenario})
         bm_scaled_timeout(t 150)
         set_tests_properties(ofi_netns_${scenario} PROPERTIES TIMEOUT ${t} LABELS fault
             SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
