@@ -580,6 +580,8 @@ void bm_btl_ofi_ack_apply(struct bm_btl_ofi_endpoint *ep, unsigned ctx, uint32_t
 void bm_btl_ofi_ack_fail(struct bm_btl_ofi_endpoint *ep, int status);
 /* End of a progress call: send the acknowledgements that waited a call. */
 void bm_btl_ofi_ack_flush(struct bm_btl_ofi_module *m);
+/* Finalize: send every owed acknowledgement now. */
+void bm_btl_ofi_ack_flush_all(struct bm_btl_ofi_module *m);
 
 /* ---- ofi_send.c and ofi_recv.c ------------------------------------------------------------- */
 

@@ -245,6 +245,9 @@ void bm_btl_ofi_module_close(struct bm_btl_ofi_module *m)
     if (!m)
         return;
     int rc;
+    /* 0. Acknowledgements we still owe go out now: a peer may be waiting
+     *    for them to complete its last sends (ofi_ack.c). */
+    bm_btl_ofi_ack_flush_all(m);
     m->closing = true;
     /* 1. Let the provider give back what it holds: receives are cancelled,
      *    operations in flight get a bounded time to complete. */
@@ -582,12 +585,15 @@ void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now)
         }
         if (!ep->quiet_since) {
             ep->quiet_since = now;
-        } else if (!ep->ping_out && now - ep->quiet_since >= half) {
-            if (bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PING, ++ep->ping_seq) == BM_OK) {
+        } else if (!ep->ping_out && now - ep->quiet_since < 2 * half) {
+            if (now - ep->quiet_since >= half &&
+                bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PING, ++ep->ping_seq) == BM_OK) {
                 ep->ping_out = true;
                 ep->ping_at = now;
             }
-        } else if (ep->ping_out && now - ep->ping_at >= half) {
+        } else if (!ep->ping_out || now - ep->ping_at >= half) {
+            /* No answer to the probe, or the probe could not even be
+             * posted (a dead peer's address refuses connections). */
             char what[256];
             snprintf(what, sizeof(what),
                      "%s sent nothing back for %.1f s, not even an answer to a probe "
