@@ -116,3 +116,26 @@ if(TARGET p2p_failover AND TARGET p2p_sizes)
             SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
     endforeach()
 endif()
+
+# One-sided MPI over ofi alone (BM_BTL=self,ofi): windows registered with
+# ofi, put and get by libfabric RMA, accumulates and atomics through the
+# target's agent over ofi messages (src/mpi/README.md says which path each
+# operation takes), every byte verified by the programs of tests/mpi. Each
+# rank prints ofi's counters: a rank whose line says rma=0 did no libfabric
+# put or get, and the test fails (osc_atomic's last rank only takes them).
+foreach(run osc_fence:3:allocate osc_fence:2:create osc_lock:3:create osc_lock:2:allocate
+            osc_atomic:4:allocate osc_pscw:3:create osc_dtype:2:allocate osc_windows:2:any)
+    string(REPLACE ":" ";" f ${run})
+    list(GET f 0 prog)
+    list(GET f 1 np)
+    list(GET f 2 flavour)
+    if(TARGET ${prog})
+        set(name ${prog}_ofi_${flavour}_np${np})
+        bm_add_mpi_test(${name} TARGET ${prog} NP ${np} BTL self,ofi
+            TIMEOUT 120 LABELS mpi osc btl ARGS ${flavour}
+            ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_STATS=1)
+        if(NOT prog STREQUAL "osc_atomic")
+            set_tests_properties(${name} PROPERTIES FAIL_REGULAR_EXPRESSION " rma=0 ")
+        endif()
+    endif()
+endforeach()

@@ -64,6 +64,7 @@ struct bm_btl_ofi_config {
     int timeout_ms;       /* an operation with no completion this long fails its path */
     int probe_ms;         /* interval of probes on a failed path (0: never) */
     int acks;             /* BM_OFI_ACKS_*: our own delivery acknowledgements */
+    bool stats;           /* print the counters at finalize */
     int max_modules;      /* domains opened at most */
 };
 
@@ -282,6 +283,28 @@ struct bm_btl_ofi_amo_table {
     bool cswap[2];
 };
 
+/* ---- counters (BM_BTL_OFI_STATS) ------------------------------------------------------ */
+
+#define BM_BTL_OFI_STATS_MAP(X)                                                                    \
+    X(sends, "messages sent with a completion (descriptors)")                                      \
+    X(injects, "messages sent by inject (sendi)")                                                  \
+    X(recvs, "messages received")                                                                  \
+    X(rma, "puts and gets started")                                                                \
+    X(amos, "atomic operations started")                                                           \
+    X(acks_sent, "delivery acknowledgements sent on their own")                                    \
+    X(acks_piggybacked, "delivery acknowledgements carried by messages")                           \
+    X(pings, "liveness probes sent")                                                               \
+    X(path_failures, "paths declared failed")                                                      \
+    X(path_recoveries, "failed paths taken back")
+
+struct bm_btl_ofi_stats {
+#define BM_BTL_OFI_STATS_FIELD(name, help) atomic_ullong name;
+    BM_BTL_OFI_STATS_MAP(BM_BTL_OFI_STATS_FIELD)
+#undef BM_BTL_OFI_STATS_FIELD
+};
+
+#define BM_OFI_COUNT(m, field) atomic_fetch_add_explicit(&(m)->stats.field, 1, memory_order_relaxed)
+
 /* ---- module ---------------------------------------------------------------------- */
 
 struct bm_btl_ofi_component;
@@ -309,6 +332,7 @@ struct bm_btl_ofi_module {
     bool closing;             /* finalize: receive buffers are not posted again */
     bool acks;                /* our own delivery acknowledgements (socket providers) */
     bool had_failures;        /* a path failed at some point (finalize messages) */
+    struct bm_btl_ofi_stats stats;
     pthread_mutex_t ack_lock; /* the list below, with threads */
     struct bm_btl_ofi_endpoint **ack_list; /* endpoints that owe acknowledgements */
     int nack_list;

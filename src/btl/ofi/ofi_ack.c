@@ -103,6 +103,8 @@ void bm_btl_ofi_ack_hdr(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoi
         h->ack_ctx = (uint8_t)k;
         h->ack = atomic_load_explicit(&ep->rx_seq[k], memory_order_relaxed);
         h->flags |= BM_BTL_OFI_HDR_F_ACK;
+        if (tag != BM_BTL_TAG_BTL)
+            BM_OFI_COUNT(m, acks_piggybacked);
     }
 }
 
@@ -237,6 +239,8 @@ static void ack_send(struct bm_btl_ofi_endpoint *ep, unsigned stream)
     pkt.msg.seq = atomic_load_explicit(&ep->rx_seq[stream], memory_order_relaxed);
     if (bm_btl_ofi_send_inject(ctx, ep, &pkt, sizeof(pkt)) != BM_OK)
         ack_owe(ep, stream); /* again at the next flush */
+    else
+        BM_OFI_COUNT(m, acks_sent);
 }
 
 static void ack_flush(struct bm_btl_ofi_module *m, bool force)

@@ -97,6 +97,10 @@ static const struct bm_param ofi_params[] = {
      "the socket providers across a network, whose completions do not prove delivery (a "
      "message lost with a failed link would be lost for good: the PML could not resend it).",
      OFI_CFG(acks), 0},
+    {"BM_BTL_OFI_STATS", BM_PARAM_BOOL, "0", 0, 0, NULL,
+     "Print each module's counters (messages, RMA, atomics, acknowledgements, probes, path "
+     "failures) at finalize, one line per module on stderr.",
+     OFI_CFG(stats), 0},
     {"BM_BTL_OFI_MAX_MODULES", BM_PARAM_INT, "8", 1, 64, NULL,
      "Domains (NICs) opened at most, closest first.", OFI_CFG(max_modules), 0},
 };
@@ -235,10 +239,26 @@ static bm_status_t ofi_publish(struct bm_btl_ofi_component *c)
     return rc;
 }
 
+static void ofi_stats_print(const struct bm_btl_ofi_module *m)
+{
+    char line[1024];
+    size_t off = (size_t)snprintf(line, sizeof(line), "[ofi stats] rank %d %s:", m->comp->rank,
+                                  m->super.name);
+#define BM_BTL_OFI_STATS_PRINT(name, help)                                                         \
+    if (off < sizeof(line))                                                                        \
+        off += (size_t)snprintf(line + off, sizeof(line) - off, " %s=%llu", #name,                 \
+                                (unsigned long long)atomic_load(&m->stats.name));
+    BM_BTL_OFI_STATS_MAP(BM_BTL_OFI_STATS_PRINT)
+#undef BM_BTL_OFI_STATS_PRINT
+    fprintf(stderr, "%s\n", line);
+}
+
 static void ofi_component_destroy(struct bm_btl_ofi_component *c)
 {
     if (!c)
         return;
+    for (int i = 0; c->cfg.stats && i < c->nmodules; i++)
+        ofi_stats_print(c->modules[i]);
     /* The monitor first: it walks the modules. */
     bm_btl_ofi_monitor_stop(c->monitor);
     c->monitor = NULL;

@@ -450,6 +450,7 @@ void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const 
         return; /* failed already */
     atomic_fetch_add(&m->nfailed, 1);
     m->had_failures = true;
+    BM_OFI_COUNT(m, path_failures);
     atomic_store(&ep->stalled_since, 0);
     ep->ping_out = false;
     ep->probe_at = bm_util_clock_now_ns() + (uint64_t)m->comp->cfg.probe_ms * 1000000ull;
@@ -497,6 +498,7 @@ static void endpoint_recovered(struct bm_btl_ofi_endpoint *ep)
     if (!failed || m->closing || !atomic_compare_exchange_strong(&ep->fail_status, &failed, 0))
         return;
     atomic_fetch_sub(&m->nfailed, 1);
+    BM_OFI_COUNT(m, path_recoveries);
     ep->ping_out = false;
     ep->quiet_since = 0;
     char what[160];
@@ -556,6 +558,7 @@ static void endpoint_probe(struct bm_btl_ofi_endpoint *ep, uint64_t now)
     if (bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PING, ++ep->ping_seq) == BM_OK) {
         ep->ping_out = true;
         ep->ping_at = now;
+        BM_OFI_COUNT(m, pings);
     }
 }
 
@@ -590,6 +593,7 @@ void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now)
                 bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PING, ++ep->ping_seq) == BM_OK) {
                 ep->ping_out = true;
                 ep->ping_at = now;
+                BM_OFI_COUNT(m, pings);
             }
         } else if (!ep->ping_out || now - ep->ping_at >= half) {
             /* No answer to the probe, or the probe could not even be

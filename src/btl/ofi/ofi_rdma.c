@@ -101,6 +101,10 @@ static int rdma_posted(struct bm_btl_ofi_req *req, ssize_t rc, const char *what)
         atomic_fetch_add(&ep->outstanding, 1);
         atomic_fetch_add(&m->outstanding, 1);
         bm_btl_ofi_endpoint_unstalled(ep);
+        if (req->kind == BM_OFI_REQ_PUT || req->kind == BM_OFI_REQ_GET)
+            BM_OFI_COUNT(m, rma);
+        else
+            BM_OFI_COUNT(m, amos);
         return BM_OK;
     }
     bm_btl_ofi_mr_release(m, req->reg);

@@ -134,6 +134,7 @@ static void recv_deliver(struct bm_btl_ofi_context *ctx, const uint8_t *buf, siz
         return;
     }
     struct bm_btl_ofi_endpoint *ep = bm_btl_ofi_endpoint_get(m, (int)h->src_rank);
+    BM_OFI_COUNT(m, recvs);
     if (ep) {
         bm_btl_ofi_endpoint_heard(ep);
         bm_btl_ofi_ack_received(ep, h);

@@ -286,6 +286,7 @@ int bm_btl_ofi_send(struct bm_btl_module *mod, struct bm_btl_endpoint *bep,
     if (rc == 0) {
         bm_btl_ofi_endpoint_unstalled(ep);
         bm_btl_ofi_endpoint_sent(ep);
+        BM_OFI_COUNT(m, sends);
         return BM_OK;
     }
     if (rc == -FI_EAGAIN)
@@ -322,6 +323,7 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
         if (rc == 0) {
             bm_btl_ofi_endpoint_unstalled(ep);
             bm_btl_ofi_endpoint_sent(ep);
+            BM_OFI_COUNT(m, injects);
             return BM_BTL_DONE;
         }
         if (rc != -FI_EAGAIN)
