@@ -151,7 +151,7 @@ static uint32_t ofi_api_version(void)
 
 static bm_status_t bm_btl_ofi_query(char *why, size_t whylen)
 {
-    char dev[96] = "";
+    char dev[300] = "";
     bool named = ofi_named();
     if (!named && !ofi_rdma_device(dev, sizeof(dev))) {
         snprintf(why, whylen,

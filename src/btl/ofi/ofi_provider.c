@@ -168,7 +168,7 @@ bm_status_t bm_btl_ofi_provider_select(struct bm_btl_ofi_component *comp,
 {
     uint32_t version = comp->api_version;
     struct fi_info *list = NULL;
-    char why[200] = "";
+    char why[400] = "";
     int last_rc = 0;
     const char *fi_provider = getenv("FI_PROVIDER");
     for (size_t s = 0; s < sizeof(ofi_capsets) / sizeof(ofi_capsets[0]) && !list; s++) {
@@ -296,7 +296,7 @@ void bm_btl_ofi_provider_survey(const struct bm_btl_ofi_component *comp, const c
         if (strcmp(prov, chosen) == 0 || strstr(seen, key))
             continue;
         snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "%s;", prov);
-        char why[300] = "";
+        char why[400] = "";
         bool ok = info_usable(comp, i, why, sizeof(why));
         int n = snprintf(buf + off, len - off, "%s%s%s%s%s", off ? "; " : "", prov, ok ? "" : " (",
                          ok ? "" : why, ok ? "" : ")");
