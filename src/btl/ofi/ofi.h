@@ -329,11 +329,11 @@ struct bm_btl_ofi_module {
     bool software; /* a provider emulated over sockets/shared memory */
     bool manual;   /* FI_PROGRESS_MANUAL: we drive the provider */
     bool multi_recv;
-    bool closing;             /* finalize: receive buffers are not posted again */
-    bool acks;                /* our own delivery acknowledgements (socket providers) */
-    bool had_failures;        /* a path failed at some point (finalize messages) */
+    bool closing;      /* finalize: receive buffers are not posted again */
+    bool acks;         /* our own delivery acknowledgements (socket providers) */
+    bool had_failures; /* a path failed at some point (finalize messages) */
     struct bm_btl_ofi_stats stats;
-    pthread_mutex_t ack_lock; /* the list below, with threads */
+    pthread_mutex_t ack_lock;              /* the list below, with threads */
     struct bm_btl_ofi_endpoint **ack_list; /* endpoints that owe acknowledgements */
     int nack_list;
     size_t inject_size;
@@ -376,7 +376,7 @@ struct bm_btl_ofi_component {
     struct bm_btl_ofi_monitor *monitor; /* NULL when memory cannot be watched */
     uint32_t api_version;
     bool querying; /* a dry run for query (bm_info): no warnings */
-    char why[256]; /* what selection found, for messages */
+    char why[512]; /* what selection found, for messages */
 };
 
 /* ---- ofi_provider.c: choosing what to open ------------------------------------------ */
