@@ -4,19 +4,70 @@
  * size, its node's rank count, its MPI_APPNUM and how the launcher was
  * reached (PMI version and socket, PMIx modex mode), then checks an
  * MPI_Allreduce of the ranks and a ring exchange; rank 0 prints
- * "allreduce ok N" when both hold on every rank. Arguments: "abort R CODE" makes rank R call
- * MPI_Abort(CODE) after the checks; "stdin" makes rank 0 read stdin and print its lines (bmrun
- * forwards stdin to rank 0). The launcher scripts check the lines. */
+ * "allreduce ok N" when both hold on every rank. Arguments: "abort R CODE"
+ * makes rank R call MPI_Abort(CODE) after the checks; "stdin" makes rank 0
+ * read stdin and print its lines (bmrun forwards stdin to rank 0); "conns"
+ * does nothing but MPI_Init and a barrier, then rank 0 prints the most TCP
+ * connections any rank holds (transports connect on first use). The
+ * launcher scripts check the lines. */
 #include "runtime/rte.h"
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* Established TCP connections of this process: its socket inodes
+ * (/proc/self/fd) found in state 01 in /proc/net/tcp or tcp6. */
+static int tcp_established(void)
+{
+    char path[64], link[64];
+    unsigned long inodes[1024];
+    int n = 0, count = 0;
+    for (int fd = 0; fd < 4096 && n < 1024; fd++) {
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(path, link, sizeof(link) - 1);
+        if (len > 0) {
+            link[len] = '\0';
+            if (sscanf(link, "socket:[%lu]", &inodes[n]) == 1)
+                n++;
+        }
+    }
+    const char *tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    for (int t = 0; t < 2; t++) {
+        FILE *f = fopen(tables[t], "r");
+        char line[512];
+        while (f && fgets(line, sizeof(line), f)) {
+            unsigned st;
+            unsigned long ino;
+            /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+            if (sscanf(line, " %*s %*s %*s %x %*s %*s %*s %*s %*s %lu", &st, &ino) != 2 || st != 1)
+                continue;
+            for (int i = 0; i < n; i++)
+                count += inodes[i] == ino;
+        }
+        if (f)
+            fclose(f);
+    }
+    return count;
+}
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    if (argc >= 2 && strcmp(argv[1], "conns") == 0) {
+        /* After MPI_Init and a barrier only: how many TCP connections a
+         * rank holds (transports connect on first use, not all-to-all). */
+        MPI_Barrier(MPI_COMM_WORLD);
+        int r, conns = tcp_established(), most = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        MPI_Reduce(&conns, &most, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (r == 0)
+            printf("tcp connections at most %d per rank\n", most);
+        MPI_Finalize();
+        return 0;
+    }
     int rank, size, lsize;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

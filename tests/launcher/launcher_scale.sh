@@ -7,9 +7,13 @@
 # peer), and (2) dgram's memory per process growing far less than a send
 # window and its timers per peer (made for every peer at add_procs they
 # added about 130 KiB per peer). A run with BM_BTL_SM_FBOX_AFTER=0 shows the
-# eager cost, so the test proves it measures what it names.
-# Usage: launcher_scale.sh <bmrun> <bm_hello>
-BMRUN=$1 HELLO=$2
+# eager cost, so the test proves it measures what it names. (3) tcp
+# connects on first use: after MPI_Init and a barrier of 16 ranks over tcp
+# alone no rank holds a connection to every peer (the barrier talks to
+# about 2 log2(16) of them), but some rank holds one (the barrier did go
+# over tcp).
+# Usage: launcher_scale.sh <bmrun> <bm_hello> <launcher_mpi>
+BMRUN=$1 HELLO=$2 MPIPROG=$3
 . "$(dirname "$0")/lib.sh"
 
 # field NAME FILE: the average of "NAME avg/max" in bm_hello's memory line (kB)
@@ -58,5 +62,16 @@ if [ -n "$d4" ] && [ -n "$d24" ] && [ $((d24 - d4)) -lt $((20 * 48)) ]; then
     ok "dgram: memory per process $d4 kB at 4 ranks, $d24 kB at 24"
 else
     fail "dgram: memory per process grows from $d4 kB at 4 ranks to $d24 kB at 24 (windows or timers made for idle peers?)"
+fi
+
+# tcp: connections made on first use, not all-to-all at MPI_Init. Each
+# rank also holds its connection to bmrun's key-value service.
+run tcp16 env BM_BTL=self,tcp "$BMRUN" -n 16 --timeout 120 "$MPIPROG" conns "$TOKEN"
+expect_rc tcp16 0
+c16=$(grep -o 'at most [0-9]* per rank' "$T/tcp16.out" | tr -dc '0-9')
+if [ -n "$c16" ] && [ "$c16" -ge 2 ] && [ "$c16" -lt 15 ]; then
+    ok "tcp: at most $c16 connections per rank after MPI_Init and a barrier of 16 ranks (1 to bmrun)"
+else
+    fail "tcp: ${c16:-no count of} connections per rank after MPI_Init and a barrier of 16 ranks (all-to-all would be 15 and more; fewer than 2: the barrier did not use tcp)"
 fi
 finish
