@@ -394,9 +394,12 @@ void bm_pml_am_incoming(const struct bm_btl_recv_desc *d);
  * progress thread apply their own). */
 int bm_pml_progress_nowait(void);
 /* Under MPI_THREAD_MULTIPLE, in the spin mode: count an idle poll and
- * yield after a run of them when another thread drains (it may need this
- * core). */
+ * yield after a run of them (more threads than cores may be waiting). */
 void bm_pml_progress_idle_mt(void);
+/* The last pass found another thread draining: handle the miss (after a
+ * few in a row, wait for that thread to complete something) and return
+ * true; false when it was not a miss. */
+bool bm_pml_progress_missed(void);
 /* Progress hooks are registered (a sleeper naps instead of sleeping long). */
 bool bm_pml_hooks_active(void);
 /* Idle polls before a thread yields or sleeps (wait.c). */
@@ -418,6 +421,10 @@ void bm_pml_wait_block(void);
 void bm_pml_wait_kick(void);
 /* A progress pass did something: wake the threads waiting on the condition. */
 void bm_pml_wait_progressed(void);
+/* Wait on that condition at most ns (a thread that keeps finding another
+ * one draining: BM_PML_MISS_WAIT_NS). */
+void bm_pml_wait_others(long ns);
+#define BM_PML_MISS_WAIT_NS 100000L
 /* One line of sleeping statistics (BM_PML_STATS). */
 size_t bm_pml_wait_report(char *buf, size_t len);
 void bm_pml_pending_add(struct bm_pml_request *req);

@@ -64,6 +64,7 @@ struct bm_btl_sm_endpoint {
     struct bm_btl_sm_fbox_rx rx;   /* its ring in our segment */
     struct sockaddr_un bell;       /* its doorbell (sm_bell.c) */
     socklen_t bell_len;            /* 0: unknown */
+    bool bell_ring;                /* it may sleep: look at its flag after each send */
 };
 
 /* The initiator's record of an atomic request in flight (sm_atomic.c). */
@@ -135,7 +136,7 @@ struct bm_btl_sm_module {
     bool use_hints;       /* else poll every ring in by_local */
     struct bm_btl_sm_endpoint **by_local; /* local rank -> endpoint with fast boxes, or NULL */
     struct bm_btl_defer_queue rdma_done;  /* callbacks of finished get/put */
-    bool bells;                           /* the job has sleepers: ring and be rung (sm_bell.c) */
+    bool bells;                           /* we may sleep: we have a doorbell (sm_bell.c) */
     int bell_rx, bell_tx;                 /* our doorbell; the socket we ring others' with */
 };
 
@@ -239,7 +240,8 @@ void bm_btl_sm_wait_disarm(struct bm_btl_sm_module *sm);
  * of its flag (sm_bell.c says why both sides need one). */
 static inline void bm_btl_sm_bell_check(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
 {
-    if (__builtin_expect(!sm->bells, 1))
+    (void)sm;
+    if (__builtin_expect(!ep->bell_ring, 1))
         return;
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&ep->ctl->bell_armed, memory_order_relaxed))

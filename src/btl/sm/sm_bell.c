@@ -13,9 +13,13 @@
  * argument): no message is left for a sleeper to miss. Clearing the flag
  * with an exchange means one byte per sleep, however many senders.
  *
- * Nothing of this runs unless the job has sleepers (init args->sleepers):
- * senders then pay one fence and one load of a line the receiver rarely
- * writes per message; otherwise one predictable branch. */
+ * A process that may sleep (init args->sleepers: BM_PML_WAIT_MODE=block,
+ * MPI_THREAD_MULTIPLE's default, the progress thread) says so in its
+ * segment (bell_sleeper) before publishing its address; its peers read it
+ * at add_procs and only then look at its flag after each send (one fence
+ * and one load of a line the receiver rarely writes). Sends to a peer that
+ * never sleeps cost one predictable branch, and processes of one job may
+ * differ. */
 #define BM_LOG_SUBSYS "btl/sm"
 #include "btl/sm/sm.h"
 #include "runtime/rte.h"
@@ -51,8 +55,7 @@ bm_status_t bm_btl_sm_bell_open(struct bm_btl_sm_module *sm)
     if (!bell_addr(sm->rank, &sa, &len))
         return BM_ERR_TRUNCATE;
     sm->bell_rx = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    sm->bell_tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (sm->bell_rx < 0 || sm->bell_tx < 0 || bind(sm->bell_rx, (struct sockaddr *)&sa, len) != 0) {
+    if (sm->bell_rx < 0 || bind(sm->bell_rx, (struct sockaddr *)&sa, len) != 0) {
         bm_log_warn("cannot open the shared-memory doorbell (%s): a waiting process will "
                     "poll in short naps instead of sleeping until a local peer writes",
                     strerror(errno));
@@ -60,6 +63,7 @@ bm_status_t bm_btl_sm_bell_open(struct bm_btl_sm_module *sm)
         return BM_ERR_SYSTEM;
     }
     sm->bells = true;
+    sm->ctl->bell_sleeper = 1;
     return BM_OK;
 }
 
@@ -75,8 +79,18 @@ void bm_btl_sm_bell_close(struct bm_btl_sm_module *sm)
 
 void bm_btl_sm_bell_peer(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
 {
-    if (sm->bells && !bell_addr(ep->rank, &ep->bell, &ep->bell_len))
-        ep->bell_len = 0;
+    ep->bell_ring = false;
+    if (!ep->ctl->bell_sleeper || !bell_addr(ep->rank, &ep->bell, &ep->bell_len))
+        return;
+    if (sm->bell_tx < 0)
+        sm->bell_tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (sm->bell_tx < 0) {
+        bm_log_warn("cannot open a socket to ring rank %d's doorbell (%s): it will wake from "
+                    "its naps only",
+                    ep->rank, strerror(errno));
+        return;
+    }
+    ep->bell_ring = true;
 }
 
 void bm_btl_sm_bell_ring(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)

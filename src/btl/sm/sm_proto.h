@@ -79,6 +79,9 @@ struct bm_btl_sm_seg_ctl {
      * the next message or returned fragment (sm_bell.c). Same line as
      * mapped: both are rarely written. */
     _Atomic uint32_t bell_armed;
+    /* The owner may sleep (it has a doorbell): written before its address
+     * is published, read by peers at add_procs. */
+    uint32_t bell_sleeper;
     struct bm_btl_sm_fifo fifo; /* fragments sent to the owner, and its own coming back */
 };
 
