@@ -65,8 +65,8 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# bm_barrier: %ld steps of %.1f us work + MPI_Barrier, %d ranks\n", steps, work_us,
                nprocs);
-        printf("# seconds  us/step\n");
-        printf("%.4f %10.2f\n", slowest, slowest / (double)steps * 1e6);
+        printf("# ranks  seconds  us/step\n");
+        printf("%-6d %9.4f %10.2f\n", nprocs, slowest, slowest / (double)steps * 1e6);
         if (anywrong)
             fprintf(stderr, "bm_barrier: wrong allreduce result\n");
     }
