@@ -398,7 +398,8 @@ int bm_pml_progress_nowait(void);
 void bm_pml_progress_idle_mt(void);
 /* The last pass found another thread draining: handle the miss (after a
  * few in a row, wait for that thread to complete something) and return
- * true; false when it was not a miss. */
+ * true; false when it was not a miss. Call it only under MPI_THREAD_MULTIPLE
+ * (bm_pml_g.mt): it reads thread-local state, a call per idle poll. */
 bool bm_pml_progress_missed(void);
 /* Progress hooks are registered (a sleeper naps instead of sleeping long). */
 bool bm_pml_hooks_active(void);

@@ -390,7 +390,7 @@ static void progress_idle(int n)
     if (n > 0) {
         idle_polls = 0;
         miss_run = 0;
-    } else if (bm_pml_progress_missed()) {
+    } else if (bm_pml_g.mt && bm_pml_progress_missed()) {
         return;
     } else if (bm_pml_g.wait_mode != BM_PML_WAIT_SPIN && bm_pml_g.cfg.idle_yield > 0) {
         if (++idle_polls >= bm_pml_g.cfg.idle_yield) {

@@ -341,7 +341,7 @@ int bm_pml_progress_wait(void)
         idle = 0;
         return n;
     }
-    if (bm_pml_progress_missed())
+    if (bm_pml_g.mt && bm_pml_progress_missed())
         return 0;
     switch (bm_pml_g.wait_mode) {
     case BM_PML_WAIT_SPIN:
