@@ -65,6 +65,8 @@ static const struct bm_param osc_params[] = {
 static const struct bm_param_table osc_table = {"mpi/osc", osc_params, BM_PARAM_COUNT(osc_params)};
 BM_PARAM_TABLE_REGISTER(osc_table);
 
+_Thread_local bool bm_osc_lock_held;
+
 static struct {
     bool loaded;
     struct osc_params p;
@@ -296,7 +298,8 @@ static int shm_setup(MPI_Win win, const struct win_card1 *c1, const int *key, co
         st = bm_util_shmseg_create(&win->seg, name, total);
     /* every process learns whether the leaders succeeded */
     int ok = st == BM_OK, all_ok = 0;
-    if ((rc = bm_mpi_coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, win->comm, fn)))
+    BM_OSC_UNLOCKED(rc, bm_mpi_coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, win->comm, fn));
+    if (rc)
         goto out;
     if (!all_ok) {
         if (win->rank == leader && st == BM_OK && !alone)
@@ -310,7 +313,8 @@ static int shm_setup(MPI_Win win, const struct win_card1 *c1, const int *key, co
     if (win->rank != leader && !alone)
         st = bm_util_shmseg_attach(&win->seg, name, total);
     ok = st == BM_OK;
-    if ((rc = bm_mpi_coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, win->comm, fn)))
+    BM_OSC_UNLOCKED(rc, bm_mpi_coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, win->comm, fn));
+    if (rc)
         goto out;
     if (win->rank == leader && !alone)
         bm_util_shmseg_unlink(&win->seg);
@@ -580,7 +584,7 @@ static int win_setup(MPI_Comm comm, int flavor, MPI_Aint size, int disp_unit, MP
     }
     for (int r = 0; r < comm->size; r++)
         wr[r] = bm_mpi_comm_world_rank(comm, r);
-    rc = bm_mpi_comm_create_from(comm, wr, comm->size, comm->rank, &win->comm, fn);
+    BM_OSC_UNLOCKED(rc, bm_mpi_comm_create_from(comm, wr, comm->size, comm->rank, &win->comm, fn));
     free(wr);
     if (rc) {
         free(win);
@@ -616,7 +620,8 @@ static int win_setup(MPI_Comm comm, int flavor, MPI_Aint size, int disp_unit, MP
                 mine1.shm_ok = 0;
         }
     }
-    if ((rc = bm_mpi_coll_allgather_bytes(&mine1, c1, sizeof(mine1), win->comm, fn)))
+    BM_OSC_UNLOCKED(rc, bm_mpi_coll_allgather_bytes(&mine1, c1, sizeof(mine1), win->comm, fn));
+    if (rc)
         goto err;
     /* which processes share a segment: those of one node that all may
      * (every process computes the same from the same cards) */
@@ -695,13 +700,15 @@ static int win_setup(MPI_Comm comm, int flavor, MPI_Aint size, int disp_unit, MP
     win->next = win_g.list;
     win_g.list = win;
     struct win_card2 mine2 = *m2;
-    if ((rc = bm_mpi_coll_allgather_bytes(&mine2, c2, sizeof(mine2), win->comm, fn)))
+    BM_OSC_UNLOCKED(rc, bm_mpi_coll_allgather_bytes(&mine2, c2, sizeof(mine2), win->comm, fn));
+    if (rc)
         goto err;
     win_fill_targets(win, c2);
     int all = 1, agreed = 0;
     for (int r = 0; r < win->nranks; r++)
         all &= win->t[r].path == BM_OSC_PATH_SHM;
-    if ((rc = bm_mpi_coll_allreduce(&all, &agreed, 1, MPI_INT, MPI_LAND, win->comm, fn)))
+    BM_OSC_UNLOCKED(rc, bm_mpi_coll_allreduce(&all, &agreed, 1, MPI_INT, MPI_LAND, win->comm, fn));
+    if (rc)
         goto err;
     win->all_shm = agreed != 0;
     for (int r = 0; r < win->nranks; r++) {
@@ -726,38 +733,62 @@ err:
     return rc;
 }
 
-int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-                    MPI_Win *win)
+static int win_create_body(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                           MPI_Win *win)
 {
     return win_setup(comm, MPI_WIN_FLAVOR_CREATE, size, disp_unit, info, base, NULL, win,
                      "MPI_Win_create");
 }
+
+int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                    MPI_Win *win)
+{
+    BM_OSC_LOCKED(win_create_body(base, size, disp_unit, info, comm, win));
+}
 BM_MPI_ALIAS(Win_create);
 
-int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
-                      MPI_Win *win)
+static int win_allocate_body(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                             void *baseptr, MPI_Win *win)
 {
     return win_setup(comm, MPI_WIN_FLAVOR_ALLOCATE, size, disp_unit, info, NULL, baseptr, win,
                      "MPI_Win_allocate");
 }
+
+int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                      MPI_Win *win)
+{
+    BM_OSC_LOCKED(win_allocate_body(size, disp_unit, info, comm, baseptr, win));
+}
 BM_MPI_ALIAS(Win_allocate);
 
-int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-                             void *baseptr, MPI_Win *win)
+static int win_allocate_shared_body(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                                    void *baseptr, MPI_Win *win)
 {
     return win_setup(comm, MPI_WIN_FLAVOR_SHARED, size, disp_unit, info, NULL, baseptr, win,
                      "MPI_Win_allocate_shared");
 }
+
+int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                             void *baseptr, MPI_Win *win)
+{
+    BM_OSC_LOCKED(win_allocate_shared_body(size, disp_unit, info, comm, baseptr, win));
+}
 BM_MPI_ALIAS(Win_allocate_shared);
 
-int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+static int win_create_dynamic_body(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
     return win_setup(comm, MPI_WIN_FLAVOR_DYNAMIC, 0, 1, info, NULL, NULL, win,
                      "MPI_Win_create_dynamic");
 }
+
+int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    BM_OSC_LOCKED(win_create_dynamic_body(info, comm, win));
+}
 BM_MPI_ALIAS(Win_create_dynamic);
 
-int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
+static int win_shared_query_body(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
+                                 void *baseptr)
 {
     static const char fn[] = "MPI_Win_shared_query";
     int rc;
@@ -782,11 +813,16 @@ int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
     memcpy(baseptr, &p, sizeof(void *));
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
+{
+    BM_OSC_LOCKED(win_shared_query_body(win, rank, size, disp_unit, baseptr));
+}
 BM_MPI_ALIAS(Win_shared_query);
 
 /* ---- dynamic windows ------------------------------------------------------ */
 
-int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+static int win_attach_body(MPI_Win win, void *base, MPI_Aint size)
 {
     static const char fn[] = "MPI_Win_attach";
     int rc;
@@ -824,9 +860,14 @@ int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
     win->nregions++;
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+{
+    BM_OSC_LOCKED(win_attach_body(win, base, size));
+}
 BM_MPI_ALIAS(Win_attach);
 
-int PMPI_Win_detach(MPI_Win win, const void *base)
+static int win_detach_body(MPI_Win win, const void *base)
 {
     static const char fn[] = "MPI_Win_detach";
     int rc;
@@ -847,6 +888,11 @@ int PMPI_Win_detach(MPI_Win win, const void *base)
                             "given to MPI_Win_attach)",
                             base);
 }
+
+int PMPI_Win_detach(MPI_Win win, const void *base)
+{
+    BM_OSC_LOCKED(win_detach_body(win, base));
+}
 BM_MPI_ALIAS(Win_detach);
 
 bool bm_osc_region_ok(MPI_Win win, uint64_t addr, uint64_t len)
@@ -861,7 +907,7 @@ bool bm_osc_region_ok(MPI_Win win, uint64_t addr, uint64_t len)
 
 /* ---- free ----------------------------------------------------------------- */
 
-int PMPI_Win_free(MPI_Win *winp)
+static int win_free_body(MPI_Win *winp)
 {
     static const char fn[] = "MPI_Win_free";
     int rc;
@@ -885,16 +931,22 @@ int PMPI_Win_free(MPI_Win *winp)
         rc = bm_osc_report_async(win, fn);
     int rc2 = bm_mpi_win_attr_delete_all(win, fn);
     /* nobody accesses this window once every process reached the barrier */
-    int rc3 = bm_mpi_coll_barrier(win->comm, fn);
+    int rc3;
+    BM_OSC_UNLOCKED(rc3, bm_mpi_coll_barrier(win->comm, fn));
     win_destroy(win);
     *winp = MPI_WIN_NULL;
     return rc ? rc : rc2 ? rc2 : rc3;
+}
+
+int PMPI_Win_free(MPI_Win *winp)
+{
+    BM_OSC_LOCKED(win_free_body(winp));
 }
 BM_MPI_ALIAS(Win_free);
 
 /* ---- queries -------------------------------------------------------------- */
 
-int PMPI_Win_get_group(MPI_Win win, MPI_Group *group)
+static int win_get_group_body(MPI_Win win, MPI_Group *group)
 {
     static const char fn[] = "MPI_Win_get_group";
     int rc;
@@ -904,9 +956,14 @@ int PMPI_Win_get_group(MPI_Win win, MPI_Group *group)
         return bm_osc_win_error(win, MPI_ERR_ARG, fn, "NULL group pointer");
     return PMPI_Comm_group(win->comm, group);
 }
+
+int PMPI_Win_get_group(MPI_Win win, MPI_Group *group)
+{
+    BM_OSC_LOCKED(win_get_group_body(win, group));
+}
 BM_MPI_ALIAS(Win_get_group);
 
-int PMPI_Win_set_info(MPI_Win win, MPI_Info info)
+static int win_set_info_body(MPI_Win win, MPI_Info info)
 {
     static const char fn[] = "MPI_Win_set_info";
     int rc;
@@ -915,9 +972,14 @@ int PMPI_Win_set_info(MPI_Win win, MPI_Info info)
     info_apply(win, info, false);
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_set_info(MPI_Win win, MPI_Info info)
+{
+    BM_OSC_LOCKED(win_set_info_body(win, info));
+}
 BM_MPI_ALIAS(Win_set_info);
 
-int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
+static int win_get_info_body(MPI_Win win, MPI_Info *info_used)
 {
     static const char fn[] = "MPI_Win_get_info";
     int rc;
@@ -939,9 +1001,14 @@ int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
     *info_used = info;
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
+{
+    BM_OSC_LOCKED(win_get_info_body(win, info_used));
+}
 BM_MPI_ALIAS(Win_get_info);
 
-int PMPI_Win_set_name(MPI_Win win, const char *win_name)
+static int win_set_name_body(MPI_Win win, const char *win_name)
 {
     static const char fn[] = "MPI_Win_set_name";
     int rc;
@@ -952,9 +1019,14 @@ int PMPI_Win_set_name(MPI_Win win, const char *win_name)
     snprintf(win->name, sizeof(win->name), "%s", win_name);
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_set_name(MPI_Win win, const char *win_name)
+{
+    BM_OSC_LOCKED(win_set_name_body(win, win_name));
+}
 BM_MPI_ALIAS(Win_set_name);
 
-int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
+static int win_get_name_body(MPI_Win win, char *win_name, int *resultlen)
 {
     static const char fn[] = "MPI_Win_get_name";
     int rc;
@@ -966,11 +1038,17 @@ int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
     *resultlen = (int)strlen(win_name);
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
+{
+    BM_OSC_LOCKED(win_get_name_body(win, win_name, resultlen));
+}
 BM_MPI_ALIAS(Win_get_name);
 
 /* ---- error handlers --------------------------------------------------------- */
 
-int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *function, MPI_Errhandler *errhandler)
+static int win_create_errhandler_body(MPI_Win_errhandler_function *function,
+                                      MPI_Errhandler *errhandler)
 {
     static const char fn[] = "MPI_Win_create_errhandler";
     int rc;
@@ -989,9 +1067,14 @@ int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *function, MPI_Errhan
     *errhandler = eh;
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *function, MPI_Errhandler *errhandler)
+{
+    BM_OSC_LOCKED(win_create_errhandler_body(function, errhandler));
+}
 BM_MPI_ALIAS(Win_create_errhandler);
 
-int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
+static int win_set_errhandler_body(MPI_Win win, MPI_Errhandler errhandler)
 {
     static const char fn[] = "MPI_Win_set_errhandler";
     int rc;
@@ -1009,9 +1092,14 @@ int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
     win->errhandler = errhandler;
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
+{
+    BM_OSC_LOCKED(win_set_errhandler_body(win, errhandler));
+}
 BM_MPI_ALIAS(Win_set_errhandler);
 
-int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
+static int win_get_errhandler_body(MPI_Win win, MPI_Errhandler *errhandler)
 {
     static const char fn[] = "MPI_Win_get_errhandler";
     int rc;
@@ -1023,9 +1111,14 @@ int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
     *errhandler = win->errhandler;
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
+{
+    BM_OSC_LOCKED(win_get_errhandler_body(win, errhandler));
+}
 BM_MPI_ALIAS(Win_get_errhandler);
 
-int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
+static int win_call_errhandler_body(MPI_Win win, int errorcode)
 {
     static const char fn[] = "MPI_Win_call_errhandler";
     int rc;
@@ -1033,5 +1126,10 @@ int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
         return rc;
     bm_osc_win_error(win, errorcode, fn, "error raised by the application (code %d)", errorcode);
     return MPI_SUCCESS;
+}
+
+int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
+{
+    BM_OSC_LOCKED(win_call_errhandler_body(win, errorcode));
 }
 BM_MPI_ALIAS(Win_call_errhandler);

@@ -38,6 +38,7 @@
 #include "btl/btl.h"
 #include "mpi/mpi_internal.h"
 #include "mpi/osc_proto.h"
+#include "pml/pml.h"
 #include "util/shmseg.h"
 
 #include <stdatomic.h>
@@ -217,6 +218,66 @@ struct bm_mpi_win {
 
     struct bm_mpi_win *next; /* in the list of windows of this process */
 };
+
+/* Thread safety. The window state is shared with the agent (win_agent.c)
+ * and the transports' callbacks, which run inside progress, and progress
+ * may run in another thread (the progress thread, BM_PML_PROGRESS_THREAD,
+ * or another thread of an MPI_THREAD_MULTIPLE program). So every MPI_Win_*
+ * and RMA call runs under the PML's progress lock (BM_OSC_LOCKED), and
+ * gives it up exactly where a single-threaded process would run progress
+ * (bm_osc_progress, BM_OSC_UNLOCKED around collectives): the agent then
+ * sees the state at the same points as it does without threads, and a call
+ * that waits for another process never holds the lock while it waits, so
+ * that calls of other threads (which that process may be waiting for) and
+ * the progress thread get their turn. Without threads all of it costs a
+ * branch. bm_osc_lock_held: this thread took the lock in BM_OSC_LOCKED and
+ * may give it up (false inside progress: a wait reached from the agent
+ * never gives up the lock its progress pass holds). */
+extern _Thread_local bool bm_osc_lock_held;
+
+#define BM_OSC_LOCKED(call)                                                                        \
+    do {                                                                                           \
+        bool taken_ = bm_pml_progress_lock();                                                      \
+        bool outer_ = bm_osc_lock_held;                                                            \
+        bm_osc_lock_held = taken_;                                                                 \
+        int rc_ = (call);                                                                          \
+        bm_osc_lock_held = outer_;                                                                 \
+        bm_pml_progress_unlock(taken_);                                                            \
+        return rc_;                                                                                \
+    } while (0)
+
+/* Give the lock up (when this thread holds it through BM_OSC_LOCKED) for a
+ * stretch that waits inside progress; returns whether it did. */
+static inline bool bm_osc_unlock(void)
+{
+    if (!bm_osc_lock_held)
+        return false;
+    bm_osc_lock_held = false;
+    bm_pml_progress_unlock(true);
+    return true;
+}
+
+static inline void bm_osc_relock(bool released)
+{
+    if (released)
+        bm_osc_lock_held = bm_pml_progress_lock();
+}
+
+/* v = call, with the lock given up while it runs (collectives). */
+#define BM_OSC_UNLOCKED(v, call)                                                                   \
+    do {                                                                                           \
+        bool released_ = bm_osc_unlock();                                                          \
+        (v) = (call);                                                                              \
+        bm_osc_relock(released_);                                                                  \
+    } while (0)
+
+/* One pass of progress from a one-sided call that waits. */
+static inline void bm_osc_progress(void)
+{
+    bool released = bm_osc_unlock();
+    bm_pml_progress();
+    bm_osc_relock(released);
+}
 
 /* ---- win.c ------------------------------------------------------------- */
 

@@ -32,10 +32,16 @@ enum osc_kind { OSC_PUT, OSC_GET, OSC_ACC, OSC_GACC };
 
 /* ---- request-based operations ----------------------------------------------- */
 
+/* The request's state is also written by the agent and the transports'
+ * callbacks, inside progress, which another thread may be running: read
+ * and release it under the progress lock (free without threads). */
 static bool req_progress(MPI_Request r)
 {
     struct bm_osc_req *q = r->state;
-    return q->started && q->parts == 0;
+    bool taken = bm_pml_progress_lock();
+    bool done = q->started && q->parts == 0;
+    bm_pml_progress_unlock(taken);
+    return done;
 }
 
 static int req_query(MPI_Request r, MPI_Status *st, char *what, size_t what_len)
@@ -45,11 +51,14 @@ static int req_query(MPI_Request r, MPI_Status *st, char *what, size_t what_len)
     st->MPI_TAG = MPI_ANY_TAG;
     st->bm_count = 0;
     st->bm_cancelled = 0;
-    if (q->status == BM_OK)
+    bool taken = bm_pml_progress_lock();
+    int status = q->status;
+    bm_pml_progress_unlock(taken);
+    if (status == BM_OK)
         return MPI_SUCCESS;
     snprintf(what, what_len, "a request-based one-sided operation failed: %s",
-             bm_status_str(q->status));
-    return q->status == BM_ERR_BAD_PARAM ? MPI_ERR_RMA_RANGE : bm_mpi_class_of_status(q->status);
+             bm_status_str(status));
+    return status == BM_ERR_BAD_PARAM ? MPI_ERR_RMA_RANGE : bm_mpi_class_of_status(status);
 }
 
 /* The handle goes (the core recycles it): free the state now when the
@@ -58,10 +67,12 @@ static bool req_release(MPI_Request r, int *err)
 {
     struct bm_osc_req *q = r->state;
     *err = MPI_SUCCESS;
+    bool taken = bm_pml_progress_lock();
     if (q->parts == 0)
         free(q);
     else
         q->r = MPI_REQUEST_NULL;
+    bm_pml_progress_unlock(taken);
     return true;
 }
 
@@ -129,7 +140,7 @@ static int rdma_run(struct bm_osc_target *t, rdma_issue_fn issue, void *arg, str
             return BM_OK;
         if (rc != BM_ERR_OUT_OF_RESOURCE)
             return rc;
-        bm_pml_progress();
+        bm_osc_progress();
     }
 }
 
@@ -817,7 +828,7 @@ static int osc_rma_req(MPI_Win win, const struct osc_args *a, MPI_Request *reque
     if (rc) {
         /* nothing of it may still be in flight when the request goes */
         while (q->parts > 0)
-            bm_pml_progress();
+            bm_osc_progress();
         free(q);
         bm_mpi_request_destroy(r);
         *request = MPI_REQUEST_NULL;
@@ -944,45 +955,80 @@ static int gacc_entry(const void *origin_addr, int origin_count, MPI_Datatype or
     return osc_entry(win, &a, request, rma_req, fn);
 }
 
-int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
-             MPI_Win win)
+static int put_body(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Win win)
 {
     return put_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                      target_count, target_datatype, win, NULL, false, "MPI_Put");
 }
+
+int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+             MPI_Win win)
+{
+    BM_OSC_LOCKED(put_body(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                           target_count, target_datatype, win));
+}
 BM_MPI_ALIAS(Put);
 
-int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
-             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+static int get_body(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Win win)
 {
     return get_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                      target_count, target_datatype, win, NULL, false, "MPI_Get");
 }
+
+int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    BM_OSC_LOCKED(get_body(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                           target_count, target_datatype, win));
+}
 BM_MPI_ALIAS(Get);
+
+static int accumulate_body(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                           int target_rank, MPI_Aint target_disp, int target_count,
+                           MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    return acc_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, op, win, NULL, false, "MPI_Accumulate");
+}
 
 int PMPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                     int target_rank, MPI_Aint target_disp, int target_count,
                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
-    return acc_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                     target_count, target_datatype, op, win, NULL, false, "MPI_Accumulate");
+    BM_OSC_LOCKED(accumulate_body(origin_addr, origin_count, origin_datatype, target_rank,
+                                  target_disp, target_count, target_datatype, op, win));
 }
 BM_MPI_ALIAS(Accumulate);
+
+static int get_accumulate_body(const void *origin_addr, int origin_count,
+                               MPI_Datatype origin_datatype, void *result_addr, int result_count,
+                               MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                               int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                               MPI_Win win)
+{
+    return gacc_entry(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                      result_datatype, target_rank, target_disp, target_count, target_datatype, op,
+                      win, NULL, false, "MPI_Get_accumulate");
+}
 
 int PMPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                         void *result_addr, int result_count, MPI_Datatype result_datatype,
                         int target_rank, MPI_Aint target_disp, int target_count,
                         MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
-    return gacc_entry(origin_addr, origin_count, origin_datatype, result_addr, result_count,
-                      result_datatype, target_rank, target_disp, target_count, target_datatype, op,
-                      win, NULL, false, "MPI_Get_accumulate");
+    BM_OSC_LOCKED(get_accumulate_body(origin_addr, origin_count, origin_datatype, result_addr,
+                                      result_count, result_datatype, target_rank, target_disp,
+                                      target_count, target_datatype, op, win));
 }
 BM_MPI_ALIAS(Get_accumulate);
 
-int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
-                      int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+static int fetch_and_op_body(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                             int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
     static const char fn[] = "MPI_Fetch_and_op";
     int rc;
@@ -1007,10 +1053,18 @@ int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype d
                          .op = op};
     return osc_rma(win, &a, NULL, fn);
 }
+
+int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                      int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+    BM_OSC_LOCKED(
+        fetch_and_op_body(origin_addr, result_addr, datatype, target_rank, target_disp, op, win));
+}
 BM_MPI_ALIAS(Fetch_and_op);
 
-int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
-                          MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+static int compare_and_swap_body(const void *origin_addr, const void *compare_addr,
+                                 void *result_addr, MPI_Datatype datatype, int target_rank,
+                                 MPI_Aint target_disp, MPI_Win win)
 {
     static const char fn[] = "MPI_Compare_and_swap";
     int rc;
@@ -1083,42 +1137,85 @@ int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, voi
     bm_osc_am_send(win, target_rank, &h, compare_addr, w, origin_addr, w);
     return MPI_SUCCESS;
 }
+
+int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                          MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+{
+    BM_OSC_LOCKED(compare_and_swap_body(origin_addr, compare_addr, result_addr, datatype,
+                                        target_rank, target_disp, win));
+}
 BM_MPI_ALIAS(Compare_and_swap);
+
+static int rput_body(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+    return put_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, win, request, true, "MPI_Rput");
+}
 
 int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
               int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
               MPI_Win win, MPI_Request *request)
 {
-    return put_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                     target_count, target_datatype, win, request, true, "MPI_Rput");
+    BM_OSC_LOCKED(rput_body(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win, request));
 }
 BM_MPI_ALIAS(Rput);
+
+static int rget_body(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+    return get_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, win, request, true, "MPI_Rget");
+}
 
 int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
               MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
               MPI_Request *request)
 {
-    return get_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                     target_count, target_datatype, win, request, true, "MPI_Rget");
+    BM_OSC_LOCKED(rget_body(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win, request));
 }
 BM_MPI_ALIAS(Rget);
+
+static int raccumulate_body(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                            int target_rank, MPI_Aint target_disp, int target_count,
+                            MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                            MPI_Request *request)
+{
+    return acc_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                     target_count, target_datatype, op, win, request, true, "MPI_Raccumulate");
+}
 
 int PMPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                      int target_rank, MPI_Aint target_disp, int target_count,
                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
 {
-    return acc_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                     target_count, target_datatype, op, win, request, true, "MPI_Raccumulate");
+    BM_OSC_LOCKED(raccumulate_body(origin_addr, origin_count, origin_datatype, target_rank,
+                                   target_disp, target_count, target_datatype, op, win, request));
 }
 BM_MPI_ALIAS(Raccumulate);
+
+static int rget_accumulate_body(const void *origin_addr, int origin_count,
+                                MPI_Datatype origin_datatype, void *result_addr, int result_count,
+                                MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                                int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                                MPI_Win win, MPI_Request *request)
+{
+    return gacc_entry(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                      result_datatype, target_rank, target_disp, target_count, target_datatype, op,
+                      win, request, true, "MPI_Rget_accumulate");
+}
 
 int PMPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                          void *result_addr, int result_count, MPI_Datatype result_datatype,
                          int target_rank, MPI_Aint target_disp, int target_count,
                          MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
 {
-    return gacc_entry(origin_addr, origin_count, origin_datatype, result_addr, result_count,
-                      result_datatype, target_rank, target_disp, target_count, target_datatype, op,
-                      win, request, true, "MPI_Rget_accumulate");
+    BM_OSC_LOCKED(rget_accumulate_body(origin_addr, origin_count, origin_datatype, result_addr,
+                                       result_count, result_datatype, target_rank, target_disp,
+                                       target_count, target_datatype, op, win, request));
 }
 BM_MPI_ALIAS(Rget_accumulate);

@@ -42,7 +42,7 @@
 static void flush_target(struct bm_osc_target *t)
 {
     while (t->rdma_out > 0)
-        bm_pml_progress();
+        bm_osc_progress();
     if (!t->flush_due)
         return;
     t->flush_due = false;
@@ -87,7 +87,7 @@ static int flush_remote(MPI_Win win, int lo, int hi)
     }
     for (int i = 0; i < n; i++) {
         while (!ops[i]->done)
-            bm_pml_progress();
+            bm_osc_progress();
         bm_osc_op_free(ops[i]);
     }
     free(ops);
@@ -100,14 +100,14 @@ int bm_osc_complete(MPI_Win win, int target, bool local)
     /* at least one progress call, even with nothing to wait for: a process
      * spinning on its own window (a flush to itself) must still serve the
      * operations others sent to it */
-    bm_pml_progress();
+    bm_osc_progress();
     bm_osc_wait_rdma(win, target);
     if (target < 0) {
         while (win->answers_out > 0)
-            bm_pml_progress();
+            bm_osc_progress();
     } else {
         while (win->t[target].answers_out > 0)
-            bm_pml_progress();
+            bm_osc_progress();
     }
     int rc = local ? MPI_SUCCESS : flush_remote(win, lo, hi);
     atomic_thread_fence(memory_order_seq_cst);
@@ -134,7 +134,7 @@ static int lock_take(MPI_Win win, int target, int type, const char *fn)
     struct bm_osc_target *t = &win->t[target];
     if (t->path == BM_OSC_PATH_SHM) {
         while (!bm_osc_lock_try(t->shm_lock, type))
-            bm_pml_progress(); /* this process's agent may hold it for another */
+            bm_osc_progress(); /* this process's agent may hold it for another */
     } else {
         struct bm_osc_op *o = bm_osc_op_new(win, target, NULL, 0);
         if (!o)
@@ -143,7 +143,7 @@ static int lock_take(MPI_Win win, int target, int type, const char *fn)
         struct bm_osc_hdr h = {.type = BM_OSC_LOCK, .op = (uint8_t)type, .opid = o->id};
         bm_osc_am_send(win, target, &h, NULL, 0, NULL, 0);
         while (!o->done)
-            bm_pml_progress();
+            bm_osc_progress();
         int st = o->status;
         bm_osc_op_free(o);
         if (st != BM_OK)
@@ -194,7 +194,7 @@ static int lock_release_many(MPI_Win win, const int *list, int n, const char *fn
     }
     for (int i = 0; i < nops; i++) {
         while (!ops[i]->done)
-            bm_pml_progress();
+            bm_osc_progress();
         if (ops[i]->status != BM_OK && !rc)
             rc = MPI_ERR_OTHER;
         bm_osc_op_free(ops[i]);
@@ -253,7 +253,7 @@ static int check_target(MPI_Win win, int rank, const char *fn)
     return MPI_SUCCESS;
 }
 
-int PMPI_Win_lock(int lock_type, int rank, int mode, MPI_Win win)
+static int win_lock_body(int lock_type, int rank, int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_lock";
     int rc;
@@ -287,9 +287,14 @@ int PMPI_Win_lock(int lock_type, int rank, int mode, MPI_Win win)
     win->nlocked++;
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_lock(int lock_type, int rank, int mode, MPI_Win win)
+{
+    BM_OSC_LOCKED(win_lock_body(lock_type, rank, mode, win));
+}
 BM_MPI_ALIAS(Win_lock);
 
-int PMPI_Win_unlock(int rank, MPI_Win win)
+static int win_unlock_body(int rank, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_unlock";
     int rc;
@@ -326,9 +331,14 @@ int PMPI_Win_unlock(int rank, MPI_Win win)
     /* failures the target reported come before its answer to the unlock */
     return bm_osc_report_async(win, fn);
 }
+
+int PMPI_Win_unlock(int rank, MPI_Win win)
+{
+    BM_OSC_LOCKED(win_unlock_body(rank, win));
+}
 BM_MPI_ALIAS(Win_unlock);
 
-int PMPI_Win_lock_all(int mode, MPI_Win win)
+static int win_lock_all_body(int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_lock_all";
     int rc;
@@ -342,9 +352,14 @@ int PMPI_Win_lock_all(int mode, MPI_Win win)
     win->lock_all_nocheck = (mode & MPI_MODE_NOCHECK) != 0;
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_lock_all(int mode, MPI_Win win)
+{
+    BM_OSC_LOCKED(win_lock_all_body(mode, win));
+}
 BM_MPI_ALIAS(Win_lock_all);
 
-int PMPI_Win_unlock_all(MPI_Win win)
+static int win_unlock_all_body(MPI_Win win)
 {
     static const char fn[] = "MPI_Win_unlock_all";
     int rc;
@@ -367,6 +382,11 @@ int PMPI_Win_unlock_all(MPI_Win win)
         return bm_osc_win_error(win, rc, fn, "releasing the locks failed");
     return bm_osc_report_async(win, fn);
 }
+
+int PMPI_Win_unlock_all(MPI_Win win)
+{
+    BM_OSC_LOCKED(win_unlock_all_body(win));
+}
 BM_MPI_ALIAS(Win_unlock_all);
 
 /* ---- flushes ------------------------------------------------------------------------ */
@@ -388,7 +408,7 @@ static bool flush_fast(MPI_Win win, int rank)
         return false;
     atomic_thread_fence(memory_order_seq_cst);
     if ((++calls & 7) == 0)
-        bm_pml_progress();
+        bm_osc_progress();
     return true;
 }
 
@@ -417,31 +437,51 @@ static int flush_common(MPI_Win win, int rank, bool local, const char *fn)
     return rc ? bm_osc_report_async(win, fn) : MPI_SUCCESS;
 }
 
-int PMPI_Win_flush(int rank, MPI_Win win)
+static int win_flush_body(int rank, MPI_Win win)
 {
     return flush_common(win, rank, false, "MPI_Win_flush");
 }
+
+int PMPI_Win_flush(int rank, MPI_Win win)
+{
+    BM_OSC_LOCKED(win_flush_body(rank, win));
+}
 BM_MPI_ALIAS(Win_flush);
 
-int PMPI_Win_flush_all(MPI_Win win)
+static int win_flush_all_body(MPI_Win win)
 {
     return flush_common(win, -1, false, "MPI_Win_flush_all");
 }
+
+int PMPI_Win_flush_all(MPI_Win win)
+{
+    BM_OSC_LOCKED(win_flush_all_body(win));
+}
 BM_MPI_ALIAS(Win_flush_all);
 
-int PMPI_Win_flush_local(int rank, MPI_Win win)
+static int win_flush_local_body(int rank, MPI_Win win)
 {
     return flush_common(win, rank, true, "MPI_Win_flush_local");
 }
+
+int PMPI_Win_flush_local(int rank, MPI_Win win)
+{
+    BM_OSC_LOCKED(win_flush_local_body(rank, win));
+}
 BM_MPI_ALIAS(Win_flush_local);
 
-int PMPI_Win_flush_local_all(MPI_Win win)
+static int win_flush_local_all_body(MPI_Win win)
 {
     return flush_common(win, -1, true, "MPI_Win_flush_local_all");
 }
+
+int PMPI_Win_flush_local_all(MPI_Win win)
+{
+    BM_OSC_LOCKED(win_flush_local_all_body(win));
+}
 BM_MPI_ALIAS(Win_flush_local_all);
 
-int PMPI_Win_sync(MPI_Win win)
+static int win_sync_body(MPI_Win win)
 {
     static const char fn[] = "MPI_Win_sync";
     int rc;
@@ -450,8 +490,13 @@ int PMPI_Win_sync(MPI_Win win)
     /* the unified model: memory is coherent; order this process's loads
      * and stores against the window's other accesses */
     atomic_thread_fence(memory_order_seq_cst);
-    bm_pml_progress();
+    bm_osc_progress();
     return MPI_SUCCESS;
+}
+
+int PMPI_Win_sync(MPI_Win win)
+{
+    BM_OSC_LOCKED(win_sync_body(win));
 }
 BM_MPI_ALIAS(Win_sync);
 
@@ -474,10 +519,10 @@ static void shm_barrier(MPI_Win win)
      * another window, and the idle polls give the core away when the node
      * has more processes than cores */
     while (atomic_load_explicit(&b->gen, memory_order_acquire) == gen)
-        bm_pml_progress();
+        bm_osc_progress();
 }
 
-int PMPI_Win_fence(int mode, MPI_Win win)
+static int win_fence_body(int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_fence";
     int rc;
@@ -508,12 +553,13 @@ int PMPI_Win_fence(int mode, MPI_Win win)
                 win->t[r].am_counted = 0;
                 win->t[r].am_unsynced = 0;
             }
-            rc = PMPI_Reduce_scatter_block(counts, &expect, 1, MPI_UINT32_T, MPI_SUM, win->comm);
+            BM_OSC_UNLOCKED(rc, PMPI_Reduce_scatter_block(counts, &expect, 1, MPI_UINT32_T, MPI_SUM,
+                                                          win->comm));
             free(counts);
             if (rc)
                 return rc;
             while (win->am_in_counted < expect)
-                bm_pml_progress();
+                bm_osc_progress();
             win->am_in_counted -= expect;
             sync_done = true;
         }
@@ -524,11 +570,19 @@ int PMPI_Win_fence(int mode, MPI_Win win)
     if (!(mode & MPI_MODE_NOSUCCEED) || (!sync_done && !(mode & MPI_MODE_NOPRECEDE))) {
         if (win->all_shm && win->bar)
             shm_barrier(win);
-        else if ((rc = bm_mpi_coll_barrier(win->comm, fn)))
-            return rc;
+        else {
+            BM_OSC_UNLOCKED(rc, bm_mpi_coll_barrier(win->comm, fn));
+            if (rc)
+                return rc;
+        }
     }
     win->access = mode & MPI_MODE_NOSUCCEED ? BM_OSC_ACCESS_NONE : BM_OSC_ACCESS_FENCE;
     return err ? bm_osc_report_async(win, fn) : MPI_SUCCESS;
+}
+
+int PMPI_Win_fence(int mode, MPI_Win win)
+{
+    BM_OSC_LOCKED(win_fence_body(mode, win));
 }
 BM_MPI_ALIAS(Win_fence);
 
@@ -557,7 +611,7 @@ static int group_ranks(MPI_Win win, MPI_Group group, int **out, int *n_out, cons
     return MPI_SUCCESS;
 }
 
-int PMPI_Win_post(MPI_Group group, int mode, MPI_Win win)
+static int win_post_body(MPI_Group group, int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_post";
     int rc;
@@ -583,9 +637,14 @@ int PMPI_Win_post(MPI_Group group, int mode, MPI_Win win)
         }
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_post(MPI_Group group, int mode, MPI_Win win)
+{
+    BM_OSC_LOCKED(win_post_body(group, mode, win));
+}
 BM_MPI_ALIAS(Win_post);
 
-int PMPI_Win_start(MPI_Group group, int mode, MPI_Win win)
+static int win_start_body(MPI_Group group, int mode, MPI_Win win)
 {
     static const char fn[] = "MPI_Win_start";
     int rc;
@@ -606,16 +665,21 @@ int PMPI_Win_start(MPI_Group group, int mode, MPI_Win win)
         for (int i = 0; i < n; i++) {
             struct bm_osc_target *t = &win->t[ranks[i]];
             while (t->posts == t->posts_used)
-                bm_pml_progress();
+                bm_osc_progress();
             t->posts_used++;
         }
     atomic_thread_fence(memory_order_seq_cst);
     win->access = BM_OSC_ACCESS_PSCW;
     return MPI_SUCCESS;
 }
+
+int PMPI_Win_start(MPI_Group group, int mode, MPI_Win win)
+{
+    BM_OSC_LOCKED(win_start_body(group, mode, win));
+}
 BM_MPI_ALIAS(Win_start);
 
-int PMPI_Win_complete(MPI_Win win)
+static int win_complete_body(MPI_Win win)
 {
     static const char fn[] = "MPI_Win_complete";
     int rc;
@@ -634,6 +698,11 @@ int PMPI_Win_complete(MPI_Win win)
     win->access = BM_OSC_ACCESS_NONE;
     return err ? bm_osc_report_async(win, fn) : MPI_SUCCESS;
 }
+
+int PMPI_Win_complete(MPI_Win win)
+{
+    BM_OSC_LOCKED(win_complete_body(win));
+}
 BM_MPI_ALIAS(Win_complete);
 
 static void wait_finish(MPI_Win win)
@@ -643,7 +712,7 @@ static void wait_finish(MPI_Win win)
     atomic_thread_fence(memory_order_seq_cst);
 }
 
-int PMPI_Win_wait(MPI_Win win)
+static int win_wait_body(MPI_Win win)
 {
     static const char fn[] = "MPI_Win_wait";
     int rc;
@@ -653,13 +722,18 @@ int PMPI_Win_wait(MPI_Win win)
         return bm_osc_win_error(win, MPI_ERR_RMA_SYNC, fn,
                                 "MPI_Win_post was not called on the window");
     while (win->completes < (uint32_t)win->npost_group)
-        bm_pml_progress();
+        bm_osc_progress();
     wait_finish(win);
     return bm_osc_report_async(win, fn);
 }
+
+int PMPI_Win_wait(MPI_Win win)
+{
+    BM_OSC_LOCKED(win_wait_body(win));
+}
 BM_MPI_ALIAS(Win_wait);
 
-int PMPI_Win_test(MPI_Win win, int *flag)
+static int win_test_body(MPI_Win win, int *flag)
 {
     static const char fn[] = "MPI_Win_test";
     int rc;
@@ -671,10 +745,15 @@ int PMPI_Win_test(MPI_Win win, int *flag)
         return bm_osc_win_error(win, MPI_ERR_RMA_SYNC, fn,
                                 "MPI_Win_post was not called on the window");
     if (win->completes < (uint32_t)win->npost_group)
-        bm_pml_progress();
+        bm_osc_progress();
     *flag = win->completes >= (uint32_t)win->npost_group;
     if (*flag)
         wait_finish(win);
     return *flag ? bm_osc_report_async(win, fn) : MPI_SUCCESS;
+}
+
+int PMPI_Win_test(MPI_Win win, int *flag)
+{
+    BM_OSC_LOCKED(win_test_body(win, flag));
 }
 BM_MPI_ALIAS(Win_test);

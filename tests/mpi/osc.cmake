@@ -7,6 +7,8 @@
 #           single-copy put/get and target-run atomics
 #   tcp     self,tcp: everything through the target's agent
 #   dgram   self,dgram: dgram's emulated put/get, the rest through the agent
+#   tcpthread, rdmathread: tcp and rdma with the progress thread on
+#           (BM_PML_PROGRESS_THREAD=1): the agent runs in another thread
 set(osc_dir ${CMAKE_CURRENT_LIST_DIR})
 
 function(bm_osc_test prog)
@@ -34,20 +36,30 @@ function(bm_osc_test prog)
             set(btl self,tcp)
         elseif(path STREQUAL "dgram")
             set(btl self,dgram)
+        elseif(path STREQUAL "tcpthread")
+            set(btl self,tcp)
+            set(env BM_PML_PROGRESS_THREAD=1)
+        elseif(path STREQUAL "rdmathread")
+            set(btl self,sm)
+            set(env BM_MPI_OSC_SHM=off BM_PML_PROGRESS_THREAD=1)
+        endif()
+        set(labels mpi osc)
+        if(path MATCHES "thread")
+            list(APPEND labels tsan) # two threads in the library: make tsan runs them
         endif()
         bm_add_mpi_test(${prog}_${path}_${flavour}_np${np} TARGET ${prog} NP ${np} BTL ${btl}
-            TIMEOUT ${A_TIMEOUT} LABELS mpi osc ARGS ${flavour} ENV ${env})
+            TIMEOUT ${A_TIMEOUT} LABELS ${labels} ARGS ${flavour} ENV ${env})
     endforeach()
 endfunction()
 
 bm_osc_test(osc_fence RUNS self:1:create sm:4:allocate sm:3:create sm:2:shared
     rdma:3:allocate tcp:3:create tcp:2:dynamic dgram:2:allocate)
 bm_osc_test(osc_lock RUNS self:1:dynamic sm:4:allocate sm:3:create rdma:3:create tcp:3:allocate
-    tcp:2:dynamic dgram:2:create)
+    tcp:2:dynamic dgram:2:create rdmathread:2:create)
 bm_osc_test(osc_atomic RUNS self:1:allocate sm:8:allocate sm:4:create rdma:4:allocate tcp:4:create
-    tcp:3:dynamic dgram:3:allocate)
+    tcp:3:dynamic dgram:3:allocate tcpthread:3:create rdmathread:3:allocate)
 bm_osc_test(osc_pscw RUNS self:1:shared sm:4:allocate sm:3:create rdma:3:create tcp:3:allocate
-    tcp:2:dynamic dgram:3:create)
+    tcp:2:dynamic dgram:3:create tcpthread:2:allocate)
 bm_osc_test(osc_windows RUNS sm:4:any tcp:3:any)
 bm_osc_test(osc_errors RUNS sm:3:classes tcp:2:classes)
 # Transport operations that fail (a debug knob: BM_MPI_OSC_FAIL_RDMA=1) over
@@ -56,13 +68,20 @@ bm_add_mpi_test(osc_errors_inject_sm_np2 TARGET osc_errors NP 2 BTL self,sm TIME
     LABELS mpi osc ARGS inject_amo ENV BM_MPI_OSC_FAIL_RDMA=1 BM_MPI_OSC_SHM=off)
 bm_add_mpi_test(osc_errors_inject_dgram_np2 TARGET osc_errors NP 2 BTL self,dgram TIMEOUT 60
     LABELS mpi osc ARGS inject ENV BM_MPI_OSC_FAIL_RDMA=1)
-# Passive-target progress while the target computes (no progress thread).
+# Passive-target progress while the target computes: the shared-segment
+# path never waits; the agent path (tcp, or sm without the segment) waits for
+# the target's next MPI call without the progress thread and not with it.
 add_executable(osc_passive ${osc_dir}/osc_passive.c)
 target_link_libraries(osc_passive PRIVATE bitmover bm_test_harness)
 bm_add_mpi_test(osc_passive_shm_np2 TARGET osc_passive NP 2 BTL self,sm TIMEOUT 60
-    LABELS mpi osc ARGS fast)
+    LABELS mpi osc ARGS fast shared-segment)
 bm_add_mpi_test(osc_passive_agent_np2 TARGET osc_passive NP 2 BTL self,tcp TIMEOUT 60
-    LABELS mpi osc ARGS wait)
+    LABELS mpi osc ARGS wait agent)
+bm_add_mpi_test(osc_passive_agent_thread_np2 TARGET osc_passive NP 2 BTL self,tcp TIMEOUT 60
+    LABELS mpi osc tsan ARGS fast agent ENV BM_PML_PROGRESS_THREAD=1)
+bm_add_mpi_test(osc_passive_sm_thread_np2 TARGET osc_passive NP 2 BTL self,sm TIMEOUT 60
+    LABELS mpi osc tsan ARGS fast "sm single copy + agent" ENV BM_PML_PROGRESS_THREAD=1
+    BM_MPI_OSC_SHM=off)
 bm_osc_test(osc_dtype RUNS sm:3:allocate sm:2:create rdma:2:allocate tcp:3:create tcp:2:dynamic
     dgram:2:allocate)
 # The stripe locks of wide-element accumulates in shared segments: the same
