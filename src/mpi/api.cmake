@@ -26,4 +26,5 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/coll_neighbor.c
     ${CMAKE_CURRENT_LIST_DIR}/coll_request.c
     ${CMAKE_CURRENT_LIST_DIR}/coll_side.c
-    ${CMAKE_CURRENT_LIST_DIR}/coll_inter.c)
+    ${CMAKE_CURRENT_LIST_DIR}/coll_inter.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_sm.c)

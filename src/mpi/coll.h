@@ -43,6 +43,10 @@ enum bm_mpi_coll_kind {
  * (bm_coll_alg_count) and in the BM_MPI_COLL_<COLLECTIVE>_ALG parameters. */
 #define BM_COLL_ALGS(X)                                                                            \
     X(BARRIER_DISSEMINATION, "barrier.dissemination")                                              \
+    X(BARRIER_SM, "barrier.sm")                                                                    \
+    X(BCAST_SM, "bcast.sm")                                                                        \
+    X(REDUCE_SM, "reduce.sm")                                                                      \
+    X(ALLREDUCE_SM, "allreduce.sm")                                                                \
     X(BCAST_BINOMIAL, "bcast.binomial")                                                            \
     X(BCAST_SCATTER_ALLGATHER, "bcast.scatter_allgather")                                          \
     X(BCAST_PIPELINE, "bcast.pipeline")                                                            \
@@ -69,8 +73,7 @@ enum bm_mpi_coll_kind {
     X(SCAN_LINEAR, "scan.linear")                                                                  \
     X(NEIGHBOR_LINEAR, "neighbor.linear")                                                          \
     X(INTER_LEADER, "inter.leader")                                                                \
-    X(INTER_LINEAR, "inter.linear")                                                                \
-    X(FASTPATH, "fastpath")
+    X(INTER_LINEAR, "inter.linear")
 
 enum bm_mpi_coll_alg {
 #define BM_COLL_ALG_ID(id, name) BM_ALG_##id,
@@ -85,10 +88,10 @@ enum { BM_SEL_AUTO = 0 };
 
 /* The collective parameters (coll_select.c), read once. */
 struct bm_mpi_coll_config {
-    int barrier_alg;        /* auto|dissemination */
-    int bcast_alg;          /* auto|binomial|scatter_allgather|pipeline */
-    int reduce_alg;         /* auto|binomial|rabenseifner|pipeline */
-    int allreduce_alg;      /* auto|recursive_doubling|rabenseifner|ring */
+    int barrier_alg;        /* auto|dissemination|sm */
+    int bcast_alg;          /* auto|binomial|scatter_allgather|pipeline|sm */
+    int reduce_alg;         /* auto|binomial|rabenseifner|pipeline|sm */
+    int allreduce_alg;      /* auto|recursive_doubling|rabenseifner|ring|sm */
     int gather_alg;         /* auto|linear|binomial */
     int scatter_alg;        /* auto|linear|binomial */
     int allgather_alg;      /* auto|ring|recursive_doubling|bruck */
@@ -105,7 +108,7 @@ struct bm_mpi_coll_config {
     size_t alltoall_pairwise_min;
     size_t segment;
     size_t scratch_keep;
-    bool fastpath;
+    size_t sm_slot; /* bytes of data per rank in the shared-memory segment (0: no segment) */
 };
 const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void);
 
@@ -134,10 +137,25 @@ static inline MPI_Datatype bm_mpi_coll_stype(const struct bm_mpi_coll_args *a)
 
 /* Per-communicator collective state, made at the first collective. */
 #define BM_COLL_CACHE_WAYS 2
+struct bm_coll_sm;
 struct bm_mpi_coll_comm {
     /* the last schedules built per kind (cacheable ones), newest first */
     struct bm_mpi_sched *cache[BM_COLL_KIND_COUNT][BM_COLL_CACHE_WAYS];
+    int sm_state;          /* shared-memory segment: 0 not tried yet, 1 on, 2 off */
+    struct bm_coll_sm *sm; /* coll_sm.c */
 };
+
+/* coll_sm.c: shared-memory collectives of single-host communicators. */
+/* Collective: set the segment up at the first call (all ranks call it at
+ * the same point); true when the communicator has one. */
+bool bm_coll_sm_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn);
+/* Bytes of one rank's data a segment slot holds (0 without a segment). */
+size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc);
+/* Run a blocking barrier, bcast, reduce or allreduce (contiguous types, data
+ * within the capacity) on the segment. */
+int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
+                   int alg);
+void bm_coll_sm_free(struct bm_mpi_coll_comm *cc);
 
 /* The state of comm (made on first use); NULL when out of memory. */
 struct bm_mpi_coll_comm *bm_mpi_coll_comm(MPI_Comm comm);

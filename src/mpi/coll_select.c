@@ -37,19 +37,20 @@
 #include <string.h>
 
 static const struct bm_param coll_params[] = {
-    {"BM_MPI_COLL_BARRIER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|dissemination",
+    {"BM_MPI_COLL_BARRIER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|dissemination|sm",
      "Algorithm of MPI_Barrier (auto: see src/mpi/README.md).",
      offsetof(struct bm_mpi_coll_config, barrier_alg), 0},
     {"BM_MPI_COLL_BCAST_ALG", BM_PARAM_ENUM, "auto", 0, 0,
-     "auto|binomial|scatter_allgather|pipeline",
+     "auto|binomial|scatter_allgather|pipeline|sm",
      "Algorithm of MPI_Bcast and its nonblocking and persistent forms.",
      offsetof(struct bm_mpi_coll_config, bcast_alg), 0},
-    {"BM_MPI_COLL_REDUCE_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|binomial|rabenseifner|pipeline",
+    {"BM_MPI_COLL_REDUCE_ALG", BM_PARAM_ENUM, "auto", 0, 0,
+     "auto|binomial|rabenseifner|pipeline|sm",
      "Algorithm of MPI_Reduce (rabenseifner and pipeline need a commutative operation; "
      "otherwise binomial runs).",
      offsetof(struct bm_mpi_coll_config, reduce_alg), 0},
     {"BM_MPI_COLL_ALLREDUCE_ALG", BM_PARAM_ENUM, "auto", 0, 0,
-     "auto|recursive_doubling|rabenseifner|ring",
+     "auto|recursive_doubling|rabenseifner|ring|sm",
      "Algorithm of MPI_Allreduce (rabenseifner and ring need a commutative operation and "
      "at least one element per rank; otherwise recursive_doubling runs).",
      offsetof(struct bm_mpi_coll_config, allreduce_alg), 0},
@@ -111,10 +112,11 @@ static const struct bm_param coll_params[] = {
      "Scratch memory of finished collectives kept for the next ones (bytes), so that "
      "repeated large collectives do not fault in fresh pages each call.",
      offsetof(struct bm_mpi_coll_config, scratch_keep), 0},
-    {"BM_MPI_COLL_FASTPATH", BM_PARAM_BOOL, "1", 0, 0, NULL,
-     "Tiny blocking collectives (barrier, small bcast/reduce/allreduce on two ranks) skip the "
-     "schedule engine. 0 runs everything through schedules (for testing).",
-     offsetof(struct bm_mpi_coll_config, fastpath), 0},
+    {"BM_MPI_COLL_SM_SLOT", BM_PARAM_SIZE, "8k", 0, 1 << 24, NULL,
+     "Blocking barriers, and broadcasts and reductions of at most this many bytes, on a "
+     "communicator whose ranks share one host go through a shared-memory segment (flags and "
+     "a slot of this size per rank) instead of messages. 0: no segment.",
+     offsetof(struct bm_mpi_coll_config, sm_slot), 0},
 };
 static const struct bm_param_table coll_table = {"mpi/coll", coll_params,
                                                  BM_PARAM_COUNT(coll_params)};
@@ -177,6 +179,7 @@ void bm_mpi_coll_comm_free(MPI_Comm comm)
 
     if (cc == NULL)
         return;
+    bm_coll_sm_free(cc);
     for (int k = 0; k < BM_COLL_KIND_COUNT; k++)
         for (int w = 0; w < BM_COLL_CACHE_WAYS; w++)
             bm_mpi_sched_release(cc->cache[k][w]);
@@ -210,7 +213,8 @@ static size_t esize_of(MPI_Datatype dt)
 static int forced_or(int forced, const int *table, int auto_alg, bool (*ok)(int alg, void *ctx),
                      void *ctx)
 {
-    if (forced != BM_SEL_AUTO && (ok == NULL || ok(table[forced], ctx)))
+    /* a shared-memory choice (-1 here) is made before, for blocking calls */
+    if (forced != BM_SEL_AUTO && table[forced] >= 0 && (ok == NULL || ok(table[forced], ctx)))
         return table[forced];
     return auto_alg;
 }
@@ -259,13 +263,13 @@ static bool block_ok(int alg, void *ctx)
     }
 }
 
-static const int barrier_algs[] = {0, BM_ALG_BARRIER_DISSEMINATION};
+static const int barrier_algs[] = {0, BM_ALG_BARRIER_DISSEMINATION, -1};
 static const int bcast_algs[] = {0, BM_ALG_BCAST_BINOMIAL, BM_ALG_BCAST_SCATTER_ALLGATHER,
-                                 BM_ALG_BCAST_PIPELINE};
+                                 BM_ALG_BCAST_PIPELINE, -1};
 static const int reduce_algs[] = {0, BM_ALG_REDUCE_BINOMIAL, BM_ALG_REDUCE_RABENSEIFNER,
-                                  BM_ALG_REDUCE_PIPELINE};
+                                  BM_ALG_REDUCE_PIPELINE, -1};
 static const int allreduce_algs[] = {0, BM_ALG_ALLREDUCE_RECURSIVE_DOUBLING,
-                                     BM_ALG_ALLREDUCE_RABENSEIFNER, BM_ALG_ALLREDUCE_RING};
+                                     BM_ALG_ALLREDUCE_RABENSEIFNER, BM_ALG_ALLREDUCE_RING, -1};
 static const int gather_algs[] = {0, BM_ALG_GATHER_LINEAR, BM_ALG_GATHER_BINOMIAL};
 static const int scatter_algs[] = {0, BM_ALG_SCATTER_LINEAR, BM_ALG_SCATTER_BINOMIAL};
 static const int allgather_algs[] = {0, BM_ALG_ALLGATHER_RING, BM_ALG_ALLGATHER_RECURSIVE_DOUBLING,
@@ -718,10 +722,54 @@ int bm_mpi_coll_schedule(MPI_Comm comm, const struct bm_mpi_coll_args *a,
 
 /* ---- the blocking form ------------------------------------------------------------ */
 
+/* The shared-memory algorithm that may serve a blocking call (its choice
+ * parameter is auto or sm, the data is contiguous and fits a slot), or -1.
+ * Every rank decides the same from the same arguments. */
+static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a)
+{
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+    int forced, alg, nchoices;
+
+    if (comm->inter || comm->size < 2 || c->sm_slot == 0)
+        return -1;
+    switch (a->kind) {
+    case BM_COLL_BARRIER:
+        forced = c->barrier_alg, alg = BM_ALG_BARRIER_SM, nchoices = 3;
+        break;
+    case BM_COLL_BCAST:
+        forced = c->bcast_alg, alg = BM_ALG_BCAST_SM, nchoices = 5;
+        break;
+    case BM_COLL_REDUCE:
+        forced = c->reduce_alg, alg = BM_ALG_REDUCE_SM, nchoices = 5;
+        break;
+    case BM_COLL_ALLREDUCE:
+        forced = c->allreduce_alg, alg = BM_ALG_ALLREDUCE_SM, nchoices = 5;
+        break;
+    default:
+        return -1;
+    }
+    if (forced != BM_SEL_AUTO && forced != nchoices - 1)
+        return -1;
+    if (a->kind != BM_COLL_BARRIER &&
+        (!a->rtype->contiguous || (size_t)a->rcount * a->rtype->size > c->sm_slot))
+        return -1;
+    return alg;
+}
+
 int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn)
 {
     struct bm_mpi_sched *s;
-    int rc;
+    int rc, alg = sm_alg(comm, a);
+
+    if (alg >= 0) {
+        struct bm_mpi_coll_comm *cc = bm_mpi_coll_comm(comm);
+        if (cc && cc->sm_state != 2 && bm_coll_sm_ready(comm, cc, fn)) {
+            struct bm_mpi_coll_args b = *a;
+            b.sbuf = bm_coll_side_base(a->sbuf, bm_mpi_coll_stype(a));
+            b.rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
+            return bm_coll_sm_run(comm, cc, &b, alg);
+        }
+    }
 
     if ((rc = bm_mpi_coll_schedule(comm, a, &s, fn)) != MPI_SUCCESS)
         return rc;

@@ -209,7 +209,7 @@ foreach(np 1 2 3 4 5 6 7 8 9)
         LABELS mpi coll ARGS ${args})
 endforeach()
 set(coll_force_a
-    BM_MPI_COLL_FASTPATH=0 BM_MPI_COLL_BCAST_ALG=binomial BM_MPI_COLL_REDUCE_ALG=binomial
+    BM_MPI_COLL_SM_SLOT=0 BM_MPI_COLL_BCAST_ALG=binomial BM_MPI_COLL_REDUCE_ALG=binomial
     BM_MPI_COLL_ALLREDUCE_ALG=recursive_doubling BM_MPI_COLL_GATHER_ALG=linear
     BM_MPI_COLL_SCATTER_ALG=linear BM_MPI_COLL_ALLGATHER_ALG=ring
     BM_MPI_COLL_ALLTOALL_ALG=pairwise BM_MPI_COLL_REDUCE_SCATTER_ALG=reduce_scatterv
@@ -227,8 +227,16 @@ set(coll_force_c
     BM_MPI_COLL_ALLREDUCE_ALG=ring BM_MPI_COLL_ALLGATHER_ALG=bruck
     BM_MPI_COLL_ALLTOALL_ALG=bruck BM_MPI_COLL_REDUCE_SCATTER_ALG=ring
     "BM_TEST_COLL_EXPECT=bcast.pipeline,reduce.pipeline,allreduce.ring,allgather.bruck,alltoall.bruck,reduce_scatter.ring")
-foreach(set a b c)
-    foreach(np 5 6 8)
+set(coll_force_d
+    BM_MPI_COLL_BARRIER_ALG=sm BM_MPI_COLL_BCAST_ALG=sm BM_MPI_COLL_REDUCE_ALG=sm
+    BM_MPI_COLL_ALLREDUCE_ALG=sm
+    "BM_TEST_COLL_EXPECT=barrier.sm,bcast.sm,reduce.sm,allreduce.sm")
+set(coll_nps_a 5 6 8)
+set(coll_nps_b 5 6 8)
+set(coll_nps_c 5 6 8)
+set(coll_nps_d 3 8)
+foreach(set a b c d)
+    foreach(np ${coll_nps_${set}})
         set(env ${coll_force_${set}})
         if(set STREQUAL "b" AND np EQUAL 8)
             # recursive doubling allgather serves power-of-two sizes only

@@ -946,6 +946,34 @@ static void test_overlap(void)
     free(a2a_r);
 }
 
+/* Two disjoint communicators from one split (they may share a context id)
+ * run collectives at the same time: their shared-memory segments and
+ * messages must stay apart. */
+static void test_disjoint(void)
+{
+    MPI_Comm half;
+    int hrank, hsize;
+
+    /* roots: world ranks 1 and 2, neither the root of anything before */
+    MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank == 1 || wrank == 2 ? -1 : wrank, &half);
+    MPI_Comm_rank(half, &hrank);
+    MPI_Comm_size(half, &hsize);
+    for (int it = 0; it < 20; it++) {
+        int mine[4] = {wrank, it, wrank % 2, 1}, sum[4];
+        MPI_Barrier(half);
+        MPI_Allreduce(mine, sum, 4, MPI_INT, MPI_SUM, half);
+        int want0 = 0;
+        for (int r = wrank % 2; r < wsize; r += 2)
+            want0 += r;
+        BM_CHECK(sum[0] == want0 && sum[1] == it * hsize && sum[2] == (wrank % 2) * hsize &&
+                 sum[3] == hsize);
+        int b = hrank == 0 ? 1000 * (wrank % 2) + it : -1; /* from the half's root */
+        MPI_Bcast(&b, 1, MPI_INT, 0, half);
+        BM_CHECK_EQ_INT(b, 1000 * (wrank % 2) + it);
+    }
+    MPI_Comm_free(&half);
+}
+
 /* ---- neighbourhood --------------------------------------------------------------------- */
 
 static void nbr_alltoall(MPI_Comm cart, int form_, const int *sb, int *rb, int n)
@@ -1184,6 +1212,7 @@ int main(int argc, char **argv)
     MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &gap_t);
     MPI_Type_commit(&gap_t);
 
+    BM_RUN(test_disjoint); /* first: the half roots have set nothing up yet */
     test_matrix(MPI_COMM_WORLD, quick ? counts_quick : counts_full,
                 quick ? (int)(sizeof(counts_quick) / sizeof(int))
                       : (int)(sizeof(counts_full) / sizeof(int)));

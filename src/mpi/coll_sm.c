@@ -1,0 +1,288 @@
+/* Shared-memory collectives for communicators whose ranks all run on one
+ * host and reach each other through shared memory: a segment per
+ * communicator (util/shmseg) where each rank has, per parity of the
+ * operation number, a slot whose first cache line holds a sequence flag and
+ * the first bytes of data, and a "done" line. A blocking barrier, or a
+ * broadcast, reduce or allreduce that fits a slot, is then a few cache-line
+ * transfers instead of messages through the point-to-point layer:
+ *   - operation k publishes a rank's data in its slot k % 2, then its flag
+ *     (a release store of k); readers wait for the flag (acquire) and read;
+ *   - each rank stores k in its done line when it has read what it needed;
+ *     before writing slot k % 2 again (operation k + 2), a rank waits until
+ *     every done line says k: with two parities that wait almost never
+ *     blocks (finishing operation k + 1 required everyone to have come back
+ *     from operation k);
+ *   - reductions combine the slots in rank order (s0 op (s1 op (... s[n-1])))
+ *     on every rank, so results are identical everywhere and
+ *     non-commutative operations see rank order.
+ * The segment is set up at the first eligible call, collectively: every
+ * rank judges (all peers on shared memory), the ranks agree with an
+ * allreduce, rank 0 creates the segment, the others attach, and everyone
+ * agrees again that all attached; any failure leaves the communicator on
+ * the point-to-point algorithms. While waiting, ranks poll the PML now and
+ * then, so point-to-point traffic that a peer waits on keeps moving. Larger
+ * messages use the point-to-point schedules, whose large messages already
+ * travel by single copy. */
+#define BM_LOG_SUBSYS "coll"
+#include "util/log.h"
+
+#include "mpi/coll.h"
+#include "pml/pml.h"
+#include "runtime/rte.h"
+#include "util/shmseg.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LINE               128 /* a cache line pair: no false sharing with the prefetched neighbour */
+#define POLLS_PER_PROGRESS 16
+
+struct bm_coll_sm {
+    struct bm_util_shmseg seg;
+    int n, me;
+    uint64_t op; /* operations this rank has started on the segment */
+    size_t slot; /* bytes of a slot (flag line included) */
+    char *slots; /* [parity][rank] */
+    char *done;  /* [rank] lines */
+};
+
+enum { SM_UNKNOWN = 0, SM_ON, SM_OFF };
+
+static _Atomic uint64_t *flag_of(const struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    return (_Atomic uint64_t *)(void *)(sm->slots +
+                                        ((k & 1) * (size_t)sm->n + (size_t)r) * sm->slot);
+}
+
+/* Where rank r's data of operation k starts (right after its flag). */
+static char *data_of(const struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    return (char *)flag_of(sm, k, r) + sizeof(uint64_t);
+}
+
+static _Atomic uint64_t *done_of(const struct bm_coll_sm *sm, int r)
+{
+    return (_Atomic uint64_t *)(void *)(sm->done + (size_t)r * LINE);
+}
+
+size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc)
+{
+    return cc->sm_state == SM_ON ? cc->sm->slot - sizeof(uint64_t) : 0;
+}
+
+/* Wait until *f >= k, polling the PML now and then. */
+static void wait_for(_Atomic uint64_t *f, uint64_t k)
+{
+    unsigned polls = 0;
+    while (atomic_load_explicit(f, memory_order_acquire) < k)
+        if (++polls % POLLS_PER_PROGRESS == 0)
+            bm_pml_progress();
+}
+
+/* Operation k may write slot k % 2: everyone is done with operation k - 2. */
+static void may_write(const struct bm_coll_sm *sm, uint64_t k)
+{
+    if (k < 2)
+        return;
+    for (int r = 0; r < sm->n; r++)
+        if (r != sm->me)
+            wait_for(done_of(sm, r), k - 2);
+}
+
+static void publish(const struct bm_coll_sm *sm, uint64_t k)
+{
+    atomic_store_explicit(flag_of(sm, k, sm->me), k, memory_order_release);
+}
+
+static void finish(struct bm_coll_sm *sm, uint64_t k)
+{
+    atomic_store_explicit(done_of(sm, sm->me), k, memory_order_release);
+}
+
+/* ---- set-up ------------------------------------------------------------------------ */
+
+static void sm_cleanup_at_exit(void *arg)
+{
+    (void)arg;
+    bm_util_shmseg_cleanup();
+}
+
+static bool all_agree(MPI_Comm comm, int mine, const char *fn)
+{
+    int all = mine;
+    if (bm_mpi_coll_allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm, fn) != MPI_SUCCESS)
+        return false;
+    return all != 0;
+}
+
+/* Collective over comm: make the segment, or decide the communicator stays
+ * on the point-to-point algorithms. */
+static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
+{
+    static bool cleanup_registered;
+    static unsigned serial;
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+    struct bm_coll_sm *sm = NULL;
+    char name[BM_UTIL_SHMSEG_NAME_MAX] = "";
+    bool ok = comm->size >= 2 && !comm->inter && c->sm_slot > 0;
+    size_t slot = (c->sm_slot + sizeof(uint64_t) + LINE - 1) / LINE * LINE, bytes;
+
+    cc->sm_state = SM_OFF;
+    for (int r = 0; r < comm->size && ok; r++)
+        ok = bm_pml_peer_on_shm(bm_mpi_comm_world_rank(comm, r));
+    if (!all_agree(comm, ok, fn))
+        return;
+    bytes = 2 * (size_t)comm->size * slot + (size_t)comm->size * LINE;
+    if (comm->rank == 0) {
+        char what[64];
+        struct bm_util_shmseg seg;
+        /* unique in the job: disjoint communicators may share a context id */
+        snprintf(what, sizeof(what), "coll-%d-%u", bm_mpi_comm_world_rank(comm, 0), serial++);
+        name[0] = '/';
+        if (bm_rte_job_name(what, name + 1, sizeof(name) - 1) != BM_OK ||
+            bm_util_shmseg_create(&seg, name, bytes) != BM_OK) {
+            name[0] = '\0';
+        } else {
+            if (!cleanup_registered) {
+                bm_rte_at_exit(sm_cleanup_at_exit, NULL);
+                cleanup_registered = true;
+            }
+            sm = calloc(1, sizeof(*sm));
+            if (sm)
+                sm->seg = seg;
+            else {
+                bm_util_shmseg_detach(&seg);
+                name[0] = '\0';
+            }
+        }
+    }
+    if (bm_mpi_coll_bcast(name, sizeof(name), 0, comm, fn) != MPI_SUCCESS)
+        name[0] = '\0';
+    if (comm->rank != 0 && name[0]) {
+        struct bm_util_shmseg seg;
+        if (bm_util_shmseg_attach(&seg, name, bytes) == BM_OK) {
+            sm = calloc(1, sizeof(*sm));
+            if (sm)
+                sm->seg = seg;
+            else
+                bm_util_shmseg_detach(&seg);
+        }
+    }
+    ok = name[0] && sm;
+    if (!all_agree(comm, ok, fn)) {
+        if (sm) {
+            bm_util_shmseg_detach(&sm->seg);
+            free(sm);
+        }
+        return;
+    }
+    if (comm->rank == 0)
+        bm_util_shmseg_unlink(&sm->seg);
+    sm->n = comm->size;
+    sm->me = comm->rank;
+    sm->slot = slot;
+    sm->slots = sm->seg.addr;
+    sm->done = (char *)sm->seg.addr + 2 * (size_t)comm->size * slot;
+    cc->sm = sm;
+    cc->sm_state = SM_ON;
+    bm_log_debug("communicator %s: %d ranks share a %zu-byte collective segment",
+                 bm_mpi_comm_label(comm), comm->size, bytes);
+}
+
+bool bm_coll_sm_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
+{
+    if (cc->sm_state == SM_UNKNOWN)
+        sm_setup(comm, cc, fn);
+    return cc->sm_state == SM_ON;
+}
+
+void bm_coll_sm_free(struct bm_mpi_coll_comm *cc)
+{
+    if (cc->sm) {
+        bm_util_shmseg_detach(&cc->sm->seg);
+        free(cc->sm);
+        cc->sm = NULL;
+    }
+    cc->sm_state = SM_UNKNOWN;
+}
+
+/* ---- the operations ------------------------------------------------------------------- */
+
+static void barrier(struct bm_coll_sm *sm)
+{
+    uint64_t k = ++sm->op;
+
+    may_write(sm, k);
+    publish(sm, k);
+    for (int r = 0; r < sm->n; r++)
+        if (r != sm->me)
+            wait_for(flag_of(sm, k, r), k);
+    finish(sm, k);
+}
+
+static void bcast(struct bm_coll_sm *sm, void *buf, size_t bytes, int root)
+{
+    uint64_t k = ++sm->op;
+
+    if (sm->me == root) {
+        may_write(sm, k);
+        memcpy(data_of(sm, k, root), buf, bytes);
+        publish(sm, k);
+    } else {
+        wait_for(flag_of(sm, k, root), k);
+        memcpy(buf, data_of(sm, k, root), bytes);
+    }
+    finish(sm, k);
+}
+
+/* Reduce (root >= 0) or allreduce (root < 0) of count elements of dt. */
+static void reduce(struct bm_coll_sm *sm, const void *in, void *out, int count, MPI_Datatype dt,
+                   MPI_Op op, int root)
+{
+    uint64_t k = ++sm->op;
+    size_t bytes = (size_t)count * dt->size;
+
+    may_write(sm, k);
+    memcpy(data_of(sm, k, sm->me), in, bytes);
+    publish(sm, k);
+    if (root < 0 || sm->me == root) {
+        /* out = s0 op (s1 op (... op s[n-1])), the same on every rank */
+        int last = sm->n - 1;
+        if (last != sm->me)
+            wait_for(flag_of(sm, k, last), k);
+        memcpy(out, data_of(sm, k, last), bytes);
+        for (int r = last - 1; r >= 0; r--) {
+            if (r != sm->me)
+                wait_for(flag_of(sm, k, r), k);
+            bm_mpi_op_apply(op, data_of(sm, k, r), out, count, dt);
+        }
+    }
+    finish(sm, k);
+}
+
+int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
+                   int alg)
+{
+    struct bm_coll_sm *sm = cc->sm;
+    const void *in = a->sbuf == MPI_IN_PLACE ? a->rbuf : a->sbuf;
+
+    (void)comm;
+    bm_mpi_coll_count_alg(a->kind, alg);
+    switch (a->kind) {
+    case BM_COLL_BARRIER:
+        barrier(sm);
+        break;
+    case BM_COLL_BCAST:
+        bcast(sm, a->rbuf, (size_t)a->rcount * a->rtype->size, a->root);
+        break;
+    case BM_COLL_REDUCE:
+        reduce(sm, in, a->rbuf, a->rcount, a->rtype, a->op, a->root);
+        break;
+    default:
+        reduce(sm, in, a->rbuf, a->rcount, a->rtype, a->op, -1);
+        break;
+    }
+    return MPI_SUCCESS;
+}
