@@ -31,6 +31,7 @@
 #include "pml/pml.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,14 +211,16 @@ int bm_mpi_sched_end(struct bm_mpi_sched *s, MPI_Comm comm, const char *fn)
     return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory while building the schedule");
 }
 
+/* Atomic: a run may end (and let go of its schedule) in a progress hook
+ * of another thread while the cache or a request holds it here. */
 void bm_mpi_sched_retain(struct bm_mpi_sched *s)
 {
-    s->refs++;
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
 }
 
 void bm_mpi_sched_release(struct bm_mpi_sched *s)
 {
-    if (s && --s->refs == 0) {
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
         for (int i = 0; i < s->nsteps; i++)
             if (s->steps[i].op == BM_SCHED_PACK || s->steps[i].op == BM_SCHED_UNPACK)
                 bm_mpi_type_release(s->steps[i].dt);

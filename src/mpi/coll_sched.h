@@ -84,7 +84,7 @@ struct bm_mpi_sched_key {
 };
 
 struct bm_mpi_sched {
-    int refs;
+    _Atomic int refs; /* the cache, requests and runs (which may end in another thread) */
     int nsteps, cap;
     struct bm_mpi_sched_step *steps;
     int nrounds, rcap;
