@@ -27,4 +27,5 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/coll_request.c
     ${CMAKE_CURRENT_LIST_DIR}/coll_side.c
     ${CMAKE_CURRENT_LIST_DIR}/coll_inter.c
-    ${CMAKE_CURRENT_LIST_DIR}/coll_sm.c)
+    ${CMAKE_CURRENT_LIST_DIR}/coll_sm.c
+    ${CMAKE_CURRENT_LIST_DIR}/coll_hier.c)

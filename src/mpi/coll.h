@@ -47,6 +47,10 @@ enum bm_mpi_coll_kind {
     X(BCAST_SM, "bcast.sm")                                                                        \
     X(REDUCE_SM, "reduce.sm")                                                                      \
     X(ALLREDUCE_SM, "allreduce.sm")                                                                \
+    X(BARRIER_HIER, "barrier.hier")                                                                \
+    X(BCAST_HIER, "bcast.hier")                                                                    \
+    X(REDUCE_HIER, "reduce.hier")                                                                  \
+    X(ALLREDUCE_HIER, "allreduce.hier")                                                            \
     X(BCAST_BINOMIAL, "bcast.binomial")                                                            \
     X(BCAST_SCATTER_ALLGATHER, "bcast.scatter_allgather")                                          \
     X(BCAST_PIPELINE, "bcast.pipeline")                                                            \
@@ -109,6 +113,7 @@ struct bm_mpi_coll_config {
     size_t segment;
     size_t scratch_keep;
     size_t sm_slot; /* bytes of data per rank in the shared-memory segment (0: no segment) */
+    bool hier;      /* hierarchical algorithms over hosts */
 };
 const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void);
 
@@ -141,9 +146,22 @@ struct bm_coll_sm;
 struct bm_mpi_coll_comm {
     /* the last schedules built per kind (cacheable ones), newest first */
     struct bm_mpi_sched *cache[BM_COLL_KIND_COUNT][BM_COLL_CACHE_WAYS];
-    int sm_state;          /* shared-memory segment: 0 not tried yet, 1 on, 2 off */
-    struct bm_coll_sm *sm; /* coll_sm.c */
+    int sm_state;              /* shared-memory segment: 0 not tried yet, 1 on, 2 off */
+    struct bm_coll_sm *sm;     /* coll_sm.c */
+    int hier_state;            /* hierarchy over hosts: 0 not tried yet, 1 on, 2 off */
+    struct bm_coll_hier *hier; /* coll_hier.c */
 };
+
+/* coll_hier.c: hierarchical collectives of communicators over several
+ * hosts. Collective: set the node and leaders communicators up at the
+ * first call; true when the communicator has them. */
+bool bm_coll_hier_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn);
+/* Every host holds a contiguous range of ranks (reductions keep rank order). */
+bool bm_coll_hier_keeps_order(const struct bm_mpi_coll_comm *cc);
+/* Run a blocking barrier, bcast, reduce or allreduce in three phases. */
+int bm_coll_hier_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
+                     int alg, const char *fn);
+void bm_coll_hier_release(struct bm_mpi_coll_comm *cc);
 
 /* coll_sm.c: shared-memory collectives of single-host communicators. */
 /* Collective: set the segment up at the first call (all ranks call it at

@@ -112,6 +112,11 @@ static const struct bm_param coll_params[] = {
      "Scratch memory of finished collectives kept for the next ones (bytes), so that "
      "repeated large collectives do not fault in fresh pages each call.",
      offsetof(struct bm_mpi_coll_config, scratch_keep), 0},
+    {"BM_MPI_COLL_HIER", BM_PARAM_BOOL, "1", 0, 0, NULL,
+     "Blocking barriers, broadcasts and reductions on a communicator over several hosts run "
+     "inside each host, among one leader per host, and inside each host again (each byte "
+     "crosses the network once per host). 0: the flat algorithms.",
+     offsetof(struct bm_mpi_coll_config, hier), 0},
     {"BM_MPI_COLL_SM_SLOT", BM_PARAM_SIZE, "8k", 0, 1 << 24, NULL,
      "Blocking barriers, and broadcasts and reductions of at most this many bytes, on a "
      "communicator whose ranks share one host go through a shared-memory segment (flags and "
@@ -180,6 +185,7 @@ void bm_mpi_coll_comm_free(MPI_Comm comm)
     if (cc == NULL)
         return;
     bm_coll_sm_free(cc);
+    bm_coll_hier_release(cc);
     for (int k = 0; k < BM_COLL_KIND_COUNT; k++)
         for (int w = 0; w < BM_COLL_CACHE_WAYS; w++)
             bm_mpi_sched_release(cc->cache[k][w]);
@@ -756,10 +762,48 @@ static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a)
     return alg;
 }
 
+/* The hierarchical algorithm that may serve a blocking call, or -1: its
+ * choice parameter is auto, the communicator spans hosts (set up then). */
+static int hier_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn)
+{
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+    struct bm_mpi_coll_comm *cc;
+    int forced, alg;
+
+    if (!c->hier || comm->inter || comm->size < 3)
+        return -1;
+    switch (a->kind) {
+    case BM_COLL_BARRIER:
+        forced = c->barrier_alg, alg = BM_ALG_BARRIER_HIER;
+        break;
+    case BM_COLL_BCAST:
+        forced = c->bcast_alg, alg = BM_ALG_BCAST_HIER;
+        break;
+    case BM_COLL_REDUCE:
+        forced = c->reduce_alg, alg = BM_ALG_REDUCE_HIER;
+        break;
+    case BM_COLL_ALLREDUCE:
+        forced = c->allreduce_alg, alg = BM_ALG_ALLREDUCE_HIER;
+        break;
+    default:
+        return -1;
+    }
+    if (forced != BM_SEL_AUTO || (cc = bm_mpi_coll_comm(comm)) == NULL || cc->hier_state == 2 ||
+        !bm_coll_hier_ready(comm, cc, fn))
+        return -1;
+    if (a->op && !a->op->commutative && !bm_coll_hier_keeps_order(cc))
+        return -1;
+    return alg;
+}
+
 int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn)
 {
     struct bm_mpi_sched *s;
-    int rc, alg = sm_alg(comm, a);
+    int rc, alg = hier_alg(comm, a, fn);
+
+    if (alg >= 0)
+        return bm_coll_hier_run(comm, bm_mpi_coll_comm(comm), a, alg, fn);
+    alg = sm_alg(comm, a);
 
     if (alg >= 0) {
         struct bm_mpi_coll_comm *cc = bm_mpi_coll_comm(comm);

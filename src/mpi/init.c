@@ -127,8 +127,9 @@ int PMPI_Finalize(void)
      * peer may still be sending to it. */
     if ((rc = PMPI_Barrier(MPI_COMM_WORLD)))
         return rc;
-    bm_pml_finalize();
+    /* collective state first: its internal communicators still talk to the PML */
     bm_mpi_coll_finalize();
+    bm_pml_finalize();
     bm_mpi_request_cache_fini();
     bm_mpi_comm_finalize();
     bm_mpi_errhandler_finalize();

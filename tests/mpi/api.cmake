@@ -260,3 +260,10 @@ foreach(np 2 3 5 7)
     bm_add_mpi_test(coll_inter_np${np} TARGET coll_inter NP ${np} BTL self,sm TIMEOUT 120
         LABELS mpi coll)
 endforeach()
+
+# Hierarchical collectives over 2 and 4 network-namespace hosts with two
+# ranks each (coll_hier.sh: fails unless the hierarchy ran; needs root).
+bm_scaled_timeout(t 240)
+add_test(NAME coll_hier COMMAND bash ${api_dir}/coll_hier.sh $<TARGET_FILE:bmrun>
+    $<TARGET_FILE:coll_check>)
+set_tests_properties(coll_hier PROPERTIES TIMEOUT ${t} LABELS "mpi;coll" SKIP_RETURN_CODE 77)

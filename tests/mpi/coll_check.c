@@ -828,12 +828,27 @@ static bool allows_in_place(const char *name)
     return strcmp(name, "MPI_Barrier") && strcmp(name, "MPI_Bcast");
 }
 
+/* BM_TEST_COLL_ONLY (comma-separated MPI names) limits the matrix to those
+ * collectives and skips the other parts (the multi-host test's short run). */
+static const char *only_list;
+
+static bool selected(const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = only_list; p && *p; p += strcspn(p, ","), p += *p == ',')
+        if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return only_list == NULL;
+}
+
 static void test_matrix(MPI_Comm comm, const int *counts, int ncounts)
 {
     int salt = 0;
     for (form = 0; form < 3; form++) {
         for (size_t k = 0; k < sizeof(all_colls) / sizeof(all_colls[0]); k++) {
             const char *name = all_colls[k];
+            if (!selected(name))
+                continue;
             bool reduction = strstr(name, "educe") || strstr(name, "can");
             for (int ci = 0; ci < ncounts; ci++) {
                 for (int ip = 0; ip < (allows_in_place(name) ? 2 : 1); ip++) {
@@ -1212,7 +1227,9 @@ int main(int argc, char **argv)
     MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &gap_t);
     MPI_Type_commit(&gap_t);
 
-    BM_RUN(test_disjoint); /* first: the half roots have set nothing up yet */
+    only_list = getenv("BM_TEST_COLL_ONLY");
+    if (only_list == NULL)
+        BM_RUN(test_disjoint); /* first: the half roots have set nothing up yet */
     test_matrix(MPI_COMM_WORLD, quick ? counts_quick : counts_full,
                 quick ? (int)(sizeof(counts_quick) / sizeof(int))
                       : (int)(sizeof(counts_full) / sizeof(int)));
@@ -1223,6 +1240,10 @@ int main(int argc, char **argv)
         static const int c2[] = {0, 2, 600};
         test_matrix(odd, c2, 3);
         MPI_Comm_free(&odd);
+    }
+    if (only_list) {
+        check_expected_algorithms();
+        goto done;
     }
     BM_RUN(test_overlap);
     test_cart(MPI_COMM_WORLD, 1);
@@ -1238,6 +1259,7 @@ int main(int argc, char **argv)
     BM_RUN(test_graph);
     BM_RUN(test_graph_gap);
     check_expected_algorithms();
+done:
     MPI_Op_free(&affine_op);
     MPI_Op_free(&usum_op);
     MPI_Type_free(&pair_t);

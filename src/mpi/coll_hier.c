@@ -1,0 +1,287 @@
+/* Hierarchical collectives for communicators that span several hosts with
+ * several ranks on some of them: a node communicator per host (its ranks
+ * in communicator order; its first rank is the host's leader) and a leaders
+ * communicator (one rank per host, in the order of their ranks), made at
+ * the first eligible blocking call. A barrier, bcast, reduce or allreduce
+ * then runs in three phases: inside each host (on the node communicator,
+ * which takes the shared-memory path when its ranks share memory), among
+ * the leaders (the point-to-point algorithms over the network), and inside
+ * each host again, so each byte crosses the network once per host instead
+ * of once per rank.
+ *   - barrier: node barrier, leaders barrier, node barrier;
+ *   - bcast: a bcast in the root's host (from the root), among the leaders
+ *     (from the root's host), in the other hosts (from their leader);
+ *   - reduce: a reduce to each leader, among the leaders to the root's
+ *     leader, which hands the result to the root if it is another rank;
+ *   - allreduce: a reduce to each leader, an allreduce among the leaders,
+ *     a bcast in each host.
+ * Reductions combine a host's ranks first, so they keep rank order only
+ * when every host holds a contiguous range of ranks; a non-commutative
+ * operation on any other placement runs the flat algorithm. Nonblocking and
+ * persistent forms use the flat schedules. */
+#include "mpi/coll.h"
+#include "runtime/rte.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { HIER_UNKNOWN = 0, HIER_ON, HIER_OFF };
+
+struct bm_coll_hier {
+    MPI_Comm node;    /* this host's ranks */
+    MPI_Comm leaders; /* one rank per host (MPI_COMM_NULL on the others) */
+    int *host_of;     /* per rank of the communicator: index of its host (leaders order) */
+    int *node_rank;   /* per rank: its rank in its node communicator */
+    bool contiguous;  /* every host holds a contiguous range of ranks */
+};
+
+/* Hosts in the order of their first rank; per rank its host index and its
+ * rank there. Returns the number of hosts, 0 when out of memory. */
+static int map_hosts(MPI_Comm comm, struct bm_coll_hier *h, int **first_out)
+{
+    int n = comm->size, nhosts = 0, *first = malloc(sizeof(int) * (size_t)n);
+    int *count = calloc((size_t)n, sizeof(int));
+
+    h->host_of = malloc(sizeof(int) * (size_t)n);
+    h->node_rank = malloc(sizeof(int) * (size_t)n);
+    if (!first || !count || !h->host_of || !h->node_rank) {
+        free(first);
+        free(count);
+        return 0;
+    }
+    h->contiguous = true;
+    for (int r = 0; r < n; r++) {
+        int node = bm_rte_node_of(bm_mpi_comm_world_rank(comm, r)), k;
+        for (k = 0; k < nhosts; k++)
+            if (bm_rte_node_of(bm_mpi_comm_world_rank(comm, first[k])) == node)
+                break;
+        if (k == nhosts)
+            first[nhosts++] = r;
+        else if (h->host_of[r - 1] != k)
+            h->contiguous = false;
+        h->host_of[r] = k;
+        h->node_rank[r] = count[k]++;
+    }
+    free(count);
+    *first_out = first;
+    return nhosts;
+}
+
+/* Would the hierarchy help here: more than one host, and one with two or
+ * more ranks? Decided from the runtime's node map (the same everywhere). */
+static bool worth_it(MPI_Comm comm)
+{
+    int node0 = bm_rte_node_of(bm_mpi_comm_world_rank(comm, 0));
+    bool several_hosts = false, shared_host = false;
+
+    if (comm->inter || comm->size < 3)
+        return false;
+    for (int r = 1; r < comm->size; r++) {
+        int node = bm_rte_node_of(bm_mpi_comm_world_rank(comm, r));
+        several_hosts |= node != node0;
+        for (int q = 0; q < r && !shared_host; q++)
+            shared_host = node == bm_rte_node_of(bm_mpi_comm_world_rank(comm, q));
+    }
+    return several_hosts && shared_host;
+}
+
+static void hier_free(struct bm_coll_hier *h)
+{
+    if (h == NULL)
+        return;
+    if (h->node != MPI_COMM_NULL)
+        bm_mpi_comm_free_handle(h->node);
+    if (h->leaders != MPI_COMM_NULL)
+        bm_mpi_comm_free_handle(h->leaders);
+    free(h->host_of);
+    free(h->node_rank);
+    free(h);
+}
+
+/* Collective over comm: make the node and leaders communicators. */
+static void hier_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
+{
+    struct bm_coll_hier *h = calloc(1, sizeof(*h));
+    int *first = NULL, *members = NULL, *leaders = NULL, nhosts, me = comm->rank, nm = 0;
+    bool ok = false;
+
+    cc->hier_state = HIER_OFF; /* the set-up's own collectives run flat */
+    if (h == NULL)
+        return;
+    h->node = h->leaders = MPI_COMM_NULL;
+    nhosts = map_hosts(comm, h, &first);
+    members = malloc(sizeof(int) * (size_t)comm->size);
+    leaders = malloc(sizeof(int) * (size_t)(nhosts ? nhosts : 1));
+    if (nhosts == 0 || members == NULL || leaders == NULL)
+        goto out;
+    for (int r = 0; r < comm->size; r++)
+        if (h->host_of[r] == h->host_of[me])
+            members[nm++] = bm_mpi_comm_world_rank(comm, r);
+    for (int k = 0; k < nhosts; k++)
+        leaders[k] = bm_mpi_comm_world_rank(comm, first[k]);
+    /* every rank takes part in both creations (collective over comm) */
+    if (bm_mpi_comm_create_from(comm, members, nm, h->node_rank[me], &h->node, fn) ||
+        bm_mpi_comm_create_from(comm, leaders, nhosts,
+                                h->node_rank[me] == 0 ? h->host_of[me] : MPI_UNDEFINED, &h->leaders,
+                                fn))
+        goto out;
+    ok = true;
+out:
+    free(first);
+    free(members);
+    free(leaders);
+    if (!ok) {
+        hier_free(h);
+        return;
+    }
+    cc->hier = h;
+    cc->hier_state = HIER_ON;
+}
+
+bool bm_coll_hier_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
+{
+    if (cc->hier_state == HIER_UNKNOWN) {
+        if (!worth_it(comm))
+            cc->hier_state = HIER_OFF;
+        else
+            hier_setup(comm, cc, fn);
+    }
+    return cc->hier_state == HIER_ON;
+}
+
+bool bm_coll_hier_keeps_order(const struct bm_mpi_coll_comm *cc)
+{
+    return cc->hier && cc->hier->contiguous;
+}
+
+void bm_coll_hier_release(struct bm_mpi_coll_comm *cc)
+{
+    hier_free(cc->hier);
+    cc->hier = NULL;
+    cc->hier_state = HIER_UNKNOWN;
+}
+
+/* ---- the phases ------------------------------------------------------------------- */
+
+static int sub(MPI_Comm c, struct bm_mpi_coll_args a, const char *fn)
+{
+    return bm_mpi_coll_blocking(c, &a, fn);
+}
+
+static int barrier(const struct bm_coll_hier *h, const char *fn)
+{
+    struct bm_mpi_coll_args b = {.kind = BM_COLL_BARRIER};
+    int rc;
+
+    if ((rc = sub(h->node, b, fn)))
+        return rc;
+    if (h->leaders != MPI_COMM_NULL && (rc = sub(h->leaders, b, fn)))
+        return rc;
+    return sub(h->node, b, fn);
+}
+
+static int bcast(MPI_Comm comm, const struct bm_coll_hier *h, const struct bm_mpi_coll_args *a,
+                 const char *fn)
+{
+    int root_host = h->host_of[a->root], mine = h->host_of[comm->rank], rc;
+    struct bm_mpi_coll_args b = *a;
+
+    if (mine == root_host) {
+        b.root = h->node_rank[a->root];
+        if ((rc = sub(h->node, b, fn)))
+            return rc;
+    }
+    if (h->leaders != MPI_COMM_NULL) {
+        b.root = root_host;
+        if ((rc = sub(h->leaders, b, fn)))
+            return rc;
+    }
+    if (mine != root_host) {
+        b.root = 0;
+        return sub(h->node, b, fn);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Reduce or allreduce. A leader keeps its host's part in its receive
+ * buffer when the result ends there (allreduce, or it is the root), else in
+ * scratch in the type's layout. */
+static int reduction(MPI_Comm comm, const struct bm_coll_hier *h, const struct bm_mpi_coll_args *a,
+                     const char *fn)
+{
+    bool leader = h->leaders != MPI_COMM_NULL, all = a->kind == BM_COLL_ALLREDUCE;
+    int me = comm->rank, host = h->host_of[me], root_host = all ? -1 : h->host_of[a->root];
+    bool at_root = !all && me == a->root;
+    const void *in = a->sbuf == MPI_IN_PLACE ? a->rbuf : a->sbuf;
+    size_t span = 0;
+    MPI_Aint lo = 0;
+    char *tmp = NULL;
+    void *part = a->rbuf;
+    int rc;
+
+    if (leader && !all && !at_root) {
+        bm_mpi_type_span(a->rtype, (size_t)a->rcount, &lo, &span);
+        tmp = bm_mpi_scratch_get(span ? span : 1);
+        if (tmp == NULL)
+            return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate %zu bytes", span);
+        part = tmp - lo;
+    }
+    /* 1: each host's ranks to its leader (rank 0 of the node communicator) */
+    struct bm_mpi_coll_args r = *a;
+    r.kind = BM_COLL_REDUCE;
+    r.root = 0;
+    r.sbuf = leader && in == part ? MPI_IN_PLACE : in;
+    r.rbuf = leader ? part : NULL;
+    if ((rc = sub(h->node, r, fn)))
+        goto out;
+    /* 2: among the leaders */
+    if (leader) {
+        struct bm_mpi_coll_args l = *a;
+        l.sbuf = MPI_IN_PLACE;
+        l.rbuf = part;
+        if (!all) {
+            l.kind = BM_COLL_REDUCE;
+            l.root = root_host;
+            if (host != root_host) {
+                l.sbuf = part;
+                l.rbuf = NULL;
+            }
+        }
+        if ((rc = sub(h->leaders, l, fn)))
+            goto out;
+    }
+    /* 3: allreduce: the result to every rank of the host; reduce: from the
+     * root's leader to the root when they differ (point-to-point on the
+     * node communicator, which nothing else uses for point-to-point) */
+    if (all) {
+        struct bm_mpi_coll_args b = {.kind = BM_COLL_BCAST,
+                                     .rbuf = a->rbuf,
+                                     .rcount = a->rcount,
+                                     .rtype = a->rtype,
+                                     .root = 0};
+        rc = sub(h->node, b, fn);
+    } else if (host == root_host && h->node_rank[a->root] != 0) {
+        if (leader)
+            rc = PMPI_Send(part, a->rcount, a->rtype, h->node_rank[a->root], 0, h->node);
+        else if (at_root)
+            rc = PMPI_Recv(a->rbuf, a->rcount, a->rtype, 0, 0, h->node, MPI_STATUS_IGNORE);
+    }
+out:
+    if (tmp)
+        bm_mpi_scratch_put(tmp, span ? span : 1);
+    return rc;
+}
+
+int bm_coll_hier_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
+                     int alg, const char *fn)
+{
+    bm_mpi_coll_count_alg(a->kind, alg);
+    switch (a->kind) {
+    case BM_COLL_BARRIER:
+        return barrier(cc->hier, fn);
+    case BM_COLL_BCAST:
+        return bcast(comm, cc->hier, a, fn);
+    default:
+        return reduction(comm, cc->hier, a, fn);
+    }
+}

@@ -1,0 +1,69 @@
+#!/bin/bash
+# Hierarchical collectives across hosts: network namespaces on one bridge
+# stand for hosts, two ranks each, and coll_check runs its matrix of
+# barrier, bcast, reduce and allreduce (three forms, in place, zero counts,
+# derived types, user operations, against its naive reference) on
+# MPI_COMM_WORLD and on a communicator of the odd ranks in reverse order.
+#   - 2 hosts x 2 ranks, by slot: hosts hold contiguous ranks, so every
+#     reduction (non-commutative ones too) may take the hierarchy;
+#   - 4 hosts x 2 ranks, --map-by node: ranks dealt round the hosts (not
+#     contiguous), so non-commutative reductions must fall back to the flat
+#     algorithms while the others keep the hierarchy.
+# BM_TEST_COLL_EXPECT makes coll_check fail when barrier.hier, bcast.hier,
+# reduce.hier or allreduce.hier never ran. Needs root and ip netns;
+# otherwise skipped (exit 77).
+# Usage: coll_hier.sh BMRUN COLL_CHECK
+set -u
+BMRUN=$1 CHECK=$2
+. "$(dirname "$0")/../harness/netns.sh"
+
+bm_netns_require
+failures=0
+T=$(mktemp -d /tmp/bm-coll-hier.XXXXXX)
+bm_netns_at_exit 'rm -rf "$T"'
+
+# K hosts on a bridge in a namespace of its own (the host's network stays
+# untouched); addresses SUBNET.1 .. SUBNET.K.
+bridge() {
+    local k=$1 net=$2 sw=bmns$$sw i dev
+    bm_netns_hosts "$k"
+    ip netns add "$sw" || exit 77
+    bm_netns_at_exit "ip netns del $sw 2>/dev/null"
+    ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set br0 up || exit 1
+    for ((i = 0; i < k; i++)); do
+        dev=bmh$$v$i
+        ip link add "$dev" type veth peer name "s$i" netns "$sw" || exit 1
+        ip link set "$dev" netns "${BM_NETNS[$i]}"
+        ip -n "$sw" link set "s$i" master br0
+        ip -n "$sw" link set "s$i" up
+        ip -n "${BM_NETNS[$i]}" addr add "$net.$((i + 1))/24" dev "$dev"
+        ip -n "${BM_NETNS[$i]}" link set "$dev" up
+    done
+}
+
+# run NAME NP MAP HOSTS...: coll_check --quick over the given hosts.
+run() {
+    local name=$1 np=$2 map=$3 hosts
+    shift 3
+    hosts=$(printf '%s:2,' "$@")
+    # The namespaces share this machine's cores: waiting ranks yield.
+    BM_PML_IDLE_YIELD=64 BM_TEST_COLL_ONLY=MPI_Barrier,MPI_Bcast,MPI_Reduce,MPI_Allreduce \
+        BM_TEST_COLL_EXPECT=barrier.hier,bcast.hier,reduce.hier,allreduce.hier \
+        ip netns exec "$1" "$BMRUN" -n "$np" --host "${hosts%,}" $map \
+        --launch-agent 'ip netns exec {host}' --timeout 200 "$CHECK" --quick \
+        >"$T/$name.out" 2>"$T/$name.err"
+    local rc=$?
+    if [ $rc -eq 0 ]; then
+        echo "ok: $name: $(grep -c . "$T/$name.out") lines, hierarchy ran"
+    else
+        echo "FAIL: $name: exit $rc" >&2
+        head -30 "$T/$name.err" "$T/$name.out" >&2
+        failures=$((failures + 1))
+    fi
+}
+
+bridge 4 10.251.$(($$ % 200 + 20))
+run two_hosts 4 "" "${BM_NETNS[0]}" "${BM_NETNS[1]}"
+run four_hosts_by_node 8 "--map-by node" "${BM_NETNS[@]}"
+[ $failures -eq 0 ] || exit 1
+echo "coll_hier: all passed"
