@@ -1,0 +1,305 @@
+"""The collectives class of bench/compare (--class coll): OSU-style latency of
+the collectives (bench/coll.c: barrier, bcast, reduce, allreduce, allgather,
+alltoall, gather, scatter) and the overlap of MPI_Iallreduce with
+computation (bench/overlap.c), for bitmover, Open MPI and MPICH in the same
+run, interleaved (A, B, C, A, B, C, ... --repeats times; the median per size).
+
+Points (--coll-points, default 2,4,8,2x2):
+  * 2: two ranks, one per core (every stack binds or leaves them to the
+    kernel as it does by default);
+  * 4, 8: one host, oversubscribed: bitmover yields when idle on its own
+    (BM_PML_IDLE_YIELD's automatic rule), Open MPI is told to
+    (--mca mpi_yield_when_idle 1), MPICH has no such switch;
+  * 2x2: two network-namespace hosts joined by a bridge (veth), two ranks
+    each (root): bitmover's hierarchy between hosts; Open MPI runs self,tcp
+    there (vader would pair ranks of different namespaces).
+Each stack uses its default transports on one host (bitmover: its own
+choice, sm; Open MPI: ob1 with vader; MPICH: ch4 with its shared memory).
+
+Writes bench/out/coll.md, coll.json and coll.png, and with --update-docs
+docs/performance-coll.md and docs/img/performance-coll.png."""
+import json
+import os
+import shutil
+import statistics
+import time
+
+STACKS = ("bitmover", "openmpi", "mpich")
+TITLES = {"bitmover": "bitmover", "openmpi": "Open MPI 4.1 ob1+vader", "mpich": "MPICH 4.0"}
+COLLS = ("barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall", "gather",
+         "scatter")
+# Goals of issue 17 (ratio to the best peer): at 2 ranks every size <= 1.0x and
+# barrier / 8 B allreduce <= 0.7x; at 4 and 8 ranks no size above 1.2x.
+GOAL_2 = 1.0
+GOAL_2_SMALL = 0.7
+GOAL_MANY = 1.2
+
+
+def command(stack, tools, exe, np, args, hosts, ppn, ompi_root, scale):
+    """Launch command on one host (oversubscribed beyond the CPUs) or across
+    the namespace hosts (compare_scale's agents)."""
+    if hosts:
+        return scale.command(stack, tools, exe, np, args, hosts, ppn, ompi_root)
+    over = np > (os.cpu_count() or 1)
+    if stack == "bitmover":
+        return [tools["bmrun"], "-n", str(np)] + (["--oversubscribe"] if over else []) + \
+            [exe] + args
+    if stack == "openmpi":
+        return (["mpirun.openmpi"] + ompi_root + ["-np", str(np), "--mca", "pml", "ob1",
+                                                  "--mca", "btl", "self,vader"] +
+                (["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"] if over else []) +
+                [exe] + args)
+    return ["mpiexec.mpich", "-n", str(np), exe] + args
+
+
+def parse(text):
+    """'size value ...' lines -> {size: [values]}."""
+    res = {}
+    for line in (text or "").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        try:
+            res[int(parts[0])] = [float(x) for x in parts[1:]]
+        except ValueError:
+            continue
+    return res
+
+
+def benches(opts):
+    top = "64k" if opts.quick else "1m"
+    out = [(c, ["-c", c, "-m", ("0:0" if c == "barrier" else "8:" + top), "-t",
+                str(opts.budget)]) for c in COLLS]
+    out.append(("iallreduce-overlap", ["-c", "iallreduce", "-m", "1m:1m", "-p", "0"]))
+    out.append(("iallreduce-overlap-test", ["-c", "iallreduce", "-m", "1m:1m", "-p", "16"]))
+    return out
+
+
+def program(bench):
+    return "bm_overlap" if bench.startswith("iallreduce") else "bm_coll"
+
+
+def measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, rawdir):
+    """points: [(label, np, hosts, ppn)] -> res[label][bench][stack] = {size: median}."""
+    res = {}
+    env = dict(os.environ)
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    for label, np, hosts, ppn in points:
+        res[label] = {}
+        blist = benches(opts)
+        if hosts:  # across hosts: the main collectives only
+            blist = [b for b in blist if b[0] in ("barrier", "bcast", "allreduce",
+                                                  "iallreduce-overlap")]
+        for bench, args in blist:
+            samples = {s: [] for s in stacks}
+            errors = {}
+            for rep in range(opts.repeats):
+                for s in stacks:
+                    if s in errors:
+                        continue
+                    exe = os.path.join(outdir, s, program(bench))
+                    cmd = command(s, tools, exe, np, args, hosts, ppn, ompi_root, scale)
+                    rc, out, err, secs = run(cmd, opts.timeout, env=env)
+                    with open(os.path.join(rawdir, "coll-%s-%s-%s-%d.txt" %
+                                           (label, bench, s, rep)), "w") as f:
+                        f.write("$ %s\n# exit %s after %.1f s\n%s\n# stderr:\n%s" %
+                                (" ".join(cmd), rc, secs, out, err))
+                    table = parse(out) if rc == 0 else {}
+                    if not table:
+                        errors[s] = "exit %s: %s" % (rc, (err or out or "").strip()[-160:])
+                        log("coll %-5s %-24s %-8s %s" % (label, bench, s, errors[s]))
+                    else:
+                        samples[s].append(table)
+            res[label][bench] = {}
+            for s in stacks:
+                if not samples[s]:
+                    res[label][bench][s] = {"error": errors.get(s, "no run")}
+                    continue
+                sizes = sorted(set().union(*[t.keys() for t in samples[s]]))
+                # latency: the first column (mean over ranks); overlap: the last
+                col = -1 if bench.startswith("iallreduce") else 0
+                res[label][bench][s] = {
+                    sz: statistics.median(t[sz][col] for t in samples[s] if sz in t)
+                    for sz in sizes}
+        log("coll %s done" % label)
+    return res
+
+
+def fmt_size(sz):
+    if sz >= 1 << 20 and sz % (1 << 20) == 0:
+        return "%dM" % (sz >> 20)
+    if sz >= 1024 and sz % 1024 == 0:
+        return "%dK" % (sz >> 10)
+    return str(sz)
+
+
+def tables(res, points, stacks):
+    """Markdown: per point, per collective, latency per stack and the ratio to
+    the best peer; then the overlap rows and the goals."""
+    lines, goal_notes = [], []
+    peers = [s for s in stacks if s != "bitmover"]
+    for label, np, hosts, ppn in points:
+        title = {"2": "2 ranks, one per core"}.get(
+            label, ("%s ranks on one host, oversubscribed" % label) if not hosts else
+            ("%d hosts x %d ranks (network namespaces, veth)" % (hosts.k, ppn)))
+        lines.append("\n### %s\n" % title)
+        lines.append("| collective | size | " + " | ".join(TITLES[s] + " us" for s in stacks) +
+                     " | ratio to best peer |")
+        lines.append("|---|---|" + "---|" * len(stacks) + "---|")
+        worst = None
+        for bench, per in res[label].items():
+            if bench.startswith("iallreduce"):
+                continue
+            sizes = sorted(set().union(*[set(k for k in per[s] if isinstance(k, int))
+                                         for s in stacks]))
+            for sz in sizes:
+                row = ["MPI_" + bench.capitalize(), fmt_size(sz)]
+                vals = {}
+                for s in stacks:
+                    v = per[s].get(sz) if "error" not in per[s] else None
+                    vals[s] = v
+                    row.append("%.2f" % v if v is not None else
+                               ("--" if "error" not in per[s] else "(%s)" % per[s]["error"][:30]))
+                best = min((vals[p] for p in peers if vals.get(p)), default=None)
+                ratio = vals["bitmover"] / best if best and vals.get("bitmover") else None
+                row.append("%.2fx" % ratio if ratio else "--")
+                lines.append("| " + " | ".join(row) + " |")
+                if ratio:
+                    goal = GOAL_2 if label == "2" else GOAL_MANY
+                    if label == "2" and (bench == "barrier" or
+                                         (bench == "allreduce" and sz == 8)):
+                        goal = GOAL_2_SMALL
+                    if ratio > goal:
+                        goal_notes.append("%s %s %s: %.2fx (goal %.1fx)" %
+                                          (label, bench, fmt_size(sz), ratio, goal))
+                    if worst is None or ratio > worst[0]:
+                        worst = (ratio, bench, sz)
+        if worst:
+            lines.append("\nWorst ratio here: %.2fx (%s, %s)." % (worst[0], worst[1],
+                                                                  fmt_size(worst[2])))
+        ov = [(b, res[label][b]) for b in res[label] if b.startswith("iallreduce")]
+        if ov:
+            lines.append("\nMPI_Iallreduce of 1 MiB overlapped with an equally long "
+                         "computation (overlap %; higher is better):\n")
+            lines.append("| MPI_Test calls during the computation | " +
+                         " | ".join(TITLES[s] for s in stacks) + " |")
+            lines.append("|---|" + "---|" * len(stacks))
+            for b, per in ov:
+                row = ["16" if b.endswith("-test") else "0 (OSU's default)"]
+                for s in stacks:
+                    v = per[s].get(1 << 20) if "error" not in per[s] else None
+                    row.append("%.0f%%" % v if v is not None else "--")
+                lines.append("| " + " | ".join(row) + " |")
+    goals = ("\n### Against the goals of issue 17\n\n" +
+             ("\n".join("- " + g for g in goal_notes) if goal_notes else
+              "Every measured size is within its goal."))
+    return "\n".join(lines) + "\n" + goals + "\n"
+
+
+def plot(res, stacks, outdir, png, run, pngcairo):
+    if not shutil.which("gnuplot") or "2" not in res:
+        return "gnuplot is not installed (Debian: gnuplot-nox), or no 2-rank point"
+    panels = [c for c in ("bcast", "reduce", "allreduce", "allgather", "alltoall", "gather")
+              if c in res["2"]]
+    gp = ["set terminal pngcairo size 1500,900 font ',9'" if pngcairo else
+          "set terminal png size 1500,900",
+          "set output '%s'" % png, "set multiplot layout 2,3", "set logscale xy",
+          "set grid", "set key top left font ',8'", "set xlabel 'bytes'",
+          "set ylabel 'us'"]
+    for c in panels:
+        datas = []
+        for s in stacks:
+            per = res["2"][c].get(s, {})
+            path = os.path.join(outdir, "coll-%s-%s.dat" % (c, s))
+            with open(path, "w") as f:
+                for sz in sorted(k for k in per if isinstance(k, int)):
+                    f.write("%d %g\n" % (max(sz, 1), per[sz]))
+            datas.append("'%s' using 1:2 with linespoints title '%s'" % (path, TITLES[s]))
+        gp.append("set title 'MPI_%s, 2 ranks'" % c.capitalize())
+        gp.append("plot " + ", ".join(datas))
+    gp.append("unset multiplot")
+    script = os.path.join(outdir, "coll.gp")
+    with open(script, "w") as f:
+        f.write("\n".join(gp) + "\n")
+    rc, out, err, _ = run(["gnuplot", script], 60)
+    return None if rc == 0 else "gnuplot failed: " + (err or out).strip()
+
+
+def run_class(opts, tools, outdir, stack_ok, run, log, pngcairo, ompi_root, root, scale):
+    """Measures; writes coll.md/json/png; returns the markdown text."""
+    stacks = [s for s in STACKS if stack_ok.get(s) is None]
+    for s in STACKS:
+        if stack_ok.get(s):
+            log("coll: %s cannot run: %s" % (s, stack_ok[s]))
+    rawdir = os.path.join(outdir, "raw")
+    os.makedirs(rawdir, exist_ok=True)
+    t0 = time.monotonic()
+    points, notes, hosts_up = [], [], []
+    for p in [x for x in opts.coll_points.split(",") if x]:
+        if "x" in p:
+            k, ppn = (int(v) for v in p.split("x"))
+            if os.geteuid() != 0:
+                notes.append("%s: skipped (network namespaces need root)" % p)
+                continue
+            h = scale.Hosts(k, outdir, run)
+            why = h.up()
+            if why:
+                notes.append("%s: %s" % (p, why))
+                continue
+            hosts_up.append(h)
+            points.append((p, k * ppn, h, ppn))
+        else:
+            points.append((p, int(p), None, 0))
+    try:
+        res = measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, rawdir)
+    finally:
+        for h in hosts_up:
+            h.down()
+    md = ("OSU-style latency (bench/coll.c: each call timed on every rank, a barrier between "
+          "iterations; the mean over the ranks), median of %d interleaved runs; reductions "
+          "sum MPI_FLOAT. Load average at the end: %s.\n%s\n" %
+          (opts.repeats, " ".join("%.1f" % x for x in os.getloadavg()),
+           tables(res, points, stacks)))
+    if notes:
+        md += "\n" + "\n".join("- " + n for n in notes) + "\n"
+    png = os.path.join(outdir, "coll.png")
+    perr = plot(res, stacks, outdir, png, run, pngcairo)
+    if perr:
+        md += "\n(no plot: %s)\n" % perr
+    with open(os.path.join(outdir, "coll.json"), "w") as f:
+        json.dump({l: {b: {s: {str(k): v for k, v in d.items()} for s, d in per.items()}
+                       for b, per in r.items()} for l, r in res.items()}, f, indent=1)
+    with open(os.path.join(outdir, "coll.md"), "w") as f:
+        f.write(md)
+    log("coll class done in %.0f s: %s/coll.md" % (time.monotonic() - t0, outdir))
+    if opts.update_docs:
+        write_doc(os.path.join(root, "docs", "performance-coll.md"), md, png, root, perr)
+    return md
+
+
+DOC = """# Collectives: bitmover next to Open MPI and MPICH
+
+This page is written by `bench/compare --class coll --update-docs` (the text
+around the numbers lives in `bench/compare_coll.py`). Measured {stamp}.
+
+What is measured: `bm_coll` (bench/coll.c) times every call of one collective
+on every rank, with a barrier between iterations (the OSU method), and
+reports the mean over the ranks; `bm_overlap` (bench/overlap.c) measures how
+much of an `MPI_Iallreduce` hides behind a computation as long as the
+collective alone (OSU's osu_iallreduce). The same sources are built with
+`bmcc`, `mpicc.openmpi` and `mpicc.mpich`.
+
+{img}
+{md}
+"""
+
+
+def write_doc(path, md, png, root, perr):
+    img = ""
+    if not perr:
+        os.makedirs(os.path.join(root, "docs", "img"), exist_ok=True)
+        shutil.copy2(png, os.path.join(root, "docs", "img", "performance-coll.png"))
+        img = "![collective latency versus size, 2 ranks](img/performance-coll.png)\n"
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    with open(path, "w") as f:
+        f.write(DOC.format(stamp=stamp, img=img, md=md))
