@@ -195,8 +195,8 @@ endif()
 
 # Every collective in every form against a locally computed reference (see
 # coll_check.c): the automatic algorithm choice at 1 to 9 ranks, and every
-# algorithm forced by its parameter at 5, 6 and 8 ranks (a power of two and
-# two sizes that need the fold), each launch checking that the algorithms it
+# algorithm forced by its parameter at three sizes (a power of two and two
+# that need the fold; the sets together cover 2 to 9 ranks), each launch checking that the algorithms it
 # forces really ran.
 add_executable(coll_check ${api_dir}/coll_check.c)
 target_link_libraries(coll_check PRIVATE bitmover bm_test_harness)
@@ -231,14 +231,16 @@ set(coll_force_d
     BM_MPI_COLL_BARRIER_ALG=sm BM_MPI_COLL_BCAST_ALG=sm BM_MPI_COLL_REDUCE_ALG=sm
     BM_MPI_COLL_ALLREDUCE_ALG=sm
     "BM_TEST_COLL_EXPECT=barrier.sm,bcast.sm,reduce.sm,allreduce.sm")
-set(coll_nps_a 5 6 8)
-set(coll_nps_b 5 6 8)
-set(coll_nps_c 5 6 8)
+# Each forced set at a power of two and two other sizes, the sets together
+# covering 2 to 9 ranks (the automatic runs cover 1 to 9 each).
+set(coll_nps_a 3 7 8)
+set(coll_nps_b 2 5 8)
+set(coll_nps_c 4 6 9)
 set(coll_nps_d 3 8)
 foreach(set a b c d)
     foreach(np ${coll_nps_${set}})
         set(env ${coll_force_${set}})
-        if(set STREQUAL "b" AND np EQUAL 8)
+        if(set STREQUAL "b" AND (np EQUAL 2 OR np EQUAL 8))
             # recursive doubling allgather serves power-of-two sizes only
             string(REPLACE "scan.linear" "scan.linear,allgather.recursive_doubling" env "${env}")
         endif()
