@@ -728,72 +728,70 @@ int bm_mpi_coll_schedule(MPI_Comm comm, const struct bm_mpi_coll_args *a,
 
 /* ---- the blocking form ------------------------------------------------------------ */
 
+/* The collectives with a shared-memory and a hierarchical algorithm: their
+ * choice parameter (sm is its last choice) and those algorithms. */
+struct local_algs {
+    int kind, nchoices, sm, hier;
+    size_t forced; /* offset of the choice parameter in the configuration */
+};
+static const struct local_algs local_algs[] = {
+    {BM_COLL_BARRIER, 3, BM_ALG_BARRIER_SM, BM_ALG_BARRIER_HIER,
+     offsetof(struct bm_mpi_coll_config, barrier_alg)},
+    {BM_COLL_BCAST, 5, BM_ALG_BCAST_SM, BM_ALG_BCAST_HIER,
+     offsetof(struct bm_mpi_coll_config, bcast_alg)},
+    {BM_COLL_REDUCE, 5, BM_ALG_REDUCE_SM, BM_ALG_REDUCE_HIER,
+     offsetof(struct bm_mpi_coll_config, reduce_alg)},
+    {BM_COLL_ALLREDUCE, 5, BM_ALG_ALLREDUCE_SM, BM_ALG_ALLREDUCE_HIER,
+     offsetof(struct bm_mpi_coll_config, allreduce_alg)},
+};
+
+/* kind's entry and its choice parameter's value, or NULL. */
+static const struct local_algs *local_algs_of(int kind, int *forced)
+{
+    for (size_t i = 0; i < sizeof(local_algs) / sizeof(local_algs[0]); i++)
+        if (local_algs[i].kind == kind) {
+            *forced = *(const int *)((const char *)bm_mpi_coll_cfg() + local_algs[i].forced);
+            return &local_algs[i];
+        }
+    return NULL;
+}
+
 /* The shared-memory algorithm that may serve a blocking call (its choice
  * parameter is auto or sm, the data is contiguous and fits a slot), or -1.
  * Every rank decides the same from the same arguments. */
 static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
-    int forced, alg, nchoices;
+    const struct local_algs *l;
+    int forced;
 
-    if (comm->inter || comm->size < 2 || c->sm_slot == 0)
+    if (comm->inter || comm->size < 2 || c->sm_slot == 0 ||
+        (l = local_algs_of(a->kind, &forced)) == NULL)
         return -1;
-    switch (a->kind) {
-    case BM_COLL_BARRIER:
-        forced = c->barrier_alg, alg = BM_ALG_BARRIER_SM, nchoices = 3;
-        break;
-    case BM_COLL_BCAST:
-        forced = c->bcast_alg, alg = BM_ALG_BCAST_SM, nchoices = 5;
-        break;
-    case BM_COLL_REDUCE:
-        forced = c->reduce_alg, alg = BM_ALG_REDUCE_SM, nchoices = 5;
-        break;
-    case BM_COLL_ALLREDUCE:
-        forced = c->allreduce_alg, alg = BM_ALG_ALLREDUCE_SM, nchoices = 5;
-        break;
-    default:
-        return -1;
-    }
-    if (forced != BM_SEL_AUTO && forced != nchoices - 1)
+    if (forced != BM_SEL_AUTO && forced != l->nchoices - 1)
         return -1;
     if (a->kind != BM_COLL_BARRIER &&
         (!a->rtype->contiguous || (size_t)a->rcount * a->rtype->size > c->sm_slot))
         return -1;
-    return alg;
+    return l->sm;
 }
 
 /* The hierarchical algorithm that may serve a blocking call, or -1: its
  * choice parameter is auto, the communicator spans hosts (set up then). */
 static int hier_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn)
 {
-    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     struct bm_mpi_coll_comm *cc;
-    int forced, alg;
+    const struct local_algs *l;
+    int forced;
 
-    if (!c->hier || comm->inter || comm->size < 3)
-        return -1;
-    switch (a->kind) {
-    case BM_COLL_BARRIER:
-        forced = c->barrier_alg, alg = BM_ALG_BARRIER_HIER;
-        break;
-    case BM_COLL_BCAST:
-        forced = c->bcast_alg, alg = BM_ALG_BCAST_HIER;
-        break;
-    case BM_COLL_REDUCE:
-        forced = c->reduce_alg, alg = BM_ALG_REDUCE_HIER;
-        break;
-    case BM_COLL_ALLREDUCE:
-        forced = c->allreduce_alg, alg = BM_ALG_ALLREDUCE_HIER;
-        break;
-    default:
-        return -1;
-    }
-    if (forced != BM_SEL_AUTO || (cc = bm_mpi_coll_comm(comm)) == NULL || cc->hier_state == 2 ||
+    if (!bm_mpi_coll_cfg()->hier || comm->inter || comm->size < 3 ||
+        (l = local_algs_of(a->kind, &forced)) == NULL || forced != BM_SEL_AUTO ||
+        (cc = bm_mpi_coll_comm(comm)) == NULL || cc->hier_state == 2 ||
         !bm_coll_hier_ready(comm, cc, fn))
         return -1;
     if (a->op && !a->op->commutative && !bm_coll_hier_keeps_order(cc))
         return -1;
-    return alg;
+    return l->hier;
 }
 
 int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn)
