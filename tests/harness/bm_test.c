@@ -3,6 +3,8 @@
 #include "bm_test.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
 
 int bm_test_passed;
 int bm_test_failed;
@@ -18,6 +20,20 @@ void bm_test_fail(const char *file, int line, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     fflush(stderr);
+}
+
+double bm_test_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bm_test_time(const char *name, double start)
+{
+    const char *e = getenv("BM_TEST_TIMES");
+    if (e && *e && *e != '0')
+        fprintf(stderr, "%s: %.3f s\n", name, bm_test_now() - start);
 }
 
 int bm_test_summary(const char *name)

@@ -59,11 +59,17 @@ size_t bm_test_bad_bytes(const void *b, size_t len, int seed);
                          bm_a_ ? bm_a_ : "(null)", bm_b_ ? bm_b_ : "(null)");                      \
     } while (0)
 
-/* Run one test function, naming it in failure messages. */
+/* Run one test function, naming it in failure messages. With
+ * BM_TEST_TIMES=1 in the environment each prints its wall time to stderr
+ * (to find what makes a test slow). */
+void bm_test_time(const char *name, double start);
+double bm_test_now(void);
 #define BM_RUN(fn)                                                                                 \
     do {                                                                                           \
+        double bm_t_ = bm_test_now();                                                              \
         bm_test_current = #fn;                                                                     \
         fn();                                                                                      \
+        bm_test_time(#fn, bm_t_);                                                                  \
     } while (0)
 
 #endif
