@@ -26,6 +26,7 @@
 #include "bm_test.h"
 #include "btl/btl.h"
 #include "btl/dgram/dgram.h"
+#include "dgram_faults_seen.h"
 #include "runtime/rte.h"
 
 #include <arpa/inet.h>
@@ -206,6 +207,7 @@ static void stream(int n)
     BM_CHECK_EQ_INT(completion_errors, 0);
     BM_CHECK_EQ_INT(bad, 0);
     BM_CHECK_EQ_INT(received, n);
+    bm_test_dgram_faults_seen(rail_mod, nrails, me);
     printf("rank %d: stream of %d messages over %d dgram path(s) ok\n", me, n, nrails);
 }
 

@@ -726,7 +726,14 @@ int main(void)
     BM_RUN(test_parse);
     BM_RUN(test_sizes);
     BM_RUN(test_faults);
-    BM_RUN(test_wrap);
+    /* Sequence-number wrap-around is the engine's arithmetic, the same
+     * over every wire; 70,000 messages cost most of this program's time
+     * (measured loaded: 8.7 s of 16 over UDP, 22 s of 34 over libfabric),
+     * so the run over the libfabric wire (BM_BTL_DGRAM_WIRE=ofi) leaves it
+     * to the UDP run. */
+    const char *wire = getenv("BM_BTL_DGRAM_WIRE");
+    if (!wire || strcmp(wire, "ofi") != 0)
+        BM_RUN(test_wrap);
     BM_RUN(test_blackhole);
     BM_RUN(test_outage);
     BM_RUN(test_check);
