@@ -60,7 +60,10 @@ static int init_common(int *argc, char ***argv, int required, int *provided, con
     bm_mpi_rte_up = true;
     bm_util_log_set_rank(bm_rte_self()->rank);
 
-    st = bm_util_params_check_env();
+    /* Unknown BM_ names are reported once per job: bmrun did it before
+     * launching; under other launchers rank 0 does. */
+    st = bm_util_params_check_env(bm_rte_self()->rank == 0 &&
+                                  strcmp(bm_rte_backend_name(), "bmrun") != 0);
     if (st != BM_OK) {
         rc = bm_mpi_error(NULL, MPI_ERR_ARG, fn,
                           "invalid BM_* environment settings (see the messages above); fix or "

@@ -348,6 +348,41 @@ static void params_nearest_visit(const struct bm_param_table *t, void *arg)
     }
 }
 
+struct params_extends_ctx {
+    const char *name;
+    const char *found;
+};
+
+/* A parameter whose name is the unknown name plus a word
+ * (BM_BTL_OFI_PROVIDER -> BM_BTL_OFI_PROVIDER_INCLUDE): too far for the
+ * edit distance, yet clearly what was meant. The shortest one wins. */
+static void params_extends_visit(const struct bm_param_table *t, void *arg)
+{
+    struct params_extends_ctx *ctx = arg;
+    size_t n = strlen(ctx->name);
+    for (size_t i = 0; i < t->count; i++) {
+        const char *p = t->params[i].name;
+        if (strncasecmp(p, ctx->name, n) == 0 && p[n] == '_' &&
+            (!ctx->found || strlen(p) < strlen(ctx->found)))
+            ctx->found = p;
+    }
+}
+
+/* The parameter an unknown name most likely meant, or NULL. */
+static const char *params_likely(const char *name)
+{
+    struct params_nearest_ctx ctx = {name, NULL, (size_t)-1};
+    bm_util_params_foreach(params_nearest_visit, &ctx);
+    size_t limit = strlen(name) / 4 > 3 ? 3 : strlen(name) / 4;
+    if (limit < 2)
+        limit = 2;
+    if (ctx.best && ctx.best_dist <= limit)
+        return ctx.best;
+    struct params_extends_ctx ext = {name, NULL};
+    bm_util_params_foreach(params_extends_visit, &ext);
+    return ext.found;
+}
+
 /* Variables that start with BM_ but belong to the build or test harness. */
 static bool params_is_reserved(const char *name)
 {
@@ -358,7 +393,7 @@ static bool params_is_reserved(const char *name)
     return false;
 }
 
-bm_status_t bm_util_params_check_env(void)
+bm_status_t bm_util_params_check_env(bool report_unknown)
 {
     bm_status_t rc = BM_OK;
     for (char **e = environ; e && *e; e++) {
@@ -382,17 +417,17 @@ bm_status_t bm_util_params_check_env(void)
             }
             continue;
         }
-        struct params_nearest_ctx ctx = {name, NULL, (size_t)-1};
-        bm_util_params_foreach(params_nearest_visit, &ctx);
-        size_t limit = strlen(name) / 4 > 3 ? 3 : strlen(name) / 4;
-        if (limit < 2)
-            limit = 2;
-        if (ctx.best && ctx.best_dist <= limit)
+        if (!report_unknown)
+            continue;
+        const char *likely = params_likely(name);
+        if (likely)
             bm_log_warn("%s is not a bitmover parameter; did you mean %s? "
                         "(bm_info --params lists them all)",
-                        name, ctx.best);
+                        name, likely);
         else
-            bm_log_info("%s is not a bitmover parameter (ignored)", name);
+            bm_log_warn("%s is not a bitmover parameter and is ignored "
+                        "(bm_info --params lists them all)",
+                        name);
     }
     return rc;
 }

@@ -65,9 +65,12 @@ bm_status_t bm_util_param_check(const struct bm_param *p, const char *text, char
 
 /* Check all BM_* environment variables against every registered table:
  * invalid values are errors (returns BM_ERR_BAD_PARAM after reporting all of
- * them), unknown names that look like a typo of a known one get a warning
- * naming the likely parameter. */
-bm_status_t bm_util_params_check_env(void);
+ * them), wherever they belong (also a component the job does not use).
+ * With report_unknown, every unknown BM_ name (but the reserved BM_TEST_
+ * and BM_CI prefixes) gets a warning, naming the parameter it most likely
+ * meant when one is close. A job reports unknown names once: bmrun before
+ * launching, or rank 0 under other launchers (MPI_Init). */
+bm_status_t bm_util_params_check_env(bool report_unknown);
 
 /* Visit every registered table, in a stable order (sorted by component). */
 void bm_util_params_foreach(void (*fn)(const struct bm_param_table *t, void *arg), void *arg);

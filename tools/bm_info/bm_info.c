@@ -247,7 +247,7 @@ static int report_params(const char *filter)
 /* Bad values are errors (exit 1); unknown names get a "did you mean". */
 static int report_check(void)
 {
-    if (bm_util_params_check_env() != BM_OK) {
+    if (bm_util_params_check_env(true) != BM_OK) {
         fprintf(stderr, "bm_info: some BM_* variables have invalid values (see above)\n");
         return 1;
     }

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? 0 : rc;
     /* A bad BM_* value would stop every rank; say it once, before launching. */
-    if (bm_util_params_check_env() != BM_OK) {
+    if (bm_util_params_check_env(true) != BM_OK) {
         fprintf(stderr, "bmrun: not starting the job: fix the parameter(s) above\n");
         return BM_RUN_EXIT_USAGE;
     }

@@ -199,7 +199,7 @@ static const char *check_env_with(const char *name, const char *value, bm_status
 {
     setenv(name, value, 1);
     capture_begin(c);
-    *rc_out = bm_util_params_check_env();
+    *rc_out = bm_util_params_check_env(true);
     unsetenv(name);
     return capture_end(c);
 }
@@ -215,6 +215,19 @@ static void test_check_env(void)
     BM_CHECK(strstr(out, "did you mean BM_UTIL_TST_FOX?") != NULL);
     out = check_env_with("BM_COMPLETELY_UNRELATED_NAME", "1", &rc, &c);
     BM_CHECK(strstr(out, "did you mean") == NULL);
+    BM_CHECK_MSG(strstr(out, "BM_COMPLETELY_UNRELATED_NAME is not a bitmover parameter"),
+                 "an unknown name without a likely one is still reported: got '%s'", out);
+    /* a name that a parameter extends by a word: too far for the distance */
+    out = check_env_with("BM_UTIL_TST", "1", &rc, &c);
+    BM_CHECK_MSG(strstr(out, "did you mean BM_UTIL_TST_"), "got '%s'", out);
+    /* reported once per job: the ranks that do not report say nothing */
+    setenv("BM_UTIL_TST_FOO", "1", 1);
+    capture_begin(&c);
+    rc = bm_util_params_check_env(false);
+    unsetenv("BM_UTIL_TST_FOO");
+    out = capture_end(&c);
+    BM_CHECK_EQ_INT(rc, BM_OK);
+    BM_CHECK_STR(out, "");
     out = check_env_with("BM_TEST_ANYTHING", "1", &rc, &c); /* reserved prefix: silent */
     BM_CHECK_STR(out, "");
     out = check_env_with("BM_UTIL_TST_BOOL", "perhaps", &rc, &c);
