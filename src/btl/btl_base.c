@@ -256,6 +256,7 @@ static const struct btl_base_need btl_base_needs[] = {
     BTL_NEED(BM_BTL_CAP_PUT, put),
     BTL_NEED(BM_BTL_CAP_GET, get),
     BTL_NEED(BM_BTL_CAP_GETV, getv),
+    BTL_NEED(BM_BTL_CAP_GETV, get), /* a getv module is a get module (btl.h) */
     BTL_NEED(BM_BTL_CAP_ATOMIC_OPS, atomic_op),
     BTL_NEED(BM_BTL_CAP_ATOMIC_FOPS, atomic_fop),
     BTL_NEED(BM_BTL_CAP_ATOMIC_FOPS, atomic_cswap),
@@ -339,6 +340,13 @@ bm_status_t bm_btl_base_check_module(const struct bm_btl_module *m, char *why, s
                  "module %s of transport '%s' advertises capabilities 0x%x that its transport "
                  "does not declare (ops.caps 0x%x)",
                  m->name, m->ops->name, extra, m->ops->caps);
+        return BM_ERR_BAD_PARAM;
+    }
+    if ((m->caps & BM_BTL_CAP_GETV) && !(m->caps & BM_BTL_CAP_GET)) {
+        snprintf(why, whylen,
+                 "module %s of transport '%s' advertises BM_BTL_CAP_GETV without "
+                 "BM_BTL_CAP_GET (getv is offered only with get)",
+                 m->name, m->ops->name);
         return BM_ERR_BAD_PARAM;
     }
     if (!(m->caps & BM_BTL_CAP_SEND)) {

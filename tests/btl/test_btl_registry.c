@@ -92,6 +92,21 @@ static void test_module_beyond_table(void)
     BM_CHECK_EQ_INT(bm_btl_base_check_module(&m, why, sizeof(why)), BM_ERR_BAD_PARAM);
     BM_CHECK_MSG(strstr(why, "self:test") && strstr(why, "BM_BTL_CAP_GET") && strstr(why, "get"),
                  "'%s' does not name the module, the capability and the operation", why);
+    /* getv comes only with get, in the table and in each module */
+    const struct bm_btl_ops *sm = find_ops("sm");
+    if (sm && (sm->caps & BM_BTL_CAP_GETV)) {
+        expect_refused(sm, offsetof(struct bm_btl_ops, get), sm->caps & ~BM_BTL_CAP_GET,
+                       (const char *const[]){"'sm'", "BM_BTL_CAP_GETV", "get", NULL});
+        struct bm_btl_module v;
+        memset(&v, 0, sizeof(v));
+        v.ops = sm;
+        snprintf(v.name, sizeof(v.name), "sm:test");
+        v.caps = BM_BTL_CAP_SEND | BM_BTL_CAP_GETV;
+        BM_CHECK_EQ_INT(bm_btl_base_check_module(&v, why, sizeof(why)), BM_ERR_BAD_PARAM);
+        BM_CHECK_MSG(strstr(why, "sm:test") && strstr(why, "without BM_BTL_CAP_GET"), "'%s'", why);
+        v.caps |= BM_BTL_CAP_GET;
+        BM_CHECK_EQ_INT(bm_btl_base_check_module(&v, why, sizeof(why)), BM_OK);
+    }
     m.caps = 0; /* every module sends */
     BM_CHECK_EQ_INT(bm_btl_base_check_module(&m, why, sizeof(why)), BM_ERR_BAD_PARAM);
     BM_CHECK_MSG(strstr(why, "BM_BTL_CAP_SEND") != NULL, "'%s'", why);
