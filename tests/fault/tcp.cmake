@@ -31,13 +31,18 @@ add_test(NAME tcp_fault_kill
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tcp_kill.sh $<TARGET_FILE:bmrun> $<TARGET_FILE:tcp_fault>)
 set_tests_properties(tcp_fault_kill PROPERTIES TIMEOUT ${t} LABELS fault)
 
+# Not RUN_SERIAL: each run has its own namespaces, veths and iptables rules
+# (names carry the script's pid), and its time bounds (seconds) hold beside
+# one other test; they pass beside six engineers' suites on the shared
+# 2-core machine. Serial, the fault tests cost CI their whole wall time
+# (126 s dev, 271 s ASan summed, measured loaded) with a core left idle.
 foreach(scenario rails droprail blackhole blackhole_idle recover)
     add_test(NAME tcp_netns_${scenario}
         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tcp_netns.sh $<TARGET_FILE:bmrun>
             $<TARGET_FILE:tcp_fault> ${scenario})
     bm_scaled_timeout(t 150)
     set_tests_properties(tcp_netns_${scenario} PROPERTIES TIMEOUT ${t} LABELS fault
-        SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+        SKIP_RETURN_CODE 77)
 endforeach()
 
 if(TARGET btl_conformance)
