@@ -14,7 +14,8 @@
 #  - ofi_kill: a peer SIGKILLed mid-stream is reported through the error
 #    callback with the provider's reason, nothing hangs.
 #  - ofi_netns_*: two network-namespace hosts (root): MPI point-to-point
-#    across them over ofi, and a black-holed rail reported by ofi's timeout
+#    and one-sided (osc: libfabric RMA checked by the counters) across them
+#    over ofi, and a black-holed rail reported by ofi's timeout
 #    while the PML fails over to tcp.
 # The other providers of this machine (sockets: slow, its progress thread
 # dominates; shm at 4 ranks; every provider with several contexts) run with
@@ -115,6 +116,14 @@ if(TARGET p2p_failover AND TARGET p2p_sizes)
         set_tests_properties(ofi_netns_${scenario} PROPERTIES TIMEOUT ${t} LABELS fault
             SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
     endforeach()
+endif()
+if(TARGET osc_fence)
+    add_test(NAME ofi_netns_osc
+        COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ofi_netns.sh $<TARGET_FILE:bmrun>
+            $<TARGET_FILE:osc_fence> - osc)
+    bm_scaled_timeout(t 120)
+    set_tests_properties(ofi_netns_osc PROPERTIES TIMEOUT ${t} LABELS "fault;osc"
+        SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 endif()
 
 # One-sided MPI over ofi alone (BM_BTL=self,ofi): windows registered with

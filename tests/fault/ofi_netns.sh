@@ -3,6 +3,10 @@
 #   p2p       one rail; MPI point-to-point (p2p_sizes: every size, every
 #             byte verified) with BM_BTL=self,ofi only: the job must pass and
 #             the rail must carry the traffic (ofi opened the rail's domain).
+#   osc       one rail; one-sided MPI (osc_fence: put, get, accumulate
+#             under fences, every byte verified) with BM_BTL=self,ofi only:
+#             the job must pass and each rank's ofi counters must show
+#             libfabric puts/gets (rma > 0), i.e. the window went over RMA.
 #   failover  two rails: ofi on rail 1 only (BM_BTL_OFI_DOMAIN_INCLUDE), tcp
 #             on rail 2 only, both at the same exclusivity so that both carry
 #             the stream (checked with the interface counters). Rail 1 is
@@ -15,6 +19,7 @@
 #             path recovered and the stream must use rail 1 again.
 # Needs root and network namespaces; otherwise skipped (exit 77).
 # usage: ofi_netns.sh <bmrun> <p2p_failover> <p2p_sizes> p2p|failover|recover
+#        ofi_netns.sh <bmrun> <osc_fence> - osc
 set -u
 bmrun=$1 prog=$2 sizes=$3 scenario=$4
 . "$(dirname "$0")/../harness/netns.sh"
@@ -64,6 +69,19 @@ p2p)
     d1=$(($(rx "$rb1") - r1))
     echo "the rail carried $d1 bytes to host B"
     [ "$d1" -gt 1000000 ] || fail "the messages did not cross the rail"
+    ;;
+osc)
+    ip netns exec "$A" env BM_BTL=self,ofi BM_BTL_OFI_STATS=1 "${common_env[@]}" \
+        "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 90 \
+        "$prog" create >"$out" 2>&1 &
+    pid=$!
+    wait "$pid"
+    rc=$?
+    pid=
+    [ $rc = 0 ] || fail "the job failed (exit $rc)"
+    grep -q " 0 failed" "$out" || fail "one-sided data was lost or corrupted"
+    n=$(grep -c '^\[ofi stats\] rank [01] .* rma=[1-9]' "$out")
+    [ "$n" = 2 ] || fail "$n of 2 ranks did puts/gets over libfabric RMA (ofi stats: rma)"
     ;;
 failover | recover)
     bm_netns_rail 0 1 10.250.2
