@@ -54,32 +54,37 @@ wait_streaming() {
 common_env=(BM_BTL_OFI_PROVIDER_INCLUDE=tcp P2P_FAILOVER_LOG="$out")
 fast_fail=(BM_BTL_OFI_TIMEOUT=3000)
 
+# One job on the two hosts over ofi alone, to its end: it must pass and
+# report no failed check. usage: run_ofi_job <what was lost> [env...] -- <program> [args...]
+run_ofi_job() {
+    local lost=$1 envs=()
+    shift
+    while [ "$1" != -- ]; do
+        envs+=("$1")
+        shift
+    done
+    shift
+    ip netns exec "$A" env BM_BTL=self,ofi "${envs[@]}" "${common_env[@]}" \
+        "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 90 \
+        "$@" >"$out" 2>&1 &
+    pid=$!
+    wait "$pid"
+    local rc=$?
+    pid=
+    [ $rc = 0 ] || fail "the job failed (exit $rc)"
+    grep -q " 0 failed" "$out" || fail "$lost"
+}
+
 case $scenario in
 p2p)
     r1=$(rx "$rb1")
-    ip netns exec "$A" env BM_BTL=self,ofi "${common_env[@]}" \
-        "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 90 \
-        "$sizes" >"$out" 2>&1 &
-    pid=$!
-    wait "$pid"
-    rc=$?
-    pid=
-    [ $rc = 0 ] || fail "the job failed (exit $rc)"
-    grep -q " 0 failed" "$out" || fail "messages were lost or corrupted"
+    run_ofi_job "messages were lost or corrupted" -- "$sizes"
     d1=$(($(rx "$rb1") - r1))
     echo "the rail carried $d1 bytes to host B"
     [ "$d1" -gt 1000000 ] || fail "the messages did not cross the rail"
     ;;
 osc)
-    ip netns exec "$A" env BM_BTL=self,ofi BM_BTL_OFI_STATS=1 "${common_env[@]}" \
-        "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 90 \
-        "$prog" create >"$out" 2>&1 &
-    pid=$!
-    wait "$pid"
-    rc=$?
-    pid=
-    [ $rc = 0 ] || fail "the job failed (exit $rc)"
-    grep -q " 0 failed" "$out" || fail "one-sided data was lost or corrupted"
+    run_ofi_job "one-sided data was lost or corrupted" BM_BTL_OFI_STATS=1 -- "$prog" create
     n=$(grep -c '^\[ofi stats\] rank [01] .* rma=[1-9]' "$out")
     [ "$n" = 2 ] || fail "$n of 2 ranks did puts/gets over libfabric RMA (ofi stats: rma)"
     ;;
