@@ -150,6 +150,14 @@ void bm_pml_am_sendv(int peer_world, unsigned id, const struct bm_pml_iov *iov, 
     bm_pml_leave(taken);
 }
 
+uint32_t bm_pml_am_sent(int peer_world)
+{
+    bool taken = bm_pml_enter();
+    uint32_t n = am_peer(peer_world)->send_seq;
+    bm_pml_leave(taken);
+    return n;
+}
+
 /* Run one message (header included); msg is 8-byte aligned. */
 static void am_run(int peer_world, const char *msg, size_t len)
 {

@@ -268,4 +268,8 @@ size_t bm_pml_am_max(int peer_world);
  * peer_world's handler id. */
 void bm_pml_am_sendv(int peer_world, unsigned id, const struct bm_pml_iov *iov, int n);
 
+/* Active messages sent to peer_world so far (for tests: one-sided
+ * synchronisation sends no more messages than needed). */
+uint32_t bm_pml_am_sent(int peer_world);
+
 #endif

@@ -88,3 +88,11 @@ bm_osc_test(osc_dtype RUNS sm:3:allocate sm:2:create rdma:2:allocate tcp:3:creat
 # lock for an element in every mapping, no lost additions between processes.
 bm_add_unit_test(test_osc_stripes SOURCES ${osc_dir}/test_osc_stripes.c LABELS unit osc
     TIMEOUT 30)
+# Messages of fence, PSCW and lock epochs counted (needs the library's
+# internals: bm_pml_am_sent).
+add_executable(osc_msgs ${osc_dir}/osc_msgs.c)
+target_link_libraries(osc_msgs PRIVATE bitmover_internal bm_test_harness)
+bm_add_mpi_test(osc_msgs_tcp_np3 TARGET osc_msgs NP 3 BTL self,tcp TIMEOUT 60
+    LABELS mpi osc ARGS agent)
+bm_add_mpi_test(osc_msgs_rdma_np3 TARGET osc_msgs NP 3 BTL self,sm TIMEOUT 60
+    LABELS mpi osc ARGS rdma ENV BM_MPI_OSC_SHM=off)

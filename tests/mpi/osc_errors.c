@@ -9,7 +9,8 @@
  * window. With the argument "inject" (run with BM_MPI_OSC_FAIL_RDMA=1 over
  * a transport path) every transport operation fails as a broken link
  * would: puts, gets, fetch-and-ops and request-based operations must
- * report an error on the window and nothing may hang. */
+ * report an error on the window (MPI_ERRORS_RETURN, and a user handler
+ * called once) and nothing may hang. */
 #include "osc_common.h"
 
 #include <stdbool.h>
@@ -140,6 +141,20 @@ static void test_injected(bool amo)
     MPI_Request r = MPI_REQUEST_NULL;
     EXPECT(MPI_Rput(src, 8, MPI_INT64_T, next, 0, 8, MPI_INT64_T, win, &r), MPI_ERR_OTHER);
     BM_CHECK(r == MPI_REQUEST_NULL);
+    /* the same failure on a user handler: called once, with the class */
+    MPI_Errhandler eh;
+    MPI_Win_create_errhandler(win_handler, &eh);
+    MPI_Win_set_errhandler(win, eh);
+    handler_calls = 0;
+    handler_code = MPI_SUCCESS;
+    MPI_Put(src, 64, MPI_INT64_T, next, 0, 64, MPI_INT64_T, win);
+    int hcls = -1;
+    MPI_Error_class(handler_code, &hcls);
+    BM_CHECK_MSG(handler_calls == 1 && hcls == MPI_ERR_OTHER && handler_win == win,
+                 "rank %d: failed put: handler called %d times with class %d", rank, handler_calls,
+                 hcls);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    MPI_Errhandler_free(&eh);
     /* the window still works for what does not need the transport */
     EXPECT(MPI_Accumulate(src, 64, MPI_INT64_T, next, 0, 64, MPI_INT64_T, MPI_SUM, win),
            MPI_SUCCESS);
