@@ -14,8 +14,9 @@
  * components against each other). The only exceptions allowed are
  * documented process-wide tables that are not instance state: the names an
  * exit or signal handler must still remove (util/shmseg.c keeps sm's), and
- * caches of facts about the machine (dgram's hwloc topology). Life of a
- * component: query (usable on this
+ * caches of facts about the machine (dgram's and ofi's hwloc topology,
+ * ofi_mr.c's page size, libfabric loaded once by btl_ofi_load.c). Life of
+ * a component: query (usable on this
  * machine? no side effects; bm_info uses it), init (create the instance and
  * zero or more modules, publish addresses through the runtime services in
  * the init arguments), progress (the component walks its modules), finalize
