@@ -3,8 +3,12 @@
  * agent, serves the key-value service, prints the ranks' output, and decides
  * how the job ends: the first rank that fails (non-zero exit, signal, exec
  * failure, abort) stops the job with SIGTERM and, after the grace period,
- * SIGKILL; so do --timeout and signals sent to bmrun. Whatever happens, the
- * job's files in /dev/shm and /tmp are removed before bmrun exits. */
+ * SIGKILL; so do --timeout and signals sent to bmrun. A rank killed by a
+ * signal is the news even when the survivors noticed first: their failures
+ * are held for CTL_VERDICT_WAIT before the job is stopped, and a signal death
+ * reported in that window, or later while the job is being stopped for them,
+ * decides what bmrun says and its exit code. Whatever happens, the job's
+ * files in /dev/shm and /tmp are removed before bmrun exits. */
 #include "bmrun.h"
 
 #include <errno.h>
@@ -26,6 +30,14 @@ struct bm_run_job bm_run_job;
 
 /* Seconds after SIGKILL before bmrun stops waiting for ranks to report. */
 #define CTL_GIVE_UP_AFTER_KILL 10
+/* Seconds a failure reported by a surviving rank (an abort, a non-zero exit)
+ * is held before the job is stopped for it. When a rank is killed during
+ * traffic its peers see their connections break and abort within
+ * microseconds, often before bmrun has reaped the dead rank (a remote one is
+ * reported by its daemon): waiting this long lets the signal, the cause,
+ * be what bmrun reports. Not a tunable: it only delays the end of a job that
+ * is failing anyway, and a later signal death still takes over (below). */
+#define CTL_VERDICT_WAIT 0.5
 
 static struct {
     const struct bm_run_opts *opts;
@@ -38,6 +50,16 @@ static struct {
     int nexited;
     int signals_seen;
     int stdin_rank; /* rank fed bmrun's stdin, -1: none */
+    int sent_sig;   /* the signal the stop sent to every rank */
+    /* Ranks' failures held for CTL_VERDICT_WAIT (ctl_fail): the code of the
+     * first one and every line bmrun will print for them. */
+    bool verdict_pending;
+    double verdict_at;
+    int verdict_code;
+    char held[4096];
+    size_t held_len;
+    bool ranks_failed;   /* the stop was for held rank failures */
+    bool signal_verdict; /* a rank's signal death was reported */
 } ctl;
 
 static const char *rank_host(int r)
@@ -65,32 +87,101 @@ static void ctl_stop(int code, int sig)
         return;
     ctl.stopping = true;
     ctl.exit_code = code;
+    ctl.sent_sig = sig;
     ctl_signal_all(sig);
     ctl.kill_deadline = bm_run_now() + bm_run_cfg.kill_grace;
 }
 
+/* Print the held failure lines (after the signal line, when there is one). */
+static void ctl_flush_held(void)
+{
+    for (size_t o = 0; o < ctl.held_len;) {
+        size_t n = strlen(ctl.held + o);
+        bm_run_say("%s", ctl.held + o);
+        o += n + 1;
+    }
+    ctl.held_len = 0;
+}
+
+/* A rank failed without a signal (abort, non-zero exit, broken fence): the
+ * job stops with `code` after CTL_VERDICT_WAIT unless a rank's signal death
+ * comes first. Once the job is stopping the line is printed at once. */
+static void __attribute__((format(printf, 2, 3))) ctl_fail(int code, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (ctl.stopping) {
+        bm_run_say("%s", line);
+        return;
+    }
+    size_t n = strlen(line) + 1;
+    if (ctl.held_len + n <= sizeof(ctl.held)) {
+        memcpy(ctl.held + ctl.held_len, line, n);
+        ctl.held_len += n;
+    }
+    if (!ctl.verdict_pending) {
+        ctl.verdict_pending = true;
+        ctl.verdict_at = bm_run_now() + CTL_VERDICT_WAIT;
+        ctl.verdict_code = code;
+    }
+}
+
+/* The hold is over (or every rank ended): stop the job for what was held. */
+static void ctl_decide(void)
+{
+    if (!ctl.verdict_pending)
+        return;
+    ctl.verdict_pending = false;
+    ctl_flush_held();
+    ctl.ranks_failed = true;
+    ctl_stop(ctl.verdict_code, SIGTERM);
+}
+
 void bm_run_ctl_abort_request(int rank, int code, const char *msg, size_t len)
 {
-    if (rank >= 0) {
-        bm_run_say("rank %d (host %s, pid %d) called abort with exit code %d: %.*s", rank,
-                   rank_host(rank), (int)bm_run_job.ranks[rank].pid, code, (int)len, msg);
-    } else {
-        bm_run_say("%.*s", (int)len, msg);
-    }
     /* An aborted job never looks successful: a code that is 0 in 8 bits
      * becomes 1. */
-    ctl_stop(code & 255 ? code & 255 : BM_RUN_EXIT_FAILURE, SIGTERM);
+    int ecode = code & 255 ? code & 255 : BM_RUN_EXIT_FAILURE;
+    if (rank >= 0)
+        ctl_fail(ecode, "rank %d (host %s, pid %d) called abort with exit code %d: %.*s", rank,
+                 rank_host(rank), (int)bm_run_job.ranks[rank].pid, code, (int)len, msg);
+    else
+        ctl_fail(ecode, "%.*s", (int)len, msg);
 }
 
 void bm_run_ctl_fence_broken(int rank)
 {
     if (ctl.stopping)
         return;
-    bm_run_say("rank %d (host %s, pid %d) exited with status 0 while the other ranks wait for "
-               "it in fence %u: every rank must take part in every fence (did it skip "
-               "MPI_Finalize or bm_rte_finalize?)",
-               rank, rank_host(rank), (int)bm_run_job.ranks[rank].pid, bm_run_job.epoch + 1);
-    ctl_stop(BM_RUN_EXIT_FAILURE, SIGTERM);
+    ctl_fail(BM_RUN_EXIT_FAILURE,
+             "rank %d (host %s, pid %d) exited with status 0 while the other ranks wait for "
+             "it in fence %u: every rank must take part in every fence (did it skip "
+             "MPI_Finalize or bm_rte_finalize?)",
+             rank, rank_host(rank), (int)bm_run_job.ranks[rank].pid, bm_run_job.epoch + 1);
+}
+
+/* A rank died of signal `sig`. Not news when the stop itself sent it; else
+ * it is what bmrun reports, ahead of failures the survivors reported. */
+static void ctl_rank_signaled(int rank, int sig)
+{
+    bool ours = ctl.stopping && (sig == ctl.sent_sig || (sig == SIGKILL && ctl.killed));
+    if (ours || ctl.signal_verdict || (ctl.stopping && !ctl.ranks_failed))
+        return;
+    ctl.signal_verdict = true;
+    bm_run_say("rank %d (host %s, pid %d) killed by signal %d (%s)", rank, rank_host(rank),
+               (int)bm_run_job.ranks[rank].pid, sig, bm_run_signal_name(sig));
+    if (ctl.verdict_pending || ctl.held_len) {
+        bm_run_say("what the other ranks reported before it (a consequence):");
+        ctl_flush_held();
+        ctl.verdict_pending = false;
+    }
+    if (ctl.stopping)
+        ctl.exit_code = BM_RUN_EXIT_SIGNAL_BASE + sig;
+    else
+        ctl_stop(BM_RUN_EXIT_SIGNAL_BASE + sig, SIGTERM);
 }
 
 static void ctl_rank_exited(int rank, pid_t pid, int wstatus, int exec_errno)
@@ -103,6 +194,10 @@ static void ctl_rank_exited(int rank, pid_t pid, int wstatus, int exec_errno)
     rk->state = BM_RUN_RANK_EXITED;
     rk->wstatus = wstatus;
     ctl.nexited++;
+    if (!exec_errno && WIFSIGNALED(wstatus)) {
+        ctl_rank_signaled(rank, WTERMSIG(wstatus));
+        return;
+    }
     if (ctl.stopping)
         return;
     if (exec_errno) {
@@ -110,15 +205,9 @@ static void ctl_rank_exited(int rank, pid_t pid, int wstatus, int exec_errno)
                    ctl.opts->apps[rk->app].argv[0], rank, rank_host(rank), strerror(exec_errno),
                    exec_errno == ENOENT ? " (check the path and PATH on that host)" : "");
         ctl_stop(BM_RUN_EXIT_NOT_FOUND, SIGTERM);
-    } else if (WIFSIGNALED(wstatus)) {
-        int sig = WTERMSIG(wstatus);
-        bm_run_say("rank %d (host %s, pid %d) killed by signal %d (%s)", rank, rank_host(rank),
-                   (int)rk->pid, sig, bm_run_signal_name(sig));
-        ctl_stop(BM_RUN_EXIT_SIGNAL_BASE + sig, SIGTERM);
     } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
-        bm_run_say("rank %d (host %s, pid %d) exited with status %d", rank, rank_host(rank),
-                   (int)rk->pid, WEXITSTATUS(wstatus));
-        ctl_stop(WEXITSTATUS(wstatus), SIGTERM);
+        ctl_fail(WEXITSTATUS(wstatus), "rank %d (host %s, pid %d) exited with status %d", rank,
+                 rank_host(rank), (int)rk->pid, WEXITSTATUS(wstatus));
     } else if (bm_run_kvs_fence_waits_for(rank)) {
         bm_run_ctl_fence_broken(rank);
     }
@@ -870,6 +959,8 @@ static int ctl_loop(void)
     for (;;) {
         double now = bm_run_now();
         bool ranks_done = ctl.nexited == bm_run_job.size && bm_run_local_running() == 0;
+        if (ctl.verdict_pending && (now >= ctl.verdict_at || ctl.nexited == bm_run_job.size))
+            ctl_decide();
         if (ranks_done && !shutdown_sent) {
             shutdown_sent = true;
             ctl.shutdown_until = now + bm_run_cfg.kill_grace + 5;
@@ -919,6 +1010,8 @@ static int ctl_loop(void)
             next = ctl.timeout_at;
         if (ctl.kill_deadline && !ctl.killed && ctl.kill_deadline < next)
             next = ctl.kill_deadline;
+        if (ctl.verdict_pending && ctl.verdict_at < next)
+            next = ctl.verdict_at;
         double d = bm_run_local_next_deadline();
         if (d && d < next)
             next = d;
