@@ -20,7 +20,10 @@
  *                 of rank 1 (garbage bytes, a HELLO with a wrong secret, and
  *                 one that sends nothing) while the two ranks exchange
  *                 verified messages: the strays must be closed by rank 1 and
- *                 the exchange must be unaffected. */
+ *                 the exchange must be unaffected. Garbage and wrong-secret
+ *                 connections are repeated STRAY_ROUNDS times: rank 1's
+ *                 warnings (its own stderr, captured) must be rate-limited
+ *                 to one line per source address. */
 #define BM_LOG_SUBSYS "test/tcp"
 #include "bm_test.h"
 #include "btl/btl.h"
@@ -418,10 +421,20 @@ static bool stray_wait_closed(int fd, double limit, uint64_t *seq)
     return false;
 }
 
+#define STRAY_ROUNDS 4
+
 static int run_stray(void)
 {
     uint64_t seq = 0;
     double start = now_s();
+    int saved_stderr = -1;
+    FILE *cap = NULL;
+    if (me == 1) { /* capture rank 1's warnings to count them */
+        fflush(stderr);
+        cap = tmpfile();
+        saved_stderr = dup(2);
+        BM_CHECK(cap && saved_stderr >= 0 && dup2(fileno(cap), 2) == 2);
+    }
     if (me == 0) {
         const void *data;
         size_t len;
@@ -431,6 +444,16 @@ static int run_stray(void)
         const struct bm_btl_tcp_modex_addr *addrs = (const void *)(h + 1);
         int tried = 0;
         for (int i = 0; i < n; i++) {
+            for (int round = 1; round < STRAY_ROUNDS; round++) {
+                /* extra garbage connections: only rate-limited warnings */
+                int fd = stray_connect(&addrs[i]);
+                if (fd < 0)
+                    break;
+                char junk[16] = "not bitmover";
+                BM_CHECK(send(fd, junk, sizeof(junk), MSG_NOSIGNAL) == (ssize_t)sizeof(junk));
+                BM_CHECK(stray_wait_closed(fd, 10, &seq));
+                close(fd);
+            }
             char garbage[64];
             for (size_t j = 0; j < sizeof(garbage); j++)
                 garbage[j] = (char)(j * 37 + 5);
@@ -490,6 +513,33 @@ static int run_stray(void)
         BM_CHECK(rx_msgs >= 64);
         BM_CHECK_EQ_INT(rx_bad, 0);
         printf("tcp_fault: rank 1 received %llu intact messages\n", (unsigned long long)rx_msgs);
+        /* Every stray was rejected, but at most one line per source address
+         * (each of rank 0's connections to one of our addresses comes from
+         * that address): never one per connection. */
+        fflush(stderr);
+        dup2(saved_stderr, 2);
+        close(saved_stderr);
+        int lines = 0, warned = 0;
+        char line[2048];
+        rewind(cap);
+        while (fgets(line, sizeof(line), cap)) {
+            fputs(line, stderr);
+            lines++;
+            warned += strstr(line, "rejected a connection from") != NULL ||
+                      strstr(line, "sent no handshake") != NULL;
+        }
+        fclose(cap);
+        const void *data;
+        size_t len;
+        BM_CHECK_EQ_INT(bm_rte_modex_get(1, "btl.tcp", &data, &len), BM_OK);
+        int naddrs = ntohs(((const struct bm_btl_tcp_modex_hdr *)data)->naddrs);
+        BM_CHECK_MSG(warned >= 1 && warned <= naddrs,
+                     "%d stray-connection warnings for %d of our addresses and %d connections "
+                     "each: not one per source per minute",
+                     warned, naddrs, STRAY_ROUNDS + 2);
+        printf("tcp_fault: rank 1 printed %d stray-connection warning(s) for %d address(es), %d "
+               "stray connections each\n",
+               warned, naddrs, STRAY_ROUNDS + 2);
     }
     fflush(stdout);
     BM_CHECK_EQ_INT(err_reports, 0);

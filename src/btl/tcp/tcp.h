@@ -212,6 +212,19 @@ struct bm_btl_tcp_peer {
 
 /* ---- component ---------------------------------------------------------------- */
 
+/* Rejected stray connections, per source address, for the rate limit of
+ * their warnings (tcp_conn.c, tcp_stray_warn): one line per source per
+ * BM_BTL_TCP_STRAY_PERIOD_NS, the others counted and summed up in the next
+ * line or at finalize. The table is small: a flood from many sources
+ * recycles the least recently reported entry. */
+#define BM_BTL_TCP_STRAY_SOURCES   16
+#define BM_BTL_TCP_STRAY_PERIOD_NS 60000000000LL
+struct bm_btl_tcp_stray {
+    char host[64];       /* source address without the port; "" when unused */
+    long long last_ns;   /* when its last line was printed */
+    unsigned suppressed; /* rejected since then without a line */
+};
+
 /* An instance of the transport: every module, the epoll set they share, the
  * peers' records and the lists progress works through. */
 struct bm_btl_tcp_component {
@@ -233,11 +246,15 @@ struct bm_btl_tcp_component {
     int nretry;      /* endpoints with retry set */
     long long next_retry_check;
     bool finalizing;
+    struct bm_btl_tcp_stray stray[BM_BTL_TCP_STRAY_SOURCES];
 };
 
 extern const struct bm_btl_ops bm_btl_tcp_ops;
 
 long long bm_btl_tcp_now_ns(void);
+
+/* tcp_conn.c: the rate-limited stray-connection summary, at finalize. */
+void bm_btl_tcp_stray_summary(struct bm_btl_tcp_component *comp);
 
 /* tcp_module.c */
 bm_status_t bm_btl_tcp_module_create(struct bm_btl_tcp_component *comp, int index,

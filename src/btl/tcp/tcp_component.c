@@ -347,6 +347,7 @@ static void bm_btl_tcp_finalize(struct bm_btl_component *comp)
     for (int i = 0; i < c->nmodules; i++)
         bm_btl_tcp_module_destroy(c->modules[i]);
     bm_btl_tcp_conn_close_anon(c);
+    bm_btl_tcp_stray_summary(c);
     free(c->modules);
     c->modules = NULL;
     c->nmodules = 0;

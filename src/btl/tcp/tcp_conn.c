@@ -439,6 +439,59 @@ static struct bm_btl_tcp_module *tcp_accept_module(struct bm_btl_tcp_conn *c, in
     return c->accept_module;
 }
 
+/* Whether a rejected stray connection from peer_str ("addr:port") gets its
+ * warning line now: one per source address per BM_BTL_TCP_STRAY_PERIOD_NS.
+ * A port scan or a misconfigured job hammering our ports must not flood the
+ * job's output. *suppressed_out: rejections from that source since its last
+ * line, to be said in this one. */
+static bool tcp_stray_warn(struct bm_btl_tcp_component *comp, const char *peer_str,
+                           unsigned *suppressed_out)
+{
+    char host[64];
+    snprintf(host, sizeof(host), "%s", peer_str);
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    long long now = bm_btl_tcp_now_ns();
+    struct bm_btl_tcp_stray *e = NULL, *oldest = NULL;
+    for (int i = 0; i < BM_BTL_TCP_STRAY_SOURCES && !e; i++) {
+        struct bm_btl_tcp_stray *s = &comp->stray[i];
+        if (s->host[0] && strcmp(s->host, host) == 0)
+            e = s;
+        else if (!oldest || (oldest->host[0] && (!s->host[0] || s->last_ns < oldest->last_ns)))
+            oldest = s; /* an unused entry, else the least recently reported */
+    }
+    if (e && now - e->last_ns < BM_BTL_TCP_STRAY_PERIOD_NS) {
+        e->suppressed++;
+        return false;
+    }
+    if (!e) {
+        e = oldest;
+        if (e->host[0] && e->suppressed)
+            bm_log_warn("%u more stray connection(s) from %s were rejected and not shown one by "
+                        "one",
+                        e->suppressed, e->host);
+        snprintf(e->host, sizeof(e->host), "%s", host);
+        e->suppressed = 0;
+    }
+    *suppressed_out = e->suppressed;
+    e->suppressed = 0;
+    e->last_ns = now;
+    return true;
+}
+
+void bm_btl_tcp_stray_summary(struct bm_btl_tcp_component *comp)
+{
+    for (int i = 0; i < BM_BTL_TCP_STRAY_SOURCES; i++) {
+        struct bm_btl_tcp_stray *s = &comp->stray[i];
+        if (s->host[0] && s->suppressed)
+            bm_log_warn("%u more stray connection(s) from %s were rejected and not shown one by "
+                        "one (one warning per source per minute)",
+                        s->suppressed, s->host);
+        s->suppressed = 0;
+    }
+}
+
 static void tcp_anon_on_hello(struct bm_btl_tcp_conn *c)
 {
     struct bm_btl_tcp_component *comp = c->comp;
@@ -461,10 +514,13 @@ static void tcp_anon_on_hello(struct bm_btl_tcp_conn *c)
     struct bm_btl_tcp_peer *p = bad ? NULL : bm_btl_tcp_module_peer(comp, rank);
     if (!bad && (!p || !p->have_tcp))
         bad = "the claimed sender rank published no tcp address";
-    if (bad) {
+    unsigned more;
+    if (bad && tcp_stray_warn(comp, c->peer_str, &more))
         bm_log_warn("rejected a connection from %s to %s (%s): %s. The connection was closed; "
-                    "the job is not affected",
-                    c->peer_str, c->local_str, c->accept_module->super.name, bad);
+                    "the job is not affected (%u more from this address since its last warning; "
+                    "at most one warning per address per minute)",
+                    c->peer_str, c->local_str, c->accept_module->super.name, bad, more);
+    if (bad) {
         close(c->fd);
         tcp_anon_free(c);
         return;
@@ -602,14 +658,19 @@ void bm_btl_tcp_conn_timers(struct bm_btl_tcp_component *comp, long long now)
         case BM_BTL_TCP_CONN_HS_SENT:
             bm_btl_tcp_endpoint_drop_pair(c->ep, c, ETIMEDOUT, why);
             return; /* the list may have changed under us: start over next time */
-        case BM_BTL_TCP_CONN_ACCEPTING:
-            bm_log_warn("connection from %s to %s (%s) sent no handshake within %d ms; closed. "
-                        "The job is not affected",
-                        c->peer_str, c->local_str, c->accept_module->super.name,
-                        comp->cfg.handshake_timeout_ms);
+        case BM_BTL_TCP_CONN_ACCEPTING: {
+            unsigned more;
+            if (tcp_stray_warn(comp, c->peer_str, &more))
+                bm_log_warn("connection from %s to %s (%s) sent no handshake within %d ms; "
+                            "closed. The job is not affected (%u more stray connections from "
+                            "this address since its last warning; at most one warning per "
+                            "address per minute)",
+                            c->peer_str, c->local_str, c->accept_module->super.name,
+                            comp->cfg.handshake_timeout_ms, more);
             close(c->fd);
             tcp_anon_free(c);
             break;
+        }
         case BM_BTL_TCP_CONN_WAIT_PEER: {
             char what[1024];
             snprintf(what, sizeof(what),
