@@ -48,27 +48,76 @@ static inline void siphash_compress(struct siphash_state *s, uint64_t m)
     s->v0 ^= m;
 }
 
+static inline void siphash_key(struct siphash_state *s, const uint8_t key[16])
+{
+    uint64_t k0 = siphash_le64(key), k1 = siphash_le64(key + 8);
+    /* "somepseudorandomlygeneratedbytes" */
+    s->v0 = 0x736f6d6570736575ull ^ k0;
+    s->v1 = 0x646f72616e646f6dull ^ k1;
+    s->v2 = 0x6c7967656e657261ull ^ k0;
+    s->v3 = 0x7465646279746573ull ^ k1;
+}
+
+/* The last word (the remaining bytes, the length's low byte on top) and
+ * the four finalization rounds. */
+static inline uint64_t siphash_finish(struct siphash_state *s, uint64_t last)
+{
+    siphash_compress(s, last);
+    s->v2 ^= 0xff;
+    for (int r = 0; r < 4; r++)
+        siphash_round(s);
+    return s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+}
+
 uint64_t bm_util_siphash24(const uint8_t key[16], const void *msg, size_t len)
 {
     const uint8_t *in = msg;
-    uint64_t k0 = siphash_le64(key), k1 = siphash_le64(key + 8);
-    /* "somepseudorandomlygeneratedbytes" */
-    struct siphash_state s = {
-        .v0 = 0x736f6d6570736575ull ^ k0,
-        .v1 = 0x646f72616e646f6dull ^ k1,
-        .v2 = 0x6c7967656e657261ull ^ k0,
-        .v3 = 0x7465646279746573ull ^ k1,
-    };
+    struct siphash_state s;
+    siphash_key(&s, key);
     size_t full = len & ~(size_t)7;
     for (size_t i = 0; i < full; i += 8)
         siphash_compress(&s, siphash_le64(in + i));
-    /* The last word: the remaining bytes, and the length's low byte on top. */
     uint64_t b = (uint64_t)len << 56;
     for (size_t i = 0; i < (len & 7); i++)
         b |= (uint64_t)in[full + i] << (8 * i);
-    siphash_compress(&s, b);
-    s.v2 ^= 0xff;
-    for (int r = 0; r < 4; r++)
-        siphash_round(&s);
-    return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+    return siphash_finish(&s, b);
+}
+
+void bm_util_siphash24_init(struct bm_util_siphash *h, const uint8_t key[16])
+{
+    struct siphash_state s;
+    siphash_key(&s, key);
+    *h = (struct bm_util_siphash){.v0 = s.v0, .v1 = s.v1, .v2 = s.v2, .v3 = s.v3};
+}
+
+void bm_util_siphash24_update(struct bm_util_siphash *h, const void *msg, size_t len)
+{
+    const uint8_t *in = msg;
+    struct siphash_state s = {h->v0, h->v1, h->v2, h->v3};
+    h->total += len;
+    /* Complete the unfinished word first. */
+    while (h->ntail && len) {
+        h->tail |= (uint64_t)*in++ << (8 * h->ntail);
+        len--;
+        if (++h->ntail == 8) {
+            siphash_compress(&s, h->tail);
+            h->tail = 0;
+            h->ntail = 0;
+        }
+    }
+    size_t full = len & ~(size_t)7;
+    for (size_t i = 0; i < full; i += 8)
+        siphash_compress(&s, siphash_le64(in + i));
+    for (size_t i = full; i < len; i++)
+        h->tail |= (uint64_t)in[i] << (8 * h->ntail++);
+    h->v0 = s.v0;
+    h->v1 = s.v1;
+    h->v2 = s.v2;
+    h->v3 = s.v3;
+}
+
+uint64_t bm_util_siphash24_final(struct bm_util_siphash *h)
+{
+    struct siphash_state s = {h->v0, h->v1, h->v2, h->v3};
+    return siphash_finish(&s, h->tail | (uint64_t)h->total << 56);
 }

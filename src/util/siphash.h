@@ -18,4 +18,18 @@
  * Same value on every host. */
 uint64_t bm_util_siphash24(const uint8_t key[16], const void *msg, size_t len);
 
+/* The same hash over a message given in pieces (a datagram's header and
+ * payload, a header with its MAC field read as zeros): init, update with
+ * each piece in order, final. The result equals bm_util_siphash24 of the
+ * concatenation. */
+struct bm_util_siphash {
+    uint64_t v0, v1, v2, v3;
+    uint64_t tail;  /* bytes of the unfinished word, little-endian */
+    size_t ntail;   /* how many (0..7) */
+    uint64_t total; /* bytes hashed so far */
+};
+void bm_util_siphash24_init(struct bm_util_siphash *s, const uint8_t key[16]);
+void bm_util_siphash24_update(struct bm_util_siphash *s, const void *msg, size_t len);
+uint64_t bm_util_siphash24_final(struct bm_util_siphash *s);
+
 #endif

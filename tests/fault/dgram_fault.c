@@ -13,8 +13,14 @@
  *                  after recovery must arrive, none twice.
  *   stray          rank 0 streams to rank 1 while it also fires random bytes,
  *                  truncated and foreign-job datagrams and packets claiming
- *                  unknown senders at rank 1's dgram ports; the stream must be
- *                  undisturbed and rank 1's counters must show the drops.
+ *                  unknown senders at rank 1's dgram ports, and spoofed ones:
+ *                  sent from rank 0's own dgram sockets (address and port
+ *                  exactly rank 0's), with the right job key, sender and
+ *                  module numbers and a forged MAC (ACKs acknowledging what
+ *                  was never sent, FRAGs far ahead in the window); the stream
+ *                  must be undisturbed, no path declared failed, and rank
+ *                  1's counters must show the drops (bad_mac with
+ *                  BM_BTL_DGRAM_AUTH on).
  *   mtu F          the path drops full-size datagrams (the script's iptables
  *                  length rule): rank 0 sends, the connectivity check must
  *                  report an MTU problem; rank 0 then creates F, for which
@@ -377,14 +383,21 @@ static void check_stray(void)
         struct bm_btl_dgram_stats s;
         bm_btl_dgram_stats_get((struct bm_btl_dgram_module *)mod, &s);
         BM_CHECK(s.bad_short > 0);
-        BM_CHECK(s.bad_job > 0);
-        BM_CHECK(s.bad_sender > 0);
         BM_CHECK(s.bad_magic + s.bad_checksum > 0);
+        BM_CHECK(s.path_failures == 0);
+        if (((struct bm_btl_dgram_module *)mod)->cfg.auth) {
+            /* foreign, unknown-sender and spoofed datagrams carry no valid MAC */
+            BM_CHECK(s.bad_mac >= 300);
+        } else {
+            BM_CHECK(s.bad_job > 0);
+            BM_CHECK(s.bad_sender > 0);
+        }
         printf("rank 1: stray datagrams dropped: short %llu magic %llu checksum %llu job %llu "
-               "sender %llu; stream intact\n",
+               "sender %llu mac %llu; stream intact, %llu path failures\n",
                (unsigned long long)s.bad_short, (unsigned long long)s.bad_magic,
                (unsigned long long)s.bad_checksum, (unsigned long long)s.bad_job,
-               (unsigned long long)s.bad_sender);
+               (unsigned long long)s.bad_sender, (unsigned long long)s.bad_mac,
+               (unsigned long long)s.path_failures);
     }
 }
 
@@ -403,8 +416,9 @@ static void stray_send(void)
         to[c].sin_port = c ? pa->port_data : pa->port_prio;
     }
     unsigned r = 12345;
-    int sent = 0;
+    int sent = 0, spoofed = 0;
     unsigned char junk[1400];
+    struct bm_btl_dgram_module *dm = (struct bm_btl_dgram_module *)mod;
     while (sent < 3000 || completions < 3000) {
         if (sent < 3000 && sent - completions < 256) {
             BM_CHECK_EQ_INT(send_one((uint32_t)sent, TAG), BM_OK);
@@ -447,11 +461,37 @@ static void stray_send(void)
             (void)sendto(fd, junk, n, 0, (struct sockaddr *)&to[sent % 2], sizeof(to[0]));
             (void)sendto(fd, junk, n > 20 ? 20 : n, 0, (struct sockaddr *)&to[(sent + 1) % 2],
                          sizeof(to[0]));
+            if (!dm->cfg.auth)
+                continue; /* on a trusted fabric, a perfect spoof is accepted */
+            /* Spoofed: from rank 0's own sockets (exactly its address and
+             * port), the right job key, sender and modules, a forged MAC. */
+            memset(&h, 0, sizeof(h));
+            h.magic = BM_DGRAM_MAGIC;
+            h.version = BM_DGRAM_VERSION;
+            h.sender = 0;
+            h.src_module = dm->addr.index;
+            h.dst_module = pa->index;
+            h.snd_session = 1;
+            h.ack_session = 1;
+            h.flags = BM_DGRAM_F_MAC | BM_DGRAM_F_ACK_VALID;
+            h.job_key = ((uint64_t)r << 32) ^ r ^ dm->job_key; /* a forged MAC */
+            h.type = sent % 8 ? BM_DGRAM_T_ACK : BM_DGRAM_T_FRAG;
+            h.tag = h.type == BM_DGRAM_T_FRAG ? TAG : 0;
+            h.seq = (uint16_t)(r >> 3);
+            h.ack_seq = (uint16_t)(r >> 7); /* acknowledges what was never sent */
+            h.sack = r;
+            h.checksum = bm_btl_dgram_checksum(&h, sizeof(h));
+            for (int c = 0; c < 2; c++)
+                (void)sendto(dm->ch[c].fd, &h, sizeof(h), 0, (struct sockaddr *)&to[c],
+                             sizeof(to[0]));
+            spoofed += 2;
         }
         bm_btl_base_progress();
     }
     close(fd);
     BM_CHECK_EQ_INT(completion_errors, 0);
+    if (dm->cfg.auth)
+        printf("rank 0: %d spoofed datagrams sent from its own dgram ports\n", spoofed);
 }
 
 int main(int argc, char **argv)

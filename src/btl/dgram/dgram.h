@@ -52,6 +52,7 @@ struct bm_btl_dgram_config {
     size_t max_send_size;
     bool thread_multiple; /* set by init: take the module lock on every entry */
     bool checksum;        /* checksum every datagram (needed to detect injected corruption) */
+    bool auth;            /* MAC on every datagram; unauthenticated ones dropped */
     int stats;            /* print statistics every N seconds (0: at finalize only if set) */
     size_t sockbuf;       /* SO_SNDBUF/SO_RCVBUF request */
     int check_tries;      /* connectivity check: pings per size before giving up */
@@ -60,6 +61,11 @@ struct bm_btl_dgram_config {
     size_t drop_above; /* fault injection: drop datagrams larger than this (MTU trouble) */
     int seed;          /* fault injection seed (0: from pid and time) */
 };
+
+/* Bytes of payload per NH block of the datagram MAC, and the NH key's
+ * 64-bit words (dgram_mac.c). */
+#define BM_DGRAM_NH_BLOCK 512
+#define BM_DGRAM_NH_WORDS (BM_DGRAM_NH_BLOCK / 8)
 
 /* ---- statistics ------------------------------------------------------- */
 
@@ -89,6 +95,7 @@ struct bm_btl_dgram_config {
     X(bad_magic, "datagrams dropped: not dgram, wrong version or unknown type")                    \
     X(bad_checksum, "datagrams dropped: checksum mismatch")                                        \
     X(bad_job, "datagrams dropped: wrong job key")                                                 \
+    X(bad_mac, "datagrams dropped: MAC missing or wrong (forged or another job's)")                \
     X(bad_sender, "datagrams dropped: unknown sender")                                             \
     X(bad_chunk, "datagrams dropped: chunk length or offset outside its fragment")                 \
     X(bad_rdma, "datagrams dropped: PUT/GET outside a registration")                               \
@@ -125,6 +132,7 @@ struct bm_btl_dgram_addr {
     uint8_t index;       /* module index in the publisher's entry */
     uint8_t wire;        /* BM_DGRAM_WIRE_* */
     uint16_t reserved;
+    uint8_t mac_key[16]; /* key of the MACs of datagrams sent to this module (dgram_proto.h) */
     char ifname[IF_NAMESIZE];
 };
 
@@ -279,9 +287,11 @@ struct bm_btl_dgram_endpoint {
     int peer;           /* rank */
     uint8_t peer_index; /* the peer's module index */
     struct sockaddr_in to[BM_DGRAM_NCH];
-    uint64_t wire_addr[BM_DGRAM_NCH]; /* the wire's handle for to[] */
-    size_t mtu[BM_DGRAM_NCH];         /* datagram size per channel: min(ours, the peer's) */
-    char peer_desc[96];               /* "rank 3 (10.250.1.2)" for messages */
+    uint64_t wire_addr[BM_DGRAM_NCH];   /* the wire's handle for to[] */
+    size_t mtu[BM_DGRAM_NCH];           /* datagram size per channel: min(ours, the peer's) */
+    uint8_t mac_key[16];                /* the peer module's MAC key (from its address) */
+    uint64_t nh_key[BM_DGRAM_NH_WORDS]; /* and its NH key (dgram_mac.c), with auth on */
+    char peer_desc[96];                 /* "rank 3 (10.250.1.2)" for messages */
 
     int state;
     /* send side */
@@ -366,7 +376,8 @@ struct bm_btl_dgram_module {
     const struct bm_btl_dgram_wire_ops *wire;
     int rank;
     uint64_t job_key;
-    struct bm_btl_dgram_addr addr; /* what we publish */
+    struct bm_btl_dgram_addr addr;      /* what we publish */
+    uint64_t nh_key[BM_DGRAM_NH_WORDS]; /* expanded from addr.mac_key (dgram_mac.c) */
     struct bm_btl_dgram_channel ch[BM_DGRAM_NCH];
 
     struct bm_btl_dgram_endpoint **eps; /* by rank */
@@ -582,6 +593,13 @@ struct bm_btl_dgram_pkt {
     const uint8_t *payload;
     size_t payload_len;
 };
+/* dgram_mac.c: the datagram MAC (hash-then-PRF: NH over the payload in
+ * BM_DGRAM_NH_BLOCK-byte blocks, SipHash-2-4 over the header and the block
+ * results) and the expansion of a module key into its NH key. */
+void bm_btl_dgram_mac_expand(const uint8_t key[16], uint64_t nh_key[BM_DGRAM_NH_WORDS]);
+uint64_t bm_btl_dgram_mac(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
+                          const void *hdr, size_t hdr_len, const void *payload, size_t len);
+
 /* Check a datagram's framing (magic, version, type, lengths, checksum when
  * present, chunk bounds). Pure: no state. Returns BM_OK or the reason as the
  * index of a stats counter via *bad_out (offset into the stats struct). */

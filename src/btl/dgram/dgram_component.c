@@ -183,6 +183,13 @@ static bm_status_t dgram_query(char *why, size_t whylen)
                  "no IPv4 interface is up (or none matches BM_BTL_DGRAM_IF_INCLUDE/EXCLUDE)");
         return BM_ERR_NOT_AVAILABLE;
     }
+    /* What bm_info shows of a usable transport: whether a stranger on the
+     * network can inject datagrams. */
+    snprintf(why, whylen, "%s",
+             cfg.auth ? "datagrams authenticated: SipHash-2-4 MAC under per-process keys "
+                        "exchanged through the launcher (BM_BTL_DGRAM_AUTH=0 turns it off)"
+                      : "datagrams NOT authenticated (BM_BTL_DGRAM_AUTH=0): anyone who can "
+                        "reach the ports can inject or disrupt traffic; trusted fabrics only");
     return BM_OK;
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +94,11 @@ static const struct bm_param dgram_params[] = {
      "Checksum every datagram. UDP has its own checksum; ours also covers the wire "
      "implementations and injected corruption.",
      CFG(checksum), 0},
+    {"BM_BTL_DGRAM_AUTH", BM_PARAM_BOOL, "1", 0, 0, NULL,
+     "Authenticate every datagram with a SipHash-2-4 MAC under a key that only the job's "
+     "processes know, and drop those that fail before they touch any state (counted as "
+     "bad_mac). Turn it off only on a trusted fabric; every rank must use the same value.",
+     CFG(auth), 0},
     {"BM_BTL_DGRAM_STATS", BM_PARAM_INT, "0", 0, 86400, NULL,
      "Print per-module statistics every N seconds and at finalize (0: never).", CFG(stats), 0},
     {"BM_BTL_DGRAM_SOCKBUF", BM_PARAM_SIZE, "4m", 0, 1073741824, NULL,
@@ -361,6 +367,15 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
     if (rc != BM_OK)
         goto err_free;
     module_init_addr(m, ifname, ipv4, netmask, speed_mbps, index);
+    if (getrandom(m->addr.mac_key, sizeof(m->addr.mac_key), 0) !=
+        (ssize_t)sizeof(m->addr.mac_key)) {
+        bm_log_error("dgram on %s: getrandom failed: %s; cannot make the key that authenticates "
+                     "datagrams",
+                     ifname, strerror(errno));
+        rc = BM_ERR_SYSTEM;
+        goto err_free;
+    }
+    bm_btl_dgram_mac_expand(m->addr.mac_key, m->nh_key);
     rc = m->wire->open(m);
     if (rc != BM_OK)
         goto err_free;

@@ -14,7 +14,20 @@
  * packet whose arrival the ACK answers, so that round trips are measured on
  * it and not on packets that a hole in front of them kept un-ACKed. A session number
  * changes when a path that was declared failed is taken back, so that
- * packets of the abandoned stream can never be confused with the new one. */
+ * packets of the abandoned stream can never be confused with the new one.
+ *
+ * Authentication (BM_BTL_DGRAM_AUTH, on by default): with BM_DGRAM_F_MAC set
+ * the job_key field carries a 64-bit MAC instead of the job key: SipHash-2-4
+ * over the whole header (extensions included, its job_key and checksum
+ * fields read as zeros) followed by the NH hashes of the payload's 512-byte
+ * blocks (dgram_mac.c), under the receiving module's 128-bit key (random,
+ * from getrandom, published with its address in the modex, so known only to
+ * the job's processes: the launcher's key-value service admits only holders
+ * of the job secret). Such a datagram has no checksum (0): the MAC detects
+ * corruption as well. A receiver checks the MAC before the datagram touches
+ * any state and drops it (counted in bad_mac) when it fails, or when it has
+ * no MAC while authentication is on. Replayed genuine datagrams carry old
+ * sequence numbers or sessions and are dropped as duplicates or stale. */
 #ifndef BM_BTL_DGRAM_PROTO_H
 #define BM_BTL_DGRAM_PROTO_H
 
@@ -49,6 +62,7 @@ enum bm_dgram_type {
 #define BM_DGRAM_F_ACK_VALID 0x01u /* ack_seq/sack/ack_session are meaningful */
 #define BM_DGRAM_F_LAST      0x02u /* last chunk of its fragment (informational) */
 #define BM_DGRAM_F_ECHO      0x04u /* echo_seq is meaningful (round-trip measurement) */
+#define BM_DGRAM_F_MAC       0x08u /* job_key holds the datagram's MAC (see above) */
 
 /* The base header: 40 bytes, first in every datagram. */
 struct bm_dgram_hdr {
@@ -56,7 +70,8 @@ struct bm_dgram_hdr {
     uint8_t version;      /* BM_DGRAM_VERSION */
     uint8_t type;         /* enum bm_dgram_type */
     uint32_t sender;      /* sender's rank in the job */
-    uint64_t job_key;     /* hash of the job id: packets of another job are dropped */
+    uint64_t job_key;     /* hash of the job id (another job's packets are dropped); with
+                             BM_DGRAM_F_MAC the datagram's MAC instead */
     uint16_t seq;         /* sequence number (sequenced types only, else 0) */
     uint16_t ack_seq;     /* cumulative ACK: every seq <= ack_seq was received */
     uint32_t sack;        /* bit i set: seq ack_seq + 2 + i was also received */
@@ -72,6 +87,7 @@ struct bm_dgram_hdr {
 };
 _Static_assert(sizeof(struct bm_dgram_hdr) == 40, "dgram base header is 40 bytes");
 _Static_assert(offsetof(struct bm_dgram_hdr, checksum) == 32, "checksum offset");
+_Static_assert(offsetof(struct bm_dgram_hdr, job_key) == 8, "job key / MAC offset");
 
 /* Chunk extension: CHUNK, PUT, GET_REQ, GET_DATA, GET_NAK, PING, PONG. */
 struct bm_dgram_chunk {

@@ -1,7 +1,7 @@
 /* The receive side of the dgram engine. Every datagram is parsed and
  * checked before any state is touched (bm_btl_dgram_parse is pure and is
  * the libFuzzer target): a datagram that is short, of unknown type, with a
- * bad checksum, of another job, from an unknown sender or with a chunk
+ * bad checksum or MAC, of another job, from an unknown sender or with a chunk
  * outside its fragment is dropped and counted, never trusted. Sequenced
  * packets inside the receive window are delivered at once even when out of
  * order (the PML restores MPI order); duplicates and packets outside the
@@ -406,6 +406,24 @@ static void recv_sequenced(struct bm_btl_dgram_module *m, struct bm_btl_dgram_en
         process(m, ep, pkt);
 }
 
+/* The datagram's MAC (dgram_proto.h, dgram_mac.c) under our key: the
+ * whole header with its MAC and checksum fields read as zeros, then the
+ * payload. Framing was checked (hlen is the type's header length). */
+static bool mac_ok(const struct bm_btl_dgram_module *m, const void *buf, size_t len)
+{
+    uint8_t hc[BM_DGRAM_MAX_HDR];
+    struct bm_dgram_hdr h;
+    memcpy(&h, buf, sizeof(h));
+    size_t hlen = bm_dgram_hdr_len(h.type);
+    uint64_t want = h.job_key;
+    h.job_key = 0;
+    h.checksum = 0;
+    memcpy(hc, &h, sizeof(h));
+    memcpy(hc + sizeof(h), (const uint8_t *)buf + sizeof(h), hlen - sizeof(h));
+    return bm_btl_dgram_mac(m->addr.mac_key, m->nh_key, hc, hlen, (const uint8_t *)buf + hlen,
+                            len - hlen) == want;
+}
+
 void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
                               const struct sockaddr_in *from)
 {
@@ -418,11 +436,18 @@ void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void 
     /* aligned copy of the base header for the checks below */
     struct bm_dgram_hdr h;
     memcpy(&h, pkt.hdr, sizeof(h));
-    if (m->cfg.checksum && h.checksum == 0) {
+    if (h.flags & BM_DGRAM_F_MAC) {
+        if (!mac_ok(m, buf, len)) {
+            m->stats.bad_mac++;
+            return;
+        }
+    } else if (m->cfg.auth) {
+        m->stats.bad_mac++;
+        return;
+    } else if (m->cfg.checksum && h.checksum == 0) {
         m->stats.bad_checksum++;
         return;
-    }
-    if (h.job_key != m->job_key) {
+    } else if (h.job_key != m->job_key) {
         m->stats.bad_job++;
         return;
     }

@@ -30,7 +30,13 @@ void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch,
     s->to_wire = ep->wire_addr[ch];
     struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)s->hdr;
     h->checksum = 0;
-    if (m->cfg.checksum) {
+    if (m->cfg.auth) {
+        /* The MAC also detects corruption: no CRC on top of it. */
+        h->flags |= BM_DGRAM_F_MAC;
+        h->job_key = 0;
+        h->job_key =
+            bm_btl_dgram_mac(ep->mac_key, ep->nh_key, s->hdr, hdr_len, payload, payload_len);
+    } else if (m->cfg.checksum) {
         uint32_t sum = bm_btl_dgram_checksum2(s->hdr, hdr_len, payload, payload_len);
         h->checksum = sum ? sum : 1;
     }

@@ -71,6 +71,28 @@ static void test_sensitivity(void)
     }
 }
 
+/* The incremental form gives the reference value for every length cut
+ * into every pair of pieces, and into single bytes. */
+static void test_pieces(void)
+{
+    for (int len = 0; len < 64; len++) {
+        for (int cut = 0; cut <= len; cut++) {
+            struct bm_util_siphash h;
+            bm_util_siphash24_init(&h, key);
+            bm_util_siphash24_update(&h, msg, (size_t)cut);
+            bm_util_siphash24_update(&h, msg + cut, (size_t)(len - cut));
+            uint64_t v = bm_util_siphash24_final(&h);
+            BM_CHECK_MSG(v == reference[len], "length %d cut at %d: %016llx", len, cut,
+                         (unsigned long long)v);
+        }
+        struct bm_util_siphash h;
+        bm_util_siphash24_init(&h, key);
+        for (int i = 0; i < len; i++)
+            bm_util_siphash24_update(&h, msg + i, 1);
+        BM_CHECK(bm_util_siphash24_final(&h) == reference[len]);
+    }
+}
+
 int main(void)
 {
     for (int i = 0; i < 16; i++)
@@ -80,5 +102,6 @@ int main(void)
     BM_RUN(test_reference_vectors);
     BM_RUN(test_alignment);
     BM_RUN(test_sensitivity);
+    BM_RUN(test_pieces);
     return bm_test_summary("test_siphash");
 }
