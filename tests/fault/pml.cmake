@@ -7,11 +7,15 @@
 #    traffic is held and the job finishes intact.
 #  - pml_netns_abort: the rail black-holed for good with a 3 s grace: the
 #    job is aborted after the grace, naming the ranks, hosts and interfaces.
+#  - pml_netns_lossy: tcp alone with 20% of its segments dropped: no path
+#    declared failed (detection by progress), every byte verified.
+#  - pml_netns_linkdown: the local link set down: tcp and dgram fail their
+#    paths within 0.5 s; the link comes back, the job finishes intact.
 # Skipped (77) without root.
 if(NOT TARGET bmrun OR NOT TARGET p2p_failover)
     return()
 endif()
-foreach(scenario kinds:90 outage:120 abort:90)
+foreach(scenario kinds:90 outage:120 abort:90 lossy:90 linkdown:90)
     string(REPLACE ":" ";" parts ${scenario})
     list(GET parts 0 name)
     list(GET parts 1 secs)

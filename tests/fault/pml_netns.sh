@@ -15,8 +15,17 @@
 #   abort    the rail black-holed for good, BM_PML_PATH_GRACE=3: the job is
 #            aborted after the grace with a message naming both ranks, their
 #            hosts and the failed transports (with their interfaces).
+#   lossy    BM_BTL=self,tcp, 20% of the tcp segments dropped on both ends
+#            for LOSS_SECS (3) seconds: the connection still acknowledges,
+#            so no path is declared failed (detection by progress,
+#            BM_BTL_TCP_FAIL_MS=3000, no TCP_USER_TIMEOUT) and every byte
+#            arrives intact.
+#   linkdown the local end of the rail set down on host A: tcp (interface
+#            state) and dgram (ENETUNREACH) fail their paths within 0.5 s,
+#            not after their timeouts; the link comes back and the held
+#            traffic goes on intact.
 # Needs root and network namespaces; otherwise skipped (exit 77).
-# usage: pml_netns.sh <bmrun> <p2p_failover> kinds|outage|abort
+# usage: pml_netns.sh <bmrun> <p2p_failover> kinds|outage|abort|lossy|linkdown
 set -u
 bmrun=$1 prog=$2 scenario=$3
 . "$(dirname "$0")/../harness/netns.sh"
@@ -36,6 +45,13 @@ fail() {
 }
 bm_netns_hosts 2
 A=${BM_NETNS[0]} B=${BM_NETNS[1]}
+ifs=
+if [ "$scenario" = linkdown ]; then
+    # The launcher keeps its own rail, made first so that its address is
+    # the one the daemon tries first; the transports use the other only.
+    bm_netns_rail 0 1 10.250.2
+    ifs="BM_BTL_TCP_IF_INCLUDE=10.250.1.0/24 BM_BTL_DGRAM_IF_INCLUDE=10.250.1.0/24"
+fi
 bm_netns_rail 0 1 10.250.1
 ra=$BM_NETNS_DEV_A rb=$BM_NETNS_DEV_B
 
@@ -44,6 +60,8 @@ case $scenario in
 kinds) btl=self,tcp,dgram secs=80 grace=60 expect=recover ;;
 outage) btl=self,tcp,dgram secs=100 grace=60 expect=recover ;;
 abort) btl=self,tcp,dgram secs=60 grace=3 expect=fail ;;
+lossy) btl=self,tcp secs=100 grace=60 expect=none ;;
+linkdown) btl=self,tcp,dgram secs=100 grace=60 expect=recover ;;
 *)
     echo "unknown scenario $scenario"
     exit 2
@@ -51,11 +69,16 @@ abort) btl=self,tcp,dgram secs=60 grace=3 expect=fail ;;
 esac
 
 # Detection bounds of the transports kept short so that the test is short.
-ip netns exec "$A" env BM_BTL=$btl P2P_FAILOVER_LOG="$out" P2P_FAILOVER_SECS=$secs \
+# tcp detects failures by progress (BM_BTL_TCP_FAIL_MS), the kernel's
+# TCP_USER_TIMEOUT is left at its default.
+fail_ms=2000
+[ "$scenario" = lossy ] && fail_ms=3000
+# shellcheck disable=SC2086
+ip netns exec "$A" env $ifs BM_BTL=$btl P2P_FAILOVER_LOG="$out" P2P_FAILOVER_SECS=$secs \
     P2P_FAILOVER_STOP="$stop" \
     P2P_FAILOVER_EXPECT=$expect BM_PML_PATH_GRACE=$grace \
     BM_BTL_DGRAM_PROBE_MS=300 BM_BTL_DGRAM_FAIL_MS=1500 \
-    BM_BTL_TCP_CONNECT_TIMEOUT=1500 BM_BTL_TCP_USER_TIMEOUT=2000 \
+    BM_BTL_TCP_CONNECT_TIMEOUT=1500 BM_BTL_TCP_FAIL_MS=$fail_ms \
     BM_BTL_TCP_RECONNECT_INTERVAL=1000 \
     BM_BTL_TCP_KEEPALIVE_IDLE=1 BM_BTL_TCP_KEEPALIVE_INTVL=1 BM_BTL_TCP_KEEPALIVE_CNT=2 \
     "$bmrun" --host "$A,$B" --launch-agent 'ip netns exec {host}' -n 2 --timeout 110 \
@@ -145,6 +168,46 @@ outage)
     held=$(grep -o "again after an outage of [0-9.]*" "$out" | awk '{ print $NF }' | sort -n | head -1)
     awk -v h="$held" -v o="$outage" 'BEGIN { exit !(h >= o / 2) }' ||
         fail "the outage lasted only ${held} s, not most of $outage s"
+    ;;
+lossy)
+    for dev in "$ra:$A" "$rb:$B"; do
+        d=${dev%%:*} n=${dev##*:}
+        for p in $ports; do
+            ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
+            ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
+        done
+        ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp -m statistic --mode random \
+            --probability 0.2 -j DROP
+    done
+    a=$(bytes tcp)
+    sleep "${LOSS_SECS:-3}"
+    b=$(bytes tcp)
+    drops=$(ip netns exec "$B" iptables -L INPUT -v -x -n | awk '/statistic/ { print $1; exit }')
+    echo "under 20% loss for ${LOSS_SECS:-3} s: tcp carried $((b - a)) bytes to B, $drops segments dropped at B"
+    [ "$((b - a))" -gt 100000 ] || fail "tcp made no progress under loss"
+    [ "${drops:-0}" -gt 10 ] || fail "the loss rule dropped nothing"
+    kill -0 "$pid" 2>/dev/null || fail "the job ended under loss"
+    ;;
+linkdown)
+    t0=$(date +%s.%N)
+    ip -n "$A" link set "$ra" down
+    echo "local end $ra of the rail set down on $A"
+    since() { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+    ttcp= tdg=
+    for _ in $(seq 1 200); do
+        [ -z "$ttcp" ] && grep -q ':0\] pml: warning: transport tcp:.* can no longer reach' "$out" && ttcp=$(since)
+        [ -z "$tdg" ] && grep -q ':0\] pml: warning: transport dgram:.* can no longer reach' "$out" && tdg=$(since)
+        [ -n "$ttcp" ] && [ -n "$tdg" ] && break
+        sleep 0.02
+    done
+    echo "rank 0 saw its paths fail after: tcp ${ttcp:-never} s, dgram ${tdg:-never} s"
+    [ -n "$ttcp" ] && awk -v t="$ttcp" 'BEGIN { exit !(t < 0.5) }' ||
+        fail "tcp did not fail at once on the local link down (${ttcp:-never} s)"
+    [ -n "$tdg" ] && awk -v t="$tdg" 'BEGIN { exit !(t < 0.5) }' ||
+        fail "dgram did not fail at once on the local link down (${tdg:-never} s)"
+    ip -n "$A" link set "$ra" up
+    echo "link up again"
+    wait_for 20 "again after an outage of" || fail "the job did not say that the peer is back"
     ;;
 abort)
     rules -A

@@ -291,7 +291,8 @@ struct bm_btl_dgram_endpoint {
     size_t mtu[BM_DGRAM_NCH];           /* datagram size per channel: min(ours, the peer's) */
     uint8_t mac_key[16];                /* the peer module's MAC key (from its address) */
     uint64_t nh_key[BM_DGRAM_NH_WORDS]; /* and its NH key (dgram_mac.c), with auth on */
-    char peer_desc[96];                 /* "rank 3 (10.250.1.2)" for messages */
+    int local_err;      /* errno of a send to it that failed locally (ENETUNREACH...), 0: none */
+    char peer_desc[96]; /* "rank 3 (10.250.1.2)" for messages */
 
     int state;
     /* send side */
@@ -378,6 +379,7 @@ struct bm_btl_dgram_module {
     uint64_t job_key;
     struct bm_btl_dgram_addr addr;      /* what we publish */
     uint64_t nh_key[BM_DGRAM_NH_WORDS]; /* expanded from addr.mac_key (dgram_mac.c) */
+    bool local_errs; /* some endpoint has local_err set (bm_btl_dgram_local_errors) */
     struct bm_btl_dgram_channel ch[BM_DGRAM_NCH];
 
     struct bm_btl_dgram_endpoint **eps; /* by rank */
@@ -490,6 +492,13 @@ bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer
 void bm_btl_dgram_endpoint_destroy(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_check_ready(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_fail(struct bm_btl_dgram_endpoint *ep, const char *why);
+/* The wire saw a send to `to` on channel ch fail with a local error that
+ * says the peer cannot be reached from here now (ENETUNREACH, ENETDOWN,
+ * EHOSTUNREACH): its endpoint is failed at the end of the progress pass,
+ * without waiting for the retransmission timeouts. */
+void bm_btl_dgram_local_error(struct bm_btl_dgram_module *m, int ch, const struct sockaddr_in *to,
+                              int err);
+void bm_btl_dgram_local_errors(struct bm_btl_dgram_module *m);
 void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_check_health(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_probe_failed(struct bm_btl_dgram_module *m);

@@ -219,6 +219,36 @@ void bm_btl_dgram_endpoint_fail(struct bm_btl_dgram_endpoint *ep, const char *wh
         m->probe_next_ns = now + (uint64_t)m->cfg.probe_ms * 1000000u;
 }
 
+void bm_btl_dgram_local_error(struct bm_btl_dgram_module *m, int ch, const struct sockaddr_in *to,
+                              int err)
+{
+    for (int i = 0; i < m->neps; i++) {
+        struct bm_btl_dgram_endpoint *ep = m->eps[i];
+        if (ep && ep->to[ch].sin_addr.s_addr == to->sin_addr.s_addr &&
+            ep->to[ch].sin_port == to->sin_port && ep->state != BM_DGRAM_EP_FAILED) {
+            ep->local_err = err;
+            m->local_errs = true;
+        }
+    }
+}
+
+void bm_btl_dgram_local_errors(struct bm_btl_dgram_module *m)
+{
+    m->local_errs = false;
+    for (int i = 0; i < m->neps; i++) {
+        struct bm_btl_dgram_endpoint *ep = m->eps[i];
+        if (!ep || !ep->local_err)
+            continue;
+        char why[256];
+        snprintf(why, sizeof(why),
+                 "sending on %s failed at once with \"%s\" (the local interface is down or has "
+                 "no route to the peer); it is probed and used again when it works",
+                 m->addr.ifname, strerror(ep->local_err));
+        ep->local_err = 0;
+        bm_btl_dgram_endpoint_fail(ep, why);
+    }
+}
+
 void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep)
 {
     struct bm_btl_dgram_module *m = ep->module;

@@ -463,6 +463,8 @@ static int bm_btl_dgram_module_progress_unlocked(struct bm_btl_dgram_module *m)
     if (m->nchecking)
         bm_btl_dgram_check_progress(m);
     n += bm_btl_dgram_progress_sends(m);
+    if (m->local_errs)
+        bm_btl_dgram_local_errors(m);
     n += bm_btl_dgram_run_completions(m);
     if (m->stats_next_ns && m->stats_next_ns <= m->now_ns)
         bm_btl_dgram_stats_maybe_print(m);

@@ -131,6 +131,10 @@ static void udp_sendmmsg(struct bm_btl_dgram_module *m, int c, struct mmsghdr *m
         if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
             bm_log_ratelimited(BM_LOG_DEBUG, "interface %s: sendmmsg: %s (datagrams dropped)",
                                m->addr.ifname, strerror(errno));
+        /* The kernel knows the peer is out of reach (local link down, no
+         * route): no need to wait for the retransmission timeouts. */
+        if (r < 0 && (errno == ENETUNREACH || errno == ENETDOWN || errno == EHOSTUNREACH))
+            bm_btl_dgram_local_error(m, c, msgs[done].msg_hdr.msg_name, errno);
         /* skip the failed datagram (an error is about the first one) */
         done++;
     }

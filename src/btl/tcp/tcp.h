@@ -29,7 +29,8 @@ struct bm_btl_tcp_config {
     size_t max_send_size;     /* largest frame payload */
     int connect_timeout_ms;   /* TCP connect of one interface pair (kernel level) */
     int handshake_timeout_ms; /* the peer process answering our HELLO (needs its progress) */
-    int user_timeout_ms;      /* TCP_USER_TIMEOUT: unacknowledged data this long = link down */
+    int user_timeout_ms;      /* TCP_USER_TIMEOUT: the kernel's backstop (0: its default) */
+    int fail_ms;              /* no progress this long with data outstanding = dead (tcp_live.c) */
     int keepalive_idle_s;     /* TCP_KEEPIDLE */
     int keepalive_intvl_s;    /* TCP_KEEPINTVL */
     int keepalive_cnt;        /* TCP_KEEPCNT */
@@ -166,6 +167,10 @@ struct bm_btl_tcp_conn {
     struct bm_btl_tcp_conn *ack_next;
     struct bm_btl_tcp_frag *ctl; /* the ACK/FIN frame of this connection */
     bool peer_fin;               /* the peer said goodbye */
+    /* progress seen by the liveness check (tcp_live.c): TCP_INFO's byte
+     * counters and when they last moved (0: not yet looked at) */
+    uint64_t live_acked, live_rcvd;
+    long long live_ns;
     /* receiving */
     char *rbuf;
     size_t rcap, rlen, rpos; /* buffer capacity, bytes in it, start of the unparsed part */
@@ -245,6 +250,7 @@ struct bm_btl_tcp_component {
     int completions; /* counted by progress */
     int nretry;      /* endpoints with retry set */
     long long next_retry_check;
+    long long next_live_check; /* tcp_live.c, every BM_BTL_TCP_LIVE_CHECK_NS */
     bool finalizing;
     struct bm_btl_tcp_stray stray[BM_BTL_TCP_STRAY_SOURCES];
 };
@@ -252,6 +258,10 @@ struct bm_btl_tcp_component {
 extern const struct bm_btl_ops bm_btl_tcp_ops;
 
 long long bm_btl_tcp_now_ns(void);
+
+/* tcp_live.c: failure detection by progress and local interface state. */
+#define BM_BTL_TCP_LIVE_CHECK_NS 100000000LL
+void bm_btl_tcp_live_check(struct bm_btl_tcp_component *comp, long long now);
 
 /* tcp_conn.c: the rate-limited stray-connection summary, at finalize. */
 void bm_btl_tcp_stray_summary(struct bm_btl_tcp_component *comp);

@@ -60,9 +60,17 @@ static const struct bm_param tcp_params[] = {
      "(it answers from its progress loop, so a busy peer is slow). Also how long a stray "
      "connection that sends nothing is kept open.",
      TCP_CFG(handshake_timeout_ms), 0},
-    {"BM_BTL_TCP_USER_TIMEOUT", BM_PARAM_INT, "10000", 0, 3600000, NULL,
-     "Milliseconds sent data may stay unacknowledged by the peer's kernel before the "
-     "connection is declared dead (TCP_USER_TIMEOUT). 0 uses the kernel default (~15 min).",
+    {"BM_BTL_TCP_FAIL_MS", BM_PARAM_INT, "10000", 0, 3600000, NULL,
+     "Milliseconds a connection with data outstanding may make no progress (the peer's kernel "
+     "acknowledges no new byte and sends none) before it is declared dead. A lossy link that "
+     "still acknowledges is alive however slow; a stalled connection whose local interface is "
+     "down fails at once. 0 leaves it to the kernel (BM_BTL_TCP_USER_TIMEOUT).",
+     TCP_CFG(fail_ms), 0},
+    {"BM_BTL_TCP_USER_TIMEOUT", BM_PARAM_INT, "0", 0, 3600000, NULL,
+     "The kernel's own limit (TCP_USER_TIMEOUT) on how long the oldest unacknowledged "
+     "segment may wait; 0 keeps the kernel default (~15 min). A short value kills lossy "
+     "links whose retransmissions back off (BM_BTL_TCP_FAIL_MS detects failures by "
+     "progress instead); only a backstop.",
      TCP_CFG(user_timeout_ms), 0},
     {"BM_BTL_TCP_KEEPALIVE_IDLE", BM_PARAM_INT, "5", 0, 86400, NULL,
      "Seconds of silence before TCP keepalive probes start, so that a reader notices a dead "
@@ -258,6 +266,11 @@ static int bm_btl_tcp_progress(struct bm_btl_component *comp)
     }
     if (c->ack_list)
         bm_btl_tcp_frag_flush_acks(c);
+    long long now = bm_btl_tcp_now_ns();
+    if (now >= c->next_live_check) {
+        c->next_live_check = now + BM_BTL_TCP_LIVE_CHECK_NS;
+        bm_btl_tcp_live_check(c, now);
+    }
     return c->completions;
 }
 
@@ -269,6 +282,8 @@ static int tcp_wait_fd(struct bm_btl_component *comp)
 {
     return ((struct bm_btl_tcp_component *)comp)->epfd;
 }
+
+static bool tcp_busy(const struct bm_btl_tcp_component *c);
 
 static int tcp_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
 {
@@ -286,6 +301,9 @@ static int tcp_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
     }
     if (c->nretry > 0 && (next < 0 || c->next_retry_check < next))
         next = c->next_retry_check;
+    /* the liveness check (tcp_live.c) while something waits for the peer */
+    if ((next < 0 || c->next_live_check < next) && tcp_busy(c))
+        next = c->next_live_check;
     if (next >= 0)
         *timeout_ns = next > now ? next - now : 0;
     return 0;

@@ -199,8 +199,8 @@ void bm_btl_tcp_conn_fail(struct bm_btl_tcp_conn *c, int err)
         snprintf(why, sizeof(why), "broken (EPIPE: the peer closed it)");
     else if (err == ETIMEDOUT)
         snprintf(why, sizeof(why),
-                 "timed out: no acknowledgement within BM_BTL_TCP_USER_TIMEOUT=%d ms or "
-                 "BM_BTL_TCP_KEEPALIVE_* probes (link down, black-holed, or host dead)",
+                 "timed out: BM_BTL_TCP_KEEPALIVE_* probes unanswered or no acknowledgement "
+                 "within BM_BTL_TCP_USER_TIMEOUT=%d ms (link down, black-holed, or host dead)",
                  cfg->user_timeout_ms);
     else
         snprintf(why, sizeof(why), "failed: %s", strerror(err));

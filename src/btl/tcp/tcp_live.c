@@ -1,0 +1,125 @@
+/* Failure detection of tcp connections by progress (BM_BTL_TCP_FAIL_MS).
+ * A fixed TCP_USER_TIMEOUT kills a connection whose oldest segment stays
+ * unacknowledged that long, and on a lossy link the kernel's exponential
+ * retransmission backoff makes that happen to links that still deliver
+ * 80% of their packets. Here a connection is alive as long as the peer's
+ * kernel acknowledges new bytes or sends us new ones (TCP_INFO's byte
+ * counters), however lossy; one that has data outstanding and shows no
+ * progress for BM_BTL_TCP_FAIL_MS is dead. Local errors fail at once: a
+ * connection whose local interface is down (no IFF_UP or no carrier; one
+ * ioctl per module per check) is failed on the next check (every
+ * BM_BTL_TCP_LIVE_CHECK_NS), busy or idle, instead of after the failure
+ * time or the keepalive probes. Otherwise idle connections are left to TCP
+ * keepalive. Kept in its own file because the byte counters are only in
+ * <linux/tcp.h>'s struct tcp_info, which clashes with <netinet/tcp.h>. */
+#define BM_LOG_SUBSYS "btl/tcp"
+#include "btl/tcp/tcp.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <linux/tcp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+/* Whether module m's interface is up with a carrier (asked on fd, any
+ * socket); true when it cannot tell. */
+static bool tcp_live_iface_up(const struct bm_btl_tcp_module *m, int fd)
+{
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", m->iface.name);
+    if (ioctl(fd, SIOCGIFFLAGS, &ifr) != 0)
+        return errno != ENODEV; /* an interface that vanished is down */
+    return (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+}
+
+/* Whether the connection leaves by its module's interface (its local
+ * address is the module's; otherwise it took another route). */
+static bool tcp_live_on_iface(const struct bm_btl_tcp_conn *c)
+{
+    const struct bm_btl_tcp_module *m = c->ep->module;
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof(sa);
+    if (getsockname(c->fd, (struct sockaddr *)&sa, &sl) != 0)
+        return false;
+    for (int i = 0; i < m->iface.naddrs; i++) {
+        const struct bm_btl_tcp_ifaddr *a = &m->iface.addrs[i];
+        if (a->family == AF_INET && sa.ss_family == AF_INET &&
+            !memcmp(a->addr, &((struct sockaddr_in *)&sa)->sin_addr, 4))
+            return true;
+        if (a->family == AF_INET6 && sa.ss_family == AF_INET6 &&
+            !memcmp(a->addr, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16))
+            return true;
+    }
+    return false;
+}
+
+/* Check one connected link; true when its endpoint was failed. iface_down:
+ * its module's interface is down (then a link that leaves by it fails at
+ * once, busy or idle). */
+static bool tcp_live_check(struct bm_btl_tcp_conn *c, long long now, bool iface_down)
+{
+    const struct bm_btl_tcp_config *cfg = &c->comp->cfg;
+    char what[1024];
+    if (iface_down && tcp_live_on_iface(c)) {
+        snprintf(what, sizeof(what),
+                 "connection to rank %d (%s) via %s failed at once: the local interface is down "
+                 "(no carrier or administratively down). It is used again when the interface "
+                 "is back",
+                 c->ep->rank, c->peer_str, c->ep->module->iface.name);
+        bm_btl_tcp_endpoint_fail(c->ep, BM_ERR_UNREACHABLE, what);
+        return true;
+    }
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return false;
+    bool waiting = ti.tcpi_unacked > 0 || !bm_util_queue_empty(&c->sendq);
+    if (!waiting || !c->live_ns || ti.tcpi_bytes_acked != c->live_acked ||
+        ti.tcpi_bytes_received != c->live_rcvd) {
+        c->live_acked = ti.tcpi_bytes_acked;
+        c->live_rcvd = ti.tcpi_bytes_received;
+        c->live_ns = now;
+        return false;
+    }
+    if (cfg->fail_ms > 0 && now - c->live_ns >= (long long)cfg->fail_ms * 1000000LL) {
+        snprintf(what, sizeof(what),
+                 "connection to rank %d (%s) via %s made no progress for %d ms "
+                 "(BM_BTL_TCP_FAIL_MS): %u segment(s) unacknowledged, nothing received, %u "
+                 "retransmission(s) of the oldest (link down, black-holed, or host dead). A "
+                 "lossy link that still acknowledges is never declared dead; check that the "
+                 "process is alive and that the network between the two hosts works",
+                 c->ep->rank, c->peer_str, c->ep->module->iface.name, cfg->fail_ms, ti.tcpi_unacked,
+                 (unsigned)ti.tcpi_retransmits);
+        bm_btl_tcp_endpoint_fail(c->ep, BM_ERR_UNREACHABLE, what);
+        return true;
+    }
+    return false;
+}
+
+void bm_btl_tcp_live_check(struct bm_btl_tcp_component *comp, long long now)
+{
+    for (int i = 0; i < comp->nmodules; i++) {
+        struct bm_btl_tcp_module *m = comp->modules[i];
+        int state = -1; /* module's interface: -1 not asked yet, 1 up, 0 down */
+        for (int r = 0; r < comp->size; r++) {
+            struct bm_btl_tcp_endpoint *ep = m->eps[r];
+            if (!ep || ep->failed)
+                continue;
+            for (int k = 0; k < ep->nlinks; k++) {
+                struct bm_btl_tcp_conn *c = &ep->links[k];
+                if (c->state != BM_BTL_TCP_CONN_CONNECTED || c->fd < 0)
+                    continue;
+                if (state < 0)
+                    state = m->iface.loopback || tcp_live_iface_up(m, c->fd);
+                if (tcp_live_check(c, now, state == 0))
+                    break; /* the endpoint failed: its links are gone */
+            }
+        }
+    }
+}
