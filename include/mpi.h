@@ -1549,6 +1549,11 @@ BM_MPI_API int PMPI_Status_set_cancelled(MPI_Status *status, int flag);
 
 typedef struct bm_mpi_win *MPI_Win;
 #define MPI_WIN_NULL ((MPI_Win)0)
+/* handles.c: window handles as integers (as the other kinds' above). */
+BM_MPI_API MPI_Fint MPI_Win_c2f(MPI_Win handle);
+BM_MPI_API MPI_Fint PMPI_Win_c2f(MPI_Win handle);
+BM_MPI_API MPI_Win MPI_Win_f2c(MPI_Fint handle);
+BM_MPI_API MPI_Win PMPI_Win_f2c(MPI_Fint handle);
 
 typedef void MPI_Win_errhandler_function(MPI_Win *win, int *errcode, ...);
 /* MPI-2 name of the same type. */

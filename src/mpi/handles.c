@@ -1,6 +1,6 @@
 /* Handle conversion between C and Fortran integers (MPI-3.1 section
  * 17.2.4): MPI_Comm_c2f/f2c and the same for datatypes, groups, requests,
- * operations, info objects, error handlers and messages, and
+ * operations, info objects, error handlers, messages and windows, and
  * MPI_Status_c2f/f2c. bitmover has no Fortran bindings, but C libraries use
  * these to keep handles as integers (and to talk to Fortran code built
  * against them). C handles are pointers, so each kind keeps a table: a
@@ -27,6 +27,7 @@ enum handle_kind {
     H_INFO,
     H_ERRHANDLER,
     H_MESSAGE,
+    H_WIN,
     H_KINDS,
 };
 
@@ -119,6 +120,7 @@ BM_MPI_HANDLE_CONV(Op, MPI_Op, H_OP);
 BM_MPI_HANDLE_CONV(Info, MPI_Info, H_INFO);
 BM_MPI_HANDLE_CONV(Errhandler, MPI_Errhandler, H_ERRHANDLER);
 BM_MPI_HANDLE_CONV(Message, MPI_Message, H_MESSAGE);
+BM_MPI_HANDLE_CONV(Win, MPI_Win, H_WIN);
 
 /* A Fortran status is the C status's bytes as MPI_STATUS_SIZE integers,
  * MPI_SOURCE, MPI_TAG and MPI_ERROR first (the standard's indices 1-3). */

@@ -1,5 +1,5 @@
 /* Handles as integers (MPI-3.1 section 17.2.4): MPI_X_c2f and MPI_X_f2c
- * round-trip every kind of handle (predefined, made by the program, the
+ * round-trip every kind of handle (windows too; predefined, made by the program, the
  * null handle as 0), different handles get different integers and the same
  * handle the same one, an unknown integer gives the null handle, and a
  * communicator converted back still works; MPI_Status_c2f/f2c keep every
@@ -54,6 +54,20 @@ static void test_handles(void)
     BM_CHECK_EQ_INT(v, rank);
     BM_CHECK(MPI_Message_f2c(MPI_Message_c2f(MPI_MESSAGE_NO_PROC)) == MPI_MESSAGE_NO_PROC);
     BM_CHECK(MPI_Message_f2c(MPI_Message_c2f(MPI_MESSAGE_NULL)) == MPI_MESSAGE_NULL);
+    MPI_Win win;
+    int mem = 0;
+    MPI_Win_create(&mem, sizeof(mem), 1, MPI_INFO_NULL, dup, &win);
+    MPI_Fint fwin = MPI_Win_c2f(win);
+    BM_CHECK(fwin != 0 && MPI_Win_f2c(fwin) == win);
+    int wsize = -1;
+    MPI_Group wg;
+    MPI_Win_get_group(MPI_Win_f2c(fwin), &wg); /* the converted handle works */
+    MPI_Group_size(wg, &wsize);
+    BM_CHECK_EQ_INT(wsize, size);
+    MPI_Group_free(&wg);
+    MPI_Win_free(&win);
+    BM_CHECK_EQ_INT(MPI_Win_c2f(MPI_WIN_NULL), 0);
+    BM_CHECK(MPI_Win_f2c(0) == MPI_WIN_NULL);
 
     MPI_Status st, back_st;
     MPI_Fint f[MPI_STATUS_SIZE];
