@@ -11,6 +11,7 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/group.c
     ${CMAKE_CURRENT_LIST_DIR}/info.c
     ${CMAKE_CURRENT_LIST_DIR}/handles.c
+    ${CMAKE_CURRENT_LIST_DIR}/mpi_t.c
     ${CMAKE_CURRENT_LIST_DIR}/topo.c
     ${CMAKE_CURRENT_LIST_DIR}/topo_graph.c
     ${CMAKE_CURRENT_LIST_DIR}/datatype.c

@@ -78,7 +78,26 @@
     X(MPI_ERR_RMA_RANGE, "target memory outside the window")                                       \
     X(MPI_ERR_RMA_ATTACH, "memory cannot be attached to the window")                               \
     X(MPI_ERR_RMA_SHARED, "memory cannot be shared")                                               \
-    X(MPI_ERR_RMA_FLAVOR, "wrong window flavor")
+    X(MPI_ERR_RMA_FLAVOR, "wrong window flavor")                                                   \
+    X(MPI_T_ERR_MEMORY, "MPI_T: out of memory")                                                    \
+    X(MPI_T_ERR_NOT_INITIALIZED, "MPI_T: the tool interface is not initialized "                   \
+                                 "(call MPI_T_init_thread first)")                                 \
+    X(MPI_T_ERR_CANNOT_INIT, "MPI_T: the tool interface cannot be initialized")                    \
+    X(MPI_T_ERR_INVALID_INDEX, "MPI_T: invalid variable or category index")                        \
+    X(MPI_T_ERR_INVALID_ITEM, "MPI_T: invalid item index of an enumeration")                       \
+    X(MPI_T_ERR_INVALID_HANDLE, "MPI_T: invalid variable handle")                                  \
+    X(MPI_T_ERR_OUT_OF_HANDLES, "MPI_T: no more variable handles available")                       \
+    X(MPI_T_ERR_OUT_OF_SESSIONS, "MPI_T: no more performance variable sessions available")         \
+    X(MPI_T_ERR_INVALID_SESSION, "MPI_T: invalid performance variable session")                    \
+    X(MPI_T_ERR_CVAR_SET_NOT_NOW, "MPI_T: the control variable cannot be set at this moment")      \
+    X(MPI_T_ERR_CVAR_SET_NEVER, "MPI_T: the control variable can never be set")                    \
+    X(MPI_T_ERR_PVAR_NO_STARTSTOP, "MPI_T: the performance variable cannot be started or stopped") \
+    X(MPI_T_ERR_PVAR_NO_WRITE, "MPI_T: the performance variable cannot be written or reset")       \
+    X(MPI_T_ERR_PVAR_NO_ATOMIC, "MPI_T: the performance variable cannot be read and reset "        \
+                                "atomically")                                                      \
+    X(MPI_T_ERR_INVALID_NAME, "MPI_T: no variable or category has this name")                      \
+    X(MPI_T_ERR_INVALID, "MPI_T: invalid use of the tool interface (a NULL argument, a wrong "     \
+                         "value)")
 
 struct bm_mpi_error_entry {
     const char *name;

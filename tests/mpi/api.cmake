@@ -9,7 +9,7 @@ endfunction()
 
 foreach(prog api_init api_errors api_coll api_coll_blocks api_group api_datatype api_attr
         api_info api_topo api_topo_graph api_intercomm api_dtype_derived api_comm_more
-        api_interop)
+        api_interop api_mpi_t)
     add_executable(${prog} ${api_dir}/${prog}.c)
     target_link_libraries(${prog} PRIVATE bitmover bm_test_harness)
 endforeach()
@@ -53,6 +53,8 @@ endforeach()
 foreach(np 1 3)
     bm_api_test(api_interop ${np})
 endforeach()
+# The tool interface is per process: one launch of 2 ranks.
+bm_api_test(api_mpi_t 2)
 # Single copy of non-contiguous messages (getv over sm): reads the PML's
 # counter, so linked with the library's internals.
 add_executable(api_dtype_rget ${api_dir}/api_dtype_rget.c)
