@@ -922,6 +922,12 @@ BM_MPI_API int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, i
                                       MPI_Datatype array_of_datatypes[]);
 BM_MPI_API int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
 BM_MPI_API int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+BM_MPI_API int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+BM_MPI_API int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
+BM_MPI_API int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
 BM_MPI_API int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
                                       MPI_Type_delete_attr_function *type_delete_attr_fn,
                                       int *type_keyval, void *extra_state);

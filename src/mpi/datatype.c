@@ -1331,6 +1331,139 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
 }
 BM_MPI_ALIAS(Type_match_size);
 
+/* MPI_Type_create_f90_integer/real/complex (MPI-3.1 17.1.9): the type of a
+ * Fortran variable of KIND selected_int_kind(r) / selected_real_kind(p, r),
+ * for the kinds gfortran has that bitmover carries (INTEGER*1..8, REAL*4
+ * and *8, COMPLEX*8 and *16; no REAL*16). The result behaves as a
+ * predefined type (committed, cannot be freed) laid out as the matching
+ * MPI_INTEGERn / MPI_REALn / MPI_COMPLEXn, with combiner
+ * MPI_COMBINER_F90_* and its (p, r) or (r) as contents; the same
+ * arguments give the same handle (made once, kept for the process, as
+ * MPICH and Open MPI do). MPI_UNDEFINED for p or r means "any". */
+struct f90_type {
+    struct f90_type *next;
+    int combiner, p, r;
+    MPI_Datatype type;
+};
+static struct f90_type *f90_types;
+
+static int f90_type(int combiner, int p, int r, MPI_Datatype base, MPI_Datatype *newtype,
+                    const char *fn)
+{
+    int rc = MPI_SUCCESS;
+    bm_mpi_obj_lock();
+    struct f90_type *f = f90_types;
+    while (f && !(f->combiner == combiner && f->p == p && f->r == r))
+        f = f->next;
+    if (!f) {
+        int ints[2] = {p, r};
+        bool integer = combiner == MPI_COMBINER_F90_INTEGER;
+        struct contents c = {
+            .combiner = combiner, .nints = integer ? 1 : 2, .ints = integer ? &ints[1] : ints};
+        MPI_Datatype t = MPI_DATATYPE_NULL;
+        f = malloc(sizeof(*f));
+        if (!f) {
+            rc = bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory");
+            goto out;
+        }
+        bm_util_dtype_retain(base->dt);
+        if ((rc = type_make(base->dt, &c, &t, fn))) {
+            free(f);
+            goto out;
+        }
+        /* Predefined as base is: never freed (MPI_Type_free refuses it), and
+         * the same to the kernels (reductions, atomics) that go by id. */
+        t->predefined = true;
+        t->id = base->id;
+        t->committed = true;
+        snprintf(t->name_buf, sizeof(t->name_buf), "%s", base->name);
+        *f = (struct f90_type){.next = f90_types, .combiner = combiner, .p = p, .r = r, .type = t};
+        f90_types = f;
+    }
+    *newtype = f->type;
+out:
+    bm_mpi_obj_unlock();
+    return rc;
+}
+
+/* p and r as selected_*_kind takes them: MPI_UNDEFINED (absent) is 0. */
+static int f90_arg(int v)
+{
+    return v == MPI_UNDEFINED ? 0 : v;
+}
+
+static int f90_check(int p, int r, bool real, MPI_Datatype *newtype, const char *fn)
+{
+    int rc;
+    if ((rc = bm_mpi_check_initialized(fn)))
+        return rc;
+    if (!newtype)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL newtype pointer");
+    if (real && p == MPI_UNDEFINED && r == MPI_UNDEFINED)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
+                            "p and r are both MPI_UNDEFINED (give at least one)");
+    if (f90_arg(p) < 0 || f90_arg(r) < 0)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "negative precision %d or range %d", p, r);
+    return MPI_SUCCESS;
+}
+
+int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
+{
+    static const char fn[] = "MPI_Type_create_f90_integer";
+    int rc = f90_check(0, r, false, newtype, fn);
+    if (rc)
+        return rc;
+    /* Decimal digits each integer kind holds entirely (Fortran's RANGE). */
+    static const struct {
+        int range;
+        MPI_Datatype type;
+    } kinds[] = {{2, MPI_INTEGER1}, {4, MPI_INTEGER2}, {9, MPI_INTEGER4}, {18, MPI_INTEGER8}};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (f90_arg(r) <= kinds[i].range)
+            return f90_type(MPI_COMBINER_F90_INTEGER, 0, r, kinds[i].type, newtype, fn);
+    return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
+                        "no integer kind has a decimal range of %d digits (at most 18)", r);
+}
+BM_MPI_ALIAS(Type_create_f90_integer);
+
+/* The real kinds: decimal precision and exponent range (Fortran's
+ * PRECISION and RANGE of REAL*4 and REAL*8). */
+static MPI_Datatype f90_real_kind(int p, int r, bool complex)
+{
+    if (f90_arg(p) <= 6 && f90_arg(r) <= 37)
+        return complex ? MPI_COMPLEX8 : MPI_REAL4;
+    if (f90_arg(p) <= 15 && f90_arg(r) <= 307)
+        return complex ? MPI_COMPLEX16 : MPI_REAL8;
+    return MPI_DATATYPE_NULL;
+}
+
+static int f90_real(int p, int r, bool complex, MPI_Datatype *newtype, const char *fn)
+{
+    int rc = f90_check(p, r, true, newtype, fn);
+    if (rc)
+        return rc;
+    MPI_Datatype base = f90_real_kind(p, r, complex);
+    if (base == MPI_DATATYPE_NULL)
+        return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
+                            "no real kind has precision %d and range %d (REAL*8, the widest "
+                            "bitmover carries, has 15 and 307)",
+                            p, r);
+    return f90_type(complex ? MPI_COMBINER_F90_COMPLEX : MPI_COMBINER_F90_REAL, p, r, base, newtype,
+                    fn);
+}
+
+int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
+{
+    return f90_real(p, r, false, newtype, "MPI_Type_create_f90_real");
+}
+BM_MPI_ALIAS(Type_create_f90_real);
+
+int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
+{
+    return f90_real(p, r, true, newtype, "MPI_Type_create_f90_complex");
+}
+BM_MPI_ALIAS(Type_create_f90_complex);
+
 int PMPI_Get_address(const void *location, MPI_Aint *address)
 {
     if (address == NULL)

@@ -4,7 +4,8 @@
  * handle the same one, an unknown integer gives the null handle, and a
  * communicator converted back still works; MPI_Status_c2f/f2c keep every
  * field. Also MPI_Cart_map and MPI_Graph_map (no reordering: a process
- * keeps its rank when the topology has room for it). */
+ * keeps its rank when the topology has room for it), and the
+ * MPI_Type_create_f90_* types. */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -107,6 +108,48 @@ static void test_maps(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* MPI_Type_create_f90_*: the matching Fortran kind, the same handle for
+ * the same arguments, the F90 combiner and its contents, not freeable,
+ * usable in a reduction as the kind it stands for. */
+static void test_f90_types(void)
+{
+    MPI_Datatype i4, i4b, r8, c8, t;
+    int ni, na, nt, comb, ints[2] = {-1, -1};
+    BM_CHECK_EQ_INT(MPI_Type_create_f90_integer(4, &i4), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Type_create_f90_integer(4, &i4b), MPI_SUCCESS);
+    BM_CHECK(i4 == i4b);
+    int sz = -1;
+    MPI_Type_size(i4, &sz);
+    BM_CHECK_EQ_INT(sz, 2); /* selected_int_kind(4): INTEGER*2 */
+    BM_CHECK_EQ_INT(MPI_Type_get_envelope(i4, &ni, &na, &nt, &comb), MPI_SUCCESS);
+    BM_CHECK(comb == MPI_COMBINER_F90_INTEGER && ni == 1 && na == 0 && nt == 0);
+    MPI_Type_get_contents(i4, 1, 0, 0, ints, NULL, NULL);
+    BM_CHECK_EQ_INT(ints[0], 4);
+    BM_CHECK_EQ_INT(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &r8), MPI_SUCCESS);
+    MPI_Type_size(r8, &sz);
+    BM_CHECK_EQ_INT(sz, 8);
+    MPI_Type_get_envelope(r8, &ni, &na, &nt, &comb);
+    BM_CHECK(comb == MPI_COMBINER_F90_REAL && ni == 2);
+    MPI_Type_get_contents(r8, 2, 0, 0, ints, NULL, NULL);
+    BM_CHECK(ints[0] == 10 && ints[1] == MPI_UNDEFINED);
+    BM_CHECK_EQ_INT(MPI_Type_create_f90_complex(5, 30, &c8), MPI_SUCCESS);
+    MPI_Type_size(c8, &sz);
+    BM_CHECK_EQ_INT(sz, 8); /* COMPLEX*8 */
+    MPI_Type_get_envelope(c8, &ni, &na, &nt, &comb);
+    BM_CHECK_EQ_INT(comb, MPI_COMBINER_F90_COMPLEX);
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    BM_CHECK_EQ_INT(MPI_Type_create_f90_real(30, 0, &t), MPI_ERR_ARG);
+    BM_CHECK_EQ_INT(MPI_Type_create_f90_integer(19, &t), MPI_ERR_ARG);
+    t = r8;
+    BM_CHECK_EQ_INT(MPI_Type_free(&t), MPI_ERR_TYPE);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+
+    double in[2] = {1.5, rank}, out[2] = {0, 0};
+    BM_CHECK_EQ_INT(MPI_Allreduce(in, out, 2, r8, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    BM_CHECK(out[0] == 1.5 * size && out[1] == size * (size - 1) / 2.0);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -114,6 +157,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     BM_RUN(test_handles);
     BM_RUN(test_maps);
+    BM_RUN(test_f90_types);
     int rc = bm_test_summary("api_interop");
     MPI_Finalize();
     return rc;
