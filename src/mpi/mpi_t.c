@@ -207,6 +207,44 @@ static void put_string(const char *s, char *buf, int *len)
     *len = n;
 }
 
+/* MPI_T_{cvar,pvar,category}_get_num: one count. */
+static int get_num(int *out, const int *count)
+{
+    int rc = enter();
+    if (rc)
+        return rc;
+    if (!out)
+        return leave(MPI_T_ERR_INVALID);
+    *out = *count;
+    return leave(MPI_SUCCESS);
+}
+
+/* MPI_T_{cvar,category}_get_index: the index whose name_of is name. */
+static const char *cvar_name(int i)
+{
+    return cvars[i].p->name;
+}
+
+static const char *category_name(int i)
+{
+    return cats[i].component;
+}
+
+static int get_index(const char *name, int *out, const int *n, const char *(*name_of)(int))
+{
+    int rc = enter();
+    if (rc)
+        return rc;
+    if (!name || !out)
+        return leave(MPI_T_ERR_INVALID);
+    for (int i = 0; i < *n; i++)
+        if (strcmp(name_of(i), name) == 0) {
+            *out = i;
+            return leave(MPI_SUCCESS);
+        }
+    return leave(MPI_T_ERR_INVALID_NAME);
+}
+
 int PMPI_T_init_thread(int required, int *provided)
 {
     if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE || !provided)
@@ -306,13 +344,7 @@ static const char *cvar_text(const struct bm_param *p)
 
 int PMPI_T_cvar_get_num(int *num_cvar)
 {
-    int rc = enter();
-    if (rc)
-        return rc;
-    if (!num_cvar)
-        return leave(MPI_T_ERR_INVALID);
-    *num_cvar = ncvars;
-    return leave(MPI_SUCCESS);
+    return get_num(num_cvar, &ncvars);
 }
 BM_MPI_ALIAS(T_cvar_get_num);
 
@@ -352,17 +384,7 @@ BM_MPI_ALIAS(T_cvar_get_info);
 
 int PMPI_T_cvar_get_index(const char *name, int *cvar_index)
 {
-    int rc = enter();
-    if (rc)
-        return rc;
-    if (!name || !cvar_index)
-        return leave(MPI_T_ERR_INVALID);
-    for (int i = 0; i < ncvars; i++)
-        if (strcmp(cvars[i].p->name, name) == 0) {
-            *cvar_index = i;
-            return leave(MPI_SUCCESS);
-        }
-    return leave(MPI_T_ERR_INVALID_NAME);
+    return get_index(name, cvar_index, &ncvars, cvar_name);
 }
 BM_MPI_ALIAS(T_cvar_get_index);
 
@@ -482,13 +504,8 @@ BM_MPI_ALIAS(T_cvar_write);
 
 int PMPI_T_pvar_get_num(int *num_pvar)
 {
-    int rc = enter();
-    if (rc)
-        return rc;
-    if (!num_pvar)
-        return leave(MPI_T_ERR_INVALID);
-    *num_pvar = 0;
-    return leave(MPI_SUCCESS);
+    static const int none = 0;
+    return get_num(num_pvar, &none);
 }
 BM_MPI_ALIAS(T_pvar_get_num);
 
@@ -625,13 +642,7 @@ BM_MPI_ALIAS(T_pvar_readreset);
 
 int PMPI_T_category_get_num(int *num_cat)
 {
-    int rc = enter();
-    if (rc)
-        return rc;
-    if (!num_cat)
-        return leave(MPI_T_ERR_INVALID);
-    *num_cat = ncats;
-    return leave(MPI_SUCCESS);
+    return get_num(num_cat, &ncats);
 }
 BM_MPI_ALIAS(T_category_get_num);
 
@@ -660,17 +671,7 @@ BM_MPI_ALIAS(T_category_get_info);
 
 int PMPI_T_category_get_index(const char *name, int *cat_index)
 {
-    int rc = enter();
-    if (rc)
-        return rc;
-    if (!name || !cat_index)
-        return leave(MPI_T_ERR_INVALID);
-    for (int i = 0; i < ncats; i++)
-        if (strcmp(cats[i].component, name) == 0) {
-            *cat_index = i;
-            return leave(MPI_SUCCESS);
-        }
-    return leave(MPI_T_ERR_INVALID_NAME);
+    return get_index(name, cat_index, &ncats, category_name);
 }
 BM_MPI_ALIAS(T_category_get_index);
 
