@@ -103,7 +103,7 @@ static void test_values(void)
 
     read_cvar(cvar_index_of("BM_MPI_COLL_ALLTOALL_SMALL"), &v, &count);
     BM_CHECK(v.ul == 512);
-    read_cvar(cvar_index_of("BM_MPI_COLL_FASTPATH"), &v, &count);
+    read_cvar(cvar_index_of("BM_MPI_OSC_BTL_ATOMICS"), &v, &count);
     BM_CHECK_EQ_INT(v.i, 0);
     int bcast = cvar_index_of("BM_MPI_COLL_BCAST_ALG");
     read_cvar(bcast, &v, &count);
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 
     BM_CHECK_EQ_INT(MPI_T_cvar_get_num(&n), MPI_T_ERR_NOT_INITIALIZED);
     setenv("BM_MPI_COLL_ALLTOALL_SMALL", "512", 1);
-    setenv("BM_MPI_COLL_FASTPATH", "off", 1);
+    setenv("BM_MPI_OSC_BTL_ATOMICS", "off", 1);
     setenv("BM_MPI_COLL_BCAST_ALG", "binomial", 1);
     BM_CHECK_EQ_INT(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided), MPI_SUCCESS);
     BM_CHECK_EQ_INT(provided, MPI_THREAD_MULTIPLE);
