@@ -32,8 +32,9 @@ static const struct bm_param pml_params[] = {
      "Consecutive idle progress polls after which a waiting process yields its core "
      "(sched_yield), so that ranks sharing cores with their peers do not starve them. "
      "-1 (auto): after 64 polls when this host runs more of the job's ranks than the CPUs "
-     "they may use, never otherwise (every yield costs a scheduler time slice when other "
-     "programs compete for the cores). 0 never yields.",
+     "they may use; otherwise a waiting rank spins, and yields after 64 idle polls only for "
+     "100 ms after it found itself preempted while it polled (other programs compete for "
+     "its core). 0 never yields.",
      offsetof(struct bm_pml_config, idle_yield), 0},
     {"BM_PML_STREAM_COPY_MIN", BM_PARAM_SIZE, "1M", 0, 1LL << 40, NULL,
      "Messages of at least this many bytes are copied out of rendezvous fragments into "
@@ -188,9 +189,12 @@ bm_status_t bm_pml_init(int thread_level)
     if (bm_pml_g.cfg.idle_yield < 0) {
         bool over = bm_pml_g.oversubscribed;
         bm_pml_g.cfg.idle_yield = over ? IDLE_YIELD_OVERSUBSCRIBED : 0;
+        bm_pml_g.idle_watch = !over;
         bm_log_info("%s: waiting processes %s",
                     over ? "more ranks than CPUs on this host" : "a CPU per rank on this host",
-                    over ? "yield after 64 idle polls" : "never yield");
+                    over ? "yield after 64 idle polls"
+                         : "never yield to each other (they yield while other programs take "
+                           "their cores)");
     }
     rc = bm_btl_base_add_procs(bm_pml_g.world_size);
     if (rc != BM_OK)

@@ -17,6 +17,12 @@
 
 #define BM_PML_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
+/* Thread-local state the progress loops touch on every poll: the
+ * initial-exec model makes an access one %fs-relative instruction instead
+ * of a call to __tls_get_addr (the library is linked, not dlopened, and
+ * these few bytes fit glibc's static TLS surplus when it is). */
+#define BM_PML_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+
 /* ---- configuration (BM_PML_*) -------------------------------------------- */
 
 struct bm_pml_config {
@@ -225,6 +231,10 @@ struct bm_pml_state {
     bool mt;
     int wait_mode;       /* enum bm_pml_wait_mode, resolved */
     bool oversubscribed; /* more of the job's ranks on this host than CPUs (pml.c) */
+    /* BM_PML_IDLE_YIELD's auto setting chose never to yield: waits spin,
+     * but watch for lost cores (wait.c bm_pml_wait_idle_watch). */
+    bool idle_watch;
+    int64_t contended_until; /* until then waits yield (relaxed atomics; wait.c) */
     /* The progress lock: whoever holds it drives the transports and owns
      * every protocol state below (queues, counters, send and rendezvous
      * progression). Entered with a try by progress, waited for by the
@@ -426,6 +436,12 @@ void bm_pml_wait_progressed(void);
  * one draining: BM_PML_MISS_WAIT_NS). */
 void bm_pml_wait_others(long ns);
 #define BM_PML_MISS_WAIT_NS 100000L
+/* An idle poll of a spinning wait when BM_PML_IDLE_YIELD's auto setting
+ * said never (bm_pml_g.idle_watch): idle counts the caller's consecutive
+ * idle polls (the caller zeroes it when a poll does something). */
+void bm_pml_wait_idle_watch(int *idle);
+/* How often it yielded (for BM_PML_STATS and tests/mpi/pml_idle_watch.c). */
+unsigned long bm_pml_wait_contended_yields(void);
 /* One line of sleeping statistics (BM_PML_STATS). */
 size_t bm_pml_wait_report(char *buf, size_t len);
 void bm_pml_pending_add(struct bm_pml_request *req);

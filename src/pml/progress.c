@@ -31,10 +31,10 @@ struct bm_pml_state bm_pml_g;
 /* How deep this thread is in the progress lock (0: does not hold it), and
  * its own run of idle progress calls (each waiting thread yields on its own
  * count). */
-static _Thread_local int drain_held;
-static _Thread_local int idle_polls;
-static _Thread_local bool drain_missed; /* the last try found another thread draining */
-static _Thread_local int miss_run;      /* such tries in a row */
+static BM_PML_TLS int drain_held;
+static BM_PML_TLS int idle_polls;
+static BM_PML_TLS bool drain_missed; /* the last try found another thread draining */
+static BM_PML_TLS int miss_run;      /* such tries in a row */
 
 bool bm_pml_in_drain(void)
 {

@@ -21,6 +21,7 @@
  * longer than WAIT_CAP_NS, so that a process whose peers do not ring (a
  * job with mixed settings) still gets on. */
 #define BM_LOG_SUBSYS "pml"
+#include "util/clock.h"
 #include "util/log.h"
 
 #include "pml/pml_internal.h"
@@ -95,6 +96,7 @@ static struct {
     atomic_bool stop;
     /* statistics (BM_PML_STATS): sleeps, and how they ended */
     atomic_ulong sleeps, woken, timed_out, secondary;
+    atomic_ulong contended; /* yields of spinning waits that lost their core (idle watch) */
 } wait_g = {
     .epfd = -1, .kick = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -281,9 +283,12 @@ static void epoll_sleep(int64_t timeout_ns)
 
 size_t bm_pml_wait_report(char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "sleeps %lu (woken %lu, timed out %lu), condition waits %lu",
+    int n = snprintf(buf, len,
+                     "sleeps %lu (woken %lu, timed out %lu), condition waits %lu, "
+                     "yields of a contended core %lu",
                      atomic_load(&wait_g.sleeps), atomic_load(&wait_g.woken),
-                     atomic_load(&wait_g.timed_out), atomic_load(&wait_g.secondary));
+                     atomic_load(&wait_g.timed_out), atomic_load(&wait_g.secondary),
+                     atomic_load(&wait_g.contended));
     return n < 0 ? 0 : (size_t)n;
 }
 
@@ -333,9 +338,52 @@ void bm_pml_wait_block(void)
     bm_pml_wait_progressed();
 }
 
+/* Spinning with BM_PML_IDLE_YIELD's auto setting on a host with a CPU per
+ * rank: the job's ranks have a core each, but other programs may compete
+ * for them (a shared machine). A rank that spins there while its peer is
+ * descheduled burns the time slice the peer needs (measured: README.md
+ * "Waiting", auto). So every 64 consecutive idle polls of a wait the thread reads the
+ * cheap clock: 64 idle polls take microseconds, a gap of more than
+ * WATCH_PREEMPT_NS between two such marks means it lost its core, and
+ * waits then yield after every 64 idle polls for WATCH_YIELD_NS (renewed
+ * while it keeps happening; a yield that takes long is such a gap too).
+ * Nothing of this runs in a wait shorter than 64 idle polls, and on a
+ * quiet host a yield is a system call that returns at once. The count is
+ * restarted (caller zeroes idle) whenever a poll does something, so time
+ * the program spends outside MPI is never taken for a lost core. */
+#define WATCH_POLLS      64
+#define WATCH_BASE       (1 << 20) /* idle from here: a mark is set */
+#define WATCH_PREEMPT_NS 200000    /* 200 us */
+#define WATCH_YIELD_NS   100000000 /* 100 ms */
+
+void bm_pml_wait_idle_watch(int *idle)
+{
+    static BM_PML_TLS uint64_t mark;
+    int c = ++*idle;
+    if (c != WATCH_POLLS && c != WATCH_BASE + WATCH_POLLS)
+        return;
+    uint64_t now = bm_util_clock_now_ns();
+    int64_t until = __atomic_load_n(&bm_pml_g.contended_until, __ATOMIC_RELAXED);
+    if (c == WATCH_BASE + WATCH_POLLS && now - mark > WATCH_PREEMPT_NS) {
+        until = (int64_t)(now + WATCH_YIELD_NS);
+        __atomic_store_n(&bm_pml_g.contended_until, until, __ATOMIC_RELAXED);
+    }
+    *idle = WATCH_BASE;
+    mark = now;
+    if ((int64_t)now < until) {
+        atomic_fetch_add_explicit(&wait_g.contended, 1, memory_order_relaxed);
+        sched_yield();
+    }
+}
+
+unsigned long bm_pml_wait_contended_yields(void)
+{
+    return atomic_load_explicit(&wait_g.contended, memory_order_relaxed);
+}
+
 int bm_pml_progress_wait(void)
 {
-    static _Thread_local int idle;
+    static BM_PML_TLS int idle;
     int n = bm_pml_progress_nowait();
     if (n > 0) {
         idle = 0;
@@ -348,11 +396,15 @@ int bm_pml_progress_wait(void)
         bm_pml_progress_idle_mt();
         break;
     case BM_PML_WAIT_YIELD:
-        if (bm_pml_g.cfg.idle_yield <= 0)
+        if (bm_pml_g.cfg.idle_yield > 0) {
+            if (++idle >= bm_pml_g.cfg.idle_yield) {
+                idle = 0;
+                sched_yield();
+            }
+        } else if (bm_pml_g.mt) {
             bm_pml_progress_idle_mt();
-        else if (++idle >= bm_pml_g.cfg.idle_yield) {
-            idle = 0;
-            sched_yield();
+        } else if (bm_pml_g.idle_watch) {
+            bm_pml_wait_idle_watch(&idle);
         }
         break;
     case BM_PML_WAIT_BLOCK:

@@ -271,3 +271,11 @@ bm_scaled_timeout(t 240)
 add_test(NAME coll_hier COMMAND bash ${api_dir}/coll_hier.sh $<TARGET_FILE:bmrun>
     $<TARGET_FILE:coll_check>)
 set_tests_properties(coll_hier PROPERTIES TIMEOUT ${t} LABELS "mpi;coll" SKIP_RETURN_CODE 77)
+
+# Spinning waits yield while another program takes a rank's core (auto
+# BM_PML_IDLE_YIELD on a host with a CPU per rank), and not with 0.
+add_executable(pml_idle_watch ${api_dir}/pml_idle_watch.c)
+target_link_libraries(pml_idle_watch PRIVATE bitmover_internal bm_test_harness Threads::Threads)
+bm_add_mpi_test(pml_idle_watch TARGET pml_idle_watch NP 2 BTL self,sm TIMEOUT 60 LABELS mpi pml)
+bm_add_mpi_test(pml_idle_watch_off TARGET pml_idle_watch NP 2 BTL self,sm TIMEOUT 60
+    LABELS mpi pml ARGS -n ENV BM_PML_IDLE_YIELD=0)
