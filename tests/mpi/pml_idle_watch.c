@@ -4,7 +4,7 @@
  * bm_pml_wait_idle_watch). Rank 1 starts a thread that only burns its CPU
  * (a stand-in for another program on that core; it never calls MPI, so the
  * program is MPI_THREAD_FUNNELED and the PML takes no locks), then the two
- * ranks ping-pong for 0.5 s, rank 0 working 1 ms before each answer so
+ * ranks ping-pong for 0.5 s, rank 0 working 100 ms before each answer so
  * that rank 1 waits long enough to lose its core in the middle of a wait.
  * When the scheduler hands the core back, the wait sees the gap and yields
  * to the burner after every 64 idle polls from then on: rank 1 must have
@@ -78,7 +78,7 @@ int main(int argc, char **argv)
             msg[1] = MPI_Wtime() - t0 < 0.5;
             /* Rank 1 waits while rank 0 works: its waits are long enough
              * to lose its core to the burner in the middle. */
-            for (double w = MPI_Wtime(); MPI_Wtime() - w < 1e-3;)
+            for (double w = MPI_Wtime(); MPI_Wtime() - w < 100e-3;)
                 ;
             MPI_Send(msg, 2, MPI_INT, 1, 7, MPI_COMM_WORLD);
             MPI_Recv(in, 2, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
