@@ -276,6 +276,8 @@ set_tests_properties(coll_hier PROPERTIES TIMEOUT ${t} LABELS "mpi;coll" SKIP_RE
 # BM_PML_IDLE_YIELD on a host with a CPU per rank), and not with 0.
 add_executable(pml_idle_watch ${api_dir}/pml_idle_watch.c)
 target_link_libraries(pml_idle_watch PRIVATE bitmover_internal bm_test_harness Threads::Threads)
-bm_add_mpi_test(pml_idle_watch TARGET pml_idle_watch NP 2 BTL self,sm TIMEOUT 60 LABELS mpi pml)
+# (the harness's BM_PML_IDLE_YIELD=64 replaced by the automatic setting)
+bm_add_mpi_test(pml_idle_watch TARGET pml_idle_watch NP 2 BTL self,sm TIMEOUT 60 LABELS mpi pml
+    ENV BM_PML_IDLE_YIELD=-1)
 bm_add_mpi_test(pml_idle_watch_off TARGET pml_idle_watch NP 2 BTL self,sm TIMEOUT 60
     LABELS mpi pml ARGS -n ENV BM_PML_IDLE_YIELD=0)
