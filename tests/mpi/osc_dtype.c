@@ -4,9 +4,10 @@
  * vectors, indexed blocks, a struct of an int and a double, and a resized
  * type with a lower bound; accumulates and get_accumulates (MPI_SUM,
  * MPI_REPLACE, MPI_NO_OP) onto strided int64 elements and MPI_MAXLOC onto
- * MPI_DOUBLE_INT pairs, with results in a strided buffer; the gaps of the
- * target and of the origin must stay untouched, and an accumulate on a type
- * made of two predefined types is refused (MPI_ERR_TYPE). */
+ * MPI_DOUBLE_INT pairs, with results in a strided buffer; a request-based
+ * accumulate and get with vectors on both sides; the gaps of the target and
+ * of the origin must stay untouched, and an accumulate on a type made of two
+ * predefined types is refused (MPI_ERR_TYPE). */
 #include "osc_common.h"
 
 #include <stdint.h>
@@ -194,6 +195,31 @@ static void test_accumulate(struct osc_win *w)
     for (int i = 0; i < N; i++)
         bad += mine[3 * i] != i + 1;
     BM_CHECK_MSG(bad == 0, "rank %d: MPI_REPLACE through the vector: %d wrong", rank, bad);
+    /* derived types on both sides, request-based: the fetched values (every
+     * other element of res) added through the target vector, then read
+     * back through both vectors */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, w->win);
+    MPI_Raccumulate(res, 1, rv, right, osc_disp(w, right, 0), 1, tv, MPI_SUM, w->win, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Win_unlock_all(w->win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int64_t back[2 * N];
+    memset(back, 0, sizeof(back));
+    MPI_Win_lock_all(0, w->win);
+    MPI_Rget(back, 1, rv, right, osc_disp(w, right, 0), 1, tv, w->win, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Win_unlock_all(w->win);
+    bad = gaps = 0;
+    for (int i = 0; i < N; i++) {
+        int64_t want = (i + 1) + 1000 + (int64_t)nranks * (i + 1);
+        bad += mine[3 * i] != want || back[2 * i] != want;
+        gaps += mine[3 * i + 1] != 1000 || mine[3 * i + 2] != 1000 || back[2 * i + 1] != 0;
+    }
+    BM_CHECK_MSG(bad == 0 && gaps == 0,
+                 "rank %d: vector to vector raccumulate and rget: %d wrong, %d gaps", rank, bad,
+                 gaps);
+    MPI_Barrier(MPI_COMM_WORLD);
     MPI_Type_free(&tv);
     MPI_Type_free(&rv);
 }
