@@ -19,7 +19,8 @@
  * (checked with bm_coll_alg_count), so a parameter that silently stopped
  * forcing its algorithm fails the test. Forced launches run the matrix
  * (and the disjoint communicators when they force sm) only, each type and
- * operation variant in one of the three forms. */
+ * operation variant in one of the three forms (--thin: the same thinning
+ * for automatic launches at 6 ranks and more). */
 #include "bitmover.h"
 #include "bm_test.h"
 
@@ -1222,6 +1223,8 @@ int main(int argc, char **argv)
     static const int counts_full[] = {0, 1, 5, 700, 9000};
     static const int counts_quick[] = {0, 3, 1100};
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    /* --thin (after --quick): each type/operation variant in one form */
+    bool thin_arg = argc > 2 && strcmp(argv[2], "--thin") == 0;
     MPI_Comm odd;
 
     MPI_Init(&argc, &argv);
@@ -1240,7 +1243,7 @@ int main(int argc, char **argv)
      * launches run them), except the disjoint communicators for sm. */
     const char *expect = getenv("BM_TEST_COLL_EXPECT");
     bool forced = expect != NULL;
-    thin = forced && only_list == NULL;
+    thin = (forced && only_list == NULL) || thin_arg;
     if (only_list == NULL && (!forced || strstr(expect, ".sm")))
         BM_RUN(test_disjoint); /* first: the half roots have set nothing up yet */
     test_matrix(MPI_COMM_WORLD, quick ? counts_quick : counts_full,
