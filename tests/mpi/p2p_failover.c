@@ -14,8 +14,9 @@
  * program therefore also checks, on its own, that the mechanism ran.
  * P2P_FAILOVER_EXPECT says what the fault was: "fail" (some rank's
  * transport reported a path to its peer failed while the stream went on)
- * or "recover" (a failure and then a recovery were reported), or "none" (a
- * fault that must not count as a failure, e.g. a lossy link). The counts
+ * or "recover" (a failure and then a recovery were reported), "none" (a
+ * fault that must not count as a failure), or "any" (the stream must only
+ * finish intact; the counts are printed, e.g. under heavy loss). The counts
  * come from the transport layer's error reports (linked internally for
  * that), summed over both ranks. */
 #include "bm_test.h"
@@ -103,12 +104,12 @@ int main(int argc, char **argv)
     MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     const char *expect = getenv("P2P_FAILOVER_EXPECT");
     BM_CHECK_MSG(expect && (!strcmp(expect, "fail") || !strcmp(expect, "recover") ||
-                            !strcmp(expect, "none")),
-                 "P2P_FAILOVER_EXPECT must be fail, recover or none (is %s)",
+                            !strcmp(expect, "none") || !strcmp(expect, "any")),
+                 "P2P_FAILOVER_EXPECT must be fail, recover, none or any (is %s)",
                  expect ? expect : "unset");
     if (expect && !strcmp(expect, "none")) {
         BM_CHECK_MSG(all[0] == 0, "%lld path failure(s) reported where none may be", all[0]);
-    } else if (expect) {
+    } else if (expect && strcmp(expect, "any")) {
         BM_CHECK_MSG(all[0] >= 1,
                      "no transport reported a failed path (%lld reports): the stream ran without "
                      "a failover, so it tested nothing",

@@ -4,8 +4,9 @@
  * retransmission backoff makes that happen to links that still deliver
  * 80% of their packets. Here a connection is alive as long as the peer's
  * kernel acknowledges new bytes or sends us new ones (TCP_INFO's byte
- * counters), however lossy; one that has data outstanding and shows no
- * progress for BM_BTL_TCP_FAIL_MS is dead. Local errors fail at once: a
+ * counters), however lossy; one that has data in flight and shows no
+ * progress for BM_BTL_TCP_FAIL_MS, while the kernel's retransmissions of it
+ * go unanswered, is dead. Local errors fail at once: a
  * connection whose local interface is down (no IFF_UP or no carrier; one
  * ioctl per module per check) is failed on the next check (every
  * BM_BTL_TCP_LIVE_CHECK_NS), busy or idle, instead of after the failure
@@ -24,6 +25,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+
+/* Unanswered retransmission timeouts of the oldest segment a stalled
+ * connection must have seen before it is declared dead (with 20% loss each
+ * way, three in a row happen to about 5% of the losses of the oldest
+ * segment; the failure time must pass as well). */
+#define TCP_LIVE_MIN_RTO 3
 
 /* Whether module m's interface is up with a carrier (asked on fd, any
  * socket); true when it cannot tell. */
@@ -79,7 +86,9 @@ static bool tcp_live_check(struct bm_btl_tcp_conn *c, long long now, bool iface_
     memset(&ti, 0, sizeof(ti));
     if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
         return false;
-    bool waiting = ti.tcpi_unacked > 0 || !bm_util_queue_empty(&c->sendq);
+    /* Only data in flight counts: bytes waiting because the peer's window
+     * is closed (a busy peer process) are not a failure. */
+    bool waiting = ti.tcpi_unacked > 0;
     if (!waiting || !c->live_ns || ti.tcpi_bytes_acked != c->live_acked ||
         ti.tcpi_bytes_received != c->live_rcvd) {
         c->live_acked = ti.tcpi_bytes_acked;
@@ -87,7 +96,13 @@ static bool tcp_live_check(struct bm_btl_tcp_conn *c, long long now, bool iface_
         c->live_ns = now;
         return false;
     }
-    if (cfg->fail_ms > 0 && now - c->live_ns >= (long long)cfg->fail_ms * 1000000LL) {
+    /* Dead: no progress for the failure time and the kernel's retransmission
+     * timer expired TCP_LIVE_MIN_RTO times in a row. The second condition
+     * keeps a slow round trip (a loaded host inflates the retransmission
+     * timeout to seconds) from passing for a dead link: what counts is
+     * retransmissions that went unanswered, not the clock alone. */
+    if (cfg->fail_ms > 0 && now - c->live_ns >= (long long)cfg->fail_ms * 1000000LL &&
+        ti.tcpi_retransmits >= TCP_LIVE_MIN_RTO) {
         snprintf(what, sizeof(what),
                  "connection to rank %d (%s) via %s made no progress for %d ms "
                  "(BM_BTL_TCP_FAIL_MS): %u segment(s) unacknowledged, nothing received, %u "
