@@ -1,5 +1,5 @@
-# MPI_THREAD_MULTIPLE: mt_stress (tests/mpi/mt_stress.c) with 4 threads per
-# rank over self+sm (with concurrent MPI_Comm_dup), and 3 over tcp; under the ThreadSanitizer preset
+# MPI_THREAD_MULTIPLE: mt_stress (tests/mpi/mt_stress.c) with 4 and 8 threads per
+# rank over self+sm (with concurrent MPI_Comm_dup), and 4 over tcp; under the ThreadSanitizer preset
 # (make tsan) the same programs run with the label tsan.
 set(mt_dir ${CMAKE_CURRENT_LIST_DIR})
 add_executable(mt_stress ${mt_dir}/mt_stress.c)
@@ -7,7 +7,10 @@ target_link_libraries(mt_stress PRIVATE bitmover bm_test_harness Threads::Thread
 bm_add_mpi_test(mt_stress_np2 TARGET mt_stress NP 2 BTL self,sm TIMEOUT 120
     LABELS mpi mt tsan ARGS -d)
 bm_add_mpi_test(mt_stress_np3_tcp TARGET mt_stress NP 3 BTL self,tcp TIMEOUT 120
-    LABELS mpi mt tsan ARGS -t 3 -i 20)
+    LABELS mpi mt tsan ARGS -t 4 -i 20)
+# The issue's upper end: 8 threads per rank, each duplicating its communicator.
+bm_add_mpi_test(mt_stress_np2_t8 TARGET mt_stress NP 2 BTL self,sm TIMEOUT 120
+    LABELS mpi mt tsan ARGS -t 8 -i 20 -d)
 
 # The progress thread: asynchronous progress outside MPI calls and its idle
 # CPU cost (sm and tcp); sleeping waits (BM_PML_WAIT_MODE=block).
