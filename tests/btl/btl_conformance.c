@@ -1008,7 +1008,8 @@ int main(int argc, char **argv)
 #ifdef BM_TEST_HAVE_DGRAM
     if (strcmp(transport, "dgram") == 0) {
         /* runs with injected faults: they happened and were repaired */
-        struct bm_btl_module **mods = calloc((size_t)nprocs, sizeof(*mods));
+        /* nprocs > 0 here; the bound tells -O3's size analysis so. */
+        struct bm_btl_module **mods = calloc(nprocs > 0 ? (size_t)nprocs : 1, sizeof(*mods));
         int nmods = 0;
         for (int r = 0; mods && r < nprocs; r++) {
             bool seen = !peers[r].m;
