@@ -38,6 +38,9 @@
 
 #define LINE               128 /* a cache line pair: no false sharing with the prefetched neighbour */
 #define POLLS_PER_PROGRESS 16
+/* The flag, padded so that a slot's data is aligned for every type a reduction
+ * reads in place (long double and complex long double need 16). */
+#define DATA_OFF 16
 
 struct bm_coll_sm {
     struct bm_util_shmseg seg;
@@ -56,10 +59,10 @@ static _Atomic uint64_t *flag_of(const struct bm_coll_sm *sm, uint64_t k, int r)
                                         ((k & 1) * (size_t)sm->n + (size_t)r) * sm->slot);
 }
 
-/* Where rank r's data of operation k starts (right after its flag). */
+/* Where rank r's data of operation k starts (after its padded flag). */
 static char *data_of(const struct bm_coll_sm *sm, uint64_t k, int r)
 {
-    return (char *)flag_of(sm, k, r) + sizeof(uint64_t);
+    return (char *)flag_of(sm, k, r) + DATA_OFF;
 }
 
 static _Atomic uint64_t *done_of(const struct bm_coll_sm *sm, int r)
@@ -69,7 +72,7 @@ static _Atomic uint64_t *done_of(const struct bm_coll_sm *sm, int r)
 
 size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc)
 {
-    return cc->sm_state == SM_ON ? cc->sm->slot - sizeof(uint64_t) : 0;
+    return cc->sm_state == SM_ON ? cc->sm->slot - DATA_OFF : 0;
 }
 
 /* Wait until *f >= k, polling the PML now and then. */
@@ -127,7 +130,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
     struct bm_coll_sm *sm = NULL;
     char name[BM_UTIL_SHMSEG_NAME_MAX] = "";
     bool ok = comm->size >= 2 && !comm->inter && c->sm_slot > 0;
-    size_t slot = (c->sm_slot + sizeof(uint64_t) + LINE - 1) / LINE * LINE, bytes;
+    size_t slot = (c->sm_slot + DATA_OFF + LINE - 1) / LINE * LINE, bytes;
 
     cc->sm_state = SM_OFF;
     for (int r = 0; r < comm->size && ok; r++)
