@@ -3,8 +3,9 @@
 # rendezvous messages): bmrun must report that rank, its host, pid and the
 # signal as the news (its first line about the job's end) and exit 137,
 # although the survivors see their connections break and abort, often
-# before bmrun has reaped the dead rank. Repeated REPEAT times at NP ranks,
-# alternating tcp alone (the survivors notice at once) and sm+tcp; every
+# before bmrun has reaped the dead rank. Run <repeat> times at <np> ranks
+# (never retried: the first failing run fails the script), alternating tcp
+# alone (the survivors notice at once) and sm+tcp; every
 # other pair of runs makes the race certain: rank 0 is told to MPI_Abort
 # (SIGUSR1) just before the victim, which ignores SIGTERM, is SIGKILLed, so
 # that bmrun hears the survivor's abort first and must still report the
