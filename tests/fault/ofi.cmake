@@ -4,6 +4,12 @@
 #    tcp;ofi_rxm, the provider every Debian machine has.
 #  - btl_conformance_ofi_np2_mrlocal: the same with every local buffer
 #    registered (FI_MR_LOCAL forced) and the memory monitor running.
+#  - btl_conformance_ofi_np2_mrbasic: the same with provider keys and
+#    virtual addresses (BM_BTL_OFI_MR_MODE=basic) and FI_MR_LOCAL forced.
+#  - ofi_mr_modes: FI_MR_ENDPOINT, FI_MR_PROV_KEY, FI_MR_ALLOCATED and
+#    FI_MR_LOCAL against a stand-in provider that enforces them.
+#  - ofi_kill_shm: a rank of a job on the shm provider SIGKILLed; nothing
+#    of it may stay in /dev/shm.
 #  - btl_conformance_ofi_np2_shm: the shm provider (FI_MR_VIRT_ADDR, string
 #    addresses), with two contexts aliasing its one endpoint.
 #  - ofi_mr_test: the registration cache and the userfaultfd monitor (hits,
@@ -31,6 +37,12 @@ bm_add_unit_test(ofi_mr_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_mr_test.c LAB
 set_tests_properties(ofi_mr_test PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT
     "BM_BTL=self,ofi;BM_BTL_OFI_PROVIDER_INCLUDE=tcp;BM_BTL_OFI_MR_MONITOR=on;BM_BTL_OFI_MR_LOCAL=on;BM_BTL_OFI_MR_CACHE_MAX=8")
 
+# The registration modes no provider here asks for (FI_MR_ENDPOINT,
+# FI_MR_PROV_KEY, FI_MR_ALLOCATED, FI_MR_LOCAL), against a stand-in provider
+# that enforces them (no libfabric calls: the stand-in is the domain).
+bm_add_unit_test(ofi_mr_modes SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_mr_modes.c LABELS unit btl
+    TIMEOUT 30)
+
 add_executable(ofi_threads ${CMAKE_CURRENT_LIST_DIR}/ofi_threads.c)
 target_link_libraries(ofi_threads PRIVATE bitmover_internal bm_test_harness)
 
@@ -42,6 +54,18 @@ if(TARGET btl_conformance)
     bm_add_mpi_test(btl_conformance_ofi_np2_mrlocal TARGET btl_conformance NP 2 BTL self,ofi
         LABELS btl TIMEOUT 120 ARGS ofi
         ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_MR_LOCAL=on BM_BTL_OFI_MR_MONITOR=on)
+    # Provider keys, virtual addresses and allocated memory (FI_MR_BASIC,
+    # which tcp;ofi_rxm honours when asked) with every local buffer
+    # registered: the mode combination of verbs and EFA on a provider of
+    # this machine. The stats line must show the mode (0x70) in effect.
+    bm_scaled_timeout(t 120)
+    math(EXPR bmrun_t "${t} - 5")
+    add_test(NAME btl_conformance_ofi_np2_mrbasic
+        COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/ofi_expect.sh
+            "^\\[ofi stats\\] rank 1 ofi:tcp;ofi_rxm:[^ ]*: mr_mode=0x70 \\(local\\)"
+            $<TARGET_FILE:bmrun> -n 2 --timeout ${bmrun_t} $<TARGET_FILE:btl_conformance> ofi)
+    set_tests_properties(btl_conformance_ofi_np2_mrbasic PROPERTIES TIMEOUT ${t} LABELS btl
+        ENVIRONMENT "BM_PML_IDLE_YIELD=64;BM_BTL=self,ofi;BM_BTL_OFI_PROVIDER_INCLUDE=tcp;BM_BTL_OFI_MR_MODE=basic;BM_BTL_OFI_MR_LOCAL=on;BM_BTL_OFI_STATS=1")
     bm_add_mpi_test(btl_conformance_ofi_np2_shm TARGET btl_conformance NP 2 BTL self,ofi
         LABELS btl TIMEOUT 120 ARGS ofi
         ENV BM_BTL_OFI_PROVIDER_INCLUDE=shm BM_BTL_OFI_CONTEXTS=2)
@@ -62,7 +86,8 @@ endforeach()
 
 if(BM_TEST_OFI_PROVIDERS AND TARGET btl_conformance)
     foreach(cfg "sockets:2:" "sockets:2:BM_BTL_OFI_CONTEXTS=4" "sockets:2:BM_BTL_OFI_MR_LOCAL=on"
-                "shm:4:" "shm:2:BM_BTL_OFI_MR_LOCAL=on" "tcp:8:")
+                "sockets:2:BM_BTL_OFI_MR_MODE=basic" "shm:4:" "shm:2:BM_BTL_OFI_MR_LOCAL=on"
+                "shm:2:BM_BTL_OFI_MR_MODE=basic" "tcp:8:")
         string(REPLACE ":" ";" parts "${cfg}")
         list(GET parts 0 prov)
         list(GET parts 1 np)
@@ -88,6 +113,10 @@ bm_scaled_timeout(t 120)
 add_test(NAME ofi_kill
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ofi_kill.sh $<TARGET_FILE:bmrun> $<TARGET_FILE:ofi_fault>)
 set_tests_properties(ofi_kill PROPERTIES TIMEOUT ${t} LABELS fault)
+add_test(NAME ofi_kill_shm
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ofi_kill.sh $<TARGET_FILE:bmrun> $<TARGET_FILE:ofi_fault>
+        shm)
+set_tests_properties(ofi_kill_shm PROPERTIES TIMEOUT ${t} LABELS fault)
 
 # dgram's libfabric wire takes any FI_EP_DGRAM provider that addresses peers
 # by IP, chosen by BM_BTL_DGRAM_PROVIDER_INCLUDE/_EXCLUDE: named explicitly

@@ -245,6 +245,7 @@ static void run_stream(bool recover)
         bm_btl_base_progress();
         if (!announced && rx_msgs >= 16 && puts_ok >= 16) {
             announced = now_s();
+            report("ofi_fault: rank %d job %s", me, bm_rte_self()->jobid);
             report("ofi_fault: rank %d pid %d streaming", me, (int)getpid());
         }
         if (in_flight < IN_FLIGHT && (seq & 1 ? put_one(seq) : send_one(seq)))

@@ -6,7 +6,13 @@
 # 1.17) gives no error when a peer dies: it closes the connection and drops
 # what was in flight on it without completions, so the transport's timeout
 # (BM_BTL_OFI_TIMEOUT, 3 s here) is what detects it; providers that do
-# report errors are detected sooner. Runs on this host, no privileges needed.
+# report errors are detected sooner. With the shm provider, the killed rank's
+# 16 MiB shared region must not stay in /dev/shm: the provider names it
+# after the endpoint (/dev/shm/<pid>:<uid>:<n> by default, which nobody
+# removes after a SIGKILL); we name it bm-<jobid>-ofi-<rank>-<n>, which bmrun
+# removes with the job's other files. Checked: that name existed while the
+# job ran, and after it nothing of the job or the killed pid is left.
+# Runs on this host, no privileges needed.
 # usage: ofi_kill.sh <bmrun> <ofi_fault> [provider]
 set -u
 bmrun=$1 prog=$2 prov=${3:-tcp}
@@ -35,6 +41,11 @@ for _ in $(seq 1 300); do
     sleep 0.1
 done
 [ -n "$victim" ] || fail "rank 1 never started streaming"
+job=$(sed -n 's/^ofi_fault: rank 1 job \([0-9a-z]*\)$/\1/p' "$out".1)
+if [ "$prov" = shm ]; then
+    ls /dev/shm/bm-"$job"-ofi-1-* >/dev/null 2>&1 ||
+        fail "rank 1's shm region is not /dev/shm/bm-$job-ofi-1-*: $(ls /dev/shm)"
+fi
 t0=$(date +%s.%N)
 kill -KILL "$victim"
 for _ in $(seq 1 400); do
@@ -52,4 +63,9 @@ secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 echo "rank 0 reported the SIGKILL of rank 1 within ${secs} s:"
 cat "$out".0
 awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || fail "detection took ${secs} s (limit 10 s)"
+if [ "$prov" = shm ]; then
+    left=$(ls /dev/shm | grep -E "^bm-$job-|^$victim:" || true)
+    [ -z "$left" ] || fail "left in /dev/shm after the job: $left"
+    echo "nothing of job $job (rank 1 pid $victim) left in /dev/shm"
+fi
 echo PASS

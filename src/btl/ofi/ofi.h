@@ -43,6 +43,7 @@ extern const struct bm_btl_ops bm_btl_ofi_ops;
 /* ---- configuration (BM_BTL_OFI_*) --------------------------------------- */
 
 enum { BM_OFI_MR_LOCAL_AUTO, BM_OFI_MR_LOCAL_ON };
+enum { BM_OFI_MR_MODE_AUTO, BM_OFI_MR_MODE_BASIC };
 enum { BM_OFI_MR_MONITOR_AUTO, BM_OFI_MR_MONITOR_ON, BM_OFI_MR_MONITOR_OFF };
 enum { BM_OFI_ACKS_AUTO, BM_OFI_ACKS_ON, BM_OFI_ACKS_OFF };
 
@@ -53,6 +54,7 @@ struct bm_btl_ofi_config {
     int contexts;               /* transmit/receive contexts per module */
     bool disable_sep;           /* never open a scalable endpoint */
     int mr_local;               /* BM_OFI_MR_LOCAL_*: register local buffers even if not asked */
+    int mr_mode;                /* BM_OFI_MR_MODE_*: which registration modes we offer */
     bool mr_cache;              /* keep registrations of local buffers for reuse */
     int mr_cache_max;           /* cached registrations kept when unused */
     int mr_monitor;             /* BM_OFI_MR_MONITOR_*: watch cached memory for unmap */
@@ -493,6 +495,11 @@ static inline void bm_btl_ofi_unlock(struct bm_btl_ofi_context *ctx)
 /* ---- ofi_mr.c -----------------------------------------------------------------------------------
  */
 
+/* The mr_mode bits a provider's answer means: FI_MR_BASIC (libfabric 1.4's
+ * enumeration, which providers still honour when asked) stands for
+ * provider keys, virtual addresses and allocated memory; FI_MR_SCALABLE
+ * for none of them. Other values are bits already. */
+uint64_t bm_btl_ofi_mr_mode_bits(uint64_t mr_mode);
 bm_status_t bm_btl_ofi_mr_init(struct bm_btl_ofi_module *m);
 void bm_btl_ofi_mr_fini(struct bm_btl_ofi_module *m);
 /* Register [addr, addr + len) for everything (local and remote access),

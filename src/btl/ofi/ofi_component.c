@@ -55,6 +55,12 @@ static const struct bm_param ofi_params[] = {
      "Register local buffers and pass their descriptors: auto when the provider asks for it "
      "(FI_MR_LOCAL); on always (tests the path on providers that do not need it).",
      OFI_CFG(mr_local), BM_PARAM_F_DEBUG},
+    {"BM_BTL_OFI_MR_MODE", BM_PARAM_ENUM, "auto", 0, 0, "auto|basic",
+     "Registration modes offered to providers: auto offers every mode we handle and the "
+     "provider picks; basic asks for libfabric 1.4's FI_MR_BASIC (provider-chosen keys, "
+     "virtual addresses, allocated memory only), which the software providers honour (tests "
+     "the FI_MR_PROV_KEY, FI_MR_VIRT_ADDR and FI_MR_ALLOCATED paths on them).",
+     OFI_CFG(mr_mode), BM_PARAM_F_DEBUG},
     {"BM_BTL_OFI_MR_CACHE", BM_PARAM_BOOL, "1", 0, 0, NULL,
      "Keep registrations of local buffers for reuse (registration cache).", OFI_CFG(mr_cache), 0},
     {"BM_BTL_OFI_MR_CACHE_MAX", BM_PARAM_INT, "256", 0, 1 << 20, NULL,
@@ -242,8 +248,9 @@ static bm_status_t ofi_publish(struct bm_btl_ofi_component *c)
 static void ofi_stats_print(const struct bm_btl_ofi_module *m)
 {
     char line[1024];
-    size_t off = (size_t)snprintf(line, sizeof(line), "[ofi stats] rank %d %s:", m->comp->rank,
-                                  m->super.name);
+    size_t off = (size_t)snprintf(line, sizeof(line), "[ofi stats] rank %d %s: mr_mode=0x%llx%s",
+                                  m->comp->rank, m->super.name, (unsigned long long)m->mr_mode,
+                                  m->mr_local ? " (local)" : "");
 #define BM_BTL_OFI_STATS_PRINT(name, help)                                                         \
     if (off < sizeof(line))                                                                        \
         off += (size_t)snprintf(line + off, sizeof(line) - off, " %s=%llu", #name,                 \

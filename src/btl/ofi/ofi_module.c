@@ -30,6 +30,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,41 @@ static bm_status_t mod_fail(struct bm_btl_ofi_module *m, const char *what, int r
     bm_log_warn("%s: %s failed: %s; this domain is not used", m->super.name, what,
                 fi_strerror(-rc));
     return BM_ERR_NOT_AVAILABLE;
+}
+
+/* The shm provider names each endpoint's 16 MiB shared region after the
+ * endpoint's source address, "fi_shm://<pid>" by default, which becomes
+ * /dev/shm/<pid>:<uid>:<n>: a process that dies without closing its
+ * endpoint (SIGKILL, a node's OOM killer) leaves that file behind, and no
+ * one knows whose it is. We give the endpoint the job-scoped name
+ * bm-<jobid>-ofi-<rank>-<n> instead (runtime/rte.h's convention), so that
+ * bmrun and its daemons remove it with the job's other files. A string
+ * without the "fi_shm://" prefix is used by the provider as the name as it
+ * stands (libfabric 1.17 smr_endpoint_name); <n> keeps the endpoints of
+ * several modules or instances in one process apart. Other providers keep
+ * the address libfabric chose. */
+static bm_status_t mod_shm_name(struct bm_btl_ofi_module *m)
+{
+    static _Atomic unsigned shm_seq;
+    if (m->info->addr_format != FI_ADDR_STR || strcspn(m->prov_name, ";") != 3 ||
+        strncmp(m->prov_name, "shm", 3) != 0)
+        return BM_OK;
+    const struct bm_rte_proc *self = bm_btl_rte_self(m->comp->rte);
+    char name[96];
+    int n = snprintf(name, sizeof(name), "bm-%s-ofi-%d-%u", self->jobid, self->rank,
+                     atomic_fetch_add(&shm_seq, 1));
+    if (n < 0 || (size_t)n >= sizeof(name)) {
+        bm_log_warn("%s: job id '%s' too long for a shared-memory name; this domain is not used",
+                    m->super.name, self->jobid);
+        return BM_ERR_NOT_AVAILABLE;
+    }
+    char *copy = strdup(name);
+    if (!copy)
+        return BM_ERR_NO_MEMORY;
+    free(m->info->src_addr);
+    m->info->src_addr = copy;
+    m->info->src_addrlen = (size_t)n + 1;
+    return BM_OK;
 }
 
 static int bits_for(size_t n)
@@ -129,7 +165,7 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
     m->software = bm_btl_ofi_provider_is_software(m->prov_name);
     m->loopback = bm_btl_ofi_provider_is_loopback(info);
     m->manual = info->domain_attr->data_progress == FI_PROGRESS_MANUAL;
-    m->mr_mode = info->domain_attr->mr_mode;
+    m->mr_mode = bm_btl_ofi_mr_mode_bits(info->domain_attr->mr_mode);
     m->mr_local = (m->mr_mode & FI_MR_LOCAL) || cfg->mr_local == BM_OFI_MR_LOCAL_ON;
     m->multi_recv = (info->caps & FI_MULTI_RECV) != 0;
     m->inject_size = info->tx_attr->inject_size;
@@ -141,6 +177,8 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
               (cfg->acks == BM_OFI_ACKS_AUTO && m->software && !m->loopback);
     m->ack_list = calloc((size_t)comp->size, sizeof(*m->ack_list));
     if (!m->ack_list)
+        goto err;
+    if ((st = mod_shm_name(m)) != BM_OK)
         goto err;
     st = BM_ERR_NOT_AVAILABLE;
     int rc = fi_fabric(m->info->fabric_attr, &m->fabric, NULL);

@@ -54,6 +54,15 @@ static uintptr_t page_up(uintptr_t a)
     return (a + mr_page - 1) & ~(mr_page - 1);
 }
 
+uint64_t bm_btl_ofi_mr_mode_bits(uint64_t mr_mode)
+{
+    if (mr_mode == FI_MR_BASIC)
+        return FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
+    if (mr_mode == FI_MR_SCALABLE)
+        return 0;
+    return mr_mode;
+}
+
 bm_status_t bm_btl_ofi_mr_init(struct bm_btl_ofi_module *m)
 {
     if (!mr_page) {

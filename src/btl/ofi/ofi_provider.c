@@ -62,7 +62,11 @@ struct fi_info *bm_btl_ofi_provider_hints(const struct bm_btl_ofi_component *com
     h->caps = caps;
     h->mode = FI_CONTEXT | FI_CONTEXT2; /* every request carries an fi_context2 */
     h->ep_attr->type = FI_EP_RDM;
-    h->domain_attr->mr_mode = OFI_MR_MODES;
+    /* BM_BTL_OFI_MR_MODE=basic asks for libfabric 1.4's FI_MR_BASIC, which
+     * the software providers honour: provider keys and virtual addresses
+     * instead of our keys and offsets (a test of those paths here). */
+    h->domain_attr->mr_mode =
+        comp->cfg.mr_mode == BM_OFI_MR_MODE_BASIC ? FI_MR_BASIC : OFI_MR_MODES;
     /* With several contexts used by several threads each endpoint is one
      * thread's at a time; otherwise we serialise the whole domain. */
     h->domain_attr->threading =
@@ -143,9 +147,10 @@ static bool info_usable(const struct bm_btl_ofi_component *comp, const struct fi
                  comp->cfg.prov_exclude);
         return false;
     }
-    if (i->domain_attr->mr_mode & ~(uint64_t)OFI_MR_MODES) {
+    uint64_t mr_mode = bm_btl_ofi_mr_mode_bits(i->domain_attr->mr_mode);
+    if (mr_mode & ~(uint64_t)OFI_MR_MODES) {
         snprintf(why, whylen, "%s needs memory-registration modes we do not handle (0x%llx)", prov,
-                 (unsigned long long)(i->domain_attr->mr_mode & ~(uint64_t)OFI_MR_MODES));
+                 (unsigned long long)(mr_mode & ~(uint64_t)OFI_MR_MODES));
         return false;
     }
     if (i->src_addrlen == 0 && i->addr_format == FI_FORMAT_UNSPEC) {
