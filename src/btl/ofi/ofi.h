@@ -215,6 +215,7 @@ struct bm_btl_ofi_context {
     int index;
     struct fid_ep *tx, *rx; /* both the one endpoint when not scalable */
     struct fid_cq *cq;
+    int wait_fd;          /* the queue's FI_WAIT_FD descriptor (a job with sleepers), else -1 */
     pthread_mutex_t lock; /* taken only with MPI_THREAD_MULTIPLE */
     struct bm_util_list inflight;
     int ninflight;
@@ -376,6 +377,9 @@ struct bm_btl_ofi_component {
     bool thread_key_made;
     atomic_int thread_next;
     struct bm_btl_ofi_monitor *monitor; /* NULL when memory cannot be watched */
+    bool sleepers; /* processes of the job may sleep (init args): queues with descriptors */
+    int wait_epfd; /* every context's wait descriptor (btl.h "Sleeping"), else -1 */
+    bool wait_nap; /* a context has no descriptor: sleepers nap */
     uint32_t api_version;
     bool querying; /* a dry run for query (bm_info): no warnings */
     char why[512]; /* what selection found, for messages */
@@ -436,6 +440,10 @@ static inline void bm_btl_ofi_endpoint_unstalled(struct bm_btl_ofi_endpoint *ep)
  * of BM_BTL_OFI_TIMEOUT, fail the path when the PONG does not come within
  * the other half, and probe failed paths (BM_BTL_OFI_PROBE_INTERVAL). */
 void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now);
+/* Must the watcher above run while the process would sleep: an operation
+ * in flight (its timeout), a peer we wait to hear from, or a failed path
+ * (probes)? */
+bool bm_btl_ofi_watch_due(const struct bm_btl_ofi_module *m);
 /* A transport message (tag 0) from ep arrived. */
 void bm_btl_ofi_endpoint_ctl(struct bm_btl_ofi_endpoint *ep, const struct bm_btl_ofi_ctl_msg *msg);
 /* We sent something to ep / heard something from it. */

@@ -20,6 +20,8 @@
 #include "util/params.h"
 
 #include <dirent.h>
+#include <rdma/fi_errno.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +262,80 @@ static void ofi_stats_print(const struct bm_btl_ofi_module *m)
     fprintf(stderr, "%s\n", line);
 }
 
+/* btl.h "Sleeping": one epoll set holding every context's completion-queue
+ * descriptor (FI_WAIT_FD: readable when the provider may have work, e.g.
+ * rxm's when a tcp socket has data) is the transport's wait descriptor. A
+ * context without one (shm has none) makes sleepers nap. */
+static void wait_set_up(struct bm_btl_ofi_component *c)
+{
+    c->wait_epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (c->wait_epfd < 0) {
+        c->wait_nap = true;
+        return;
+    }
+    for (int i = 0; i < c->nmodules; i++)
+        for (int k = 0; k < c->modules[i]->nctx; k++) {
+            int fd = c->modules[i]->ctx[k].wait_fd;
+            struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+            if (fd < 0 || epoll_ctl(c->wait_epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+                c->wait_nap = true;
+        }
+}
+
+static int ofi_wait_fd(struct bm_btl_component *comp)
+{
+    return ((struct bm_btl_ofi_component *)comp)->wait_epfd;
+}
+
+#define OFI_WAIT_NAP_NS 1000000ll /* a nap when the caller gives none */
+
+/* Work now (acknowledgements owed, completions the provider holds), else
+ * arm every queue (fi_trywait) and say how long the watcher may wait:
+ * its 100 ms period while something is in flight or a peer must answer. */
+static int ofi_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
+{
+    struct bm_btl_ofi_component *c = (struct bm_btl_ofi_component *)comp;
+    /* The caller's nap (its value on entry) when a queue has no descriptor. */
+    int64_t nap = *timeout_ns >= 0 ? *timeout_ns : OFI_WAIT_NAP_NS;
+    *timeout_ns = (c->wait_nap || c->wait_epfd < 0) && c->nmodules > 0 ? nap : -1;
+    uint64_t now = 0;
+    for (int i = 0; i < c->nmodules; i++) {
+        struct bm_btl_ofi_module *m = c->modules[i];
+        if (m->mt)
+            pthread_mutex_lock(&m->ack_lock);
+        int owed = m->nack_list;
+        if (m->mt)
+            pthread_mutex_unlock(&m->ack_lock);
+        if (owed > 0)
+            return 1;
+        struct fid *fids[BM_OFI_MAX_CTX];
+        int n = 0;
+        for (int k = 0; k < m->nctx && n < BM_OFI_MAX_CTX; k++)
+            if (m->ctx[k].wait_fd >= 0)
+                fids[n++] = &m->ctx[k].cq->fid;
+        if (n > 0) {
+            int rc = fi_trywait(m->fabric, fids, n);
+            if (rc == -FI_EAGAIN)
+                return 1;
+            if (rc != 0 && *timeout_ns < 0)
+                *timeout_ns = nap; /* cannot arm: nap */
+        }
+        if (bm_btl_ofi_watch_due(m)) {
+            if (!now)
+                now = bm_util_clock_now_ns();
+            int64_t due = m->next_watch > now ? (int64_t)(m->next_watch - now) : 0;
+            if (*timeout_ns < 0 || due < *timeout_ns)
+                *timeout_ns = due;
+        }
+    }
+    return 0;
+}
+
+static void ofi_wait_disarm(struct bm_btl_component *comp)
+{
+    (void)comp; /* level-triggered: progress reads the queues */
+}
+
 static void ofi_component_destroy(struct bm_btl_ofi_component *c)
 {
     if (!c)
@@ -272,6 +348,8 @@ static void ofi_component_destroy(struct bm_btl_ofi_component *c)
     for (int i = 0; i < c->nmodules; i++)
         bm_btl_ofi_module_close(c->modules[i]);
     free(c->modules);
+    if (c->wait_epfd >= 0)
+        close(c->wait_epfd);
     if (c->thread_key_made)
         pthread_key_delete(c->thread_key);
     free(c);
@@ -300,6 +378,8 @@ static bm_status_t ofi_component_create(const struct bm_btl_init_args *args,
     c->size = self->size;
     c->node = self->node;
     c->mt = args && args->thread_level >= OFI_THREAD_MULTIPLE;
+    c->sleepers = args && args->sleepers;
+    c->wait_epfd = -1;
     c->api_version = ofi_api_version();
     struct fi_info **infos = NULL;
     int n = 0;
@@ -347,6 +427,8 @@ static bm_status_t ofi_component_create(const struct bm_btl_init_args *args,
         }
         if ((rc = ofi_publish(c)) != BM_OK)
             goto err;
+        if (c->sleepers)
+            wait_set_up(c);
     }
     c->super.modules = (struct bm_btl_module **)c->modules;
     c->super.count = c->nmodules;
@@ -409,10 +491,13 @@ const struct bm_btl_ops bm_btl_ofi_ops = {
     .params = &ofi_param_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED |
             BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS |
-            BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER,
+            BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_WAIT,
     .query = bm_btl_ofi_query,
     .init = bm_btl_ofi_init,
     .progress = bm_btl_ofi_progress,
+    .wait_fd = ofi_wait_fd,
+    .wait_arm = ofi_wait_arm,
+    .wait_disarm = ofi_wait_disarm,
     .finalize = bm_btl_ofi_finalize,
     .add_procs = bm_btl_ofi_add_procs,
     .del_procs = bm_btl_ofi_del_procs,

@@ -177,14 +177,35 @@ bm_status_t bm_btl_ofi_context_open(struct bm_btl_ofi_module *m, int index)
     ctx->index = index;
     pthread_mutex_init(&ctx->lock, NULL);
     bm_util_list_init(&ctx->inflight);
+    /* A job whose processes may sleep (btl.h "Sleeping") asks for a queue
+     * with a descriptor to sleep on; providers that have none (shm) get a
+     * plain queue and the sleeper naps. Only then: a provider may signal
+     * the descriptor on every completion. */
     struct fi_cq_attr cq_attr = {
         .format = FI_CQ_FORMAT_DATA,
-        .wait_obj = FI_WAIT_NONE,
+        .wait_obj = m->comp->sleepers ? FI_WAIT_FD : FI_WAIT_NONE,
         .size = m->info->tx_attr->size + m->info->rx_attr->size,
     };
+    ctx->wait_fd = -1;
     int rc = fi_cq_open(m->domain, &cq_attr, &ctx->cq, ctx);
+    if (rc && cq_attr.wait_obj == FI_WAIT_FD) {
+        bm_log_debug("%s: no completion queue with a wait descriptor (%s): a sleeping process "
+                     "naps",
+                     m->super.name, fi_strerror(-rc));
+        cq_attr.wait_obj = FI_WAIT_NONE;
+        rc = fi_cq_open(m->domain, &cq_attr, &ctx->cq, ctx);
+    }
     if (rc)
         return ctx_fail(ctx, "fi_cq_open", rc);
+    if (cq_attr.wait_obj == FI_WAIT_FD) {
+        int fd = -1;
+        if ((rc = fi_control(&ctx->cq->fid, FI_GETWAIT, &fd)) == 0)
+            ctx->wait_fd = fd;
+        else
+            bm_log_debug("%s: the completion queue gives no wait descriptor (%s): a sleeping "
+                         "process naps",
+                         m->super.name, fi_strerror(-rc));
+    }
     if (m->sep) {
         if ((rc = fi_tx_context(m->ep, index, NULL, &ctx->tx, ctx)))
             return ctx_fail(ctx, "fi_tx_context", rc);

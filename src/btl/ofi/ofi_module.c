@@ -600,6 +600,28 @@ static void endpoint_probe(struct bm_btl_ofi_endpoint *ep, uint64_t now)
     }
 }
 
+bool bm_btl_ofi_watch_due(const struct bm_btl_ofi_module *m)
+{
+    if (atomic_load(&m->nfailed) > 0)
+        return true;
+    for (int c = 0; c < m->nctx; c++)
+        if (m->ctx[c].ninflight > 0)
+            return true;
+    if (m->comp->cfg.timeout_ms == 0)
+        return false;
+    for (int r = 0; r < m->comp->size; r++) {
+        const struct bm_btl_ofi_endpoint *ep = m->eps[r];
+        if (!ep)
+            continue;
+        if (atomic_load_explicit(&ep->unanswered, memory_order_relaxed))
+            return true;
+        for (int c = 0; ep->tx && c < m->nctx; c++)
+            if (!bm_util_list_empty(&ep->tx[c].unacked))
+                return true;
+    }
+    return false;
+}
+
 void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now)
 {
     if (m->closing)
