@@ -850,6 +850,44 @@ void bm_btl_base_wait_disarm(void);
 bm_status_t bm_btl_base_check_module(const struct bm_btl_module *m, char *why, size_t whylen);
 /* Flush, del_procs and finalize everything. */
 void bm_btl_base_close(void);
+/* The modules of the open transports that reach some peer (add_procs ran),
+ * at most max of them; returns how many were written. */
+int bm_btl_base_modules(struct bm_btl_module **out, int max);
+
+/* ---- memory for the application (btl_mem.c): MPI_Alloc_mem ------------ */
+
+/* Most registrations of one block (one per registering module). */
+#define BM_BTL_MEM_MAX_REG 16
+/* Allocate size bytes (size 0: a valid unique pointer) aligned to page_size
+ * (0 or anything not a power of two above the system page: the system
+ * page; larger: huge pages of that size when the kernel has them, else
+ * ordinary pages so aligned), and register them with every module that
+ * advertises BM_BTL_CAP_REG_MEM and an RDMA capability, with every access.
+ * BM_ERR_NO_MEMORY when the memory cannot be had; a registration that fails
+ * only leaves the block unregistered with that module (said at info level).
+ * Thread-safe; never call it from a transport callback. */
+bm_status_t bm_btl_base_mem_alloc(size_t size, size_t page_size, void **base_out);
+/* Deregister and release a block of bm_btl_base_mem_alloc by its first
+ * byte. BM_ERR_NOT_FOUND when base is not such a block (never allocated
+ * there, or freed already): nothing is done. */
+bm_status_t bm_btl_base_mem_free(void *base);
+/* The registration with m of a block of bm_btl_base_mem_alloc that holds
+ * all of [addr, addr + len), or NULL (not such memory, or m not
+ * registered). The handle stays the block's: valid until the block is
+ * freed or the transports close; the caller never deregisters it. */
+struct bm_btl_reg_handle *bm_btl_base_mem_handle(const struct bm_btl_module *m, const void *addr,
+                                                 size_t len);
+/* What bm_btl_base_mem_* did so far (for tests). */
+struct bm_btl_base_mem_stats {
+    uint64_t blocks;        /* blocks allocated and not freed */
+    uint64_t handles;       /* registrations the live blocks hold */
+    uint64_t registrations; /* registrations made at allocation, ever */
+    uint64_t hits;          /* bm_btl_base_mem_handle calls that found one */
+};
+void bm_btl_base_mem_stats(struct bm_btl_base_mem_stats *out);
+/* Release every block's registrations (the blocks stay): bm_btl_base_close
+ * calls it before the transports finalize. */
+void bm_btl_base_mem_close(void);
 
 /* The registry (btl_registry.c): every transport built into the library. */
 extern const struct bm_btl_ops *const bm_btl_registry[];

@@ -1070,6 +1070,15 @@ static void btl_base_free_list(struct bm_btl_path_list *l)
     l->count = 0;
 }
 
+int bm_btl_base_modules(struct bm_btl_module **out, int max)
+{
+    int n = 0;
+    for (int k = 0; k < base.nmods && n < max; k++)
+        if (base.mods[k].procs_added)
+            out[n++] = base.mods[k].module;
+    return n;
+}
+
 void bm_btl_base_close(void)
 {
     if (!base.open)
@@ -1083,6 +1092,8 @@ void bm_btl_base_close(void)
                 bm_log_debug("%s: flush at close: %s", bm->module->name, bm_status_str(fr));
         }
     }
+    /* MPI_Alloc_mem's registrations go before their transports do. */
+    bm_btl_base_mem_close();
     for (int k = 0; k < base.nmods; k++) {
         struct btl_base_module *bm = &base.mods[k];
         if (bm->procs_added)

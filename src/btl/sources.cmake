@@ -6,6 +6,7 @@ target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/btl_atomic.c
     ${CMAKE_CURRENT_LIST_DIR}/btl_base.c
     ${CMAKE_CURRENT_LIST_DIR}/btl_defer.c
+    ${CMAKE_CURRENT_LIST_DIR}/btl_mem.c
     ${CMAKE_CURRENT_LIST_DIR}/btl_registry.c)
 if(BM_HAVE_OFI)
     # libfabric is loaded on first use, not linked (see the file's comment).

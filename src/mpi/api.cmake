@@ -2,6 +2,7 @@
 # communicators, datatypes, reductions and collectives.
 target_sources(bm_objs PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/init.c
+    ${CMAKE_CURRENT_LIST_DIR}/alloc_mem.c
     ${CMAKE_CURRENT_LIST_DIR}/errhandler.c
     ${CMAKE_CURRENT_LIST_DIR}/comm.c
     ${CMAKE_CURRENT_LIST_DIR}/comm_cid.c

@@ -3,7 +3,7 @@
  * environment variables, set up the predefined communicators and start the
  * point-to-point layer; MPI_Finalize synchronizes the job and tears it all
  * down in reverse. Also MPI_Abort, the thread-level queries, the processor
- * name, version strings, timers and MPI_Alloc_mem. */
+ * name, version strings and timers. */
 #define BM_LOG_SUBSYS "mpi"
 #include "bm_config.h"
 #include "mpi/mpi_internal.h"
@@ -266,39 +266,6 @@ double PMPI_Wtick(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 BM_MPI_ALIAS(Wtick);
-
-int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
-{
-    static const char fn[] = "MPI_Alloc_mem";
-    void *p;
-    int rc;
-
-    (void)info; /* no hints are recognized */
-    if ((rc = bm_mpi_check_initialized(fn)))
-        return rc;
-    if (size < 0)
-        return bm_mpi_error(NULL, MPI_ERR_SIZE, fn, "negative size %ld", (long)size);
-    if (baseptr == NULL)
-        return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL baseptr");
-    /* Page alignment suits any later registration with an RDMA transport. */
-    if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), size ? (size_t)size : 1) != 0)
-        return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "cannot allocate %ld bytes", (long)size);
-    memcpy(baseptr, &p, sizeof(p));
-    return MPI_SUCCESS;
-}
-BM_MPI_ALIAS(Alloc_mem);
-
-int PMPI_Free_mem(void *base)
-{
-    static const char fn[] = "MPI_Free_mem";
-    int rc;
-
-    if ((rc = bm_mpi_check_initialized(fn)))
-        return rc;
-    free(base);
-    return MPI_SUCCESS;
-}
-BM_MPI_ALIAS(Free_mem);
 
 /* Profiling control: bitmover has no built-in profiler, so every level is
  * accepted and means "as before"; tools that intercept MPI_Pcontrol see it. */

@@ -179,6 +179,13 @@ static int issue_putget(struct bm_osc_target *t, void *arg, struct bm_osc_req *r
         return bm_btl_get(t->m, t->ep, a->local, a->remote, NULL, t->rhandle, a->len, 0, 0,
                           bm_osc_rdma_cb, t, req);
     }
+    /* Memory of MPI_Alloc_mem is registered already (src/btl/btl_mem.c). */
+    struct bm_btl_reg_handle *mh = bm_btl_base_mem_handle(t->m, a->local, a->len);
+    if (mh)
+        return a->put ? bm_btl_put(t->m, t->ep, a->local, a->remote, mh, t->rhandle, a->len, 0, 0,
+                                   bm_osc_rdma_cb, t, req)
+                      : bm_btl_get(t->m, t->ep, a->local, a->remote, mh, t->rhandle, a->len, 0, 0,
+                                   bm_osc_rdma_cb, t, req);
     struct rdma_reg_op *r = malloc(sizeof(*r));
     if (!r)
         return BM_ERR_OUT_OF_RESOURCE;

@@ -65,6 +65,19 @@ bm_add_mpi_test(api_dtype_rget_small_np2 TARGET api_dtype_rget NP 2 BTL self,sm 
     ENV BM_PML_RGET_PIECE_MIN=8 ARGS small)
 bm_add_mpi_test(api_dtype_rget_frags_np2 TARGET api_dtype_rget NP 2 BTL self,sm TIMEOUT 60
     ENV BM_PML_RDMA_FAIL=get ARGS frags)
+# MPI_Alloc_mem's registration with the transports that need it (dgram, ofi)
+# and none with those that do not (sm); reads btl_mem.c's counters, so
+# linked with the library's internals.
+add_executable(api_alloc_mem ${api_dir}/api_alloc_mem.c)
+target_link_libraries(api_alloc_mem PRIVATE bitmover_internal bm_test_harness)
+target_include_directories(api_alloc_mem PRIVATE ${PROJECT_SOURCE_DIR}/src)
+bm_add_mpi_test(api_alloc_mem_sm_np2 TARGET api_alloc_mem NP 2 BTL self,sm TIMEOUT 60 ARGS noreg)
+bm_add_mpi_test(api_alloc_mem_dgram_np2 TARGET api_alloc_mem NP 2 BTL self,dgram TIMEOUT 60
+    ARGS reg)
+if(BM_HAVE_OFI)
+    bm_add_mpi_test(api_alloc_mem_ofi_np2 TARGET api_alloc_mem NP 2 BTL self,ofi TIMEOUT 60
+        ARGS reg ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp)
+endif()
 # Derived types built, used and freed by 4 threads at once (MPI_THREAD_MULTIPLE).
 add_executable(api_dtype_threads ${api_dir}/api_dtype_threads.c)
 target_link_libraries(api_dtype_threads PRIVATE bitmover bm_test_harness Threads::Threads)
@@ -190,8 +203,15 @@ set_tests_properties(api_header PROPERTIES TIMEOUT ${t} LABELS mpi)
 # Every function mpi.h declares exists in the library, and nothing more.
 find_program(BM_TEST_NM NAMES nm)
 if(BM_TEST_NM)
+    # Open MPI 4.1's library as the MPI-3.1 list (openmpi-bin), when installed.
+    find_file(BM_TEST_MPI31_REF NAMES libmpi.so.40 PATHS /usr/lib/x86_64-linux-gnu /usr/lib64
+        /usr/lib NO_DEFAULT_PATH)
+    set(ref "")
+    if(BM_TEST_MPI31_REF)
+        set(ref -DREF=${BM_TEST_MPI31_REF})
+    endif()
     add_test(NAME api_exports COMMAND ${CMAKE_COMMAND} -DHEADER=${CMAKE_SOURCE_DIR}/include/mpi.h
-        -DLIB=$<TARGET_FILE:bitmover> -DNM=${BM_TEST_NM} -P ${api_dir}/api_exports.cmake)
+        -DLIB=$<TARGET_FILE:bitmover> -DNM=${BM_TEST_NM} ${ref} -P ${api_dir}/api_exports.cmake)
     set_tests_properties(api_exports PROPERTIES TIMEOUT 60 LABELS mpi)
 endif()
 
