@@ -256,6 +256,13 @@ struct bm_pml_state {
     int noutage;             /* peers with no working path (failover.c) */
     /* Non-contiguous messages received with one copy (getv), for tests (atomic). */
     uint64_t rget_pieces_msgs;
+    /* RGETs (rdma.c), for tests that must tell the single copy from its
+     * fallback (atomic): RGETs this process sent; bytes it read from a
+     * sender's buffer by single copy; RGETs it answered with an ACK asking
+     * for fragments (fallback, or the copy choice). */
+    uint64_t rget_sent;
+    uint64_t rget_read_bytes;
+    uint64_t rget_acked;
 };
 
 extern struct bm_pml_state bm_pml_g;

@@ -333,6 +333,7 @@ void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_m
     req->first_len = 0;
     req->frag_next = req->bytes;
     req->frag_end = req->bytes;
+    __atomic_fetch_add(&bm_pml_g.rget_sent, 1, __ATOMIC_RELAXED);
     bm_pml_ctl_send(req->peer, BM_PML_BTL_TAG(BM_PML_HDR_RGET), &h,
                     sizeof(struct bm_pml_hdr_rget) + h.hdr.tail.handle_len);
 }
@@ -447,6 +448,7 @@ static void rget_fall_back(struct bm_pml_rget *op, bool failed)
                     op->peer_world,
                     bm_status_str(op->status != BM_OK ? op->status : BM_ERR_NOT_AVAILABLE));
     }
+    __atomic_fetch_add(&bm_pml_g.rget_acked, 1, __ATOMIC_RELAXED);
     req->want = op->fit;
     bool done_now = req->arrived >= req->want; /* nothing fits: the ACK only ends the send */
     struct bm_pml_hdr_ack ack = {
@@ -470,6 +472,7 @@ static void rget_step(struct bm_pml_rget *op)
     struct bm_pml_request *req = op->req;
     req->rget = NULL;
     if (op->status == BM_OK && op->get_len > 0) {
+        __atomic_fetch_add(&bm_pml_g.rget_read_bytes, op->get_len, __ATOMIC_RELAXED);
         req->arrived += bm_pml_recv_ranges_add(req, 0, op->get_len);
         choice_bytes(op->cls, WAY_READ, op->get_len);
     }

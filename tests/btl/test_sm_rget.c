@@ -10,8 +10,13 @@
  * debug level into a file and checks at the end that TEXT was logged: the
  * variants in CMakeLists.txt use it to prove which way the data went (the
  * sender's PUT, fragments asked for by choice, the fallback after a failed
- * get or put), since every way delivers the same bytes. */
+ * get or put), since every way delivers the same bytes. Every run also
+ * checks the PML's RGET counters: rank 0 sent each of its 8 large messages
+ * as an RGET; without arguments rank 1 read bytes by single copy, and with
+ * "fallback" it read none and answered all 8 with an ACK; so neither run
+ * can pass with the data moved some other way. */
 #include "bm_test.h"
+#include "pml/pml_internal.h"
 
 #include <mpi.h>
 #include <stdbool.h>
@@ -82,6 +87,33 @@ static void log_capture_check(struct log_capture *lc, int rank)
 
 static const size_t sizes[] = {65536, 65537, 200000, 1 << 20, 4 << 20};
 #define NSIZES (int)(sizeof(sizes) / sizeof(sizes[0]))
+/* Messages rank 0 sends at or above BM_PML_RGET_LIMIT (64k): the sizes, the
+ * truncated one, the synchronous one and the unexpected one. */
+#define NRGET (NSIZES + 3)
+
+/* The counters of src/pml/rdma.c say which way the data went. */
+static void check_counters(int rank, const char *mode)
+{
+    uint64_t sent = __atomic_load_n(&bm_pml_g.rget_sent, __ATOMIC_RELAXED);
+    uint64_t read = __atomic_load_n(&bm_pml_g.rget_read_bytes, __ATOMIC_RELAXED);
+    uint64_t acked = __atomic_load_n(&bm_pml_g.rget_acked, __ATOMIC_RELAXED);
+    if (rank == 0) {
+        BM_CHECK_MSG(sent == NRGET,
+                     "rank 0 sent %llu RGETs, not %d: the large messages did "
+                     "not take the single-copy protocol",
+                     (unsigned long long)sent, NRGET);
+    } else if (strcmp(mode, "plain") == 0) {
+        BM_CHECK_MSG(read > 0,
+                     "rank 1 read no byte by single copy (%llu RGETs answered with "
+                     "an ACK)",
+                     (unsigned long long)acked);
+    } else if (strcmp(mode, "fallback") == 0) {
+        BM_CHECK_MSG(read == 0 && acked == NRGET,
+                     "rank 1 without single copy read %llu bytes by single copy and answered "
+                     "%llu of %d RGETs with an ACK: the fallback did not run",
+                     (unsigned long long)read, (unsigned long long)acked, NRGET);
+    }
+}
 
 int main(int argc, char **argv)
 {
@@ -158,6 +190,7 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     log_capture_check(&lc, rank);
+    check_counters(rank, fallback ? "fallback" : argc > 1 ? "log" : "plain");
     free(buf);
     char name[64];
     snprintf(name, sizeof(name), "test_sm_rget rank %d%s", rank, fallback ? " (fallback)" : "");
