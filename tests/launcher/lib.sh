@@ -8,14 +8,38 @@ trap 'rm -rf "$T"' EXIT
 # that leftover processes can be found without touching other tests' ranks.
 TOKEN="tok$$x$RANDOM"
 
+checks=0
+
 fail() {
     echo "FAIL: $*" >&2
     failures=$((failures + 1))
+    checks=$((checks + 1))
 }
 
 ok() {
     echo "ok: $*"
+    checks=$((checks + 1))
 }
+
+# expect_no_leftovers finds processes by the token in their command line.
+# Prove once that it can: a probe carrying the token must be found, or every
+# no-leftovers check would pass without having looked (no pgrep, a /proc
+# that hides other processes' command lines).
+(exec -a "$TOKEN-probe" sleep 60) &
+probe=$!
+seen=""
+for _ in $(seq 50); do
+    seen=$(pgrep -f "$TOKEN" 2>&1)
+    [ "$seen" = "$probe" ] && break
+    sleep 0.02
+done
+kill "$probe" 2>/dev/null
+wait "$probe" 2>/dev/null
+if [ "$seen" != "$probe" ]; then
+    echo "FAIL: pgrep -f cannot find this test's probe (pid $probe, '$TOKEN-probe'): got" \
+        "'$seen'; leftover processes could not be detected" >&2
+    exit 1
+fi
 
 # run NAME CMD...: run with stdout/stderr in $T/NAME.out / .err, rc in $rc
 run() {
@@ -49,11 +73,15 @@ expect_out() { expect_stream "$1" out "$2"; } # name extended-regex
 # No process of this test may survive bmrun.
 expect_no_leftovers() {
     sleep 0.2
-    if pgrep -f "$TOKEN" >/dev/null; then
+    local prc=0
+    pgrep -f "$TOKEN" >/dev/null || prc=$?
+    if [ "$prc" -eq 0 ]; then
         fail "$1: processes left behind: $(pgrep -af "$TOKEN" | head -5)"
         kill -KILL $(pgrep -f "$TOKEN") 2>/dev/null
-    else
+    elif [ "$prc" -eq 1 ]; then
         ok "$1: no process left behind"
+    else
+        fail "$1: pgrep failed (exit code $prc): leftovers were not looked for"
     fi
 }
 
@@ -73,6 +101,9 @@ check_job() {
 }
 
 finish() {
+    if [ "$checks" -eq 0 ]; then
+        fail "$(basename "$0"): no check ran"
+    fi
     if [ "$failures" -ne 0 ]; then
         echo "$(basename "$0"): $failures failure(s)"
         exit 1
