@@ -33,38 +33,15 @@
 # usage: dgram_netns.sh BMRUN BTL_CONFORMANCE DGRAM_FAULT KIND PROB [P2P]
 BMRUN=$1 CONF=$2 FAULT=$3 KIND=$4 PROB=$5 P2P=$6
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "SKIP: needs root to create network namespaces"
-    exit 77
-fi
-if ! ip netns list >/dev/null 2>&1 || ! command -v iptables >/dev/null; then
-    echo "SKIP: 'ip netns' or iptables is not available"
-    exit 77
-fi
-A=dgA$$
-B=dgB$$
-VA=dgva$$
-VB=dgvb$$
+. "$(dirname "$0")/../harness/netns.sh"
+bm_netns_require iptables
 NET=10.250.1
 T=$(mktemp -d)
-teardown() {
-    ip netns del $A 2>/dev/null
-    ip netns del $B 2>/dev/null
-    rm -rf "$T"
-}
-trap teardown EXIT
-if ! ip netns add $A || ! ip netns add $B; then
-    echo "SKIP: cannot create network namespaces here"
-    exit 77
-fi
-ip link add $VA type veth peer name $VB || { echo "SKIP: cannot create a veth pair"; exit 77; }
-ip link set $VA netns $A
-ip link set $VB netns $B
-ip -n $A addr add $NET.1/24 dev $VA
-ip -n $B addr add $NET.2/24 dev $VB
-for n in $A $B; do ip -n $n link set lo up; done
-ip -n $A link set $VA up
-ip -n $B link set $VB up
+bm_netns_at_exit 'rm -rf "$T"'
+bm_netns_hosts 2
+A=${BM_NETNS[0]} B=${BM_NETNS[1]}
+bm_netns_rail 0 1 $NET
+VA=$BM_NETNS_DEV_A VB=$BM_NETNS_DEV_B
 
 export BM_BTL=self,dgram
 export BM_BTL_DGRAM_STATS=86400 # print the counters at finalize
@@ -95,13 +72,8 @@ show() {
 }
 
 if [ "$KIND" = rails ] || [ "$KIND" = repair ]; then
-    ip link add ${VA}r type veth peer name ${VB}r || { echo "SKIP: no second veth"; exit 77; }
-    ip link set ${VA}r netns $A
-    ip link set ${VB}r netns $B
-    ip -n $A addr add 10.250.2.1/24 dev ${VA}r
-    ip -n $B addr add 10.250.2.2/24 dev ${VB}r
-    ip -n $A link set ${VA}r up
-    ip -n $B link set ${VB}r up
+    bm_netns_rail 0 1 10.250.2
+    VA2=$BM_NETNS_DEV_A VB2=$BM_NETNS_DEV_B
 fi
 
 case $KIND in
@@ -201,18 +173,18 @@ repair)
     ip netns exec $B iptables -A INPUT -i $VB -p udp -j DROP
     export BM_BTL_DGRAM_CHECK_MS=100
     p2p_job repair
-    grep -Eq "connectivity check from dgram:dgv[ab]$$ to rank [01] \(10\.250\.1\.[12] on dgv[ab]$$\) failed: no answer" \
+    grep -Eq "connectivity check from dgram:bmr1[ab]$$ to rank [01] \(10\.250\.1\.[12] on bmr1[ab]$$\) failed: no answer" \
         "$T/repair.err" || bad "no warning naming the failed rail-1 pair and 'no answer'"
-    grep -Eq "without a partner at rank [01] \(pairs dropped: 10\.250\.1\.[12] \(dgv[ab]$$\) -> 10\.250\.1\.[12] \(dgv[ab]$$\): .*no path" \
+    grep -Eq "without a partner at rank [01] \(pairs dropped: 10\.250\.1\.[12] \(bmr1[ab]$$\) -> 10\.250\.1\.[12] \(bmr1[ab]$$\): .*no path" \
         "$T/repair.err" || bad "rail 1's endpoint was not failed with the dropped pair and its cause"
     grep -q "unreachable on every" "$T/repair.err" && bad "a rank was declared unreachable"
-    for side in "$A ${VA}r" "$B ${VB}r"; do
+    for side in "$A $VA2" "$B $VB2"; do
         set -- $side
         rx=$(ip netns exec $1 cat /sys/class/net/$2/statistics/rx_bytes)
         echo "rail 2 ($2) received $rx bytes"
         [ "$rx" -gt 33554432 ] || bad "rail 2 ($2) received only $rx bytes: traffic did not move"
     done
-    grep -q "dgram:dgv[ab]$$:.*recv_delivered=[1-9]" "$T/repair.err" &&
+    grep -q "dgram:bmr1[ab]$$:.*recv_delivered=[1-9]" "$T/repair.err" &&
         bad "something was delivered over rail 1"
     ;;
 repair_addr)
@@ -222,7 +194,7 @@ repair_addr)
     ip netns exec $A iptables -A INPUT -s $NET.2 -d $NET.1 -p udp -j DROP
     export BM_BTL_DGRAM_CHECK_MS=100 BM_VERBOSE=btl/dgram:3
     p2p_job repair_addr
-    grep -Eq "connectivity check from dgram:dgv[ab]$$ to rank [01] \($NET\.[12] on dgv[ab]$$\) failed" \
+    grep -Eq "connectivity check from dgram:bmr1[ab]$$ to rank [01] \($NET\.[12] on bmr1[ab]$$\) failed" \
         "$T/repair_addr.err" || bad "the pair $NET.1-$NET.2 was not checked and dropped"
     for r in 0 1; do
         n=$(grep -c "^\[$r\] .*re-paired: now with rank" "$T/repair_addr.err")

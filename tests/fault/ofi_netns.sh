@@ -114,18 +114,10 @@ failover | recover)
     echo "before the fault: rail 1 (ofi) carried $d1 bytes, rail 2 (tcp) $d2"
     [ "$d1" -gt 100000 ] && [ "$d2" -gt 100000 ] || fail "the stream did not use both transports"
     # The black hole spares the launcher's own connections.
-    ports=$(ip netns exec "$A" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' |
-        sed 's/.*://' | sort -u)
-    for dev in "$ra1:$A" "$rb1:$B"; do
-        d=${dev%%:*} n=${dev##*:}
-        for p in $ports; do
-            ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
-            ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
-        done
-        ip netns exec "$n" iptables -A INPUT -i "$d" -j DROP
-    done
+    bm_netns_spare_launcher "$A"
+    bm_netns_drop -A "$ra1:$A $rb1:$B"
     t0=$(date +%s.%N)
-    echo "rail 1 black-holed (launcher ports kept: ${ports:-none})"
+    echo "rail 1 black-holed (launcher ports kept: ${BM_NETNS_SPARED:-none})"
     for _ in $(seq 1 200); do
         grep -q "ofi.* can no longer reach rank\|ofi.*continuing on the remaining" "$out" && break
         sleep 0.1
@@ -146,9 +138,7 @@ failover | recover)
     echo "after the failure: rail 2 (tcp) carried $d2 bytes"
     [ "$d2" -gt 1000000 ] || fail "the stream did not continue on tcp"
     if [ "$scenario" = recover ]; then
-        for dev in "$ra1:$A" "$rb1:$B"; do
-            ip netns exec "${dev##*:}" iptables -F INPUT
-        done
+        bm_netns_drop -D "$ra1:$A $rb1:$B"
         echo "rail 1 restored"
         for _ in $(seq 1 100); do
             grep -q "ofi.* reaches rank [01] again" "$out" && break

@@ -97,18 +97,9 @@ done
 
 # The launcher's connections (controller <-> daemon, ranks <-> key-value
 # service) must survive the black hole: its listening ports stay open.
-ports=$(ip netns exec "$A" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' | sed 's/.*://' | sort -u)
+bm_netns_spare_launcher "$A"
 rules() { # rules -A|-D [proto]: the black hole (of proto only, if given)
-    local dev n d p proto=${2:+-p $2}
-    for dev in "$ra:$A" "$rb:$B"; do
-        d=${dev%%:*} n=${dev##*:}
-        for p in $ports; do
-            ip netns exec "$n" iptables "$1" INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
-            ip netns exec "$n" iptables "$1" INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
-        done
-        # shellcheck disable=SC2086
-        ip netns exec "$n" iptables "$1" INPUT -i "$d" $proto -j DROP
-    done
+    bm_netns_drop "$1" "$ra:$A $rb:$B" ${2:+-p "$2"}
 }
 # Byte counters of what B receives over the rail, by protocol (rules with no
 # target count and let everything through).
@@ -143,7 +134,7 @@ kinds)
     echo "before the fault, in one second: tcp carried $t bytes"
     [ "$t" -gt 100000 ] || fail "tcp did not carry the stream"
     rules -A tcp
-    echo "tcp black-holed (launcher ports kept: ${ports:-none}); UDP passes"
+    echo "tcp black-holed (launcher ports kept: ${BM_NETNS_SPARED:-none}); UDP passes"
     wait_for 15 "its traffic moves to the standby transport dgram" ||
         fail "the traffic did not move to dgram within 15 s"
     u=$(rate udp)
@@ -160,7 +151,7 @@ kinds)
 outage)
     rules -A
     t0=$(date +%s.%N)
-    echo "rail black-holed for $outage s (launcher ports kept: ${ports:-none})"
+    echo "rail black-holed for $outage s (launcher ports kept: ${BM_NETNS_SPARED:-none})"
     wait_for 15 "no working transport to rank" || fail "the outage was not reported"
     sleep "$(awk -v a="$t0" -v b="$(date +%s.%N)" -v o="$outage" 'BEGIN { s = o - (b - a); print (s > 0 ? s : 0) }')"
     rules -D
@@ -173,15 +164,8 @@ outage)
         fail "the outage lasted only ${held} s, not most of $outage s"
     ;;
 lossy)
-    for dev in "$ra:$A" "$rb:$B"; do
-        d=${dev%%:*} n=${dev##*:}
-        for p in $ports; do
-            ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
-            ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
-        done
-        ip netns exec "$n" iptables -A INPUT -i "$d" -p tcp -m statistic --mode random \
-            --probability 0.2 -j DROP
-    done
+    loss=(-p tcp -m statistic --mode random --probability 0.2)
+    bm_netns_drop -A "$ra:$A $rb:$B" "${loss[@]}"
     a=$(bytes tcp)
     sleep "${LOSS_SECS:-5}"
     b=$(bytes tcp)
@@ -189,10 +173,7 @@ lossy)
     echo "under 20% loss for ${LOSS_SECS:-5} s: tcp carried $((b - a)) bytes to B, $drops segments dropped at B"
     [ "${drops:-0}" -ge 3 ] || fail "the loss rule dropped nothing"
     kill -0 "$pid" 2>/dev/null || fail "the job ended under loss"
-    for dev in "$ra:$A" "$rb:$B"; do # the loss ends: the job finishes quickly
-        ip netns exec "${dev##*:}" iptables -D INPUT -i "${dev%%:*}" -p tcp -m statistic \
-            --mode random --probability 0.2 -j DROP
-    done
+    bm_netns_drop -D "$ra:$A $rb:$B" "${loss[@]}" # the loss ends: the job finishes quickly
     ;;
 linkdown)
     t0=$(date +%s.%N)
@@ -218,7 +199,7 @@ linkdown)
 abort)
     rules -A
     t0=$(date +%s.%N)
-    echo "rail black-holed for good (launcher ports kept: ${ports:-none})"
+    echo "rail black-holed for good (launcher ports kept: ${BM_NETNS_SPARED:-none})"
     wait "$pid"
     rc=$?
     pid=

@@ -15,52 +15,27 @@
 # usage: tcp_netns.sh <bmrun> <tcp_fault> rails|droprail|blackhole|blackhole_idle|recover
 set -u
 bmrun=$1 prog=$2 scenario=$3
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
-    echo "SKIP: needs root, ip and iptables"
-    exit 77
-fi
-s=$$
-A=bmtcp${s}a B=bmtcp${s}b
+. "$(dirname "$0")/../harness/netns.sh"
+bm_netns_require iptables
 out=$(mktemp /tmp/bm-tcp-netns.XXXXXX)
 pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    # Processes of this test still inside the namespaces (a cut-off daemon).
-    for n in "$A" "$B"; do
-        for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-    done
-    ip netns del "$A" 2>/dev/null
-    ip netns del "$B" 2>/dev/null
-    rm -f "$out" "$out".*
-}
-trap cleanup EXIT
+bm_netns_at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null'
+bm_netns_at_exit 'rm -f "$out" "$out".*'
 fail() {
     echo "FAIL: $*"
     echo "---- job output ----"
     cat "$out"
     exit 1
 }
-if ! ip netns add "$A" 2>/dev/null || ! ip netns add "$B"; then
-    echo "SKIP: cannot create network namespaces"
-    exit 77
-fi
-# Interface names are unique per run (veth names are global until moved).
-ra1=t1a$s ra2=t2a$s rb1=t1b$s rb2=t2b$s
-ip link add "$ra1" type veth peer name "$rb1" || fail "cannot create veth"
-ip link add "$ra2" type veth peer name "$rb2" || fail "cannot create veth"
-ip link set "$ra1" netns "$A"; ip link set "$rb1" netns "$B"
-ip link set "$ra2" netns "$A"; ip link set "$rb2" netns "$B"
-ip -n "$A" addr add 10.250.1.1/24 dev "$ra1"; ip -n "$B" addr add 10.250.1.2/24 dev "$rb1"
-ip -n "$A" addr add 10.250.2.1/24 dev "$ra2"; ip -n "$B" addr add 10.250.2.2/24 dev "$rb2"
-for n in "$A" "$B"; do ip -n "$n" link set lo up; done
-ip -n "$A" link set "$ra1" up; ip -n "$A" link set "$ra2" up
-ip -n "$B" link set "$rb1" up; ip -n "$B" link set "$rb2" up
+bm_netns_hosts 2
+A=${BM_NETNS[0]} B=${BM_NETNS[1]}
+bm_netns_rail 0 1 10.250.1
+ra1=$BM_NETNS_DEV_A rb1=$BM_NETNS_DEV_B
+bm_netns_rail 0 1 10.250.2
+ra2=$BM_NETNS_DEV_A rb2=$BM_NETNS_DEV_B
 
 rx() { ip netns exec "$B" cat "/sys/class/net/$1/statistics/rx_bytes"; }
-drop_rail() { # drop_rail <A-side dev> <B-side dev>
-    ip netns exec "$A" iptables -A INPUT -i "$1" -j DROP
-    ip netns exec "$B" iptables -A INPUT -i "$2" -j DROP
-}
+drop_rail() { bm_netns_drop -A "$1:$A $2:$B"; } # drop_rail <A-side dev> <B-side dev>
 undrop_all() {
     ip netns exec "$A" iptables -F INPUT
     ip netns exec "$B" iptables -F INPUT
@@ -145,7 +120,7 @@ blackhole | blackhole_idle | recover)
     reports
     [ "$(reports | grep -c 'detected the failure')" = 2 ] || fail "not both ranks reported the failure"
     [ "$(reports | grep -c 'checks: 0 failed')" = 2 ] || fail "checks failed"
-    reports | grep -q "connection to rank [01] (10\.250\.[12]\.[12]:[0-9]*) via t[12][ab]$s timed out" ||
+    reports | grep -q "connection to rank [01] (10\.250\.[12]\.[12]:[0-9]*) via bmr[12][ab]$$ timed out" ||
         fail "the error does not name the peer, its address and the interface"
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
     echo "both ranks reported the black hole within ${secs} s"

@@ -10,6 +10,9 @@
 #   ra1=$BM_NETNS_DEV_A rb1=$BM_NETNS_DEV_B
 #   bm_netns_at_exit 'kill "$pid" 2>/dev/null' # runs first at exit
 #   ip netns exec "${BM_NETNS[1]}" ./prog ...
+#   bm_netns_spare_launcher "${BM_NETNS[0]}" # once bmrun listens there
+#   bm_netns_drop -A "$ra1:${BM_NETNS[0]} $rb1:${BM_NETNS[1]}" # black hole
+#   bm_netns_drop -D "$ra1:..." ...           # and its end (same arguments)
 #
 # At exit (trap EXIT, installed when sourced) the commands given to
 # bm_netns_at_exit run in order, then every process still inside the
@@ -26,6 +29,12 @@
 # pair with bm_netns_rail (read the device names from BM_NETNS_DEV_A/B),
 # and the cleanup trap with bm_netns_at_exit for what is not a namespace
 # (the job's pid, temporary files).
+#
+# Black holes (iptables on the receiving side of each end) spare the
+# launcher's own connections (controller <-> daemon, ranks <-> key-value
+# service), which cross the same rails: bm_netns_spare_launcher records the
+# ports bmrun listens on, and bm_netns_drop accepts TCP to and from them
+# ahead of its DROP.
 
 BM_NETNS=()
 _bm_netns_exit_cmds=()
@@ -109,4 +118,31 @@ bm_netns_rail() {
     fi
     ip -n "$a" link set "$BM_NETNS_DEV_A" up
     ip -n "$b" link set "$BM_NETNS_DEV_B" up
+}
+
+# bm_netns_spare_launcher NS: the TCP ports bmrun listens on in namespace NS,
+# into BM_NETNS_SPARED (space-separated; "" when none), which bm_netns_drop
+# lets through. Call it once the job runs.
+bm_netns_spare_launcher() {
+    BM_NETNS_SPARED=$(ip netns exec "$1" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' |
+        sed 's/.*://' | sort -u | tr '\n' ' ')
+    BM_NETNS_SPARED=${BM_NETNS_SPARED% }
+}
+
+# bm_netns_drop -A|-D "DEV:NS ..." [MATCH...]: on each end DEV in namespace
+# NS, accept TCP to and from the ports of BM_NETNS_SPARED, then drop what
+# arrives on DEV (only what MATCH selects, e.g. -p tcp, or -p tcp -m
+# statistic --mode random --probability 0.2). -A adds the rules, -D removes
+# the rules an -A with the same arguments added.
+bm_netns_drop() {
+    local op=$1 ends=$2 end d n p
+    shift 2
+    for end in $ends; do
+        d=${end%%:*} n=${end##*:}
+        for p in ${BM_NETNS_SPARED:-}; do
+            ip netns exec "$n" iptables "$op" INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
+            ip netns exec "$n" iptables "$op" INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
+        done
+        ip netns exec "$n" iptables "$op" INPUT -i "$d" "$@" -j DROP
+    done
 }

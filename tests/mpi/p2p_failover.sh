@@ -58,19 +58,10 @@ echo "before the fault, in one second: rail 1 carried $d1 bytes, rail 2 $d2 byte
 [ "$d1" -gt 100000 ] && [ "$d2" -gt 100000 ] || fail "the stream did not use both rails"
 # The launcher's connections (controller <-> daemon, ranks <-> key-value
 # service) must survive: keep the controller's service ports open.
-ports=$(ip netns exec "$A" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' | sed 's/.*://' | sort -u)
-rules() { # rules -A|-D: the black hole of rail 1, launcher ports excepted
-    for dev in "$ra1:$A" "$rb1:$B"; do
-        d=${dev%%:*} n=${dev##*:}
-        for p in $ports; do
-            ip netns exec "$n" iptables "$1" INPUT -i "$d" -p tcp --dport "$p" -j ACCEPT
-            ip netns exec "$n" iptables "$1" INPUT -i "$d" -p tcp --sport "$p" -j ACCEPT
-        done
-        ip netns exec "$n" iptables "$1" INPUT -i "$d" -j DROP
-    done
-}
+bm_netns_spare_launcher "$A"
+rules() { bm_netns_drop "$1" "$ra1:$A $rb1:$B"; } # rules -A|-D: the black hole of rail 1
 rules -A
-echo "rail 1 black-holed (launcher ports kept: ${ports:-none})"
+echo "rail 1 black-holed (launcher ports kept: ${BM_NETNS_SPARED:-none})"
 if [ "$mode" = recover ]; then
     for _ in $(seq 1 100); do
         grep -q "can no longer reach rank\|continuing on the remaining transports" "$out" && break
