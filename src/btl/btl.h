@@ -832,6 +832,10 @@ struct bm_btl_base_error_counts {
     uint64_t fatal;     /* BM_BTL_ERROR_FATAL */
 };
 void bm_btl_base_error_counts(struct bm_btl_base_error_counts *out);
+/* How many endpoint records the modules of one transport ("tcp") made at
+ * add_procs, summed over its modules (0 when it is not open). For tests
+ * that check which transports were asked for which peers. */
+int bm_btl_base_endpoint_count(const char *transport);
 /* Progress every active component once. Returns completions. */
 int bm_btl_base_progress(void);
 /* Sleeping (the contract's "Sleeping"). The wait descriptors of the active

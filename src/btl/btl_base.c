@@ -859,6 +859,110 @@ static void btl_base_report_unreachable(const int *lost, int nlost)
         bm_log_error("... and %d more unreachable ranks", nlost - BTL_BASE_MAX_REPORTED);
 }
 
+/* Module k's add_procs for the ranks in todo[0, ntodo) (a subset of the
+ * job, in rank order): its endpoints and reach bits land at the ranks'
+ * places in bm->endpoints and bm->reach. */
+static bm_status_t btl_base_add_to_module(struct btl_base_module *bm, int nprocs, const int *todo,
+                                          int ntodo, struct bm_btl_endpoint **eps,
+                                          struct bm_util_bitmap *reach)
+{
+    bm->endpoints = calloc((size_t)nprocs, sizeof(*bm->endpoints));
+    if (!bm->endpoints || bm_util_bitmap_init(&bm->reach, (size_t)nprocs) != BM_OK)
+        return BM_ERR_NO_MEMORY;
+    if (ntodo == 0) {
+        bm->procs_added = true; /* del_procs still drops peers that connected to it */
+        return BM_OK;
+    }
+    memset(eps, 0, (size_t)ntodo * sizeof(*eps));
+    bm_util_bitmap_clear_all(reach);
+    bm_status_t ar = bm->module->ops->add_procs(bm->module, ntodo, todo, eps, reach);
+    if (ar != BM_OK) {
+        bm_log_warn("%s: could not add peers (%s); it will not be used", bm->module->name,
+                    bm_status_str(ar));
+        return BM_OK;
+    }
+    bm->procs_added = true;
+    for (int i = 0; i < ntodo; i++)
+        if (bm_util_bitmap_test(reach, (size_t)i)) {
+            bm_util_bitmap_set(&bm->reach, (size_t)todo[i]);
+            bm->endpoints[todo[i]] = eps[i];
+        }
+    char why[320];
+    if (bm_btl_base_check_module(bm->module, why, sizeof(why)) != BM_OK) {
+        bm_log_error("%s (after add_procs); this is a bug in the transport: start-up stops here",
+                     why);
+        return BM_ERR_FATAL;
+    }
+    return BM_OK;
+}
+
+/* add_procs on every module, the most exclusive first. A module is asked
+ * only for the ranks that no module of a higher exclusivity settled: a
+ * rank is settled once a module that cannot fail while the peer lives (no
+ * BM_BTL_CAP_FAILOVER: self, sm) reaches it, because then the lists keep
+ * that exclusivity alone (no standby class, btl.h struct bm_btl_peer) and
+ * whatever a lower module made for the rank would never carry a byte. The
+ * lists come out as if every module had been asked for every rank; what
+ * changes is the cost: tcp and dgram make no endpoint records (and dgram no
+ * route probes) for the peers of their own host, which sm reaches (Open
+ * MPI's BML asks every BTL, and its lower ones skip such peers only by
+ * their own exclusivity checks). */
+static bm_status_t btl_base_add_to_modules(int nprocs)
+{
+    bm_status_t rc = BM_ERR_NO_MEMORY;
+    struct bm_util_bitmap settled = {0}, reach = {0};
+    int *todo = calloc((size_t)nprocs, sizeof(int));
+    struct bm_btl_endpoint **eps = calloc((size_t)nprocs, sizeof(*eps));
+    bool *done = calloc((size_t)(base.nmods ? base.nmods : 1), sizeof(bool));
+    if (!todo || !eps || !done || bm_util_bitmap_init(&settled, (size_t)nprocs) != BM_OK ||
+        bm_util_bitmap_init(&reach, (size_t)nprocs) != BM_OK)
+        goto out;
+    for (int left = base.nmods; left > 0;) {
+        /* The highest exclusivity not done yet, and its modules. */
+        uint32_t ex = 0;
+        bool any = false;
+        for (int k = 0; k < base.nmods; k++)
+            if (!done[k] && (!any || base.mods[k].module->exclusivity > ex)) {
+                ex = base.mods[k].module->exclusivity;
+                any = true;
+            }
+        int ntodo = 0;
+        for (int r = 0; r < nprocs; r++)
+            if (!bm_util_bitmap_test(&settled, (size_t)r))
+                todo[ntodo++] = r;
+        for (int k = 0; k < base.nmods; k++) {
+            struct btl_base_module *bm = &base.mods[k];
+            if (done[k] || bm->module->exclusivity != ex)
+                continue;
+            done[k] = true;
+            left--;
+            rc = btl_base_add_to_module(bm, nprocs, todo, ntodo, eps, &reach);
+            if (rc != BM_OK)
+                goto out;
+        }
+        /* Settle after the whole exclusivity: modules of one exclusivity
+         * stripe, each is asked for the same ranks. */
+        for (int k = 0; k < base.nmods; k++) {
+            struct btl_base_module *bm = &base.mods[k];
+            if (bm->module->exclusivity != ex || (bm->module->caps & BM_BTL_CAP_FAILOVER))
+                continue;
+            for (int i = 0; i < ntodo; i++)
+                if (bm_util_bitmap_test(&bm->reach, (size_t)todo[i]))
+                    bm_util_bitmap_set(&settled, (size_t)todo[i]);
+        }
+    }
+    rc = BM_OK;
+out:
+    if (settled.words)
+        bm_util_bitmap_fini(&settled);
+    if (reach.words)
+        bm_util_bitmap_fini(&reach);
+    free(todo);
+    free(eps);
+    free(done);
+    return rc;
+}
+
 bm_status_t bm_btl_base_add_procs(int nprocs)
 {
     if (!base.open) {
@@ -883,30 +987,10 @@ bm_status_t bm_btl_base_add_procs(int nprocs)
     for (int r = 0; r < nprocs; r++)
         base.ranks[r] = r;
 
-    for (int k = 0; k < base.nmods; k++) {
-        struct btl_base_module *bm = &base.mods[k];
-        bm->endpoints = calloc((size_t)nprocs, sizeof(*bm->endpoints));
-        if (!bm->endpoints || bm_util_bitmap_init(&bm->reach, (size_t)nprocs) != BM_OK)
-            goto out;
-        bm_status_t ar =
-            bm->module->ops->add_procs(bm->module, nprocs, base.ranks, bm->endpoints, &bm->reach);
-        if (ar != BM_OK) {
-            bm_log_warn("%s: could not add peers (%s); it will not be used", bm->module->name,
-                        bm_status_str(ar));
-            bm_util_bitmap_clear_all(&bm->reach);
-            memset(bm->endpoints, 0, (size_t)nprocs * sizeof(*bm->endpoints));
-            continue;
-        }
-        bm->procs_added = true;
-        char why[320];
-        if (bm_btl_base_check_module(bm->module, why, sizeof(why)) != BM_OK) {
-            bm_log_error("%s (after add_procs); this is a bug in the transport: start-up stops "
-                         "here",
-                         why);
-            rc = BM_ERR_FATAL;
-            goto out;
-        }
-    }
+    rc = btl_base_add_to_modules(nprocs);
+    if (rc != BM_OK)
+        goto out;
+    rc = BM_ERR_NO_MEMORY;
 
     int nlost = 0;
     for (int r = 0; r < nprocs; r++) {
@@ -989,6 +1073,19 @@ out:
     free(cls);
     free(lost);
     return rc;
+}
+
+int bm_btl_base_endpoint_count(const char *transport)
+{
+    int n = 0;
+    for (int k = 0; k < base.nmods; k++) {
+        const struct btl_base_module *bm = &base.mods[k];
+        if (!bm->endpoints || strcmp(bm->module->ops->name, transport) != 0)
+            continue;
+        for (int r = 0; r < base.nprocs; r++)
+            n += bm->endpoints[r] != NULL;
+    }
+    return n;
 }
 
 struct bm_btl_peer *bm_btl_base_peer(int rank)

@@ -8,11 +8,16 @@
  * makes rank R call MPI_Abort(CODE) after the checks; "stdin" makes rank 0
  * read stdin and print its lines (bmrun forwards stdin to rank 0); "conns"
  * does nothing but MPI_Init and a barrier, then rank 0 prints the most TCP
- * connections any rank holds (transports connect on first use). The
- * launcher scripts check the lines. */
+ * connections any rank holds (transports connect on first use); "records"
+ * also does only MPI_Init and a barrier, then rank 0 prints the most
+ * endpoint records any rank's tcp, dgram and sm made and the most other
+ * ranks' sm segments any rank maps (per-peer state is made only where it
+ * is used). The launcher scripts check the lines. */
+#include "btl/btl.h"
 #include "runtime/rte.h"
 
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +58,43 @@ static int tcp_established(void)
     return count;
 }
 
+/* Other processes' sm segments this process maps (/proc/self/maps lines
+ * of /dev/shm/bm-<jobid>-sm-<rank> files other than its own). */
+static int sm_segments_mapped(void)
+{
+    const struct bm_rte_proc *self = bm_rte_self();
+    char own[128], line[512];
+    int ownlen = snprintf(own, sizeof(own), "/dev/shm/bm-%s-sm-%d", self->jobid, self->rank);
+    FILE *f = fopen("/proc/self/maps", "r");
+    int n = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        /* "... /dev/shm/bm-<jobid>-sm-<rank>", with " (deleted)" once unlinked */
+        const char *p = strstr(line, "/dev/shm/bm-");
+        bool is_own = p && strncmp(p, own, (size_t)ownlen) == 0 &&
+                      (p[ownlen] == '\n' || p[ownlen] == ' ');
+        n += p && strstr(p, "-sm-") && !is_own;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    if (argc >= 2 && strcmp(argv[1], "records") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        int mine[4] = {bm_btl_base_endpoint_count("tcp"), bm_btl_base_endpoint_count("dgram"),
+                       bm_btl_base_endpoint_count("sm"), sm_segments_mapped()};
+        int most[4], r;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        MPI_Reduce(mine, most, 4, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (r == 0)
+            printf("records at most: tcp %d dgram %d sm %d, sm segments mapped %d\n", most[0],
+                   most[1], most[2], most[3]);
+        MPI_Finalize();
+        return 0;
+    }
     if (argc >= 2 && strcmp(argv[1], "conns") == 0) {
         /* After MPI_Init and a barrier only: how many TCP connections a
          * rank holds (transports connect on first use, not all-to-all). */

@@ -74,4 +74,17 @@ if [ -n "$c16" ] && [ "$c16" -ge 2 ] && [ "$c16" -lt 15 ]; then
 else
     fail "tcp: ${c16:-no count of} connections per rank after MPI_Init and a barrier of 16 ranks (all-to-all would be 15 and more; fewer than 2: the barrier did not use tcp)"
 fi
+# Transports are asked only for the peers they may carry: with every
+# transport on (self, sm, tcp, dgram) and every rank on this host, sm
+# reaches all peers and cannot fail while they live, so tcp and dgram make
+# no records for them (they made one per peer, dgram with a route probe).
+run rec8 env -u BM_BTL "$BMRUN" -n 8 --timeout 120 "$MPIPROG" records "$TOKEN"
+expect_rc rec8 0
+rec=$(grep -o 'records at most: .*' "$T/rec8.out")
+read -r rtcp rdgram rsm <<<"$(echo "$rec" | sed -E 's/.*tcp ([0-9]+) dgram ([0-9]+) sm ([0-9]+).*/\1 \2 \3/')"
+if [ -n "$rec" ] && [ "$rsm" = 7 ] && [ "$rtcp" = 0 ] && [ "$rdgram" = 0 ]; then
+    ok "8 ranks on one host: sm made $rsm records per rank, tcp and dgram none"
+else
+    fail "8 ranks on one host: ${rec:-no records line} (want sm 7, tcp 0, dgram 0: tcp/dgram asked for peers sm reaches?)"
+fi
 finish

@@ -395,6 +395,11 @@ struct bm_btl_dgram_module {
     size_t frag_small_cap;
     /* datagram size toward a peer whose route MTU is unknown (interface MTU - 28) */
     size_t if_data_mtu;
+    /* The last route MTU the UDP wire asked the kernel for, and where to:
+     * peers come in rank order, host by host, so one entry spares the
+     * probe's four system calls for every peer of a host but the first. */
+    uint32_t route_ipv4;
+    size_t route_mtu;
 
     /* segment pool */
     struct bm_btl_dgram_seg **seg_free;

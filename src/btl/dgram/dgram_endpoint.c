@@ -426,6 +426,7 @@ bm_status_t bm_btl_dgram_endpoint_retarget(struct bm_btl_dgram_endpoint *ep,
     if (ep->check == BM_DGRAM_CHECK_RUNNING)
         m->nchecking--;
     ep->check = BM_DGRAM_CHECK_NONE;
+    m->route_mtu = 0; /* ask the kernel again: the route may be why we re-pair */
     if (m->wire->peer_add(m, ep) != BM_OK) {
         bm_btl_dgram_endpoint_fail(ep, "the wire cannot address the peer's interface chosen by "
                                        "re-pairing");

@@ -209,8 +209,10 @@ static int udp_poll(struct bm_btl_dgram_module *m, int c)
  * knows it (a connected socket's IP_MTU): the interface's across a
  * network, the loopback's (65536) when the peer is on this host. 0 when
  * there is no route. */
-static size_t route_mtu(const struct bm_btl_dgram_module *m, const struct sockaddr_in *to)
+static size_t route_mtu(struct bm_btl_dgram_module *m, const struct sockaddr_in *to)
 {
+    if (m->route_mtu && m->route_ipv4 == to->sin_addr.s_addr)
+        return m->route_mtu;
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return 0;
@@ -225,7 +227,9 @@ static size_t route_mtu(const struct bm_btl_dgram_module *m, const struct sockad
         getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0)
         mtu = 0;
     close(fd);
-    return mtu > 0 ? (size_t)mtu : 0;
+    m->route_ipv4 = to->sin_addr.s_addr;
+    m->route_mtu = mtu > 0 ? (size_t)mtu : 0;
+    return m->route_mtu;
 }
 
 static bm_status_t udp_peer_add(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep)
