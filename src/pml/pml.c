@@ -28,6 +28,13 @@ static const struct bm_param pml_params[] = {
     {"BM_PML_FRAG_SIZE", BM_PARAM_SIZE, "0", 0, 1LL << 30, NULL,
      "Cap on the payload of one rendezvous fragment; 0 uses each transport's max_send_size.",
      offsetof(struct bm_pml_config, frag_size_max), 0},
+    {"BM_PML_PACK_FRAG_SIZE", BM_PARAM_SIZE, "64k", 0, 1LL << 30, NULL,
+     "Cap on a rendezvous fragment (header included) of a non-contiguous message, which is "
+     "packed into a transport buffer: the receiver unpacks one fragment while the sender packs "
+     "the next, and the buffer comes from the transport's pool (tcp keeps eager-sized ones, "
+     "64 KiB; larger ones are allocated per fragment). 0: only BM_PML_FRAG_SIZE and the "
+     "transport's max_send_size limit it. Contiguous messages are not affected.",
+     offsetof(struct bm_pml_config, pack_frag_size), 0},
     {"BM_PML_IDLE_YIELD", BM_PARAM_INT, "-1", -1, 1 << 30, NULL,
      "Consecutive idle progress polls after which a waiting process yields its core "
      "(sched_yield), so that ranks sharing cores with their peers do not starve them. "
@@ -40,7 +47,8 @@ static const struct bm_param pml_params[] = {
      "Messages of at least this many bytes are copied out of rendezvous fragments into "
      "the receive buffer with stores that bypass the cache (x86-64), which saves a third "
      "of the memory traffic of the copy when the buffer is not in cache, but leaves the "
-     "data in memory rather than in cache. 0 never bypasses the cache.",
+     "data in memory rather than in cache; for a non-contiguous receive buffer, its blocks "
+     "of 256 bytes or more. 0 never bypasses the cache.",
      offsetof(struct bm_pml_config, stream_copy_min), 0},
     {"BM_PML_STATS", BM_PARAM_INT, "0", 0, 1, NULL,
      "1 prints, at finalize, how often each kind of lock was taken and how often a thread "

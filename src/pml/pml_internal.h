@@ -29,6 +29,7 @@ struct bm_pml_config {
     size_t sendi_limit;     /* largest payload sent with sendi */
     int pipeline_depth;     /* FRAG descriptors in flight per rendezvous */
     size_t frag_size_max;   /* cap on FRAG payload (0: the path's max_send_size) */
+    size_t pack_frag_size;  /* cap on a packed (non-contiguous) FRAG, header included (0: none) */
     size_t stream_copy_min; /* messages this large are copied out with streaming stores */
     int idle_yield;         /* idle progress calls before sched_yield (0: never; -1 at load:
                                decided at init from the oversubscription of the host) */
@@ -263,6 +264,12 @@ struct bm_pml_state {
     uint64_t rget_sent;
     uint64_t rget_read_bytes;
     uint64_t rget_acked;
+    /* Non-contiguous messages, for tests (atomic): FRAGs packed and sent,
+     * the largest payload of one, and the bytes unpacked on arrival with
+     * streaming stores. */
+    uint64_t pack_frags;
+    uint64_t pack_frag_largest;
+    uint64_t unpack_streamed;
 };
 
 extern struct bm_pml_state bm_pml_g;

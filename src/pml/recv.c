@@ -140,7 +140,8 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
 
 /* Copy n bytes at offset off of a received fragment (which may span
  * segments) to dst, with streaming stores if stream; or, with a convertor,
- * unpack them to its stream offset at. False when the fragment is shorter. */
+ * unpack them to its stream offset at (its large blocks with streaming
+ * stores if stream). False when the fragment is shorter. */
 static bool desc_copy_to(const struct bm_btl_recv_desc *d, size_t off, void *dst, size_t n,
                          bool stream, const struct bm_util_dtype_conv *conv, size_t at)
 {
@@ -154,7 +155,13 @@ static bool desc_copy_to(const struct bm_btl_recv_desc *d, size_t off, void *dst
         size_t take = len - off < n ? len - off : n;
         const char *src = (const char *)d->seg[i].addr + off;
         if (conv) {
-            bm_util_dtype_conv_unpack(conv, at, src, take);
+            size_t streamed;
+            if (stream) {
+                bm_util_dtype_conv_unpack_stream(conv, at, src, take, &streamed);
+                __atomic_fetch_add(&bm_pml_g.unpack_streamed, streamed, __ATOMIC_RELAXED);
+            } else {
+                bm_util_dtype_conv_unpack(conv, at, src, take);
+            }
             at += take;
         } else {
             if (stream)
@@ -311,11 +318,11 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
     if (fh.offset < req->capacity) {
         size_t n = req->capacity - fh.offset < plen ? req->capacity - fh.offset : plen;
         size_t smin = bm_pml_g.cfg.stream_copy_min;
+        bool stream = smin && req->msg_len >= smin;
         if (req->conv.type)
-            desc_copy_to(d, sizeof(fh), NULL, n, false, &req->conv, fh.offset);
+            desc_copy_to(d, sizeof(fh), NULL, n, stream, &req->conv, fh.offset);
         else
-            desc_copy_to(d, sizeof(fh), req->rbuf + fh.offset, n, smin && req->msg_len >= smin,
-                         NULL, 0);
+            desc_copy_to(d, sizeof(fh), req->rbuf + fh.offset, n, stream, NULL, 0);
     }
     size_t fresh = ranges_add(req, fh.offset, fh.offset + plen);
     req->arrived += fresh;

@@ -247,6 +247,29 @@ static struct bm_btl_path *send_path(int dst, uint64_t **bytes_out)
     return &l->paths[best];
 }
 
+/* The payload of a FRAG of a non-contiguous message, at most max: packed
+ * fragments stay small (BM_PML_PACK_FRAG_SIZE, header included), so that
+ * the receiver unpacks one while this side packs the next, and so that the
+ * buffer packed into is one of the transport's pooled ones, warm in cache,
+ * rather than a fresh allocation of max_send_size bytes per fragment. */
+static size_t pack_frag_max(size_t max)
+{
+    size_t cap = bm_pml_g.cfg.pack_frag_size;
+    if (cap > sizeof(struct bm_pml_hdr_frag) && max > cap - sizeof(struct bm_pml_hdr_frag))
+        max = cap - sizeof(struct bm_pml_hdr_frag);
+    return max;
+}
+
+/* For tests: one more packed FRAG of size payload bytes sent. */
+static void pack_frag_count(size_t size)
+{
+    __atomic_fetch_add(&bm_pml_g.pack_frags, 1, __ATOMIC_RELAXED);
+    uint64_t big = __atomic_load_n(&bm_pml_g.pack_frag_largest, __ATOMIC_RELAXED);
+    while (size > big && !__atomic_compare_exchange_n(&bm_pml_g.pack_frag_largest, &big, size, true,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
 /* Keep up to pipeline_depth FRAGs in flight: first the ranges lost with a
  * failed path, then the rest of the message in order. */
 static bm_status_t send_frags(struct bm_pml_request *req)
@@ -263,6 +286,8 @@ static bm_status_t send_frags(struct bm_pml_request *req)
                          : 0;
         if (bm_pml_g.cfg.frag_size_max && max > bm_pml_g.cfg.frag_size_max)
             max = bm_pml_g.cfg.frag_size_max;
+        if (req->conv.type)
+            max = pack_frag_max(max);
         struct bm_pml_resend *rs = req->resend;
         size_t at = rs ? rs->offset : req->frag_next;
         size_t size = rs ? rs->len : req->frag_end - req->frag_next;
@@ -298,6 +323,8 @@ static bm_status_t send_frags(struct bm_pml_request *req)
             free(rs);
         if (rc == BM_OK) {
             *counter += size;
+            if (req->conv.type)
+                pack_frag_count(size);
             continue;
         }
         /* not sent: give the range back */

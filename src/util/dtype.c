@@ -641,9 +641,18 @@ struct bm_util_dtype *bm_util_dtype_resized(const struct bm_util_dtype *old, ptr
 
 enum walk_mode { WALK_PACK, WALK_UNPACK, WALK_PIECES };
 
+/* Blocks of at least this many bytes are unpacked with streaming stores
+ * when the caller asks for them (bm_util_dtype_conv_unpack_stream):
+ * smaller ones would write partial cache lines, which streaming stores
+ * make slower, not faster. */
+#define STREAM_BLOCK_MIN 256
+
 struct walk {
     enum walk_mode mode;
     char *buf; /* pack: destination; unpack: source */
+    /* unpack: blocks of STREAM_BLOCK_MIN bytes or more bypass the cache */
+    bool stream;
+    size_t streamed; /* bytes so written */
     /* pieces */
     struct bm_util_dtype_piece *out;
     size_t max, n, done;
@@ -665,7 +674,12 @@ static inline bool walk_run(struct walk *w, uintptr_t a, size_t len)
         w->buf += len;
         return true;
     case WALK_UNPACK:
-        bm_util_copy(addr(a), w->buf, len);
+        if (w->stream && len >= STREAM_BLOCK_MIN) {
+            bm_util_copy_stream_unfenced(addr(a), w->buf, len);
+            w->streamed += len;
+        } else {
+            bm_util_copy(addr(a), w->buf, len);
+        }
         w->buf += len;
         return true;
     case WALK_PIECES:
@@ -767,6 +781,10 @@ static void walk_blocks(struct walk *w, uintptr_t a, ptrdiff_t stride, size_t bl
                 for (size_t i = 0; i < nblk; i++, a += (uintptr_t)stride, d += blk)
                     bm_util_copy(addr(a), d, blk);
             }
+        } else if (w->stream && w->mode == WALK_UNPACK && blk >= STREAM_BLOCK_MIN) {
+            for (size_t i = 0; i < nblk; i++, a += (uintptr_t)stride, d += blk)
+                bm_util_copy_stream_unfenced(addr(a), d, blk);
+            w->streamed += nblk * blk;
         } else {
             BLOCK_LOOP(blk);
         }
@@ -802,6 +820,12 @@ static void walk_flat(struct walk *w, uintptr_t a, ptrdiff_t stride,
                 break;
             case 16:
                 memcpy(to, from, 16);
+                break;
+            case 32:
+                memcpy(to, from, 32);
+                break;
+            case 64:
+                memcpy(to, from, 64);
                 break;
             default:
                 bm_util_copy(to, from, len);
@@ -961,9 +985,10 @@ size_t bm_util_dtype_pieces(const struct bm_util_dtype *t, const void *base, siz
     return w.n;
 }
 
-/* Pack or unpack [offset, offset + len) of the convertor's message. */
+/* Pack or unpack [offset, offset + len) of the convertor's message;
+ * stream: unpack large blocks with streaming stores (*streamed_out). */
 static size_t conv_move(const struct bm_util_dtype_conv *c, size_t offset, char *buf, size_t len,
-                        enum walk_mode mode)
+                        enum walk_mode mode, bool stream, size_t *streamed_out)
 {
     if (offset >= c->total)
         return 0;
@@ -977,21 +1002,32 @@ static size_t conv_move(const struct bm_util_dtype_conv *c, size_t offset, char 
             memcpy(at, buf, len);
         return len;
     }
-    struct walk w = {.mode = mode, .buf = buf};
+    struct walk w = {.mode = mode, .buf = buf, .stream = stream};
     walk_message(&w, c->type, c->base, c->count, offset, len);
+    if (w.streamed) {
+        bm_util_stream_fence();
+        *streamed_out = w.streamed;
+    }
     return len;
 }
 
 size_t bm_util_dtype_conv_pack(const struct bm_util_dtype_conv *c, size_t offset, void *dst,
                                size_t len)
 {
-    return conv_move(c, offset, dst, len, WALK_PACK);
+    return conv_move(c, offset, dst, len, WALK_PACK, false, NULL);
 }
 
 size_t bm_util_dtype_conv_unpack(const struct bm_util_dtype_conv *c, size_t offset, const void *src,
                                  size_t len)
 {
-    return conv_move(c, offset, (char *)(uintptr_t)src, len, WALK_UNPACK);
+    return conv_move(c, offset, (char *)(uintptr_t)src, len, WALK_UNPACK, false, NULL);
+}
+
+size_t bm_util_dtype_conv_unpack_stream(const struct bm_util_dtype_conv *c, size_t offset,
+                                        const void *src, size_t len, size_t *streamed_out)
+{
+    *streamed_out = 0;
+    return conv_move(c, offset, (char *)(uintptr_t)src, len, WALK_UNPACK, true, streamed_out);
 }
 
 /* ---- the typed description ----------------------------------------------- */

@@ -208,5 +208,14 @@ size_t bm_util_dtype_conv_pack(const struct bm_util_dtype_conv *c, size_t offset
  * truncated). */
 size_t bm_util_dtype_conv_unpack(const struct bm_util_dtype_conv *c, size_t offset, const void *src,
                                  size_t len);
+/* The same, with streaming stores (util/mem.h) for the blocks of 256 bytes
+ * or more, for a destination too large to stay in cache (the receive side
+ * of a large non-contiguous message): it saves the read of each line a
+ * normal store first fetches. Smaller blocks are copied as by
+ * bm_util_dtype_conv_unpack. *streamed_out: the bytes written with
+ * streaming stores (0 when no block was large enough); they are fenced
+ * before the call returns. */
+size_t bm_util_dtype_conv_unpack_stream(const struct bm_util_dtype_conv *c, size_t offset,
+                                        const void *src, size_t len, size_t *streamed_out);
 
 #endif

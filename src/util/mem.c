@@ -14,7 +14,7 @@ void bm_util_zero(void *p, size_t n)
 }
 
 #ifdef BM_UTIL_HAVE_STREAM
-void bm_util_copy_stream(void *dst, const void *src, size_t n)
+void bm_util_copy_stream_unfenced(void *dst, const void *src, size_t n)
 {
     if (n < 256) {
         memcpy(dst, src, n);
@@ -39,13 +39,27 @@ void bm_util_copy_stream(void *dst, const void *src, size_t n)
         _mm_stream_si128((__m128i *)(d + 48), e);
     }
     memcpy(d, s, n);
-    /* streaming stores are weakly ordered: make them visible before any
-     * later store that publishes the data (a completed request) */
+}
+
+void bm_util_stream_fence(void)
+{
     _mm_sfence();
 }
 #else
-void bm_util_copy_stream(void *dst, const void *src, size_t n)
+void bm_util_copy_stream_unfenced(void *dst, const void *src, size_t n)
 {
     memcpy(dst, src, n);
 }
+
+void bm_util_stream_fence(void)
+{
+}
 #endif
+
+void bm_util_copy_stream(void *dst, const void *src, size_t n)
+{
+    bm_util_copy_stream_unfenced(dst, src, n);
+    /* streaming stores are weakly ordered: make them visible before any
+     * later store that publishes the data (a completed request) */
+    bm_util_stream_fence();
+}

@@ -19,6 +19,12 @@ void bm_util_zero(void *p, size_t n);
  * destinations too large to stay in cache: it saves the read of every
  * destination line that a normal store first fetches. */
 void bm_util_copy_stream(void *dst, const void *src, size_t n);
+/* The same without the closing store fence, for many copies in a row (the
+ * blocks of a non-contiguous message): the caller calls
+ * bm_util_stream_fence after the last one, before anything that publishes
+ * the data. */
+void bm_util_copy_stream_unfenced(void *dst, const void *src, size_t n);
+void bm_util_stream_fence(void);
 
 static inline void bm_util_copy(void *dst, const void *src, size_t n)
 {

@@ -4,8 +4,12 @@
  * that the PML read them piece by piece with the transport's getv (its
  * counter of such messages grew), unless the run is told to expect
  * fragments (argument "frags": BM_PML_RDMA_FAIL=get, or pieces below
- * BM_PML_RGET_PIECE_MIN). Linked with the library's internals to read the
- * counter. */
+ * BM_PML_RGET_PIECE_MIN). With argument "packed" (over tcp, which has no
+ * getv, with BM_PML_STREAM_COPY_MIN=64k) it checks the fragment path
+ * instead: rank 0 packed its vectors into FRAGs no larger than
+ * BM_PML_PACK_FRAG_SIZE (64 KiB with the header), and rank 1 unpacked the
+ * large blocks with streaming stores. Linked with the library's internals
+ * to read the counters. */
 #include "bm_test.h"
 #include "pml/pml_internal.h"
 
@@ -65,7 +69,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int frags = argc > 1 && strcmp(argv[1], "frags") == 0;
     int small = argc > 1 && strcmp(argv[1], "small") == 0;
+    int packed = argc > 1 && strcmp(argv[1], "packed") == 0;
     uint64_t before = bm_pml_g.rget_pieces_msgs;
+    uint64_t frags_before = bm_pml_g.pack_frags, streamed_before = bm_pml_g.unpack_streamed;
     int tag = 0;
     /* 32 KiB blocks (pieces worth reading), and with "small" (the run
      * lowers BM_PML_RGET_PIECE_MIN) 8-byte ones: thousands of pieces, many
@@ -99,12 +105,26 @@ int main(int argc, char **argv)
         free(b);
         MPI_Type_free(&v);
         uint64_t got = bm_pml_g.rget_pieces_msgs - before;
-        if (frags)
+        if (packed) {
+            uint64_t streamed = bm_pml_g.unpack_streamed - streamed_before;
+            /* two 256 KiB vector receives above BM_PML_STREAM_COPY_MIN, 32 KiB blocks */
+            BM_CHECK_MSG(streamed >= 256 * 1024, "only %llu bytes unpacked with streaming stores",
+                         (unsigned long long)streamed);
+        }
+        if (frags || packed)
             BM_CHECK_MSG(got == 0, "%llu messages were read piece by piece; fragments expected",
                          (unsigned long long)got);
         else
             BM_CHECK_MSG(got >= 4, "only %llu messages were read piece by piece (getv)",
                          (unsigned long long)got);
+    }
+    if (packed && rank == 0) {
+        /* two 256 KiB vector sends: the first 64 KiB with the RNDV, the
+         * rest in packed FRAGs of at most 64 KiB with their header */
+        uint64_t nf = bm_pml_g.pack_frags - frags_before, big = bm_pml_g.pack_frag_largest;
+        BM_CHECK_MSG(nf >= 6, "only %llu packed FRAGs sent", (unsigned long long)nf);
+        BM_CHECK_MSG(big > 0 && big <= 65536 - 24, "a packed FRAG carried %llu bytes",
+                     (unsigned long long)big);
     }
     (void)size;
     MPI_Finalize();

@@ -450,12 +450,16 @@ static void check_case(const struct pair *p, size_t count)
         }
     struct bm_util_dtype_conv cv2;
     bm_util_dtype_conv_init(&cv2, t, (void *)base2, count);
+    bool stream = rnd() & 1; /* half the cases with streaming stores for large blocks */
     for (size_t i = 0; i < nc; i++) {
-        size_t a = bounds[order[i]], z = bounds[order[i] + 1];
-        bm_util_dtype_conv_unpack(&cv2, a, ref + a, z - a);
+        size_t a = bounds[order[i]], z = bounds[order[i] + 1], streamed;
+        if (stream)
+            bm_util_dtype_conv_unpack_stream(&cv2, a, ref + a, z - a, &streamed);
+        else
+            bm_util_dtype_conv_unpack(&cv2, a, ref + a, z - a);
     }
-    CASE_CHECK(memcmp(mem2, want, span) == 0, "unpack differs (%zu bytes, overlap %d)", total,
-               overlap);
+    CASE_CHECK(memcmp(mem2, want, span) == 0, "unpack differs (%zu bytes, overlap %d, stream %d)",
+               total, overlap, stream);
 
     /* Pieces, a few at a time, cover the stream in order. */
     size_t off = 0, maxp = (size_t)rnd_in(1, 9);
@@ -581,6 +585,46 @@ static void test_shapes(void)
     bm_util_dtype_release(st);
 }
 
+/* Unpacking with streaming stores: blocks of 256 bytes or more bypass the
+ * cache (and are counted), smaller ones do not; the bytes land as with a
+ * plain unpack, split anywhere. */
+static void test_stream(void)
+{
+    /* 64 doubles every 128 (512-byte blocks), and 1 double every 2 */
+    struct bm_util_dtype *big = bm_util_dtype_hvector(300, 64, 1024, engine_basic[2]);
+    struct bm_util_dtype *small = bm_util_dtype_hvector(300, 1, 16, engine_basic[2]);
+    for (int k = 0; k < 2; k++) {
+        struct bm_util_dtype *t = k == 0 ? big : small;
+        size_t span = (size_t)bm_util_dtype_extent(t), total = t->size;
+        unsigned char *src = malloc(total), *a = calloc(span, 1), *b = calloc(span, 1);
+        for (size_t i = 0; i < total; i++)
+            src[i] = (unsigned char)rnd();
+        struct bm_util_dtype_conv ca, cb;
+        bm_util_dtype_conv_init(&ca, t, a, 1);
+        bm_util_dtype_conv_init(&cb, t, b, 1);
+        bm_util_dtype_conv_unpack(&ca, 0, src, total);
+        /* in three pieces cut inside blocks */
+        size_t cut1 = total / 3 + 100, cut2 = 2 * total / 3 + 7, streamed = 0, s;
+        BM_CHECK_EQ_INT(bm_util_dtype_conv_unpack_stream(&cb, 0, src, cut1, &s), cut1);
+        streamed += s;
+        bm_util_dtype_conv_unpack_stream(&cb, cut2, src + cut2, total - cut2, &s);
+        streamed += s;
+        bm_util_dtype_conv_unpack_stream(&cb, cut1, src + cut1, cut2 - cut1, &s);
+        streamed += s;
+        BM_CHECK(memcmp(a, b, span) == 0);
+        if (k == 0) /* every block but the ones cut below 256 bytes */
+            BM_CHECK_MSG(streamed >= total - 3 * 512 && streamed <= total,
+                         "%zu of %zu bytes streamed", streamed, total);
+        else
+            BM_CHECK_MSG(streamed == 0, "%zu bytes of 8-byte blocks streamed", streamed);
+        free(src);
+        free(a);
+        free(b);
+    }
+    bm_util_dtype_release(big);
+    bm_util_dtype_release(small);
+}
+
 static void test_random(void)
 {
     const char *env = getenv("BM_TEST_SEED");
@@ -608,6 +652,7 @@ int main(void)
     marker_t[0] = bm_util_dtype_marker(BM_UTIL_DTYPE_LB_MARKED);
     marker_t[1] = bm_util_dtype_marker(BM_UTIL_DTYPE_UB_MARKED);
     BM_RUN(test_shapes);
+    BM_RUN(test_stream);
     BM_RUN(test_random);
     for (int i = 0; i < NBASIC; i++)
         bm_util_dtype_release(engine_basic[i]);
