@@ -65,7 +65,7 @@ static const struct bm_param osc_params[] = {
 static const struct bm_param_table osc_table = {"mpi/osc", osc_params, BM_PARAM_COUNT(osc_params)};
 BM_PARAM_TABLE_REGISTER(osc_table);
 
-_Thread_local bool bm_osc_lock_held;
+_Thread_local bool bm_osc_lock_held __attribute__((tls_model("initial-exec")));
 
 static struct {
     bool loaded;

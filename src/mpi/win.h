@@ -233,7 +233,10 @@ struct bm_mpi_win {
  * branch. bm_osc_lock_held: this thread took the lock in BM_OSC_LOCKED and
  * may give it up (false inside progress: a wait reached from the agent
  * never gives up the lock its progress pass holds). */
-extern _Thread_local bool bm_osc_lock_held;
+/* initial-exec: a plain load off the thread pointer, where the shared
+ * library's default model calls __tls_get_addr (measured: 8% of an sm
+ * MPI_Get + MPI_Win_flush) on every one-sided call. */
+extern _Thread_local bool bm_osc_lock_held __attribute__((tls_model("initial-exec")));
 
 #define BM_OSC_LOCKED(call)                                                                        \
     do {                                                                                           \
@@ -277,6 +280,35 @@ static inline void bm_osc_progress(void)
     bool released = bm_osc_unlock();
     bm_pml_progress();
     bm_osc_relock(released);
+}
+
+/* Where [disp * disp_unit, + bytes) lies in t's window, when it lies
+ * inside: a multiplication and comparisons, no division (a 64-bit divide
+ * was the largest single cost of an 8-byte MPI_Get on sm). */
+static inline bool bm_osc_in_window(const struct bm_osc_target *t, MPI_Aint disp, uint64_t bytes,
+                                    uint64_t *off_out)
+{
+    uint64_t off;
+    if (disp < 0 || __builtin_mul_overflow((uint64_t)disp, (uint64_t)t->disp_unit, &off) ||
+        off > t->size || bytes > t->size - off)
+        return false;
+    *off_out = off;
+    return true;
+}
+
+/* A full memory barrier between this process's earlier loads and stores
+ * and its later ones, as atomic_thread_fence(memory_order_seq_cst). On
+ * x86-64 a locked no-op on the stack does it (as Linux's smp_mb()) at
+ * about half the cost of the mfence the compiler emits, which was half of
+ * an sm MPI_Win_flush; it does not order non-temporal stores, which
+ * memcpy ends with an sfence of its own. */
+static inline void bm_osc_fence(void)
+{
+#if defined(__x86_64__)
+    __asm__ __volatile__("lock orq $0, (%%rsp)" ::: "memory", "cc");
+#else
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
 }
 
 /* ---- win.c ------------------------------------------------------------- */

@@ -136,6 +136,48 @@ static void combine_mem(MPI_Op op, MPI_Datatype dt, const void *origin, void *ta
             memcpy(old, &prev, sizeof(T));                                                         \
     } while (0)
 
+/* Integer sums and bitwise operations are one locked instruction (lock
+ * xadd, lock and/or/xor, or a cmpxchg loop the compiler writes without the
+ * kernel's call per try): an sm MPI_Fetch_and_op went from a call through
+ * the reduction table inside a compare-and-swap loop to this. */
+#define BM_OSC_FETCH_OP(T)                                                                         \
+    do {                                                                                           \
+        T v, prev;                                                                                 \
+        memcpy(&v, origin, sizeof(T));                                                             \
+        switch (op->id) {                                                                          \
+        case BM_MPI_OP_ID_sum:                                                                     \
+            prev = __atomic_fetch_add((T *)target, v, __ATOMIC_ACQ_REL);                           \
+            break;                                                                                 \
+        case BM_MPI_OP_ID_band:                                                                    \
+            prev = __atomic_fetch_and((T *)target, v, __ATOMIC_ACQ_REL);                           \
+            break;                                                                                 \
+        case BM_MPI_OP_ID_bor:                                                                     \
+            prev = __atomic_fetch_or((T *)target, v, __ATOMIC_ACQ_REL);                            \
+            break;                                                                                 \
+        default:                                                                                   \
+            prev = __atomic_fetch_xor((T *)target, v, __ATOMIC_ACQ_REL);                           \
+            break;                                                                                 \
+        }                                                                                          \
+        if (old)                                                                                   \
+            memcpy(old, &prev, sizeof(T));                                                         \
+    } while (0)
+
+/* Can op on dt be one fetch-and-<op> instruction (see BM_OSC_FETCH_OP)? */
+static bool fetch_op_ok(MPI_Op op, MPI_Datatype dt)
+{
+    bool integer = dt->kind == BM_MPI_KIND_INT || dt->kind == BM_MPI_KIND_CHAR;
+    switch (op->id) {
+    case BM_MPI_OP_ID_sum:
+        return integer;
+    case BM_MPI_OP_ID_band:
+    case BM_MPI_OP_ID_bor:
+    case BM_MPI_OP_ID_bxor:
+        return integer || dt->kind == BM_MPI_KIND_BYTE;
+    default:
+        return false;
+    }
+}
+
 static void elem_locked(MPI_Op op, MPI_Datatype dt, const void *origin, void *target, void *old,
                         size_t w, _Atomic uint32_t *stripes)
 {
@@ -188,6 +230,23 @@ static void elem_atomic(MPI_Op op, MPI_Datatype dt, const void *origin, void *ta
             break;
         default:
             BM_OSC_LOAD(uint64_t);
+            break;
+        }
+        return;
+    }
+    if (fetch_op_ok(op, dt)) {
+        switch (w) {
+        case 1:
+            BM_OSC_FETCH_OP(uint8_t);
+            break;
+        case 2:
+            BM_OSC_FETCH_OP(uint16_t);
+            break;
+        case 4:
+            BM_OSC_FETCH_OP(uint32_t);
+            break;
+        default:
+            BM_OSC_FETCH_OP(uint64_t);
             break;
         }
         return;

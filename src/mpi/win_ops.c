@@ -847,45 +847,41 @@ static int osc_rma_req(MPI_Win win, const struct osc_args *a, MPI_Request *reque
 
 /* ---- entry points ------------------------------------------------------------------------ */
 
-/* Entry: the plain call (request NULL) or the request-based one. */
 /* The common case of put and get in one call: a target whose memory is
  * mapped here, one predefined type without padding on both sides, inside
  * the window, in an epoch that covers the target. Everything the general
  * path would check holds, so a copy is all there is to do; anything else
- * (errors included) takes the general path. */
-static bool shm_fast(MPI_Win win, const struct osc_args *a)
+ * (errors included) takes the general path. The arguments come one by one
+ * (no struct osc_args to clear: that was a fifth of an 8-byte MPI_Get). */
+static inline bool shm_fast(MPI_Win win, bool put, void *obuf, int ocount, MPI_Datatype otype,
+                            int target, MPI_Aint disp, int tcount, MPI_Datatype ttype)
 {
-    if (win == MPI_WIN_NULL || win->magic != BM_MPI_MAGIC_WIN || a->target < 0 ||
-        a->target >= win->nranks)
+    if (bm_mpi_state != BM_MPI_STATE_RUNNING || win == MPI_WIN_NULL ||
+        win->magic != BM_MPI_MAGIC_WIN || target < 0 || target >= win->nranks)
         return false;
-    struct bm_osc_target *t = &win->t[a->target];
-    MPI_Datatype dt = a->ttype;
-    if (t->path != BM_OSC_PATH_SHM || !t->shm || dt != a->otype || !dt || !dt->predefined ||
-        dt->magic != BM_MPI_MAGIC_DATATYPE || dt->size != (size_t)dt->extent ||
-        a->ocount != a->tcount || a->tcount <= 0 || a->disp < 0 ||
-        (a->kind == OSC_PUT ? !a->origin : !a->result))
+    struct bm_osc_target *t = &win->t[target];
+    if (t->path != BM_OSC_PATH_SHM || !t->shm || ttype != otype || !ttype || !ttype->predefined ||
+        ttype->magic != BM_MPI_MAGIC_DATATYPE || ttype->size != (size_t)ttype->extent ||
+        ocount != tcount || tcount <= 0 || !obuf)
         return false;
     if (win->access != BM_OSC_ACCESS_FENCE && t->lock == BM_OSC_LOCK_NONE)
         return false;
-    uint64_t unit = (uint64_t)t->disp_unit, bytes = (uint64_t)a->tcount * dt->size;
-    if ((uint64_t)a->disp > t->size / unit || bytes > t->size - (uint64_t)a->disp * unit)
+    uint64_t off, bytes = (uint64_t)tcount * ttype->size;
+    if (!bm_osc_in_window(t, disp, bytes, &off))
         return false;
-    char *p = t->shm + (uint64_t)a->disp * unit;
-    if (a->kind == OSC_PUT)
-        memcpy(p, a->origin, bytes);
+    if (put)
+        memcpy(t->shm + off, obuf, bytes);
     else
-        memcpy(a->result, p, bytes);
+        memcpy(obuf, t->shm + off, bytes);
     return true;
 }
 
+/* Entry: the plain call (request NULL) or the request-based one. */
 static int osc_entry(MPI_Win win, const struct osc_args *a, MPI_Request *request, bool rma_req,
                      const char *fn)
 {
     if (rma_req)
         return osc_rma_req(win, a, request, fn);
-    if ((a->kind == OSC_PUT || a->kind == OSC_GET) && bm_mpi_state == BM_MPI_STATE_RUNNING &&
-        shm_fast(win, a))
-        return MPI_SUCCESS;
     int rc = bm_osc_check_win(win, fn);
     return rc ? rc : osc_rma(win, a, NULL, fn);
 }
@@ -966,6 +962,9 @@ static int put_body(const void *origin_addr, int origin_count, MPI_Datatype orig
                     int target_rank, MPI_Aint target_disp, int target_count,
                     MPI_Datatype target_datatype, MPI_Win win)
 {
+    if (shm_fast(win, true, (void *)(uintptr_t)origin_addr, origin_count, origin_datatype,
+                 target_rank, target_disp, target_count, target_datatype))
+        return MPI_SUCCESS;
     return put_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                      target_count, target_datatype, win, NULL, false, "MPI_Put");
 }
@@ -983,6 +982,9 @@ static int get_body(void *origin_addr, int origin_count, MPI_Datatype origin_dat
                     int target_rank, MPI_Aint target_disp, int target_count,
                     MPI_Datatype target_datatype, MPI_Win win)
 {
+    if (shm_fast(win, false, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                 target_count, target_datatype))
+        return MPI_SUCCESS;
     return get_entry(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                      target_count, target_datatype, win, NULL, false, "MPI_Get");
 }
@@ -1034,11 +1036,39 @@ int PMPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype 
 }
 BM_MPI_ALIAS(Get_accumulate);
 
+/* MPI_Fetch_and_op on a target whose memory is mapped here, with a
+ * predefined type and op that go together, inside the window, in an epoch
+ * that covers the target: one atomic operation (as compare-and-swap is);
+ * anything else (errors included) takes the general path. */
+static bool fop_shm_fast(const void *origin_addr, void *result_addr, MPI_Datatype dt,
+                         int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+    if (bm_mpi_state != BM_MPI_STATE_RUNNING || win == MPI_WIN_NULL ||
+        win->magic != BM_MPI_MAGIC_WIN || target_rank < 0 || target_rank >= win->nranks ||
+        !result_addr)
+        return false;
+    struct bm_osc_target *t = &win->t[target_rank];
+    if (t->path != BM_OSC_PATH_SHM || !t->shm || !dt || dt->magic != BM_MPI_MAGIC_DATATYPE ||
+        !dt->predefined || dt->basic != dt || !op || op->magic != BM_MPI_MAGIC_OP ||
+        !op->predefined || (!origin_addr && op != MPI_NO_OP) || !bm_mpi_op_supports(op, dt))
+        return false;
+    if (win->access != BM_OSC_ACCESS_FENCE && t->lock == BM_OSC_LOCK_NONE)
+        return false;
+    uint64_t off;
+    if (!bm_osc_in_window(t, target_disp, (uint64_t)dt->extent, &off))
+        return false;
+    bm_osc_acc_apply(op, dt, origin_addr, t->shm + off, result_addr, 1,
+                     stripes_for(win, target_rank));
+    return true;
+}
+
 static int fetch_and_op_body(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
                              int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
     static const char fn[] = "MPI_Fetch_and_op";
     int rc;
+    if (fop_shm_fast(origin_addr, result_addr, datatype, target_rank, target_disp, op, win))
+        return MPI_SUCCESS;
     if ((rc = bm_osc_check_win(win, fn)))
         return rc;
     if (datatype != MPI_DATATYPE_NULL && datatype->magic == BM_MPI_MAGIC_DATATYPE &&

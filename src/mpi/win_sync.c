@@ -406,7 +406,7 @@ static bool flush_fast(MPI_Win win, int rank)
         t->answers_out || t->am_unsynced ||
         (win->access != BM_OSC_ACCESS_LOCK && win->access != BM_OSC_ACCESS_LOCK_ALL))
         return false;
-    atomic_thread_fence(memory_order_seq_cst);
+    bm_osc_fence();
     if ((++calls & 7) == 0)
         bm_osc_progress();
     return true;
