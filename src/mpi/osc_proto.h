@@ -27,6 +27,26 @@
  *   failure at the target (a range outside the window, an unknown window)
  *                                        <- ERROR (reported at the origin's next
  *                                                  synchronisation of that window)
+ *   large put (AM path, at least BM_MPI_OSC_RNDV_LIMIT bytes)
+ *                   PUT_RNDV, then the data as a PML message    ->
+ *                   (the window's context, tag BM_OSC_TAG_PUT; the agent
+ *                    receives it straight into the window)
+ *                                        <- ANSWER once the data is in
+ *   large get       GET_RNDV (the origin posted its receive first) ->
+ *                                        <- the data as a PML message (tag
+ *                                           BM_OSC_TAG_GET; an empty one when
+ *                                           the range is refused)
+ *   batch           BATCH + items (bm_osc_batch_item + one message each) ->
+ *                   small PUTs and ACCs wait at the origin and travel
+ *                   together with the next message to that target (the
+ *                   FLUSH, UNLOCK, GET... that needs them done), as Open
+ *                   MPI's osc/pt2pt packs its fragments: one transport
+ *                   message and one wake-up of the target instead of two.
+ * The data of large puts and gets is a PML message (pipelined rendezvous,
+ * no copy into control messages); PML messages of one (context, source,
+ * tag) match in the order sent, the active messages run in the order sent,
+ * and every PUT_RNDV or GET_RNDV goes with exactly one data message, so
+ * the n-th announcement takes the n-th data message.
  * Because the PML runs one pair's messages in order, an ANSWER to UNLOCK,
  * FLUSH or the arrival of COMPLETE proves that every operation the origin
  * sent before it was carried out: no per-operation acknowledgement exists.
@@ -51,8 +71,17 @@ enum bm_osc_msg_type {
     BM_OSC_POST = 10,     /* target -> origin: exposure epoch open for this origin */
     BM_OSC_COMPLETE = 11, /* origin -> target: access epoch closed */
     BM_OSC_ERROR = 12,    /* target -> origin: status failed an operation at addr, len */
-    BM_OSC_MSG_MAX = 13,
+    BM_OSC_PUT_RNDV = 13, /* len bytes for addr follow as a PML message; answered when in */
+    BM_OSC_GET_RNDV = 14, /* send len bytes at addr as a PML message (unanswered) */
+    BM_OSC_BATCH = 15,    /* len bytes of items follow (struct bm_osc_batch_item) */
+    BM_OSC_MSG_MAX = 16,
 };
+
+/* PML tags of the data messages of large puts and gets on the window's
+ * context (its private communicator's point-to-point context, which no
+ * one else uses). */
+#define BM_OSC_TAG_PUT 1
+#define BM_OSC_TAG_GET 2
 
 /* flags */
 #define BM_OSC_F_COUNTED 0x01u /* sent in a fence epoch: the target counts it */
@@ -78,5 +107,15 @@ struct bm_osc_hdr {
     uint64_t len;      /* bytes of target memory (ANSWER: data bytes that follow) */
 };
 _Static_assert(sizeof(struct bm_osc_hdr) == 40, "one-sided header is 40 bytes");
+
+/* One message inside a BATCH: this, then the message (header and data,
+ * bytes in all), then zero padding to a multiple of 8. Only PUT and ACC
+ * (no answer, no opid) are batched; the last item may be any message
+ * except BATCH. */
+struct bm_osc_batch_item {
+    uint32_t bytes; /* the message's bytes (header included), padding excluded */
+    uint32_t zero;  /* 0 */
+};
+_Static_assert(sizeof(struct bm_osc_batch_item) == 8, "batch item header is 8 bytes");
 
 #endif

@@ -36,6 +36,8 @@ struct osc_params {
     bool btl_rdma;   /* use transports' put/get */
     bool btl_atomic; /* use transports' atomics */
     int fail_rdma;   /* testing: transport operations from the n-th on fail (0: never) */
+    size_t rndv_limit;
+    size_t batch;
 };
 
 static const struct bm_param osc_params[] = {
@@ -56,6 +58,18 @@ static const struct bm_param osc_params[] = {
      "integers with the transport's atomic operations where it has them (sm, self); off sends "
      "them to the target's agent.",
      offsetof(struct osc_params, btl_atomic), 0},
+    {"BM_MPI_OSC_RNDV_LIMIT", BM_PARAM_SIZE, "128k", 1, 1LL << 40, NULL,
+     "Puts and gets of at least this many contiguous bytes to a target reached by active "
+     "messages (tcp) travel as a PML message between the origin's buffer and the window (the "
+     "rendezvous protocol, pipelined, received in place) instead of active messages that copy "
+     "the data on both sides.",
+     offsetof(struct osc_params, rndv_limit), 0},
+    {"BM_MPI_OSC_BATCH", BM_PARAM_SIZE, "4k", 0, 1 << 20, NULL,
+     "Bytes of small puts and accumulates to a target reached by active messages (tcp) that "
+     "wait at the origin to travel in one message with the next one to that target (the "
+     "flush, unlock or get that needs them done): one message and one wake-up of the target "
+     "instead of one each. 0 sends every operation at once.",
+     offsetof(struct osc_params, batch), 0},
     {"BM_MPI_OSC_FAIL_RDMA", BM_PARAM_INT, "0", 0, 1 << 30, NULL,
      "Testing only: the n-th transport put, get or atomic of this process and every later one "
      "fail as a broken link would (0: never), to show that the failure reaches the window's "
@@ -82,6 +96,8 @@ static const struct osc_params *params(void)
             win_g.p.shm = 1;
             win_g.p.btl_rdma = false;
             win_g.p.btl_atomic = false;
+            win_g.p.rndv_limit = SIZE_MAX;
+            win_g.p.batch = 0;
         }
         win_g.loaded = true;
     }
@@ -512,8 +528,10 @@ static void win_destroy(MPI_Win win)
             break;
         }
     if (win->t)
-        for (int r = 0; r < win->nranks; r++)
+        for (int r = 0; r < win->nranks; r++) {
             free(win->t[r].rhandle);
+            free(win->t[r].batch);
+        }
     free(win->t);
     free(win->rank_of);
     reg_free(win, win->reg);
@@ -591,6 +609,8 @@ static int win_setup(MPI_Comm comm, int flavor, MPI_Aint size, int disp_unit, MP
         return rc;
     }
     win->id = win->comm->context_id;
+    win->rndv_limit = params()->rndv_limit;
+    win->batch_max = params()->batch;
     win->t = calloc((size_t)win->nranks, sizeof(*win->t));
     win->rank_of = malloc(sizeof(int) * (size_t)MPI_COMM_WORLD->size);
     if (win->rank_of)

@@ -97,6 +97,11 @@ struct bm_osc_target {
     uint8_t acc_channel;  /* last accumulate went: 0 none, 1 agent, 2 transport atomics */
     /* PSCW: POST messages received from it, and those consumed by MPI_Win_start */
     uint32_t posts, posts_used;
+    /* AM: small PUTs and ACCs not sent yet, as BATCH items (osc_proto.h);
+     * they go with the next message to this target */
+    char *batch;
+    size_t batch_len, batch_cap;
+    uint32_t batch_items;
 };
 
 /* Per-rank control block at the start of a shared segment. */
@@ -213,6 +218,8 @@ struct bm_mpi_win {
     int nlocked;          /* targets locked with MPI_Win_lock */
     int rdma_out;         /* all targets */
     int answers_out;      /* all targets */
+    size_t rndv_limit;    /* AM puts and gets of at least this many bytes: PML messages */
+    size_t batch_max;     /* AM: bytes of small messages held back per target (0: none) */
     int error;            /* first asynchronous failure (MPI class), reported at the next sync */
     char error_what[256]; /* what it was */
 
@@ -392,6 +399,18 @@ void bm_osc_op_free(struct bm_osc_op *op);
 /* Send an active message (header + up to two payloads) to target of win. */
 void bm_osc_am_send(MPI_Win win, int target, struct bm_osc_hdr *h, const void *p1, size_t l1,
                     const void *p2, size_t l2);
+/* Send the PUTs and ACCs held back for targets [lo, hi) (one BATCH each). */
+void bm_osc_batch_push(MPI_Win win, int lo, int hi);
+/* A put of len bytes (at least win->rndv_limit) from buf to target offset
+ * addr on the AM path: PUT_RNDV and the data as a PML message, completed
+ * by the target's answer (counted in answers_out; part of req when not
+ * NULL). buf must stay untouched until then. */
+int bm_osc_am_put_rndv(MPI_Win win, int target, const void *buf, uint64_t addr, size_t len,
+                       struct bm_osc_req *req);
+/* A get of len bytes into buf from target offset addr on the AM path:
+ * GET_RNDV, the data as a PML message received straight into buf. */
+int bm_osc_am_get_rndv(MPI_Win win, int target, void *buf, uint64_t addr, size_t len,
+                       struct bm_osc_req *req);
 /* The largest data bytes one message to target carries. */
 size_t bm_osc_am_max_data(MPI_Win win, int target);
 /* Called by the agent for a lock word that may have been released: grant

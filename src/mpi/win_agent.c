@@ -27,8 +27,22 @@ static struct {
     uint32_t nslots;
     uint32_t *free_idx;
     uint32_t nfree;
-    bool hook; /* the lock-granting progress hook is registered */
+    bool hook;         /* the lock-granting progress hook is registered */
+    struct rndv *rndv; /* PML messages of large puts and gets in progress */
+    bool rndv_hook;    /* rndv_poll is registered */
 } agent_g;
+
+/* A PML receive of a large put (target side) or get (origin side),
+ * watched by a progress hook until it completes. */
+struct rndv {
+    struct rndv *next;
+    struct bm_pml_request *req;
+    bool origin_get; /* origin side of a get (else target side of a put) */
+    int peer_world;  /* put: the origin to answer */
+    uint32_t win_id; /* put: the window */
+    uint64_t opid;   /* put: the origin's operation; get: this process's */
+    int status;      /* put: BM_ERR_BAD_PARAM when the range was refused */
+};
 
 static void agent_recv(int peer_world, const void *msg, size_t len, void *arg);
 
@@ -132,12 +146,206 @@ size_t bm_osc_am_max_data(MPI_Win win, int target)
     return t->am_max;
 }
 
+static size_t pad8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+/* Is there room in target's batch for a message of bytes (allocating the
+ * batch at first use)? */
+static bool batch_room(MPI_Win win, struct bm_osc_target *t, size_t bytes)
+{
+    size_t need = t->batch_len + sizeof(struct bm_osc_batch_item) + pad8(bytes);
+    if (need > win->batch_max || need + sizeof(struct bm_osc_hdr) > bm_pml_am_max(t->world))
+        return false;
+    if (!t->batch) {
+        if (!(t->batch = malloc(win->batch_max)))
+            return false;
+        t->batch_cap = win->batch_max;
+    }
+    return need <= t->batch_cap;
+}
+
+static void batch_append(struct bm_osc_target *t, const struct bm_osc_hdr *h, const void *p1,
+                         size_t l1, const void *p2, size_t l2)
+{
+    size_t bytes = sizeof(*h) + l1 + l2;
+    struct bm_osc_batch_item it = {.bytes = (uint32_t)bytes};
+    char *p = t->batch + t->batch_len;
+    memcpy(p, &it, sizeof(it));
+    memcpy(p + sizeof(it), h, sizeof(*h));
+    if (l1)
+        memcpy(p + sizeof(it) + sizeof(*h), p1, l1);
+    if (l2)
+        memcpy(p + sizeof(it) + sizeof(*h) + l1, p2, l2);
+    memset(p + sizeof(it) + bytes, 0, pad8(bytes) - bytes);
+    t->batch_len += sizeof(it) + pad8(bytes);
+    t->batch_items++;
+}
+
+/* Send what target's batch holds as one BATCH message. */
+static void batch_send(MPI_Win win, struct bm_osc_target *t)
+{
+    if (t->batch_len == 0)
+        return;
+    struct bm_osc_hdr b = {.type = BM_OSC_BATCH, .win = win->id, .len = t->batch_len};
+    struct bm_pml_iov iov[2] = {{&b, sizeof(b)}, {t->batch, t->batch_len}};
+    bm_pml_am_sendv(t->world, BM_PML_AM_OSC, iov, 2);
+    t->batch_len = 0;
+    t->batch_items = 0;
+}
+
+void bm_osc_batch_push(MPI_Win win, int lo, int hi)
+{
+    for (int r = lo; r < hi; r++)
+        batch_send(win, &win->t[r]);
+}
+
 void bm_osc_am_send(MPI_Win win, int target, struct bm_osc_hdr *h, const void *p1, size_t l1,
                     const void *p2, size_t l2)
 {
-    struct bm_pml_iov iov[3] = {{h, sizeof(*h)}, {p1, l1}, {p2, l2}};
+    struct bm_osc_target *t = &win->t[target];
+    if (l1 == 0)
+        l2 = 0; /* the second payload follows the first */
     h->win = win->id;
-    bm_pml_am_sendv(win->t[target].world, BM_PML_AM_OSC, iov, 1 + (l1 > 0) + (l2 > 0 && l1 > 0));
+    size_t bytes = sizeof(*h) + l1 + l2;
+    /* small PUTs and ACCs wait; anything else takes what waits along */
+    bool hold =
+        win->batch_max > 0 && h->opid == 0 && (h->type == BM_OSC_PUT || h->type == BM_OSC_ACC);
+    if (hold || t->batch_len > 0) {
+        if (batch_room(win, t, bytes)) {
+            batch_append(t, h, p1, l1, p2, l2);
+            if (!hold)
+                batch_send(win, t);
+            return;
+        }
+        batch_send(win, t);
+        if (hold && batch_room(win, t, bytes)) {
+            batch_append(t, h, p1, l1, p2, l2);
+            return;
+        }
+    }
+    struct bm_pml_iov iov[3] = {{h, sizeof(*h)}, {p1, l1}, {p2, l2}};
+    bm_pml_am_sendv(t->world, BM_PML_AM_OSC, iov, 1 + (l1 > 0) + (l2 > 0));
+}
+
+/* ---- large puts and gets: PML messages ------------------------------------ */
+
+static int rndv_poll(void *arg);
+static void answer(int origin, uint32_t win_id, uint64_t opid, int status, const void *data,
+                   size_t len);
+
+static void rndv_watch(struct rndv *rv)
+{
+    rv->next = agent_g.rndv;
+    agent_g.rndv = rv;
+    if (!agent_g.rndv_hook && bm_pml_progress_register(rndv_poll, NULL) == BM_OK)
+        agent_g.rndv_hook = true;
+}
+
+int bm_osc_am_put_rndv(MPI_Win win, int target, const void *buf, uint64_t addr, size_t len,
+                       struct bm_osc_req *req)
+{
+    struct bm_osc_target *t = &win->t[target];
+    struct bm_osc_op *o = bm_osc_op_new(win, target, NULL, 0);
+    if (!o)
+        return BM_ERR_NO_MEMORY;
+    if (req) {
+        o->req = req;
+        req->parts++;
+    }
+    /* the data message matches the target's receive whichever arrives
+     * first (the n-th PUT_RNDV from here takes the n-th message) */
+    struct bm_pml_request *pr;
+    bm_status_t rc = bm_pml_isend(buf, len, t->world, win->comm->context_id, win->rank,
+                                  BM_OSC_TAG_PUT, BM_PML_SEND_STANDARD, &pr);
+    if (rc != BM_OK) {
+        /* nothing announced: fail the operation, reported at the next
+         * synchronisation as any failed answer */
+        o->status = rc;
+        op_done(o);
+        return BM_OK;
+    }
+    bm_pml_request_free(pr); /* the target's answer completes the put */
+    struct bm_osc_hdr h = {.type = BM_OSC_PUT_RNDV, .opid = o->id, .addr = addr, .len = len};
+    bm_osc_am_send(win, target, &h, NULL, 0, NULL, 0);
+    return BM_OK;
+}
+
+int bm_osc_am_get_rndv(MPI_Win win, int target, void *buf, uint64_t addr, size_t len,
+                       struct bm_osc_req *req)
+{
+    struct rndv *rv = calloc(1, sizeof(*rv));
+    struct bm_osc_op *o = rv ? bm_osc_op_new(win, target, buf, len) : NULL;
+    if (!o) {
+        free(rv);
+        return BM_ERR_NO_MEMORY;
+    }
+    if (req) {
+        o->req = req;
+        req->parts++;
+    }
+    /* the receive first: the data may come back before this call returns */
+    bm_status_t rc =
+        bm_pml_irecv(buf, len, win->comm->context_id, target, BM_OSC_TAG_GET, &rv->req);
+    if (rc != BM_OK) {
+        free(rv);
+        o->status = rc;
+        o->got = o->want;
+        op_done(o);
+        return BM_OK; /* reported at the next synchronisation, as any failed answer */
+    }
+    rv->origin_get = true;
+    rv->opid = o->id;
+    rndv_watch(rv);
+    struct bm_osc_hdr h = {.type = BM_OSC_GET_RNDV, .addr = addr, .len = len};
+    bm_osc_am_send(win, target, &h, NULL, 0, NULL, 0);
+    return BM_OK;
+}
+
+/* A watched receive completed: answer the origin of a put, or complete
+ * this process's get. */
+static void rndv_done(struct rndv *rv, const struct bm_pml_status *st)
+{
+    if (!rv->origin_get) {
+        int status = rv->status != BM_OK ? rv->status : st->error;
+        answer(rv->peer_world, rv->win_id, rv->opid, status, NULL, 0);
+        return;
+    }
+    struct bm_osc_op *op = op_lookup(rv->opid);
+    if (!op)
+        return;
+    if (st->error != BM_OK)
+        op->status = st->error;
+    else if (st->count != op->want)
+        op->status = BM_ERR_BAD_PARAM; /* the target refused the range: an empty message */
+    op->got = op->want;
+    op_done(op);
+}
+
+static int rndv_poll(void *arg)
+{
+    (void)arg;
+    int n = 0;
+    for (struct rndv **pp = &agent_g.rndv; *pp;) {
+        struct rndv *rv = *pp;
+        if (!bm_pml_request_done(rv->req)) {
+            pp = &rv->next;
+            continue;
+        }
+        struct bm_pml_status st;
+        bm_pml_request_test(rv->req, &st);
+        bm_pml_request_free(rv->req);
+        *pp = rv->next;
+        rndv_done(rv, &st);
+        free(rv);
+        n++;
+    }
+    if (!agent_g.rndv) {
+        bm_pml_progress_unregister(rndv_poll, NULL);
+        agent_g.rndv_hook = false;
+    }
+    return n;
 }
 
 /* Send to a process by world rank (answers: the origin may not be found
@@ -379,9 +587,78 @@ static void agent_cas(MPI_Win win, int origin, const struct bm_osc_hdr *h, const
     answer(origin, win->id, h->opid, BM_OK, old, h->len);
 }
 
+/* PUT_RNDV: receive the data straight into the window (into nothing,
+ * answered with the failure, when the range is refused: the message must
+ * still be taken, or it would match the next put's receive). */
+static void agent_put_rndv(MPI_Win win, int peer_world, int origin, const struct bm_osc_hdr *h)
+{
+    char *mem = h->len ? target_mem(win, h->addr, h->len) : NULL;
+    struct rndv *rv = calloc(1, sizeof(*rv));
+    if (!rv)
+        abort();
+    rv->peer_world = peer_world;
+    rv->win_id = win->id;
+    rv->opid = h->opid;
+    rv->status = mem ? BM_OK : BM_ERR_BAD_PARAM;
+    bm_status_t rc = bm_pml_irecv(mem, mem ? h->len : 0, win->comm->context_id, origin,
+                                  BM_OSC_TAG_PUT, &rv->req);
+    if (rc != BM_OK) {
+        free(rv);
+        agent_fail(peer_world, win->id, h, rc, "put");
+        return;
+    }
+    rndv_watch(rv);
+}
+
+/* GET_RNDV: send the data (an empty message when the range is refused: the
+ * origin's receive completes either way). */
+static void agent_get_rndv(MPI_Win win, int peer_world, const struct bm_osc_hdr *h)
+{
+    char *mem = h->len ? target_mem(win, h->addr, h->len) : NULL;
+    struct bm_pml_request *r;
+    if (!mem)
+        bm_log_debug("one-sided get from rank %d (window %u, %llu bytes at 0x%llx): outside the "
+                     "window",
+                     peer_world, win->id, (unsigned long long)h->len, (unsigned long long)h->addr);
+    if (bm_pml_isend(mem, mem ? h->len : 0, peer_world, win->comm->context_id, win->rank,
+                     BM_OSC_TAG_GET, BM_PML_SEND_STANDARD, &r) == BM_OK)
+        bm_pml_request_free(r);
+    else
+        bm_log_error("could not answer a %llu-byte get from rank %d: its window waits for "
+                     "data that will not come",
+                     (unsigned long long)h->len, peer_world);
+}
+
+static void agent_msg(int peer_world, const char *msg, size_t len, bool in_batch);
+
+/* BATCH: run the items in order. */
+static void agent_batch(int peer_world, const char *data, size_t dlen)
+{
+    size_t off = 0;
+    while (dlen - off >= sizeof(struct bm_osc_batch_item)) {
+        struct bm_osc_batch_item it;
+        memcpy(&it, data + off, sizeof(it));
+        off += sizeof(it);
+        if (it.bytes < sizeof(struct bm_osc_hdr) || it.bytes > dlen - off) {
+            bm_log_ratelimited(BM_LOG_ERROR,
+                               "dropped the rest of a one-sided batch from rank %d: an item of "
+                               "%u bytes where %zu remain",
+                               peer_world, it.bytes, dlen - off);
+            return;
+        }
+        agent_msg(peer_world, data + off, it.bytes, true);
+        off += pad8(it.bytes);
+    }
+}
+
 static void agent_recv(int peer_world, const void *msg, size_t len, void *arg)
 {
     (void)arg;
+    agent_msg(peer_world, msg, len, false);
+}
+
+static void agent_msg(int peer_world, const char *msg, size_t len, bool in_batch)
+{
     struct bm_osc_hdr h;
     if (len < sizeof(h)) {
         bm_log_ratelimited(BM_LOG_ERROR,
@@ -391,7 +668,7 @@ static void agent_recv(int peer_world, const void *msg, size_t len, void *arg)
         return;
     }
     memcpy(&h, msg, sizeof(h));
-    const char *data = (const char *)msg + sizeof(h);
+    const char *data = msg + sizeof(h);
     size_t dlen = len - sizeof(h);
     if (h.type == BM_OSC_ANSWER) {
         agent_answer_in(&h, data, dlen);
@@ -464,6 +741,19 @@ static void agent_recv(int peer_world, const void *msg, size_t len, void *arg)
         break;
     case BM_OSC_ERROR:
         agent_error_in(win, peer_world, &h);
+        break;
+    case BM_OSC_PUT_RNDV:
+        agent_put_rndv(win, peer_world, origin, &h);
+        break;
+    case BM_OSC_GET_RNDV:
+        agent_get_rndv(win, peer_world, &h);
+        break;
+    case BM_OSC_BATCH:
+        if (in_batch || h.len > dlen)
+            bm_log_ratelimited(BM_LOG_ERROR, "dropped a malformed one-sided batch from rank %d",
+                               peer_world);
+        else
+            agent_batch(peer_world, data, h.len);
         break;
     default:
         bm_log_ratelimited(BM_LOG_ERROR,

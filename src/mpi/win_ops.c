@@ -446,7 +446,10 @@ static void segment(struct osc_xfer *x, char *optr, uint64_t toff, size_t len)
         x->status = btl_putget(x->t, put, optr, x->t->base + toff, len, x->req);
         break;
     default:
-        if (put)
+        if (len >= x->win->rndv_limit)
+            x->status = put ? bm_osc_am_put_rndv(x->win, x->target, optr, toff, len, x->req)
+                            : bm_osc_am_get_rndv(x->win, x->target, optr, toff, len, x->req);
+        else if (put)
             am_put_acc(x->win, x->target, BM_OSC_PUT, 0, 0, optr, toff, len, 1, 1);
         else
             x->status = am_fetch(x->win, x->target, BM_OSC_GET, 0, 0, NULL, optr, toff, len, 1, 1,

@@ -431,6 +431,9 @@ static int flush_common(MPI_Win win, int rank, bool local, const char *fn)
                                 "flushes are for passive-target epochs: %s",
                                 rank == -1 ? "no MPI_Win_lock or MPI_Win_lock_all is held"
                                            : "the target is not locked by this process");
+    /* held-back operations go now; a flush's FLUSH takes them along */
+    if (local)
+        bm_osc_batch_push(win, rank < 0 ? 0 : rank, rank < 0 ? win->nranks : rank + 1);
     rc = bm_osc_complete(win, rank, local);
     if (rc == MPI_ERR_NO_MEM)
         return bm_osc_win_error(win, rc, fn, "out of memory");
@@ -541,7 +544,9 @@ static int win_fence_body(int mode, MPI_Win win)
     int err = MPI_SUCCESS;
     bool sync_done = false;
     if (!(mode & MPI_MODE_NOPRECEDE)) {
-        /* this process's operations: done here (transports, fetches) */
+        /* this process's operations: done here (transports, fetches),
+         * held-back ones sent (the count below includes them) */
+        bm_osc_batch_push(win, 0, win->nranks);
         err = bm_osc_complete(win, -1, true);
         if (!win->all_shm) {
             /* how many counted messages each process must run */

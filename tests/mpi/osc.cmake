@@ -93,6 +93,8 @@ bm_add_unit_test(test_osc_stripes SOURCES ${osc_dir}/test_osc_stripes.c LABELS u
 add_executable(osc_msgs ${osc_dir}/osc_msgs.c)
 target_link_libraries(osc_msgs PRIVATE bitmover_internal bm_test_harness)
 bm_add_mpi_test(osc_msgs_tcp_np3 TARGET osc_msgs NP 3 BTL self,tcp TIMEOUT 60
-    LABELS mpi osc ARGS agent)
+    LABELS mpi osc ARGS agent ENV BM_MPI_OSC_BATCH=0)
+bm_add_mpi_test(osc_msgs_batch_np3 TARGET osc_msgs NP 3 BTL self,tcp TIMEOUT 60
+    LABELS mpi osc ARGS batch)
 bm_add_mpi_test(osc_msgs_rdma_np3 TARGET osc_msgs NP 3 BTL self,sm TIMEOUT 60
     LABELS mpi osc ARGS rdma ENV BM_MPI_OSC_SHM=off)
