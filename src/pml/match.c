@@ -448,6 +448,8 @@ static void match_in(struct bm_pml_ctx *locked, int peer_world, const char *head
     struct bm_pml_srcstate *st = ctx_src(ctx, mh.src);
     if (mh.seq != st->expected) {
         if ((int32_t)(mh.seq - st->expected) < 0) {
+            if (mh.base.type == BM_PML_HDR_RNDV && (mh.base.flags & BM_PML_HDR_F_RETRANSMIT))
+                bm_pml_restart_dup_rndv(peer_world, &rh); /* restart.c: the sender may wait */
             bm_log_debug(
                 "dropped duplicate fragment seq %u from rank %d (context %u, expecting %u)", mh.seq,
                 peer_world, mh.cid, st->expected);

@@ -218,6 +218,8 @@ bm_status_t bm_pml_init(int thread_level)
         goto err_close;
     }
     rc = bm_pml_failover_init();
+    if (rc == BM_OK)
+        rc = bm_pml_restart_init();
     if (rc != BM_OK)
         goto err_close;
     for (int r = 0; r < bm_pml_g.world_size; r++) {

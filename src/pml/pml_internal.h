@@ -112,6 +112,20 @@ struct bm_pml_request {
 
     struct bm_pml_request *pend_next; /* retry queue / free list */
     int outstanding;                  /* send: descriptors in flight */
+    /* End-to-end recovery (restart.c): a send kept until the receiver's
+     * DONE, or a rendezvous receive waiting for FRAGs, is on the watch
+     * list, which times how long it made no progress. */
+    bool watched;
+    bool need_done;                    /* send: complete only at the receiver's DONE */
+    bool done_rcvd;                    /* send: the DONE arrived */
+    uint8_t tries;                     /* timeouts so far (each doubles the next, to 8x) */
+    uint32_t restart_seq;              /* recv: restarts asked; send: newest one served */
+    struct bm_pml_request *watch_next; /* the watch list */
+    struct bm_pml_request *watch_prev; /* ... */
+    uint64_t watch_ns;                 /* when progress was last seen */
+    size_t watch_mark;                 /* recv: bytes arrived then */
+    bm_pml_reqid_t rndv_sreq;          /* recv: the sender's request (from the RNDV) */
+    size_t ack_offset;                 /* recv: the first ACK's offset (the RNDV's bytes) */
     /* A non-contiguous message (conv.type != NULL, a reference held until
      * the request is released): sends pack each fragment into the
      * transport's buffer, receives unpack each fragment where it belongs;
@@ -255,6 +269,15 @@ struct bm_pml_state {
     uint32_t *retry_blocked; /* per world rank: last retry pass in which a send was refused */
     int *ctl_pending;        /* per world rank: control messages on the control queue */
     int noutage;             /* peers with no working path (failover.c) */
+    /* End-to-end recovery (restart.c): watched requests, whether their
+     * timers run (BM_PML_RESTART_MS > 0), and what it did (for tests). */
+    int nwatch;
+    bool restart_timers;
+    uint64_t restarts_asked;  /* restart ACKs this receiver sent */
+    uint64_t restarts_served; /* ranges this sender sent again for a restart */
+    uint64_t restarts_stale;  /* restart ACKs older than one served: ignored */
+    uint64_t rndv_resent;     /* RNDVs sent again for want of an ACK */
+    uint64_t rndv_queries;    /* RNDV queries for a missing DONE */
     /* Non-contiguous messages received with one copy (getv), for tests (atomic). */
     uint64_t rget_pieces_msgs;
     /* RGETs (rdma.c), for tests that must tell the single copy from its
@@ -495,6 +518,33 @@ int bm_pml_peer_held(int peer_world);
 bool bm_pml_peer_in_outage(int peer_world);
 /* While bm_pml_g.noutage > 0: the grace deadlines and the minute reports. */
 int bm_pml_failover_progress(void);
+/* restart.c: end-to-end recovery of rendezvous (README "End-to-end recovery") */
+bm_status_t bm_pml_restart_init(void);
+/* Put a request on the watch list / take it off (request completion does). */
+void bm_pml_restart_watch(struct bm_pml_request *req);
+void bm_pml_restart_unwatch(struct bm_pml_request *req);
+/* While bm_pml_g.nwatch > 0 and the timers run: time out what stalled. */
+int bm_pml_restart_progress(void);
+/* Receiver: a rendezvous now waits for FRAGs (after its ACK left). */
+void bm_pml_restart_recv_started(struct bm_pml_request *req, bm_pml_reqid_t sreq,
+                                 size_t ack_offset);
+/* Receiver: the rendezvous has every byte; tell a sender that waits. */
+void bm_pml_restart_recv_done(struct bm_pml_request *req);
+/* Receiver: a RNDV resent (RETRANSMIT) whose sequence number already
+ * matched: answer what the sender is missing. */
+void bm_pml_restart_dup_rndv(int peer_world, const struct bm_pml_hdr_rndv *rh);
+/* Sender: an ACK with F_RESTART or F_DONE (send.c passes them on). */
+void bm_pml_restart_ack(struct bm_pml_request *req, const struct bm_pml_hdr_ack *ah);
+/* Sender: what a watched send waits for: 0 nothing (it is moving), 1 an
+ * ACK for its RNDV, 2 the receiver's DONE (send.c). */
+int bm_pml_send_watch_state(const struct bm_pml_request *req);
+/* Sender: queue [offset, offset + len) to be sent again (send.c; the
+ * caller advances the send). */
+void bm_pml_send_resend_range(struct bm_pml_request *req, size_t offset, size_t len);
+/* Sender: send the RNDV again (no ACK came) or query the receiver (no DONE). */
+void bm_pml_send_rndv_again(struct bm_pml_request *req);
+void bm_pml_send_query(struct bm_pml_request *req);
+
 /* des->context of control-message descriptors (others carry their header type). */
 #define BM_PML_DES_CTL 0xff
 /* Completion callback shared by every descriptor the PML sends. */

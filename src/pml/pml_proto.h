@@ -21,6 +21,14 @@
  *               sender writes the tail; FIN (rreq)     ->
  *                                                      <- FIN (sreq): reads done, send complete
  *               a failed get or put: <- ACK for the missing range, FRAGs as above
+ *   end to end (restart.c): the receiver of a RNDV that asked for FRAGs
+ *   confirms the end:                                  <- ACK (DONE)
+ *   and a sender with BM_PML_RESTART_MS keeps its message until then.
+ *   A receive that makes no progress for that time:    <- ACK (RESTART, n, a missing range)
+ *               FRAG + the range again                 ->
+ *   A RNDV with no ACK for that time is sent again (RETRANSMIT); a sender
+ *   still without DONE asks:  RNDV (RETRANSMIT|QUERY)  ->
+ *                                                      <- ACK (the range again), or DONE
  * FIN repeats the match information so a duplicate FIN after a failover can
  * be recognised (the bfo design).
  *
@@ -70,6 +78,15 @@ typedef uint64_t bm_pml_reqid_t;
 
 /* Flags (hdr_base.flags). */
 #define BM_PML_HDR_F_RETRANSMIT 0x01u /* resent after a path failure: may be a duplicate */
+/* ACK: not the first answer to a RNDV but a restart (restart.c): send bytes
+ * [offset, length) again; ctl_seq numbers the restarts of one message. */
+#define BM_PML_HDR_F_RESTART 0x02u
+/* ACK: the receiver has every byte it asked for; a sender that kept the
+ * message for a restart completes (restart.c). rreq is 0. */
+#define BM_PML_HDR_F_DONE 0x04u
+/* RNDV (with RETRANSMIT): sent again by a sender that had its ACK but no
+ * DONE: the receiver answers with a restart of what it misses, or DONE. */
+#define BM_PML_HDR_F_QUERY 0x08u
 
 /* Common first four bytes. */
 struct bm_pml_hdr_base {
@@ -104,10 +121,14 @@ _Static_assert(sizeof(struct bm_pml_hdr_rndv) == 40, "RNDV header is 40 bytes");
  * of its message in FRAGs naming rreq; length is below msg_len when the
  * receive buffer is smaller (the rest is not sent: truncation). offset >=
  * length means nothing more is needed; the sender completes (this is how a
- * synchronous send learns that it matched). */
+ * synchronous send learns that it matched). With F_RESTART: bytes
+ * [offset, length) again, one ACK per missing range; with F_DONE: the
+ * receive is complete (flags above). */
 struct bm_pml_hdr_ack {
     struct bm_pml_hdr_base base;
-    uint32_t reserved;   /* zero */
+    uint32_t ctl_seq;    /* 0 for the answer to the RNDV; n for the n-th restart (F_RESTART):
+                          * the sender ignores a restart older than one it served, a stale
+                          * duplicate (bfo's restart sequence) */
     bm_pml_reqid_t sreq; /* sender's request, from the RNDV */
     bm_pml_reqid_t rreq; /* receiver's request: FRAGs name it */
     uint64_t offset;     /* bytes the receiver already has (the RNDV's payload) */

@@ -374,6 +374,8 @@ static int progress_pass(void)
         n += retry_queued();
     if (__builtin_expect(bm_pml_g.noutage > 0, 0))
         n += bm_pml_failover_progress();
+    if (bm_pml_g.nwatch > 0 && bm_pml_g.restart_timers)
+        n += bm_pml_restart_progress();
     if (hooks.count > 0 && !hooks.running)
         n += hooks_run();
     return n;

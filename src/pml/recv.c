@@ -135,6 +135,8 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
     };
     if (done_now)
         bm_pml_request_complete(req);
+    else
+        bm_pml_restart_recv_started(req, sreq, data_len); /* FRAGs follow: watched, then DONE */
     bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
 }
 
@@ -287,6 +289,7 @@ void bm_pml_recv_done(struct bm_pml_request *req)
     free(req->ranges);
     req->ranges = NULL;
     req->nranges = req->cap_ranges = 0;
+    bm_pml_restart_recv_done(req);
     bm_pml_request_complete(req);
 }
 

@@ -65,6 +65,9 @@ static void send_check_done(struct bm_pml_request *req)
         return;
     if (req->rndv && !req->acked)
         return;
+    /* Kept for an end-to-end restart until the receiver has it all (restart.c). */
+    if (req->need_done && !req->done_rcvd)
+        return;
     /* An eager payload the transport copied frees the user's buffer at
      * once: the send completes without waiting for the peer to take it. */
     if (req->outstanding > 0 && (req->rndv || !req->copied))
@@ -211,6 +214,8 @@ static bm_status_t send_first(struct bm_pml_request *req)
         req->first_len = size;
         req->frag_next = size;
         req->sphase = req->acked ? BM_PML_SPHASE_FRAGS : BM_PML_SPHASE_WAIT_ACK;
+        if (bm_pml_g.restart_timers)
+            bm_pml_restart_watch(req); /* a RNDV with no ACK is sent again (restart.c) */
         int rc = des_submit(req, path, des, BM_PML_HDR_RNDV);
         if (rc == BM_OK)
             return BM_OK;
@@ -350,6 +355,23 @@ static bm_status_t send_frags(struct bm_pml_request *req)
     return BM_OK;
 }
 
+/* Queue bytes [offset, offset + len) to be sent again in FRAGs. */
+static void resend_queue(struct bm_pml_request *req, size_t offset, size_t len)
+{
+    struct bm_pml_resend *rs = malloc(sizeof(*rs));
+    if (!rs)
+        abort();
+    rs->next = NULL;
+    rs->offset = offset;
+    rs->len = len;
+    struct bm_pml_resend **pp = &req->resend;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = rs;
+    if (req->sphase == BM_PML_SPHASE_SENT)
+        req->sphase = BM_PML_SPHASE_FRAGS;
+}
+
 /* A FRAG was lost with its path: queue its range to be sent again. */
 static void frag_lost(struct bm_pml_request *req, const struct bm_btl_descriptor *des)
 {
@@ -358,19 +380,7 @@ static void frag_lost(struct bm_pml_request *req, const struct bm_btl_descriptor
     size_t len = 0;
     for (uint32_t i = 0; i < des->seg_count; i++)
         len += des->seg[i].len;
-    len -= sizeof(fh);
-    struct bm_pml_resend *rs = malloc(sizeof(*rs));
-    if (!rs)
-        abort();
-    rs->next = NULL;
-    rs->offset = fh.offset;
-    rs->len = len;
-    struct bm_pml_resend **pp = &req->resend;
-    while (*pp)
-        pp = &(*pp)->next;
-    *pp = rs;
-    if (req->sphase == BM_PML_SPHASE_SENT)
-        req->sphase = BM_PML_SPHASE_FRAGS;
+    resend_queue(req, fh.offset, len - sizeof(fh));
 }
 
 /* Advance a send as far as it can go now; queue it when a transport is out
@@ -403,6 +413,58 @@ bm_status_t bm_pml_send_resume(struct bm_pml_request *req)
 {
     send_advance(req);
     return BM_OK;
+}
+
+/* Go on now unless a function up the stack works on it or it waits on the
+ * retry queue (which resumes it). */
+static void send_kick(struct bm_pml_request *req)
+{
+    if (req->nest == 0 && !req->pending)
+        send_advance(req);
+}
+
+void bm_pml_send_resend_range(struct bm_pml_request *req, size_t offset, size_t len)
+{
+    resend_queue(req, offset, len);
+}
+
+void bm_pml_send_rndv_again(struct bm_pml_request *req)
+{
+    bm_pml_g.rndv_resent++;
+    bm_log_debug("no ACK from rank %d for a %zu-byte rendezvous (tag %d): sending its RNDV again",
+                 req->peer, req->bytes, req->tag);
+    req->retransmit = true;
+    req->sphase = BM_PML_SPHASE_START;
+    send_kick(req);
+}
+
+void bm_pml_send_query(struct bm_pml_request *req)
+{
+    bm_pml_g.rndv_queries++;
+    bm_log_debug("no DONE from rank %d for a %zu-byte rendezvous (tag %d): asking", req->peer,
+                 req->bytes, req->tag);
+    struct bm_pml_hdr_rndv rh = {
+        .match = {.base = {.type = BM_PML_HDR_RNDV,
+                           .flags = BM_PML_HDR_F_RETRANSMIT | BM_PML_HDR_F_QUERY},
+                  .cid = req->cid,
+                  .src = req->src_rank,
+                  .tag = req->tag,
+                  .seq = req->seq},
+        .msg_len = req->bytes,
+        .sreq = bm_pml_request_id(req),
+    };
+    bm_pml_ctl_send(req->peer, BM_PML_BTL_TAG(BM_PML_HDR_RNDV), &rh, sizeof(rh));
+}
+
+int bm_pml_send_watch_state(const struct bm_pml_request *req)
+{
+    if (req->pending || req->nest > 0 || req->outstanding > 0 || req->cancelling)
+        return 0;
+    if (!req->acked)
+        return req->sphase == BM_PML_SPHASE_WAIT_ACK ? 1 : 0;
+    if (req->need_done && !req->done_rcvd && req->sphase == BM_PML_SPHASE_SENT)
+        return 2;
+    return 0;
 }
 
 static bm_status_t send_check(const void *buf, size_t bytes, int dst_world, int src_rank, int tag)
@@ -591,7 +653,7 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
     struct bm_pml_request *req = bm_pml_request_lookup(ah.sreq, BM_PML_REQ_SEND);
     if (!req || req->peer != d->peer || !req->rndv || ah.offset > req->bytes ||
         ah.length > req->bytes) {
-        if (ah.base.flags & BM_PML_HDR_F_RETRANSMIT) {
+        if (ah.base.flags & (BM_PML_HDR_F_RETRANSMIT | BM_PML_HDR_F_RESTART | BM_PML_HDR_F_DONE)) {
             bm_log_debug("dropped a resent ACK from rank %d for a finished send", d->peer);
             return;
         }
@@ -601,10 +663,18 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
                            d->peer, (unsigned long long)ah.sreq);
         return;
     }
+    if (ah.base.flags & (BM_PML_HDR_F_RESTART | BM_PML_HDR_F_DONE)) {
+        bm_pml_restart_ack(req, &ah); /* end to end (restart.c) */
+        send_kick(req);
+        return;
+    }
     if (req->acked)
         return; /* a duplicate after a path failure */
     req->acked = true;
     req->rreq = ah.rreq;
+    /* A receiver that asked for FRAGs confirms their arrival (DONE); a
+     * watched send waits for it, to serve a restart (restart.c). */
+    req->need_done = req->watched && ah.offset < ah.length;
     if (ah.offset < req->frag_next)
         req->frag_next = ah.offset;
     req->frag_end = ah.length;

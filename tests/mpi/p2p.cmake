@@ -56,3 +56,21 @@ if(TARGET bmrun)
             SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
     endforeach()
 endif()
+
+# End-to-end restart (pml/restart.c): tcp on the loopback loses one frame
+# of a PML tag without an error (BM_BTL_TCP_TEST_DROP_TAG: 5 is FRAG, 3 is
+# RNDV); the messages must arrive intact through the restart, and the
+# program checks that the restart ran (labels mpi, p2p, fault).
+add_executable(p2p_restart ${p2p_dir}/p2p_restart.c)
+# internal: it reads the PML's restart counters
+target_link_libraries(p2p_restart PRIVATE bitmover_internal bm_test_harness)
+foreach(variant frag:5:2 rndv:3:1)
+    string(REPLACE ":" ";" parts ${variant})
+    list(GET parts 0 what)
+    list(GET parts 1 tag)
+    list(GET parts 2 nth)
+    bm_add_mpi_test(p2p_restart_${what} TARGET p2p_restart NP 2 BTL self,tcp TIMEOUT 60
+        LABELS mpi p2p fault ARGS ${what}
+        ENV BM_BTL_TCP_IF_INCLUDE=lo BM_PML_RESTART_MS=200 BM_PML_FRAG_SIZE=64k
+            BM_BTL_TCP_TEST_DROP_TAG=${tag} BM_BTL_TCP_TEST_DROP_NTH=${nth})
+endforeach()

@@ -36,6 +36,8 @@ struct bm_btl_tcp_config {
     int keepalive_cnt;        /* TCP_KEEPCNT */
     int finalize_drain_ms;    /* how long finalize waits for unacknowledged sends */
     int reconnect_ms;         /* retry a failed endpoint this often (0: never) */
+    int test_drop_tag;        /* testing: a tag whose test_drop_nth-th frame is dropped (0: off) */
+    int test_drop_nth;
 };
 
 /* ---- local interfaces (tcp_if.c) ------------------------------------------ */
@@ -248,6 +250,7 @@ struct bm_btl_tcp_component {
     struct bm_btl_tcp_frag *pool;
     int pool_count;
     int completions; /* counted by progress */
+    int test_drops;  /* frames of cfg.test_drop_tag received so far (testing) */
     int nretry;      /* endpoints with retry set */
     long long next_retry_check;
     long long next_live_check; /* tcp_live.c, every BM_BTL_TCP_LIVE_CHECK_NS */

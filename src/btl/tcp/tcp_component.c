@@ -89,6 +89,16 @@ static const struct bm_param tcp_params[] = {
     {"BM_BTL_TCP_FINALIZE_DRAIN", BM_PARAM_INT, "10000", 0, 600000, NULL,
      "Milliseconds finalize waits for outstanding sends to be acknowledged before closing.",
      TCP_CFG(finalize_drain_ms), 0},
+    {"BM_BTL_TCP_TEST_DROP_TAG", BM_PARAM_INT, "0", 0, BM_BTL_TAG_MAX - 1, NULL,
+     "For testing only: the receiver silently drops one frame of this transport tag (the "
+     "BM_BTL_TCP_TEST_DROP_NTH-th it receives), after acknowledging it, so that the sender "
+     "sees a successful send: a transport losing data without an error, to exercise the "
+     "PML's end-to-end restart (BM_PML_RESTART_MS). PML tags are 1 + the header type "
+     "(pml_proto.h: 5 FRAG, 4 ACK, 3 RNDV). 0: off.",
+     TCP_CFG(test_drop_tag), BM_PARAM_F_DEBUG},
+    {"BM_BTL_TCP_TEST_DROP_NTH", BM_PARAM_INT, "1", 1, 1 << 30, NULL,
+     "For testing only: which frame of BM_BTL_TCP_TEST_DROP_TAG is dropped (1: the first).",
+     TCP_CFG(test_drop_nth), BM_PARAM_F_DEBUG},
 };
 static const struct bm_param_table tcp_param_table = {"btl/tcp", tcp_params,
                                                       BM_PARAM_COUNT(tcp_params)};

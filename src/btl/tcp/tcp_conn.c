@@ -756,6 +756,13 @@ static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
             };
             c->rpos += sizeof(h) + len;
             c->comp->completions++;
+            if (__builtin_expect(h.tag == c->comp->cfg.test_drop_tag, 0) && h.tag != 0 &&
+                ++c->comp->test_drops == c->comp->cfg.test_drop_nth) {
+                bm_log_info("%s: dropped frame %d of tag %u from rank %d (%u bytes) on purpose "
+                            "(BM_BTL_TCP_TEST_DROP_TAG, for testing)",
+                            m->name, c->comp->test_drops, h.tag, ep->rank, len);
+                continue;
+            }
             if (h.tag < BM_BTL_TAG_MAX && m->recv_cb[h.tag].cb)
                 m->recv_cb[h.tag].cb(m, &d, m->recv_cb[h.tag].cbdata);
             else

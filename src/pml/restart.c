@@ -1,0 +1,297 @@
+/* End-to-end recovery of rendezvous messages, for the losses no transport
+ * reports (bfo's restart protocol, for the case where no error arrives).
+ * The transports promise that a successful completion means delivery
+ * (btl.h); this covers a transport that breaks the promise. A receiver
+ * that asked for FRAGs and sees no new byte for BM_PML_RESTART_MS asks the
+ * sender again for each missing range (an ACK with F_RESTART and a restart
+ * number); a sender whose RNDV gets no ACK for that time sends it again; a
+ * sender that keeps its message until the receiver's DONE and gets none
+ * asks (a RNDV with F_QUERY), and the receiver answers with the ranges it
+ * misses, or DONE when it has finished. The restart number keeps a stale
+ * restart, overtaken by a newer one, from being served twice; every FRAG
+ * sent again is counted once by the receiver (recv.c ranges), and a
+ * duplicate RNDV is dropped by its sequence number (match.c), so a restart
+ * that was not needed only costs the bytes sent again. Each further
+ * timeout of one message doubles its wait, up to 8 times the parameter.
+ * Peers in an outage (failover.c) are not timed: their traffic is held. */
+#define BM_LOG_SUBSYS "pml"
+#include "util/log.h"
+
+#include "pml/pml_internal.h"
+#include "util/clock.h"
+#include "util/params.h"
+
+#include <stddef.h>
+#include <string.h>
+
+struct restart_params {
+    int restart_ms;
+};
+
+/* 1 s: far above what a working transport takes to deliver a pipeline of
+ * FRAGs (milliseconds), short enough that a lost FRAG costs a job little.
+ * A peer that does not call MPI for longer makes the other side ask
+ * again for bytes that are still on their way: only a few bytes are sent
+ * twice, and the doubling keeps that rare. */
+static const struct bm_param restart_param_list[] = {
+    {"BM_PML_RESTART_MS", BM_PARAM_INT, "1000", 0, 3600000, NULL,
+     "Milliseconds a rendezvous may make no progress before it is restarted end to end: the "
+     "receiver asks the sender again for the bytes it misses, a RNDV that got no answer is "
+     "sent again, and senders keep a message until the receiver confirms it (one small "
+     "message per rendezvous). Covers data lost without an error from the transport. 0 turns "
+     "the timers off (receivers still confirm, so ranks with different values work together).",
+     offsetof(struct restart_params, restart_ms), 0},
+};
+static const struct bm_param_table restart_table = {"pml", restart_param_list,
+                                                    BM_PARAM_COUNT(restart_param_list)};
+BM_PARAM_TABLE_REGISTER(restart_table);
+
+/* Missing ranges asked for in one restart; the last one covers the rest. */
+#define RESTART_MAX_RANGES 16
+/* Progress passes between two looks at the clock while something is watched. */
+#define RESTART_TICK_MASK 15u
+
+static struct {
+    struct restart_params p;
+    uint64_t timeout_ns;
+    uint64_t next_scan;
+    unsigned tick;
+    struct bm_pml_request *head;
+    bool told; /* the first restart is said at info level, the others at debug */
+} rs;
+
+bm_status_t bm_pml_restart_init(void)
+{
+    bm_status_t rc = bm_util_params_load(&restart_table, &rs.p);
+    if (rc != BM_OK)
+        return rc;
+    rs.timeout_ns = (uint64_t)rs.p.restart_ms * 1000000ull;
+    rs.next_scan = 0;
+    rs.head = NULL;
+    rs.told = false;
+    bm_pml_g.restart_timers = rs.p.restart_ms > 0;
+    return BM_OK;
+}
+
+void bm_pml_restart_watch(struct bm_pml_request *req)
+{
+    if (req->watched)
+        return;
+    req->watched = true;
+    req->tries = 0;
+    req->watch_ns = bm_util_clock_now_ns();
+    req->watch_prev = NULL;
+    req->watch_next = rs.head;
+    if (rs.head)
+        rs.head->watch_prev = req;
+    rs.head = req;
+    bm_pml_g.nwatch++;
+}
+
+void bm_pml_restart_unwatch(struct bm_pml_request *req)
+{
+    if (!req->watched)
+        return;
+    req->watched = false;
+    if (req->watch_prev)
+        req->watch_prev->watch_next = req->watch_next;
+    else
+        rs.head = req->watch_next;
+    if (req->watch_next)
+        req->watch_next->watch_prev = req->watch_prev;
+    req->watch_next = req->watch_prev = NULL;
+    bm_pml_g.nwatch--;
+}
+
+/* ---- receiver ---------------------------------------------------------------- */
+
+void bm_pml_restart_recv_started(struct bm_pml_request *req, bm_pml_reqid_t sreq, size_t ack_offset)
+{
+    req->rndv_sreq = sreq;
+    req->ack_offset = ack_offset;
+    req->restart_seq = 0;
+    req->watch_mark = req->arrived;
+    bm_pml_restart_watch(req);
+}
+
+void bm_pml_restart_recv_done(struct bm_pml_request *req)
+{
+    if (!req->watched)
+        return;
+    struct bm_pml_hdr_ack done = {
+        .base = {.type = BM_PML_HDR_ACK, .flags = BM_PML_HDR_F_DONE},
+        .sreq = req->rndv_sreq,
+        .offset = req->want,
+        .length = req->want,
+    };
+    int peer = req->src_world;
+    bm_pml_restart_unwatch(req);
+    bm_pml_ctl_send(peer, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &done, sizeof(done));
+}
+
+/* One restart: an ACK with F_RESTART for each range of [0, want) that has
+ * not arrived (RESTART_MAX_RANGES at most, the last one up to want). */
+static void recv_restart(struct bm_pml_request *req)
+{
+    struct bm_pml_hdr_ack ack = {
+        .base = {.type = BM_PML_HDR_ACK, .flags = BM_PML_HDR_F_RESTART},
+        .ctl_seq = ++req->restart_seq,
+        .sreq = req->rndv_sreq,
+        .rreq = bm_pml_request_id(req),
+    };
+    size_t missing = req->want - req->arrived;
+    if (!rs.told) {
+        rs.told = true;
+        bm_log_info("a rendezvous from rank %d (tag %d, %zu of %zu bytes arrived) made no "
+                    "progress for %d ms: asking the sender for the missing bytes again "
+                    "(BM_PML_RESTART_MS; said once, later ones at debug level)",
+                    req->src_world, req->status.tag, req->arrived, req->want, rs.p.restart_ms);
+    } else {
+        bm_log_debug("restart %u of the rendezvous from rank %d: %zu bytes missing",
+                     req->restart_seq, req->src_world, missing);
+    }
+    int sent = 0;
+    size_t at = 0; /* end of what arrived before the gap looked at */
+    if (req->nranges == 0)
+        at = req->arrived; /* only the RNDV's bytes so far */
+    for (int i = 0; i <= req->nranges && at < req->want; i++) {
+        size_t end = i < req->nranges ? req->ranges[i].start : req->want;
+        if (sent == RESTART_MAX_RANGES - 1)
+            end = req->want;
+        if (end > at) {
+            ack.offset = at;
+            ack.length = end;
+            bm_pml_ctl_send(req->src_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
+            bm_pml_g.restarts_asked++;
+            sent++;
+        }
+        if (end == req->want)
+            break;
+        if (i < req->nranges && req->ranges[i].end > at)
+            at = req->ranges[i].end;
+    }
+}
+
+static struct bm_pml_request *recv_find(int peer_world, bm_pml_reqid_t sreq)
+{
+    for (struct bm_pml_request *r = rs.head; r; r = r->watch_next)
+        if (r->kind == BM_PML_REQ_RECV && r->src_world == peer_world && r->rndv_sreq == sreq)
+            return r;
+    return NULL;
+}
+
+void bm_pml_restart_dup_rndv(int peer_world, const struct bm_pml_hdr_rndv *rh)
+{
+    if (rh->match.base.type != BM_PML_HDR_RNDV || !(rh->match.base.flags & BM_PML_HDR_F_RETRANSMIT))
+        return;
+    struct bm_pml_request *req = recv_find(peer_world, rh->sreq);
+    if (req) {
+        /* Receiving it: the first ACK again (the sender may have lost it;
+         * one it has is ignored), and for a query the missing ranges. */
+        struct bm_pml_hdr_ack ack = {
+            .base = {.type = BM_PML_HDR_ACK, .flags = BM_PML_HDR_F_RETRANSMIT},
+            .sreq = req->rndv_sreq,
+            .rreq = bm_pml_request_id(req),
+            .offset = req->ack_offset,
+            .length = req->want,
+        };
+        bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
+        if (rh->match.base.flags & BM_PML_HDR_F_QUERY) {
+            recv_restart(req);
+            req->watch_ns = bm_util_clock_now_ns();
+        }
+        return;
+    }
+    if (!(rh->match.base.flags & BM_PML_HDR_F_QUERY))
+        return; /* not answered yet (unexpected), or finished: the sender has its ACK */
+    /* A sender that had its ACK asks: matched and not being received, so finished. */
+    struct bm_pml_hdr_ack done = {
+        .base = {.type = BM_PML_HDR_ACK, .flags = BM_PML_HDR_F_DONE | BM_PML_HDR_F_RETRANSMIT},
+        .sreq = rh->sreq,
+        .offset = rh->msg_len,
+        .length = rh->msg_len,
+    };
+    bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &done, sizeof(done));
+}
+
+/* ---- sender ---------------------------------------------------------------- */
+
+void bm_pml_restart_ack(struct bm_pml_request *req, const struct bm_pml_hdr_ack *ah)
+{
+    if (ah->base.flags & BM_PML_HDR_F_DONE) {
+        req->done_rcvd = true;
+        return;
+    }
+    /* A restart before the sender's own ACK arrived asks for bytes it never
+     * sent: the RNDV timer sends the RNDV again, which brings the ACK. */
+    if (!req->acked || ah->rreq != req->rreq || req->done_rcvd)
+        return;
+    if (ah->ctl_seq < req->restart_seq) {
+        bm_pml_g.restarts_stale++;
+        bm_log_debug("ignored a stale restart (%u, newest served %u) from rank %d", ah->ctl_seq,
+                     req->restart_seq, req->peer);
+        return;
+    }
+    req->restart_seq = ah->ctl_seq;
+    /* Only bytes that were sent: the rest goes out in order anyway. */
+    size_t end = ah->length < req->frag_next ? ah->length : req->frag_next;
+    if (ah->offset >= end)
+        return;
+    req->watch_ns = bm_util_clock_now_ns();
+    bm_pml_g.restarts_served++;
+    bm_pml_send_resend_range(req, ah->offset, end - ah->offset);
+}
+
+/* ---- timers ---------------------------------------------------------------- */
+
+static bool timed_out(struct bm_pml_request *req, uint64_t now)
+{
+    unsigned shift = req->tries < 3 ? req->tries : 3;
+    return now - req->watch_ns >= rs.timeout_ns << shift;
+}
+
+static void watch_one(struct bm_pml_request *req, uint64_t now)
+{
+    if (req->kind == BM_PML_REQ_RECV) {
+        if (req->arrived != req->watch_mark || bm_pml_peer_in_outage(req->src_world)) {
+            req->watch_mark = req->arrived;
+            req->watch_ns = now;
+            req->tries = 0;
+        } else if (timed_out(req, now)) {
+            recv_restart(req);
+            req->tries++;
+            req->watch_ns = now;
+        }
+        return;
+    }
+    int waits = bm_pml_send_watch_state(req);
+    if (waits == 0 || bm_pml_peer_in_outage(req->peer)) {
+        req->watch_ns = now;
+        return;
+    }
+    if (!timed_out(req, now))
+        return;
+    req->tries++;
+    req->watch_ns = now;
+    if (waits == 1)
+        bm_pml_send_rndv_again(req);
+    else
+        bm_pml_send_query(req);
+}
+
+int bm_pml_restart_progress(void)
+{
+    if ((++rs.tick & RESTART_TICK_MASK) != 0)
+        return 0;
+    uint64_t now = bm_util_clock_now_ns();
+    if (now < rs.next_scan)
+        return 0;
+    rs.next_scan = now + rs.timeout_ns / 4;
+    uint64_t before = bm_pml_g.restarts_asked + bm_pml_g.rndv_resent + bm_pml_g.rndv_queries;
+    struct bm_pml_request *next;
+    for (struct bm_pml_request *r = rs.head; r; r = next) {
+        next = r->watch_next; /* a send may complete and leave the list */
+        watch_one(r, now);
+    }
+    return (int)(bm_pml_g.restarts_asked + bm_pml_g.rndv_resent + bm_pml_g.rndv_queries - before);
+}

@@ -1,0 +1,73 @@
+/* End-to-end restart of rendezvous messages (pml/restart.c) over a
+ * transport that loses one fragment without an error: tcp on the loopback
+ * with BM_BTL_TCP_TEST_DROP_TAG, which makes the receiver drop one frame
+ * of a PML tag after acknowledging it (p2p.cmake sets the environment).
+ * Rank 0 sends rank 1 a few rendezvous messages; rank 1 verifies every
+ * byte. The argument names what was lost and which mechanism must have run
+ * (each rank reads its own PML counters, linked internally for that):
+ *   frag: a FRAG: the receiver asked for the missing range (restarts_asked)
+ *         and the sender sent it again (restarts_served);
+ *   rndv: a RNDV: the sender, with no ACK, sent its RNDV again (rndv_resent).
+ * Without the restart the message would never complete (the test's
+ * timeout would end it). */
+#include "bm_test.h"
+#include "pml/pml_internal.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MSGS 3
+#define LEN  (1 << 20)
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *what = argc > 1 ? argv[1] : "frag";
+    bool frag = strcmp(what, "frag") == 0;
+    BM_CHECK_MSG(size == 2, "run with 2 ranks, not %d", size);
+    BM_CHECK_MSG(frag || strcmp(what, "rndv") == 0, "argument: frag or rndv, not %s", what);
+    unsigned char *buf = malloc(LEN);
+    BM_CHECK(buf != NULL);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < MSGS && size == 2; i++) {
+        if (rank == 0) {
+            bm_test_fill(buf, LEN, i);
+            BM_CHECK_EQ_INT(MPI_Send(buf, LEN, MPI_BYTE, 1, i, MPI_COMM_WORLD), MPI_SUCCESS);
+        } else {
+            memset(buf, 0, LEN);
+            MPI_Status st;
+            BM_CHECK_EQ_INT(MPI_Recv(buf, LEN, MPI_BYTE, 0, i, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+            int count;
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            BM_CHECK_EQ_INT(count, LEN);
+            size_t bad = bm_test_bad_bytes(buf, LEN, i);
+            BM_CHECK_MSG(bad == 0, "message %d: %zu bad bytes", i, bad);
+        }
+    }
+    double t = MPI_Wtime() - t0;
+    if (frag) {
+        if (rank == 1)
+            BM_CHECK_MSG(bm_pml_g.restarts_asked >= 1,
+                         "no restart asked for, although a FRAG was dropped");
+        else
+            BM_CHECK_MSG(bm_pml_g.restarts_served >= 1, "no range sent again for a restart");
+    } else if (rank == 0) {
+        BM_CHECK_MSG(bm_pml_g.rndv_resent >= 1, "no RNDV sent again, although one was dropped");
+    }
+    printf("rank %d: %d messages of %d bytes in %.2f s; restarts asked %llu, served %llu, "
+           "stale %llu, RNDVs resent %llu, queries %llu\n",
+           rank, MSGS, LEN, t, (unsigned long long)bm_pml_g.restarts_asked,
+           (unsigned long long)bm_pml_g.restarts_served,
+           (unsigned long long)bm_pml_g.restarts_stale, (unsigned long long)bm_pml_g.rndv_resent,
+           (unsigned long long)bm_pml_g.rndv_queries);
+    free(buf);
+    int failed = bm_test_failed, any = 0;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any ? 1 : 0;
+}
