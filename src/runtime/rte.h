@@ -38,6 +38,7 @@
 
 #include "bm_status.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,14 @@ struct bm_rte_proc {
      * ...): for logs and for the tests that must fail when the launcher
      * path they name was not the one used. */
     char via[48];
+    /* A key only this job's processes know, derived from the job secret
+     * the launcher distributes (bmrun's BMRUN_SECRET), for transports to
+     * derive their own keys from (dgram's MACs: bm_util_siphash_derive
+     * with a label of their own). has_job_key is false under launchers that
+     * distribute no secret (PMIx, PMI-1, singleton). The secret itself,
+     * which opens the launcher's service, is not kept here. */
+    bool has_job_key;
+    uint8_t job_key[16];
 };
 
 struct bm_rte_backend_ops {

@@ -10,6 +10,7 @@
 #include "runtime/rte_backend.h"
 #include "runtime/rte_proto.h"
 #include "util/log.h"
+#include "util/siphash.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -123,6 +124,8 @@ static bm_status_t bmrun_init(struct bm_rte_proc *proc)
         bm_log_error("BMRUN_SECRET is not 64 hex digits (set by bmrun; was it changed?)");
         return BM_ERR_BAD_PARAM;
     }
+    bm_util_siphash_derive(secret, sizeof(secret), "bitmover job key", proc->job_key);
+    proc->has_job_key = true;
     const char *app = getenv("BMRUN_APPNUM"); /* absent: one program */
     proc->appnum = app ? atoi(app) : 0;
     if (proc->appnum < 0)

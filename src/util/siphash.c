@@ -4,6 +4,8 @@
  * endianness agree. */
 #include "util/siphash.h"
 
+#include <string.h>
+
 static inline uint64_t siphash_rotl(uint64_t x, int b)
 {
     return (x << b) | (x >> (64 - b));
@@ -120,4 +122,21 @@ uint64_t bm_util_siphash24_final(struct bm_util_siphash *h)
 {
     struct siphash_state s = {h->v0, h->v1, h->v2, h->v3};
     return siphash_finish(&s, h->tail | (uint64_t)h->total << 56);
+}
+
+void bm_util_siphash_derive(const uint8_t *secret, size_t secret_len, const char *label,
+                            uint8_t key_out[16])
+{
+    uint8_t key[16];
+    for (uint8_t i = 0; i < 2; i++) {
+        struct bm_util_siphash h;
+        bm_util_siphash24_init(&h, secret);
+        bm_util_siphash24_update(&h, label, strlen(label) + 1);
+        bm_util_siphash24_update(&h, secret + 16, secret_len - 16);
+        bm_util_siphash24_update(&h, &i, 1);
+        uint64_t w = bm_util_siphash24_final(&h);
+        for (int b = 0; b < 8; b++)
+            key[8 * i + b] = (uint8_t)(w >> (8 * b));
+    }
+    memcpy(key_out, key, sizeof(key));
 }

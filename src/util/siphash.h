@@ -32,4 +32,12 @@ void bm_util_siphash24_init(struct bm_util_siphash *s, const uint8_t key[16]);
 void bm_util_siphash24_update(struct bm_util_siphash *s, const void *msg, size_t len);
 uint64_t bm_util_siphash24_final(struct bm_util_siphash *s);
 
+/* Derive a 16-byte key for one purpose from a secret: output word i (of 2)
+ * is the SipHash-2-4, under the secret's first 16 bytes, of the label, a
+ * zero byte, the rest of the secret and the byte i. SipHash is a PRF, so
+ * keys of different labels are independent and reveal nothing of the
+ * secret. secret_len >= 16. */
+void bm_util_siphash_derive(const uint8_t *secret, size_t secret_len, const char *label,
+                            uint8_t key_out[16]);
+
 #endif

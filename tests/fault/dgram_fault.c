@@ -20,7 +20,8 @@
  *                  was never sent, FRAGs far ahead in the window); the stream
  *                  must be undisturbed, no path declared failed, and rank
  *                  1's counters must show the drops (bad_mac with
- *                  BM_BTL_DGRAM_AUTH on).
+ *                  BM_BTL_DGRAM_AUTH on), and its MAC key must be the one
+ *                  derived from bmrun's job secret (not published).
  *   mtu F          the path drops full-size datagrams (the script's iptables
  *                  length rule): rank 0 sends, the connectivity check must
  *                  report an MTU problem; rank 0 then creates F, for which
@@ -385,9 +386,15 @@ static void check_stray(void)
         BM_CHECK(s.bad_short > 0);
         BM_CHECK(s.bad_magic + s.bad_checksum > 0);
         BM_CHECK(s.path_failures == 0);
-        if (((struct bm_btl_dgram_module *)mod)->cfg.auth) {
+        const struct bm_btl_dgram_module *dm = (const struct bm_btl_dgram_module *)mod;
+        if (dm->cfg.auth) {
             /* foreign, unknown-sender and spoofed datagrams carry no valid MAC */
             BM_CHECK(s.bad_mac >= 300);
+            /* bmrun runs it: the key comes from the job secret and is not
+             * published with the address */
+            static const uint8_t zero[16];
+            BM_CHECK_MSG(dm->job_keyed, "the MAC key was not derived from the job secret");
+            BM_CHECK(memcmp(dm->addr.mac_key, zero, sizeof(zero)) == 0);
         } else {
             BM_CHECK(s.bad_job > 0);
             BM_CHECK(s.bad_sender > 0);

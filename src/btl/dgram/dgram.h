@@ -132,7 +132,8 @@ struct bm_btl_dgram_addr {
     uint8_t index;       /* module index in the publisher's entry */
     uint8_t wire;        /* BM_DGRAM_WIRE_* */
     uint16_t reserved;
-    uint8_t mac_key[16]; /* key of the MACs of datagrams sent to this module (dgram_proto.h) */
+    uint8_t mac_key[16]; /* key of the MACs of datagrams sent to this module (dgram_proto.h);
+                          * zeros when the job's key is used (job_keyed) */
     char ifname[IF_NAMESIZE];
 };
 
@@ -287,9 +288,9 @@ struct bm_btl_dgram_endpoint {
     int peer;           /* rank */
     uint8_t peer_index; /* the peer's module index */
     struct sockaddr_in to[BM_DGRAM_NCH];
-    uint64_t wire_addr[BM_DGRAM_NCH];   /* the wire's handle for to[] */
-    size_t mtu[BM_DGRAM_NCH];           /* datagram size per channel: min(ours, the peer's) */
-    uint8_t mac_key[16];                /* the peer module's MAC key (from its address) */
+    uint64_t wire_addr[BM_DGRAM_NCH]; /* the wire's handle for to[] */
+    size_t mtu[BM_DGRAM_NCH];         /* datagram size per channel: min(ours, the peer's) */
+    uint8_t mac_key[16];              /* the peer module's MAC key (its address's, or the job's) */
     uint64_t nh_key[BM_DGRAM_NH_WORDS]; /* and its NH key (dgram_mac.c), with auth on */
     int local_err;      /* errno of a send to it that failed locally (ENETUNREACH...), 0: none */
     char peer_desc[96]; /* "rank 3 (10.250.1.2)" for messages */
@@ -378,7 +379,12 @@ struct bm_btl_dgram_module {
     int rank;
     uint64_t job_key;
     struct bm_btl_dgram_addr addr;      /* what we publish */
-    uint64_t nh_key[BM_DGRAM_NH_WORDS]; /* expanded from addr.mac_key (dgram_mac.c) */
+    uint8_t mac_key[16];                /* key of the MACs of datagrams sent to this module */
+    uint64_t nh_key[BM_DGRAM_NH_WORDS]; /* expanded from mac_key (dgram_mac.c) */
+    /* mac_key is the job's (from the launcher's job secret, the same in
+     * every module of the job, not published); else random, published in
+     * addr.mac_key (bm_btl_dgram_module_use_job_key). */
+    bool job_keyed;
     bool local_errs; /* some endpoint has local_err set (bm_btl_dgram_local_errors) */
     struct bm_btl_dgram_channel ch[BM_DGRAM_NCH];
 
@@ -477,6 +483,10 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
                                        uint32_t speed_mbps, int index, int rank, uint64_t job_key,
                                        struct bm_btl_dgram_module **m_out);
 void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m);
+/* Authenticate with the job's MAC key (derived from the launcher's job
+ * secret, the same in every process of the job) instead of the module's
+ * random one, which is then not published. Before the address is. */
+void bm_btl_dgram_module_use_job_key(struct bm_btl_dgram_module *m, const uint8_t key[16]);
 int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m);
 
 /* dgram_wait.c (btl.h "Sleeping"): > 0 when m has work now; else 0 and

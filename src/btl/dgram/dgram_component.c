@@ -11,6 +11,7 @@
 #include "runtime/rte.h"
 #include "util/graph.h"
 #include "util/log.h"
+#include "util/siphash.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -186,8 +187,9 @@ static bm_status_t dgram_query(char *why, size_t whylen)
     /* What bm_info shows of a usable transport: whether a stranger on the
      * network can inject datagrams. */
     snprintf(why, whylen, "%s",
-             cfg.auth ? "datagrams authenticated: SipHash-2-4 MAC under per-process keys "
-                        "exchanged through the launcher (BM_BTL_DGRAM_AUTH=0 turns it off)"
+             cfg.auth ? "datagrams authenticated: NH + SipHash-2-4 MAC under a key derived from "
+                        "the job secret (bmrun; other launchers: per-module keys exchanged "
+                        "through their modex); BM_BTL_DGRAM_AUTH=0 turns it off"
                       : "datagrams NOT authenticated (BM_BTL_DGRAM_AUTH=0): anyone who can "
                         "reach the ports can inject or disrupt traffic; trusted fabrics only");
     return BM_OK;
@@ -267,6 +269,12 @@ static bm_status_t dgram_init(const struct bm_btl_init_args *args,
     const struct bm_rte_proc *self = bm_btl_rte_self(args->rte);
     d->me = self->rank;
     uint64_t key = job_key_of(self->jobid);
+    /* The MAC key: derived from the job secret when the launcher
+     * distributes one (bmrun), else each module's random key, published
+     * through the launcher's modex (README "Authentication"). */
+    uint8_t job_mac[16];
+    if (self->has_job_key)
+        bm_util_siphash_derive(self->job_key, sizeof(self->job_key), "bitmover dgram mac", job_mac);
     struct dgram_if ifs[DGRAM_MAX_MODULES];
     int nif = if_enumerate(&d->cfg, ifs, DGRAM_MAX_MODULES);
     d->nmods = 0;
@@ -275,6 +283,8 @@ static bm_status_t dgram_init(const struct bm_btl_init_args *args,
         if (bm_btl_dgram_module_create(&d->cfg, ifs[i].name, ifs[i].ip, ifs[i].mask, ifs[i].mtu,
                                        ifs[i].speed, d->nmods, self->rank, key, &m) != BM_OK)
             continue; /* reported; other interfaces may work */
+        if (self->has_job_key)
+            bm_btl_dgram_module_use_job_key(m, job_mac);
         m->comp = d;
         m->super.component = &d->super;
         d->mods[d->nmods] = m;

@@ -24,7 +24,7 @@ static void endpoint_set_partner(struct bm_btl_dgram_endpoint *ep,
 {
     struct bm_btl_dgram_module *m = ep->module;
     ep->peer_index = pa->index;
-    memcpy(ep->mac_key, pa->mac_key, sizeof(ep->mac_key));
+    memcpy(ep->mac_key, m->job_keyed ? m->mac_key : pa->mac_key, sizeof(ep->mac_key));
     if (m->cfg.auth)
         bm_btl_dgram_mac_expand(ep->mac_key, ep->nh_key);
     uint16_t ports[BM_DGRAM_NCH] = {pa->port_prio, pa->port_data};

@@ -367,15 +367,15 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
     if (rc != BM_OK)
         goto err_free;
     module_init_addr(m, ifname, ipv4, netmask, speed_mbps, index);
-    if (getrandom(m->addr.mac_key, sizeof(m->addr.mac_key), 0) !=
-        (ssize_t)sizeof(m->addr.mac_key)) {
+    if (getrandom(m->mac_key, sizeof(m->mac_key), 0) != (ssize_t)sizeof(m->mac_key)) {
         bm_log_error("dgram on %s: getrandom failed: %s; cannot make the key that authenticates "
                      "datagrams",
                      ifname, strerror(errno));
         rc = BM_ERR_SYSTEM;
         goto err_free;
     }
-    bm_btl_dgram_mac_expand(m->addr.mac_key, m->nh_key);
+    memcpy(m->addr.mac_key, m->mac_key, sizeof(m->mac_key));
+    bm_btl_dgram_mac_expand(m->mac_key, m->nh_key);
     rc = m->wire->open(m);
     if (rc != BM_OK)
         goto err_free;
@@ -393,6 +393,14 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
 err_free:
     module_free_partial(m);
     return rc;
+}
+
+void bm_btl_dgram_module_use_job_key(struct bm_btl_dgram_module *m, const uint8_t key[16])
+{
+    memcpy(m->mac_key, key, sizeof(m->mac_key));
+    memset(m->addr.mac_key, 0, sizeof(m->addr.mac_key));
+    bm_btl_dgram_mac_expand(m->mac_key, m->nh_key);
+    m->job_keyed = true;
 }
 
 void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m)

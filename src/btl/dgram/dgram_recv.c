@@ -420,7 +420,7 @@ static bool mac_ok(const struct bm_btl_dgram_module *m, const void *buf, size_t 
     h.checksum = 0;
     memcpy(hc, &h, sizeof(h));
     memcpy(hc + sizeof(h), (const uint8_t *)buf + sizeof(h), hlen - sizeof(h));
-    return bm_btl_dgram_mac(m->addr.mac_key, m->nh_key, hc, hlen, (const uint8_t *)buf + hlen,
+    return bm_btl_dgram_mac(m->mac_key, m->nh_key, hc, hlen, (const uint8_t *)buf + hlen,
                             len - hlen) == want;
 }
 

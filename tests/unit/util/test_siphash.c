@@ -93,6 +93,29 @@ static void test_pieces(void)
     }
 }
 
+/* Keys derived from a secret: fixed for a secret and label, different for
+ * another label or another secret (a bit anywhere in it). */
+static void test_derive(void)
+{
+    uint8_t secret[32], a[16], b[16], c[16];
+    for (int i = 0; i < 32; i++)
+        secret[i] = (uint8_t)(i * 7 + 1);
+    bm_util_siphash_derive(secret, sizeof(secret), "one", a);
+    bm_util_siphash_derive(secret, sizeof(secret), "one", b);
+    BM_CHECK(memcmp(a, b, 16) == 0);
+    bm_util_siphash_derive(secret, sizeof(secret), "two", c);
+    BM_CHECK(memcmp(a, c, 16) != 0);
+    BM_CHECK(memcmp(a, a + 8, 8) != 0); /* the two words differ */
+    for (int bit = 0; bit < 256; bit += 37) {
+        secret[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        bm_util_siphash_derive(secret, sizeof(secret), "one", c);
+        BM_CHECK(memcmp(a, c, 16) != 0);
+        secret[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    }
+    bm_util_siphash_derive(secret, 16, "one", c); /* a 16-byte secret: the key alone */
+    BM_CHECK(memcmp(a, c, 16) != 0);
+}
+
 int main(void)
 {
     for (int i = 0; i < 16; i++)
@@ -103,5 +126,6 @@ int main(void)
     BM_RUN(test_alignment);
     BM_RUN(test_sensitivity);
     BM_RUN(test_pieces);
+    BM_RUN(test_derive);
     return bm_test_summary("test_siphash");
 }
