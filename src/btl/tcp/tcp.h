@@ -254,6 +254,8 @@ struct bm_btl_tcp_component {
     int nretry;      /* endpoints with retry set */
     long long next_retry_check;
     long long next_live_check; /* tcp_live.c, every BM_BTL_TCP_LIVE_CHECK_NS */
+    int rto_max_ms;            /* TCP_RTO_MAX_MS of every connection (0: kernel without it) */
+    int live_min_rto;          /* unanswered retransmissions that make a stall a failure */
     bool finalizing;
     struct bm_btl_tcp_stray stray[BM_BTL_TCP_STRAY_SOURCES];
 };
@@ -265,6 +267,10 @@ long long bm_btl_tcp_now_ns(void);
 /* tcp_live.c: failure detection by progress and local interface state. */
 #define BM_BTL_TCP_LIVE_CHECK_NS 100000000LL
 void bm_btl_tcp_live_check(struct bm_btl_tcp_component *comp, long long now);
+/* At init: the retransmission timeout cap and the evidence a failure needs. */
+void bm_btl_tcp_live_setup(struct bm_btl_tcp_component *comp);
+/* On every new socket: cap its retransmission timeout (when the kernel can). */
+void bm_btl_tcp_live_sockopt(const struct bm_btl_tcp_component *comp, int fd);
 
 /* tcp_conn.c: the rate-limited stray-connection summary, at finalize. */
 void bm_btl_tcp_stray_summary(struct bm_btl_tcp_component *comp);

@@ -200,6 +200,7 @@ static bm_status_t bm_btl_tcp_init(const struct bm_btl_init_args *args,
         free(c);
         return rc;
     }
+    bm_btl_tcp_live_setup(c);
     const struct bm_rte_proc *self = bm_btl_rte_self(args->rte);
     c->rank = self->rank;
     c->size = self->size;

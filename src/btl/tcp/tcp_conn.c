@@ -94,6 +94,7 @@ static void tcp_set_sockopts(const struct bm_btl_tcp_component *comp, int fd)
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &cfg->keepalive_intvl_s, sizeof(int));
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cfg->keepalive_cnt, sizeof(int));
     }
+    bm_btl_tcp_live_sockopt(comp, fd);
 }
 
 static void tcp_conn_epoll(struct bm_btl_tcp_conn *c, uint32_t events)

@@ -25,12 +25,71 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
-/* Unanswered retransmission timeouts of the oldest segment a stalled
- * connection must have seen before it is declared dead (with 20% loss each
- * way, three in a row happen to about 5% of the losses of the oldest
- * segment; the failure time must pass as well). */
+/* TCP_RTO_MAX_MS (Linux 6.15): the cap on one connection's retransmission
+ * timeout, 1 s to 120 s. Older headers lack it; older kernels refuse it. */
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS 44
+#endif
+#define TCP_LIVE_RTO_MAX_MIN 1000
+#define TCP_LIVE_RTO_MAX_MAX 120000
+/* The kernel's floor of the retransmission timeout (TCP_RTO_MIN). */
+#define TCP_LIVE_RTO_MIN 200
+/* Fewest unanswered retransmission timeouts of the oldest segment for a
+ * failure (without the cap, or with a short failure time). */
 #define TCP_LIVE_MIN_RTO 3
+
+/* A stalled connection is dead only after N retransmissions of its oldest
+ * segment in a row went unanswered. At 20% loss each way a try fails with
+ * probability 1 - 0.8 * 0.8 = 0.36, so a lossy link looks dead to N tries
+ * with probability 0.36^N per loss of the oldest segment: 4.7% for 3, which
+ * made a link delivering 80% of its packets fail every other run of
+ * pml_netns_lossy. Exponential backoff is what keeps N small: 3 tries
+ * already span 1.4 s, 10 would span 200 s. So every connection's timeout is
+ * capped (TCP_RTO_MAX_MS) at a tenth of the failure time (at least 1 s, the
+ * kernel's floor), the kernel then retransmits at least once per cap, and N
+ * is as many tries as fit in the failure time, less one: 10 for the default
+ * 10 s (0.36^10 = 4e-5), 3 for 2-3 s. A short failure time buys a fast
+ * failover with that risk; the default makes it negligible. */
+void bm_btl_tcp_live_setup(struct bm_btl_tcp_component *comp)
+{
+    const struct bm_btl_tcp_config *cfg = &comp->cfg;
+    comp->rto_max_ms = 0;
+    comp->live_min_rto = TCP_LIVE_MIN_RTO;
+    if (cfg->fail_ms <= 0)
+        return;
+    int cap = cfg->fail_ms / 10;
+    if (cap < TCP_LIVE_RTO_MAX_MIN)
+        cap = TCP_LIVE_RTO_MAX_MIN;
+    if (cap > TCP_LIVE_RTO_MAX_MAX)
+        cap = TCP_LIVE_RTO_MAX_MAX;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    bool ok = setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &cap, sizeof(cap)) == 0;
+    close(fd);
+    if (!ok) {
+        bm_log_debug("the kernel cannot cap the retransmission timeout (TCP_RTO_MAX_MS: %s): a "
+                     "stall is a failure after %d unanswered retransmissions",
+                     strerror(errno), comp->live_min_rto);
+        return;
+    }
+    comp->rto_max_ms = cap;
+    int tries = 0;
+    for (long t = TCP_LIVE_RTO_MIN, rto = TCP_LIVE_RTO_MIN; t <= cfg->fail_ms; tries++) {
+        rto = 2 * rto < cap ? 2 * rto : cap;
+        t += rto;
+    }
+    if (tries - 1 > comp->live_min_rto)
+        comp->live_min_rto = tries - 1;
+}
+
+void bm_btl_tcp_live_sockopt(const struct bm_btl_tcp_component *comp, int fd)
+{
+    if (comp->rto_max_ms > 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &comp->rto_max_ms, sizeof(int));
+}
 
 /* Whether module m's interface is up with a carrier (asked on fd, any
  * socket); true when it cannot tell. */
@@ -102,7 +161,7 @@ static bool tcp_live_check(struct bm_btl_tcp_conn *c, long long now, bool iface_
      * timeout to seconds) from passing for a dead link: what counts is
      * retransmissions that went unanswered, not the clock alone. */
     if (cfg->fail_ms > 0 && now - c->live_ns >= (long long)cfg->fail_ms * 1000000LL &&
-        ti.tcpi_retransmits >= TCP_LIVE_MIN_RTO) {
+        ti.tcpi_retransmits >= c->comp->live_min_rto) {
         snprintf(what, sizeof(what),
                  "connection to rank %d (%s) via %s made no progress for %d ms "
                  "(BM_BTL_TCP_FAIL_MS): %u segment(s) unacknowledged, nothing received, %u "
