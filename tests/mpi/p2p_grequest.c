@@ -9,7 +9,9 @@
  * MPI_Grequest_complete; MPI_Cancel calls the cancel function with the
  * completed flag; a query error reaches Wait (its code) and Waitall
  * (MPI_ERR_IN_STATUS, the code in the status); a thread of the program may
- * complete the request while the main thread waits. */
+ * complete the request while the main thread waits. MPI_Status_set_elements_x
+ * with counts beyond an int: MPI_Get_elements_x gives them back exactly,
+ * the int forms say MPI_UNDEFINED. */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -313,6 +315,34 @@ static void test_get_status_p2p(void)
     BM_CHECK_EQ_INT(st.MPI_SOURCE, MPI_ANY_SOURCE);
 }
 
+/* Element counts beyond an int (MPI_Count) through a status. */
+static void test_elements_x(void)
+{
+    MPI_Status st;
+    MPI_Count big = (MPI_Count)3 << 30, got = -1;
+    int n = 0;
+    MPI_Datatype pair;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    BM_CHECK_EQ_INT(MPI_Status_set_elements_x(&st, MPI_INT, big), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Get_elements_x(&st, MPI_INT, &got), MPI_SUCCESS);
+    BM_CHECK(got == big);
+    BM_CHECK_EQ_INT(MPI_Get_elements(&st, MPI_INT, &n), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(n, MPI_UNDEFINED);
+    BM_CHECK_EQ_INT(MPI_Get_count(&st, MPI_INT, &n), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(n, MPI_UNDEFINED);
+    /* Elements of a derived type count its basic elements: 2 per pair. */
+    BM_CHECK_EQ_INT(MPI_Status_set_elements_x(&st, pair, 5), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Get_elements_x(&st, pair, &got), MPI_SUCCESS);
+    BM_CHECK(got == 5);
+    BM_CHECK_EQ_INT(MPI_Get_count(&st, pair, &n), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(n, MPI_UNDEFINED); /* 5 ints are not a whole number of pairs */
+    BM_CHECK_EQ_INT(MPI_Status_set_elements_x(&st, pair, 6), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Get_count(&st, pair, &n), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(n, 3);
+    MPI_Type_free(&pair);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -324,6 +354,7 @@ int main(int argc, char **argv)
     BM_RUN(test_free_and_cancel);
     BM_RUN(test_thread_completes);
     BM_RUN(test_get_status_p2p);
+    BM_RUN(test_elements_x);
     int rc = bm_test_summary("p2p_grequest");
     MPI_Finalize();
     return rc;
