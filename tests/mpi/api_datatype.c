@@ -3,8 +3,9 @@
  * with it, true extent), MPI_Get_count/MPI_Get_elements on real receives
  * (whole elements, partial elements, pairs), MPI_Type_contiguous in
  * point-to-point and collectives (including reductions, which run on the
- * basic elements), the commit rule, MPI_Type_dup/free/names, and
- * MPI_Reduce_local. */
+ * basic elements), the commit rule, MPI_Type_dup/free/names,
+ * MPI_Reduce_local, the MPI-1 names MPI_Address and MPI_Type_hindexed, and
+ * the MPI_Count extents (MPI_Type_get_extent_x, _get_true_extent_x). */
 #include "bm_test.h"
 
 #include <complex.h>
@@ -210,6 +211,39 @@ static void test_reduce_local(void)
     BM_CHECK_EQ_INT(MPI_Reduce_local(a, b, -1, MPI_INT, MPI_SUM), MPI_ERR_COUNT);
 }
 
+/* MPI-1 names and MPI_Count extents: two ints 12 bytes apart by address. */
+static void test_mpi1_and_x(void)
+{
+    int v[4] = {0};
+    MPI_Aint a0 = 0, a3 = 0, lb = -1, ext = -1;
+    MPI_Count lbx = -1, extx = -1;
+    BM_CHECK_EQ_INT(MPI_Address(&v[0], &a0), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Address(&v[3], &a3), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(a3 - a0, 3 * (MPI_Aint)sizeof(int));
+    int bl[2] = {1, 1};
+    MPI_Aint disp[2] = {0, a3 - a0};
+    MPI_Datatype t;
+    BM_CHECK_EQ_INT(MPI_Type_hindexed(2, bl, disp, MPI_INT, &t), MPI_SUCCESS);
+    MPI_Type_commit(&t);
+    BM_CHECK_EQ_INT(MPI_Type_get_extent(t, &lb, &ext), MPI_SUCCESS);
+    BM_CHECK(lb == 0 && ext == 4 * (MPI_Aint)sizeof(int));
+    BM_CHECK_EQ_INT(MPI_Type_get_extent_x(t, &lbx, &extx), MPI_SUCCESS);
+    BM_CHECK(lbx == 0 && extx == 4 * (MPI_Count)sizeof(int));
+    MPI_Datatype r;
+    BM_CHECK_EQ_INT(MPI_Type_create_resized(t, -8, 64, &r), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Type_get_extent_x(r, &lbx, &extx), MPI_SUCCESS);
+    BM_CHECK(lbx == -8 && extx == 64);
+    BM_CHECK_EQ_INT(MPI_Type_get_true_extent_x(r, &lbx, &extx), MPI_SUCCESS);
+    BM_CHECK(lbx == 0 && extx == 4 * (MPI_Count)sizeof(int));
+    /* The type moves exactly its two ints. */
+    int src[4] = {11, 12, 13, 14}, dst[4] = {0, 0, 0, 0};
+    MPI_Sendrecv(src, 1, t, 0, 9, dst, 1, t, 0, 9, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    BM_CHECK(dst[0] == 11 && dst[1] == 0 && dst[2] == 0 && dst[3] == 14);
+    MPI_Type_free(&r);
+    MPI_Type_free(&t);
+    BM_CHECK_EQ_INT(MPI_Type_hindexed(-1, bl, disp, MPI_INT, &t), MPI_ERR_COUNT);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -220,6 +254,7 @@ int main(int argc, char **argv)
     BM_RUN(test_counts);
     BM_RUN(test_contiguous);
     BM_RUN(test_reduce_local);
+    BM_RUN(test_mpi1_and_x);
     MPI_Finalize();
     return bm_test_summary("api_datatype");
 }

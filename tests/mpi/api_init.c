@@ -69,6 +69,22 @@ static void test_environment(void)
     BM_CHECK_STR(name, "MPI_COMM_WORLD");
     BM_CHECK_EQ_INT(MPI_Comm_get_name(MPI_COMM_SELF, name, &len), MPI_SUCCESS);
     BM_CHECK_STR(name, "MPI_COMM_SELF");
+    {
+        /* A name set on a duplicate is its own; a dup does not inherit it. */
+        MPI_Comm d, dd;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        BM_CHECK_EQ_INT(MPI_Comm_set_name(d, "my comm"), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(MPI_Comm_get_name(d, name, &len), MPI_SUCCESS);
+        BM_CHECK_STR(name, "my comm");
+        BM_CHECK_EQ_INT(len, 7);
+        MPI_Comm_dup(d, &dd);
+        BM_CHECK_EQ_INT(MPI_Comm_get_name(dd, name, &len), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(len, 0);
+        MPI_Comm_free(&dd);
+        MPI_Comm_free(&d);
+        BM_CHECK_EQ_INT(MPI_Comm_get_name(MPI_COMM_WORLD, name, &len), MPI_SUCCESS);
+        BM_CHECK_STR(name, "MPI_COMM_WORLD");
+    }
     BM_CHECK_EQ_INT(MPI_Comm_size(MPI_COMM_SELF, &len), MPI_SUCCESS);
     BM_CHECK_EQ_INT(len, 1);
     BM_CHECK_EQ_INT(MPI_Comm_rank(MPI_COMM_SELF, &len), MPI_SUCCESS);

@@ -50,6 +50,9 @@ static void test_all_cvars(void)
         BM_CHECK_EQ_INT(idx, c);
         int *ids = malloc(sizeof(int) * (size_t)nc);
         BM_CHECK_EQ_INT(MPI_T_category_get_cvars(c, nc, ids), MPI_SUCCESS);
+        /* No performance variables and no subcategories: both lists empty. */
+        BM_CHECK_EQ_INT(MPI_T_category_get_pvars(c, 0, NULL), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(MPI_T_category_get_categories(c, 0, NULL), MPI_SUCCESS);
         for (int k = 0; k < nc; k++)
             if (ids[k] >= 0 && ids[k] < n)
                 owner[ids[k]]++;
@@ -156,6 +159,15 @@ static void test_pvars(void)
     BM_CHECK_EQ_INT(MPI_T_pvar_start(s, MPI_T_PVAR_ALL_HANDLES), MPI_SUCCESS);
     BM_CHECK_EQ_INT(MPI_T_pvar_stop(s, MPI_T_PVAR_ALL_HANDLES), MPI_SUCCESS);
     BM_CHECK_EQ_INT(MPI_T_pvar_read(s, MPI_T_PVAR_ALL_HANDLES, buf), MPI_T_ERR_INVALID_HANDLE);
+    BM_CHECK_EQ_INT(MPI_T_pvar_write(s, MPI_T_PVAR_ALL_HANDLES, buf), MPI_T_ERR_INVALID_HANDLE);
+    BM_CHECK_EQ_INT(MPI_T_pvar_readreset(s, MPI_T_PVAR_ALL_HANDLES, buf), MPI_T_ERR_INVALID_HANDLE);
+    BM_CHECK_EQ_INT(MPI_T_pvar_reset(s, MPI_T_PVAR_ALL_HANDLES), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_T_pvar_handle_free(s, &h), MPI_T_ERR_INVALID_HANDLE);
+    BM_CHECK_EQ_INT(MPI_T_pvar_get_info(0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                        NULL, NULL, NULL),
+                    MPI_T_ERR_INVALID_INDEX);
+    BM_CHECK_EQ_INT(MPI_T_category_get_pvars(-1, 0, NULL), MPI_T_ERR_INVALID_INDEX);
+    BM_CHECK_EQ_INT(MPI_T_category_get_categories(1 << 20, 0, NULL), MPI_T_ERR_INVALID_INDEX);
     BM_CHECK_EQ_INT(MPI_T_pvar_session_free(&s), MPI_SUCCESS);
     BM_CHECK(s == MPI_T_PVAR_SESSION_NULL);
     BM_CHECK_EQ_INT(MPI_T_pvar_start(s, MPI_T_PVAR_ALL_HANDLES), MPI_T_ERR_INVALID_SESSION);

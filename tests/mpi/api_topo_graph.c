@@ -1,6 +1,7 @@
 /* Graph topologies and neighbourhood collectives: MPI_Graph_create of a
  * ring (queries and a neighbour allgather on every rank, a decreasing
- * index refused), MPI_Dist_graph_create_adjacent
+ * index refused, MPI_Graph_get, MPI_Ineighbor_allgatherv and
+ * MPI_Neighbor_allgatherv_init started twice), MPI_Dist_graph_create_adjacent
  * with weights and a repeated edge, MPI_Dist_graph_create with edges given
  * by their sources or all by one rank, MPI_Neighbor_allgather(v) and
  * MPI_Neighbor_alltoall(v) on the distributed graph (blocks in neighbour
@@ -38,6 +39,35 @@ static void test_graph(void)
         int got[2] = {-1, -1};
         BM_CHECK_EQ_INT(MPI_Neighbor_allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, g), MPI_SUCCESS);
         BM_CHECK(got[0] == nb[0] && got[1] == nb[1]);
+    }
+    {
+        /* The graph back as given, and the v-form of the neighbour
+         * allgather nonblocking and persistent (blocks reversed). */
+        int *gi = malloc(sizeof(int) * (size_t)n), *ge = malloc(sizeof(int) * 2 * n);
+        BM_CHECK_EQ_INT(MPI_Graph_get(g, n, 2 * n, gi, ge), MPI_SUCCESS);
+        for (int i = 0; i < n; i++)
+            BM_CHECK(gi[i] == 2 * (i + 1) && ge[2 * i] == edges[2 * i] &&
+                     ge[2 * i + 1] == edges[2 * i + 1]);
+        free(gi);
+        free(ge);
+        int got[4], counts[2] = {1, 1}, displs[2] = {2, 0};
+        MPI_Request r;
+        for (int round = 0; round < 3; round++) {
+            got[0] = got[1] = got[2] = got[3] = -1;
+            if (round == 0)
+                BM_CHECK_EQ_INT(MPI_Ineighbor_allgatherv(&rank, 1, MPI_INT, got, counts, displs,
+                                                         MPI_INT, g, &r),
+                                MPI_SUCCESS);
+            else if (round == 1)
+                BM_CHECK_EQ_INT(MPI_Neighbor_allgatherv_init(&rank, 1, MPI_INT, got, counts, displs,
+                                                             MPI_INT, g, MPI_INFO_NULL, &r),
+                                MPI_SUCCESS);
+            if (round >= 1)
+                MPI_Start(&r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            BM_CHECK(got[2] == nb[0] && got[0] == nb[1] && got[1] == -1 && got[3] == -1);
+        }
+        MPI_Request_free(&r);
     }
     MPI_Comm_free(&g);
     BM_CHECK_EQ_INT(MPI_Graph_neighbors_count(MPI_COMM_WORLD, 0, &cnt), MPI_ERR_TOPOLOGY);

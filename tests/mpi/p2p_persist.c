@@ -6,7 +6,9 @@
  * handle valid; starting an active request is MPI_ERR_REQUEST;
  * MPI_Request_free releases inactive requests; MPI_PROC_NULL persistent
  * requests complete with the MPI_PROC_NULL status; a derived type freed
- * between Send_init/Recv_init and MPI_Start stays usable by the requests. */
+ * between Send_init/Recv_init and MPI_Start stays usable by the requests;
+ * MPI_Rsend_init started around the ring once the receives are posted (a
+ * barrier between), three rounds, every value checked. */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -165,6 +167,28 @@ static void test_proc_null(void)
     MPI_Request_free(&r[1]);
 }
 
+/* Ready mode, persistent: each round the receive is posted before the
+ * barrier, the ready send started after it. */
+static void test_rsend_init(void)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int out = 0, in = -1;
+    MPI_Request r[2];
+    BM_CHECK_EQ_INT(MPI_Rsend_init(&out, 1, MPI_INT, right, 6, MPI_COMM_WORLD, &r[0]), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Recv_init(&in, 1, MPI_INT, left, 6, MPI_COMM_WORLD, &r[1]), MPI_SUCCESS);
+    for (int round = 0; round < 3; round++) {
+        in = -1;
+        out = rank * 10 + round;
+        MPI_Start(&r[1]);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Start(&r[0]);
+        BM_CHECK_EQ_INT(MPI_Waitall(2, r, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(in, left * 10 + round);
+    }
+    MPI_Request_free(&r[0]);
+    MPI_Request_free(&r[1]);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -175,6 +199,7 @@ int main(int argc, char **argv)
     BM_RUN(test_ring);
     BM_RUN(test_type_freed);
     BM_RUN(test_proc_null);
+    BM_RUN(test_rsend_init);
     int rc = bm_test_summary("p2p_persist");
     MPI_Finalize();
     return rc;
