@@ -180,10 +180,13 @@ bm_status_t bm_btl_ofi_context_open(struct bm_btl_ofi_module *m, int index)
     /* A job whose processes may sleep (btl.h "Sleeping") asks for a queue
      * with a descriptor to sleep on; providers that have none (shm) get a
      * plain queue and the sleeper naps. Only then: a provider may signal
-     * the descriptor on every completion. */
+     * the descriptor on every completion. Only manual-progress providers:
+     * with sockets (its own progress thread) and such queues, the last
+     * message of MPI_Finalize's barrier was lost in 4 of 5 runs of
+     * mt_progress (the peer waited forever); without them, never. */
     struct fi_cq_attr cq_attr = {
         .format = FI_CQ_FORMAT_DATA,
-        .wait_obj = m->comp->sleepers ? FI_WAIT_FD : FI_WAIT_NONE,
+        .wait_obj = m->comp->sleepers && m->manual ? FI_WAIT_FD : FI_WAIT_NONE,
         .size = m->info->tx_attr->size + m->info->rx_attr->size,
     };
     ctx->wait_fd = -1;
