@@ -34,10 +34,11 @@ static inline bool msg_contig(const void *buf, int count, MPI_Datatype dt, const
 }
 
 /* Start a send of (count, dt) at buf. or_done: a small standard send may
- * complete inside the call, leaving *req_out NULL. */
-bm_status_t bm_mpi_p2p_isend(const void *buf, int count, MPI_Datatype dt, int dst_world,
-                             MPI_Comm comm, int tag, enum bm_pml_send_mode mode, bool or_done,
-                             struct bm_pml_request **req_out)
+ * complete inside the call, leaving *req_out NULL. Inlined into the
+ * per-message callers of this file (no call layer on MPI_Isend). */
+static inline __attribute__((always_inline)) bm_status_t
+p2p_isend(const void *buf, int count, MPI_Datatype dt, int dst_world, MPI_Comm comm, int tag,
+          enum bm_pml_send_mode mode, bool or_done, struct bm_pml_request **req_out)
 {
     const char *at;
     size_t bytes = bm_mpi_type_packed_bytes(dt, (size_t)count);
@@ -50,6 +51,13 @@ bm_status_t bm_mpi_p2p_isend(const void *buf, int count, MPI_Datatype dt, int ds
                                              comm->context_id, comm->rank, tag, mode, req_out)
                    : bm_pml_isend_dt(buf, (size_t)count, dt->dt, dst_world, comm->context_id,
                                      comm->rank, tag, mode, req_out);
+}
+
+bm_status_t bm_mpi_p2p_isend(const void *buf, int count, MPI_Datatype dt, int dst_world,
+                             MPI_Comm comm, int tag, enum bm_pml_send_mode mode, bool or_done,
+                             struct bm_pml_request **req_out)
+{
+    return p2p_isend(buf, count, dt, dst_world, comm, tag, mode, or_done, req_out);
 }
 
 bm_status_t bm_mpi_p2p_irecv(void *buf, int count, MPI_Datatype dt, MPI_Comm comm, int src, int tag,
@@ -344,8 +352,8 @@ int bm_mpi_p2p_start(MPI_Request r, const char *fn)
         r->active = true;
         return MPI_SUCCESS;
     } else {
-        st = bm_mpi_p2p_isend(r->buf, r->count, r->dt, bm_mpi_comm_peer_world(comm, r->peer), comm,
-                              r->tag, (enum bm_pml_send_mode)r->mode, true, &r->pml);
+        st = p2p_isend(r->buf, r->count, r->dt, bm_mpi_comm_peer_world(comm, r->peer), comm, r->tag,
+                       (enum bm_pml_send_mode)r->mode, true, &r->pml);
         if (st == BM_OK && !r->pml) /* sent inline: complete already */
             status_sent(&r->status, comm, r->tag, bytes);
     }

@@ -220,22 +220,36 @@ static struct bm_pml_ctx *ctx_find_or_add(uint32_t cid)
     return c;
 }
 
-struct bm_pml_ctx *bm_pml_ctx_get(uint32_t cid)
+/* Under MPI_THREAD_MULTIPLE: the lookup under the context table's lock. */
+static __attribute__((noinline)) struct bm_pml_ctx *ctx_get_mt(uint32_t cid)
 {
-    if (__builtin_expect(bm_pml_g.mt, 0)) {
-        bm_util_lock_take(&ctx_table_lock);
-        struct bm_pml_ctx *c = ctx_find_or_add(cid);
-        bm_util_lock_give(&ctx_table_lock);
-        return c;
-    }
-    if (ctx_last && ctx_last->cid == cid)
+    bm_util_lock_take(&ctx_table_lock);
+    struct bm_pml_ctx *c = ctx_find_or_add(cid);
+    bm_util_lock_give(&ctx_table_lock);
+    return c;
+}
+
+/* Single-threaded: the context seen last, or the table. */
+static inline struct bm_pml_ctx *ctx_get_st(uint32_t cid)
+{
+    if (__builtin_expect(ctx_last && ctx_last->cid == cid, 1))
         return ctx_last;
     return ctx_last = ctx_find_or_add(cid);
 }
 
+static inline struct bm_pml_ctx *ctx_get(uint32_t cid)
+{
+    return __builtin_expect(bm_pml_g.mt, 0) ? ctx_get_mt(cid) : ctx_get_st(cid);
+}
+
+struct bm_pml_ctx *bm_pml_ctx_get(uint32_t cid)
+{
+    return ctx_get(cid);
+}
+
 struct bm_pml_ctx *bm_pml_ctx_lock(uint32_t cid)
 {
-    struct bm_pml_ctx *c = bm_pml_ctx_get(cid);
+    struct bm_pml_ctx *c = ctx_get(cid);
     bm_pml_lock(&c->lock);
     return c;
 }
@@ -248,21 +262,35 @@ static int grow_len(int have, int need)
     return n;
 }
 
+static void ctx_send_grow(struct bm_pml_ctx *ctx, int dst_world)
+{
+    int n = grow_len(ctx->nsend, dst_world);
+    uint32_t *s = realloc(ctx->send_seq, (size_t)n * sizeof(*s));
+    if (!s)
+        abort();
+    memset(s + ctx->nsend, 0, (size_t)(n - ctx->nsend) * sizeof(*s));
+    ctx->send_seq = s;
+    ctx->nsend = n;
+}
+
 uint32_t bm_pml_ctx_next_seq(struct bm_pml_ctx *ctx, int dst_world)
 {
     bm_pml_lock(&ctx->lock);
-    if (dst_world >= ctx->nsend) {
-        int n = grow_len(ctx->nsend, dst_world);
-        uint32_t *s = realloc(ctx->send_seq, (size_t)n * sizeof(*s));
-        if (!s)
-            abort();
-        memset(s + ctx->nsend, 0, (size_t)(n - ctx->nsend) * sizeof(*s));
-        ctx->send_seq = s;
-        ctx->nsend = n;
-    }
+    if (dst_world >= ctx->nsend)
+        ctx_send_grow(ctx, dst_world);
     uint32_t seq = ctx->send_seq[dst_world]++;
     bm_pml_unlock(&ctx->lock);
     return seq;
+}
+
+uint32_t bm_pml_match_next_seq(uint32_t cid, int dst_world)
+{
+    if (__builtin_expect(bm_pml_g.mt, 0))
+        return bm_pml_ctx_next_seq(ctx_get_mt(cid), dst_world);
+    struct bm_pml_ctx *ctx = ctx_get_st(cid);
+    if (__builtin_expect(dst_world >= ctx->nsend, 0))
+        ctx_send_grow(ctx, dst_world);
+    return ctx->send_seq[dst_world]++;
 }
 
 static struct bm_pml_srcstate *ctx_src(struct bm_pml_ctx *ctx, int src)
@@ -350,14 +378,18 @@ bool bm_pml_match_cancel(uint32_t cid, int src, int tag, uint32_t seq, int peer_
     return found != NULL;
 }
 
-struct bm_pml_uframe *bm_pml_match_find_unexpected(uint32_t cid, int src, int tag)
+static inline struct bm_pml_uframe *find_unexpected(struct bm_pml_ctx *ctx, int src, int tag)
 {
-    struct bm_pml_ctx *ctx = bm_pml_ctx_get(cid);
     if (ctx->nunexpected == 0)
         return NULL;
     int c = qclass(src, tag);
     struct bm_pml_qnode *n = qt_head(&ctx->unexpected, bm_pml_qkey(src, tag));
     return n ? BM_PML_CONTAINER_OF(n - c, struct bm_pml_uframe, node[0]) : NULL;
+}
+
+struct bm_pml_uframe *bm_pml_match_find_unexpected(uint32_t cid, int src, int tag)
+{
+    return find_unexpected(ctx_get(cid), src, tag);
 }
 
 /* A fragment whose turn has come: give it to a posted receive or queue it.
@@ -444,7 +476,7 @@ static void match_in(struct bm_pml_ctx *locked, int peer_world, const char *head
     }
     const char *data = tail_len ? tail : head + hlen;
 
-    struct bm_pml_ctx *ctx = locked ? locked : bm_pml_ctx_get(mh.cid);
+    struct bm_pml_ctx *ctx = locked ? locked : ctx_get(mh.cid);
     struct bm_pml_srcstate *st = ctx_src(ctx, mh.src);
     if (mh.seq != st->expected) {
         if ((int32_t)(mh.seq - st->expected) < 0) {
@@ -575,7 +607,7 @@ static void post_queue(struct bm_pml_ctx *ctx, struct bm_pml_request *req)
 void bm_pml_match_post(struct bm_pml_request *req)
 {
     struct bm_pml_ctx *ctx = bm_pml_ctx_lock(req->cid);
-    struct bm_pml_uframe *uf = bm_pml_match_find_unexpected(req->cid, req->peer, req->tag);
+    struct bm_pml_uframe *uf = find_unexpected(ctx, req->peer, req->tag);
     if (uf) {
         bm_pml_match_remove_unexpected(uf);
         bm_pml_recv_matched(req, uf->peer_world, uf->type, uf->src, uf->tag, uf->msg_len, uf->sreq,
@@ -590,7 +622,7 @@ void bm_pml_match_post(struct bm_pml_request *req)
 struct bm_pml_uframe *bm_pml_match_post_mt(struct bm_pml_request *req)
 {
     struct bm_pml_ctx *ctx = bm_pml_ctx_lock(req->cid);
-    struct bm_pml_uframe *uf = bm_pml_match_find_unexpected(req->cid, req->peer, req->tag);
+    struct bm_pml_uframe *uf = find_unexpected(ctx, req->peer, req->tag);
     if (!uf) {
         post_queue(ctx, req);
         bm_pml_ctx_unlock(ctx);

@@ -231,6 +231,7 @@ bm_status_t bm_pml_init(int thread_level)
         }
     }
     bm_pml_g.initialized = true;
+    bm_pml_progress_st_set(true);
     rc = bm_pml_wait_start();
     if (rc != BM_OK) {
         bm_pml_finalize();
@@ -264,6 +265,7 @@ void bm_pml_finalize(void)
         bm_pml_progress();
     if (bm_pml_g.cfg.stats)
         pml_stats_print();
+    bm_pml_progress_st_set(false);
     bm_pml_g.initialized = false;
     bm_btl_base_close();
     bm_pml_match_fini();

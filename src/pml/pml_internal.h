@@ -244,6 +244,13 @@ struct bm_pml_state {
     /* MPI_THREAD_MULTIPLE: take the locks (README "Threads"). Read once per
      * lock site; every other thread level takes none. */
     bool mt;
+    /* Initialized and not mt: the progress calls take their single-threaded
+     * path (progress.c), decided by this one flag per call. It counts idle
+     * polls and calls the wait mode's idle step (wait.c) every
+     * st_wait_limit of them in a wait, every st_test_limit in a test
+     * (INT_MAX: never). */
+    bool st;
+    int st_wait_limit, st_test_limit;
     int wait_mode;       /* enum bm_pml_wait_mode, resolved */
     bool oversubscribed; /* more of the job's ranks on this host than CPUs (pml.c) */
     /* BM_PML_IDLE_YIELD's auto setting chose never to yield: waits spin,
@@ -355,6 +362,8 @@ void bm_pml_match_init(void);
 struct bm_pml_ctx *bm_pml_ctx_get(uint32_t cid);
 /* Next send sequence number to dst_world in ctx. */
 uint32_t bm_pml_ctx_next_seq(struct bm_pml_ctx *ctx, int dst_world);
+/* The same for the context of cid (one thread-level check for both). */
+uint32_t bm_pml_match_next_seq(uint32_t cid, int dst_world);
 /* A MATCH or RNDV fragment arrived (whole fragment in one contiguous buffer). */
 void bm_pml_match_incoming(int peer_world, const void *frag, size_t len);
 /* The same, as a header segment of exactly the header's size plus the payload. */
@@ -440,6 +449,8 @@ void bm_pml_am_incoming(const struct bm_btl_recv_desc *d);
 /* One progress pass without the idle policy (the wait loops and the
  * progress thread apply their own). */
 int bm_pml_progress_nowait(void);
+/* After init or before finalize: set or clear bm_pml_g.st and its limits. */
+void bm_pml_progress_st_set(bool on);
 /* Under MPI_THREAD_MULTIPLE, in the spin mode: count an idle poll and
  * yield after a run of them (more threads than cores may be waiting). */
 void bm_pml_progress_idle_mt(void);
@@ -473,10 +484,16 @@ void bm_pml_wait_progressed(void);
  * one draining: BM_PML_MISS_WAIT_NS). */
 void bm_pml_wait_others(long ns);
 #define BM_PML_MISS_WAIT_NS 100000L
-/* An idle poll of a spinning wait when BM_PML_IDLE_YIELD's auto setting
- * said never (bm_pml_g.idle_watch): idle counts the caller's consecutive
- * idle polls (the caller zeroes it when a poll does something). */
-void bm_pml_wait_idle_watch(int *idle);
+/* bm_pml_progress_wait beyond the single-threaded path: under
+ * MPI_THREAD_MULTIPLE, or before init. */
+int bm_pml_wait_poll(void);
+/* The single-threaded waits' idle step, after bm_pml_g.st_wait_limit idle
+ * polls in a row: yield, sleep or watch for a lost core, as the wait mode
+ * says. marked: the idle run already set a mark of the idle watch (the
+ * caller clears it when a poll does something). */
+void bm_pml_wait_idle_st(bool *marked);
+/* The idle step's limit for the resolved mode (INT_MAX: none). */
+int bm_pml_wait_idle_st_limit(void);
 /* How often it yielded (for BM_PML_STATS and tests/mpi/pml_idle_watch.c). */
 unsigned long bm_pml_wait_contended_yields(void);
 /* One line of sleeping statistics (BM_PML_STATS). */

@@ -10,6 +10,7 @@
 #include "pml/pml_internal.h"
 #include "runtime/rte.h"
 
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,7 +368,7 @@ static int hooks_run(void)
 }
 
 /* One pass of the engine; the caller holds the progress lock. */
-static int progress_pass(void)
+static inline __attribute__((always_inline)) int progress_pass(void)
 {
     int n = bm_btl_base_progress();
     if (bm_pml_g.ctl_head || bm_pml_g.pend_head)
@@ -431,8 +432,47 @@ void bm_pml_progress_idle_mt(void)
     }
 }
 
+/* ---- the single-threaded path ----------------------------------------------------
+ * Without MPI_THREAD_MULTIPLE (and no progress thread) a progress call
+ * checks one flag, bm_pml_g.st, and then does only the pass and an idle
+ * count: no lock, no thread-local state, no check of the thread level or
+ * the wait mode per layer. The counters are plain statics: one thread at a
+ * time calls the library (SERIALIZED programs may switch threads between
+ * calls, which only moves a count). */
+static int st_wait_idle, st_test_idle;
+static bool st_marked; /* the idle watch set a mark in this idle run (wait.c) */
+
+void bm_pml_progress_st_set(bool on)
+{
+    st_wait_idle = st_test_idle = 0;
+    st_marked = false;
+    bm_pml_g.st_wait_limit = bm_pml_wait_idle_st_limit();
+    bm_pml_g.st_test_limit = bm_pml_g.wait_mode != BM_PML_WAIT_SPIN && bm_pml_g.cfg.idle_yield > 0
+                                 ? bm_pml_g.cfg.idle_yield
+                                 : INT_MAX;
+    bm_pml_g.st = on && !bm_pml_g.mt;
+}
+
+int bm_pml_progress_wait(void)
+{
+    if (__builtin_expect(bm_pml_g.st, 1)) {
+        int n = progress_pass();
+        if (n > 0) {
+            st_wait_idle = 0;
+            st_marked = false;
+        } else if (__builtin_expect(++st_wait_idle >= bm_pml_g.st_wait_limit, 0)) {
+            st_wait_idle = 0;
+            bm_pml_wait_idle_st(&st_marked);
+        }
+        return n;
+    }
+    return bm_pml_wait_poll();
+}
+
 int bm_pml_progress_nowait(void)
 {
+    if (__builtin_expect(bm_pml_g.st, 1))
+        return progress_pass();
     if (!bm_pml_g.initialized)
         return 0;
     int n;
@@ -457,6 +497,16 @@ int bm_pml_progress_nowait(void)
 
 int bm_pml_progress(void)
 {
+    if (__builtin_expect(bm_pml_g.st, 1)) {
+        int n = progress_pass();
+        if (n > 0) {
+            st_test_idle = 0;
+        } else if (__builtin_expect(++st_test_idle >= bm_pml_g.st_test_limit, 0)) {
+            st_test_idle = 0;
+            sched_yield();
+        }
+        return n;
+    }
     int n = bm_pml_progress_nowait();
     progress_idle(n);
     return n;

@@ -501,7 +501,7 @@ static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_
         return BM_ERR_NO_MEMORY;
     }
     if (seq == UINT64_MAX)
-        seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
+        seq = bm_pml_match_next_seq(cid, dst_world);
     *req_out = req;
     if (conv) {
         req->conv = *conv;
@@ -540,8 +540,10 @@ bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t 
 /* A standard send small enough for sendi goes straight to the transport,
  * with no request: true when sendi took it. Otherwise *seq_out holds the
  * sequence number taken (UINT64_MAX when none was) for the request path. */
-static bool send_inline(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
-                        int tag, uint64_t *seq_out)
+static inline __attribute__((always_inline)) bool send_inline(const void *buf, size_t bytes,
+                                                              int dst_world, uint32_t cid,
+                                                              int src_rank, int tag,
+                                                              uint64_t *seq_out)
 {
     *seq_out = UINT64_MAX;
     struct bm_btl_peer *peer = bm_btl_base_peer(dst_world);
@@ -549,7 +551,7 @@ static bool send_inline(const void *buf, size_t bytes, int dst_world, uint32_t c
     if (!path || !bm_pml_sendi_ok(peer, path->module) ||
         sizeof(struct bm_pml_hdr_match) + bytes > path->module->eager_limit)
         return false;
-    uint32_t seq = bm_pml_ctx_next_seq(bm_pml_ctx_get(cid), dst_world);
+    uint32_t seq = bm_pml_match_next_seq(cid, dst_world);
     *seq_out = seq;
     struct bm_pml_hdr_match mh = {
         .base = {.type = BM_PML_HDR_MATCH}, .cid = cid, .src = src_rank, .tag = tag, .seq = seq};

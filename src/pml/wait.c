@@ -29,6 +29,7 @@
 #include "util/params.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -349,26 +350,26 @@ void bm_pml_wait_block(void)
  * while it keeps happening; a yield that takes long is such a gap too).
  * Nothing of this runs in a wait shorter than 64 idle polls, and on a
  * quiet host a yield is a system call that returns at once. The count is
- * restarted (caller zeroes idle) whenever a poll does something, so time
- * the program spends outside MPI is never taken for a lost core. */
-#define WATCH_POLLS      64
-#define WATCH_BASE       (1 << 20) /* idle from here: a mark is set */
+ * restarted (the caller zeroes its idle count and clears marked) whenever
+ * a poll does something, so time the program spends outside MPI is never
+ * taken for a lost core. */
 #define WATCH_PREEMPT_NS 200000    /* 200 us */
 #define WATCH_YIELD_NS   100000000 /* 100 ms */
 
-void bm_pml_wait_idle_watch(int *idle)
+/* Every 64th idle poll of a spinning wait when BM_PML_IDLE_YIELD's auto
+ * setting said never (bm_pml_g.idle_watch): a mark read from the cheap
+ * clock; a gap of more than WATCH_PREEMPT_NS since the previous mark of
+ * the same idle run means the thread lost its core. */
+static void wait_idle_watch(bool *marked)
 {
     static BM_PML_TLS uint64_t mark;
-    int c = ++*idle;
-    if (c != WATCH_POLLS && c != WATCH_BASE + WATCH_POLLS)
-        return;
     uint64_t now = bm_util_clock_now_ns();
     int64_t until = __atomic_load_n(&bm_pml_g.contended_until, __ATOMIC_RELAXED);
-    if (c == WATCH_BASE + WATCH_POLLS && now - mark > WATCH_PREEMPT_NS) {
+    if (*marked && now - mark > WATCH_PREEMPT_NS) {
         until = (int64_t)(now + WATCH_YIELD_NS);
         __atomic_store_n(&bm_pml_g.contended_until, until, __ATOMIC_RELAXED);
     }
-    *idle = WATCH_BASE;
+    *marked = true;
     mark = now;
     if ((int64_t)now < until) {
         atomic_fetch_add_explicit(&wait_g.contended, 1, memory_order_relaxed);
@@ -381,12 +382,45 @@ unsigned long bm_pml_wait_contended_yields(void)
     return atomic_load_explicit(&wait_g.contended, memory_order_relaxed);
 }
 
-int bm_pml_progress_wait(void)
+int bm_pml_wait_idle_st_limit(void)
+{
+    switch (bm_pml_g.wait_mode) {
+    case BM_PML_WAIT_YIELD:
+        if (bm_pml_g.cfg.idle_yield > 0)
+            return bm_pml_g.cfg.idle_yield;
+        return bm_pml_g.idle_watch ? 64 : INT_MAX;
+    case BM_PML_WAIT_BLOCK:
+        return bm_pml_idle_polls();
+    default:
+        return INT_MAX;
+    }
+}
+
+void bm_pml_wait_idle_st(bool *marked)
+{
+    switch (bm_pml_g.wait_mode) {
+    case BM_PML_WAIT_YIELD:
+        if (bm_pml_g.cfg.idle_yield > 0)
+            sched_yield();
+        else if (bm_pml_g.idle_watch)
+            wait_idle_watch(marked);
+        break;
+    case BM_PML_WAIT_BLOCK:
+        bm_pml_wait_block();
+        break;
+    default:
+        break;
+    }
+}
+
+int bm_pml_wait_poll(void)
 {
     static BM_PML_TLS int idle;
+    static BM_PML_TLS bool marked;
     int n = bm_pml_progress_nowait();
     if (n > 0) {
         idle = 0;
+        marked = false;
         return n;
     }
     if (bm_pml_g.mt && bm_pml_progress_missed())
@@ -403,8 +437,9 @@ int bm_pml_progress_wait(void)
             }
         } else if (bm_pml_g.mt) {
             bm_pml_progress_idle_mt();
-        } else if (bm_pml_g.idle_watch) {
-            bm_pml_wait_idle_watch(&idle);
+        } else if (bm_pml_g.idle_watch && ++idle >= 64) {
+            idle = 0;
+            wait_idle_watch(&marked);
         }
         break;
     case BM_PML_WAIT_BLOCK:
