@@ -62,16 +62,29 @@ static bool request_grow(void)
     return true;
 }
 
-struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
+/* A slot off the free list (the table's lock under MPI_THREAD_MULTIPLE). */
+static inline struct bm_pml_request *request_pop(void)
 {
-    bm_pml_lock(&req_lock);
-    if (!req_free && !request_grow()) {
-        bm_pml_unlock(&req_lock);
-        return NULL;
+    if (__builtin_expect(bm_pml_g.mt, 0)) {
+        bm_util_lock_take(&req_lock);
+        struct bm_pml_request *req = req_free || request_grow() ? req_free : NULL;
+        if (req)
+            req_free = req->pend_next;
+        bm_util_lock_give(&req_lock);
+        return req;
     }
+    if (__builtin_expect(!req_free, 0) && !request_grow())
+        return NULL;
     struct bm_pml_request *req = req_free;
     req_free = req->pend_next;
-    bm_pml_unlock(&req_lock);
+    return req;
+}
+
+struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
+{
+    struct bm_pml_request *req = request_pop();
+    if (!req)
+        return NULL;
     uint32_t index = req->index;
     uint32_t gen = req->gen + 1;
     if (gen == 0)
@@ -94,17 +107,23 @@ struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
     return req;
 }
 
-static void request_release(struct bm_pml_request *req)
+static inline void request_release(struct bm_pml_request *req)
 {
     if (req->conv.type) {
         bm_util_dtype_release((struct bm_util_dtype *)(uintptr_t)req->conv.type);
         req->conv.type = NULL;
     }
-    bm_pml_lock(&req_lock);
+    if (__builtin_expect(bm_pml_g.mt, 0)) {
+        bm_util_lock_take(&req_lock);
+        req_state_set(req, BM_PML_REQ_FREE);
+        req->pend_next = req_free;
+        req_free = req;
+        bm_util_lock_give(&req_lock);
+        return;
+    }
     req_state_set(req, BM_PML_REQ_FREE);
     req->pend_next = req_free;
     req_free = req;
-    bm_pml_unlock(&req_lock);
 }
 
 void bm_pml_request_complete(struct bm_pml_request *req)
