@@ -79,13 +79,20 @@ def program(bench):
     return "bm_overlap" if bench.startswith("iallreduce") else "bm_coll"
 
 
-def measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, rawdir):
-    """points: [(label, np, hosts, ppn)] -> res[label][bench][stack] = {size: median}."""
+def loadavg():
+    """The 1, 5 and 15 minute load averages as text ('2.1 1.7 1.2')."""
+    return " ".join("%.1f" % x for x in os.getloadavg())
+
+
+def measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, rawdir, loads):
+    """points: [(label, np, hosts, ppn)] -> res[label][bench][stack] = {size: median};
+    loads[label] = (load average at the start of the point, at its end)."""
     res = {}
     env = dict(os.environ)
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     for label, np, hosts, ppn in points:
         res[label] = {}
+        start_load = loadavg()
         blist = benches(opts)
         if hosts:  # across hosts: the main collectives only
             blist = [b for b in blist if b[0] in ("barrier", "bcast", "allreduce",
@@ -121,7 +128,9 @@ def measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, raw
                 res[label][bench][s] = {
                     sz: statistics.median(t[sz][col] for t in samples[s] if sz in t)
                     for sz in sizes}
-        log("coll %s done" % label)
+        loads[label] = (start_load, loadavg())
+        log("coll %s done (load average %s at the start, %s at the end)" %
+            ((label,) + loads[label]))
     return res
 
 
@@ -133,7 +142,7 @@ def fmt_size(sz):
     return str(sz)
 
 
-def tables(res, points, stacks):
+def tables(res, points, stacks, loads):
     """Markdown: per point, per collective, latency per stack and the ratio to
     the best peer; then the overlap rows and the goals."""
     lines, goal_notes = [], []
@@ -143,6 +152,9 @@ def tables(res, points, stacks):
             label, ("%s ranks on one host, oversubscribed" % label) if not hosts else
             ("%d hosts x %d ranks (network namespaces, veth)" % (hosts.k, ppn)))
         lines.append("\n### %s\n" % title)
+        if label in loads:
+            lines.append("Load average (1, 5, 15 minutes) at the start of this point: %s; at "
+                         "its end: %s.\n" % loads[label])
         lines.append("| collective | size | " + " | ".join(TITLES[s] + " us" for s in stacks) +
                      " | ratio to best peer |")
         lines.append("|---|---|" + "---|" * len(stacks) + "---|")
@@ -250,16 +262,17 @@ def run_class(opts, tools, outdir, stack_ok, run, log, pngcairo, ompi_root, root
             points.append((p, k * ppn, h, ppn))
         else:
             points.append((p, int(p), None, 0))
+    loads, start_load = {}, loadavg()
     try:
-        res = measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, rawdir)
+        res = measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, rawdir,
+                      loads)
     finally:
         for h in hosts_up:
             h.down()
     md = ("OSU-style latency (bench/coll.c: each call timed on every rank, a barrier between "
           "iterations; the mean over the ranks), median of %d interleaved runs; reductions "
-          "sum MPI_FLOAT. Load average at the end: %s.\n%s\n" %
-          (opts.repeats, " ".join("%.1f" % x for x in os.getloadavg()),
-           tables(res, points, stacks)))
+          "sum MPI_FLOAT. Load average (1, 5, 15 minutes) at the start: %s; at the end: %s.\n"
+          "%s\n" % (opts.repeats, start_load, loadavg(), tables(res, points, stacks, loads)))
     if notes:
         md += "\n" + "\n".join("- " + n for n in notes) + "\n"
     png = os.path.join(outdir, "coll.png")

@@ -47,6 +47,10 @@ enum bm_mpi_coll_kind {
     X(BCAST_SM, "bcast.sm")                                                                        \
     X(REDUCE_SM, "reduce.sm")                                                                      \
     X(ALLREDUCE_SM, "allreduce.sm")                                                                \
+    X(GATHER_SM, "gather.sm")                                                                      \
+    X(SCATTER_SM, "scatter.sm")                                                                    \
+    X(ALLGATHER_SM, "allgather.sm")                                                                \
+    X(ALLTOALL_SM, "alltoall.sm")                                                                  \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \
@@ -96,10 +100,10 @@ struct bm_mpi_coll_config {
     int bcast_alg;          /* auto|binomial|scatter_allgather|pipeline|sm */
     int reduce_alg;         /* auto|binomial|rabenseifner|pipeline|sm */
     int allreduce_alg;      /* auto|recursive_doubling|rabenseifner|ring|sm */
-    int gather_alg;         /* auto|linear|binomial */
-    int scatter_alg;        /* auto|linear|binomial */
-    int allgather_alg;      /* auto|ring|recursive_doubling|bruck */
-    int alltoall_alg;       /* auto|pairwise|linear|bruck */
+    int gather_alg;         /* auto|linear|binomial|sm */
+    int scatter_alg;        /* auto|linear|binomial|sm */
+    int allgather_alg;      /* auto|ring|recursive_doubling|bruck|sm */
+    int alltoall_alg;       /* auto|pairwise|linear|bruck|sm */
     int reduce_scatter_alg; /* auto|halving|ring|reduce_scatterv */
     int scan_alg;           /* auto|recursive_doubling|linear */
     size_t bcast_large;
@@ -169,8 +173,10 @@ void bm_coll_hier_release(struct bm_mpi_coll_comm *cc);
 bool bm_coll_sm_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn);
 /* Bytes of one rank's data a segment slot holds (0 without a segment). */
 size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc);
-/* Run a blocking barrier, bcast, reduce or allreduce (contiguous types, data
- * within the capacity) on the segment. */
+/* Run a blocking barrier, bcast, reduce, allreduce (contiguous types),
+ * gather, scatter, allgather or alltoall (uniform blocks, any types) whose
+ * data fits the capacity (bm_mpi_coll_blocking's sm_alg decides) on the
+ * segment. sbuf and rbuf as bm_coll_side_base gives them. */
 int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
                    int alg);
 void bm_coll_sm_free(struct bm_mpi_coll_comm *cc);

@@ -8,6 +8,11 @@
  * threshold is a parameter). A forced algorithm that cannot serve a call
  * (Rabenseifner's for a non-commutative operation, recursive doubling for a
  * non-power-of-two allgather, ...) gives way to the automatic choice.
+ * Blocking calls on a single-host communicator first try the shared-memory
+ * segment (barrier, bcast, reduce, allreduce, gather, scatter, allgather,
+ * alltoall whose data per slot fits BM_MPI_COLL_SM_SLOT: sm_alg), and on a
+ * communicator over several hosts the hierarchy (barrier, bcast, reduce,
+ * allreduce: hier_alg); the table below is for the rest.
  *   barrier         dissemination
  *   bcast           binomial below BCAST_LARGE or p <= 2; scatter_allgather above
  *   reduce          commutative and >= REDUCE_LARGE: pipeline for p <= 2,
@@ -54,18 +59,20 @@ static const struct bm_param coll_params[] = {
      "Algorithm of MPI_Allreduce (rabenseifner and ring need a commutative operation and "
      "at least one element per rank; otherwise recursive_doubling runs).",
      offsetof(struct bm_mpi_coll_config, allreduce_alg), 0},
-    {"BM_MPI_COLL_GATHER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|linear|binomial",
+    {"BM_MPI_COLL_GATHER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|linear|binomial|sm",
      "Algorithm of MPI_Gather (MPI_Gatherv is always linear).",
      offsetof(struct bm_mpi_coll_config, gather_alg), 0},
-    {"BM_MPI_COLL_SCATTER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|linear|binomial",
+    {"BM_MPI_COLL_SCATTER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|linear|binomial|sm",
      "Algorithm of MPI_Scatter (MPI_Scatterv is always linear).",
      offsetof(struct bm_mpi_coll_config, scatter_alg), 0},
-    {"BM_MPI_COLL_ALLGATHER_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|ring|recursive_doubling|bruck",
+    {"BM_MPI_COLL_ALLGATHER_ALG", BM_PARAM_ENUM, "auto", 0, 0,
+     "auto|ring|recursive_doubling|bruck|sm",
      "Algorithm of MPI_Allgather (recursive_doubling needs a power-of-two number of ranks; "
      "MPI_Allgatherv is always a ring).",
      offsetof(struct bm_mpi_coll_config, allgather_alg), 0},
-    {"BM_MPI_COLL_ALLTOALL_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|pairwise|linear|bruck",
-     "Algorithm of MPI_Alltoall, MPI_Alltoallv and MPI_Alltoallw (bruck: MPI_Alltoall only).",
+    {"BM_MPI_COLL_ALLTOALL_ALG", BM_PARAM_ENUM, "auto", 0, 0, "auto|pairwise|linear|bruck|sm",
+     "Algorithm of MPI_Alltoall, MPI_Alltoallv and MPI_Alltoallw (bruck, sm: MPI_Alltoall "
+     "only).",
      offsetof(struct bm_mpi_coll_config, alltoall_alg), 0},
     {"BM_MPI_COLL_REDUCE_SCATTER_ALG", BM_PARAM_ENUM, "auto", 0, 0,
      "auto|halving|ring|reduce_scatterv",
@@ -118,9 +125,10 @@ static const struct bm_param coll_params[] = {
      "crosses the network once per host). 0: the flat algorithms.",
      offsetof(struct bm_mpi_coll_config, hier), 0},
     {"BM_MPI_COLL_SM_SLOT", BM_PARAM_SIZE, "8k", 0, 1 << 24, NULL,
-     "Blocking barriers, and broadcasts and reductions of at most this many bytes, on a "
-     "communicator whose ranks share one host go through a shared-memory segment (flags and "
-     "a slot of this size per rank) instead of messages. 0: no segment.",
+     "Blocking barriers, and broadcasts, reductions, gathers, scatters, allgathers and "
+     "alltoalls whose data per slot is at most this many bytes, on a communicator whose "
+     "ranks share one host go through a shared-memory segment (flags and a slot of this size "
+     "per rank) instead of messages. 0: no segment.",
      offsetof(struct bm_mpi_coll_config, sm_slot), 0},
 };
 static const struct bm_param_table coll_table = {"mpi/coll", coll_params,
@@ -276,12 +284,12 @@ static const int reduce_algs[] = {0, BM_ALG_REDUCE_BINOMIAL, BM_ALG_REDUCE_RABEN
                                   BM_ALG_REDUCE_PIPELINE, -1};
 static const int allreduce_algs[] = {0, BM_ALG_ALLREDUCE_RECURSIVE_DOUBLING,
                                      BM_ALG_ALLREDUCE_RABENSEIFNER, BM_ALG_ALLREDUCE_RING, -1};
-static const int gather_algs[] = {0, BM_ALG_GATHER_LINEAR, BM_ALG_GATHER_BINOMIAL};
-static const int scatter_algs[] = {0, BM_ALG_SCATTER_LINEAR, BM_ALG_SCATTER_BINOMIAL};
+static const int gather_algs[] = {0, BM_ALG_GATHER_LINEAR, BM_ALG_GATHER_BINOMIAL, -1};
+static const int scatter_algs[] = {0, BM_ALG_SCATTER_LINEAR, BM_ALG_SCATTER_BINOMIAL, -1};
 static const int allgather_algs[] = {0, BM_ALG_ALLGATHER_RING, BM_ALG_ALLGATHER_RECURSIVE_DOUBLING,
-                                     BM_ALG_ALLGATHER_BRUCK};
+                                     BM_ALG_ALLGATHER_BRUCK, -1};
 static const int alltoall_algs[] = {0, BM_ALG_ALLTOALL_PAIRWISE, BM_ALG_ALLTOALL_LINEAR,
-                                    BM_ALG_ALLTOALL_BRUCK};
+                                    BM_ALG_ALLTOALL_BRUCK, -1};
 static const int reduce_scatter_algs[] = {0, BM_ALG_REDUCE_SCATTER_HALVING,
                                           BM_ALG_REDUCE_SCATTER_RING,
                                           BM_ALG_REDUCE_SCATTER_REDUCE_SCATTERV};
@@ -728,8 +736,9 @@ int bm_mpi_coll_schedule(MPI_Comm comm, const struct bm_mpi_coll_args *a,
 
 /* ---- the blocking form ------------------------------------------------------------ */
 
-/* The collectives with a shared-memory and a hierarchical algorithm: their
- * choice parameter (sm is its last choice) and those algorithms. */
+/* The collectives with a shared-memory and a hierarchical algorithm (-1:
+ * none): their choice parameter (sm is its last choice) and those
+ * algorithms. */
 struct local_algs {
     int kind, nchoices, sm, hier;
     size_t forced; /* offset of the choice parameter in the configuration */
@@ -743,6 +752,12 @@ static const struct local_algs local_algs[] = {
      offsetof(struct bm_mpi_coll_config, reduce_alg)},
     {BM_COLL_ALLREDUCE, 5, BM_ALG_ALLREDUCE_SM, BM_ALG_ALLREDUCE_HIER,
      offsetof(struct bm_mpi_coll_config, allreduce_alg)},
+    {BM_COLL_GATHER, 4, BM_ALG_GATHER_SM, -1, offsetof(struct bm_mpi_coll_config, gather_alg)},
+    {BM_COLL_SCATTER, 4, BM_ALG_SCATTER_SM, -1, offsetof(struct bm_mpi_coll_config, scatter_alg)},
+    {BM_COLL_ALLGATHER, 5, BM_ALG_ALLGATHER_SM, -1,
+     offsetof(struct bm_mpi_coll_config, allgather_alg)},
+    {BM_COLL_ALLTOALL, 5, BM_ALG_ALLTOALL_SM, -1,
+     offsetof(struct bm_mpi_coll_config, alltoall_alg)},
 };
 
 /* kind's entry and its choice parameter's value, or NULL. */
@@ -756,9 +771,41 @@ static const struct local_algs *local_algs_of(int kind, int *forced)
     return NULL;
 }
 
+/* The bytes of a blocking call's data that the fullest slot of the
+ * shared-memory segment must hold, or SIZE_MAX when the segment cannot
+ * serve it. The same on every rank: block sizes are packed sizes, which
+ * MPI requires to match, whatever each rank's datatypes (the segment packs
+ * sides that are not contiguous); only reductions, whose datatype is the
+ * same everywhere, need a contiguous one. */
+static size_t sm_bytes(MPI_Comm comm, const struct bm_mpi_coll_args *a)
+{
+    bool at_root = comm->rank == a->root;
+
+    switch (a->kind) {
+    case BM_COLL_BARRIER:
+        return 0;
+    case BM_COLL_REDUCE:
+    case BM_COLL_ALLREDUCE:
+        if (!a->rtype->contiguous)
+            return SIZE_MAX;
+        /* fall through */
+    case BM_COLL_BCAST:
+    case BM_COLL_ALLGATHER: /* one block per slot */
+        return (size_t)a->rcount * a->rtype->size;
+    case BM_COLL_GATHER: /* each rank's block in its slot */
+        return at_root ? (size_t)a->rcount * a->rtype->size : (size_t)a->scount * a->stype->size;
+    case BM_COLL_SCATTER: /* the root writes each rank's block into that rank's slot */
+        return at_root ? (size_t)a->scount * a->stype->size : (size_t)a->rcount * a->rtype->size;
+    case BM_COLL_ALLTOALL: /* a rank's blocks for every rank in its slot */
+        return (size_t)comm->size * (size_t)a->rcount * a->rtype->size;
+    default:
+        return SIZE_MAX;
+    }
+}
+
 /* The shared-memory algorithm that may serve a blocking call (its choice
- * parameter is auto or sm, the data is contiguous and fits a slot), or -1.
- * Every rank decides the same from the same arguments. */
+ * parameter is auto or sm, the data fits a slot), or -1. Every rank decides
+ * the same from the same arguments. */
 static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
@@ -770,8 +817,7 @@ static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a)
         return -1;
     if (forced != BM_SEL_AUTO && forced != l->nchoices - 1)
         return -1;
-    if (a->kind != BM_COLL_BARRIER &&
-        (!a->rtype->contiguous || (size_t)a->rcount * a->rtype->size > c->sm_slot))
+    if (sm_bytes(comm, a) > c->sm_slot)
         return -1;
     return l->sm;
 }
@@ -785,7 +831,7 @@ static int hier_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char 
     int forced;
 
     if (!bm_mpi_coll_cfg()->hier || comm->inter || comm->size < 3 ||
-        (l = local_algs_of(a->kind, &forced)) == NULL || forced != BM_SEL_AUTO ||
+        (l = local_algs_of(a->kind, &forced)) == NULL || l->hier < 0 || forced != BM_SEL_AUTO ||
         (cc = bm_mpi_coll_comm(comm)) == NULL || cc->hier_state == 2 ||
         !bm_coll_hier_ready(comm, cc, fn))
         return -1;

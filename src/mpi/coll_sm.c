@@ -3,8 +3,10 @@
  * communicator (util/shmseg) where each rank has, per parity of the
  * operation number, a slot whose first cache line holds a sequence flag and
  * the first bytes of data, and a "done" line. A blocking barrier, or a
- * broadcast, reduce or allreduce that fits a slot, is then a few cache-line
- * transfers instead of messages through the point-to-point layer:
+ * broadcast, reduce, allreduce, gather, scatter, allgather or alltoall that
+ * fits a slot, is then a few cache-line transfers and one copy in and one
+ * out, instead of messages through the point-to-point layer (matching,
+ * requests, the transport's queue):
  *   - operation k publishes a rank's data in its slot k % 2, then its flag
  *     (a release store of k); readers wait for the flag (acquire) and read;
  *   - each rank stores k in its done line when it has read what it needed;
@@ -14,7 +16,15 @@
  *     from operation k);
  *   - reductions combine the slots in rank order (s0 op (s1 op (... s[n-1])))
  *     on every rank, so results are identical everywhere and
- *     non-commutative operations see rank order.
+ *     non-commutative operations see rank order;
+ *   - gather and allgather: each rank's block in its slot; alltoall: a rank's
+ *     blocks for every rank in its slot, block j for rank j; scatter: the
+ *     root's slot holds the blocks for every rank, or when they do not fit
+ *     the root writes each rank's block into that rank's slot (the one
+ *     writer of slot k % 2 in operation k) and publishes its own flag;
+ *   - data is packed into the slots (MPI_CHAR here, a vector type there:
+ *     only the packed sizes must match), copied as it is when the type is
+ *     contiguous.
  * The segment is set up at the first eligible call, collectively: every
  * rank judges (all peers on shared memory), the ranks agree with an
  * allreduce, rank 0 creates the segment, the others attach, and everyone
@@ -49,6 +59,10 @@ struct bm_coll_sm {
     size_t slot; /* bytes of a slot (flag line included) */
     char *slots; /* [parity][rank] */
     char *done;  /* [rank] lines */
+    /* per rank, the highest value seen in its done line: a rank that is
+     * known to be done with operation k - 2 needs no look (a cache line
+     * transfer) before operation k writes */
+    uint64_t seen[];
 };
 
 enum { SM_UNKNOWN = 0, SM_ON, SM_OFF };
@@ -85,13 +99,15 @@ static void wait_for(_Atomic uint64_t *f, uint64_t k)
 }
 
 /* Operation k may write slot k % 2: everyone is done with operation k - 2. */
-static void may_write(const struct bm_coll_sm *sm, uint64_t k)
+static void may_write(struct bm_coll_sm *sm, uint64_t k)
 {
     if (k < 2)
         return;
     for (int r = 0; r < sm->n; r++)
-        if (r != sm->me)
+        if (r != sm->me && sm->seen[r] < k - 2) {
             wait_for(done_of(sm, r), k - 2);
+            sm->seen[r] = atomic_load_explicit(done_of(sm, r), memory_order_acquire);
+        }
 }
 
 static void publish(const struct bm_coll_sm *sm, uint64_t k)
@@ -152,7 +168,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
                 bm_rte_at_exit(sm_cleanup_at_exit, NULL);
                 cleanup_registered = true;
             }
-            sm = calloc(1, sizeof(*sm));
+            sm = calloc(1, sizeof(*sm) + (size_t)comm->size * sizeof(uint64_t));
             if (sm)
                 sm->seg = seg;
             else {
@@ -166,7 +182,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
     if (comm->rank != 0 && name[0]) {
         struct bm_util_shmseg seg;
         if (bm_util_shmseg_attach(&seg, name, bytes) == BM_OK) {
-            sm = calloc(1, sizeof(*sm));
+            sm = calloc(1, sizeof(*sm) + (size_t)comm->size * sizeof(uint64_t));
             if (sm)
                 sm->seg = seg;
             else
@@ -213,6 +229,48 @@ void bm_coll_sm_free(struct bm_mpi_coll_comm *cc)
 
 /* ---- the operations ------------------------------------------------------------------- */
 
+/* Blocks of a side: block i of count elements of dt at base (where
+ * bm_coll_side_base says its data starts) packed into p, or unpacked from p. */
+static void block_put(char *p, const void *base, int i, int count, MPI_Datatype dt)
+{
+    const char *src = (const char *)base + (ptrdiff_t)i * count * dt->extent;
+    size_t bytes = (size_t)count * dt->size;
+
+    if (dt->contiguous)
+        memcpy(p, src, bytes);
+    else
+        bm_mpi_type_pack(dt, src, (size_t)count, 0, p, bytes);
+}
+
+static void block_get(void *base, int i, int count, MPI_Datatype dt, const char *p)
+{
+    char *dst = (char *)base + (ptrdiff_t)i * count * dt->extent;
+    size_t bytes = (size_t)count * dt->size;
+
+    if (dt->contiguous)
+        memcpy(dst, p, bytes);
+    else
+        bm_mpi_type_unpack(dt, dst, (size_t)count, 0, p, bytes);
+}
+
+/* This rank's own block from one side to the other (the types may differ,
+ * their packed sizes match): directly when either is contiguous, else
+ * through tmp (this rank's own slot, which nobody reads in this operation
+ * at the place given). */
+static void block_copy(void *dbase, int di, int dcount, MPI_Datatype dtype, const void *sbase,
+                       int si, int scount, MPI_Datatype stype, char *tmp)
+{
+    if (stype->contiguous) {
+        block_get(dbase, di, dcount, dtype,
+                  (const char *)sbase + (ptrdiff_t)si * scount * stype->extent);
+    } else if (dtype->contiguous) {
+        block_put((char *)dbase + (ptrdiff_t)di * dcount * dtype->extent, sbase, si, scount, stype);
+    } else {
+        block_put(tmp, sbase, si, scount, stype);
+        block_get(dbase, di, dcount, dtype, tmp);
+    }
+}
+
 static void barrier(struct bm_coll_sm *sm)
 {
     uint64_t k = ++sm->op;
@@ -225,17 +283,17 @@ static void barrier(struct bm_coll_sm *sm)
     finish(sm, k);
 }
 
-static void bcast(struct bm_coll_sm *sm, void *buf, size_t bytes, int root)
+static void bcast(struct bm_coll_sm *sm, void *buf, int count, MPI_Datatype dt, int root)
 {
     uint64_t k = ++sm->op;
 
     if (sm->me == root) {
         may_write(sm, k);
-        memcpy(data_of(sm, k, root), buf, bytes);
+        block_put(data_of(sm, k, root), buf, 0, count, dt);
         publish(sm, k);
     } else {
         wait_for(flag_of(sm, k, root), k);
-        memcpy(buf, data_of(sm, k, root), bytes);
+        block_get(buf, 0, count, dt, data_of(sm, k, root));
     }
     finish(sm, k);
 }
@@ -265,6 +323,113 @@ static void reduce(struct bm_coll_sm *sm, const void *in, void *out, int count, 
     finish(sm, k);
 }
 
+static void gather(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
+{
+    uint64_t k = ++sm->op;
+    int root = a->root;
+
+    if (sm->me != root) {
+        may_write(sm, k);
+        block_put(data_of(sm, k, sm->me), a->sbuf, 0, a->scount, a->stype);
+        publish(sm, k);
+    } else {
+        if (a->sbuf != MPI_IN_PLACE) {
+            if (!a->stype->contiguous && !a->rtype->contiguous)
+                may_write(sm, k); /* the own slot is the go-between */
+            block_copy(a->rbuf, root, a->rcount, a->rtype, a->sbuf, 0, a->scount, a->stype,
+                       data_of(sm, k, root));
+        }
+        for (int i = 1; i < sm->n; i++) {
+            int r = (root + i) % sm->n;
+            wait_for(flag_of(sm, k, r), k);
+            block_get(a->rbuf, r, a->rcount, a->rtype, data_of(sm, k, r));
+        }
+    }
+    finish(sm, k);
+}
+
+/* Where rank r finds its block of a scatter: in the root's slot, block r,
+ * when all fit there (one cache line carries the root's flag and the first
+ * blocks), else at the start of its own slot. */
+static char *scatter_block(const struct bm_coll_sm *sm, uint64_t k, int root, int r, size_t b)
+{
+    if ((size_t)sm->n * b <= sm->slot - DATA_OFF)
+        return data_of(sm, k, root) + (size_t)r * b;
+    return data_of(sm, k, r);
+}
+
+static void scatter(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
+{
+    uint64_t k = ++sm->op;
+    int root = a->root;
+
+    if (sm->me == root) {
+        size_t b = (size_t)a->scount * a->stype->size;
+        may_write(sm, k);
+        for (int i = 1; i < sm->n; i++) {
+            int r = (root + i) % sm->n;
+            block_put(scatter_block(sm, k, root, r, b), a->sbuf, r, a->scount, a->stype);
+        }
+        publish(sm, k);
+        if (a->rbuf != MPI_IN_PLACE)
+            block_copy(a->rbuf, 0, a->rcount, a->rtype, a->sbuf, root, a->scount, a->stype,
+                       scatter_block(sm, k, root, root, b));
+    } else {
+        size_t b = (size_t)a->rcount * a->rtype->size;
+        wait_for(flag_of(sm, k, root), k);
+        block_get(a->rbuf, 0, a->rcount, a->rtype, scatter_block(sm, k, root, sm->me, b));
+    }
+    finish(sm, k);
+}
+
+static void allgather(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
+{
+    uint64_t k = ++sm->op;
+    char *mine = data_of(sm, k, sm->me);
+
+    may_write(sm, k);
+    if (a->sbuf == MPI_IN_PLACE)
+        block_put(mine, a->rbuf, sm->me, a->rcount, a->rtype);
+    else
+        block_put(mine, a->sbuf, 0, a->scount, a->stype);
+    publish(sm, k);
+    if (a->sbuf != MPI_IN_PLACE)
+        block_get(a->rbuf, sm->me, a->rcount, a->rtype, mine);
+    for (int i = 1; i < sm->n; i++) {
+        int r = (sm->me + i) % sm->n;
+        wait_for(flag_of(sm, k, r), k);
+        block_get(a->rbuf, r, a->rcount, a->rtype, data_of(sm, k, r));
+    }
+    finish(sm, k);
+}
+
+static void alltoall(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
+{
+    uint64_t k = ++sm->op;
+    bool in_place = a->sbuf == MPI_IN_PLACE;
+    const void *sbuf = in_place ? a->rbuf : a->sbuf;
+    int scount = in_place ? a->rcount : a->scount, me = sm->me;
+    MPI_Datatype stype = in_place ? a->rtype : a->stype;
+    size_t b = (size_t)a->rcount * a->rtype->size;
+    char *mine = data_of(sm, k, me);
+
+    may_write(sm, k);
+    for (int i = 1; i < sm->n; i++) {
+        int r = (me + i) % sm->n;
+        block_put(mine + (size_t)r * b, sbuf, r, scount, stype);
+    }
+    publish(sm, k);
+    if (!in_place)
+        block_copy(a->rbuf, me, a->rcount, a->rtype, sbuf, me, scount, stype,
+                   mine + (size_t)me * b);
+    for (int i = 1; i < sm->n; i++) {
+        int r = (me - i + sm->n) % sm->n;
+        wait_for(flag_of(sm, k, r), k);
+        block_get(a->rbuf, r, a->rcount, a->rtype, data_of(sm, k, r) + (size_t)me * b);
+    }
+    finish(sm, k);
+}
+
 int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
                    int alg)
 {
@@ -278,10 +443,22 @@ int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_m
         barrier(sm);
         break;
     case BM_COLL_BCAST:
-        bcast(sm, a->rbuf, (size_t)a->rcount * a->rtype->size, a->root);
+        bcast(sm, a->rbuf, a->rcount, a->rtype, a->root);
         break;
     case BM_COLL_REDUCE:
         reduce(sm, in, a->rbuf, a->rcount, a->rtype, a->op, a->root);
+        break;
+    case BM_COLL_GATHER:
+        gather(sm, a);
+        break;
+    case BM_COLL_SCATTER:
+        scatter(sm, a);
+        break;
+    case BM_COLL_ALLGATHER:
+        allgather(sm, a);
+        break;
+    case BM_COLL_ALLTOALL:
+        alltoall(sm, a);
         break;
     default:
         reduce(sm, in, a->rbuf, a->rcount, a->rtype, a->op, -1);

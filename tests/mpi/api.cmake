@@ -259,8 +259,9 @@ set(coll_force_c
     "BM_TEST_COLL_EXPECT=bcast.pipeline,reduce.pipeline,allreduce.ring,allgather.bruck,alltoall.bruck,reduce_scatter.ring")
 set(coll_force_d
     BM_MPI_COLL_BARRIER_ALG=sm BM_MPI_COLL_BCAST_ALG=sm BM_MPI_COLL_REDUCE_ALG=sm
-    BM_MPI_COLL_ALLREDUCE_ALG=sm
-    "BM_TEST_COLL_EXPECT=barrier.sm,bcast.sm,reduce.sm,allreduce.sm")
+    BM_MPI_COLL_ALLREDUCE_ALG=sm BM_MPI_COLL_GATHER_ALG=sm BM_MPI_COLL_SCATTER_ALG=sm
+    BM_MPI_COLL_ALLGATHER_ALG=sm BM_MPI_COLL_ALLTOALL_ALG=sm
+    "BM_TEST_COLL_EXPECT=barrier.sm,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
 # Each forced set at a power of two and two other sizes, the sets together
 # covering 2 to 9 ranks (the automatic runs cover 1 to 9 each).
 set(coll_nps_a 3 7 8)
