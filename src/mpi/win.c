@@ -38,6 +38,7 @@ struct osc_params {
     int fail_rdma;   /* testing: transport operations from the n-th on fail (0: never) */
     size_t rndv_limit;
     size_t batch;
+    size_t stream_min;
 };
 
 static const struct bm_param osc_params[] = {
@@ -70,6 +71,11 @@ static const struct bm_param osc_params[] = {
      "flush, unlock or get that needs them done): one message and one wake-up of the target "
      "instead of one each. 0 sends every operation at once.",
      offsetof(struct osc_params, batch), 0},
+    {"BM_MPI_OSC_STREAM_COPY_MIN", BM_PARAM_SIZE, "1m", 0, 1LL << 40, NULL,
+     "Puts and gets of at least this many bytes between memories mapped in one process (a "
+     "window in a shared segment) copy with streaming stores, which bypass the cache and skip "
+     "the read of each destination line (as BM_PML_STREAM_COPY_MIN for messages). 0: never.",
+     offsetof(struct osc_params, stream_min), 0},
     {"BM_MPI_OSC_FAIL_RDMA", BM_PARAM_INT, "0", 0, 1 << 30, NULL,
      "Testing only: the n-th transport put, get or atomic of this process and every later one "
      "fail as a broken link would (0: never), to show that the failure reaches the window's "
@@ -98,6 +104,7 @@ static const struct osc_params *params(void)
             win_g.p.btl_atomic = false;
             win_g.p.rndv_limit = SIZE_MAX;
             win_g.p.batch = 0;
+            win_g.p.stream_min = 0;
         }
         win_g.loaded = true;
     }
@@ -611,6 +618,7 @@ static int win_setup(MPI_Comm comm, int flavor, MPI_Aint size, int disp_unit, MP
     win->id = win->comm->context_id;
     win->rndv_limit = params()->rndv_limit;
     win->batch_max = params()->batch;
+    win->stream_min = params()->stream_min ? params()->stream_min : SIZE_MAX;
     win->t = calloc((size_t)win->nranks, sizeof(*win->t));
     win->rank_of = malloc(sizeof(int) * (size_t)MPI_COMM_WORLD->size);
     if (win->rank_of)

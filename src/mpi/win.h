@@ -220,6 +220,7 @@ struct bm_mpi_win {
     int answers_out;      /* all targets */
     size_t rndv_limit;    /* AM puts and gets of at least this many bytes: PML messages */
     size_t batch_max;     /* AM: bytes of small messages held back per target (0: none) */
+    size_t stream_min;    /* SHM: puts and gets this large copy with streaming stores */
     int error;            /* first asynchronous failure (MPI class), reported at the next sync */
     char error_what[256]; /* what it was */
 

@@ -23,6 +23,7 @@
 #include "mpi/win.h"
 #include "pml/pml.h"
 #include "util/dtype.h"
+#include "util/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,6 +411,17 @@ static int osc_fail(MPI_Win win, int rc, const char *fn, int target)
                             bm_status_str(rc));
 }
 
+/* A put or get between mapped memories: large ones with streaming stores
+ * (win->stream_min), which skip the read of every destination line that a
+ * cached store makes first, as the PML copies out large messages. */
+static inline void shm_copy(MPI_Win win, void *dst, const void *src, size_t len)
+{
+    if (len >= win->stream_min)
+        bm_util_copy_stream(dst, src, len);
+    else
+        memcpy(dst, src, len);
+}
+
 /* One operation in flight in this call: the window, target, kind and where
  * its data is. */
 struct osc_xfer {
@@ -436,9 +448,9 @@ static void segment(struct osc_xfer *x, char *optr, uint64_t toff, size_t len)
             x->status = BM_ERR_BAD_PARAM;
             x->range = true;
         } else if (put) {
-            memcpy(p, optr, len);
+            shm_copy(x->win, p, optr, len);
         } else {
-            memcpy(optr, p, len);
+            shm_copy(x->win, optr, p, len);
         }
         break;
     }
@@ -873,9 +885,9 @@ static inline bool shm_fast(MPI_Win win, bool put, void *obuf, int ocount, MPI_D
     if (!bm_osc_in_window(t, disp, bytes, &off))
         return false;
     if (put)
-        memcpy(t->shm + off, obuf, bytes);
+        shm_copy(win, t->shm + off, obuf, bytes);
     else
-        memcpy(obuf, t->shm + off, bytes);
+        shm_copy(win, obuf, t->shm + off, bytes);
     return true;
 }
 

@@ -96,5 +96,7 @@ bm_add_mpi_test(osc_msgs_tcp_np3 TARGET osc_msgs NP 3 BTL self,tcp TIMEOUT 60
     LABELS mpi osc ARGS agent ENV BM_MPI_OSC_BATCH=0)
 bm_add_mpi_test(osc_msgs_batch_np3 TARGET osc_msgs NP 3 BTL self,tcp TIMEOUT 60
     LABELS mpi osc ARGS batch)
+bm_add_mpi_test(osc_msgs_shm_np3 TARGET osc_msgs NP 3 BTL self,sm TIMEOUT 60
+    LABELS mpi osc ARGS shm)
 bm_add_mpi_test(osc_msgs_rdma_np3 TARGET osc_msgs NP 3 BTL self,sm TIMEOUT 60
     LABELS mpi osc ARGS rdma ENV BM_MPI_OSC_SHM=off)
