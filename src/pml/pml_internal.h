@@ -294,9 +294,10 @@ struct bm_pml_state {
     uint64_t rget_sent;
     uint64_t rget_read_bytes;
     uint64_t rget_acked;
-    /* Non-contiguous messages, for tests (atomic): FRAGs packed and sent,
-     * the largest payload of one, and the bytes unpacked on arrival with
-     * streaming stores. */
+    /* Non-contiguous messages, for tests (atomic): small ones packed on
+     * the stack for sendi, FRAGs packed and sent, the largest payload of
+     * one, and the bytes unpacked on arrival with streaming stores. */
+    uint64_t stack_packs;
     uint64_t pack_frags;
     uint64_t pack_frag_largest;
     uint64_t unpack_streamed;

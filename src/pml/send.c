@@ -581,6 +581,16 @@ bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, u
     return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, seq, req_out);
 }
 
+/* The peer's eager path takes sendi: worth packing a small message on the
+ * stack for it. Otherwise (tcp has no sendi) the descriptor path packs it
+ * once, into the transport's buffer. */
+static bool sendi_possible(int dst_world)
+{
+    struct bm_btl_peer *peer = bm_btl_base_peer(dst_world);
+    struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
+    return path && bm_pml_sendi_ok(peer, path->module);
+}
+
 /* A non-contiguous send (buf may be NULL: MPI_BOTTOM with absolute
  * displacements). or_done: a small standard send is packed on the stack and
  * sent inline, with no request. */
@@ -603,9 +613,10 @@ static bm_status_t send_dt(const void *buf, size_t count, struct bm_util_dtype *
     }
     uint64_t seq = UINT64_MAX;
     if (or_done && mode == BM_PML_SEND_STANDARD && conv.total <= bm_pml_g.cfg.sendi_limit &&
-        conv.total <= BM_PML_PACK_STACK) {
+        conv.total <= BM_PML_PACK_STACK && sendi_possible(dst_world)) {
         char packed[BM_PML_PACK_STACK];
         bm_util_dtype_conv_pack(&conv, 0, packed, conv.total);
+        __atomic_fetch_add(&bm_pml_g.stack_packs, 1, __ATOMIC_RELAXED);
         if (send_inline(packed, conv.total, dst_world, cid, src_rank, tag, &seq))
             return BM_OK;
     }

@@ -8,8 +8,10 @@
  * getv, with BM_PML_STREAM_COPY_MIN=64k) it checks the fragment path
  * instead: rank 0 packed its vectors into FRAGs no larger than
  * BM_PML_PACK_FRAG_SIZE (64 KiB with the header), and rank 1 unpacked the
- * large blocks with streaming stores. Linked with the library's internals
- * to read the counters. */
+ * large blocks with streaming stores. Small vectors (2 KiB) are packed on
+ * the stack for the transport's inline send over sm, and not over tcp,
+ * which has none (its descriptor path packs them once). Linked with the
+ * library's internals to read the counters. */
 #include "bm_test.h"
 #include "pml/pml_internal.h"
 
@@ -125,6 +127,19 @@ int main(int argc, char **argv)
         BM_CHECK_MSG(nf >= 6, "only %llu packed FRAGs sent", (unsigned long long)nf);
         BM_CHECK_MSG(big > 0 && big <= 65536 - 24, "a packed FRAG carried %llu bytes",
                      (unsigned long long)big);
+    }
+    /* small vectors: 256 doubles every other one */
+    uint64_t stack_before = bm_pml_g.stack_packs;
+    for (int i = 0; i < 4; i++)
+        one(256, 1, 1, 1, 200 + i);
+    if (rank == 0) {
+        uint64_t stack = bm_pml_g.stack_packs - stack_before;
+        if (packed)
+            BM_CHECK_MSG(stack == 0, "%llu small vectors packed on the stack for tcp (no sendi)",
+                         (unsigned long long)stack);
+        else
+            BM_CHECK_MSG(stack == 4, "%llu of 4 small vectors packed on the stack for sendi",
+                         (unsigned long long)stack);
     }
     (void)size;
     MPI_Finalize();
