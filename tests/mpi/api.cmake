@@ -73,7 +73,7 @@ bm_add_mpi_test(api_dtype_packed_tcp_np2 TARGET api_dtype_rget NP 2 BTL self,tcp
 # and none with those that do not (sm); reads btl_mem.c's counters, so
 # linked with the library's internals.
 add_executable(api_alloc_mem ${api_dir}/api_alloc_mem.c)
-target_link_libraries(api_alloc_mem PRIVATE bitmover_internal bm_test_harness)
+target_link_libraries(api_alloc_mem PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 target_include_directories(api_alloc_mem PRIVATE ${PROJECT_SOURCE_DIR}/src)
 bm_add_mpi_test(api_alloc_mem_sm_np2 TARGET api_alloc_mem NP 2 BTL self,sm TIMEOUT 60 ARGS noreg)
 bm_add_mpi_test(api_alloc_mem_dgram_np2 TARGET api_alloc_mem NP 2 BTL self,dgram TIMEOUT 60

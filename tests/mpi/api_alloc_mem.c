@@ -6,7 +6,9 @@
  * while a put from malloc'ed memory adds no hit); mpool_hints page sizes
  * give blocks aligned to them; size 0, MPI_Free_mem(NULL), a foreign or
  * twice-freed address (MPI_ERR_ARG) and an impossible size (MPI_ERR_NO_MEM,
- * through MPI_COMM_WORLD's error handler) behave as alloc_mem.c says.
+ * through MPI_COMM_WORLD's error handler) behave as alloc_mem.c says; 4
+ * threads allocating, looking up and freeing at once (MPI_THREAD_MULTIPLE)
+ * leave the table as they found it.
  * Argument "reg": the job's transports include one that registers (dgram,
  * ofi), and every check of its registration must see it; "noreg": none
  * does (self, sm), and nothing may be registered. */
@@ -14,6 +16,7 @@
 #include "btl/btl.h"
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,9 +212,51 @@ static void test_rma(bool want_reg)
     BM_CHECK_EQ_INT(MPI_Free_mem(winmem), MPI_SUCCESS);
 }
 
+/* One thread's share: allocate, check the handles, free, 100 times. */
+static void *churn(void *arg)
+{
+    long bad = 0;
+    struct bm_btl_module *mods[BM_BTL_MEM_MAX_REG];
+    int nmods = registering(mods, BM_BTL_MEM_MAX_REG);
+    for (int i = 0; i < 100; i++) {
+        char *p = NULL;
+        size_t n = 4096 * (size_t)(1 + (i + (int)(intptr_t)arg) % 16);
+        bad += MPI_Alloc_mem((MPI_Aint)n, MPI_INFO_NULL, &p) != MPI_SUCCESS || !p;
+        if (!p)
+            continue;
+        p[0] = p[n - 1] = 1;
+        for (int k = 0; k < nmods; k++)
+            bad += bm_btl_base_mem_handle(mods[k], p + 1, n - 1) == NULL;
+        bad += MPI_Free_mem(p) != MPI_SUCCESS;
+    }
+    return (void *)(intptr_t)bad;
+}
+
+static void test_threads(int provided)
+{
+    if (provided < MPI_THREAD_MULTIPLE)
+        return;
+    struct bm_btl_base_mem_stats s0, s1;
+    bm_btl_base_mem_stats(&s0);
+    pthread_t t[4];
+    for (intptr_t i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, churn, (void *)i);
+    long bad = 0;
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        bad += (long)(intptr_t)r;
+    }
+    bm_btl_base_mem_stats(&s1);
+    BM_CHECK_EQ_INT(bad, 0);
+    BM_CHECK_EQ_INT((long)(s1.blocks - s0.blocks), 0);
+    BM_CHECK_EQ_INT((long)(s1.handles - s0.handles), 0);
+}
+
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     bool want_reg = argc > 1 && strcmp(argv[1], "reg") == 0;
     BM_CHECK_MSG(argc > 1 && (want_reg || strcmp(argv[1], "noreg") == 0),
@@ -219,6 +264,8 @@ int main(int argc, char **argv)
     test_registration(want_reg);
     test_hints_and_errors();
     test_rma(want_reg);
+    test_threads(provided);
+    BM_CHECK_EQ_INT(provided, MPI_THREAD_MULTIPLE);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     char name[64];
