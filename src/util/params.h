@@ -27,7 +27,7 @@ enum bm_param_type {
 #define BM_PARAM_F_DEBUG 0x1 /* fault-injection or debugging knob, not for production */
 
 struct bm_param {
-    const char *name; /* full environment variable name, e.g. "BM_PML_EAGER_LIMIT" */
+    const char *name; /* full environment variable name, e.g. "BM_BTL_SM_EAGER_LIMIT" */
     enum bm_param_type type;
     const char *def;     /* default value as text, parsed like the environment */
     long long min, max;  /* INT, SIZE, DOUBLE: inclusive bounds (ignored when min == max == 0) */
