@@ -75,12 +75,14 @@ bm_add_mpi_test(api_dtype_packed_tcp_np2 TARGET api_dtype_rget NP 2 BTL self,tcp
 add_executable(api_alloc_mem ${api_dir}/api_alloc_mem.c)
 target_link_libraries(api_alloc_mem PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 target_include_directories(api_alloc_mem PRIVATE ${PROJECT_SOURCE_DIR}/src)
-bm_add_mpi_test(api_alloc_mem_sm_np2 TARGET api_alloc_mem NP 2 BTL self,sm TIMEOUT 60 ARGS noreg)
+# Label tsan: its threads allocate and free at once (make tsan runs them).
+bm_add_mpi_test(api_alloc_mem_sm_np2 TARGET api_alloc_mem NP 2 BTL self,sm TIMEOUT 60 ARGS noreg
+    LABELS mpi tsan)
 bm_add_mpi_test(api_alloc_mem_dgram_np2 TARGET api_alloc_mem NP 2 BTL self,dgram TIMEOUT 60
-    ARGS reg)
+    ARGS reg LABELS mpi tsan)
 if(BM_HAVE_OFI)
     bm_add_mpi_test(api_alloc_mem_ofi_np2 TARGET api_alloc_mem NP 2 BTL self,ofi TIMEOUT 60
-        ARGS reg ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp)
+        ARGS reg ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp LABELS mpi tsan)
 endif()
 # Derived types built, used and freed by 4 threads at once (MPI_THREAD_MULTIPLE).
 add_executable(api_dtype_threads ${api_dir}/api_dtype_threads.c)

@@ -30,6 +30,13 @@ const char *__asan_default_options(void)
     return "allocator_may_return_null=1";
 }
 #endif
+#if defined(__SANITIZE_THREAD__)
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+#endif
 
 static int handler_calls, handler_class;
 
