@@ -5,12 +5,11 @@
  * ranks, lock types and assertions, a user operation in an accumulate
  * (MPI_ERR_OP), mismatched types (MPI_ERR_TYPE), flavour-specific calls on
  * the wrong flavour (MPI_ERR_RMA_FLAVOR), unlocking what is not locked,
- * MPI_Win_call_errhandler, and a communicator's handler refused by a
- * window. With the argument "inject" (run with BM_MPI_OSC_FAIL_RDMA=1 over
- * a transport path) every transport operation fails as a broken link
- * would: puts, gets, fetch-and-ops and request-based operations must
- * report an error on the window (MPI_ERRORS_RETURN, and a user handler
- * called once) and nothing may hang. */
+ * MPI_Win_call_errhandler, a communicator's handler refused by a window,
+ * and large operations outside a dynamic window's attached memory. With the argument "inject" (run
+ * with BM_MPI_OSC_FAIL_RDMA=1 over a transport path) every transport operation fails as a broken
+ * link would: puts, gets, fetch-and-ops and request-based operations must report an error on the
+ * window (MPI_ERRORS_RETURN, and a user handler called once) and nothing may hang. */
 #include "osc_common.h"
 
 #include <stdbool.h>
@@ -122,6 +121,44 @@ static void test_classes(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* A large put and get (their data a PML message: dynamic windows take the
+ * agent's path on every transport) to memory the target has not attached:
+ * MPI_ERR_RMA_RANGE at the flush, and the refused put's data is still
+ * taken, so that a large put to attached memory after it lands in full. */
+static void test_dynamic_range(void)
+{
+    enum { BIG = 256 << 10 };
+    unsigned char *mem = malloc(BIG), *buf = malloc(BIG);
+    MPI_Win win;
+    MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    MPI_Win_attach(win, mem, BIG);
+    memset(mem, 0, BIG);
+    memset(buf, rank + 1, BIG);
+    int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+    MPI_Aint mine, theirs;
+    MPI_Get_address(mem, &mine);
+    MPI_Sendrecv(&mine, 1, MPI_AINT, prev, 0, &theirs, 1, MPI_AINT, next, 0, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    MPI_Win_lock(MPI_LOCK_SHARED, next, 0, win);
+    EXPECT(MPI_Put(buf, BIG, MPI_BYTE, next, theirs + BIG, BIG, MPI_BYTE, win), MPI_SUCCESS);
+    EXPECT(MPI_Win_flush(next, win), MPI_ERR_RMA_RANGE);
+    EXPECT(MPI_Get(buf, BIG, MPI_BYTE, next, theirs + BIG, BIG, MPI_BYTE, win), MPI_SUCCESS);
+    EXPECT(MPI_Win_flush(next, win), MPI_ERR_RMA_RANGE);
+    memset(buf, rank + 1, BIG);
+    EXPECT(MPI_Put(buf, BIG, MPI_BYTE, next, theirs, BIG, MPI_BYTE, win), MPI_SUCCESS);
+    EXPECT(MPI_Win_unlock(next, win), MPI_SUCCESS);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int bad = 0;
+    for (int i = 0; i < BIG; i++)
+        bad += mem[i] != (unsigned char)(prev + 1);
+    BM_CHECK_MSG(bad == 0, "rank %d: %d bytes of rank %d's large put missing", rank, bad, prev);
+    MPI_Win_detach(win, mem);
+    MPI_Win_free(&win);
+    free(mem);
+    free(buf);
+}
+
 /* Every transport operation fails (BM_MPI_OSC_FAIL_RDMA=1); amo: the
  * transport has atomics too (sm). */
 static void test_injected(bool amo)
@@ -174,6 +211,8 @@ int main(int argc, char **argv)
     } else {
         bm_test_current = "error classes";
         test_classes();
+        bm_test_current = "dynamic window, large operations outside it";
+        test_dynamic_range();
     }
     MPI_Finalize();
     return bm_test_summary("osc_errors");
