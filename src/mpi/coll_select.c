@@ -124,7 +124,7 @@ static const struct bm_param coll_params[] = {
      "inside each host, among one leader per host, and inside each host again (each byte "
      "crosses the network once per host). 0: the flat algorithms.",
      offsetof(struct bm_mpi_coll_config, hier), 0},
-    {"BM_MPI_COLL_SM_SLOT", BM_PARAM_SIZE, "8k", 0, 1 << 24, NULL,
+    {"BM_MPI_COLL_SM_SLOT", BM_PARAM_SIZE, "32k", 0, 1 << 24, NULL,
      "Blocking barriers, and broadcasts, reductions, gathers, scatters, allgathers and "
      "alltoalls whose data per slot is at most this many bytes, on a communicator whose "
      "ranks share one host go through a shared-memory segment (flags and a slot of this size "
