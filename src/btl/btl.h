@@ -198,6 +198,20 @@ typedef uint8_t bm_btl_tag_t;
  * "Sleeping"): a waiting process can sleep in the kernel until this
  * component has work. */
 #define BM_BTL_CAP_WAIT 0x1000u
+/* stats: per-endpoint delivery counters (struct bm_btl_path_stats), read
+ * by the PML's adaptive striping. */
+#define BM_BTL_CAP_STATS 0x2000u
+
+/* What a transport counts of its traffic to one peer (stats). Cumulative;
+ * the reader takes differences, and treats a decrease as a restart from
+ * zero (tcp's counters belong to a connection, and a path that failed and
+ * recovered has a new one). units_sent and units_resent count the transport's own units
+ * (tcp segments, dgram datagrams) so that resent / sent is its loss. */
+struct bm_btl_path_stats {
+    uint64_t bytes_acked;  /* payload bytes the peer acknowledged */
+    uint64_t units_sent;   /* wire units sent, resends included */
+    uint64_t units_resent; /* of those, resends of units taken for lost */
+};
 
 /* args->thread_level of MPI_THREAD_MULTIPLE (the value of mpi.h's constant). */
 #define BM_BTL_THREAD_MULTIPLE 3
@@ -596,6 +610,11 @@ struct bm_btl_ops {
      * at the target. Makes progress on this module only. BM_OK, or the
      * error of a path that failed meanwhile. */
     bm_status_t (*flush)(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
+    /* BM_BTL_CAP_STATS. The delivery counters of ep (cumulative, see struct
+     * bm_btl_path_stats) into *out. Cheap enough for a few calls a second
+     * per peer (tcp: one getsockopt per connection); never calls back. */
+    bm_status_t (*stats)(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                         struct bm_btl_path_stats *out);
 };
 
 /* Capabilities that need register_mem, deregister_mem and flush. */
@@ -681,6 +700,16 @@ static inline int bm_btl_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep
     bm_btl_enter(m);
     int r = m->ops->get(m, ep, local_addr, remote_addr, local_handle, remote_handle, size, flags,
                         order, cb, context, cbdata);
+    bm_btl_leave(m);
+    return r;
+}
+
+/* A path's delivery counters (only with BM_BTL_CAP_STATS). */
+static inline bm_status_t bm_btl_stats(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                       struct bm_btl_path_stats *out)
+{
+    bm_btl_enter(m);
+    bm_status_t r = m->ops->stats(m, ep, out);
     bm_btl_leave(m);
     return r;
 }

@@ -266,6 +266,7 @@ static const struct btl_base_need btl_base_needs[] = {
     BTL_NEED(BM_BTL_CAP_WAIT, wait_fd),
     BTL_NEED(BM_BTL_CAP_WAIT, wait_arm),
     BTL_NEED(BM_BTL_CAP_WAIT, wait_disarm),
+    BTL_NEED(BM_BTL_CAP_STATS, stats),
 };
 
 /* The first capability bit of mask that caps has, by name, for messages. */

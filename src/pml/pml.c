@@ -220,6 +220,8 @@ bm_status_t bm_pml_init(int thread_level)
     rc = bm_pml_failover_init();
     if (rc == BM_OK)
         rc = bm_pml_restart_init();
+    if (rc == BM_OK)
+        rc = bm_pml_stripe_init();
     if (rc != BM_OK)
         goto err_close;
     for (int r = 0; r < bm_pml_g.world_size; r++) {
@@ -250,6 +252,7 @@ err_close:
     free(bm_pml_g.ctl_pending);
     bm_pml_g.ctl_pending = NULL;
     bm_pml_failover_fini();
+    bm_pml_stripe_fini();
     bm_btl_base_close();
     pml_locks_fini();
     return rc;
@@ -282,6 +285,7 @@ void bm_pml_finalize(void)
     free(bm_pml_g.ctl_pending);
     bm_pml_g.ctl_pending = NULL;
     bm_pml_failover_fini();
+    bm_pml_stripe_fini();
 }
 
 /* ---- probes ------------------------------------------------------------------- */

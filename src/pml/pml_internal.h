@@ -280,6 +280,7 @@ struct bm_pml_state {
      * timers run (BM_PML_RESTART_MS > 0), and what it did (for tests). */
     int nwatch;
     bool restart_timers;
+    bool stripe_on;           /* some peer's FRAGs are striped adaptively (stripe.c) */
     uint64_t restarts_asked;  /* restart ACKs this receiver sent */
     uint64_t restarts_served; /* ranges this sender sent again for a restart */
     uint64_t restarts_stale;  /* restart ACKs older than one served: ignored */
@@ -562,6 +563,19 @@ void bm_pml_send_resend_range(struct bm_pml_request *req, size_t offset, size_t 
 /* Sender: send the RNDV again (no ACK came) or query the receiver (no DONE). */
 void bm_pml_send_rndv_again(struct bm_pml_request *req);
 void bm_pml_send_query(struct bm_pml_request *req);
+
+/* stripe.c: adaptive striping weights (README "Adaptive striping") */
+bm_status_t bm_pml_stripe_init(void);
+void bm_pml_stripe_fini(void);
+/* The send-list index of path to dst when dst's traffic is striped
+ * adaptively, else -1. */
+int bm_pml_stripe_index(int dst, const struct bm_btl_path *path);
+/* A FRAG left on path idx to dst / its descriptor came back with bytes
+ * delivered (0 after a failure). */
+void bm_pml_stripe_sent(int dst, int idx);
+void bm_pml_stripe_done(int dst, int idx, size_t bytes);
+/* While bm_pml_g.stripe_on: recompute the weights every period. */
+int bm_pml_stripe_progress(void);
 
 /* des->context of control-message descriptors (others carry their header type). */
 #define BM_PML_DES_CTL 0xff

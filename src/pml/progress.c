@@ -377,6 +377,8 @@ static inline __attribute__((always_inline)) int progress_pass(void)
         n += bm_pml_failover_progress();
     if (bm_pml_g.nwatch > 0 && bm_pml_g.restart_timers)
         n += bm_pml_restart_progress();
+    if (bm_pml_g.stripe_on)
+        n += bm_pml_stripe_progress();
     if (hooks.count > 0 && !hooks.running)
         n += hooks_run();
     return n;

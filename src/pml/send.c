@@ -87,18 +87,24 @@ static void des_abandon(struct bm_pml_request *req, struct bm_btl_module *m,
 /* Hand a filled descriptor to the path. BM_OK when it left (the callback
  * will fire), BM_ERR_OUT_OF_RESOURCE when it must be retried later, a link
  * or peer error after marking the path failed (the caller picks another),
- * or another refusal (the send fails). */
+ * or another refusal (the send fails). stripe: the path's send-list index
+ * when the peer is striped adaptively (stripe.c), else -1; des->context
+ * carries it above the header type. */
 static int des_submit(struct bm_pml_request *req, struct bm_btl_path *path,
-                      struct bm_btl_descriptor *des, uint8_t type)
+                      struct bm_btl_descriptor *des, uint8_t type, int stripe)
 {
     des->cbfunc = bm_pml_des_cb;
     des->cbdata = req;
-    des->context = (void *)(uintptr_t)type;
+    des->context = (void *)((uintptr_t)type | (uintptr_t)(stripe + 1) << 8);
     req->outstanding++;
     bm_pml_g.inflight++;
+    if (stripe >= 0)
+        bm_pml_stripe_sent(req->peer, stripe);
     int rc = bm_btl_send(path->module, path->endpoint, des, BM_PML_BTL_TAG(type));
     if (rc >= 0)
         return BM_OK;
+    if (stripe >= 0)
+        bm_pml_stripe_done(req->peer, stripe, 0);
     des_abandon(req, path->module, des);
     if (bm_status_is_link(rc) || bm_status_is_peer(rc))
         bm_pml_path_failed(req->peer, path, rc, "send failed");
@@ -180,7 +186,7 @@ static bm_status_t send_first(struct bm_pml_request *req)
             req->sphase = BM_PML_SPHASE_SENT;
             /* In-place data is always in seg[1] (btl.h): one segment is a copy. */
             bool copied = !(m->caps & BM_BTL_CAP_SEND_INPLACE) || des->seg_count < 2;
-            int rc = des_submit(req, path, des, BM_PML_HDR_MATCH);
+            int rc = des_submit(req, path, des, BM_PML_HDR_MATCH, -1);
             if (rc == BM_OK) {
                 req->copied = copied;
                 return BM_OK;
@@ -216,7 +222,7 @@ static bm_status_t send_first(struct bm_pml_request *req)
         req->sphase = req->acked ? BM_PML_SPHASE_FRAGS : BM_PML_SPHASE_WAIT_ACK;
         if (bm_pml_g.restart_timers)
             bm_pml_restart_watch(req); /* a RNDV with no ACK is sent again (restart.c) */
-        int rc = des_submit(req, path, des, BM_PML_HDR_RNDV);
+        int rc = des_submit(req, path, des, BM_PML_HDR_RNDV, -1);
         if (rc == BM_OK)
             return BM_OK;
         req->sphase = BM_PML_SPHASE_START;
@@ -323,7 +329,8 @@ static bm_status_t send_frags(struct bm_pml_request *req)
         /* A resend range used up here is freed after the send; remember
          * that before, since the failure path below must not read it. */
         bool rs_used_up = rs && rs->len == 0;
-        int rc = des_submit(req, path, des, BM_PML_HDR_FRAG);
+        int stripe = bm_pml_g.stripe_on ? bm_pml_stripe_index(req->peer, path) : -1;
+        int rc = des_submit(req, path, des, BM_PML_HDR_FRAG, stripe);
         if (rs_used_up)
             free(rs);
         if (rc == BM_OK) {
@@ -700,7 +707,8 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
 void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                    struct bm_btl_descriptor *des, int status)
 {
-    uint8_t type = (uint8_t)(uintptr_t)des->context;
+    uintptr_t ctx = (uintptr_t)des->context;
+    uint8_t type = (uint8_t)ctx;
     bm_pml_g.inflight--;
     if (type == BM_PML_DES_CTL) {
         bm_pml_ctl_done(m, ep, des->cbdata, status);
@@ -708,6 +716,14 @@ void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
     }
     struct bm_pml_request *req = des->cbdata;
     req->outstanding--;
+    if (ctx >> 8) {
+        /* a striped FRAG: what its path delivered (stripe.c) */
+        size_t len = 0;
+        for (uint32_t i = 0; i < des->seg_count; i++)
+            len += des->seg[i].len;
+        bm_pml_stripe_done(req->peer, (int)(ctx >> 8) - 1,
+                           status < 0 ? 0 : len - sizeof(struct bm_pml_hdr_frag));
+    }
     if (req->state == BM_PML_REQ_COMPLETE) {
         /* An eager send already completed from its copy. If the copy was
          * lost with its path, resend it from the descriptor (the receiver

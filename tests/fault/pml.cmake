@@ -26,3 +26,17 @@ foreach(scenario kinds:90 outage:120 abort:90 lossy:90 linkdown:90)
     set_tests_properties(pml_netns_${name} PROPERTIES TIMEOUT ${t} LABELS fault
         SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 endforeach()
+
+# Adaptive striping (src/pml/stripe.c): two tcp rails, one losing 5% of
+# its segments; run static and adaptive, the clean rail must carry >= 75%
+# of the bytes and the total rate must not fall below the static split's.
+if(TARGET bmrun)
+    add_executable(stripe_stream ${CMAKE_CURRENT_LIST_DIR}/stripe_stream.c)
+    target_link_libraries(stripe_stream PRIVATE bitmover bm_test_harness)
+    add_test(NAME pml_netns_stripe
+        COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/stripe_netns.sh $<TARGET_FILE:bmrun>
+            $<TARGET_FILE:stripe_stream>)
+    bm_scaled_timeout(t 60)
+    set_tests_properties(pml_netns_stripe PROPERTIES TIMEOUT ${t} LABELS fault
+        SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+endif()

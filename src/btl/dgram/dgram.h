@@ -292,8 +292,9 @@ struct bm_btl_dgram_endpoint {
     size_t mtu[BM_DGRAM_NCH];         /* datagram size per channel: min(ours, the peer's) */
     uint8_t mac_key[16];              /* the peer module's MAC key (its address's, or the job's) */
     uint64_t nh_key[BM_DGRAM_NH_WORDS]; /* and its NH key (dgram_mac.c), with auth on */
-    int local_err;      /* errno of a send to it that failed locally (ENETUNREACH...), 0: none */
-    char peer_desc[96]; /* "rank 3 (10.250.1.2)" for messages */
+    int local_err; /* errno of a send to it that failed locally (ENETUNREACH...), 0: none */
+    struct bm_btl_path_stats pstats; /* the stats operation's counters (btl.h) */
+    char peer_desc[96];              /* "rank 3 (10.250.1.2)" for messages */
 
     int state;
     /* send side */
@@ -483,6 +484,9 @@ bm_status_t bm_btl_dgram_module_create(const struct bm_btl_dgram_config *cfg, co
                                        uint32_t speed_mbps, int index, int rank, uint64_t job_key,
                                        struct bm_btl_dgram_module **m_out);
 void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m);
+/* The stats operation (btl.h): the endpoint's pstats (dgram_stats.c). */
+bm_status_t bm_btl_dgram_path_stats(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
+                                    struct bm_btl_path_stats *out);
 /* Authenticate with the job's MAC key (derived from the launcher's job
  * secret, the same in every process of the job) instead of the module's
  * random one, which is then not published. Before the address is. */

@@ -116,6 +116,7 @@ static void timer_evict(struct bm_util_hotel *h, int room, void *guest, void *ar
     s->state = BM_DGRAM_SEG_RESEND;
     bm_util_list_push_back(&m->resend, &s->link);
     m->stats.resends_timeout++;
+    ep->pstats.units_resent++;
     m->evicted++;
     if (s->seq == ep->snd_una) {
         bm_btl_dgram_cwnd_loss(ep);
@@ -223,6 +224,7 @@ void bm_btl_dgram_seg_acked(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgra
     else if (s->state == BM_DGRAM_SEG_RESEND)
         bm_util_list_remove(&s->link);
     ep->win[s->seq & (uint16_t)(m->cfg.window - 1)] = NULL;
+    ep->pstats.bytes_acked += s->len;
     struct bm_btl_dgram_frag *f = s->frag;
     bm_btl_dgram_seg_put(m, s);
     if (f && --f->segs_out == 0 && f->segs_cut > 0 && f->next_off >= f->len && !f->queued)
@@ -268,6 +270,7 @@ static void fast_resend(struct bm_btl_dgram_endpoint *ep, uint16_t seq)
     s->state = BM_DGRAM_SEG_RESEND;
     bm_util_list_push_back(&m->resend, &s->link);
     m->stats.resends_fast++;
+    ep->pstats.units_resent++;
     bm_btl_dgram_cwnd_loss(ep);
 }
 
@@ -316,6 +319,7 @@ static void rto_recovery_resend(struct bm_btl_dgram_endpoint *ep, uint32_t k)
         seg->state = BM_DGRAM_SEG_RESEND;
         bm_util_list_push_back(&m->resend, &seg->link);
         m->stats.resends_rto_recovery++;
+        ep->pstats.units_resent++;
         budget--;
     }
     if (!bm_dgram_seq_lt(ep->snd_una, ep->rto_mark) ||

@@ -751,7 +751,7 @@ const struct bm_btl_ops bm_btl_dgram_ops = {
     .description = "reliable messaging over UDP datagrams (the usnic design)",
     .params = &bm_btl_dgram_param_table,
     .caps = BM_BTL_CAP_THREADS | BM_BTL_CAP_WAIT | BM_BTL_CAP_SEND | BM_BTL_CAP_PUT |
-            BM_BTL_CAP_GET | BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER,
+            BM_BTL_CAP_GET | BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_STATS,
     .query = dgram_query,
     .init = dgram_init,
     .progress = dgram_progress,
@@ -770,4 +770,5 @@ const struct bm_btl_ops bm_btl_dgram_ops = {
     .register_mem = bm_btl_dgram_register_mem,
     .deregister_mem = bm_btl_dgram_deregister_mem,
     .flush = bm_btl_dgram_flush,
+    .stats = bm_btl_dgram_path_stats,
 };

@@ -215,6 +215,7 @@ static int frag_post_next(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_
         if (f->len + base <= ep->mtu[BM_DGRAM_CH_PRIO])
             ch = BM_DGRAM_CH_PRIO;
         m->stats.frags_sent++;
+        ep->pstats.units_sent++;
     } else {
         switch (f->kind) {
         case BM_DGRAM_FK_PUT:
@@ -243,6 +244,7 @@ static int frag_post_next(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_
         if (!s)
             return -1;
         m->stats.chunks_sent++;
+        ep->pstats.units_sent++;
     }
     s->frag = f;
     s->ep = ep;

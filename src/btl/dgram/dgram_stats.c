@@ -3,7 +3,9 @@
  * and fast, ACKs sent and received, duplicate and old ACKs, out-of-window
  * and duplicate receives, bad datagrams by reason, window occupancy and path
  * failures. Printed every BM_BTL_DGRAM_STATS seconds and at finalize, and
- * readable by tests through bm_btl_dgram_stats_get. */
+ * readable by tests through bm_btl_dgram_stats_get. Also the transport's
+ * stats operation (btl.h, BM_BTL_CAP_STATS): per-endpoint counters of
+ * segments sent and resent and payload bytes acknowledged. */
 #define BM_LOG_SUBSYS "btl/dgram"
 #include "btl/dgram/dgram.h"
 #include "util/log.h"
@@ -37,4 +39,17 @@ void bm_btl_dgram_stats_maybe_print(struct bm_btl_dgram_module *m)
 {
     bm_btl_dgram_stats_print(m);
     m->stats_next_ns = m->now_ns + (uint64_t)m->cfg.stats * 1000000000ull;
+}
+
+bm_status_t bm_btl_dgram_path_stats(struct bm_btl_module *bm, struct bm_btl_endpoint *bep,
+                                    struct bm_btl_path_stats *out)
+{
+    struct bm_btl_dgram_module *m = (struct bm_btl_dgram_module *)bm;
+    const struct bm_btl_dgram_endpoint *ep = (const struct bm_btl_dgram_endpoint *)bep;
+    bm_btl_dgram_lock(m);
+    struct bm_btl_path_stats s = ep->pstats;
+    bm_btl_dgram_unlock(m);
+    s.units_sent += s.units_resent; /* counted at first send only */
+    *out = s;
+    return BM_OK;
 }

@@ -267,6 +267,9 @@ long long bm_btl_tcp_now_ns(void);
 /* tcp_live.c: failure detection by progress and local interface state. */
 #define BM_BTL_TCP_LIVE_CHECK_NS 100000000LL
 void bm_btl_tcp_live_check(struct bm_btl_tcp_component *comp, long long now);
+/* The stats operation (BM_BTL_CAP_STATS): TCP_INFO of the endpoint's links. */
+bm_status_t bm_btl_tcp_stats(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                             struct bm_btl_path_stats *out);
 /* At init: the retransmission timeout cap and the evidence a failure needs. */
 void bm_btl_tcp_live_setup(struct bm_btl_tcp_component *comp);
 /* On every new socket: cap its retransmission timeout (when the kernel can). */

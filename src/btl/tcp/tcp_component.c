@@ -405,7 +405,7 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .description = "TCP sockets over every usable IPv4/IPv6 interface (works everywhere)",
     .params = &tcp_param_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED | BM_BTL_CAP_FAILOVER |
-            BM_BTL_CAP_WAIT,
+            BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS,
     .query = bm_btl_tcp_query,
     .init = bm_btl_tcp_init,
     .progress = bm_btl_tcp_progress,
@@ -420,4 +420,5 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .prepare_src = bm_btl_tcp_prepare_src,
     .send = bm_btl_tcp_send,
     .flush = bm_btl_tcp_flush,
+    .stats = bm_btl_tcp_stats,
 };

@@ -197,3 +197,29 @@ void bm_btl_tcp_live_check(struct bm_btl_tcp_component *comp, long long now)
         }
     }
 }
+
+/* The stats operation (btl.h, BM_BTL_CAP_STATS): the kernel's counters of
+ * the endpoint's connections, summed. A reconnected link starts from zero
+ * again (the reader treats a decrease as a restart). */
+bm_status_t bm_btl_tcp_stats(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
+                             struct bm_btl_path_stats *out)
+{
+    (void)m;
+    const struct bm_btl_tcp_endpoint *ep = (const struct bm_btl_tcp_endpoint *)bep;
+    struct bm_btl_path_stats s = {0};
+    for (int k = 0; k < ep->nlinks; k++) {
+        const struct bm_btl_tcp_conn *c = &ep->links[k];
+        if (c->state != BM_BTL_TCP_CONN_CONNECTED || c->fd < 0)
+            continue;
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+        memset(&ti, 0, sizeof(ti));
+        if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+            continue;
+        s.bytes_acked += ti.tcpi_bytes_acked;
+        s.units_sent += ti.tcpi_segs_out;
+        s.units_resent += ti.tcpi_total_retrans;
+    }
+    *out = s;
+    return BM_OK;
+}
