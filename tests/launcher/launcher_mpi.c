@@ -70,8 +70,8 @@ static int sm_segments_mapped(void)
     while (f && fgets(line, sizeof(line), f)) {
         /* "... /dev/shm/bm-<jobid>-sm-<rank>", with " (deleted)" once unlinked */
         const char *p = strstr(line, "/dev/shm/bm-");
-        bool is_own = p && strncmp(p, own, (size_t)ownlen) == 0 &&
-                      (p[ownlen] == '\n' || p[ownlen] == ' ');
+        bool is_own =
+            p && strncmp(p, own, (size_t)ownlen) == 0 && (p[ownlen] == '\n' || p[ownlen] == ' ');
         n += p && strstr(p, "-sm-") && !is_own;
     }
     if (f)
@@ -86,12 +86,14 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         int mine[4] = {bm_btl_base_endpoint_count("tcp"), bm_btl_base_endpoint_count("dgram"),
                        bm_btl_base_endpoint_count("sm"), sm_segments_mapped()};
-        int most[4], r;
+        int most[4], all = 0, r;
         MPI_Comm_rank(MPI_COMM_WORLD, &r);
         MPI_Reduce(mine, most, 4, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&mine[3], &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
         if (r == 0)
-            printf("records at most: tcp %d dgram %d sm %d, sm segments mapped %d\n", most[0],
-                   most[1], most[2], most[3]);
+            printf("records at most: tcp %d dgram %d sm %d, sm segments mapped %d (all ranks: "
+                   "%d)\n",
+                   most[0], most[1], most[2], most[3], all);
         MPI_Finalize();
         return 0;
     }

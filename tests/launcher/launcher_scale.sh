@@ -78,13 +78,24 @@ fi
 # transport on (self, sm, tcp, dgram) and every rank on this host, sm
 # reaches all peers and cannot fail while they live, so tcp and dgram make
 # no records for them (they made one per peer, dgram with a route probe).
-run rec8 env -u BM_BTL "$BMRUN" -n 8 --timeout 120 "$MPIPROG" records "$TOKEN"
-expect_rc rec8 0
-rec=$(grep -o 'records at most: .*' "$T/rec8.out")
-read -r rtcp rdgram rsm <<<"$(echo "$rec" | sed -E 's/.*tcp ([0-9]+) dgram ([0-9]+) sm ([0-9]+).*/\1 \2 \3/')"
-if [ -n "$rec" ] && [ "$rsm" = 7 ] && [ "$rtcp" = 0 ] && [ "$rdgram" = 0 ]; then
-    ok "8 ranks on one host: sm made $rsm records per rank, tcp and dgram none"
+# And sm maps a peer's segment only when it first sends to it or meets one
+# of its fragments: after MPI_Init and a barrier of 16 ranks the job maps
+# far fewer than the 16 x 15 segments of an all-to-all mapping (about 90
+# measured: the barrier's and the first collective's partners, and the
+# owners of fragments met in the queues), but some (the barrier used sm).
+run rec16 env -u BM_BTL "$BMRUN" -n 16 --timeout 120 "$MPIPROG" records "$TOKEN"
+expect_rc rec16 0
+rec=$(grep -o 'records at most: .*' "$T/rec16.out")
+read -r rtcp rdgram rsm rall <<<"$(echo "$rec" |
+    sed -E 's/.*tcp ([0-9]+) dgram ([0-9]+) sm ([0-9]+).*all ranks: ([0-9]+).*/\1 \2 \3 \4/')"
+if [ -n "$rec" ] && [ "$rsm" = 15 ] && [ "$rtcp" = 0 ] && [ "$rdgram" = 0 ]; then
+    ok "16 ranks on one host: sm made $rsm records per rank, tcp and dgram none"
 else
-    fail "8 ranks on one host: ${rec:-no records line} (want sm 7, tcp 0, dgram 0: tcp/dgram asked for peers sm reaches?)"
+    fail "16 ranks on one host: ${rec:-no records line} (want sm 15, tcp 0, dgram 0: tcp/dgram asked for peers sm reaches?)"
+fi
+if [ -n "$rall" ] && [ "$rall" -ge 16 ] && [ "$rall" -lt 180 ]; then
+    ok "sm: $rall peer segments mapped in all after MPI_Init and a barrier of 16 ranks (240 if mapped at start-up)"
+else
+    fail "sm: ${rall:-no count of} peer segments mapped in all after MPI_Init and a barrier of 16 ranks (240: mapped at start-up; fewer than 16: the barrier did not use sm)"
 fi
 finish

@@ -49,7 +49,12 @@ struct bm_btl_sm_endpoint {
     struct bm_btl_sm_module *module; /* ours, that reaches it */
     int rank;
     pid_t pid;
-    unsigned char *seg; /* the peer's segment, mapped here */
+    /* Its card in the modex (valid until finalize; copied out with memcpy:
+     * no alignment promised). The segment is mapped from it on first use
+     * (bm_btl_sm_ep_attach), unless BM_BTL_SM_FBOX_AFTER=0. */
+    const void *card;
+    bool attach_failed; /* mapping it failed once: the path is down */
+    unsigned char *seg; /* the peer's segment, mapped here; NULL until first use */
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl; /* == seg */
     int outstanding;               /* our fragments sent to it, not yet back */
@@ -127,7 +132,9 @@ struct bm_btl_sm_module {
     int nquarantined;    /* fragments held back after a peer died */
     unsigned idle_polls; /* idle progress calls since the last peer check */
     uint64_t next_peer_check_ns;
-    bool cma_ok; /* process_vm_readv worked towards every peer */
+    bool cma_ok;   /* process_vm_readv worked towards the peer probed */
+    int nattached; /* peers whose segment is mapped here */
+    bool closing;  /* finalize: what arrives is given back, not delivered */
     int local_rank, local_size;
     _Atomic uint64_t *hints; /* our bitmap of rings with data (in our segment) */
     int nhint_words;
@@ -149,12 +156,33 @@ struct bm_btl_sm_component {
     bool sleepers;                   /* init args->sleepers */
 };
 
+/* Base address here of rank's segment, mapping it now (a fragment of a
+ * rank this process never talked to: the tail of a FIFO it appends to, or a
+ * message from it). A segment that cannot be mapped then ends the process
+ * with a message: the FIFO it is threaded through cannot be followed. */
+unsigned char *bm_btl_sm_base_slow(struct bm_btl_sm_module *sm, int rank);
+
 /* Address here of the fragment a relative pointer names (a bm_btl_sm_resolve_fn). */
 static inline struct bm_btl_sm_frag_hdr *bm_btl_sm_resolve(void *ctx, bm_btl_sm_rptr_t p)
 {
     struct bm_btl_sm_module *sm = ctx;
-    return (struct bm_btl_sm_frag_hdr *)(sm->bases[bm_btl_sm_rptr_rank(p)] +
-                                         bm_btl_sm_rptr_offset(p));
+    int rank = bm_btl_sm_rptr_rank(p);
+    unsigned char *base = sm->bases[rank];
+    if (__builtin_expect(base == NULL, 0))
+        base = bm_btl_sm_base_slow(sm, rank);
+    return (struct bm_btl_sm_frag_hdr *)(base + bm_btl_sm_rptr_offset(p));
+}
+
+/* Map ep's segment and connect the fast boxes and the doorbell, if not
+ * done yet. BM_OK, or (once the mapping failed) the path is reported
+ * failed and BM_ERR_LINK_DOWN returned, now and for every later call. */
+bm_status_t bm_btl_sm_ep_attach_slow(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
+static inline bm_status_t bm_btl_sm_ep_attach(struct bm_btl_sm_module *sm,
+                                              struct bm_btl_sm_endpoint *ep)
+{
+    if (__builtin_expect(ep->ctl != NULL, 1))
+        return BM_OK;
+    return bm_btl_sm_ep_attach_slow(sm, ep);
 }
 
 /* sm_segment.c */
@@ -188,6 +216,9 @@ void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
                          struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag, uint8_t hdr_flags);
 /* Handle what arrived on our FIFO (at most budget fragments). */
 int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget);
+/* Finalize: wait a little, taking our FIFO, until every fragment we sent
+ * is back from the peers that still live (bm_btl_sm_module_finalize). */
+void bm_btl_sm_fifo_drain(struct bm_btl_sm_module *sm);
 
 /* sm_fbox.c */
 /* Copy hdr + payload into ep's fast box: BM_BTL_DONE, or BM_ERR_OUT_OF_RESOURCE

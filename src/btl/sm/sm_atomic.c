@@ -33,6 +33,9 @@ static int sm_amo_start(struct bm_btl_module *m, struct bm_btl_endpoint *ep, uin
         return BM_ERR_BAD_PARAM;
     if (remote_addr % (wait->flags & BM_BTL_ATOMIC_OP_F_32BIT ? 4 : 8))
         return BM_ERR_NOT_AVAILABLE;
+    bm_status_t rc = bm_btl_sm_ep_attach(sm, e);
+    if (rc != BM_OK)
+        return rc;
     struct bm_btl_sm_frag *f = bm_btl_sm_frag_take(sm, sizeof(struct bm_btl_sm_amo));
     if (!f)
         return BM_ERR_OUT_OF_RESOURCE;

@@ -1,6 +1,8 @@
 /* The sm transport's component and module: tunables, start-up (one segment
  * per process, published in the modex as a struct bm_btl_sm_card), finding
- * and mapping the local peers in add_procs, the progress loop, and
+ * the local peers in add_procs and mapping each one's segment when this
+ * process first sends to it or meets one of its fragments (Open MPI's
+ * add_procs cutoff does the same one level up), the progress loop, and
  * tear-down. Sends and receives are in sm_send.c, single-copy get/put in
  * sm_rdma.c, the segment files in sm_segment.c. */
 #define BM_LOG_SUBSYS "btl/sm"
@@ -77,7 +79,8 @@ static const struct bm_param sm_params[] = {
      offsetof(struct sm_params, c.fbox_hint_min), 0},
     {"BM_BTL_SM_FBOX_AFTER", BM_PARAM_INT, "16", 0, 1 << 30, NULL,
      "Messages a process sends to a local peer through the fragment FIFO before the fast-box "
-     "ring to that peer gets its memory (0: at start-up). Rings of pairs that never talk then "
+     "ring to that peer gets its memory (0: at start-up, and every local peer's segment is "
+     "mapped at start-up too instead of on first use). Rings of pairs that never talk then "
      "take no /dev/shm space, so memory does not grow with N x N for idle pairs (Open MPI's "
      "vader waits for 16 messages too).",
      offsetof(struct sm_params, c.fbox_after), 0},
@@ -395,6 +398,7 @@ static void sm_wait_disarm(struct bm_btl_component *comp)
 
 static void sm_module_finalize(struct bm_btl_sm_module *sm)
 {
+    bm_btl_sm_fifo_drain(sm);
     bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_ERR_CANCELED);
     /* Whatever the receivers did not give back is reported as cancelled; the
      * segment goes away with it, so nothing is returned to the pool. */
@@ -433,6 +437,20 @@ static void sm_finalize(struct bm_btl_component *comp)
 
 /* ---- peers ------------------------------------------------------------------ */
 
+/* Map ep's segment, then connect the fast boxes and learn its doorbell. */
+static bm_status_t sm_ep_map(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep,
+                             const struct bm_btl_sm_card *card)
+{
+    bm_status_t rc = bm_btl_sm_segment_attach(sm, ep->rank, card, ep);
+    if (rc != BM_OK)
+        return rc;
+    bm_btl_sm_fbox_connect(sm, ep);
+    bm_btl_sm_bell_peer(sm, ep);
+    sm->nattached++;
+    bm_log_trace("mapped rank %d's segment (%d mapped)", ep->rank, sm->nattached);
+    return BM_OK;
+}
+
 static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
                                 struct bm_btl_endpoint **endpoints_out,
                                 struct bm_util_bitmap *reachable)
@@ -440,7 +458,7 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
     struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
     const struct bm_btl_rte *rte = m->component->rte;
     int my_node = bm_btl_rte_node_of(rte, sm->rank);
-    bool cma = sm->config.single_copy;
+    bool cma = sm->config.single_copy, probed = false;
     int reached = 0;
     for (int i = 0; i < nprocs; i++) {
         int r = ranks[i];
@@ -477,15 +495,22 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
         if (!ep)
             return BM_ERR_NO_MEMORY;
         ep->module = sm;
-        if (bm_btl_sm_segment_attach(sm, r, &card, ep) != BM_OK) {
+        ep->rank = r;
+        ep->pid = (pid_t)card.pid;
+        ep->local_rank = card.local_rank;
+        ep->card = data;
+        /* Single copy is allowed or refused by the kernel for the whole
+         * job alike (same user, same ptrace rules): one probe decides. */
+        if (cma && !probed) {
+            cma = bm_btl_sm_cma_probe(ep, card.seg_addr);
+            probed = true;
+        }
+        /* Rings at start-up (BM_BTL_SM_FBOX_AFTER=0): every peer's segment
+         * is mapped now too; otherwise on first use. */
+        if (sm->config.fbox_after == 0 && sm_ep_map(sm, ep, &card) != BM_OK) {
             free(ep);
             continue;
         }
-        if (cma && !bm_btl_sm_cma_probe(ep, card.seg_addr))
-            cma = false;
-        ep->local_rank = card.local_rank;
-        bm_btl_sm_fbox_connect(sm, ep);
-        bm_btl_sm_bell_peer(sm, ep);
         sm->all_eps[r] = ep;
         sm->eps[r] = ep;
         endpoints_out[i] = (struct bm_btl_endpoint *)ep;
@@ -497,8 +522,43 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
         m->caps |= BM_BTL_CAP_GET | BM_BTL_CAP_GETV | BM_BTL_CAP_PUT;
     else
         m->caps &= ~(BM_BTL_CAP_GET | BM_BTL_CAP_GETV | BM_BTL_CAP_PUT);
-    bm_log_debug("reaches %d local peers; single copy %s", reached, sm->cma_ok ? "on" : "off");
+    bm_log_debug("reaches %d local peers (%d segments mapped); single copy %s", reached,
+                 sm->nattached, sm->cma_ok ? "on" : "off");
     return BM_OK;
+}
+
+bm_status_t bm_btl_sm_ep_attach_slow(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
+{
+    if (ep->attach_failed)
+        return BM_ERR_LINK_DOWN;
+    struct bm_btl_sm_card card;
+    memcpy(&card, ep->card, sizeof(card));
+    if (sm_ep_map(sm, ep, &card) != BM_OK) { /* it said why */
+        ep->attach_failed = true;
+        if (sm->super.error_cb)
+            bm_btl_sm_peer_failed(sm, ep, BM_ERR_LINK_DOWN,
+                                  "its shared-memory segment cannot "
+                                  "be mapped");
+        else
+            ep->failed = true;
+        return BM_ERR_LINK_DOWN;
+    }
+    return BM_OK;
+}
+
+unsigned char *bm_btl_sm_base_slow(struct bm_btl_sm_module *sm, int rank)
+{
+    struct bm_btl_sm_endpoint *ep =
+        rank >= 0 && rank < sm->nprocs && rank != sm->rank ? sm->all_eps[rank] : NULL;
+    if (ep && bm_btl_sm_ep_attach(sm, ep) == BM_OK)
+        return sm->bases[rank];
+    bm_log_error("rank %d on %s found a fragment of rank %d in a shared-memory queue but cannot "
+                 "map that rank's segment (%s); the queue cannot be followed past it, so this "
+                 "process stops. Did rank %d end without MPI_Finalize, or was /dev/shm cleaned "
+                 "while the job ran?",
+                 sm->rank, sm->self->hostname, rank,
+                 ep ? "see the error above" : "it is not a local peer of this process", rank);
+    abort();
 }
 
 static bm_status_t sm_del_procs(struct bm_btl_module *m, int nprocs, const int *ranks,

@@ -9,8 +9,12 @@
  * until receivers give fragments back. */
 #define BM_LOG_SUBSYS "btl/sm"
 #include "btl/sm/sm.h"
+#include "util/clock.h"
 #include "util/log.h"
 
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <string.h>
 
 static inline struct bm_btl_sm_module *sm_mod(struct bm_btl_module *m)
@@ -124,6 +128,9 @@ int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
         return BM_ERR_BAD_PARAM;
     if (((struct bm_btl_sm_endpoint *)ep)->failed)
         return BM_ERR_PEER_GONE;
+    bm_status_t rc = bm_btl_sm_ep_attach(sm, (struct bm_btl_sm_endpoint *)ep);
+    if (rc != BM_OK)
+        return rc;
     size_t len = des->seg[0].len;
     /* A caller that filled a second segment itself gets it copied in too. */
     if (des->seg_count > 1 && des->seg[1].len) {
@@ -158,6 +165,11 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const v
     int rc = bm_btl_sm_fbox_send(sm, (struct bm_btl_sm_endpoint *)ep, hdr, hdr_len, payload,
                                  payload_len, tag);
     if (rc == BM_BTL_DONE)
+        return rc;
+    /* A ring in use implies a mapped segment: the first message to a peer
+     * comes this way. */
+    rc = bm_btl_sm_ep_attach(sm, (struct bm_btl_sm_endpoint *)ep);
+    if (rc != BM_OK)
         return rc;
     struct bm_btl_sm_frag *f = bm_btl_sm_frag_take(sm, len);
     if (!f)
@@ -203,11 +215,31 @@ static void sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_
         sm_frag_put(sm, f);
 }
 
+/* Finalize (sm->closing): a message that arrives now goes back to its
+ * sender undelivered, so that the sender sees its fragment again; an
+ * atomic keeps the "target could not answer" status it was sent with. */
+static void sm_frag_refuse(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_hdr *hdr,
+                           bm_btl_sm_rptr_t p)
+{
+    int src = hdr->src;
+    struct bm_btl_sm_endpoint *ep = (src >= 0 && src < sm->nprocs) ? sm->all_eps[src] : NULL;
+    if (!ep || !ep->ctl || bm_btl_sm_rptr_rank(p) != src)
+        return;
+    bm_log_debug("a message from rank %d arrived during finalize: given back undelivered", src);
+    hdr->flags |= BM_BTL_SM_FRAG_F_RETURN;
+    bm_btl_sm_fifo_push(&ep->ctl->fifo, hdr, p, bm_btl_sm_resolve, sm);
+    bm_btl_sm_bell_check(sm, ep);
+}
+
 static void sm_frag_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_hdr *hdr,
                             bm_btl_sm_rptr_t p)
 {
     struct bm_btl_module *m = &sm->super;
     int src = hdr->src;
+    if (__builtin_expect(sm->closing, 0)) {
+        sm_frag_refuse(sm, hdr, p);
+        return;
+    }
     struct bm_btl_sm_endpoint *ep = (src >= 0 && src < sm->nprocs) ? sm->eps[src] : NULL;
     if (!ep || bm_btl_sm_rptr_rank(p) != src) {
         /* Only a corrupted segment gets here; there is nobody to give it back to. */
@@ -257,4 +289,55 @@ int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget)
         n++;
     }
     return n;
+}
+
+/* Whether a live peer still holds one of our fragments. */
+static bool sm_fragments_out(struct bm_btl_sm_module *sm)
+{
+    if (sm->in_flight == 0)
+        return false;
+    for (int r = 0; r < sm->nprocs; r++) {
+        struct bm_btl_sm_endpoint *ep = sm->all_eps[r];
+        if (ep && ep->outstanding > 0 && !ep->failed && !(kill(ep->pid, 0) != 0 && errno == ESRCH))
+            return true;
+    }
+    return false;
+}
+
+/* A peer that never mapped our segment maps it when it first meets one of
+ * our fragments (the tail of a FIFO it appends to, or a message to it), by
+ * its name, which finalize removes. So finalize waits, giving back what
+ * arrives, until every fragment we sent is home, or its holder is dead, or
+ * SM_DRAIN_NS passed: MPI_Finalize's barrier has every rank progressing
+ * by then, so the wait is a few scheduling rounds at most. When every
+ * local peer has mapped us (the name is gone already) there is nothing to
+ * wait for. */
+#define SM_DRAIN_NS 2000000000ull
+void bm_btl_sm_fifo_drain(struct bm_btl_sm_module *sm)
+{
+    sm->closing = true;
+    if (sm->in_flight == 0 ||
+        (int)atomic_load_explicit(&sm->ctl->mapped, memory_order_acquire) >= sm->local_size - 1)
+        return;
+    uint64_t deadline = bm_util_clock_now_ns() + SM_DRAIN_NS;
+    uint64_t next_check = 0;
+    for (;;) {
+        if (bm_btl_sm_poll_fifo(sm, sm->config.poll_budget) > 0)
+            continue;
+        if (sm->in_flight == 0)
+            return;
+        uint64_t now = bm_util_clock_now_ns();
+        if (now >= next_check) {
+            if (!sm_fragments_out(sm))
+                return;
+            next_check = now + 10000000ull;
+        }
+        if (now >= deadline) {
+            bm_log_debug("finalize: %d fragments still at peers after %llu ms; a peer that "
+                         "never mapped this segment cannot read them now",
+                         sm->in_flight, SM_DRAIN_NS / 1000000ull);
+            return;
+        }
+        sched_yield();
+    }
 }
