@@ -2,9 +2,10 @@
  * (process_vm_readv / process_vm_writev): the data moves straight between
  * the two processes' own buffers, with no fragment in between. The kernel
  * allows it only between processes of the same user that are dumpable, so
- * add_procs probes it once per peer (reading the peer's segment header at
- * the address it published) and the module advertises BM_BTL_CAP_GET and
- * BM_BTL_CAP_PUT only when every probe worked. Operations complete before
+ * add_procs probes it once, on one local peer (reading the peer's segment
+ * header at the address it published: the rule is the same for every
+ * process of the job), and the module advertises BM_BTL_CAP_GET and
+ * BM_BTL_CAP_PUT only when the probe worked. Operations complete before
  * the call returns (BM_BTL_DONE); a callback asked for with
  * BM_BTL_DES_F_ALWAYS_CALLBACK runs from the next progress or flush call.
  * Remote addresses are plain virtual addresses of the peer; no registration
