@@ -1,10 +1,14 @@
-/* The registry of lock classes and their report (see lock.h). Classes are
+/* The futex slow paths of the locks, and the registry of lock classes and
+ * their report (see lock.h). Classes are
  * pushed on a lock-free stack the first time a lock of theirs is
  * initialised and stay there for the life of the process (they are static
  * objects of the layers that own them). */
 #include "util/lock.h"
 
+#include <linux/futex.h>
 #include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 bool bm_util_lock_stats;
 
@@ -22,21 +26,34 @@ static void class_register(struct bm_util_lock_class *cls)
     while (!atomic_compare_exchange_weak(&lock_classes, &head, cls));
 }
 
+_Thread_local __attribute__((tls_model("initial-exec"))) char bm_util_lock_self_;
+
 void bm_util_lock_init(struct bm_util_lock *l, struct bm_util_lock_class *cls, bool recursive)
 {
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    if (recursive)
-        pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&l->mu, &a);
-    pthread_mutexattr_destroy(&a);
+    atomic_init(&l->word, 0);
+    atomic_init(&l->owner, 0);
+    l->recursive = recursive;
+    l->depth = 0;
     l->cls = cls;
     class_register(cls);
 }
 
 void bm_util_lock_destroy(struct bm_util_lock *l)
 {
-    pthread_mutex_destroy(&l->mu);
+    (void)l;
+}
+
+void bm_util_lock_wait_(struct bm_util_lock *l)
+{
+    /* Mark the word "held, sleepers possible" and sleep while someone
+     * else holds it; whoever gives it back then wakes one of us. */
+    while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
+        syscall(SYS_futex, &l->word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+void bm_util_lock_wake_(struct bm_util_lock *l)
+{
+    syscall(SYS_futex, &l->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 size_t bm_util_lock_report(char *buf, size_t len)
