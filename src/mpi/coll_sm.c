@@ -152,8 +152,10 @@ static bool all_agree(MPI_Comm comm, int mine, const char *fn)
  * on the point-to-point algorithms. */
 static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
 {
-    static bool cleanup_registered;
-    static unsigned serial;
+    /* Threads of a MPI_THREAD_MULTIPLE program create communicators at once:
+     * each segment takes its own number, and the exit hook is registered once. */
+    static atomic_bool cleanup_registered;
+    static atomic_uint serial;
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     struct bm_coll_sm *sm = NULL;
     char name[BM_UTIL_SHMSEG_NAME_MAX] = "";
@@ -170,16 +172,15 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
         char what[64];
         struct bm_util_shmseg seg;
         /* unique in the job: disjoint communicators may share a context id */
-        snprintf(what, sizeof(what), "coll-%d-%u", bm_mpi_comm_world_rank(comm, 0), serial++);
+        snprintf(what, sizeof(what), "coll-%d-%u", bm_mpi_comm_world_rank(comm, 0),
+                 atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed));
         name[0] = '/';
         if (bm_rte_job_name(what, name + 1, sizeof(name) - 1) != BM_OK ||
             bm_util_shmseg_create(&seg, name, bytes) != BM_OK) {
             name[0] = '\0';
         } else {
-            if (!cleanup_registered) {
+            if (!atomic_exchange(&cleanup_registered, true))
                 bm_rte_at_exit(sm_cleanup_at_exit, NULL);
-                cleanup_registered = true;
-            }
             sm = calloc(1, sizeof(*sm) + (size_t)comm->size * sizeof(uint64_t));
             if (sm)
                 sm->seg = seg;
