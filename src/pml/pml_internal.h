@@ -547,6 +547,10 @@ int bm_pml_restart_progress(void);
 /* Receiver: a rendezvous now waits for FRAGs (after its ACK left). */
 void bm_pml_restart_recv_started(struct bm_pml_request *req, bm_pml_reqid_t sreq,
                                  size_t ack_offset);
+/* Receiver: a rendezvous from peer_world finished with want bytes (kept in
+ * a short history, so that a RNDV sent again because its ACK was lost is
+ * answered). */
+void bm_pml_restart_recv_finished(int peer_world, bm_pml_reqid_t sreq, size_t want);
 /* Receiver: the rendezvous has every byte; tell a sender that waits. */
 void bm_pml_restart_recv_done(struct bm_pml_request *req);
 /* Receiver: a RNDV resent (RETRANSMIT) whose sequence number already

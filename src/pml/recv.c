@@ -133,9 +133,10 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
         .offset = data_len,
         .length = req->want,
     };
-    if (done_now)
+    if (done_now) {
+        bm_pml_restart_recv_finished(peer_world, sreq, req->want); /* its ACK may be asked again */
         bm_pml_request_complete(req);
-    else
+    } else
         bm_pml_restart_recv_started(req, sreq, data_len); /* FRAGs follow: watched, then DONE */
     bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
 }

@@ -46,6 +46,10 @@ static const struct bm_param_table restart_table = {"pml", restart_param_list,
                                                     BM_PARAM_COUNT(restart_param_list)};
 BM_PARAM_TABLE_REGISTER(restart_table);
 
+/* Rendezvous receives that finished lately, for a sender whose ACK (or
+ * DONE) was lost and that sends its RNDV again. */
+#define RESTART_HISTORY 64
+
 /* Missing ranges asked for in one restart; the last one covers the rest. */
 #define RESTART_MAX_RANGES 16
 /* Progress passes between two looks at the clock while something is watched. */
@@ -58,6 +62,12 @@ static struct {
     unsigned tick;
     struct bm_pml_request *head;
     bool told; /* the first restart is said at info level, the others at debug */
+    struct {
+        int peer;
+        bm_pml_reqid_t sreq;
+        size_t want;
+    } done[RESTART_HISTORY];
+    unsigned ndone; /* entries written (the ring's next slot modulo its size) */
 } rs;
 
 bm_status_t bm_pml_restart_init(void)
@@ -69,6 +79,7 @@ bm_status_t bm_pml_restart_init(void)
     rs.next_scan = 0;
     rs.head = NULL;
     rs.told = false;
+    rs.ndone = 0;
     bm_pml_g.restart_timers = rs.p.restart_ms > 0;
     return BM_OK;
 }
@@ -114,10 +125,19 @@ void bm_pml_restart_recv_started(struct bm_pml_request *req, bm_pml_reqid_t sreq
     bm_pml_restart_watch(req);
 }
 
+void bm_pml_restart_recv_finished(int peer_world, bm_pml_reqid_t sreq, size_t want)
+{
+    unsigned i = rs.ndone++ % RESTART_HISTORY;
+    rs.done[i].peer = peer_world;
+    rs.done[i].sreq = sreq;
+    rs.done[i].want = want;
+}
+
 void bm_pml_restart_recv_done(struct bm_pml_request *req)
 {
     if (!req->watched)
         return;
+    bm_pml_restart_recv_finished(req->src_world, req->rndv_sreq, req->want);
     struct bm_pml_hdr_ack done = {
         .base = {.type = BM_PML_HDR_ACK, .flags = BM_PML_HDR_F_DONE},
         .sreq = req->rndv_sreq,
@@ -202,8 +222,23 @@ void bm_pml_restart_dup_rndv(int peer_world, const struct bm_pml_hdr_rndv *rh)
         }
         return;
     }
+    /* Finished lately: the ACK that ended it (a sender without its ACK
+     * completes on it, one with it ignores it) and DONE (for a query). */
+    size_t n = rs.ndone < RESTART_HISTORY ? rs.ndone : RESTART_HISTORY;
+    for (size_t i = 0; i < n; i++) {
+        if (rs.done[i].peer != peer_world || rs.done[i].sreq != rh->sreq)
+            continue;
+        struct bm_pml_hdr_ack ack = {
+            .base = {.type = BM_PML_HDR_ACK, .flags = BM_PML_HDR_F_RETRANSMIT},
+            .sreq = rh->sreq,
+            .offset = rs.done[i].want,
+            .length = rs.done[i].want,
+        };
+        bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
+        break;
+    }
     if (!(rh->match.base.flags & BM_PML_HDR_F_QUERY))
-        return; /* not answered yet (unexpected), or finished: the sender has its ACK */
+        return; /* not answered yet (unexpected), or finished and answered above */
     /* A sender that had its ACK asks: matched and not being received, so finished. */
     struct bm_pml_hdr_ack done = {
         .base = {.type = BM_PML_HDR_ACK, .flags = BM_PML_HDR_F_DONE | BM_PML_HDR_F_RETRANSMIT},

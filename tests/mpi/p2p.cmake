@@ -59,12 +59,13 @@ endif()
 
 # End-to-end restart (pml/restart.c): tcp on the loopback loses one frame
 # of a PML tag without an error (BM_BTL_TCP_TEST_DROP_TAG: 5 is FRAG, 3 is
-# RNDV); the messages must arrive intact through the restart, and the
+# RNDV, 4 is ACK: of a 1 MiB message, or of a 100-byte MPI_Ssend); the
+# messages must arrive intact through the restart, and the
 # program checks that the restart ran (labels mpi, p2p, fault).
 add_executable(p2p_restart ${p2p_dir}/p2p_restart.c)
 # internal: it reads the PML's restart counters
 target_link_libraries(p2p_restart PRIVATE bitmover_internal bm_test_harness)
-foreach(variant frag:5:2 rndv:3:1)
+foreach(variant frag:5:2 rndv:3:1 ack:4:1 ssend:4:1)
     string(REPLACE ":" ";" parts ${variant})
     list(GET parts 0 what)
     list(GET parts 1 tag)

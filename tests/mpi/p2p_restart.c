@@ -7,7 +7,11 @@
  * (each rank reads its own PML counters, linked internally for that):
  *   frag: a FRAG: the receiver asked for the missing range (restarts_asked)
  *         and the sender sent it again (restarts_served);
- *   rndv: a RNDV: the sender, with no ACK, sent its RNDV again (rndv_resent).
+ *   rndv: a RNDV: the sender, with no ACK, sent its RNDV again (rndv_resent);
+ *   ack:  the ACK of a message whose FRAGs the receiver waits for: the same,
+ *         and the receiver answers the RNDV sent again with its ACK;
+ *   ssend: the ACK of a small synchronous send, whose receive finished with
+ *         the RNDV: the same, answered from the receiver's history.
  * Without the restart the message would never complete (the test's
  * timeout would end it). */
 #include "bm_test.h"
@@ -29,23 +33,28 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *what = argc > 1 ? argv[1] : "frag";
     bool frag = strcmp(what, "frag") == 0;
+    bool ssend = strcmp(what, "ssend") == 0;
     BM_CHECK_MSG(size == 2, "run with 2 ranks, not %d", size);
-    BM_CHECK_MSG(frag || strcmp(what, "rndv") == 0, "argument: frag or rndv, not %s", what);
+    BM_CHECK_MSG(frag || ssend || strcmp(what, "rndv") == 0 || strcmp(what, "ack") == 0,
+                 "argument: frag, rndv, ack or ssend, not %s", what);
+    int len = ssend ? 100 : LEN;
     unsigned char *buf = malloc(LEN);
     BM_CHECK(buf != NULL);
     double t0 = MPI_Wtime();
     for (int i = 0; i < MSGS && size == 2; i++) {
         if (rank == 0) {
-            bm_test_fill(buf, LEN, i);
-            BM_CHECK_EQ_INT(MPI_Send(buf, LEN, MPI_BYTE, 1, i, MPI_COMM_WORLD), MPI_SUCCESS);
+            bm_test_fill(buf, (size_t)len, i);
+            BM_CHECK_EQ_INT(ssend ? MPI_Ssend(buf, len, MPI_BYTE, 1, i, MPI_COMM_WORLD)
+                                  : MPI_Send(buf, len, MPI_BYTE, 1, i, MPI_COMM_WORLD),
+                            MPI_SUCCESS);
         } else {
             memset(buf, 0, LEN);
             MPI_Status st;
-            BM_CHECK_EQ_INT(MPI_Recv(buf, LEN, MPI_BYTE, 0, i, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+            BM_CHECK_EQ_INT(MPI_Recv(buf, len, MPI_BYTE, 0, i, MPI_COMM_WORLD, &st), MPI_SUCCESS);
             int count;
             MPI_Get_count(&st, MPI_BYTE, &count);
-            BM_CHECK_EQ_INT(count, LEN);
-            size_t bad = bm_test_bad_bytes(buf, LEN, i);
+            BM_CHECK_EQ_INT(count, len);
+            size_t bad = bm_test_bad_bytes(buf, (size_t)len, i);
             BM_CHECK_MSG(bad == 0, "message %d: %zu bad bytes", i, bad);
         }
     }
@@ -57,11 +66,12 @@ int main(int argc, char **argv)
         else
             BM_CHECK_MSG(bm_pml_g.restarts_served >= 1, "no range sent again for a restart");
     } else if (rank == 0) {
-        BM_CHECK_MSG(bm_pml_g.rndv_resent >= 1, "no RNDV sent again, although one was dropped");
+        BM_CHECK_MSG(bm_pml_g.rndv_resent >= 1,
+                     "no RNDV sent again, although it or its ACK was dropped");
     }
     printf("rank %d: %d messages of %d bytes in %.2f s; restarts asked %llu, served %llu, "
            "stale %llu, RNDVs resent %llu, queries %llu\n",
-           rank, MSGS, LEN, t, (unsigned long long)bm_pml_g.restarts_asked,
+           rank, MSGS, len, t, (unsigned long long)bm_pml_g.restarts_asked,
            (unsigned long long)bm_pml_g.restarts_served,
            (unsigned long long)bm_pml_g.restarts_stale, (unsigned long long)bm_pml_g.rndv_resent,
            (unsigned long long)bm_pml_g.rndv_queries);
