@@ -537,8 +537,7 @@ bm_status_t bm_btl_sm_ep_attach_slow(struct bm_btl_sm_module *sm, struct bm_btl_
         ep->attach_failed = true;
         if (sm->super.error_cb)
             bm_btl_sm_peer_failed(sm, ep, BM_ERR_LINK_DOWN,
-                                  "its shared-memory segment cannot "
-                                  "be mapped");
+                                  "its shared-memory segment cannot be mapped");
         else
             ep->failed = true;
         return BM_ERR_LINK_DOWN;
