@@ -496,6 +496,11 @@ int bm_pml_wait_poll(void);
 void bm_pml_wait_idle_st(bool *marked);
 /* The idle step's limit for the resolved mode (INT_MAX: none). */
 int bm_pml_wait_idle_st_limit(void);
+/* Sleeps in the kernel so far, and how long a wait polls before it sleeps
+ * (0: right after the idle polls): for BM_PML_STATS and
+ * tests/mpi/mt_spin_block.c. */
+unsigned long bm_pml_wait_sleeps(void);
+uint64_t bm_pml_wait_spin_ns(void);
 /* How often it yielded (for BM_PML_STATS and tests/mpi/pml_idle_watch.c). */
 unsigned long bm_pml_wait_contended_yields(void);
 /* One line of sleeping statistics (BM_PML_STATS). */

@@ -398,6 +398,16 @@ static void wait_idle_watch(bool *marked)
     }
 }
 
+unsigned long bm_pml_wait_sleeps(void)
+{
+    return atomic_load_explicit(&wait_g.sleeps, memory_order_relaxed);
+}
+
+uint64_t bm_pml_wait_spin_ns(void)
+{
+    return wait_g.spin_ns;
+}
+
 unsigned long bm_pml_wait_contended_yields(void)
 {
     return atomic_load_explicit(&wait_g.contended, memory_order_relaxed);

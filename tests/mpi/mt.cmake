@@ -22,3 +22,11 @@ bm_add_mpi_test(mt_progress_tcp TARGET mt_progress NP 2 BTL self,tcp TIMEOUT 120
     LABELS mpi mt ENV BM_PML_PROGRESS_THREAD=1)
 bm_add_mpi_test(mt_block_np4 TARGET mt_progress NP 4 BTL self,sm TIMEOUT 120
     LABELS mpi mt ARGS -b ENV BM_PML_WAIT_MODE=block)
+
+# The automatic wait under MPI_THREAD_MULTIPLE: spin-then-block on a host with a
+# CPU per rank (50 us, then a sleep), at once with BM_PML_WAIT_MODE=block.
+add_executable(mt_spin_block ${mt_dir}/mt_spin_block.c)
+target_link_libraries(mt_spin_block PRIVATE bitmover_internal bm_test_harness)
+bm_add_mpi_test(mt_spin_block_np2 TARGET mt_spin_block NP 2 BTL self,sm TIMEOUT 60 LABELS mpi mt)
+bm_add_mpi_test(mt_spin_block_block_np2 TARGET mt_spin_block NP 2 BTL self,sm TIMEOUT 60
+    LABELS mpi mt ARGS -z ENV BM_PML_WAIT_MODE=block)
