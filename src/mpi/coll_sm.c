@@ -18,7 +18,7 @@
  *     on every rank, so results are identical everywhere and
  *     non-commutative operations see rank order;
  *   - gather and allgather: each rank's block in its slot; alltoall: a rank's
- *     blocks for every rank in its slot, block j for rank j; scatter: the
+ *     blocks for every rank in its slot (block_in_slot); scatter: the
  *     root's slot holds the blocks for every rank, or when they do not fit
  *     the root writes each rank's block into that rank's slot (the one
  *     writer of slot k % 2 in operation k) and publishes its own flag;
@@ -361,13 +361,21 @@ static void gather(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
     finish(sm, k);
 }
 
-/* Where rank r finds its block of a scatter: in the root's slot, block r,
- * when all fit there (one cache line carries the root's flag and the first
- * blocks), else at the start of its own slot. */
+/* Where rank r's block of b bytes lies in rank w's slot when the slot holds
+ * one for every rank: in the order of the ranks after w, w's own last, so
+ * that the first reader's block shares the cache line of w's flag (at 2
+ * ranks, blocks up to 48 bytes cost one line transfer instead of two). */
+static char *block_in_slot(const struct bm_coll_sm *sm, uint64_t k, int w, int r, size_t b)
+{
+    return data_of(sm, k, w) + (size_t)((r - w - 1 + sm->n) % sm->n) * b;
+}
+
+/* Where rank r finds its block of a scatter: in the root's slot when all
+ * fit there, else at the start of its own slot. */
 static char *scatter_block(const struct bm_coll_sm *sm, uint64_t k, int root, int r, size_t b)
 {
     if ((size_t)sm->n * b <= sm->slot - DATA_OFF)
-        return data_of(sm, k, root) + (size_t)r * b;
+        return block_in_slot(sm, k, root, r, b);
     return data_of(sm, k, r);
 }
 
@@ -424,21 +432,20 @@ static void alltoall(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
     int scount = in_place ? a->rcount : a->scount, me = sm->me;
     MPI_Datatype stype = in_place ? a->rtype : a->stype;
     size_t b = (size_t)a->rcount * a->rtype->size;
-    char *mine = data_of(sm, k, me);
 
     may_write(sm, k);
     for (int i = 1; i < sm->n; i++) {
         int r = (me + i) % sm->n;
-        block_put(mine + (size_t)r * b, sbuf, r, scount, stype);
+        block_put(block_in_slot(sm, k, me, r, b), sbuf, r, scount, stype);
     }
     publish(sm, k);
     if (!in_place)
         block_copy(a->rbuf, me, a->rcount, a->rtype, sbuf, me, scount, stype,
-                   mine + (size_t)me * b);
+                   block_in_slot(sm, k, me, me, b));
     for (int i = 1; i < sm->n; i++) {
         int r = (me - i + sm->n) % sm->n;
         wait_for(flag_of(sm, k, r), k);
-        block_get(a->rbuf, r, a->rcount, a->rtype, data_of(sm, k, r) + (size_t)me * b);
+        block_get(a->rbuf, r, a->rcount, a->rtype, block_in_slot(sm, k, r, me, b));
     }
     finish(sm, k);
 }
