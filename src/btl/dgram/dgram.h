@@ -72,6 +72,7 @@ struct bm_btl_dgram_config {
 #define BM_BTL_DGRAM_STATS_MAP(X)                                                                  \
     X(sends_prio, "datagrams sent on the priority channel")                                        \
     X(sends_data, "datagrams sent on the data channel")                                            \
+    X(gso_sends, "UDP GSO sends (several same-size datagrams to one peer in one message)")         \
     X(frags_sent, "fragments sent whole in one segment")                                           \
     X(chunks_sent, "chunk segments sent")                                                          \
     X(fastpath_sends, "tiny fragments posted inline by send")                                      \

@@ -3,7 +3,8 @@
  * batches of datagrams sent with one sendmmsg(2) and received with one
  * recvmmsg(2). Each datagram goes out as two iovecs (the header copied into
  * the batch slot, the payload referenced where it lives), so sending never
- * copies user data. */
+ * copies user data; runs of same-size datagrams to one peer go as one UDP
+ * GSO message (below). */
 #define BM_LOG_SUBSYS "btl/dgram"
 #include "btl/dgram/dgram.h"
 #include "util/log.h"
@@ -11,14 +12,36 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* UDP GSO (UDP_SEGMENT): consecutive datagrams of one batch to one peer,
+ * all of one size but the last, leave as one message that the kernel cuts
+ * into datagrams (one trip through the socket layer instead of one per
+ * datagram). At most UDP_GSO_SEGS per message (the kernel allows 64): a
+ * message can be lost whole (a veth carries it unsegmented, and the test
+ * bed's iptables drops it as one packet), and a burst that fills the 32-bit
+ * selective-ACK bitmap leaves no later segment to reveal the hole, so it
+ * waits for the timeout. Measured across veth, bm_bw 1 MiB, 5 interleaved
+ * rounds, medians in MB/s (no GSO / 64 / 16): lossless 451 / 548 / 464,
+ * 1% loss 65 / 94 / 117, 5% loss 55 / 39 / 89. */
+#define UDP_GSO_SEGS 16
+
+struct udp_gso_cmsg {
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } u;
+};
+
 struct udp_chan_state {
-    struct mmsghdr *tx_msgs; /* one per batch slot */
-    struct iovec *tx_iov;    /* two per batch slot: header, payload */
+    struct mmsghdr *tx_msgs;      /* one per batch slot */
+    struct iovec *tx_iov;         /* two per batch slot: header, payload */
+    struct udp_gso_cmsg *tx_cmsg; /* one per batch slot (used by GSO messages) */
+    bool gso;                     /* the kernel takes UDP_SEGMENT on this socket */
     struct mmsghdr *rx_msgs;
     struct iovec *rx_iov;
     struct sockaddr_in *rx_from;
@@ -68,10 +91,17 @@ static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
     ch->wire_state = st;
     st->tx_msgs = calloc((size_t)ch->tx_max * 2 + 1, sizeof(*st->tx_msgs));
     st->tx_iov = calloc((size_t)ch->tx_max * 4 + 2, sizeof(*st->tx_iov));
+    st->tx_cmsg = calloc((size_t)ch->tx_max * 2 + 1, sizeof(*st->tx_cmsg));
+    /* GSO only pays for datagrams smaller than the 64 KiB it can carry (so
+     * not on the loopback's 65000-byte ones) and only on the data channel;
+     * a kernel without it refuses the option (then: one datagram each). */
+    int zero = 0;
+    st->gso =
+        c == BM_DGRAM_CH_DATA && setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
     st->rx_msgs = calloc(ch->rx_max, sizeof(*st->rx_msgs));
     st->rx_iov = calloc(ch->rx_max, sizeof(*st->rx_iov));
     st->rx_from = calloc(ch->rx_max, sizeof(*st->rx_from));
-    if (!st->tx_msgs || !st->tx_iov || !st->rx_msgs || !st->rx_iov || !st->rx_from)
+    if (!st->tx_msgs || !st->tx_iov || !st->tx_cmsg || !st->rx_msgs || !st->rx_iov || !st->rx_from)
         return BM_ERR_NO_MEMORY;
     for (unsigned i = 0; i < ch->rx_max; i++) {
         st->rx_iov[i].iov_base = ch->rx_buf + (size_t)i * ch->mtu;
@@ -92,6 +122,7 @@ static void udp_close(struct bm_btl_dgram_module *m)
         if (st) {
             free(st->tx_msgs);
             free(st->tx_iov);
+            free(st->tx_cmsg);
             free(st->rx_msgs);
             free(st->rx_iov);
             free(st->rx_from);
@@ -130,6 +161,16 @@ static void udp_sendmmsg(struct bm_btl_dgram_module *m, int c, struct mmsghdr *m
         if (r < 0 && errno == EINTR)
             continue;
         m->stats.send_errors++;
+        struct udp_chan_state *st = m->ch[c].wire_state;
+        if (r < 0 && msgs[done].msg_hdr.msg_controllen && st->gso &&
+            (errno == EIO || errno == EINVAL || errno == EMSGSIZE || errno == ENOPROTOOPT)) {
+            /* the route cannot segment (no checksum offload, a tunnel): the
+             * datagrams of this message are lost like any other and resent,
+             * from now on one per datagram */
+            st->gso = false;
+            bm_log_info("interface %s: UDP GSO refused (%s); sending one datagram per call",
+                        m->addr.ifname, strerror(errno));
+        }
         if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
             bm_log_ratelimited(BM_LOG_DEBUG, "interface %s: sendmmsg: %s (datagrams dropped)",
                                m->addr.ifname, strerror(errno));
@@ -156,18 +197,70 @@ static void udp_fill_msg(struct mmsghdr *msg, struct iovec *iov, const struct so
     msg->msg_hdr.msg_iovlen = payload_len ? 2 : 1;
 }
 
+/* The GSO run starting at slot i: how many slots (at least 1) can leave as
+ * one message: same peer, same size (the last may be shorter), at most
+ * UDP_GSO_SEGS and BM_DGRAM_MAX_DATAGRAM bytes in all. */
+static unsigned udp_gso_run(const struct bm_btl_dgram_channel *ch, unsigned i, unsigned n)
+{
+    const struct bm_btl_dgram_txslot *s = &ch->tx[i];
+    size_t seg = s->hdr_len + s->payload_len, total = seg;
+    unsigned j = i + 1;
+    while (j < n && j - i < UDP_GSO_SEGS) {
+        const struct bm_btl_dgram_txslot *t = &ch->tx[j];
+        size_t len = t->hdr_len + t->payload_len;
+        if (t->to != s->to || len > seg || total + len > BM_DGRAM_MAX_DATAGRAM)
+            break;
+        total += len;
+        j++;
+        if (len < seg)
+            break; /* a shorter datagram ends a run */
+    }
+    return j - i;
+}
+
 static int udp_flush(struct bm_btl_dgram_module *m, int c)
 {
     struct bm_btl_dgram_channel *ch = &m->ch[c];
     struct udp_chan_state *st = ch->wire_state;
-    unsigned n = ch->tx_count;
-    for (unsigned i = 0; i < n; i++) {
-        const struct bm_btl_dgram_txslot *s = &ch->tx[i];
-        udp_fill_msg(&st->tx_msgs[i], &st->tx_iov[2 * i], s->to, s->whole ? s->whole : s->hdr,
-                     s->hdr_len, s->payload, s->payload_len);
+    unsigned n = ch->tx_count, nmsg = 0;
+    for (unsigned i = 0; i < n;) {
+        unsigned k = st->gso ? udp_gso_run(ch, i, n) : 1;
+        struct mmsghdr *msg = &st->tx_msgs[nmsg];
+        const struct bm_btl_dgram_txslot *s0 = &ch->tx[i];
+        udp_fill_msg(msg, &st->tx_iov[2 * i], s0->to, s0->whole ? s0->whole : s0->hdr, s0->hdr_len,
+                     s0->payload, s0->payload_len);
+        if (k > 1) {
+            /* the k slots' iovecs back to back (2 * k places are theirs) */
+            struct iovec *iov = &st->tx_iov[2 * i];
+            size_t niov = 0;
+            for (unsigned j = 0; j < k; j++) {
+                const struct bm_btl_dgram_txslot *s = &ch->tx[i + j];
+                iov[niov].iov_base = (void *)(s->whole ? s->whole : s->hdr);
+                iov[niov++].iov_len = s->hdr_len;
+                if (s->payload_len) {
+                    iov[niov].iov_base = (void *)s->payload;
+                    iov[niov++].iov_len = s->payload_len;
+                }
+            }
+            msg->msg_hdr.msg_iov = iov;
+            msg->msg_hdr.msg_iovlen = niov;
+            struct udp_gso_cmsg *cm = &st->tx_cmsg[nmsg];
+            memset(cm, 0, sizeof(*cm));
+            msg->msg_hdr.msg_control = cm->u.buf;
+            msg->msg_hdr.msg_controllen = sizeof(cm->u.buf);
+            struct cmsghdr *h = CMSG_FIRSTHDR(&msg->msg_hdr);
+            h->cmsg_level = IPPROTO_UDP; /* SOL_UDP */
+            h->cmsg_type = UDP_SEGMENT;
+            h->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            uint16_t seg = (uint16_t)(ch->tx[i].hdr_len + ch->tx[i].payload_len);
+            memcpy(CMSG_DATA(h), &seg, sizeof(seg));
+            m->stats.gso_sends++;
+        }
+        nmsg++;
+        i += k;
     }
-    if (n)
-        udp_sendmmsg(m, c, st->tx_msgs, n);
+    if (nmsg)
+        udp_sendmmsg(m, c, st->tx_msgs, nmsg);
     if (c == BM_DGRAM_CH_DATA)
         m->stats.sends_data += n;
     else
