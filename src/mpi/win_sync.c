@@ -63,8 +63,9 @@ void bm_osc_wait_rdma(MPI_Win win, int target)
 }
 
 /* Send FLUSH to each target in [lo, hi) with active messages not yet
- * known to be done, then wait for the answers. */
-static int flush_remote(MPI_Win win, int lo, int hi)
+ * known to be done; *ops_out gets the records (kept: the caller frees
+ * them once done), *n_out how many. */
+static int flush_send(MPI_Win win, int lo, int hi, struct bm_osc_op ***ops_out, int *n_out)
 {
     struct bm_osc_op **ops = NULL;
     int n = 0;
@@ -85,18 +86,41 @@ static int flush_remote(MPI_Win win, int lo, int hi)
         t->am_unsynced = 0;
         ops[n++] = o;
     }
+    *ops_out = ops;
+    *n_out = n;
+    return MPI_SUCCESS;
+}
+
+/* Wait for the answers to flush_send's FLUSHes and free their records. */
+static void flush_wait(struct bm_osc_op **ops, int n)
+{
     for (int i = 0; i < n; i++) {
         while (!ops[i]->done)
             bm_osc_progress();
         bm_osc_op_free(ops[i]);
     }
     free(ops);
-    return MPI_SUCCESS;
+}
+
+static int flush_remote(MPI_Win win, int lo, int hi)
+{
+    struct bm_osc_op **ops;
+    int n;
+    int rc = flush_send(win, lo, hi, &ops, &n);
+    if (rc == MPI_SUCCESS)
+        flush_wait(ops, n);
+    return rc;
 }
 
 int bm_osc_complete(MPI_Win win, int target, bool local)
 {
     int lo = target < 0 ? 0 : target, hi = target < 0 ? win->nranks : target + 1;
+    /* FLUSH first, so that it travels (with the batch of held-back
+     * operations) while this process waits for the rest: the target's
+     * answer proves everything before it ran whatever else is in flight */
+    struct bm_osc_op **ops = NULL;
+    int n = 0;
+    int rc = local ? MPI_SUCCESS : flush_send(win, lo, hi, &ops, &n);
     /* at least one progress call, even with nothing to wait for: a process
      * spinning on its own window (a flush to itself) must still serve the
      * operations others sent to it */
@@ -109,7 +133,7 @@ int bm_osc_complete(MPI_Win win, int target, bool local)
         while (win->t[target].answers_out > 0)
             bm_osc_progress();
     }
-    int rc = local ? MPI_SUCCESS : flush_remote(win, lo, hi);
+    flush_wait(ops, n); /* answered already: FLUSHes count in answers_out */
     atomic_thread_fence(memory_order_seq_cst);
     return rc ? rc : win->error;
 }
@@ -322,7 +346,11 @@ static int win_unlock_body(int rank, MPI_Win win)
             win->access = BM_OSC_ACCESS_NONE;
         return MPI_SUCCESS;
     }
-    bm_osc_complete(win, rank, true);
+    /* nothing in flight but active messages (tcp): UNLOCK goes at once,
+     * behind them (and with the batch of held-back ones); waiting for its
+     * answer runs progress */
+    if (t->path != BM_OSC_PATH_AM || t->rdma_out || t->answers_out || t->flush_due)
+        bm_osc_complete(win, rank, true);
     rc = lock_release_many(win, &rank, 1, fn);
     if (--win->nlocked == 0)
         win->access = BM_OSC_ACCESS_NONE;
