@@ -17,8 +17,32 @@
 #define ITERS_WINDOW    100
 #define WARMUP_WINDOW   10
 
-static void usage(const char *name, int windowed)
+/* Counts of the thread-pair benchmarks (bm_mt_latency, bm_mt_mr), the same at
+ * every size. */
+#define ITERS_THREADS         10000
+#define WARMUP_THREADS        100
+#define ITERS_THREADS_WINDOW  200
+#define WARMUP_THREADS_WINDOW 10
+
+static void usage(const char *name, int kind)
 {
+    int windowed = kind & BM_BENCH_WINDOWED, threads = kind & BM_BENCH_THREADS;
+    if (threads) {
+        fprintf(
+            stderr,
+            "usage: %s [-p PAIRS] [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s\n"
+            "  -p  thread pairs, each on its own communicator (default 1, at most %d)\n"
+            "  -m  message sizes, powers of two from MIN to MAX bytes (MAX alone: that\n"
+            "      one size); suffixes k, m, g (default 8)\n"
+            "  -i  timed %s per pair at every size (default %d)\n"
+            "  -w  warm-up %s per pair (default %d)\n"
+            "%s",
+            name, windowed ? " [-W WINDOW]" : "", BM_BENCH_PAIRS_MAX,
+            windowed ? "windows" : "iterations", windowed ? ITERS_THREADS_WINDOW : ITERS_THREADS,
+            windowed ? "windows" : "iterations", windowed ? WARMUP_THREADS_WINDOW : WARMUP_THREADS,
+            windowed ? "  -W  messages per window (default 64)\n" : "");
+        return;
+    }
     fprintf(stderr,
             "usage: %s [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s [-t SECONDS] [-T SECONDS]\n"
             "  -m  message sizes, powers of two from MIN to MAX bytes; suffixes k, m, g\n"
@@ -86,23 +110,30 @@ static int parse_long(const char *s, long min, long *out)
     return 0;
 }
 
-int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int windowed, int argc,
+int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int kind, int argc,
                         char **argv, int rank)
 {
+    int windowed = kind & BM_BENCH_WINDOWED, threads = kind & BM_BENCH_THREADS;
     memset(opts, 0, sizeof(*opts));
     opts->name = name;
-    opts->min_size = 0;
-    opts->max_size = (size_t)4 << 20;
-    opts->iters = windowed ? ITERS_WINDOW : ITERS_PINGPONG;
-    opts->warmup = windowed ? WARMUP_WINDOW : WARMUP_PINGPONG;
+    opts->min_size = threads ? 8 : 0;
+    opts->max_size = threads ? 8 : (size_t)4 << 20;
+    if (threads) {
+        opts->iters = windowed ? ITERS_THREADS_WINDOW : ITERS_THREADS;
+        opts->warmup = windowed ? WARMUP_THREADS_WINDOW : WARMUP_THREADS;
+    } else {
+        opts->iters = windowed ? ITERS_WINDOW : ITERS_PINGPONG;
+        opts->warmup = windowed ? WARMUP_WINDOW : WARMUP_PINGPONG;
+    }
     opts->window = windowed ? 64 : 1;
+    opts->pairs = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
         int bad = 0;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             if (rank == 0)
-                usage(name, windowed);
+                usage(name, kind);
             return 1;
         } else if (strcmp(a, "-m") == 0 && v) {
             char tmp[64];
@@ -113,6 +144,8 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int window
                 bad = parse_size(tmp, &opts->min_size) || parse_size(colon + 1, &opts->max_size);
             } else {
                 bad = parse_size(tmp, &opts->max_size);
+                if (threads)
+                    opts->min_size = opts->max_size;
             }
             bad = bad || opts->min_size > opts->max_size;
             i++;
@@ -127,17 +160,22 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int window
             bad = parse_long(v, 1, &w) || w > 4096;
             opts->window = (int)w;
             i++;
-        } else if (strcmp(a, "-B") == 0 && v && windowed) {
+        } else if (strcmp(a, "-p") == 0 && v && threads) {
+            long p = 0;
+            bad = parse_long(v, 1, &p) || p > BM_BENCH_PAIRS_MAX;
+            opts->pairs = (int)p;
+            i++;
+        } else if (strcmp(a, "-B") == 0 && v && windowed && !threads) {
             long b = 0;
             bad = parse_long(v, 1, &b) || b > 4096;
             opts->buffers = (int)b;
             i++;
-        } else if (strcmp(a, "-T") == 0 && v) {
+        } else if (strcmp(a, "-T") == 0 && v && !threads) {
             char *end;
             opts->iter_limit = strtod(v, &end);
             bad = (*end != '\0' || opts->iter_limit < 0);
             i++;
-        } else if (strcmp(a, "-t") == 0 && v) {
+        } else if (strcmp(a, "-t") == 0 && v && !threads) {
             char *end;
             opts->budget = strtod(v, &end);
             bad = (*end != '\0' || opts->budget < 0);
@@ -149,7 +187,7 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int window
             if (rank == 0) {
                 fprintf(stderr, "%s: bad option or value: %s%s%s\n", name, a, v ? " " : "",
                         v ? v : "");
-                usage(name, windowed);
+                usage(name, kind);
             }
             return 2;
         }
@@ -158,6 +196,10 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int window
     opts->warmup_large = opts->warmup / 10;
     if (opts->warmup > 0 && opts->warmup_large == 0)
         opts->warmup_large = 1;
+    if (threads) {
+        opts->iters_large = opts->iters;
+        opts->warmup_large = opts->warmup;
+    }
     return 0;
 }
 
@@ -349,13 +391,25 @@ void bm_bench_fail(void)
     MPI_Abort(MPI_COMM_WORLD, 3);
 }
 
-int bm_bench_start(int *argc, char ***argv, const char *name, int windowed,
+int bm_bench_start(int *argc, char ***argv, const char *name, int kind,
                    struct bm_bench_opts *opts_out, int *rank_out, int *nprocs_out, int *exit_out)
 {
-    MPI_Init(argc, argv);
+    int provided = MPI_THREAD_SINGLE;
+    if (kind & BM_BENCH_THREADS)
+        MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    else
+        MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, rank_out);
     MPI_Comm_size(MPI_COMM_WORLD, nprocs_out);
-    int rc = bm_bench_opts_parse(opts_out, name, windowed, *argc, *argv, *rank_out);
+    int rc = bm_bench_opts_parse(opts_out, name, kind, *argc, *argv, *rank_out);
+    if (rc == 0 && (kind & BM_BENCH_THREADS) && provided < MPI_THREAD_MULTIPLE) {
+        if (*rank_out == 0)
+            fprintf(stderr,
+                    "%s: needs MPI_THREAD_MULTIPLE, but the MPI library provides only thread "
+                    "level %d; use a build of the library with thread support\n",
+                    name, provided);
+        rc = 2;
+    }
     if (rc == 0 && *nprocs_out < 2) {
         if (*rank_out == 0)
             fprintf(stderr, "%s: needs at least 2 ranks (got %d)\n", name, *nprocs_out);

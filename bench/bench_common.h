@@ -1,4 +1,5 @@
-/* Shared plumbing of the MPI benchmarks (bm_latency, bm_bw, bm_bibw, bm_mr):
+/* Shared plumbing of the MPI benchmarks (bm_latency, bm_bw, bm_bibw, bm_mr,
+ * and the thread-pair benchmarks bm_mt_latency and bm_mt_mr):
  * command-line options, the list of message sizes, how many warm-up and timed
  * iterations each size gets, and the data pattern that the receiver checks
  * after the timed loop so that a fast but wrong transfer cannot pass. Only the
@@ -21,6 +22,18 @@
  * no two outstanding receives ever share memory. */
 #define BM_BENCH_SLOT_BYTES_MAX ((size_t)256 << 20)
 
+/* Kinds of benchmark, OR-ed into the `kind` argument of bm_bench_start and
+ * bm_bench_opts_parse (0: ping-pong). WINDOWED takes -W and -B and gets OSU
+ * bw counts. THREADS (bm_mt_*) initialises with MPI_THREAD_MULTIPLE, takes
+ * -p PAIRS, defaults to the one size 8 B (-m MAX alone also means one size),
+ * runs the same counts at every size (iters_large = iters) and has no -B, -t
+ * or -T; with WINDOWED its counts are 200 windows and 10 warm-up. */
+#define BM_BENCH_WINDOWED 1
+#define BM_BENCH_THREADS  2
+
+/* Most thread pairs (-p) a THREADS benchmark runs. */
+#define BM_BENCH_PAIRS_MAX 64
+
 struct bm_bench_opts {
     const char *name;  /* program name shown in the header, e.g. "bm_latency" */
     size_t min_size;   /* smallest message size in bytes (0 allowed) */
@@ -33,6 +46,7 @@ struct bm_bench_opts {
     int buffers;       /* -B: distinct buffers per window (0: one per message) */
     double budget;     /* seconds one size may take (0: fixed counts only) */
     double iter_limit; /* -T: end the sweep before a size whose one iteration would take longer */
+    int pairs;         /* -p: thread pairs (THREADS benchmarks; 1 otherwise) */
 };
 
 /* The iteration counts rank 0 chose for one size, broadcast to every rank so
@@ -44,11 +58,12 @@ struct bm_bench_plan {
     double predicted; /* rank 0: expected seconds per iteration from the previous size */
 };
 
-/* MPI_Init, option parsing (bm_bench_opts_parse) and the check that there
- * are at least 2 ranks. Returns 0 when the benchmark should run; otherwise
- * MPI_Finalize has been called and main should return *exit_out (0 for -h,
- * 2 for bad usage). */
-int bm_bench_start(int *argc, char ***argv, const char *name, int windowed,
+/* MPI_Init (MPI_Init_thread with MPI_THREAD_MULTIPLE for a THREADS kind,
+ * which must be provided), option parsing (bm_bench_opts_parse) and the check
+ * that there are at least 2 ranks. Returns 0 when the benchmark should run;
+ * otherwise MPI_Finalize has been called and main should return *exit_out (0
+ * for -h, 2 for bad usage or a missing thread level). */
+int bm_bench_start(int *argc, char ***argv, const char *name, int kind,
                    struct bm_bench_opts *opts_out, int *rank_out, int *nprocs_out, int *exit_out);
 
 /* Collective over MPI_COMM_WORLD: when any rank passes failed != 0, ends the
@@ -83,11 +98,11 @@ void bm_bench_window_recv(struct bm_bench_window *win, int count, unsigned char 
                           size_t size, int peer, int tag);
 
 /* Fills defaults, parses argv (-m MIN:MAX, -i ITERS, -w WARMUP, -W WINDOW,
- * -t SECONDS, -T SECONDS, -h) and returns 0, or prints usage on rank 0 and returns 1 for
- * -h or 2 for a bad option. Defaults depend on the benchmark kind: a window
- * benchmark (window > 0 passed in) gets OSU bw counts, ping-pong gets OSU
- * latency counts. */
-int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int windowed, int argc,
+ * -B BUFFERS, -t SECONDS, -T SECONDS, -p PAIRS, -h; which ones depends on
+ * `kind`, see BM_BENCH_WINDOWED) and returns 0, or prints usage on rank 0 and
+ * returns 1 for -h or 2 for a bad option. Defaults depend on the kind: a
+ * window benchmark gets OSU bw counts, ping-pong gets OSU latency counts. */
+int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int kind, int argc,
                         char **argv, int rank);
 
 /* Next size after `size` in the power-of-two sweep (0, 1, 2, 4, ...). */

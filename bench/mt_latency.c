@@ -6,43 +6,25 @@
  * the mean half round trip over the pairs and the slowest pair's. With -p 1
  * this is the single-pair latency of a program that asked for
  * MPI_THREAD_MULTIPLE (what its locks cost). Every received message is
- * checked after the timed loop. MPI standard and POSIX threads only: builds
- * unchanged with bmcc, mpicc.openmpi and mpicc.mpich. Exits with a message
- * when the library does not provide MPI_THREAD_MULTIPLE. */
+ * checked after the timed loop. Options and MPI_Init_thread come from
+ * bench_common.c (BM_BENCH_THREADS). MPI standard and POSIX threads only:
+ * builds unchanged with bmcc, mpicc.openmpi and mpicc.mpich. Exits with a
+ * message when the library does not provide MPI_THREAD_MULTIPLE. */
+#include "bench_common.h"
+
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define MAX_PAIRS 64
+#define MAX_PAIRS BM_BENCH_PAIRS_MAX
 
 static int rank, pairs = 1;
-static size_t min_size = 8, max_size = 8;
-static long iters = 10000, warmup = 100;
+static long iters, warmup;
 static MPI_Comm comms[MAX_PAIRS];
 static double lat_us[MAX_PAIRS];
 static int bad[MAX_PAIRS];
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v *= 1024;
-        break;
-    case 'm':
-    case 'M':
-        v *= 1024 * 1024;
-        break;
-    default:
-        break;
-    }
-    return (size_t)v;
-}
 
 struct job {
     int t;
@@ -88,61 +70,17 @@ static void *pair_main(void *arg)
     return NULL;
 }
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: bm_mt_latency [-p PAIRS] [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]\n"
-            "  -p  thread pairs, each on its own communicator (default 1, at most %d)\n"
-            "  -m  message sizes, powers of two (default 8; suffixes k, m)\n"
-            "  -i  timed iterations per pair (default 10000), -w warm-up (100)\n",
-            MAX_PAIRS);
-}
-
 int main(int argc, char **argv)
 {
-    int provided, nprocs, opt, rc = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    while ((opt = getopt(argc, argv, "p:m:i:w:h")) != -1) {
-        switch (opt) {
-        case 'p':
-            pairs = atoi(optarg);
-            break;
-        case 'm': {
-            char *colon = strchr(optarg, ':');
-            if (colon) {
-                *colon = 0;
-                min_size = parse_size(optarg);
-                max_size = parse_size(colon + 1);
-            } else {
-                min_size = max_size = parse_size(optarg);
-            }
-            break;
-        }
-        case 'i':
-            iters = atol(optarg);
-            break;
-        case 'w':
-            warmup = atol(optarg);
-            break;
-        default:
-            if (rank == 0)
-                usage();
-            MPI_Finalize();
-            return opt == 'h' ? 0 : 2;
-        }
-    }
-    if (provided < MPI_THREAD_MULTIPLE || nprocs < 2 || pairs < 1 || pairs > MAX_PAIRS ||
-        iters < 1) {
-        if (rank == 0)
-            fprintf(stderr,
-                    "bm_mt_latency: needs MPI_THREAD_MULTIPLE (provided %d), 2 ranks (have %d), "
-                    "1..%d pairs\n",
-                    provided, nprocs, MAX_PAIRS);
-        MPI_Finalize();
-        return 2;
-    }
+    struct bm_bench_opts opts;
+    int nprocs, exit_code, rc = 0;
+    if (bm_bench_start(&argc, &argv, "bm_mt_latency", BM_BENCH_THREADS, &opts, &rank, &nprocs,
+                       &exit_code) != 0)
+        return exit_code;
+    pairs = opts.pairs;
+    iters = opts.iters;
+    warmup = opts.warmup;
+    size_t min_size = opts.min_size, max_size = opts.max_size;
     for (int t = 0; t < pairs; t++)
         MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
     if (rank == 0) {

@@ -7,35 +7,26 @@
  * times its own loop; the rate is all messages of all pairs divided by the
  * slowest sender's time. With -p 1, 2 and 4 it shows whether pairs that
  * share nothing but the process scale or serialise on a lock. Every window
- * slot's data is checked after the timed loop. MPI standard and POSIX
- * threads only: builds unchanged with bmcc, mpicc.openmpi and mpicc.mpich. */
+ * slot's data is checked after the timed loop. Options and MPI_Init_thread
+ * come from bench_common.c (BM_BENCH_THREADS | BM_BENCH_WINDOWED). MPI
+ * standard and POSIX threads only: builds unchanged with bmcc, mpicc.openmpi
+ * and mpicc.mpich. */
+#include "bench_common.h"
+
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define MAX_PAIRS  64
+#define MAX_PAIRS  BM_BENCH_PAIRS_MAX
 #define MAX_WINDOW 1024
 
 static int rank, pairs = 1, window = 64;
-static size_t min_size = 8, max_size = 8;
-static long iters = 200, warmup = 10;
+static long iters, warmup;
 static MPI_Comm comms[MAX_PAIRS];
 static double secs[MAX_PAIRS];
 static int bad[MAX_PAIRS];
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*end == 'k' || *end == 'K')
-        v *= 1024;
-    else if (*end == 'm' || *end == 'M')
-        v *= 1024 * 1024;
-    return (size_t)v;
-}
 
 static char pattern(size_t i, int slot, int t)
 {
@@ -97,57 +88,23 @@ static void *pair_main(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided, nprocs, opt, rc = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    while ((opt = getopt(argc, argv, "p:m:i:w:W:h")) != -1) {
-        switch (opt) {
-        case 'p':
-            pairs = atoi(optarg);
-            break;
-        case 'm': {
-            char *colon = strchr(optarg, ':');
-            if (colon) {
-                *colon = 0;
-                min_size = parse_size(optarg);
-                max_size = parse_size(colon + 1);
-            } else {
-                min_size = max_size = parse_size(optarg);
-            }
-            break;
-        }
-        case 'i':
-            iters = atol(optarg);
-            break;
-        case 'w':
-            warmup = atol(optarg);
-            break;
-        case 'W':
-            window = atoi(optarg);
-            break;
-        default:
-            if (rank == 0)
-                fprintf(stderr,
-                        "usage: bm_mt_mr [-p PAIRS] [-m [MIN:]MAX] [-i ITERS] [-w WARMUP] "
-                        "[-W WINDOW]\n"
-                        "  -p  thread pairs, each on its own communicator (default 1)\n"
-                        "  -m  sizes (default 8), -i windows timed per pair (200), -w warm-up "
-                        "(10), -W messages per window (64)\n");
-            MPI_Finalize();
-            return opt == 'h' ? 0 : 2;
-        }
-    }
-    if (provided < MPI_THREAD_MULTIPLE || nprocs < 2 || pairs < 1 || pairs > MAX_PAIRS ||
-        window < 1 || window > MAX_WINDOW || iters < 1) {
+    struct bm_bench_opts opts;
+    int nprocs, exit_code, rc = 0;
+    if (bm_bench_start(&argc, &argv, "bm_mt_mr", BM_BENCH_THREADS | BM_BENCH_WINDOWED, &opts, &rank,
+                       &nprocs, &exit_code) != 0)
+        return exit_code;
+    if (opts.window > MAX_WINDOW) {
         if (rank == 0)
-            fprintf(stderr,
-                    "bm_mt_mr: needs MPI_THREAD_MULTIPLE (provided %d), 2 ranks (have %d), "
-                    "1..%d pairs, a window of 1..%d\n",
-                    provided, nprocs, MAX_PAIRS, MAX_WINDOW);
+            fprintf(stderr, "bm_mt_mr: -W %d is over the largest window, %d\n", opts.window,
+                    MAX_WINDOW);
         MPI_Finalize();
         return 2;
     }
+    pairs = opts.pairs;
+    window = opts.window;
+    iters = opts.iters;
+    warmup = opts.warmup;
+    size_t min_size = opts.min_size, max_size = opts.max_size;
     for (int t = 0; t < pairs; t++)
         MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
     if (rank == 0) {
