@@ -107,6 +107,7 @@ struct bm_btl_sm_module {
     int rank, nprocs;
     char name[88];             /* shm_open name of our segment */
     struct bm_util_shmseg shm; /* our segment (util/shmseg.h) */
+    int seg_fd;                /* kept open for peers' /proc/<pid>/fd/<fd>; -1: by name */
     unsigned char *seg;        /* == shm.addr */
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl;

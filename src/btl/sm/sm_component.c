@@ -288,6 +288,7 @@ static bm_status_t sm_module_create(struct bm_btl_sm_component *c,
         .size = sm->seg_size,
         .seg_addr = (uint64_t)(uintptr_t)sm->seg,
         .local_rank = sm->local_rank,
+        .fd = sm->seg_fd,
     };
     snprintf(card.name, sizeof(card.name), "%s", sm->name);
     rc = bm_btl_rte_modex_put(rte, SM_MODEX_KEY, &card, sizeof(card));

@@ -19,7 +19,7 @@
 
 #define BM_BTL_SM_CACHELINE 64
 #define BM_BTL_SM_MAGIC     0x6765732d6d736d62ull /* "bmsm-seg" */
-#define BM_BTL_SM_VERSION   3u
+#define BM_BTL_SM_VERSION   4u
 
 typedef uint64_t bm_btl_sm_rptr_t;
 #define BM_BTL_SM_RPTR_NONE  ((bm_btl_sm_rptr_t)0)
@@ -128,7 +128,8 @@ struct bm_btl_sm_card {
     uint64_t size;      /* segment bytes to map */
     uint64_t seg_addr;  /* where the owner mapped it: a known address for the CMA probe */
     int32_t local_rank; /* owner's index on the node: its fast box in every peer's segment */
-    uint32_t reserved;  /* zero */
+    int32_t fd;         /* the owner's descriptor of the segment: peers open /proc/<pid>/fd/<fd>
+                           (the name is gone already); -1: map by name */
     char name[88];      /* shm_open name, "/bm-<jobid>-sm-<rank>" */
 };
 

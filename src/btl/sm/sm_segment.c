@@ -2,10 +2,18 @@
  * (/dev/shm/bm-<jobid>-sm-<rank>, mode 0600, through util/shmseg.h, laid
  * out as sm_proto.h says),
  * mapping the segments of local peers, and removing the file as early as
- * possible. The name disappears as soon as every local peer has mapped the
- * segment (the mappings live on), so a crash after start-up leaves nothing
- * in /dev/shm; before that point, bm_rte_at_exit removes it on normal exit
- * and on abort, and bmrun removes bm-<jobid>-* after a rank was killed. */
+ * possible. Peers map a segment on first use, possibly late in the job, so
+ * they do not map it by its name: the owner keeps a descriptor of it open
+ * and removes the name at once, and peers open /proc/<owner pid>/fd/<fd>
+ * (the same permission as any file of the owner's /proc/<pid>/fd, which
+ * process_vm_readv needs too). A rank killed at any point after start-up
+ * therefore leaves nothing in /dev/shm whatever launched it (srun, Open
+ * MPI's mpirun, MPICH's mpiexec: none of them knows the names). Where that
+ * is not possible (the owner is not dumpable, or BM_BTL_SM_FBOX_AFTER=0,
+ * which maps everything at start-up) peers map by name, the last of them
+ * removes it, and before that point bm_rte_at_exit removes it on normal
+ * exit and on abort and bmrun removes bm-<jobid>-* after a rank was
+ * killed. */
 #define BM_LOG_SUBSYS "btl/sm"
 #include "btl/sm/sm.h"
 #include "runtime/rte.h"
@@ -18,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,6 +123,18 @@ static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, const struct 
     /* The runtime drops its handlers once they ran (at finalize), so
      * register with every segment; running the handler twice is harmless. */
     bm_rte_at_exit(sm_segment_unlink_at_exit, NULL);
+    /* Peers reach the file through our descriptor, so its name can go now.
+     * A process that is not dumpable (set-id, file capabilities,
+     * PR_SET_DUMPABLE 0) has a /proc/<pid>/fd only root may open: keep
+     * the name then, as when everything is mapped at start-up. */
+    if (sm->config.fbox_after != 0 && prctl(PR_GET_DUMPABLE) == 1) {
+        sm->seg_fd = shm_open(sm->name, O_RDWR, 0);
+        if (sm->seg_fd >= 0)
+            bm_util_shmseg_unlink(&sm->shm);
+        else
+            bm_log_debug("cannot reopen /dev/shm%s (%s): peers map it by name", sm->name,
+                         strerror(errno));
+    }
     return BM_OK;
 }
 
@@ -151,6 +172,7 @@ static void sm_segment_init_ctl(struct bm_btl_sm_module *sm, const struct sm_lay
 
 bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
 {
+    sm->seg_fd = -1;
     struct sm_layout l;
     bm_status_t rc = sm_segment_layout(sm, &l);
     if (rc != BM_OK)
@@ -167,6 +189,10 @@ bm_status_t bm_btl_sm_segment_create(struct bm_btl_sm_module *sm)
     return BM_OK;
 }
 
+static bm_status_t sm_segment_map_fd(struct bm_btl_sm_module *sm, int rank,
+                                     const struct bm_btl_sm_card *card,
+                                     struct bm_btl_sm_endpoint *ep, int fd, const char *path);
+
 bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
                                      const struct bm_btl_sm_card *card,
                                      struct bm_btl_sm_endpoint *ep)
@@ -175,6 +201,23 @@ bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
     char name[sizeof(card->name) + 1];
     memcpy(name, card->name, sizeof(card->name));
     name[sizeof(card->name)] = '\0';
+    if (card->fd >= 0) {
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", card->pid, card->fd);
+        int fd = open(proc, O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            bm_log_error("rank %d on %s cannot open rank %d's shared-memory segment through %s "
+                         "(pid %d, its /dev/shm%s is removed already): %s. Rank %d may have "
+                         "ended, or this process may not open another's /proc/<pid>/fd (another "
+                         "user or PID namespace, a security module); BM_BTL_SM_FBOX_AFTER=0 maps "
+                         "every segment by name at start-up instead. sm will not be used to reach "
+                         "that rank",
+                         self->rank, self->hostname, rank, proc, card->pid, name, strerror(errno),
+                         rank);
+            return BM_ERR_UNREACHABLE;
+        }
+        return sm_segment_map_fd(sm, rank, card, ep, fd, proc);
+    }
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0) {
         bm_log_error("rank %d on %s cannot open rank %d's shared-memory file /dev/shm%s: %s. It "
@@ -183,26 +226,37 @@ bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
                      self->rank, self->hostname, rank, name, strerror(errno));
         return BM_ERR_UNREACHABLE;
     }
+    char path[sizeof(name) + 8];
+    snprintf(path, sizeof(path), "/dev/shm%s", name);
+    return sm_segment_map_fd(sm, rank, card, ep, fd, path);
+}
+
+/* Map rank's segment, open on fd (closed here); path names it in messages. */
+static bm_status_t sm_segment_map_fd(struct bm_btl_sm_module *sm, int rank,
+                                     const struct bm_btl_sm_card *card,
+                                     struct bm_btl_sm_endpoint *ep, int fd, const char *path)
+{
+    const struct bm_rte_proc *self = sm->self;
     struct stat st;
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < card->size) {
-        bm_log_error("rank %d's shared-memory file /dev/shm%s is smaller than announced "
+        bm_log_error("rank %d's shared-memory file %s is smaller than announced "
                      "(%lld < %llu bytes); not using sm to reach it",
-                     rank, name, (long long)st.st_size, (unsigned long long)card->size);
+                     rank, path, (long long)st.st_size, (unsigned long long)card->size);
         close(fd);
         return BM_ERR_UNREACHABLE;
     }
     void *seg = mmap(NULL, card->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (seg == MAP_FAILED) {
-        bm_log_error("cannot map rank %d's shared-memory file /dev/shm%s (%llu bytes): %s", rank,
-                     name, (unsigned long long)card->size, strerror(errno));
+        bm_log_error("cannot map rank %d's shared-memory file %s (%llu bytes): %s", rank,
+                     path, (unsigned long long)card->size, strerror(errno));
         return BM_ERR_UNREACHABLE;
     }
     struct bm_btl_sm_seg_ctl *ctl = seg;
     if (ctl->magic != BM_BTL_SM_MAGIC || ctl->version != BM_BTL_SM_VERSION || ctl->rank != rank) {
-        bm_log_error("/dev/shm%s does not hold rank %d's sm segment of this job (version %u, "
+        bm_log_error("%s does not hold rank %d's sm segment of this job (version %u, "
                      "rank %d); not using sm to reach it",
-                     name, rank, ctl->version, ctl->rank);
+                     path, rank, ctl->version, ctl->rank);
         munmap(seg, card->size);
         return BM_ERR_UNREACHABLE;
     }
@@ -212,10 +266,14 @@ bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
     ep->seg_size = card->size;
     ep->ctl = ctl;
     sm->bases[rank] = seg;
-    /* The last local peer to map a segment removes its name. */
+    /* The last local peer to map a segment removes its name (if the owner
+     * kept it). */
     int expected = self->local_size - 1;
     uint32_t now = atomic_fetch_add_explicit(&ctl->mapped, 1, memory_order_acq_rel) + 1;
-    if ((int)now == expected) {
+    if ((int)now == expected && card->fd < 0) {
+        char name[sizeof(card->name) + 1];
+        memcpy(name, card->name, sizeof(card->name));
+        name[sizeof(card->name)] = '\0';
         shm_unlink(name);
         bm_log_debug("every local peer mapped /dev/shm%s: removed its name", name);
     }
@@ -236,6 +294,9 @@ void bm_btl_sm_segment_destroy(struct bm_btl_sm_module *sm)
      * ENOENT of a name a peer removed is harmless). */
     if (sm->shm.addr)
         bm_util_shmseg_detach(&sm->shm);
+    if (sm->seg_fd >= 0)
+        close(sm->seg_fd);
+    sm->seg_fd = -1;
     sm->seg = NULL;
     sm->ctl = NULL;
 }
