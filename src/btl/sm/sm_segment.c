@@ -248,8 +248,8 @@ static bm_status_t sm_segment_map_fd(struct bm_btl_sm_module *sm, int rank,
     void *seg = mmap(NULL, card->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (seg == MAP_FAILED) {
-        bm_log_error("cannot map rank %d's shared-memory file %s (%llu bytes): %s", rank,
-                     path, (unsigned long long)card->size, strerror(errno));
+        bm_log_error("cannot map rank %d's shared-memory file %s (%llu bytes): %s", rank, path,
+                     (unsigned long long)card->size, strerror(errno));
         return BM_ERR_UNREACHABLE;
     }
     struct bm_btl_sm_seg_ctl *ctl = seg;

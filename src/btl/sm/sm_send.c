@@ -305,13 +305,13 @@ static bool sm_fragments_out(struct bm_btl_sm_module *sm)
 }
 
 /* A peer that never mapped our segment maps it when it first meets one of
- * our fragments (the tail of a FIFO it appends to, or a message to it), by
- * its name, which finalize removes. So finalize waits, giving back what
+ * our fragments (the tail of a FIFO it appends to, or a message to it),
+ * through our descriptor (/proc/<pid>/fd/<fd>, closed at finalize) or by the
+ * name finalize removes (sm_segment.c). So finalize waits, giving back what
  * arrives, until every fragment we sent is home, or its holder is dead, or
  * SM_DRAIN_NS passed: MPI_Finalize's barrier has every rank progressing
  * by then, so the wait is a few scheduling rounds at most. When every
- * local peer has mapped us (the name is gone already) there is nothing to
- * wait for. */
+ * local peer has mapped us there is nothing to wait for. */
 #define SM_DRAIN_NS 2000000000ull
 void bm_btl_sm_fifo_drain(struct bm_btl_sm_module *sm)
 {
