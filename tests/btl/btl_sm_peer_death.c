@@ -1,19 +1,27 @@
 /* A local peer that dies is reported, not waited for. Rank 1 forks: its
  * child opens the transports and takes part in the modex as rank 1, then
  * SIGKILLs itself, while the parent (the process bmrun watches) waits for
- * it and ends normally, so the job goes on. Rank 0 keeps sending to rank 1
- * over sm and checks that the error callback reports rank 1 as gone
- * (BM_BTL_ERROR_PEER, BM_ERR_PEER_GONE) within a few peer-check periods,
- * that every send completes exactly once with that status, and that later
- * sends fail at once. An atomic started towards rank 1 before it died
- * (never carried out: the child never calls progress) completes once with
- * the same status, and flush returns. Run with BM_BTL=self,sm and a short
- * BM_BTL_SM_PEER_CHECK_MS. */
+ * it and ends normally, so the job goes on. Two orders, chosen by the
+ * argument, each made certain by a flag file (/tmp/bm-<jobid>-peerdeath):
+ * - "mapped" (default): the child dies only after rank 0 has mapped its
+ *   segment and started an atomic towards it (never carried out: the child
+ *   never calls progress). Rank 0 keeps sending over sm and checks that the
+ *   error callback reports rank 1 as gone (BM_BTL_ERROR_PEER,
+ *   BM_ERR_PEER_GONE) within a few peer-check periods, that every send and
+ *   the atomic complete exactly once with that status, that flush returns
+ *   and that later sends fail at once.
+ * - "early": the child dies before rank 0 first uses it, so its segment
+ *   (reached through its /proc/<pid>/fd) is gone with it: the first use
+ *   fails at once with BM_ERR_PEER_GONE, reported once as the peer's death,
+ *   not as a broken path.
+ * Run with BM_BTL=self,sm and a short BM_BTL_SM_PEER_CHECK_MS. */
 #include "bm_test.h"
 #include "btl/btl.h"
 #include "runtime/rte.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -74,17 +82,40 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int child_rank1(void)
+static char flag_path[128];
+
+static void flag_raise(void)
+{
+    int fd = open(flag_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Wait up to 20 s for the flag file; whether it came. */
+static bool flag_wait(void)
+{
+    for (int i = 0; i < 20000; i++) {
+        if (access(flag_path, F_OK) == 0)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
+static int child_rank1(bool early)
 {
     if (bm_btl_base_open(NULL) != BM_OK || bm_rte_modex_fence() != BM_OK ||
         bm_btl_base_add_procs(bm_rte_self()->size) != BM_OK)
         _exit(3);
+    if (!early && !flag_wait()) /* rank 0 has mapped us */
+        _exit(5);
     raise(SIGKILL);
     _exit(4);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bool early = argc > 1 && strcmp(argv[1], "early") == 0;
     if (bm_rte_init() != BM_OK)
         return 1;
     const struct bm_rte_proc *self = bm_rte_self();
@@ -92,14 +123,19 @@ int main(void)
         fprintf(stderr, "run with 2 ranks\n");
         return 1;
     }
+    char name[96];
+    BM_CHECK_EQ_INT(bm_rte_job_name("peerdeath", name, sizeof(name)), BM_OK);
+    snprintf(flag_path, sizeof(flag_path), "/tmp/%s", name);
     if (self->rank == 1) {
         pid_t pid = fork();
         if (pid == 0)
-            return child_rank1();
+            return child_rank1(early);
         int st = 0;
         BM_CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
         BM_CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
                      "the child of rank 1 ended with status 0x%x before being killed", st);
+        if (early)
+            flag_raise(); /* the child is dead and reaped */
         /* Stay until rank 0 is done: the job must not end because of us. */
         sleep(1);
         bm_rte_finalize();
@@ -119,10 +155,36 @@ int main(void)
     BM_CHECK_STR(p->module->ops->name, "sm");
 
     uint64_t amo_result = 0;
+    if (early) {
+        BM_CHECK_MSG(flag_wait(), "rank 1's child was not reported dead");
+        BM_CHECK_EQ_INT(p->module->ops->atomic_fop(p->module, p->endpoint, &amo_result, 4096, NULL,
+                                                   NULL, BM_BTL_ATOMIC_ADD, 1, 0, 0, on_amo, NULL,
+                                                   NULL),
+                        BM_ERR_PEER_GONE);
+        for (double t = now_s(); errors == 0 && now_s() - t < 5;)
+            bm_btl_base_progress();
+        BM_CHECK_EQ_INT(errors, 1);
+        BM_CHECK_EQ_INT(error_kind, BM_BTL_ERROR_PEER);
+        BM_CHECK_EQ_INT(error_peer, 1);
+        BM_CHECK_EQ_INT(error_status, BM_ERR_PEER_GONE);
+        BM_CHECK_EQ_INT(amo_done, 0);
+        BM_CHECK_EQ_INT(
+            bm_btl_sendi(p->module, p->endpoint, "x", 1, NULL, 0, 0, 0, BM_BTL_TAG_TEST, NULL),
+            BM_ERR_PEER_GONE);
+        BM_CHECK_EQ_INT(p->module->ops->atomic_op(p->module, p->endpoint, 4096, NULL,
+                                                  BM_BTL_ATOMIC_ADD, 1, 0, 0, on_amo, NULL, NULL),
+                        BM_ERR_PEER_GONE);
+        BM_CHECK_EQ_INT(errors, 1); /* reported once */
+        unlink(flag_path);
+        bm_btl_base_close();
+        bm_rte_finalize();
+        return bm_test_summary("btl_sm_peer_death (early) rank 0");
+    }
     BM_CHECK_EQ_INT(p->module->ops->atomic_fop(p->module, p->endpoint, &amo_result, 4096, NULL,
                                                NULL, BM_BTL_ATOMIC_ADD, 1, 0, 0, on_amo, NULL,
                                                NULL),
                     BM_OK);
+    flag_raise(); /* mapped, atomic posted: rank 1's child may die now */
     int sent = 0, refused = 0;
     double start = now_s();
     while (errors == 0 && now_s() - start < 20) {
@@ -171,6 +233,7 @@ int main(void)
         bm_btl_sendi(p->module, p->endpoint, "x", 1, NULL, 0, 0, 0, BM_BTL_TAG_TEST, NULL),
         BM_ERR_PEER_GONE);
     fprintf(stderr, "rank 0: %d sends cancelled after %.2f s\n", sent, now_s() - start);
+    unlink(flag_path);
     bm_btl_base_close();
     bm_rte_finalize();
     return bm_test_summary("btl_sm_peer_death rank 0");

@@ -53,8 +53,8 @@ struct bm_btl_sm_endpoint {
      * no alignment promised). The segment is mapped from it on first use
      * (bm_btl_sm_ep_attach), unless BM_BTL_SM_FBOX_AFTER=0. */
     const void *card;
-    bool attach_failed; /* mapping it failed once: the path is down */
-    unsigned char *seg; /* the peer's segment, mapped here; NULL until first use */
+    bm_status_t attach_status; /* BM_OK, or why mapping failed (then for good) */
+    unsigned char *seg;        /* the peer's segment, mapped here; NULL until first use */
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl; /* == seg */
     int outstanding;               /* our fragments sent to it, not yet back */

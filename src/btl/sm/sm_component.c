@@ -530,20 +530,27 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
 
 bm_status_t bm_btl_sm_ep_attach_slow(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
 {
-    if (ep->attach_failed)
-        return BM_ERR_LINK_DOWN;
+    if (ep->attach_status != BM_OK)
+        return ep->attach_status;
     struct bm_btl_sm_card card;
     memcpy(&card, ep->card, sizeof(card));
-    if (sm_ep_map(sm, ep, &card) != BM_OK) { /* it said why */
-        ep->attach_failed = true;
-        if (sm->super.error_cb)
-            bm_btl_sm_peer_failed(sm, ep, BM_ERR_LINK_DOWN,
-                                  "its shared-memory segment cannot be mapped");
-        else
-            ep->failed = true;
-        return BM_ERR_LINK_DOWN;
-    }
-    return BM_OK;
+    bm_status_t rc = sm_ep_map(sm, ep, &card); /* it said why */
+    if (rc == BM_OK)
+        return BM_OK;
+    /* A peer that ended before its first use took its segment with it
+     * (peers reach it through its /proc/<pid>/fd): that is the peer's
+     * death, reported as such, not a broken path. */
+    if (rc != BM_ERR_PEER_GONE)
+        rc = BM_ERR_LINK_DOWN;
+    ep->attach_status = rc;
+    if (sm->super.error_cb)
+        bm_btl_sm_peer_failed(sm, ep, rc,
+                              rc == BM_ERR_PEER_GONE
+                                  ? "its process is gone (ended before this process first used it)"
+                                  : "its shared-memory segment cannot be mapped");
+    else
+        ep->failed = true;
+    return rc;
 }
 
 unsigned char *bm_btl_sm_base_slow(struct bm_btl_sm_module *sm, int rank)
