@@ -21,6 +21,7 @@
 #include "mpi/win.h"
 #include "pml/pml.h"
 #include "runtime/rte.h"
+#include "util/bitmap.h"
 #include "util/params.h"
 
 #include <stdarg.h>
@@ -56,8 +57,9 @@ static const struct bm_param osc_params[] = {
      offsetof(struct osc_params, btl_rdma), 0},
     {"BM_MPI_OSC_BTL_ATOMICS", BM_PARAM_BOOL, "on", 0, 0, NULL,
      "Carry out single-element fetch-and-op, compare-and-swap and accumulates on 4- and 8-byte "
-     "integers with the transport's atomic operations where it has them (sm, self); off sends "
-     "them to the target's agent.",
+     "integers with the transport's atomic operations where it has them (sm, self), and over "
+     "ofi every accumulate-family operation on such integers when the window's rule allows it "
+     "(src/mpi/README.md); off sends them to the target's agent.",
      offsetof(struct osc_params, btl_atomic), 0},
     {"BM_MPI_OSC_RNDV_LIMIT", BM_PARAM_SIZE, "128k", 1, 1LL << 40, NULL,
      "Puts and gets of at least this many contiguous bytes to a target reached by active "
@@ -498,6 +500,75 @@ static void target_paths(MPI_Win win, int r, const struct win_card2 *c)
     }
 }
 
+/* The window's rule for accumulate-family operations (MPI_Accumulate,
+ * MPI_Get_accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap) on integer
+ * elements of 8 and 4 bytes, decided here once for the whole window, as
+ * Open MPI's osc/rdma does with its BTL's atomics: a transport whose
+ * atomics need registration (ofi) is not BM_BTL_ATOMIC_F_GLOBAL (software
+ * providers apply them with plain CPU operations), so its atomics and the
+ * agent's (or a load/store path's) CPU atomics on one element could
+ * interleave. They are used only when every operation of that family on
+ * such an element goes through them: every other rank is reached by the
+ * same module with fetching atomics for the size, the window is
+ * registered with it, this process reaches its own memory through a
+ * loopback endpoint of it, and every process of the window can say the
+ * same (the caller agrees on it). Returns the sizes (bit 4, bit 8) this
+ * process can do so for, and sets the own target's endpoint and handle. */
+static unsigned acc_btl_local(MPI_Win win)
+{
+    const struct osc_params *p = params();
+    struct bm_btl_module *m0 = NULL;
+    if (!p->btl_atomic || !p->btl_rdma || win->flavor == MPI_WIN_FLAVOR_DYNAMIC || win->nranks < 2)
+        return 0;
+    for (int r = 0; r < win->nranks; r++) {
+        const struct bm_osc_target *t = &win->t[r];
+        if (r == win->rank)
+            continue;
+        if (t->path != BM_OSC_PATH_BTL || t->amo_m || !t->m || !t->rhandle ||
+            !(t->m->caps & BM_BTL_CAP_ATOMIC_FOPS) || !(t->m->caps & BM_BTL_CAP_REG_MEM) ||
+            (m0 && t->m != m0))
+            return 0;
+        m0 = t->m;
+    }
+    unsigned sizes = 0;
+    enum bm_btl_atomic_op op;
+    uint32_t flags;
+    bool fetch_only;
+    if (bm_osc_acc_btl_op(MPI_SUM, MPI_INT64_T, m0, &op, &flags, &fetch_only))
+        sizes |= 8;
+    if (bm_osc_acc_btl_op(MPI_SUM, MPI_INT32_T, m0, &op, &flags, &fetch_only))
+        sizes |= 4;
+    /* one module of that transport only: atomics of two rails on one
+     * element are not atomic with respect to each other */
+    int k = -1, same = 0;
+    for (int i = 0; i < win->nregmods; i++) {
+        same += win->regmods[i].m->ops == m0->ops;
+        if (win->regmods[i].m == m0)
+            k = i;
+    }
+    if (!sizes || k < 0 || same != 1 || !win->reg || !win->reg[k] ||
+        m0->reg_handle_size > WIN_MAX_HANDLE)
+        return 0;
+    struct bm_osc_target *self = &win->t[win->rank];
+    struct bm_btl_endpoint *ep = NULL;
+    struct bm_util_bitmap reach = {0};
+    int me = self->world;
+    if (bm_util_bitmap_init(&reach, 1) != BM_OK)
+        return 0;
+    bm_status_t rc = m0->ops->add_procs(m0, 1, &me, &ep, &reach);
+    bool ok = rc == BM_OK && ep && bm_util_bitmap_test(&reach, 0);
+    bm_util_bitmap_fini(&reach);
+    if (!ok || !(self->rhandle = calloc(1, WIN_MAX_HANDLE)))
+        return 0;
+    memcpy(self->rhandle, win->reg[k], m0->reg_handle_size);
+    self->acc_ep = ep;
+    for (int r = 0; r < win->nranks; r++)
+        if (r != win->rank)
+            win->t[r].acc_ep = win->t[r].ep;
+    win->acc_m = m0;
+    return sizes;
+}
+
 static void win_fill_targets(MPI_Win win, const struct win_card2 *c2)
 {
     for (int r = 0; r < win->nranks; r++) {
@@ -739,6 +810,18 @@ static int win_setup(MPI_Comm comm, int flavor, MPI_Aint size, int disp_unit, MP
     if (rc)
         goto err;
     win->all_shm = agreed != 0;
+    int sizes = (int)acc_btl_local(win), agreed_sizes = 0;
+    BM_OSC_UNLOCKED(
+        rc, bm_mpi_coll_allreduce(&sizes, &agreed_sizes, 1, MPI_INT, MPI_BAND, win->comm, fn));
+    if (rc)
+        goto err;
+    win->acc_btl = (unsigned)agreed_sizes;
+    if (win->acc_btl)
+        bm_log_debug("window %u: accumulate-family operations on %s%s-byte integers through %s's "
+                     "atomics",
+                     win->id, win->acc_btl & 8 ? "8" : "",
+                     win->acc_btl == 12 ? " and 4" : (win->acc_btl == 4 ? "4" : ""),
+                     win->acc_m->name);
     for (int r = 0; r < win->nranks; r++) {
         const struct bm_osc_target *t = &win->t[r];
         bm_log_debug("window %u: rank %d via %s%s%s", win->id, r,

@@ -87,7 +87,11 @@ struct bm_osc_target {
     struct bm_btl_module *amo_m;
     struct bm_btl_endpoint *amo_ep;
     uint64_t amo_sink; /* where a non-fetching atomic done as a fetching one puts its result */
-    size_t am_max;     /* data bytes one active message to it carries (0: not known yet) */
+    /* the window's accumulate-family atomics (win->acc_btl): win->acc_m's
+     * endpoint to it (this process's own: a loopback endpoint), and its
+     * registration is rhandle (this process's own: a copy of win->reg's) */
+    struct bm_btl_endpoint *acc_ep;
+    size_t am_max; /* data bytes one active message to it carries (0: not known yet) */
     /* operations in flight and to synchronise */
     int rdma_out;         /* transport put/get/atomics not called back yet */
     bool flush_due;       /* transport operations since the last bm_btl_flush to it */
@@ -197,6 +201,13 @@ struct bm_mpi_win {
     struct bm_osc_lock_wait *lock_waiters;
     uint64_t am_in_counted; /* counted active messages run here, not yet matched by a fence */
     uint32_t completes;     /* PSCW COMPLETE messages received, not yet consumed */
+
+    /* accumulate-family operations (MPI_Accumulate, MPI_Get_accumulate,
+     * MPI_Fetch_and_op, MPI_Compare_and_swap) on integer elements of these
+     * sizes (bit 4, bit 8) go, to every target and from every process, to
+     * acc_m's atomics (win.c: acc_btl_local; src/mpi/README.md) */
+    unsigned acc_btl;
+    struct bm_btl_module *acc_m;
 
     /* registration (BTL paths of modules with BM_BTL_CAP_REG_MEM) */
     int nregmods;

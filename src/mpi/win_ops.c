@@ -209,6 +209,9 @@ static int issue_putget(struct bm_osc_target *t, void *arg, struct bm_osc_req *r
 }
 
 struct amo_args {
+    struct bm_btl_module *m; /* NULL: the target's amo_m (no registration) */
+    struct bm_btl_endpoint *ep;
+    const struct bm_btl_reg_handle *rh;
     void *result; /* NULL: no fetch */
     uint64_t remote;
     enum bm_btl_atomic_op op;
@@ -217,21 +220,83 @@ struct amo_args {
     bool cswap;
 };
 
-/* Transport atomics are used only on modules that need no registration
- * (win.c: target_paths), so both handles are NULL. */
+/* Transport atomics: the target's amo_m, a module that needs no
+ * registration (win.c: target_paths; both handles NULL), or the window's
+ * acc_m (win->acc_btl) with the target's registration. */
 static int issue_amo(struct bm_osc_target *t, void *arg, struct bm_osc_req *req)
 {
     struct amo_args *a = arg;
-    struct bm_btl_module *m = t->amo_m;
+    struct bm_btl_module *m = a->m ? a->m : t->amo_m;
+    struct bm_btl_endpoint *ep = a->m ? a->ep : t->amo_ep;
     t->flush_due = true;
     if (a->cswap)
-        return bm_btl_atomic_cswap(m, t->amo_ep, a->result, a->remote, NULL, NULL, a->compare,
-                                   a->operand, a->flags, 0, bm_osc_rdma_cb, t, req);
+        return bm_btl_atomic_cswap(m, ep, a->result, a->remote, NULL, a->rh, a->compare, a->operand,
+                                   a->flags, 0, bm_osc_rdma_cb, t, req);
     if (!a->result && (m->caps & BM_BTL_CAP_ATOMIC_OPS))
-        return bm_btl_atomic_op(m, t->amo_ep, a->remote, NULL, a->op, a->operand, a->flags, 0,
+        return bm_btl_atomic_op(m, ep, a->remote, a->rh, a->op, a->operand, a->flags, 0,
                                 bm_osc_rdma_cb, t, req);
-    return bm_btl_atomic_fop(m, t->amo_ep, a->result ? a->result : &t->amo_sink, a->remote, NULL,
-                             NULL, a->op, a->operand, a->flags, 0, bm_osc_rdma_cb, t, req);
+    return bm_btl_atomic_fop(m, ep, a->result ? a->result : &t->amo_sink, a->remote, NULL, a->rh,
+                             a->op, a->operand, a->flags, 0, bm_osc_rdma_cb, t, req);
+}
+
+/* Whether accumulate-family operations on elements of basic go to the
+ * window's acc_m (win.c: acc_btl_local). */
+static bool acc_via_btl(MPI_Win win, MPI_Datatype basic)
+{
+    return win->acc_btl && basic->kind == BM_MPI_KIND_INT &&
+           (basic->size == 8 || basic->size == 4) && (win->acc_btl & (unsigned)basic->size);
+}
+
+/* One element of an accumulate-family operation through acc_m: the
+ * operation itself where the transport has it, else (MPI_PROD, the logical
+ * ops, unsigned min/max) a compare-and-swap loop: read the element, compute
+ * the new value here, swap it in if the element still holds what was read.
+ * r (may be NULL) gets the previous value. */
+static int acc_btl_elem(struct bm_osc_target *t, MPI_Op op, MPI_Datatype basic, const char *o,
+                        char *r, uint64_t remote, struct bm_osc_req *req)
+{
+    MPI_Win win = t->win;
+    size_t w = (size_t)basic->size;
+    enum bm_btl_atomic_op bop;
+    uint32_t flags;
+    bool fetch_only;
+    struct amo_args a = {.m = win->acc_m, .ep = t->acc_ep, .rh = t->rhandle, .remote = remote};
+    if (bm_osc_acc_btl_op(op, basic, win->acc_m, &bop, &flags, &fetch_only)) {
+        a.result = r;
+        a.op = bop;
+        a.flags = flags;
+        if (!fetch_only)
+            memcpy(&a.operand, o, w);
+        return rdma_run(t, issue_amo, &a, req);
+    }
+    if (!bm_osc_acc_btl_op(MPI_NO_OP, basic, win->acc_m, &bop, &flags, &fetch_only))
+        return BM_ERR_NOT_SUPPORTED; /* acc_btl_local checked the sizes */
+    uint64_t old = 0, seen = 0, next;
+    a.result = &old;
+    a.op = bop;
+    a.flags = flags;
+    int rc = rdma_run(t, issue_amo, &a, NULL);
+    for (;;) {
+        if (rc != BM_OK)
+            return rc;
+        bm_osc_wait_rdma(win, (int)(t - win->t));
+        next = old;
+        bm_osc_acc_apply(op, basic, o, &next, NULL, 1, NULL);
+        a.result = &seen;
+        a.operand = next;
+        a.compare = old;
+        a.cswap = true;
+        rc = rdma_run(t, issue_amo, &a, NULL);
+        if (rc != BM_OK)
+            return rc;
+        bm_osc_wait_rdma(win, (int)(t - win->t));
+        if (memcmp(&seen, &old, w) == 0)
+            break;
+        old = seen;
+    }
+    if (r)
+        memcpy(r, &old, w);
+    return BM_OK;
 }
 
 /* Contiguous put or get of len bytes through the transport, in pieces of
@@ -552,6 +617,7 @@ struct acc_walk {
     const char *olay;
     char *rlay;
     struct bm_osc_fetch *fetch;
+    bool btl; /* every element through the window's acc_m (acc_via_btl) */
     size_t k; /* elements done */
     /* the run being gathered: the walk reports one run per element of the
      * type (MPI_INT x 100000 is 100000 runs of one), so runs that continue
@@ -576,6 +642,18 @@ static int acc_do(int basic_id, char *addr, size_t n, ptrdiff_t stride, void *ar
     if (basic_id != (int)basic->id) {
         x->status = BM_ERR_BAD_PARAM;
         return 1;
+    }
+    if (w->btl) {
+        for (size_t i = 0; i < n; i++) {
+            int rc =
+                acc_btl_elem(x->t, a->op, basic, o ? o + i * ext : NULL, r ? r + i * ext : NULL,
+                             x->t->base + toff + (uint64_t)((ptrdiff_t)i * stride), x->req);
+            if (rc != BM_OK) {
+                x->status = rc;
+                return 1;
+            }
+        }
+        return 0;
     }
     if (x->t->path == BM_OSC_PATH_SHM) {
         _Atomic uint32_t *stripes = stripes_for(x->win, x->target);
@@ -674,11 +752,28 @@ static int accumulate(struct osc_xfer *x, size_t bytes, const char *fn)
         return bm_osc_win_error(x->win, MPI_ERR_NO_MEM, fn, "out of memory");
     }
 
+    /* the window's rule for this type: every element through acc_m */
+    bool btl = acc_via_btl(x->win, basic);
+    if (btl && x->win->acc_ordered && t->acc_channel == 1 && t->am_unsynced > 0 &&
+        (rc = bm_osc_complete(x->win, x->target, false))) {
+        free(otmp);
+        free(rtmp);
+        return bm_osc_win_error(x->win, rc, fn, "an earlier operation to rank %d failed",
+                                x->target);
+    }
+    if (btl) {
+        t->acc_channel = 2;
+        /* the transport may reorder atomics: accumulate_ordering (the
+         * default: rar, raw, war, waw) keeps this process's earlier ones
+         * first (the elements of one call are distinct locations) */
+        if (x->win->acc_ordered && t->rdma_out > 0)
+            bm_osc_wait_rdma(x->win, x->target);
+    }
     /* one element on the transport's atomics */
     enum bm_btl_atomic_op bop;
     uint32_t bflags;
     bool fetch_only;
-    if (n == 1 && rdirect && t->path != BM_OSC_PATH_SHM && t->amo_m &&
+    if (!btl && n == 1 && rdirect && t->path != BM_OSC_PATH_SHM && t->amo_m &&
         x->win->flavor != MPI_WIN_FLAVOR_DYNAMIC &&
         bm_osc_acc_btl_op(a->op, basic, t->amo_m, &bop, &bflags, &fetch_only)) {
         if (x->win->acc_ordered && t->acc_channel == 1 && t->am_unsynced > 0 &&
@@ -698,7 +793,7 @@ static int accumulate(struct osc_xfer *x, size_t bytes, const char *fn)
         rc = rdma_run(t, issue_amo, &m, x->req);
         return rc == BM_OK ? MPI_SUCCESS : osc_fail(x->win, rc, fn, x->target);
     }
-    if (t->path != BM_OSC_PATH_SHM) {
+    if (!btl && t->path != BM_OSC_PATH_SHM) {
         if (x->win->acc_ordered && t->acc_channel == 2 && t->rdma_out > 0)
             bm_osc_wait_rdma(x->win, x->target);
         t->acc_channel = 1;
@@ -720,13 +815,16 @@ static int accumulate(struct osc_xfer *x, size_t bytes, const char *fn)
                                        .n = n};
         bm_mpi_type_retain(a->rtype);
     }
-    struct acc_walk w = {.x = x, .basic = basic, .olay = olay, .rlay = rlay, .fetch = fetch};
+    struct acc_walk w = {
+        .x = x, .basic = basic, .olay = olay, .rlay = rlay, .fetch = fetch, .btl = btl};
     if (basic_layout(a->ttype, (size_t)a->tcount, basic))
         acc_do(basic->id, (char *)(intptr_t)a->ttype->dt->pdisp, n, (ptrdiff_t)ext, &w);
     else if (bm_util_dtype_walk(a->ttype->dt, NULL, (size_t)a->tcount, acc_run, &w) == 0 &&
              w.pn > 0)
         acc_do(w.pbasic, w.paddr, w.pn, w.pstride, &w);
     free(otmp);
+    if (fetch && btl)
+        bm_osc_wait_rdma(x->win, x->target); /* the results, before they are unpacked */
     if (fetch)
         bm_osc_fetch_release(fetch);
     return MPI_SUCCESS;
@@ -1065,7 +1163,8 @@ static bool fop_shm_fast(const void *origin_addr, void *result_addr, MPI_Datatyp
     struct bm_osc_target *t = &win->t[target_rank];
     if (t->path != BM_OSC_PATH_SHM || !t->shm || !dt || dt->magic != BM_MPI_MAGIC_DATATYPE ||
         !dt->predefined || dt->basic != dt || !op || op->magic != BM_MPI_MAGIC_OP ||
-        !op->predefined || (!origin_addr && op != MPI_NO_OP) || !bm_mpi_op_supports(op, dt))
+        !op->predefined || (!origin_addr && op != MPI_NO_OP) || !bm_mpi_op_supports(op, dt) ||
+        acc_via_btl(win, dt))
         return false;
     if (win->access != BM_OSC_ACCESS_FENCE && t->lock == BM_OSC_LOCK_NONE)
         return false;
@@ -1150,6 +1249,32 @@ static int compare_and_swap_body(const void *origin_addr, const void *compare_ad
                                     "displacement %ld is outside rank %d's window",
                                     (long)target_disp, target_rank);
         off = (uint64_t)target_disp * unit;
+    }
+    if (acc_via_btl(win, datatype)) {
+        if (win->acc_ordered && t->acc_channel == 1 && t->am_unsynced > 0 &&
+            (rc = bm_osc_complete(win, target_rank, false)))
+            return bm_osc_win_error(win, rc, fn, "an earlier operation to rank %d failed",
+                                    target_rank);
+        t->acc_channel = 2;
+        if (win->acc_ordered && t->rdma_out > 0)
+            bm_osc_wait_rdma(win, target_rank); /* as in accumulate */
+        enum bm_btl_atomic_op cop;
+        uint32_t cflags;
+        bool cfetch;
+        if (!bm_osc_acc_btl_op(MPI_REPLACE, datatype, win->acc_m, &cop, &cflags, &cfetch))
+            return bm_osc_win_error(win, MPI_ERR_INTERN, fn, "%s has no %s atomics",
+                                    win->acc_m->name, datatype->name);
+        struct amo_args m = {.m = win->acc_m,
+                             .ep = t->acc_ep,
+                             .rh = t->rhandle,
+                             .result = result_addr,
+                             .remote = t->base + off,
+                             .flags = cflags,
+                             .cswap = true};
+        memcpy(&m.operand, origin_addr, w);
+        memcpy(&m.compare, compare_addr, w);
+        rc = rdma_run(t, issue_amo, &m, NULL);
+        return rc == BM_OK ? MPI_SUCCESS : osc_fail(win, rc, fn, target_rank);
     }
     if (t->path == BM_OSC_PATH_SHM) {
         char *p = shm_ptr(win, t, off, w);

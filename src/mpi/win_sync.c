@@ -50,6 +50,8 @@ static void flush_target(struct bm_osc_target *t)
         bm_pml_rma_flush(&(struct bm_pml_rma_path){t->m, t->ep});
     if (t->amo_m && t->amo_m != t->m)
         bm_pml_rma_flush(&(struct bm_pml_rma_path){t->amo_m, t->amo_ep});
+    if (t->win->acc_btl && t->acc_ep && t->acc_ep != t->ep)
+        bm_pml_rma_flush(&(struct bm_pml_rma_path){t->win->acc_m, t->acc_ep});
 }
 
 void bm_osc_wait_rdma(MPI_Win win, int target)

@@ -171,11 +171,12 @@ if(TARGET osc_fence)
 endif()
 
 # One-sided MPI over ofi alone (BM_BTL=self,ofi): windows registered with
-# ofi, put and get by libfabric RMA, accumulates and atomics through the
+# ofi, put and get by libfabric RMA, accumulates and atomics on 8/4-byte
+# integers by ofi's atomics (the window's rule), the rest through the
 # target's agent over ofi messages (src/mpi/README.md says which path each
 # operation takes), every byte verified by the programs of tests/mpi. Each
 # rank prints ofi's counters: a rank whose line says rma=0 did no libfabric
-# put or get, and the test fails (osc_atomic's last rank only takes them).
+# put or get, and the test fails (osc_atomic: amos=0, no libfabric atomic).
 foreach(run osc_fence:3:allocate osc_fence:2:create osc_lock:3:create osc_lock:2:allocate
             osc_atomic:4:allocate osc_pscw:3:create osc_dtype:2:allocate osc_windows:2:any)
     string(REPLACE ":" ";" f ${run})
@@ -184,11 +185,26 @@ foreach(run osc_fence:3:allocate osc_fence:2:create osc_lock:3:create osc_lock:2
     list(GET f 2 flavour)
     if(TARGET ${prog})
         set(name ${prog}_ofi_${flavour}_np${np})
+        # osc_fence and osc_pscw accumulate arrays of up to thousands of
+        # int32: by the window's rule one ofi atomic per element (dev 0.9 ->
+        # 5.9 s, ASan 1.5 -> 9.7 s for osc_fence); they keep testing the
+        # agent path over ofi, osc_atomic tests the rule
+        set(env "")
+        if(prog STREQUAL "osc_fence" OR prog STREQUAL "osc_pscw")
+            set(env BM_MPI_OSC_BTL_ATOMICS=off)
+        endif()
         bm_add_mpi_test(${name} TARGET ${prog} NP ${np} BTL self,ofi
             TIMEOUT 120 LABELS mpi osc btl ARGS ${flavour}
-            ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_STATS=1)
+            ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_STATS=1 ${env})
         if(NOT prog STREQUAL "osc_atomic")
             set_tests_properties(${name} PROPERTIES FAIL_REGULAR_EXPRESSION " rma=0 ")
+        else()
+            # every rank's accumulates go to ofi's atomics (the window's rule)
+            set_tests_properties(${name} PROPERTIES FAIL_REGULAR_EXPRESSION " amos=0 ")
         endif()
     endif()
 endforeach()
+# Not over sockets (which applies atomics from its own thread; the rule's
+# osc_atomic passes there, 4/4 by hand): sockets loses a message at finalize
+# now and then with or without the rule (1 of 4 runs with
+# BM_MPI_OSC_BTL_ATOMICS=off, src/btl/ofi/README.md "Not done").

@@ -307,6 +307,40 @@ static void test_cas_mutex(struct osc_win *w)
                  rank, (long long)count, rounds * nranks);
 }
 
+/* MPI_Accumulate, MPI_Fetch_and_op and MPI_Get_accumulate (two elements)
+ * on the same int64 elements of rank 0 from every rank at once: the sums
+ * must come out exact, whichever path each operation takes (over ofi all
+ * of them go to the transport's atomics or none does: the window's rule),
+ * and each rank's own operations on an element stay in order (the default
+ * accumulate_ordering). */
+static void test_mixed(struct osc_win *w)
+{
+    const int rounds = 20;
+    MPI_Barrier(MPI_COMM_WORLD); /* the last test's final reads are done */
+    zero_target(w, 64, NULL);
+    MPI_Win_lock_all(0, w->win);
+    for (int i = 0; i < rounds; i++) {
+        int64_t one[2] = {1, 1}, prev = -1, prev2[2] = {-1, -1};
+        MPI_Accumulate(one, 1, MPI_INT64_T, 0, osc_disp(w, 0, 16), 1, MPI_INT64_T, MPI_SUM, w->win);
+        MPI_Fetch_and_op(one, &prev, MPI_INT64_T, 0, osc_disp(w, 0, 16), MPI_SUM, w->win);
+        MPI_Get_accumulate(one, 2, MPI_INT64_T, prev2, 2, MPI_INT64_T, 0, osc_disp(w, 0, 16), 2,
+                           MPI_INT64_T, MPI_SUM, w->win);
+        MPI_Win_flush(0, w->win);
+        BM_CHECK_MSG(prev >= 0 && prev2[0] > prev && prev2[1] >= 0,
+                     "rank %d: round %d fetched %lld, then %lld %lld", rank, i, (long long)prev,
+                     (long long)prev2[0], (long long)prev2[1]);
+    }
+    MPI_Win_unlock_all(w->win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int64_t v[2] = {-1, -1};
+    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, w->win);
+    MPI_Get(v, 2, MPI_INT64_T, 0, osc_disp(w, 0, 16), 2, MPI_INT64_T, w->win);
+    MPI_Win_unlock(0, w->win);
+    BM_CHECK_MSG(v[0] == 3 * rounds * nranks && v[1] == rounds * nranks,
+                 "rank %d: mixed accumulates gave %lld %lld, expected %d %d", rank, (long long)v[0],
+                 (long long)v[1], 3 * rounds * nranks, rounds * nranks);
+}
+
 int main(int argc, char **argv)
 {
     struct osc_win w;
@@ -320,5 +354,6 @@ int main(int argc, char **argv)
     bm_test_current = "counter double";
     test_counter(&w, MPI_DOUBLE);
     BM_RUN_W(test_cas_mutex);
+    BM_RUN_W(test_mixed);
     return osc_test_end(&w, "osc_atomic");
 }
