@@ -27,8 +27,8 @@ foreach(scenario kinds:90 outage:120 abort:90 lossy:90 linkdown:90)
         SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 endforeach()
 
-# Adaptive striping (src/pml/stripe.c): two tcp rails, one losing 5% of
-# its segments; run static and adaptive, the clean rail must carry >= 75%
+# Adaptive striping (src/pml/stripe.c): two unshaped dgram rails, one losing 5% of
+# its datagrams; run static and adaptive, the clean rail must carry >= 75%
 # of the bytes and the total rate must not fall below the static split's.
 if(TARGET bmrun)
     add_executable(stripe_stream ${CMAKE_CURRENT_LIST_DIR}/stripe_stream.c)

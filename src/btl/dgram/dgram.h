@@ -295,7 +295,11 @@ struct bm_btl_dgram_endpoint {
     uint64_t nh_key[BM_DGRAM_NH_WORDS]; /* and its NH key (dgram_mac.c), with auth on */
     int local_err; /* errno of a send to it that failed locally (ENETUNREACH...), 0: none */
     struct bm_btl_path_stats pstats; /* the stats operation's counters (btl.h) */
-    char peer_desc[96];              /* "rank 3 (10.250.1.2)" for messages */
+    /* Resends of the sweep after a retransmit timeout (rto_recovery_resend):
+     * wire units, but not units taken for lost one by one, so not in
+     * pstats.units_resent (dgram_stats.c). */
+    uint64_t units_swept;
+    char peer_desc[96]; /* "rank 3 (10.250.1.2)" for messages */
 
     int state;
     /* send side */

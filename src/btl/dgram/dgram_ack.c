@@ -319,7 +319,7 @@ static void rto_recovery_resend(struct bm_btl_dgram_endpoint *ep, uint32_t k)
         seg->state = BM_DGRAM_SEG_RESEND;
         bm_util_list_push_back(&m->resend, &seg->link);
         m->stats.resends_rto_recovery++;
-        ep->pstats.units_resent++;
+        ep->units_swept++; /* not evidence of loss: see the stats operation */
         budget--;
     }
     if (!bm_dgram_seq_lt(ep->snd_una, ep->rto_mark) ||
