@@ -176,7 +176,9 @@ static inline struct bm_btl_sm_frag_hdr *bm_btl_sm_resolve(void *ctx, bm_btl_sm_
 
 /* Map ep's segment and connect the fast boxes and the doorbell, if not
  * done yet. BM_OK, or (once the mapping failed) the path is reported
- * failed and BM_ERR_LINK_DOWN returned, now and for every later call. */
+ * failed and the reason returned, now and for every later call:
+ * BM_ERR_PEER_GONE when the peer ended before its first use (its segment
+ * left with it), BM_ERR_LINK_DOWN otherwise. */
 bm_status_t bm_btl_sm_ep_attach_slow(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
 static inline bm_status_t bm_btl_sm_ep_attach(struct bm_btl_sm_module *sm,
                                               struct bm_btl_sm_endpoint *ep)
