@@ -251,6 +251,10 @@ bool bm_btl_sm_fbox_lazy_supported(void);
  * error callback, then complete every fragment still sent to it with status. */
 void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int status,
                            const char *what);
+/* Whether pid has ended: gone, or a zombie not yet reaped by its parent.
+ * The one "is this peer dead" test of sm (peer checks, finalize drain,
+ * first mapping). */
+bool bm_btl_sm_process_ended(pid_t pid);
 /* Called by idle progress calls while fragments are out: now and then,
  * looks for peers whose process is gone and releases quarantined fragments.
  * Returns the number of completions it caused. */

@@ -2,7 +2,7 @@
  * sent it; without a check, a sender would wait for them forever. While
  * fragments are out and nothing arrives, progress looks every
  * BM_BTL_SM_PEER_CHECK_MS whether each peer holding our fragments still
- * exists (kill(pid, 0) fails with ESRCH once it is gone). A dead peer is
+ * exists (bm_btl_sm_process_ended: gone, or a zombie). A dead peer is
  * reported through the error callback (BM_BTL_ERROR_PEER with
  * BM_ERR_PEER_GONE, so the PML can fail over or end the job with a clear
  * message), and then every fragment still sent to it completes with that
@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #define SM_QUARANTINE_NS 1000000000ull
 
@@ -85,6 +86,25 @@ static void sm_quarantine_release(struct bm_btl_sm_module *sm, uint64_t now)
     }
 }
 
+/* A zombie counts as ended: it reads nothing more, and its /proc/<pid>/fd
+ * is already empty, though kill(pid, 0) still succeeds until its parent
+ * reaps it (a foreign launcher may be slow to). */
+bool bm_btl_sm_process_ended(pid_t pid)
+{
+    if (kill(pid, 0) != 0)
+        return errno == ESRCH;
+    char path[64], buf[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return errno == ENOENT;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm)
 {
     if (sm->config.peer_check_ms <= 0)
@@ -98,7 +118,7 @@ int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm)
         struct bm_btl_sm_endpoint *ep = sm->eps[r];
         if (!ep || ep->failed || ep->outstanding == 0)
             continue;
-        if (kill(ep->pid, 0) != 0 && errno == ESRCH)
+        if (bm_btl_sm_process_ended(ep->pid))
             bm_btl_sm_peer_failed(sm, ep, BM_ERR_PEER_GONE, "its process is gone");
     }
     if (sm->nquarantined > 0)

@@ -194,24 +194,6 @@ static bm_status_t sm_segment_map_fd(struct bm_btl_sm_module *sm, int rank,
                                      const struct bm_btl_sm_card *card,
                                      struct bm_btl_sm_endpoint *ep, int fd, const char *path);
 
-/* Whether pid has ended: gone, or a zombie not yet reaped by its parent
- * (whose /proc/<pid>/fd is already empty). */
-static bool sm_process_ended(pid_t pid)
-{
-    if (kill(pid, 0) != 0)
-        return errno == ESRCH;
-    char path[64], buf[256];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return errno == ENOENT;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
-}
-
 bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
                                      const struct bm_btl_sm_card *card,
                                      struct bm_btl_sm_endpoint *ep)
@@ -225,7 +207,7 @@ bm_status_t bm_btl_sm_segment_attach(struct bm_btl_sm_module *sm, int rank,
         snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", card->pid, card->fd);
         int fd = open(proc, O_RDWR | O_CLOEXEC);
         int open_errno = errno;
-        if (fd < 0 && sm_process_ended((pid_t)card->pid)) {
+        if (fd < 0 && bm_btl_sm_process_ended((pid_t)card->pid)) {
             bm_log_debug("rank %d's process %d has ended: its segment is gone with it", rank,
                          (int)card->pid);
             return BM_ERR_PEER_GONE;

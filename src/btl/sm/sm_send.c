@@ -12,9 +12,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#include <errno.h>
 #include <sched.h>
-#include <signal.h>
 #include <string.h>
 
 static inline struct bm_btl_sm_module *sm_mod(struct bm_btl_module *m)
@@ -298,7 +296,7 @@ static bool sm_fragments_out(struct bm_btl_sm_module *sm)
         return false;
     for (int r = 0; r < sm->nprocs; r++) {
         struct bm_btl_sm_endpoint *ep = sm->all_eps[r];
-        if (ep && ep->outstanding > 0 && !ep->failed && !(kill(ep->pid, 0) != 0 && errno == ESRCH))
+        if (ep && ep->outstanding > 0 && !ep->failed && !bm_btl_sm_process_ended(ep->pid))
             return true;
     }
     return false;
