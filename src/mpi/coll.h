@@ -55,6 +55,8 @@ enum bm_mpi_coll_kind {
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \
     X(ALLREDUCE_HIER, "allreduce.hier")                                                            \
+    X(GATHER_HIER, "gather.hier")                                                                  \
+    X(ALLGATHER_HIER, "allgather.hier")                                                            \
     X(BCAST_BINOMIAL, "bcast.binomial")                                                            \
     X(BCAST_SCATTER_ALLGATHER, "bcast.scatter_allgather")                                          \
     X(BCAST_PIPELINE, "bcast.pipeline")                                                            \
@@ -162,7 +164,8 @@ struct bm_mpi_coll_comm {
 bool bm_coll_hier_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn);
 /* Every host holds a contiguous range of ranks (reductions keep rank order). */
 bool bm_coll_hier_keeps_order(const struct bm_mpi_coll_comm *cc);
-/* Run a blocking barrier, bcast, reduce or allreduce in three phases. */
+/* Run a blocking barrier, bcast, reduce, allreduce, gather or allgather in
+ * three phases. */
 int bm_coll_hier_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
                      int alg, const char *fn);
 void bm_coll_hier_release(struct bm_mpi_coll_comm *cc);

@@ -2,8 +2,8 @@
  * several ranks on some of them: a node communicator per host (its ranks
  * in communicator order; its first rank is the host's leader) and a leaders
  * communicator (one rank per host, in the order of their ranks), made at
- * the first eligible blocking call. A barrier, bcast, reduce or allreduce
- * then runs in three phases: inside each host (on the node communicator,
+ * the first eligible blocking call. A barrier, bcast, reduce, allreduce,
+ * gather or allgather then runs in three phases: inside each host (on the node communicator,
  * which takes the shared-memory path when its ranks share memory), among
  * the leaders (the point-to-point algorithms over the network), and inside
  * each host again, so each byte crosses the network once per host instead
@@ -14,7 +14,15 @@
  *   - reduce: a reduce to each leader, among the leaders to the root's
  *     leader, which hands the result to the root if it is another rank;
  *   - allreduce: a reduce to each leader, an allreduce among the leaders,
- *     a bcast in each host.
+ *     a bcast in each host;
+ *   - gather, allgather: every rank's block, packed, gathered on its
+ *     leader in node order, so a leader holds its host's blocks at their
+ *     place in host order (hosts in the leaders' order, each host's ranks
+ *     in rank order); a gatherv to the root's leader or an allgatherv among
+ *     the leaders completes that host-order buffer; it is unpacked into
+ *     rank order (hosts may hold ranks that are not contiguous: 0 2 4 on
+ *     one, 1 3 5 on the other) by the root, or by every leader, which then
+ *     broadcasts the result in its host.
  * Reductions combine a host's ranks first, so they keep rank order only
  * when every host holds a contiguous range of ranks; a non-commutative
  * operation on any other placement runs the flat algorithm. Nonblocking and
@@ -32,7 +40,10 @@ struct bm_coll_hier {
     MPI_Comm leaders; /* one rank per host (MPI_COMM_NULL on the others) */
     int *host_of;     /* per rank of the communicator: index of its host (leaders order) */
     int *node_rank;   /* per rank: its rank in its node communicator */
-    bool contiguous;  /* every host holds a contiguous range of ranks */
+    int nhosts;
+    int *host_count; /* per host: its ranks */
+    int *host_start; /* per host: ranks of the hosts before it (host order) */
+    bool contiguous; /* every host holds a contiguous range of ranks */
 };
 
 /* Hosts in the order of their first rank; per rank its host index and its
@@ -44,7 +55,8 @@ static int map_hosts(MPI_Comm comm, struct bm_coll_hier *h, int **first_out)
 
     h->host_of = malloc(sizeof(int) * (size_t)n);
     h->node_rank = malloc(sizeof(int) * (size_t)n);
-    if (!first || !count || !h->host_of || !h->node_rank) {
+    h->host_start = malloc(sizeof(int) * (size_t)n);
+    if (!first || !count || !h->host_of || !h->node_rank || !h->host_start) {
         free(first);
         free(count);
         return 0;
@@ -62,7 +74,10 @@ static int map_hosts(MPI_Comm comm, struct bm_coll_hier *h, int **first_out)
         h->host_of[r] = k;
         h->node_rank[r] = count[k]++;
     }
-    free(count);
+    for (int k = 0, at = 0; k < nhosts; at += count[k++])
+        h->host_start[k] = at;
+    h->host_count = count;
+    h->nhosts = nhosts;
     *first_out = first;
     return nhosts;
 }
@@ -95,6 +110,8 @@ static void hier_free(struct bm_coll_hier *h)
         bm_mpi_comm_free_handle(h->leaders);
     free(h->host_of);
     free(h->node_rank);
+    free(h->host_count);
+    free(h->host_start);
     free(h);
 }
 
@@ -272,6 +289,102 @@ out:
     return rc;
 }
 
+/* Gather or allgather (uniform blocks, any types: blocks travel packed). */
+static int gathering(MPI_Comm comm, const struct bm_coll_hier *h, const struct bm_mpi_coll_args *a,
+                     const char *fn)
+{
+    bool all = a->kind == BM_COLL_ALLGATHER, leader = h->leaders != MPI_COMM_NULL;
+    int me = comm->rank, n = comm->size, host = h->host_of[me], rc = MPI_SUCCESS;
+    int root_host = all ? -1 : h->host_of[a->root], nh = h->nhosts;
+    bool at_root = !all && me == a->root, unpacks = all ? leader : at_root;
+    /* packed bytes of one block, the same everywhere (MPI requires it) */
+    size_t blk = a->stype ? bm_mpi_type_packed_bytes(a->stype, (size_t)a->scount)
+                          : bm_mpi_type_packed_bytes(a->rtype, (size_t)a->rcount);
+    size_t tbytes = (size_t)n * blk + blk, tsize = tbytes ? tbytes : 1;
+    int *counts = NULL, *displs = NULL;
+    char *tmp;
+
+    if (blk == 0)
+        return MPI_SUCCESS; /* nothing moves: every rank returns alike */
+    /* [n blocks in host order][this rank's packed block] */
+    tmp = bm_mpi_scratch_get(tsize);
+    counts = malloc(sizeof(int) * 2 * (size_t)nh);
+    if (tmp == NULL || counts == NULL) {
+        rc = bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate %zu bytes", tbytes);
+        goto out;
+    }
+    displs = counts + nh;
+    char *full = tmp, *mine = tmp + (size_t)n * blk;
+    MPI_Aint bext = (MPI_Aint)a->rcount * (a->rtype ? a->rtype->extent : 0);
+    if (a->sbuf == MPI_IN_PLACE)
+        bm_mpi_type_pack(a->rtype, (const char *)a->rbuf + (MPI_Aint)me * bext, (size_t)a->rcount,
+                         0, mine, blk);
+    else
+        bm_mpi_type_pack(a->stype, a->sbuf, (size_t)a->scount, 0, mine, blk);
+    /* 1: the host's blocks on its leader, at their place in host order */
+    struct bm_mpi_coll_args g = {
+        .kind = BM_COLL_GATHER, .sbuf = mine, .scount = (int)blk, .stype = MPI_BYTE, .root = 0};
+    if (leader) {
+        g.rbuf = full + (size_t)h->host_start[host] * blk;
+        g.rcount = (int)blk;
+        g.rtype = MPI_BYTE;
+    }
+    if ((rc = sub(h->node, g, fn)))
+        goto out;
+    /* 2: among the leaders, in host order */
+    if (leader) {
+        for (int k = 0; k < nh; k++) {
+            counts[k] = h->host_count[k] * (int)blk;
+            displs[k] = h->host_start[k] * (int)blk;
+        }
+        struct bm_mpi_coll_args l = {.kind = all ? BM_COLL_ALLGATHERV : BM_COLL_GATHERV,
+                                     .sbuf = MPI_IN_PLACE,
+                                     .rbuf = full,
+                                     .rcounts = counts,
+                                     .rdispls = displs,
+                                     .rtype = MPI_BYTE,
+                                     .root = root_host};
+        if (!all && host != root_host) {
+            l = (struct bm_mpi_coll_args){.kind = BM_COLL_GATHERV,
+                                          .sbuf = full + (size_t)h->host_start[host] * blk,
+                                          .scount = counts[host],
+                                          .stype = MPI_BYTE,
+                                          .root = root_host};
+        }
+        if ((rc = sub(h->leaders, l, fn)))
+            goto out;
+    }
+    /* gather: the root's leader hands the blocks to the root when they
+     * differ (point-to-point on the node communicator, as reduce does) */
+    if (!all && host == root_host && h->node_rank[a->root] != 0) {
+        if (leader)
+            rc = PMPI_Send(full, n * (int)blk, MPI_BYTE, h->node_rank[a->root], 0, h->node);
+        else if (at_root)
+            rc = PMPI_Recv(full, n * (int)blk, MPI_BYTE, 0, 0, h->node, MPI_STATUS_IGNORE);
+        if (rc)
+            goto out;
+    }
+    /* 3: host order to rank order */
+    if (unpacks)
+        for (int r = 0; r < n; r++)
+            bm_mpi_type_unpack(
+                a->rtype, (char *)a->rbuf + (MPI_Aint)r * bext, (size_t)a->rcount, 0,
+                full + (size_t)(h->host_start[h->host_of[r]] + h->node_rank[r]) * blk, blk);
+    if (all) {
+        struct bm_mpi_coll_args b = {.kind = BM_COLL_BCAST,
+                                     .rbuf = a->rbuf,
+                                     .rcount = n * a->rcount,
+                                     .rtype = a->rtype,
+                                     .root = 0};
+        rc = sub(h->node, b, fn);
+    }
+out:
+    free(counts);
+    if (tmp)
+        bm_mpi_scratch_put(tmp, tsize);
+    return rc;
+}
+
 int bm_coll_hier_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
                      int alg, const char *fn)
 {
@@ -281,6 +394,9 @@ int bm_coll_hier_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm
         return barrier(cc->hier, fn);
     case BM_COLL_BCAST:
         return bcast(comm, cc->hier, a, fn);
+    case BM_COLL_GATHER:
+    case BM_COLL_ALLGATHER:
+        return gathering(comm, cc->hier, a, fn);
     default:
         return reduction(comm, cc->hier, a, fn);
     }

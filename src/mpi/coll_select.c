@@ -12,7 +12,7 @@
  * segment (barrier, bcast, reduce, allreduce, gather, scatter, allgather,
  * alltoall whose data per slot fits BM_MPI_COLL_SM_SLOT: sm_alg), and on a
  * communicator over several hosts the hierarchy (barrier, bcast, reduce,
- * allreduce: hier_alg); the table below is for the rest.
+ * allreduce, gather, allgather: hier_alg); the table below is for the rest.
  *   barrier         dissemination
  *   bcast           binomial below BCAST_LARGE or p <= 2; scatter_allgather above
  *                   (binomial on an oversubscribed host: crowded)
@@ -770,9 +770,10 @@ static const struct local_algs local_algs[] = {
      offsetof(struct bm_mpi_coll_config, reduce_alg)},
     {BM_COLL_ALLREDUCE, 5, BM_ALG_ALLREDUCE_SM, BM_ALG_ALLREDUCE_HIER,
      offsetof(struct bm_mpi_coll_config, allreduce_alg)},
-    {BM_COLL_GATHER, 4, BM_ALG_GATHER_SM, -1, offsetof(struct bm_mpi_coll_config, gather_alg)},
+    {BM_COLL_GATHER, 4, BM_ALG_GATHER_SM, BM_ALG_GATHER_HIER,
+     offsetof(struct bm_mpi_coll_config, gather_alg)},
     {BM_COLL_SCATTER, 4, BM_ALG_SCATTER_SM, -1, offsetof(struct bm_mpi_coll_config, scatter_alg)},
-    {BM_COLL_ALLGATHER, 5, BM_ALG_ALLGATHER_SM, -1,
+    {BM_COLL_ALLGATHER, 5, BM_ALG_ALLGATHER_SM, BM_ALG_ALLGATHER_HIER,
      offsetof(struct bm_mpi_coll_config, allgather_alg)},
     {BM_COLL_ALLTOALL, 5, BM_ALG_ALLTOALL_SM, -1,
      offsetof(struct bm_mpi_coll_config, alltoall_alg)},
@@ -854,6 +855,12 @@ static int hier_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char 
         !bm_coll_hier_ready(comm, cc, fn))
         return -1;
     if (a->op && !a->op->commutative && !bm_coll_hier_keeps_order(cc))
+        return -1;
+    /* gather, allgather: all blocks, packed, in one int-counted message */
+    if ((a->kind == BM_COLL_GATHER || a->kind == BM_COLL_ALLGATHER) &&
+        (size_t)comm->size * (a->stype ? bm_mpi_type_packed_bytes(a->stype, (size_t)a->scount)
+                                       : bm_mpi_type_packed_bytes(a->rtype, (size_t)a->rcount)) >
+            INT_MAX)
         return -1;
     return l->hier;
 }

@@ -1,17 +1,19 @@
 #!/bin/bash
 # Hierarchical collectives across hosts: network namespaces on one bridge
 # stand for hosts, two ranks each, and coll_check runs its matrix of
-# barrier, bcast, reduce and allreduce (three forms, in place, zero counts,
-# derived types, user operations, against its naive reference) on
-# MPI_COMM_WORLD and on a communicator of the odd ranks in reverse order.
+# barrier, bcast, reduce, allreduce, gather and allgather (three forms, in
+# place, zero counts, derived types, user operations, against its naive
+# reference) on MPI_COMM_WORLD and on a communicator of the odd ranks in
+# reverse order.
 #   - 2 hosts x 2 ranks, by slot: hosts hold contiguous ranks, so every
 #     reduction (non-commutative ones too) may take the hierarchy;
 #   - 4 hosts x 2 ranks, --map-by node: ranks dealt round the hosts (not
 #     contiguous), so non-commutative reductions must fall back to the flat
-#     algorithms while the others keep the hierarchy.
+#     algorithms while the others keep the hierarchy, and gather and
+#     allgather must put the blocks of a host's scattered ranks in place.
 # BM_TEST_COLL_EXPECT makes coll_check fail when barrier.hier, bcast.hier,
-# reduce.hier or allreduce.hier never ran. Needs root and ip netns;
-# otherwise skipped (exit 77).
+# reduce.hier, allreduce.hier, gather.hier or allgather.hier never ran.
+# Needs root and ip netns; otherwise skipped (exit 77).
 # Usage: coll_hier.sh BMRUN COLL_CHECK
 set -u
 BMRUN=$1 CHECK=$2
@@ -47,8 +49,9 @@ run() {
     shift 3
     hosts=$(printf '%s:2,' "$@")
     # The namespaces share this machine's cores: waiting ranks yield.
-    BM_PML_IDLE_YIELD=64 BM_TEST_COLL_ONLY=MPI_Barrier,MPI_Bcast,MPI_Reduce,MPI_Allreduce \
-        BM_TEST_COLL_EXPECT=barrier.hier,bcast.hier,reduce.hier,allreduce.hier \
+    local only=MPI_Barrier,MPI_Bcast,MPI_Reduce,MPI_Allreduce,MPI_Gather,MPI_Allgather
+    local expect=barrier.hier,bcast.hier,reduce.hier,allreduce.hier,gather.hier,allgather.hier
+    BM_PML_IDLE_YIELD=64 BM_TEST_COLL_ONLY=$only BM_TEST_COLL_EXPECT=$expect \
         ip netns exec "$1" "$BMRUN" -n "$np" --host "${hosts%,}" $map \
         --launch-agent 'ip netns exec {host}' --timeout 200 "$CHECK" --quick \
         >"$T/$name.out" 2>"$T/$name.err"
