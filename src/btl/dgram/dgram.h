@@ -67,6 +67,10 @@ struct bm_btl_dgram_config {
 #define BM_DGRAM_NH_BLOCK 512
 #define BM_DGRAM_NH_WORDS (BM_DGRAM_NH_BLOCK / 8)
 
+/* prepare_src references the caller's data from this size on (eager
+ * sends, all below it, are copied: the PML completes them at once). */
+#define BM_DGRAM_INPLACE_MIN (64u << 10)
+
 /* ---- statistics ------------------------------------------------------- */
 
 #define BM_BTL_DGRAM_STATS_MAP(X)                                                                  \
@@ -132,7 +136,7 @@ struct bm_btl_dgram_addr {
     uint32_t speed_mbps; /* link speed (pairing weight) */
     uint8_t index;       /* module index in the publisher's entry */
     uint8_t wire;        /* BM_DGRAM_WIRE_* */
-    uint16_t reserved;
+    uint16_t rcvbuf_64k; /* the data channel's receive buffer, 64 KiB units (0: unknown) */
     uint8_t mac_key[16]; /* key of the MACs of datagrams sent to this module (dgram_proto.h);
                           * zeros when the job's key is used (job_keyed) */
     char ifname[IF_NAMESIZE];
@@ -232,7 +236,12 @@ struct bm_btl_dgram_frag {
     uint8_t *buf; /* owned storage (header reserve + data) */
     size_t cap;
     const uint8_t *data; /* bytes to send (buf, or registered memory for GET_DATA) */
-    size_t len;
+    size_t len;          /* all of them: data's, then data1's */
+    /* A send whose payload stays in the caller's memory (prepare_src,
+     * BM_BTL_CAP_SEND_INPLACE): data holds the first len0 bytes (the
+     * caller's header), data1 the rest; NULL: data holds all len bytes. */
+    const uint8_t *data1;
+    size_t len0;
     size_t next_off;   /* bytes already cut into segments */
     uint32_t frag_id;  /* chunked fragments, GET request id */
     uint32_t segs_out; /* segments posted and not yet ACKed */
@@ -304,7 +313,10 @@ struct bm_btl_dgram_endpoint {
     int state;
     /* send side */
     uint16_t snd_session;
-    uint16_t snd_next;             /* next sequence number to assign */
+    uint16_t snd_next; /* next sequence number to assign */
+    /* Segments in flight at most, from the peer's receive buffer (bm_btl_dgram_flight_cap):
+     * more overflow it, and every overflow is a loss to recover */
+    uint32_t flight_max;
     uint16_t snd_una;              /* oldest not yet ACKed */
     struct bm_btl_dgram_seg **win; /* window slots, indexed seq % window */
     uint32_t next_frag_id;
@@ -515,6 +527,9 @@ bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer
                                          struct bm_btl_dgram_endpoint **ep_out);
 void bm_btl_dgram_endpoint_destroy(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_check_ready(struct bm_btl_dgram_endpoint *ep);
+/* Set ep->flight_max from the peer's receive buffer (rcvbuf bytes, 0:
+ * unknown) and ep's datagram size. */
+void bm_btl_dgram_flight_cap(struct bm_btl_dgram_endpoint *ep, size_t rcvbuf);
 void bm_btl_dgram_endpoint_fail(struct bm_btl_dgram_endpoint *ep, const char *why);
 /* The wire saw a send to `to` on channel ch fail with a local error that
  * says the peer cannot be reached from here now (ENETUNREACH, ENETDOWN,
@@ -608,11 +623,14 @@ void bm_btl_dgram_seg_acked(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgra
 /* A loss was detected on ep: cut the congestion window (once per round trip). */
 void bm_btl_dgram_cwnd_loss(struct bm_btl_dgram_endpoint *ep);
 
-/* Room in the send window: the smaller of the window and the congestion window. */
+/* Room in the send window: the smallest of the window, the congestion
+ * window and what the peer's receive buffer holds. */
 static inline bool bm_btl_dgram_window_open(const struct bm_btl_dgram_endpoint *ep)
 {
     uint32_t lim =
         ep->cwnd < (uint32_t)ep->module->cfg.window ? ep->cwnd : (uint32_t)ep->module->cfg.window;
+    if (lim > ep->flight_max)
+        lim = ep->flight_max;
     return (uint16_t)(ep->snd_next - ep->snd_una) < lim;
 }
 

@@ -312,8 +312,8 @@ static void module_init_attributes(struct bm_btl_dgram_module *m, const char *if
      * complete with an error, and the PML's failover could not resend it
      * (measured: the p2p failover stream stalled). send() has the inline
      * fast path for tiny fragments instead. */
-    b->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_REG_MEM |
-              BM_BTL_CAP_FAILOVER | BM_BTL_CAP_STATS;
+    b->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
+              BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_STATS;
     b->exclusivity = BM_BTL_EXCL_DGRAM;
     b->latency = 20;
     b->bandwidth = speed_mbps ? speed_mbps : 10000;

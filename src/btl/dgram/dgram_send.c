@@ -186,7 +186,11 @@ static void seg_transmit(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_s
         }
     }
     bm_btl_dgram_ack_fill(ep, h);
-    bm_btl_dgram_post(m, ch, ep, buf, hlen, s->len ? f->data + s->offset : NULL, s->len);
+    const uint8_t *payload = NULL;
+    if (s->len)
+        payload = f->data1 && s->offset >= f->len0 ? f->data1 + (s->offset - f->len0)
+                                                   : f->data + s->offset;
+    bm_btl_dgram_post(m, ch, ep, buf, hlen, payload, s->len);
     s->xmits++;
     s->sent_ns = m->now_ns;
     s->ch = (uint8_t)ch;
@@ -205,7 +209,7 @@ static int frag_post_next(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_
     int ch = BM_DGRAM_CH_DATA;
     size_t len;
     size_t base = sizeof(struct bm_dgram_hdr);
-    bool whole = f->segs_cut == 0 &&
+    bool whole = f->segs_cut == 0 && !f->data1 &&
                  (f->kind == BM_DGRAM_FK_SEND || f->kind == BM_DGRAM_FK_INTERNAL) &&
                  f->len + base <= ep->mtu[BM_DGRAM_CH_DATA];
     if (whole) {
@@ -238,6 +242,8 @@ static int frag_post_next(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_
         len = f->len - f->next_off;
         if (len > room)
             len = room;
+        if (f->data1 && f->next_off < f->len0 && len > f->len0 - f->next_off)
+            len = f->len0 - f->next_off; /* a segment's payload is one piece */
         if (f->segs_cut == 0 && (f->kind == BM_DGRAM_FK_SEND || f->kind == BM_DGRAM_FK_INTERNAL))
             f->frag_id = ep->next_frag_id++;
         s = f->segs_cut == 0 && len == f->len ? &f->small : bm_btl_dgram_seg_get(m);
@@ -399,6 +405,12 @@ static int bm_btl_dgram_send_unlocked(struct bm_btl_module *bm, struct bm_btl_en
     f->tag = tag;
     f->data = des->seg[0].addr;
     f->len = des->seg[0].len;
+    f->data1 = NULL;
+    if (des->seg_count == 2) { /* prepare_src's in-place data */
+        f->data1 = des->seg[1].addr;
+        f->len0 = f->len;
+        f->len += des->seg[1].len;
+    }
     bool was_idle = bm_util_queue_empty(&ep->sendq);
     bm_btl_dgram_enqueue(ep, f);
     if (was_idle) {

@@ -82,6 +82,15 @@ static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
     }
     socklen_t sl = sizeof(sa);
     getsockname(fd, (struct sockaddr *)&sa, &sl);
+    if (c == BM_DGRAM_CH_DATA) {
+        /* what the kernel granted (twice the request, capped by
+         * net.core.rmem_max): peers keep at most half of it in flight */
+        int rb = 0;
+        socklen_t rl = sizeof(rb);
+        if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rb, &rl) == 0 && rb > 0)
+            m->addr.rcvbuf_64k =
+                (uint16_t)((size_t)rb >> 16 > UINT16_MAX ? UINT16_MAX : (size_t)rb >> 16);
+    }
     ch->fd = fd;
     ch->port = sa.sin_port;
 

@@ -74,12 +74,20 @@ static void on_recv(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, v
     rx->count++;
 }
 
+static int inplace_sends; /* send_msg's descriptors that referenced the caller's data */
+/* With kept_max set, send_msg leaves up to that many in-place buffers here
+ * instead of waiting for each completion (the caller frees them). */
+#define KEEP_MAX 64
+static void *kept[KEEP_MAX];
+static int kept_n, kept_max;
+
 static void on_sent(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                     struct bm_btl_descriptor *des, int status)
 {
     (void)m;
     (void)ep;
-    (void)des;
+    if (des->cbdata)
+        *(bool *)des->cbdata = true; /* send_msg waits for this one */
     completions++;
     if (status != BM_OK)
         completion_errors++;
@@ -156,10 +164,22 @@ static int send_msg(struct pair *p, uint32_t id, size_t len)
     memcpy(d->seg[0].addr, &id, 4);
     memcpy((char *)d->seg[0].addr + 4, &l32, 4);
     d->cbfunc = on_sent;
-    free(tmp);
+    /* Large data stays in tmp (BM_BTL_CAP_SEND_INPLACE) until the completion. */
+    bool inplace = d->seg_count == 2;
+    BM_CHECK_EQ_INT(inplace, body >= BM_DGRAM_INPLACE_MIN);
+    inplace_sends += inplace;
+    bool done = false;
+    d->cbdata = inplace && kept_n >= kept_max ? &done : NULL;
     int rc = bm_btl_dgram_send(m, (struct bm_btl_endpoint *)p->ab, d, TAG);
     if (rc != BM_OK && rc != BM_BTL_DONE)
         bm_btl_dgram_free(m, d); /* not started: still ours */
+    else if (inplace && kept_n < kept_max) {
+        kept[kept_n++] = tmp; /* freed by the caller after the completions */
+        return rc;
+    } else if (inplace)
+        while (!done)
+            progress(p);
+    free(tmp);
     return rc;
 }
 
@@ -189,16 +209,18 @@ static void check_exactly_once(struct rx *rx, int n)
  * network's datagrams) the chunks of a batch leave as UDP GSO messages. */
 static void run_sizes(size_t mtu)
 {
-    static const size_t sizes[] = {8,    9,    100,  700,  727,   728,   1000,
-                                   1400, 5000, 8930, 8931, 20000, 65536, 262144};
+    static const size_t sizes[] = {8,    9,    100,  700,   727,   728,   1000,   1400,
+                                   5000, 8930, 8931, 20000, 65536, 65544, 100000, 262144};
     int n = (int)(sizeof(sizes) / sizeof(sizes[0]));
     struct bm_btl_dgram_config c = base_cfg();
     c.mtu = mtu;
     struct pair p;
     pair_open(&p, &c, &c, n);
+    inplace_sends = 0;
     for (int i = 0; i < n; i++)
         BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)i, sizes[i]), BM_OK);
     BM_CHECK(wait_for(&p, &completions, n, 10));
+    BM_CHECK_EQ_INT(inplace_sends, 3); /* 65544, 100000 and 262144 bytes */
     BM_CHECK_EQ_INT(p.rxb.count, n);
     check_exactly_once(&p.rxb, n);
     BM_CHECK_EQ_INT(completion_errors, 0);
@@ -753,6 +775,8 @@ static void test_retarget(void)
     struct bm_btl_dgram_config c = base_cfg();
     struct pair p;
     pair_open(&p, &c, &c, n);
+    kept_n = 0;
+    kept_max = KEEP_MAX; /* in-place messages stay in flight across the retarget */
     for (int i = 0; i < n1; i++)
         BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)i, sizes[i % 6]), BM_OK);
     BM_CHECK(wait_for(&p, &completions, n1, 10));
@@ -806,6 +830,44 @@ static void test_retarget(void)
     BM_CHECK_EQ_INT((int)(s.bad_sender - before), 1);
     bm_btl_dgram_module_destroy(b2);
     pair_close(&p);
+    BM_CHECK(kept_n > 0); /* the 262144-byte messages, resent from the caller's memory */
+    for (int i = 0; i < kept_n; i++)
+        free(kept[i]);
+    kept_n = kept_max = 0;
+}
+
+/* The sender keeps at most half the receiver's socket buffer in flight
+ * (ep->flight_max, from the receive buffer the peer published): a stream
+ * of 65000-byte datagrams over the loopback stops on the cap, never above
+ * it, and every message arrives once. */
+static void test_flight_cap(void)
+{
+    struct bm_btl_dgram_config c = base_cfg();
+    c.sockbuf = 1u << 20;
+    const int n = 12;
+    struct pair p;
+    pair_open(&p, &c, &c, n);
+    int rb = 0;
+    socklen_t rl = sizeof(rb);
+    BM_CHECK_EQ_INT(getsockopt(p.b->ch[BM_DGRAM_CH_DATA].fd, SOL_SOCKET, SO_RCVBUF, &rb, &rl), 0);
+    size_t want = (size_t)rb / 2 / p.ab->mtu[BM_DGRAM_CH_DATA];
+    BM_CHECK_EQ_INT(p.ab->flight_max, want < 4 ? 4 : want);
+    BM_CHECK(p.ab->flight_max < (uint32_t)c.window);
+    kept_n = 0;
+    kept_max = n;
+    for (int i = 0; i < n; i++) /* 5 datagrams each (header, 4 chunks), all queued at once */
+        BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)i, 200000), BM_OK);
+    BM_CHECK(wait_for(&p, &completions, n, 10));
+    check_exactly_once(&p.rxb, n);
+    for (int i = 0; i < kept_n; i++)
+        free(kept[i]);
+    BM_CHECK_EQ_INT(kept_n, n);
+    kept_n = kept_max = 0;
+    struct bm_btl_dgram_stats s;
+    bm_btl_dgram_stats_get(p.a, &s);
+    BM_CHECK(s.window_full > 0); /* the cap stopped the stream */
+    BM_CHECK(s.window_max <= p.ab->flight_max);
+    pair_close(&p);
 }
 
 int main(void)
@@ -813,6 +875,7 @@ int main(void)
     BM_RUN(test_parse);
     BM_RUN(test_mac);
     BM_RUN(test_sizes);
+    BM_RUN(test_flight_cap);
     BM_RUN(test_faults);
     /* Sequence-number wrap-around is the engine's arithmetic, the same
      * over every wire; 70,000 messages cost most of this program's time
