@@ -4,15 +4,20 @@ alltoall, gather, scatter) and the overlap of MPI_Iallreduce with
 computation (bench/overlap.c), for bitmover, Open MPI and MPICH in the same
 run, interleaved (A, B, C, A, B, C, ... --repeats times; the median per size).
 
-Points (--coll-points, default 2,4,8,2x2):
+Points (--coll-points, default 2,2busy,4,8,2x2):
   * 2: two ranks, one per core (every stack binds or leaves them to the
     kernel as it does by default);
+  * 2busy: the same two ranks while two busy loops (one per core, started
+    for the point and killed after it) compete for the cores: barrier and
+    8 B allreduce only, against Open MPI's (goal: at most 2x);
   * 4, 8: one host, oversubscribed: bitmover yields when idle on its own
     (BM_PML_IDLE_YIELD's automatic rule), Open MPI is told to
     (--mca mpi_yield_when_idle 1), MPICH has no such switch;
   * 2x2: two network-namespace hosts joined by a bridge (veth), two ranks
-    each (root): bitmover's hierarchy between hosts; Open MPI runs self,tcp
-    there (vader would pair ranks of different namespaces).
+    each (root): barrier, bcast, allreduce, allgather and the overlap, which
+    bitmover runs through its hierarchy between hosts (coll_hier.c; the
+    coll_hier test proves it engages there); Open MPI runs self,tcp there
+    (vader would pair ranks of different namespaces).
 Each stack uses its default transports on one host (bitmover: its own
 choice, sm; Open MPI: ob1 with vader; MPICH: ch4 with its shared memory).
 
@@ -21,7 +26,9 @@ docs/performance-coll.md and docs/img/performance-coll.png."""
 import json
 import os
 import shutil
+import signal
 import statistics
+import subprocess
 import time
 
 STACKS = ("bitmover", "openmpi", "mpich")
@@ -33,6 +40,25 @@ COLLS = ("barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall", "ga
 GOAL_2 = 1.0
 GOAL_2_SMALL = 0.7
 GOAL_MANY = 1.2
+GOAL_OVERLAP = 80  # % of a 1 MiB MPI_Iallreduce hidden behind computation
+GOAL_BUSY = 2.0  # with two busy loops on the cores: ratio to Open MPI's
+BUSY = "2busy"
+
+
+def busy_loops(n):
+    """n CPU-bound processes (shell loops, each its own process group) that
+    compete with the ranks for the cores; stop them with stop_busy."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+            for _ in range(n)]
+
+
+def stop_busy(procs):
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
 
 
 def command(stack, tools, exe, np, args, hosts, ppn, ompi_root, scale):
@@ -66,13 +92,24 @@ def parse(text):
     return res
 
 
-def benches(opts):
+def benches(opts, label=""):
     top = "64k" if opts.quick else "1m"
+    if label == BUSY:  # the goal's two latencies only
+        return [("barrier", ["-c", "barrier", "-m", "0:0", "-t", str(opts.budget)]),
+                ("allreduce", ["-c", "allreduce", "-m", "8:8", "-t", str(opts.budget)])]
     out = [(c, ["-c", c, "-m", ("0:0" if c == "barrier" else "8:" + top), "-t",
                 str(opts.budget)]) for c in COLLS]
     out.append(("iallreduce-overlap", ["-c", "iallreduce", "-m", "1m:1m", "-p", "0"]))
     out.append(("iallreduce-overlap-test", ["-c", "iallreduce", "-m", "1m:1m", "-p", "16"]))
+    out.append(("iallreduce-overlap-async", ["-c", "iallreduce", "-m", "1m:1m", "-p", "0"]))
     return out
+
+
+# The overlap row "asynchronous progress": each stack's switch for a thread
+# that progresses communication while the program computes (Open MPI 4.1's
+# ob1 has none: it runs as it is).
+ASYNC_ENV = {"bitmover": {"BM_PML_PROGRESS_THREAD": "1"},
+             "mpich": {"MPIR_CVAR_ASYNC_PROGRESS": "1"}, "openmpi": {}}
 
 
 def program(bench):
@@ -93,10 +130,11 @@ def measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, raw
     for label, np, hosts, ppn in points:
         res[label] = {}
         start_load = loadavg()
-        blist = benches(opts)
+        blist = benches(opts, label)
+        busy = busy_loops(os.cpu_count() or 1) if label == BUSY else []
         if hosts:  # across hosts: the main collectives only
             blist = [b for b in blist if b[0] in ("barrier", "bcast", "allreduce",
-                                                  "iallreduce-overlap")]
+                                                  "allgather", "iallreduce-overlap")]
         for bench, args in blist:
             samples = {s: [] for s in stacks}
             errors = {}
@@ -106,7 +144,12 @@ def measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, raw
                         continue
                     exe = os.path.join(outdir, s, program(bench))
                     cmd = command(s, tools, exe, np, args, hosts, ppn, ompi_root, scale)
-                    rc, out, err, secs = run(cmd, opts.timeout, env=env)
+                    renv = dict(env, **ASYNC_ENV[s]) if bench.endswith("-async") else env
+                    try:
+                        rc, out, err, secs = run(cmd, opts.timeout, env=renv)
+                    except BaseException:
+                        stop_busy(busy)
+                        raise
                     with open(os.path.join(rawdir, "coll-%s-%s-%s-%d.txt" %
                                            (label, bench, s, rep)), "w") as f:
                         f.write("$ %s\n# exit %s after %.1f s\n%s\n# stderr:\n%s" %
@@ -129,6 +172,7 @@ def measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, raw
                     sz: statistics.median(t[sz][col] for t in samples[s] if sz in t)
                     for sz in sizes}
         loads[label] = (start_load, loadavg())
+        stop_busy(busy)
         log("coll %s done (load average %s at the start, %s at the end)" %
             ((label,) + loads[label]))
     return res
@@ -148,7 +192,9 @@ def tables(res, points, stacks, loads):
     lines, goal_notes = [], []
     peers = [s for s in stacks if s != "bitmover"]
     for label, np, hosts, ppn in points:
-        title = {"2": "2 ranks, one per core"}.get(
+        title = {"2": "2 ranks, one per core",
+                 BUSY: "2 ranks while two busy loops compete for the cores (ratio to Open "
+                       "MPI's)"}.get(
             label, ("%s ranks on one host, oversubscribed" % label) if not hosts else
             ("%d hosts x %d ranks (network namespaces, veth)" % (hosts.k, ppn)))
         lines.append("\n### %s\n" % title)
@@ -172,12 +218,13 @@ def tables(res, points, stacks, loads):
                     vals[s] = v
                     row.append("%.2f" % v if v is not None else
                                ("--" if "error" not in per[s] else "(%s)" % per[s]["error"][:30]))
-                best = min((vals[p] for p in peers if vals.get(p)), default=None)
+                best = min((vals[p] for p in (["openmpi"] if label == BUSY else peers)
+                            if vals.get(p)), default=None)
                 ratio = vals["bitmover"] / best if best and vals.get("bitmover") else None
                 row.append("%.2fx" % ratio if ratio else "--")
                 lines.append("| " + " | ".join(row) + " |")
                 if ratio:
-                    goal = GOAL_2 if label == "2" else GOAL_MANY
+                    goal = {"2": GOAL_2, BUSY: GOAL_BUSY}.get(label, GOAL_MANY)
                     if label == "2" and (bench == "barrier" or
                                          (bench == "allreduce" and sz == 8)):
                         goal = GOAL_2_SMALL
@@ -197,10 +244,18 @@ def tables(res, points, stacks, loads):
                          " | ".join(TITLES[s] for s in stacks) + " |")
             lines.append("|---|" + "---|" * len(stacks))
             for b, per in ov:
-                row = ["16" if b.endswith("-test") else "0 (OSU's default)"]
+                row = ["16" if b.endswith("-test") else
+                       "0, asynchronous progress (bitmover BM_PML_PROGRESS_THREAD=1, MPICH "
+                       "MPIR_CVAR_ASYNC_PROGRESS=1, Open MPI: no switch)"
+                       if b.endswith("-async") else "0 (OSU's default)"]
                 for s in stacks:
                     v = per[s].get(1 << 20) if "error" not in per[s] else None
                     row.append("%.0f%%" % v if v is not None else "--")
+                    if s == "bitmover" and v is not None and v < GOAL_OVERLAP:
+                        goal_notes.append("%s overlap, %s MPI_Test calls%s: %.0f%% (goal %d%%)" %
+                                          (label, "16" if b.endswith("-test") else "0",
+                                           ", progress thread" if b.endswith("-async") else "",
+                                           v, GOAL_OVERLAP))
                 lines.append("| " + " | ".join(row) + " |")
     goals = ("\n### Against the goals of issue 17\n\n" +
              ("\n".join("- " + g for g in goal_notes) if goal_notes else
@@ -261,7 +316,7 @@ def run_class(opts, tools, outdir, stack_ok, run, log, pngcairo, ompi_root, root
             hosts_up.append(h)
             points.append((p, k * ppn, h, ppn))
         else:
-            points.append((p, int(p), None, 0))
+            points.append((p, 2 if p == BUSY else int(p), None, 0))
     loads, start_load = {}, loadavg()
     try:
         res = measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, rawdir,
