@@ -110,6 +110,9 @@
  *
  * Receive. A callback per tag, registered with register_recv. It runs inside
  * progress, and the segments it is given are valid only until it returns.
+ * A stream transport may also let the layer above say where a fragment's
+ * payload goes before it arrives ("Receive placement", at struct
+ * bm_btl_iov).
  *
  * Sleeping. A process with nothing to do but wait (BM_PML_WAIT_MODE=block,
  * or the PML's progress thread) may sleep in the kernel instead of
@@ -191,6 +194,7 @@ typedef uint8_t bm_btl_tag_t;
 #define BM_BTL_CAP_REG_MEM      0x0100u /* register_mem needed before put/get on user memory */
 #define BM_BTL_CAP_FAILOVER     0x0200u /* reports path failure and recovery (see contract) */
 #define BM_BTL_CAP_GETV         0x0800u /* getv: get between lists of pieces (with CAP_GET) */
+#define BM_BTL_CAP_RECV_PLACE   0x4000u /* calls place callbacks (see "Receive placement") */
 /* ops->caps only: the transport does its own locking under MPI_THREAD_MULTIPLE
  * (the contract's "Threads"); without it the base serialises each component. */
 #define BM_BTL_CAP_THREADS 0x0400u
@@ -278,12 +282,23 @@ struct bm_btl_descriptor {
 
 /* What a receive callback is given. Segments are valid until it returns. */
 struct bm_btl_recv_desc {
-    struct bm_btl_endpoint *endpoint; /* the sender's endpoint on this module */
+    struct bm_btl_endpoint *endpoint; /* the sender's endpoint on this module (NULL: ABORTED) */
     int peer;                         /* the sender's rank */
     bm_btl_tag_t tag;
     uint32_t seg_count;
     const struct bm_btl_segment *seg;
+    /* Receive placement (BM_BTL_CAP_RECV_PLACE): 0 for every fragment the
+     * place callback did not take. Else one of these, and the segments hold
+     * only the first hdr_len bytes the place callback saw. */
+    uint32_t flags; /* BM_BTL_RECV_F_* */
+    size_t placed;  /* PLACED: the bytes after those that are now in the iovecs */
 };
+/* The rest of the fragment is in the memory the place callback named. */
+#define BM_BTL_RECV_F_PLACED 0x1u
+/* The fragment was lost after its place callback took it (the connection
+ * broke, or it was dropped for a test): some of its bytes may have been
+ * written to the iovecs, none of them may be counted as received. */
+#define BM_BTL_RECV_F_ABORTED 0x2u
 
 typedef void (*bm_btl_recv_cb_fn)(struct bm_btl_module *module, const struct bm_btl_recv_desc *d,
                                   void *cbdata);
@@ -296,6 +311,35 @@ struct bm_btl_iov {
 };
 /* Most pieces on either side of one getv (the kernel's IOV_MAX). */
 #define BM_BTL_IOV_MAX 1024
+
+/* Receive placement (BM_BTL_CAP_RECV_PLACE), for a transport that reads a
+ * byte stream (tcp) and can put a fragment's payload straight where it
+ * belongs instead of into its own buffer and then through the receive
+ * callback's copy. The layer above registers, per tag, a place callback
+ * and the length of its header (bm_btl_base_register_place). When a
+ * fragment of len bytes (its header included) on that tag is still
+ * arriving, the transport may call place once, before reading the rest,
+ * with d->seg holding at least the first hdr_len bytes of the fragment
+ * (d->flags 0). The callback either returns 0 (the fragment is then
+ * delivered to the receive callback as usual) or fills up to max pieces
+ * of its own memory, in order, of exactly len - hdr_len bytes in all, and
+ * returns their number. The transport then writes the payload after the
+ * header into them (the bytes it had already read by copy, the rest from
+ * the kernel straight in) and, when the fragment has arrived, calls the
+ * receive callback of the tag once, with BM_BTL_RECV_F_PLACED, d->placed =
+ * len - hdr_len, and segments holding only the first hdr_len bytes. A
+ * fragment that is lost after place took it (the connection broke, or a
+ * test dropped it) still gets that one call, with BM_BTL_RECV_F_ABORTED
+ * (d->endpoint NULL, d->placed 0), never from inside another operation of
+ * the transport and never after finalize began: the memory may hold some of
+ * its bytes, and the sender will learn of the loss as of any other (its
+ * send fails, or it is never acknowledged). Until that call the memory
+ * must stay valid and nothing else may rely on its content. A transport
+ * acknowledges a placed fragment (a send's success at the sender) only
+ * after all of it arrived. A module without the capability never calls
+ * place. */
+typedef uint32_t (*bm_btl_place_fn)(struct bm_btl_module *module, const struct bm_btl_recv_desc *d,
+                                    size_t len, struct bm_btl_iov *iov, uint32_t max, void *cbdata);
 
 /* ---- memory registration ---------------------------------------------- */
 
@@ -359,6 +403,8 @@ struct bm_btl_module {
     struct {
         bm_btl_recv_cb_fn cb;
         void *cbdata;
+        bm_btl_place_fn place; /* NULL: none (bm_btl_base_register_place) */
+        size_t place_hdr_len;
     } recv_cb[BM_BTL_TAG_MAX];
     bm_btl_error_cb_fn error_cb;
     void *error_cbdata;
@@ -849,6 +895,11 @@ bm_status_t bm_btl_base_add_procs(int nprocs);
 struct bm_btl_peer *bm_btl_base_peer(int rank);
 /* Register a receive callback for a tag on every module. */
 void bm_btl_base_register_recv(bm_btl_tag_t tag, bm_btl_recv_cb_fn cb, void *cbdata);
+/* Register a place callback for a tag whose fragments start with hdr_len
+ * bytes of header, on every module with BM_BTL_CAP_RECV_PLACE (btl.h,
+ * "Receive placement"); the tag's receive callback must be registered. NULL
+ * removes it. */
+void bm_btl_base_register_place(bm_btl_tag_t tag, bm_btl_place_fn place, size_t hdr_len);
 /* Register the error callback on every module. */
 void bm_btl_base_register_error(bm_btl_error_cb_fn cb, void *cbdata);
 /* Error reports the transports made since the process started, by kind

@@ -131,12 +131,24 @@ static struct {
 static struct {
     bm_btl_recv_cb_fn cb;
     void *cbdata;
+    bm_btl_place_fn place;
+    size_t place_hdr_len;
 } btl_base_recv_reg[BM_BTL_TAG_MAX];
 static bm_btl_error_cb_fn btl_base_error_reg;
 static void *btl_base_error_reg_data;
 static struct bm_btl_base_error_counts btl_base_errors;
 
 /* ---- default callbacks: transports never find a NULL callback ------------ */
+
+/* A module's place callback of tag: only on modules that call it, and only
+ * with a receive callback to complete what it places. */
+static void btl_base_place_set(struct bm_btl_module *m, bm_btl_tag_t tag)
+{
+    bool on = (m->caps & BM_BTL_CAP_RECV_PLACE) && btl_base_recv_reg[tag].cb &&
+              btl_base_recv_reg[tag].place;
+    m->recv_cb[tag].place = on ? btl_base_recv_reg[tag].place : NULL;
+    m->recv_cb[tag].place_hdr_len = on ? btl_base_recv_reg[tag].place_hdr_len : 0;
+}
 
 static void btl_base_recv_unregistered(struct bm_btl_module *module,
                                        const struct bm_btl_recv_desc *d, void *cbdata)
@@ -495,6 +507,7 @@ static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct b
         bool set = btl_base_recv_reg[t].cb != NULL;
         m->recv_cb[t].cb = set ? btl_base_recv_reg[t].cb : btl_base_recv_unregistered;
         m->recv_cb[t].cbdata = set ? btl_base_recv_reg[t].cbdata : NULL;
+        btl_base_place_set(m, (bm_btl_tag_t)t);
     }
     m->error_cb = btl_base_error_dispatch;
     m->error_cbdata = NULL;
@@ -1107,7 +1120,18 @@ void bm_btl_base_register_recv(bm_btl_tag_t tag, bm_btl_recv_cb_fn cb, void *cbd
     for (int k = 0; k < base.nmods; k++) {
         base.mods[k].module->recv_cb[tag].cb = cb ? cb : btl_base_recv_unregistered;
         base.mods[k].module->recv_cb[tag].cbdata = cb ? cbdata : NULL;
+        btl_base_place_set(base.mods[k].module, tag);
     }
+}
+
+void bm_btl_base_register_place(bm_btl_tag_t tag, bm_btl_place_fn place, size_t hdr_len)
+{
+    if (tag >= BM_BTL_TAG_MAX)
+        return;
+    btl_base_recv_reg[tag].place = place;
+    btl_base_recv_reg[tag].place_hdr_len = hdr_len;
+    for (int k = 0; k < base.nmods; k++)
+        btl_base_place_set(base.mods[k].module, tag);
 }
 
 void bm_btl_base_register_error(bm_btl_error_cb_fn cb, void *cbdata)

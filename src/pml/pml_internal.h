@@ -153,6 +153,10 @@ struct bm_pml_request {
     size_t msg_len; /* length of the matched message */
     size_t want;    /* bytes of the message that will arrive (rendezvous) */
     size_t arrived; /* distinct message bytes arrived so far (rendezvous) */
+    /* FRAGs a transport is reading straight into the buffer (btl.h,
+     * "Receive placement"): the receive completes only when none is left,
+     * so that no late byte lands in a buffer given back to the user. */
+    uint32_t placing;
     /* Byte ranges arrived, sorted and merged: a FRAG resent after a path
      * failure may duplicate one that did arrive and must not count twice.
      * In-order traffic keeps this at one range. */
@@ -302,6 +306,12 @@ struct bm_pml_state {
     uint64_t pack_frags;
     uint64_t pack_frag_largest;
     uint64_t unpack_streamed;
+    /* Receive placement (recv.c), for tests (atomic): FRAGs a transport
+     * read straight into the receive buffer, their payload bytes, and
+     * placements lost on the way (ABORTED: the bytes are asked again). */
+    uint64_t placed_frags;
+    uint64_t placed_bytes;
+    uint64_t placed_aborted;
 };
 
 extern struct bm_pml_state bm_pml_g;
@@ -406,6 +416,9 @@ void bm_pml_recv_matched_uframe(struct bm_pml_request *req, struct bm_pml_uframe
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len);
 void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
+/* The FRAG place callback (btl.h, "Receive placement"). */
+uint32_t bm_pml_recv_frag_place(struct bm_btl_module *m, const struct bm_btl_recv_desc *d,
+                                size_t len, struct bm_btl_iov *iov, uint32_t max, void *cbdata);
 /* Record bytes [start, end) of a rendezvous as arrived; returns how many
  * were new (exported for the unit test). */
 size_t bm_pml_recv_ranges_add(struct bm_pml_request *req, size_t start, size_t end);

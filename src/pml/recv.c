@@ -294,6 +294,78 @@ void bm_pml_recv_done(struct bm_pml_request *req)
     bm_pml_request_complete(req);
 }
 
+/* Receive placement (btl.h): a FRAG still arriving goes straight into the
+ * receive buffer, or into the blocks of a non-contiguous receive that its
+ * byte range covers. Declined (copied as usual) when the range is not all
+ * in the buffer, the type would need more than max pieces, or the FRAG is
+ * a resend (its receive may complete by the original meanwhile). While a
+ * placement is under way the receive cannot complete (req->placing). */
+_Static_assert(sizeof(struct bm_util_dtype_piece) == sizeof(struct bm_btl_iov),
+               "dtype pieces are converted in place into transport pieces");
+uint32_t bm_pml_recv_frag_place(struct bm_btl_module *m, const struct bm_btl_recv_desc *d,
+                                size_t len, struct bm_btl_iov *iov, uint32_t max, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    struct bm_pml_hdr_frag fh;
+    if (len < sizeof(fh) || !desc_copy(d, 0, &fh, sizeof(fh)) || fh.base.type != BM_PML_HDR_FRAG ||
+        (fh.base.flags & BM_PML_HDR_F_RETRANSMIT))
+        return 0;
+    size_t plen = len - sizeof(fh);
+    struct bm_pml_request *req = bm_pml_request_lookup(fh.rreq, BM_PML_REQ_RECV);
+    if (!req || req->src_world != d->peer || req->want == 0 || fh.offset > req->want ||
+        plen > req->want - fh.offset || fh.offset > req->capacity ||
+        plen > req->capacity - fh.offset || plen == 0)
+        return 0;
+    uint32_t k;
+    if (req->conv.type) {
+        size_t done = 0;
+        struct bm_util_dtype_piece *p = (struct bm_util_dtype_piece *)(void *)iov;
+        k = (uint32_t)bm_util_dtype_pieces(req->conv.type, req->conv.base, req->conv.count,
+                                           fh.offset, plen, p, max, &done);
+        if (done != plen)
+            return 0;
+        for (uint32_t i = 0; i < k; i++) {
+            struct bm_util_dtype_piece pc;
+            memcpy(&pc, &p[i], sizeof(pc));
+            iov[i].addr = (uint64_t)(uintptr_t)pc.addr;
+            iov[i].len = pc.len;
+        }
+    } else {
+        iov[0].addr = (uint64_t)(uintptr_t)(req->rbuf + fh.offset);
+        iov[0].len = plen;
+        k = 1;
+    }
+    req->placing++;
+    return k;
+}
+
+/* The end of a placement: PLACED (the payload is in the buffer) or
+ * ABORTED (lost: nothing counts, the restart asks for the range again). */
+static void recv_frag_placed(const struct bm_btl_recv_desc *d, const struct bm_pml_hdr_frag *fh)
+{
+    struct bm_pml_request *req = bm_pml_request_lookup(fh->rreq, BM_PML_REQ_RECV);
+    if (!req || req->placing == 0) {
+        /* place took it for an active receive that cannot complete before this call */
+        bm_log_error("a placed FRAG from rank %d names no receive waiting for it (request %#llx)",
+                     d->peer, (unsigned long long)fh->rreq);
+        return;
+    }
+    req->placing--;
+    if (d->flags & BM_BTL_RECV_F_PLACED) {
+        __atomic_fetch_add(&bm_pml_g.placed_frags, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&bm_pml_g.placed_bytes, d->placed, __ATOMIC_RELAXED);
+        size_t fresh = ranges_add(req, fh->offset, fh->offset + d->placed);
+        req->arrived += fresh;
+        if (req->rget_class >= 0)
+            bm_pml_rdma_copy_bytes(req, fresh);
+    } else {
+        __atomic_fetch_add(&bm_pml_g.placed_aborted, 1, __ATOMIC_RELAXED);
+    }
+    if (req->arrived >= req->want && req->placing == 0)
+        bm_pml_recv_done(req);
+}
+
 void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
 {
     (void)m;
@@ -301,6 +373,10 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
     struct bm_pml_hdr_frag fh;
     if (!desc_copy(d, 0, &fh, sizeof(fh)) || fh.base.type != BM_PML_HDR_FRAG) {
         bm_log_ratelimited(BM_LOG_ERROR, "dropped a malformed FRAG from rank %d", d->peer);
+        return;
+    }
+    if (__builtin_expect(d->flags != 0, 0)) {
+        recv_frag_placed(d, &fh);
         return;
     }
     size_t plen = desc_len(d) - sizeof(fh);
@@ -332,6 +408,6 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
     req->arrived += fresh;
     if (req->rget_class >= 0)
         bm_pml_rdma_copy_bytes(req, fresh);
-    if (req->arrived >= req->want)
+    if (req->arrived >= req->want && req->placing == 0)
         bm_pml_recv_done(req);
 }

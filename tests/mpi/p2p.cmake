@@ -61,7 +61,11 @@ endif()
 # of a PML tag without an error (BM_BTL_TCP_TEST_DROP_TAG: 5 is FRAG, 3 is
 # RNDV, 4 is ACK: of a 1 MiB message, or of a 100-byte MPI_Ssend); the
 # messages must arrive intact through the restart, and the
-# program checks that the restart ran (labels mpi, p2p, fault).
+# program checks that the restart ran (labels mpi, p2p, fault). These run
+# without tcp's receive placement (the lost FRAG goes through the copy);
+# p2p_restart_placed loses a FRAG of 1 MiB that tcp was reading straight
+# into the receive buffer (larger than tcp's 256 KiB connection buffer, so
+# always placed).
 add_executable(p2p_restart ${p2p_dir}/p2p_restart.c)
 # internal: it reads the PML's restart counters
 target_link_libraries(p2p_restart PRIVATE bitmover_internal bm_test_harness)
@@ -73,5 +77,18 @@ foreach(variant frag:5:2 rndv:3:1 ack:4:1 ssend:4:1)
     bm_add_mpi_test(p2p_restart_${what} TARGET p2p_restart NP 2 BTL self,tcp TIMEOUT 60
         LABELS mpi p2p fault ARGS ${what}
         ENV BM_BTL_TCP_IF_INCLUDE=lo BM_PML_RESTART_MS=200 BM_PML_FRAG_SIZE=64k
-            BM_BTL_TCP_TEST_DROP_TAG=${tag} BM_BTL_TCP_TEST_DROP_NTH=${nth})
+            BM_BTL_TCP_TEST_DROP_TAG=${tag} BM_BTL_TCP_TEST_DROP_NTH=${nth}
+            BM_BTL_TCP_RECV_PLACE=0)
 endforeach()
+bm_add_mpi_test(p2p_restart_placed TARGET p2p_restart NP 2 BTL self,tcp TIMEOUT 60
+    LABELS mpi p2p fault ARGS placed
+    ENV BM_BTL_TCP_IF_INCLUDE=lo BM_PML_RESTART_MS=200 BM_PML_FRAG_SIZE=1m
+        BM_BTL_TCP_TEST_DROP_TAG=5 BM_BTL_TCP_TEST_DROP_NTH=2)
+
+# Receive placement over tcp (btl.h): FRAGs read straight into contiguous and
+# non-contiguous receive buffers, truncation, every byte and gap checked, and
+# the PML's count of placed FRAGs (internal: bm_pml_g).
+add_executable(p2p_placed ${p2p_dir}/p2p_placed.c)
+target_link_libraries(p2p_placed PRIVATE bitmover_internal bm_test_harness)
+bm_add_mpi_test(p2p_placed_tcp_np2 TARGET p2p_placed NP 2 BTL self,tcp TIMEOUT 60
+    LABELS mpi p2p ENV BM_BTL_TCP_IF_INCLUDE=lo BM_PML_PACK_FRAG_SIZE=1m)

@@ -7,6 +7,10 @@
  * (each rank reads its own PML counters, linked internally for that):
  *   frag: a FRAG: the receiver asked for the missing range (restarts_asked)
  *         and the sender sent it again (restarts_served);
+ *   placed: the same, for a FRAG that tcp was reading straight into the
+ *         receive buffer (receive placement, btl.h): it is reported lost
+ *         (placed_aborted), none of its bytes count, and the range comes
+ *         again;
  *   rndv: a RNDV: the sender, with no ACK, sent its RNDV again (rndv_resent);
  *   ack:  the ACK of a message whose FRAGs the receiver waits for: the same,
  *         and the receiver answers the RNDV sent again with its ACK;
@@ -32,11 +36,12 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *what = argc > 1 ? argv[1] : "frag";
-    bool frag = strcmp(what, "frag") == 0;
+    bool placed = strcmp(what, "placed") == 0;
+    bool frag = placed || strcmp(what, "frag") == 0;
     bool ssend = strcmp(what, "ssend") == 0;
     BM_CHECK_MSG(size == 2, "run with 2 ranks, not %d", size);
     BM_CHECK_MSG(frag || ssend || strcmp(what, "rndv") == 0 || strcmp(what, "ack") == 0,
-                 "argument: frag, rndv, ack or ssend, not %s", what);
+                 "argument: frag, placed, rndv, ack or ssend, not %s", what);
     int len = ssend ? 100 : LEN;
     unsigned char *buf = malloc(LEN);
     BM_CHECK(buf != NULL);
@@ -59,6 +64,15 @@ int main(int argc, char **argv)
         }
     }
     double t = MPI_Wtime() - t0;
+    if (placed && rank == 1) {
+        BM_CHECK_MSG(bm_pml_g.placed_aborted == 1, "%llu placed FRAGs lost, 1 expected",
+                     (unsigned long long)bm_pml_g.placed_aborted);
+        BM_CHECK_MSG(bm_pml_g.placed_frags >= 1, "no FRAG was received by placement");
+    } else if (rank == 1) {
+        BM_CHECK_MSG(bm_pml_g.placed_frags == 0 && bm_pml_g.placed_aborted == 0,
+                     "%llu FRAGs received by placement, which this run turned off",
+                     (unsigned long long)bm_pml_g.placed_frags);
+    }
     if (frag) {
         if (rank == 1)
             BM_CHECK_MSG(bm_pml_g.restarts_asked >= 1,
@@ -70,11 +84,12 @@ int main(int argc, char **argv)
                      "no RNDV sent again, although it or its ACK was dropped");
     }
     printf("rank %d: %d messages of %d bytes in %.2f s; restarts asked %llu, served %llu, "
-           "stale %llu, RNDVs resent %llu, queries %llu\n",
+           "stale %llu, RNDVs resent %llu, queries %llu; FRAGs placed %llu, lost %llu\n",
            rank, MSGS, len, t, (unsigned long long)bm_pml_g.restarts_asked,
            (unsigned long long)bm_pml_g.restarts_served,
            (unsigned long long)bm_pml_g.restarts_stale, (unsigned long long)bm_pml_g.rndv_resent,
-           (unsigned long long)bm_pml_g.rndv_queries);
+           (unsigned long long)bm_pml_g.rndv_queries, (unsigned long long)bm_pml_g.placed_frags,
+           (unsigned long long)bm_pml_g.placed_aborted);
     free(buf);
     int failed = bm_test_failed, any = 0;
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -160,7 +160,11 @@ static void deliver(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint 
         return;
     }
     struct bm_btl_segment seg = {(void *)data, len};
-    struct bm_btl_recv_desc d = {(struct bm_btl_endpoint *)ep, ep->peer, tag, 1, &seg};
+    struct bm_btl_recv_desc d = {.endpoint = (struct bm_btl_endpoint *)ep,
+                                 .peer = ep->peer,
+                                 .tag = tag,
+                                 .seg_count = 1,
+                                 .seg = &seg};
     m->stats.recv_delivered++;
     cb(&m->super, &d, m->super.recv_cb[tag].cbdata);
 }

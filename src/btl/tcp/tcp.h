@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 /* ---- configuration (BM_BTL_TCP_*) ---------------------------------------- */
 
@@ -38,6 +39,7 @@ struct bm_btl_tcp_config {
     int reconnect_ms;         /* retry a failed endpoint this often (0: never) */
     int test_drop_tag;        /* testing: a tag whose test_drop_nth-th frame is dropped (0: off) */
     int test_drop_nth;
+    size_t place_min; /* receive placement: least payload still to arrive (0: off) */
 };
 
 /* ---- local interfaces (tcp_if.c) ------------------------------------------ */
@@ -110,6 +112,20 @@ struct bm_btl_tcp_module {
 #define BM_BTL_TCP_FRAG_F_QUEUED   0x4u /* on a send or unacknowledged queue */
 #define BM_BTL_TCP_FRAG_F_FREE     0x8u /* internal frame freed once written (FIN) */
 
+/* Longest header of the layer above that receive placement keeps aside. */
+#define BM_BTL_TCP_PLACE_HDR_MAX 64
+
+/* A placed frame lost before it was complete, for the layer above's
+ * receive callback at the end of progress (btl.h: BM_BTL_RECV_F_ABORTED). */
+struct bm_btl_tcp_place_abort {
+    struct bm_btl_tcp_place_abort *next;
+    struct bm_btl_module *module;
+    int peer;
+    uint8_t tag;
+    size_t hdr_len;
+    _Alignas(8) char hdr[BM_BTL_TCP_PLACE_HDR_MAX];
+};
+
 /* Largest frame payload a receiver accepts: anything bigger is a corrupt stream. */
 #define BM_BTL_TCP_FRAME_MAX (64u << 20)
 
@@ -176,6 +192,19 @@ struct bm_btl_tcp_conn {
     /* receiving */
     char *rbuf;
     size_t rcap, rlen, rpos; /* buffer capacity, bytes in it, start of the unparsed part */
+    /* receive placement (btl.h; tcp_conn.c): the DATA frame being read
+     * straight into the memory its place callback named. While placing,
+     * rbuf holds nothing unparsed. */
+    bool placing;
+    bool place_declined;     /* the frame at rpos was offered and declined */
+    bool place_ack_now;      /* its header asked for an acknowledgement at once */
+    uint8_t place_tag;       /* its tag */
+    size_t place_hdr_len;    /* bytes of place_hdr: the layer above's header */
+    size_t place_left;       /* payload bytes still to read */
+    size_t place_len;        /* the frame's payload length */
+    struct iovec *piov;      /* [BM_BTL_IOV_MAX + 1] where they go (+ rbuf); NULL until needed */
+    uint32_t piov_i, piov_n; /* next piece, pieces */
+    _Alignas(8) char place_hdr[BM_BTL_TCP_PLACE_HDR_MAX];
 };
 
 struct bm_btl_tcp_candidate {
@@ -249,9 +278,12 @@ struct bm_btl_tcp_component {
     struct bm_btl_tcp_conn *dead_list; /* send failures to report at the end of progress */
     struct bm_btl_tcp_frag *pool;
     int pool_count;
-    int completions; /* counted by progress */
-    int test_drops;  /* frames of cfg.test_drop_tag received so far (testing) */
-    int nretry;      /* endpoints with retry set */
+    struct bm_btl_tcp_place_abort *place_aborts; /* to report at the end of progress */
+    struct bm_btl_iov *place_iov;                /* [BM_BTL_IOV_MAX]: scratch of place calls */
+    uint64_t placed_frames;                      /* frames received by placement (bm_info, tests) */
+    int completions;                             /* counted by progress */
+    int test_drops; /* frames of cfg.test_drop_tag received so far (testing) */
+    int nretry;     /* endpoints with retry set */
     long long next_retry_check;
     long long next_live_check; /* tcp_live.c, every BM_BTL_TCP_LIVE_CHECK_NS */
     int rto_max_ms;            /* TCP_RTO_MAX_MS of every connection (0: kernel without it) */
@@ -343,6 +375,9 @@ void bm_btl_tcp_conn_want_write(struct bm_btl_tcp_conn *c, bool want);
 void bm_btl_tcp_conn_close_fd(struct bm_btl_tcp_conn *c);
 /* Read and dispatch frames. Returns false when the connection failed or closed. */
 bool bm_btl_tcp_conn_recv(struct bm_btl_tcp_conn *c);
+/* Report placed frames that were lost (end of progress); with report false
+ * (finalize) only release them. */
+void bm_btl_tcp_conn_place_reap(struct bm_btl_tcp_component *comp, bool report);
 
 /* tcp_frag.c */
 struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,

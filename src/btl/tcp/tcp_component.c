@@ -51,6 +51,12 @@ static const struct bm_param tcp_params[] = {
      "Largest fragment of a large message. Bigger fragments mean fewer system calls; every "
      "connection keeps a receive buffer of this size.",
      TCP_CFG(max_send_size), 0},
+    {"BM_BTL_TCP_RECV_PLACE", BM_PARAM_SIZE, "16k", 0, 1LL << 30, NULL,
+     "Receive placement: a fragment of which at least this many bytes are still to arrive is "
+     "read straight into the receive buffer (the matched receive's memory, or the blocks of a "
+     "non-contiguous type) instead of through the connection's buffer and a copy. 0 turns it "
+     "off.",
+     TCP_CFG(place_min), 0},
     {"BM_BTL_TCP_CONNECT_TIMEOUT", BM_PARAM_INT, "5000", 100, 600000, NULL,
      "Milliseconds a TCP connect on one interface pair may take before the pair is dropped for "
      "that peer (with a warning naming both addresses) and the peer's next address is tried.",
@@ -275,6 +281,8 @@ static int bm_btl_tcp_progress(struct bm_btl_component *comp)
             bm_btl_tcp_endpoint_retry(c, now);
         }
     }
+    if (c->place_aborts)
+        bm_btl_tcp_conn_place_reap(c, !c->finalizing);
     if (c->ack_list)
         bm_btl_tcp_frag_flush_acks(c);
     long long now = bm_btl_tcp_now_ns();
@@ -300,7 +308,7 @@ static int tcp_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
 {
     struct bm_btl_tcp_component *c = (struct bm_btl_tcp_component *)comp;
     *timeout_ns = -1;
-    if (c->ack_list || c->dead_list)
+    if (c->ack_list || c->dead_list || c->place_aborts)
         return 1;
     long long now = bm_btl_tcp_now_ns(), next = -1;
     struct bm_util_list_node *it;
@@ -386,6 +394,8 @@ static void bm_btl_tcp_finalize(struct bm_btl_component *comp)
     free(c->peers);
     c->peers = NULL;
     bm_btl_tcp_frag_pool_release(c);
+    bm_btl_tcp_conn_place_reap(c, false);
+    free(c->place_iov);
     if (c->epfd >= 0)
         close(c->epfd);
     free(c);
@@ -405,7 +415,7 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .description = "TCP sockets over every usable IPv4/IPv6 interface (works everywhere)",
     .params = &tcp_param_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED | BM_BTL_CAP_FAILOVER |
-            BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS,
+            BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS | BM_BTL_CAP_RECV_PLACE,
     .query = bm_btl_tcp_query,
     .init = bm_btl_tcp_init,
     .progress = bm_btl_tcp_progress,

@@ -127,8 +127,12 @@ static void tcp_timer_clear(struct bm_btl_tcp_conn *c)
     bm_util_list_remove(&c->timer_node);
 }
 
+static void tcp_conn_place_abort(struct bm_btl_tcp_conn *c);
+
 void bm_btl_tcp_conn_close_fd(struct bm_btl_tcp_conn *c)
 {
+    tcp_conn_place_abort(c);
+    c->place_declined = false;
     if (c->fd >= 0)
         close(c->fd); /* also leaves the epoll set */
     c->fd = -1;
@@ -719,6 +723,184 @@ static void tcp_conn_protocol_error(struct bm_btl_tcp_conn *c, const char *why)
     bm_btl_tcp_endpoint_fail(c->ep, BM_ERR_PROTOCOL, what);
 }
 
+/* ---- receive placement (btl.h, "Receive placement") ----------------------------
+ * A DATA frame still arriving, whose tag has a place callback, with at least
+ * cfg.place_min payload bytes missing: once the layer above's header is in
+ * rbuf, ask where the payload goes. Taken, the bytes of it already in rbuf
+ * are copied there and the rest is read by readv straight from the socket
+ * (with the rest of rbuf as the last piece, so the next frame's header
+ * comes in the same call). The frame is acknowledged, and its receive
+ * callback called (PLACED), only when all of it arrived; a placement cut
+ * short by a closing socket is reported ABORTED at the end of progress. */
+
+/* What the receive callback of a frame from ep on tag is given. */
+static struct bm_btl_recv_desc tcp_conn_desc(struct bm_btl_tcp_endpoint *ep, uint8_t tag,
+                                             const struct bm_btl_segment *seg)
+{
+    return (struct bm_btl_recv_desc){
+        .endpoint = (struct bm_btl_endpoint *)ep,
+        .peer = ep->rank,
+        .tag = tag,
+        .seg_count = 1,
+        .seg = seg,
+    };
+}
+
+static void tcp_conn_place_copy(struct bm_btl_tcp_conn *c, const char *src, size_t n)
+{
+    while (n > 0) {
+        struct iovec *v = &c->piov[c->piov_i];
+        size_t take = v->iov_len < n ? v->iov_len : n;
+        memcpy(v->iov_base, src, take);
+        src += take;
+        n -= take;
+        v->iov_base = (char *)v->iov_base + take;
+        v->iov_len -= take;
+        if (v->iov_len == 0)
+            c->piov_i++;
+    }
+}
+
+/* Offer the frame at rpos (header h, payload len, partly in rbuf) to its
+ * place callback. True when it was taken (rbuf is then empty). */
+static bool tcp_conn_place_start(struct bm_btl_tcp_conn *c, const struct bm_btl_tcp_hdr *h,
+                                 uint32_t len)
+{
+    struct bm_btl_tcp_component *comp = c->comp;
+    struct bm_btl_tcp_endpoint *ep = c->ep;
+    struct bm_btl_module *m = &ep->module->super;
+    size_t have = c->rlen - c->rpos - sizeof(*h);
+    if (c->place_declined)
+        return false;
+    /* Once not taken, the frame is read whole into rbuf (which then grows
+     * to hold it: tcp_conn_rbuf_room). */
+    c->place_declined = true;
+    if (h->type != BM_BTL_TCP_FRAME_DATA || h->tag >= BM_BTL_TAG_MAX || !m->recv_cb[h->tag].place ||
+        len - have < comp->cfg.place_min || ntohl(h->seq) != c->rx_count)
+        return false;
+    size_t hl = m->recv_cb[h->tag].place_hdr_len;
+    if (hl > sizeof(c->place_hdr) || hl > len)
+        return false;
+    if (have < hl) {
+        c->place_declined = false; /* the header is not all here yet: next time */
+        return false;
+    }
+    if (!comp->place_iov)
+        comp->place_iov = malloc(BM_BTL_IOV_MAX * sizeof(*comp->place_iov));
+    if (!c->piov)
+        c->piov = malloc((BM_BTL_IOV_MAX + 1) * sizeof(*c->piov));
+    if (!comp->place_iov || !c->piov)
+        return false;
+    struct bm_btl_segment seg = {c->rbuf + c->rpos + sizeof(*h), have};
+    struct bm_btl_recv_desc d = tcp_conn_desc(ep, h->tag, &seg);
+    uint32_t n = m->recv_cb[h->tag].place(m, &d, len, comp->place_iov, BM_BTL_IOV_MAX,
+                                          m->recv_cb[h->tag].cbdata);
+    if (n == 0 || c->fd < 0)
+        return false;
+    size_t total = 0;
+    for (uint32_t i = 0; i < n && i < BM_BTL_IOV_MAX; i++) {
+        c->piov[i].iov_base = (void *)(uintptr_t)comp->place_iov[i].addr;
+        c->piov[i].iov_len = comp->place_iov[i].len;
+        total += comp->place_iov[i].len;
+    }
+    if (n > BM_BTL_IOV_MAX || total != len - hl) {
+        bm_log_error("%s: the place callback of tag %u named %zu bytes in %u pieces for a "
+                     "%zu-byte payload (a bug of the layer above)",
+                     m->name, h->tag, total, n, (size_t)len - hl);
+        abort();
+    }
+    /* The acknowledgement the header carries counts now: the header is
+     * consumed here and never parsed again. */
+    bm_btl_tcp_frag_acked(c, ntohl(h->ack));
+    c->piov_i = 0;
+    c->piov_n = n;
+    c->place_tag = h->tag;
+    c->place_ack_now = (ntohs(h->flags) & BM_BTL_TCP_HDR_F_ACK_NOW) != 0;
+    c->place_hdr_len = hl;
+    c->place_len = len;
+    memcpy(c->place_hdr, seg.addr, hl);
+    tcp_conn_place_copy(c, (const char *)seg.addr + hl, have - hl);
+    c->place_left = len - have;
+    c->placing = true;
+    c->place_declined = false;
+    c->rpos = c->rlen = 0;
+    return true;
+}
+
+/* The placed frame is complete: acknowledge it and call its receive
+ * callback. false when the connection went away meanwhile. */
+static bool tcp_conn_place_done(struct bm_btl_tcp_conn *c)
+{
+    struct bm_btl_tcp_component *comp = c->comp;
+    struct bm_btl_tcp_endpoint *ep = c->ep;
+    struct bm_btl_module *m = &ep->module->super;
+    c->placing = false;
+    c->rx_count++;
+    tcp_conn_owe_ack(c);
+    if (c->place_ack_now)
+        c->ack_urgent = true;
+    comp->completions++;
+    comp->placed_frames++;
+    struct bm_btl_segment seg = {c->place_hdr, c->place_hdr_len};
+    struct bm_btl_recv_desc d = tcp_conn_desc(ep, c->place_tag, &seg);
+    d.flags = BM_BTL_RECV_F_PLACED;
+    d.placed = c->place_len - c->place_hdr_len;
+    if (__builtin_expect(c->place_tag == comp->cfg.test_drop_tag, 0) &&
+        ++comp->test_drops == comp->cfg.test_drop_nth) {
+        bm_log_info("%s: dropped frame %d of tag %u from rank %d (%zu bytes, placed) on purpose "
+                    "(BM_BTL_TCP_TEST_DROP_TAG, for testing)",
+                    m->name, comp->test_drops, c->place_tag, ep->rank, c->place_len);
+        d.endpoint = NULL;
+        d.flags = BM_BTL_RECV_F_ABORTED;
+        d.placed = 0;
+    }
+    m->recv_cb[c->place_tag].cb(m, &d, m->recv_cb[c->place_tag].cbdata);
+    return c->fd >= 0;
+}
+
+/* The socket of c closes: a placement under way is lost. */
+static void tcp_conn_place_abort(struct bm_btl_tcp_conn *c)
+{
+    if (!c->placing)
+        return;
+    c->placing = false;
+    struct bm_btl_tcp_component *comp = c->comp;
+    struct bm_btl_tcp_place_abort *a = malloc(sizeof(*a));
+    if (!a) {
+        /* the request would wait for ever on this fragment */
+        bm_log_error("out of memory recording a lost fragment of rank %d", c->ep->rank);
+        abort();
+    }
+    a->module = &c->ep->module->super;
+    a->peer = c->ep->rank;
+    a->tag = c->place_tag;
+    a->hdr_len = c->place_hdr_len;
+    memcpy(a->hdr, c->place_hdr, c->place_hdr_len);
+    a->next = comp->place_aborts;
+    comp->place_aborts = a;
+}
+
+void bm_btl_tcp_conn_place_reap(struct bm_btl_tcp_component *comp, bool report)
+{
+    while (comp->place_aborts) {
+        struct bm_btl_tcp_place_abort *a = comp->place_aborts;
+        comp->place_aborts = a->next;
+        if (report) {
+            struct bm_btl_segment seg = {a->hdr, a->hdr_len};
+            struct bm_btl_recv_desc d = {
+                .peer = a->peer,
+                .tag = a->tag,
+                .seg_count = 1,
+                .seg = &seg,
+                .flags = BM_BTL_RECV_F_ABORTED,
+            };
+            comp->completions++;
+            a->module->recv_cb[a->tag].cb(a->module, &d, a->module->recv_cb[a->tag].cbdata);
+        }
+        free(a);
+    }
+}
+
 /* Dispatch complete frames. false when the connection went away meanwhile. */
 static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
 {
@@ -732,8 +914,12 @@ static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
             tcp_conn_protocol_error(c, "frame length out of range");
             return false;
         }
-        if (c->rlen - c->rpos < sizeof(h) + len)
-            return true;
+        if (c->rlen - c->rpos < sizeof(h) + len) {
+            if (c->comp->cfg.place_min)
+                tcp_conn_place_start(c, &h, len);
+            return c->fd >= 0;
+        }
+        c->place_declined = false;
         bm_btl_tcp_frag_acked(c, ntohl(h.ack));
         if (c->fd < 0)
             return false;
@@ -748,13 +934,7 @@ static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
             if (ntohs(h.flags) & BM_BTL_TCP_HDR_F_ACK_NOW)
                 c->ack_urgent = true;
             struct bm_btl_segment seg = {c->rbuf + c->rpos + sizeof(h), len};
-            struct bm_btl_recv_desc d = {
-                .endpoint = (struct bm_btl_endpoint *)ep,
-                .peer = ep->rank,
-                .tag = h.tag,
-                .seg_count = 1,
-                .seg = &seg,
-            };
+            struct bm_btl_recv_desc d = tcp_conn_desc(ep, h.tag, &seg);
             c->rpos += sizeof(h) + len;
             c->comp->completions++;
             if (__builtin_expect(h.tag == c->comp->cfg.test_drop_tag, 0) && h.tag != 0 &&
@@ -798,6 +978,17 @@ static bool tcp_conn_rbuf_room(struct bm_btl_tcp_conn *c)
         struct bm_btl_tcp_hdr h;
         memcpy(&h, c->rbuf + c->rpos, sizeof(h));
         need += ntohl(h.len);
+        /* a frame that will be placed needs room only for the header of
+         * the layer above (the buffer does not grow for it) */
+        const struct bm_btl_module *m = &c->ep->module->super;
+        if (c->comp->cfg.place_min && !c->place_declined && h.type == BM_BTL_TCP_FRAME_DATA &&
+            h.tag < BM_BTL_TAG_MAX && m->recv_cb[h.tag].place &&
+            ntohl(h.len) >= c->comp->cfg.place_min &&
+            m->recv_cb[h.tag].place_hdr_len <= sizeof(c->place_hdr)) {
+            size_t small = sizeof(h) + m->recv_cb[h.tag].place_hdr_len;
+            if (small < need)
+                need = small;
+        }
     }
     if (need > c->rcap) {
         size_t ncap = c->rcap ? c->rcap : TCP_RBUF_INITIAL;
@@ -825,7 +1016,49 @@ bool bm_btl_tcp_conn_recv(struct bm_btl_tcp_conn *c)
             return false;
         }
         size_t want = c->rcap - c->rlen;
-        ssize_t n = recv(c->fd, c->rbuf + c->rlen, want, MSG_DONTWAIT);
+        ssize_t n;
+        if (c->placing) {
+            /* the placed frame's pieces, then rbuf for what follows it */
+            uint32_t k = c->piov_n - c->piov_i;
+            bool tail = k < BM_BTL_IOV_MAX;
+            size_t mine = c->place_left;
+            if (!tail) {
+                k = BM_BTL_IOV_MAX;
+                mine = 0;
+                for (uint32_t i = 0; i < k; i++)
+                    mine += c->piov[c->piov_i + i].iov_len;
+            } else {
+                c->piov[c->piov_n].iov_base = c->rbuf + c->rlen;
+                c->piov[c->piov_n].iov_len = want;
+            }
+            want = tail ? mine + want : mine;
+            struct msghdr mh = {.msg_iov = c->piov + c->piov_i, .msg_iovlen = tail ? k + 1 : k};
+            n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
+            if (n > 0) {
+                size_t placed = (size_t)n < mine ? (size_t)n : mine;
+                size_t left = placed;
+                while (left > 0) {
+                    struct iovec *v = &c->piov[c->piov_i];
+                    size_t take = v->iov_len < left ? v->iov_len : left;
+                    v->iov_base = (char *)v->iov_base + take;
+                    v->iov_len -= take;
+                    left -= take;
+                    if (v->iov_len == 0)
+                        c->piov_i++;
+                }
+                c->place_left -= placed;
+                c->rlen += (size_t)n - placed;
+                if (c->place_left == 0 && !tcp_conn_place_done(c))
+                    return false;
+                if (c->rlen > c->rpos && !tcp_conn_parse(c))
+                    return false;
+                if ((size_t)n < want)
+                    return true;
+                continue;
+            }
+        } else {
+            n = recv(c->fd, c->rbuf + c->rlen, want, MSG_DONTWAIT);
+        }
         if (n > 0) {
             c->rlen += (size_t)n;
             if (!tcp_conn_parse(c))

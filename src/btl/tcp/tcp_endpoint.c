@@ -142,6 +142,7 @@ void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status)
     }
     for (int i = 0; i < ep->nlinks; i++) {
         free(ep->links[i].rbuf);
+        free(ep->links[i].piov);
         free(ep->links[i].ctl);
     }
     ep->module->eps[ep->rank] = NULL;

@@ -115,6 +115,8 @@ bm_status_t bm_btl_tcp_module_create(struct bm_btl_tcp_component *comp, int inde
         s->caps |= BM_BTL_CAP_ORDERED; /* one socket per endpoint keeps order */
     if (cfg->reconnect_ms > 0)
         s->caps |= BM_BTL_CAP_FAILOVER; /* reports failure and recovery */
+    if (cfg->place_min > 0)
+        s->caps |= BM_BTL_CAP_RECV_PLACE; /* tcp_conn.c: payload read into place */
     s->exclusivity = BM_BTL_EXCL_TCP;
     s->latency = iface->loopback ? 40 : 50;
     s->bandwidth = iface->bandwidth;
