@@ -7,22 +7,12 @@
  * library waits: spinning ranks hold the cores their peers need, sleeping
  * ones give them away (bitmover: BM_PML_WAIT_MODE). MPI standard only:
  * builds unchanged with bmcc, mpicc.openmpi and mpicc.mpich. */
+#include "bench_common.h"
+
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-static volatile double sink;
-
-/* About us microseconds of arithmetic. */
-static void compute(double us)
-{
-    double t0 = MPI_Wtime(), x = 1.0;
-    while ((MPI_Wtime() - t0) * 1e6 < us)
-        for (int i = 0; i < 100; i++)
-            x = x * 1.0000001 + 1e-9;
-    sink = x;
-}
 
 int main(int argc, char **argv)
 {
@@ -49,7 +39,7 @@ int main(int argc, char **argv)
     int wrong = 0;
     for (long s = 0; s < steps; s++) {
         if (work_us > 0)
-            compute(work_us);
+            bm_bench_compute(work_us);
         MPI_Barrier(MPI_COMM_WORLD);
         if (s % 16 == 0) {
             int mine = rank + (int)s, sum = 0;

@@ -30,13 +30,16 @@ static void usage(const char *name, int kind)
     if (threads) {
         fprintf(
             stderr,
-            "usage: %s [-p PAIRS] [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s\n"
+            "usage: %s [-p PAIRS] [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s [-t SECONDS]\n"
             "  -p  thread pairs, each on its own communicator (default 1, at most %d)\n"
             "  -m  message sizes, powers of two from MIN to MAX bytes (MAX alone: that\n"
             "      one size); suffixes k, m, g (default 8)\n"
             "  -i  timed %s per pair at every size (default %d)\n"
             "  -w  warm-up %s per pair (default %d)\n"
-            "%s",
+            "%s"
+            "  -t  time budget per pair and size in seconds: a pair whose warm-up says\n"
+            "      the full count would take longer runs fewer (at least 10), and the\n"
+            "      line says how many (default 0 = off)\n",
             name, windowed ? " [-W WINDOW]" : "", BM_BENCH_PAIRS_MAX,
             windowed ? "windows" : "iterations", windowed ? ITERS_THREADS_WINDOW : ITERS_THREADS,
             windowed ? "windows" : "iterations", windowed ? WARMUP_THREADS_WINDOW : WARMUP_THREADS,
@@ -175,7 +178,7 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int kind, 
             opts->iter_limit = strtod(v, &end);
             bad = (*end != '\0' || opts->iter_limit < 0);
             i++;
-        } else if (strcmp(a, "-t") == 0 && v && !threads) {
+        } else if (strcmp(a, "-t") == 0 && v) {
             char *end;
             opts->budget = strtod(v, &end);
             bad = (*end != '\0' || opts->budget < 0);
@@ -278,6 +281,35 @@ double bm_bench_plan_timed(const struct bm_bench_opts *opts, double warm_seconds
     MPI_Bcast(&iters, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     plan->iters = iters;
     return MPI_Wtime();
+}
+
+static volatile double compute_sink;
+
+void bm_bench_compute(double us)
+{
+    double t0 = MPI_Wtime(), x = 1.0;
+    while ((MPI_Wtime() - t0) * 1e6 < us)
+        for (int i = 0; i < 64; i++)
+            x = x * 1.0000001 + 1e-9;
+    compute_sink = x;
+}
+
+long bm_bench_pair_iters(const struct bm_bench_opts *opts, MPI_Comm comm, int peer,
+                         double warm_seconds, long warmup, long iters)
+{
+    long mine = iters, theirs = iters;
+    if (opts->budget > 0 && warmup > 0 && warm_seconds > 0) {
+        double per = warm_seconds / (double)warmup;
+        double fit = opts->budget * 0.8 / per;
+        if (fit < (double)iters)
+            mine = fit < BM_BENCH_PAIR_ITERS_MIN ? BM_BENCH_PAIR_ITERS_MIN : (long)fit;
+        if (mine > iters)
+            mine = iters;
+    }
+    /* Both threads of the pair must run the same loop: the smaller count. */
+    MPI_Sendrecv(&mine, 1, MPI_LONG, peer, BM_BENCH_PAIR_TAG, &theirs, 1, MPI_LONG, peer,
+                 BM_BENCH_PAIR_TAG, comm, MPI_STATUS_IGNORE);
+    return mine < theirs ? mine : theirs;
 }
 
 /* A cheap hash per byte so that shifted, truncated, duplicated or swapped data

@@ -26,8 +26,9 @@
  * bm_bench_opts_parse (0: ping-pong). WINDOWED takes -W and -B and gets OSU
  * bw counts. THREADS (bm_mt_*) initialises with MPI_THREAD_MULTIPLE, takes
  * -p PAIRS, defaults to the one size 8 B (-m MAX alone also means one size),
- * runs the same counts at every size (iters_large = iters) and has no -B, -t
- * or -T; with WINDOWED its counts are 200 windows and 10 warm-up. */
+ * runs the same counts at every size (iters_large = iters), takes -t as a
+ * budget per pair (bm_bench_pair_iters) and has no -B or -T; with WINDOWED
+ * its counts are 200 windows and 10 warm-up. */
 #define BM_BENCH_WINDOWED 1
 #define BM_BENCH_THREADS  2
 
@@ -126,6 +127,24 @@ int bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t pre
  * timed loop. */
 double bm_bench_plan_timed(const struct bm_bench_opts *opts, double warm_seconds,
                            struct bm_bench_plan *plan);
+
+/* Busy for `us` microseconds of wall time with arithmetic and clock reads
+ * only, no MPI call but MPI_Wtime (the "computation" of bm_barrier and
+ * bm_mt_async). */
+void bm_bench_compute(double us);
+
+/* THREADS benchmarks: the timed iterations (or windows) of one thread pair
+ * for one size, called by both threads of the pair on their communicator
+ * after their warm-up (warm_seconds for warmup iterations). With a time
+ * budget (-t) a pair whose warm-up predicts that iters would take longer
+ * than 80% of it runs fewer, at least BM_BENCH_PAIR_ITERS_MIN, so that a
+ * stack that takes milliseconds per iteration still finishes; both threads
+ * take the smaller of their two estimates (one MPI_Sendrecv with tag
+ * BM_BENCH_PAIR_TAG). Returns iters unchanged without a budget. */
+#define BM_BENCH_PAIR_ITERS_MIN 10
+#define BM_BENCH_PAIR_TAG       32001
+long bm_bench_pair_iters(const struct bm_bench_opts *opts, MPI_Comm comm, int peer,
+                         double warm_seconds, long warmup, long iters);
 
 /* Writes the pattern for (size, iters, slot, sender) into buf[0..len). */
 void bm_bench_pattern_fill(unsigned char *buf, size_t len, size_t size, long iters, int slot,

@@ -3,7 +3,9 @@
  * thread t of rank 0 ping-pongs with thread t of rank 1 on a communicator of
  * their own (MPI_Comm_dup of MPI_COMM_WORLD per pair), so pairs never match
  * each other's messages. Every thread times its own loop; reported per size:
- * the mean half round trip over the pairs and the slowest pair's. With -p 1
+ * the mean half round trip over the pairs and the slowest pair's, and the
+ * fewest timed iterations a pair ran (with a time budget, -t, a pair whose
+ * warm-up says the full count would take longer runs fewer). With -p 1
  * this is the single-pair latency of a program that asked for
  * MPI_THREAD_MULTIPLE (what its locks cost). Every received message is
  * checked after the timed loop. Options and MPI_Init_thread come from
@@ -24,6 +26,8 @@ static int rank, pairs = 1;
 static long iters, warmup;
 static MPI_Comm comms[MAX_PAIRS];
 static double lat_us[MAX_PAIRS];
+static long ran[MAX_PAIRS]; /* timed iterations each pair ran (fewer with -t) */
+static struct bm_bench_opts opts;
 static int bad[MAX_PAIRS];
 
 struct job {
@@ -46,20 +50,26 @@ static void *pair_main(void *arg)
     memset(rbuf, 0, size ? size : 1);
     MPI_Comm c = comms[t];
     int peer = 1 - rank;
-    double t0 = 0;
-    for (long i = 0; i < warmup + iters; i++) {
-        if (i == warmup)
+    double t0 = MPI_Wtime();
+    long n = warmup;
+    for (int phase = 0; phase < 2; phase++) {
+        for (long i = 0; i < n; i++) {
+            if (rank == 0) {
+                MPI_Send(sbuf, (int)size, MPI_CHAR, peer, 1, c);
+                MPI_Recv(rbuf, (int)size, MPI_CHAR, peer, 1, c, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(rbuf, (int)size, MPI_CHAR, peer, 1, c, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, (int)size, MPI_CHAR, peer, 1, c);
+            }
+        }
+        if (phase == 0) {
+            n = bm_bench_pair_iters(&opts, c, peer, MPI_Wtime() - t0, warmup, iters);
             t0 = MPI_Wtime();
-        if (rank == 0) {
-            MPI_Send(sbuf, (int)size, MPI_CHAR, peer, 1, c);
-            MPI_Recv(rbuf, (int)size, MPI_CHAR, peer, 1, c, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Recv(rbuf, (int)size, MPI_CHAR, peer, 1, c, MPI_STATUS_IGNORE);
-            MPI_Send(sbuf, (int)size, MPI_CHAR, peer, 1, c);
         }
     }
     double elapsed = MPI_Wtime() - t0;
-    lat_us[t] = elapsed / (double)iters / 2 * 1e6;
+    lat_us[t] = elapsed / (double)n / 2 * 1e6;
+    ran[t] = n;
     for (size_t i = 0; i < size; i++)
         if (rbuf[i] != (char)(i * 7 + (size_t)t * 13 + (size_t)peer)) {
             bad[t] = 1;
@@ -72,7 +82,6 @@ static void *pair_main(void *arg)
 
 int main(int argc, char **argv)
 {
-    struct bm_bench_opts opts;
     int nprocs, exit_code, rc = 0;
     if (bm_bench_start(&argc, &argv, "bm_mt_latency", BM_BENCH_THREADS, &opts, &rank, &nprocs,
                        &exit_code) != 0)
@@ -87,8 +96,10 @@ int main(int argc, char **argv)
         printf("# bm_mt_latency: ping-pong latency, %d thread pair%s (MPI_THREAD_MULTIPLE), "
                "half round trip\n",
                pairs, pairs == 1 ? "" : "s");
-        printf("# ranks %d, iterations %ld per pair, warm-up %ld\n", nprocs, iters, warmup);
-        printf("# size(B)  mean(us)  slowest(us)\n");
+        printf("# ranks %d, iterations %ld per pair, warm-up %ld", nprocs, iters, warmup);
+        if (opts.budget > 0)
+            printf(", time budget %.3g s per pair and size", opts.budget);
+        printf("\n# size(B)  mean(us)  slowest(us)  iterations(fewest of a pair)\n");
     }
     for (size_t size = min_size; size <= max_size; size = size ? size * 2 : 1) {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -106,8 +117,11 @@ int main(int argc, char **argv)
         }
         int mybad = 0, anybad = 0;
         double sum = 0, worst = 0;
+        long fewest = iters;
         for (int t = 0; t < pairs && rank < 2; t++) {
             mybad |= bad[t];
+            if (ran[t] < fewest)
+                fewest = ran[t];
             sum += lat_us[t];
             if (lat_us[t] > worst)
                 worst = lat_us[t];
@@ -120,7 +134,7 @@ int main(int argc, char **argv)
             break;
         }
         if (rank == 0) {
-            printf("%-10zu %9.3f %12.3f\n", size, sum / pairs, worst);
+            printf("%-10zu %9.3f %12.3f %12ld\n", size, sum / pairs, worst, fewest);
             fflush(stdout);
         }
         if (size == max_size)

@@ -5,7 +5,9 @@
  * t of rank 1 on a communicator of its own, which posts W receives, waits
  * for them and acknowledges the window with a 4-byte message. Each sender
  * times its own loop; the rate is all messages of all pairs divided by the
- * slowest sender's time. With -p 1, 2 and 4 it shows whether pairs that
+ * slowest sender's time (with a time budget, -t, a pair whose warm-up says
+ * the full count would take longer runs fewer windows; the line shows the
+ * fewest a pair ran). With -p 1, 2 and 4 it shows whether pairs that
  * share nothing but the process scale or serialise on a lock. Every window
  * slot's data is checked after the timed loop. Options and MPI_Init_thread
  * come from bench_common.c (BM_BENCH_THREADS | BM_BENCH_WINDOWED). MPI
@@ -26,6 +28,8 @@ static int rank, pairs = 1, window = 64;
 static long iters, warmup;
 static MPI_Comm comms[MAX_PAIRS];
 static double secs[MAX_PAIRS];
+static long ran[MAX_PAIRS]; /* timed windows each pair ran (fewer with -t) */
+static struct bm_bench_opts opts;
 static int bad[MAX_PAIRS];
 
 static char pattern(size_t i, int slot, int t)
@@ -58,23 +62,29 @@ static void *pair_main(void *arg)
         memset(buf, 0, stride * (size_t)window);
     }
     MPI_Comm c = comms[t];
-    double t0 = 0;
-    for (long it = 0; it < warmup + iters; it++) {
-        if (it == warmup)
+    double t0 = MPI_Wtime();
+    long n = warmup;
+    for (int phase = 0; phase < 2; phase++) {
+        for (long it = 0; it < n; it++) {
+            if (rank == 0) {
+                for (int s = 0; s < window; s++)
+                    MPI_Isend(buf + (size_t)s * stride, (int)size, MPI_CHAR, 1, 10, c, &reqs[s]);
+                MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
+                MPI_Recv(&ack, 1, MPI_INT, 1, 11, c, MPI_STATUS_IGNORE);
+            } else {
+                for (int s = 0; s < window; s++)
+                    MPI_Irecv(buf + (size_t)s * stride, (int)size, MPI_CHAR, 0, 10, c, &reqs[s]);
+                MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
+                MPI_Send(&ack, 1, MPI_INT, 0, 11, c);
+            }
+        }
+        if (phase == 0) {
+            n = bm_bench_pair_iters(&opts, c, 1 - rank, MPI_Wtime() - t0, warmup, iters);
             t0 = MPI_Wtime();
-        if (rank == 0) {
-            for (int s = 0; s < window; s++)
-                MPI_Isend(buf + (size_t)s * stride, (int)size, MPI_CHAR, 1, 10, c, &reqs[s]);
-            MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
-            MPI_Recv(&ack, 1, MPI_INT, 1, 11, c, MPI_STATUS_IGNORE);
-        } else {
-            for (int s = 0; s < window; s++)
-                MPI_Irecv(buf + (size_t)s * stride, (int)size, MPI_CHAR, 0, 10, c, &reqs[s]);
-            MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
-            MPI_Send(&ack, 1, MPI_INT, 0, 11, c);
         }
     }
     secs[t] = MPI_Wtime() - t0;
+    ran[t] = n;
     if (rank == 1)
         for (int s = 0; s < window && !bad[t]; s++)
             for (size_t i = 0; i < size; i++)
@@ -88,7 +98,6 @@ static void *pair_main(void *arg)
 
 int main(int argc, char **argv)
 {
-    struct bm_bench_opts opts;
     int nprocs, exit_code, rc = 0;
     if (bm_bench_start(&argc, &argv, "bm_mt_mr", BM_BENCH_THREADS | BM_BENCH_WINDOWED, &opts, &rank,
                        &nprocs, &exit_code) != 0)
@@ -110,8 +119,10 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# bm_mt_mr: message rate, %d thread pair%s (MPI_THREAD_MULTIPLE), window %d\n",
                pairs, pairs == 1 ? "" : "s", window);
-        printf("# ranks %d, windows %ld per pair, warm-up %ld\n", nprocs, iters, warmup);
-        printf("# size(B)  rate(messages/s)  per pair(messages/s)\n");
+        printf("# ranks %d, windows %ld per pair, warm-up %ld", nprocs, iters, warmup);
+        if (opts.budget > 0)
+            printf(", time budget %.3g s per pair and size", opts.budget);
+        printf("\n# size(B)  rate(messages/s)  per pair(messages/s)  windows(fewest of a pair)\n");
     }
     for (size_t size = min_size; size <= max_size; size = size ? size * 2 : 1) {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -128,9 +139,13 @@ int main(int argc, char **argv)
                 pthread_join(th[t], NULL);
         }
         int mybad = 0, anybad = 0;
-        double slowest = 0;
+        double slowest = 0, msgs = 0;
+        long fewest = iters;
         for (int t = 0; t < pairs && rank < 2; t++) {
             mybad |= bad[t];
+            msgs += (double)window * (double)ran[t];
+            if (ran[t] < fewest)
+                fewest = ran[t];
             if (secs[t] > slowest)
                 slowest = secs[t];
         }
@@ -142,8 +157,8 @@ int main(int argc, char **argv)
             break;
         }
         if (rank == 0) {
-            double msgs = (double)pairs * window * (double)iters;
-            printf("%-10zu %14.0f %14.0f\n", size, msgs / slowest, msgs / slowest / pairs);
+            printf("%-10zu %14.0f %14.0f %14ld\n", size, msgs / slowest, msgs / slowest / pairs,
+                   fewest);
             fflush(stdout);
         }
         if (size == max_size)

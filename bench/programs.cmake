@@ -31,7 +31,10 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
         add_executable(bm_${prog} ${prog}.c bench_common.c)
         target_link_libraries(bm_${prog} PRIVATE bitmover Threads::Threads)
     endforeach()
-    add_executable(bm_barrier barrier.c)
+    # asynchronous progress (what a progress thread buys)
+    add_executable(bm_mt_async mt_async.c bench_common.c)
+    target_link_libraries(bm_mt_async PRIVATE bitmover)
+    add_executable(bm_barrier barrier.c bench_common.c)
     target_link_libraries(bm_barrier PRIVATE bitmover)
 
     # Smoke tests: short sizes and few iterations, so they check that the
@@ -69,9 +72,13 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
         bm_add_mpi_test(bench_dtype_packed_smoke TARGET bm_dtype NP 2 LABELS bench TIMEOUT 60
             ARGS -k vec64 -P -m 8:256k -i 20 -w 2)
         bm_add_mpi_test(bench_mt_latency_smoke TARGET bm_mt_latency NP 2 LABELS bench TIMEOUT 60
-            ARGS -p 2 -m 0:64k -i 50 -w 5)
+            ARGS -p 2 -m 0:64k -i 50 -w 5 -t 0.2)
         bm_add_mpi_test(bench_mt_mr_smoke TARGET bm_mt_mr NP 2 LABELS bench TIMEOUT 60
-            ARGS -p 2 -m 1:8k -i 5 -w 1)
+            ARGS -p 2 -m 1:8k -i 5 -w 1 -t 0.2)
+        foreach(k rndv put)
+            bm_add_mpi_test(bench_mt_async_${k}_smoke TARGET bm_mt_async NP 2 LABELS bench
+                TIMEOUT 60 ARGS -k ${k} -c 100 -m 1k:256k -i 3 -w 1)
+        endforeach()
         bm_add_mpi_test(bench_barrier_block_smoke TARGET bm_barrier NP 4 LABELS bench TIMEOUT 60
             ARGS -i 200 ENV BM_PML_WAIT_MODE=block)
     endif()

@@ -13,12 +13,15 @@ bm_add_mpi_test(mt_stress_np2_t8 TARGET mt_stress NP 2 BTL self,sm TIMEOUT 120
     LABELS mpi mt tsan ARGS -t 8 -i 20 -d)
 
 # The progress thread: asynchronous progress outside MPI calls and its idle
-# CPU cost (sm and tcp); sleeping waits (BM_PML_WAIT_MODE=block).
+# CPU cost over sm, tcp and dgram (ofi's is in tests/fault/ofi.cmake), each
+# sleeping on its own wait object; sleeping waits (BM_PML_WAIT_MODE=block).
 add_executable(mt_progress ${mt_dir}/mt_progress.c)
 target_link_libraries(mt_progress PRIVATE bitmover bm_test_harness)
 bm_add_mpi_test(mt_progress_sm TARGET mt_progress NP 2 BTL self,sm TIMEOUT 120
     LABELS mpi mt ENV BM_PML_PROGRESS_THREAD=1)
 bm_add_mpi_test(mt_progress_tcp TARGET mt_progress NP 2 BTL self,tcp TIMEOUT 120
+    LABELS mpi mt ENV BM_PML_PROGRESS_THREAD=1)
+bm_add_mpi_test(mt_progress_dgram TARGET mt_progress NP 2 BTL self,dgram TIMEOUT 120
     LABELS mpi mt ENV BM_PML_PROGRESS_THREAD=1)
 bm_add_mpi_test(mt_block_np4 TARGET mt_progress NP 4 BTL self,sm TIMEOUT 120
     LABELS mpi mt ARGS -b ENV BM_PML_WAIT_MODE=block)
