@@ -80,7 +80,10 @@ static const struct bm_param wait_params[] = {
      "1 starts a thread per process that drives communication while the program computes "
      "(rendezvous transfers, nonblocking collectives, one-sided operations advance without "
      "MPI calls) and sleeps in the kernel when there is nothing to do. Turns on the locks of "
-     "MPI_THREAD_MULTIPLE.",
+     "MPI_THREAD_MULTIPLE. Off by default: it costs every message locks and wake-ups; worth "
+     "it for programs that compute long between MPI calls with rendezvous messages, "
+     "passive-target epochs over a network or nonblocking collectives in flight "
+     "(src/pml/README.md, 'Off by default').",
      offsetof(struct wait_config, thread), 0},
     {"BM_PML_PROGRESS_THREAD_POLLS", BM_PARAM_INT, "64", 1, 1 << 30, NULL,
      "Idle polls of the progress thread before it sleeps (more: faster reaction after a "
