@@ -34,18 +34,26 @@ void bm_btl_dgram_mac_expand(const uint8_t key[16], uint64_t nh_key[BM_DGRAM_NH_
  * 64-byte steps feed four independent accumulators (the same result as one
  * running sum): one accumulator made every product wait for the previous
  * 128-bit add; four ran the NH 1.3-1.5x faster on 64 KB datagrams. */
+static inline uint64_t load64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
 static void nh_block(const uint64_t *k, const uint8_t *p, size_t n, uint64_t out[2])
 {
     unsigned __int128 a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     size_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        uint64_t w[8];
-        memcpy(w, p + i, sizeof(w));
+        /* word by word: a uint64_t[8] copy of the 64 bytes went through
+         * the stack (GCC 13: 16-byte stores, then 8-byte reloads) */
+        const uint8_t *q = p + i;
         const uint64_t *kk = k + i / 8;
-        a0 += (unsigned __int128)(w[0] + kk[0]) * (w[1] + kk[1]);
-        a1 += (unsigned __int128)(w[2] + kk[2]) * (w[3] + kk[3]);
-        a2 += (unsigned __int128)(w[4] + kk[4]) * (w[5] + kk[5]);
-        a3 += (unsigned __int128)(w[6] + kk[6]) * (w[7] + kk[7]);
+        a0 += (unsigned __int128)(load64(q) + kk[0]) * (load64(q + 8) + kk[1]);
+        a1 += (unsigned __int128)(load64(q + 16) + kk[2]) * (load64(q + 24) + kk[3]);
+        a2 += (unsigned __int128)(load64(q + 32) + kk[4]) * (load64(q + 40) + kk[5]);
+        a3 += (unsigned __int128)(load64(q + 48) + kk[6]) * (load64(q + 56) + kk[7]);
     }
     for (; i + 16 <= n; i += 16) {
         uint64_t a, b;
