@@ -279,11 +279,17 @@ struct bm_btl_tcp_component {
     struct bm_btl_tcp_frag *pool;
     int pool_count;
     struct bm_btl_tcp_place_abort *place_aborts; /* to report at the end of progress */
-    struct bm_btl_iov *place_iov;                /* [BM_BTL_IOV_MAX]: scratch of place calls */
-    uint64_t placed_frames;                      /* frames received by placement (bm_info, tests) */
-    int completions;                             /* counted by progress */
-    int test_drops; /* frames of cfg.test_drop_tag received so far (testing) */
-    int nretry;     /* endpoints with retry set */
+    /* The one-connection fast path (tcp_component.c, progress): the
+     * connection that last received bytes, the connected links counted by
+     * the last liveness check, and the passes since epoll_wait last ran. */
+    struct bm_btl_tcp_conn *hot;
+    int nconnected;
+    unsigned hot_passes;
+    struct bm_btl_iov *place_iov; /* [BM_BTL_IOV_MAX]: scratch of place calls */
+    uint64_t placed_frames;       /* frames received by placement (bm_info, tests) */
+    int completions;              /* counted by progress */
+    int test_drops;               /* frames of cfg.test_drop_tag received so far (testing) */
+    int nretry;                   /* endpoints with retry set */
     long long next_retry_check;
     long long next_live_check; /* tcp_live.c, every BM_BTL_TCP_LIVE_CHECK_NS */
     int rto_max_ms;            /* TCP_RTO_MAX_MS of every connection (0: kernel without it) */

@@ -22,6 +22,9 @@
 
 #define TCP_CFG(f) offsetof(struct bm_btl_tcp_config, f)
 
+/* The one-connection fast path calls epoll_wait every this many passes. */
+#define TCP_HOT_EPOLL_EVERY 8
+
 static const struct bm_param tcp_params[] = {
     {"BM_BTL_TCP_IF_INCLUDE", BM_PARAM_STRING, "", 0, 0, NULL,
      "Use only these interfaces: a comma list of names (eth0) and CIDR networks (10.1.0.0/16, "
@@ -262,7 +265,20 @@ static int bm_btl_tcp_progress(struct bm_btl_component *comp)
     struct bm_btl_tcp_component *c = (struct bm_btl_tcp_component *)comp;
     struct epoll_event ev[64];
     c->completions = 0;
-    int n = epoll_wait(c->epfd, ev, 64, 0);
+    /* The one-connection fast path: while the process has a single
+     * connected link (two ranks, one interface) and it last received, read
+     * it directly and ask epoll (listeners, handshakes, room to write) only
+     * every TCP_HOT_EPOLL_EVERY-th pass: a message then costs the poller
+     * one recv instead of epoll_wait + recv. */
+    struct bm_btl_tcp_conn *hot = c->hot;
+    int n = 0;
+    if (hot && c->nconnected == 1 && hot->state == BM_BTL_TCP_CONN_CONNECTED && hot->fd >= 0 &&
+        !hot->dead && ++c->hot_passes % TCP_HOT_EPOLL_EVERY != 0) {
+        if (bm_btl_tcp_conn_recv(hot) && hot->fd >= 0 && !bm_util_queue_empty(&hot->sendq))
+            bm_btl_tcp_frag_flush(hot);
+    } else {
+        n = epoll_wait(c->epfd, ev, 64, 0);
+    }
     for (int i = 0; i < n; i++) {
         enum bm_btl_tcp_poll_kind *kind = ev[i].data.ptr;
         if (*kind == BM_BTL_TCP_POLL_LISTENER)

@@ -133,6 +133,8 @@ void bm_btl_tcp_conn_close_fd(struct bm_btl_tcp_conn *c)
 {
     tcp_conn_place_abort(c);
     c->place_declined = false;
+    if (c->comp && c->comp->hot == c)
+        c->comp->hot = NULL;
     if (c->fd >= 0)
         close(c->fd); /* also leaves the epoll set */
     c->fd = -1;
@@ -1060,6 +1062,7 @@ bool bm_btl_tcp_conn_recv(struct bm_btl_tcp_conn *c)
             n = recv(c->fd, c->rbuf + c->rlen, want, MSG_DONTWAIT);
         }
         if (n > 0) {
+            c->comp->hot = c;
             c->rlen += (size_t)n;
             if (!tcp_conn_parse(c))
                 return false;

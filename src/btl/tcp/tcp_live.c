@@ -178,6 +178,7 @@ static bool tcp_live_check(struct bm_btl_tcp_conn *c, long long now, bool iface_
 
 void bm_btl_tcp_live_check(struct bm_btl_tcp_component *comp, long long now)
 {
+    int connected = 0;
     for (int i = 0; i < comp->nmodules; i++) {
         struct bm_btl_tcp_module *m = comp->modules[i];
         int state = -1; /* module's interface: -1 not asked yet, 1 up, 0 down */
@@ -189,6 +190,7 @@ void bm_btl_tcp_live_check(struct bm_btl_tcp_component *comp, long long now)
                 struct bm_btl_tcp_conn *c = &ep->links[k];
                 if (c->state != BM_BTL_TCP_CONN_CONNECTED || c->fd < 0)
                     continue;
+                connected++;
                 if (state < 0)
                     state = m->iface.loopback || tcp_live_iface_up(m, c->fd);
                 if (tcp_live_check(c, now, state == 0))
@@ -196,6 +198,7 @@ void bm_btl_tcp_live_check(struct bm_btl_tcp_component *comp, long long now)
             }
         }
     }
+    comp->nconnected = connected;
 }
 
 /* The stats operation (btl.h, BM_BTL_CAP_STATS): the kernel's counters of
