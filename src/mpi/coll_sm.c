@@ -95,7 +95,9 @@ size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc)
 static void wait_for(_Atomic uint64_t *f, uint64_t k)
 {
     unsigned polls = 0;
-    bool over = bm_pml_oversubscribed();
+    /* the job oversubscribes this host, or was told to yield when idle
+     * (BM_PML_IDLE_YIELD: namespaces standing for hosts share the cores) */
+    bool over = bm_pml_oversubscribed() || bm_pml_idle_yields();
 
     while (atomic_load_explicit(f, memory_order_acquire) < k)
         if (++polls % POLLS_PER_PROGRESS == 0) {

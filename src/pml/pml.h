@@ -91,6 +91,12 @@ int bm_pml_progress_wait(void);
  * behind BM_PML_WAIT_MODE=auto)? Valid after bm_pml_init. */
 bool bm_pml_oversubscribed(void);
 
+/* Do idle waits give the core away (BM_PML_IDLE_YIELD above 0 as resolved,
+ * in a wait mode that yields: automatically on an oversubscribed host, or
+ * set where ranks share cores the node map cannot see, such as network
+ * namespaces standing for hosts)? Valid after bm_pml_init. */
+bool bm_pml_idle_yields(void);
+
 /* True when the PML takes its locks: MPI_THREAD_MULTIPLE, or the progress
  * thread (BM_PML_PROGRESS_THREAD) calls it beside the program. */
 bool bm_pml_threaded(void);

@@ -121,6 +121,11 @@ bool bm_pml_oversubscribed(void)
     return bm_pml_g.oversubscribed;
 }
 
+bool bm_pml_idle_yields(void)
+{
+    return bm_pml_g.wait_mode != BM_PML_WAIT_SPIN && bm_pml_g.cfg.idle_yield > 0;
+}
+
 /* Idle polls before a thread yields or sleeps when BM_PML_IDLE_YIELD says
  * never (auto on a host with a CPU per rank): waiting threads that share
  * the cores (MPI_THREAD_MULTIPLE), or a thread that chose to sleep, still
