@@ -298,7 +298,8 @@ struct bm_btl_ofi_amo_table {
     X(acks_piggybacked, "delivery acknowledgements carried by messages")                           \
     X(pings, "liveness probes sent")                                                               \
     X(path_failures, "paths declared failed")                                                      \
-    X(path_recoveries, "failed paths taken back")
+    X(path_recoveries, "failed paths taken back")                                                  \
+    X(rdma_yields, "cores given to the provider's thread while RDMA/atomics were in flight")
 
 struct bm_btl_ofi_stats {
 #define BM_BTL_OFI_STATS_FIELD(name, help) atomic_ullong name;
@@ -327,10 +328,11 @@ struct bm_btl_ofi_module {
     int nctx;
     bool mt; /* MPI_THREAD_MULTIPLE: contexts lock, threads pick contexts */
     uint64_t mr_mode;
-    bool mr_local; /* local buffers need registration (provider asked, or forced) */
-    bool loopback; /* reaches only this host */
-    bool software; /* a provider emulated over sockets/shared memory */
-    bool manual;   /* FI_PROGRESS_MANUAL: we drive the provider */
+    bool mr_local;   /* local buffers need registration (provider asked, or forced) */
+    bool loopback;   /* reaches only this host */
+    bool software;   /* a provider emulated over sockets/shared memory */
+    bool manual;     /* FI_PROGRESS_MANUAL: we drive the provider */
+    bool yield_rdma; /* software provider with its own progress thread: pollers yield (progress) */
     bool multi_recv;
     bool closing;      /* finalize: receive buffers are not posted again */
     bool acks;         /* our own delivery acknowledgements (socket providers) */

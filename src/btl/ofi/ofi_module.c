@@ -165,6 +165,7 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
     m->software = bm_btl_ofi_provider_is_software(m->prov_name);
     m->loopback = bm_btl_ofi_provider_is_loopback(info);
     m->manual = info->domain_attr->data_progress == FI_PROGRESS_MANUAL;
+    m->yield_rdma = m->software && !m->manual;
     m->mr_mode = bm_btl_ofi_mr_mode_bits(info->domain_attr->mr_mode);
     m->mr_local = (m->mr_mode & FI_MR_LOCAL) || cfg->mr_local == BM_OFI_MR_LOCAL_ON;
     m->multi_recv = (info->caps & FI_MULTI_RECV) != 0;
