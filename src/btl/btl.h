@@ -205,6 +205,12 @@ typedef uint8_t bm_btl_tag_t;
 /* stats: per-endpoint delivery counters (struct bm_btl_path_stats), read
  * by the PML's adaptive striping. */
 #define BM_BTL_CAP_STATS 0x2000u
+/* With BM_BTL_CAP_GET and BM_BTL_CAP_REG_MEM: the PML's rendezvous may read a
+ * large message from the sender's registered buffer with get (RGET),
+ * because that is faster than the transport's fragments (ofi: the
+ * provider's RMA read lands in the receive buffer, where fragments land in
+ * posted buffers and are copied again). */
+#define BM_BTL_CAP_RNDV_GET 0x4000u
 
 /* What a transport counts of its traffic to one peer (stats). Cumulative;
  * the reader takes differences, and treats a decrease as a restart from

@@ -145,6 +145,12 @@ struct bm_pml_request {
     size_t frag_next;             /* next byte to put in a FRAG */
     size_t frag_end;              /* bytes the receiver wants */
     struct bm_pml_resend *resend; /* FRAG ranges to send again (their path failed) */
+    /* An RGET over a transport that needs registration (rdma.c): the
+     * sender's buffer registered with rget_mod, released when the send
+     * completes (owned: not MPI_Alloc_mem's handle, which stays). */
+    struct bm_btl_module *rget_mod;
+    struct bm_btl_reg_handle *rget_reg;
+    bool rget_reg_owned;
 
     /* recv (cleared only for receives) */
     char *rbuf;
@@ -438,10 +444,14 @@ void bm_pml_cancel_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc
 void bm_pml_send_cancel(struct bm_pml_request *req);
 
 /* rdma.c: single copy for large messages (RGET, PUT, FIN) */
-/* Should this rendezvous be an RGET (size, a GET path that needs no registration)? */
-bool bm_pml_rdma_rget_ok(const struct bm_pml_request *req);
+/* Should this rendezvous be an RGET (size, a GET path: one that needs no
+ * registration, else one of BM_BTL_CAP_RNDV_GET, with which it then
+ * registers the buffer)? */
+bool bm_pml_rdma_rget_ok(struct bm_pml_request *req);
 /* Send the RGET; the send then waits for FIN (or an ACK when the receiver falls back). */
 void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh);
+/* Release the registration an RGET send holds (when it completes). */
+void bm_pml_rdma_send_done(struct bm_pml_request *req);
 /* A posted receive matched an RGET; tail is the RGET header after its RNDV fields. */
 void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int src, int tag,
                               uint64_t msg_len, bm_pml_reqid_t sreq, const void *tail,

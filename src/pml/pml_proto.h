@@ -185,6 +185,10 @@ struct bm_pml_rget_tail {
  * the handle_len bytes after the header are the type's layout
  * (bm_util_dtype_encode), which the receiver reads piece by piece. */
 #define BM_PML_RGET_F_LAYOUT 0x1u
+/* A sender whose transport needs registration (ofi): the handle_len bytes
+ * after the header are its registration handle of the buffer
+ * (bm_btl_register_mem), which the receiver's get names. */
+#define BM_PML_RGET_F_HANDLE 0x2u
 _Static_assert(sizeof(struct bm_pml_rget_tail) == 16, "RGET tail is 16 bytes");
 
 /* RGET: a RNDV whose sender offers its buffer for an RDMA read. handle_len

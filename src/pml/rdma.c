@@ -269,20 +269,87 @@ void bm_pml_rdma_copy_done(struct bm_pml_request *req)
     req->rget_class = -1;
 }
 
-/* A working path to peer_world with the RDMA capability cap (GET or PUT)
- * that needs no registration. */
-static struct bm_btl_path *rdma_path(int peer_world, uint32_t cap, size_t bytes)
+/* Does m need registration before put/get on user memory? */
+static bool rdma_registers(const struct bm_btl_module *m)
 {
-    struct bm_btl_path_list *l = &bm_btl_base_peer(peer_world)->rdma;
+    return (m->caps & BM_BTL_CAP_REG_MEM) || m->reg_handle_size != 0;
+}
+
+/* A working path to peer_world with the RDMA capability cap (GET, GETV or
+ * PUT) for a transfer of bytes. One that needs no registration (sm) comes
+ * first; with reg_ok, else one that needs it and offers its get to
+ * rendezvous (BM_BTL_CAP_RNDV_GET: ofi) when it is the one path the peer's
+ * bulk traffic takes now (a standby transport's RDMA stays unused, as its
+ * sends do, and striped rails keep their fragments). */
+static struct bm_btl_path *rdma_path_reg(int peer_world, uint32_t cap, size_t bytes, bool reg_ok)
+{
+    struct bm_btl_peer *peer = bm_btl_base_peer(peer_world);
+    struct bm_btl_path_list *l = &peer->rdma;
+    struct bm_btl_path *reg = NULL;
     for (int i = 0; i < l->count; i++) {
         struct bm_btl_path *p = &l->paths[i];
         const struct bm_btl_module *m = p->module;
-        if (bm_pml_path_is_failed(p) || !(m->caps & cap) || (m->caps & BM_BTL_CAP_REG_MEM) ||
-            m->reg_handle_size != 0 || bytes < m->min_rdma_pipeline_size)
+        if (bm_pml_path_is_failed(p) || !(m->caps & cap) || bytes < m->min_rdma_pipeline_size)
             continue;
-        return p;
+        if (!rdma_registers(m))
+            return p;
+        if (reg_ok && !reg && cap == BM_BTL_CAP_GET &&
+            (m->caps & BM_BTL_CAP_RNDV_GET) == BM_BTL_CAP_RNDV_GET)
+            reg = p;
     }
-    return NULL;
+    if (!reg)
+        return NULL;
+    /* Only while the peer's bulk traffic has this one path: striped over
+     * several, a message keeps its fragments spread over all of them. */
+    const struct bm_btl_path_list *sl = &peer->send;
+    const struct bm_btl_path *first = bm_pml_path_first(&peer->send);
+    if (!first || first->module != reg->module || first->endpoint != reg->endpoint)
+        return NULL;
+    for (int i = 0; i < sl->count; i++) {
+        const struct bm_btl_path *p = &sl->paths[i];
+        if (p != first && p->cls == first->cls && !bm_pml_path_is_failed(p))
+            return NULL;
+    }
+    return reg;
+}
+
+static struct bm_btl_path *rdma_path(int peer_world, uint32_t cap, size_t bytes)
+{
+    return rdma_path_reg(peer_world, cap, bytes, false);
+}
+
+/* The registration of the sender's buffer an RGET over path offers:
+ * MPI_Alloc_mem's when the buffer is such memory, else a new one (from
+ * the transport's cache). False when it cannot be had. */
+static bool rget_register(struct bm_pml_request *req, struct bm_btl_path *path)
+{
+    struct bm_btl_module *m = path->module;
+    if (req->rget_reg && req->rget_mod == m)
+        return true; /* a send started again keeps its registration */
+    bm_pml_rdma_send_done(req);
+    struct bm_btl_reg_handle *h = bm_btl_base_mem_handle(m, req->sbuf, req->bytes);
+    bool owned = false;
+    if (!h) {
+        h = bm_btl_register_mem(m, path->endpoint, (void *)(uintptr_t)req->sbuf, req->bytes,
+                                BM_BTL_REG_F_REMOTE_READ);
+        owned = true;
+    }
+    if (!h || m->reg_handle_size > RGET_LAYOUT_MAX)
+        return false;
+    req->rget_mod = m;
+    req->rget_reg = h;
+    req->rget_reg_owned = owned;
+    return true;
+}
+
+void bm_pml_rdma_send_done(struct bm_pml_request *req)
+{
+    if (!req->rget_reg)
+        return;
+    if (req->rget_reg_owned)
+        bm_btl_deregister_mem(req->rget_mod, req->rget_reg);
+    req->rget_reg = NULL;
+    req->rget_mod = NULL;
 }
 
 /* A convertor's message is worth reading piece by piece: its pieces are
@@ -293,7 +360,7 @@ static bool pieces_large(const struct bm_util_dtype_conv *c)
     return c->contig || (n > 0 && c->total / n >= rdma_params_get()->piece_min);
 }
 
-bool bm_pml_rdma_rget_ok(const struct bm_pml_request *req)
+bool bm_pml_rdma_rget_ok(struct bm_pml_request *req)
 {
     size_t limit = rdma_params_get()->rget_limit;
     if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank)
@@ -306,7 +373,11 @@ bool bm_pml_rdma_rget_ok(const struct bm_pml_request *req)
                bm_util_dtype_encode(req->conv.type, scratch, sizeof(scratch)) > 0 &&
                rdma_path(req->peer, BM_BTL_CAP_GETV, req->bytes) != NULL;
     }
-    return rdma_path(req->peer, BM_BTL_CAP_GET, req->bytes) != NULL;
+    struct bm_btl_path *path = rdma_path_reg(req->peer, BM_BTL_CAP_GET, req->bytes, true);
+    if (path && rdma_registers(path->module))
+        return rget_register(req, path);
+    bm_pml_rdma_send_done(req);
+    return path != NULL;
 }
 
 void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh)
@@ -328,6 +399,11 @@ void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_m
         h.hdr.tail.flags = BM_PML_RGET_F_LAYOUT;
         h.hdr.tail.handle_len =
             (uint32_t)bm_util_dtype_encode(req->conv.type, h.layout, sizeof(h.layout));
+    } else if (req->rget_reg) {
+        /* The receiver reads with this handle (bm_pml_rdma_rget_ok registered it). */
+        h.hdr.tail.flags = BM_PML_RGET_F_HANDLE;
+        h.hdr.tail.handle_len = (uint32_t)req->rget_mod->reg_handle_size;
+        memcpy(h.layout, req->rget_reg, req->rget_mod->reg_handle_size);
     }
     /* No FRAG unless the receiver falls back (its ACK then lowers frag_next). */
     req->first_len = 0;
@@ -341,8 +417,9 @@ void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_m
 /* Move [off, off + len) between local and remote in chunks the path takes;
  * returns the gets/puts still pending (their callbacks count down) through
  * *pending, and the first failure. */
-static int rdma_move(struct bm_btl_path *path, bool put, char *local, uint64_t remote, size_t len,
-                     bm_btl_rdma_cb_fn cb, void *cbdata, int *pending)
+static int rdma_move(struct bm_btl_path *path, bool put, char *local, uint64_t remote,
+                     const struct bm_btl_reg_handle *rhandle, size_t len, bm_btl_rdma_cb_fn cb,
+                     void *cbdata, int *pending)
 {
     int fail = rdma_params_get()->fail;
     if (fail == RDMA_FAIL_BOTH || fail == (put ? RDMA_FAIL_PUT : RDMA_FAIL_GET))
@@ -356,10 +433,10 @@ static int rdma_move(struct bm_btl_path *path, bool put, char *local, uint64_t r
     for (size_t off = 0; off < len; off += chunk) {
         size_t n = len - off < chunk ? len - off : chunk;
         (*pending)++;
-        int rc = put ? bm_btl_put(m, path->endpoint, local + off, remote + off, NULL, NULL, n, 0, 0,
-                                  cb, NULL, cbdata)
-                     : bm_btl_get(m, path->endpoint, local + off, remote + off, NULL, NULL, n, 0, 0,
-                                  cb, NULL, cbdata);
+        int rc = put ? bm_btl_put(m, path->endpoint, local + off, remote + off, NULL, rhandle, n, 0,
+                                  0, cb, NULL, cbdata)
+                     : bm_btl_get(m, path->endpoint, local + off, remote + off, NULL, rhandle, n, 0,
+                                  0, cb, NULL, cbdata);
         if (rc == BM_BTL_DONE || rc < 0)
             (*pending)--;
         if (rc < 0)
@@ -579,7 +656,7 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
     req->arrived = 0;
     req->want = 0;
     req->nranges = 0;
-    struct bm_pml_rget_tail t;
+    struct bm_pml_rget_tail t = {0};
     struct bm_pml_rget *op = calloc(1, sizeof(*op));
     if (!op)
         abort();
@@ -595,7 +672,19 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
     op->issuing = true;
     op->cls = (int8_t)rdma_class(fit);
     req->rget = op;
-    struct bm_btl_path *path = rdma_path(peer_world, BM_BTL_CAP_GET, fit);
+    /* A sender that registered its buffer sent the handle: the path must be
+     * one that needs it (the first such, as the sender chose). */
+    const struct bm_btl_reg_handle *rhandle = NULL;
+    if (tail_len >= sizeof(t)) {
+        memcpy(&t, tail, sizeof(t));
+        if ((t.flags & BM_PML_RGET_F_HANDLE) && t.handle_len <= tail_len - sizeof(t) &&
+            t.handle_len > 0)
+            rhandle = (const struct bm_btl_reg_handle *)((const char *)tail + sizeof(t));
+    }
+    struct bm_btl_path *path = rdma_path_reg(peer_world, BM_BTL_CAP_GET, fit, rhandle != NULL);
+    if (path && rdma_registers(path->module) &&
+        (!rhandle || t.handle_len != path->module->reg_handle_size))
+        path = NULL;
     if (path && tail_len >= sizeof(t) && choice_pick(op->cls) == WAY_COPY) {
         /* Copy-in/copy-out, timed: an ACK for all of it. */
         bm_log_debug("RGET of %zu bytes from rank %d: asking for fragments (copy)", fit,
@@ -617,12 +706,13 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
         rget_step(op);
         return;
     }
-    memcpy(&t, tail, sizeof(t));
     if (req->conv.type || (t.flags & BM_PML_RGET_F_LAYOUT)) {
         rget_read_pieces(op, req, &t, (const char *)tail + sizeof(t), tail_len - sizeof(t));
         return;
     }
-    size_t put_len = rget_put_len(peer_world, fit);
+    /* The sender writes a share only over a path without registration (it
+     * would need this buffer's). */
+    size_t put_len = rhandle ? 0 : rget_put_len(peer_world, fit);
     if (put_len > 0) {
         /* First, so that the sender's copy overlaps this side's. */
         op->get_len = fit - put_len;
@@ -637,8 +727,9 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
         };
         bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_PUT), &ph, sizeof(ph));
     }
-    op->status = rdma_move(path, false, req->rbuf, t.remote_addr, op->get_len, rget_get_cb, op,
-                           &op->pending);
+    op->status = rdma_move(path, false, req->rbuf, t.remote_addr,
+                           rdma_registers(path->module) ? rhandle : NULL, op->get_len, rget_get_cb,
+                           op, &op->pending);
     op->issuing = false;
     rget_step(op);
 }
@@ -778,7 +869,7 @@ void bm_pml_rdma_put_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
         op->fin.status = BM_ERR_NOT_AVAILABLE;
     else
         op->fin.status = rdma_move(path, true, (char *)(uintptr_t)(req->sbuf + ph.offset),
-                                   ph.remote_addr, ph.length, put_cb, op, &op->pending);
+                                   ph.remote_addr, NULL, ph.length, put_cb, op, &op->pending);
     op->issuing = false;
     put_step(op);
 }

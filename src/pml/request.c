@@ -131,6 +131,8 @@ void bm_pml_request_complete(struct bm_pml_request *req)
     /* Read before the state is published: from then on an owner that has
      * not freed the request may free and reuse it at once. */
     bool freed = req->user_freed;
+    if (req->kind == BM_PML_REQ_SEND && req->rget_reg)
+        bm_pml_rdma_send_done(req); /* the receiver read what it wanted */
     if (req->watched)
         bm_pml_restart_unwatch(req);
     req_state_set(req, BM_PML_REQ_COMPLETE);

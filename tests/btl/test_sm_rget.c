@@ -14,8 +14,16 @@
  * checks the PML's RGET counters: rank 0 sent each of its 8 large messages
  * as an RGET; without arguments rank 1 read bytes by single copy, and with
  * "fallback" it read none and answered all 8 with an ACK; so neither run
- * can pass with the data moved some other way. */
+ * can pass with the data moved some other way.
+ *
+ * The same program runs over ofi (tests/fault/ofi.cmake: the RGET reads
+ * the sender's registered buffer with the provider's RMA read); there
+ * "fallback" turns off rank 1's reading (BM_BTL_OFI_RNDV_GET=0), and with
+ * "allocmem" the buffers come from MPI_Alloc_mem, whose registration rank
+ * 0's RGETs must offer (btl_mem.c's lookup counter grows) instead of
+ * registering them again. */
 #include "bm_test.h"
+#include "btl/btl.h"
 #include "pml/pml_internal.h"
 
 #include <mpi.h>
@@ -118,9 +126,12 @@ static void check_counters(int rank, const char *mode)
 int main(int argc, char **argv)
 {
     bool fallback = argc > 1 && strcmp(argv[1], "fallback") == 0;
+    bool allocmem = argc > 1 && strcmp(argv[1], "allocmem") == 0;
     const char *r = getenv("BMRUN_RANK");
-    if (fallback && r && atoi(r) == 1)
+    if (fallback && r && atoi(r) == 1) {
         setenv("BM_BTL_SM_SINGLE_COPY", "0", 1);
+        setenv("BM_BTL_OFI_RNDV_GET", "0", 1);
+    }
     struct log_capture lc;
     log_capture_start(&lc, argc > 1 ? argv[1] : NULL, r ? atoi(r) : -1);
     MPI_Init(&argc, &argv);
@@ -129,7 +140,13 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     BM_CHECK_EQ_INT(size, 2);
     size_t max = 4 << 20;
-    unsigned char *buf = malloc(max + 64);
+    unsigned char *buf = NULL;
+    struct bm_btl_base_mem_stats ms0, ms1;
+    bm_btl_base_mem_stats(&ms0);
+    if (allocmem)
+        BM_CHECK_EQ_INT(MPI_Alloc_mem((MPI_Aint)(max + 64), MPI_INFO_NULL, &buf), MPI_SUCCESS);
+    else
+        buf = malloc(max + 64);
     BM_CHECK(buf != NULL);
 
     /* Sizes around and above the limit, with a small eager message between
@@ -190,8 +207,19 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     log_capture_check(&lc, rank);
-    check_counters(rank, fallback ? "fallback" : argc > 1 ? "log" : "plain");
-    free(buf);
+    check_counters(rank, fallback ? "fallback" : argc > 1 && !allocmem ? "log" : "plain");
+    if (allocmem) {
+        /* Every RGET of rank 0 found the block's registration. */
+        bm_btl_base_mem_stats(&ms1);
+        if (rank == 0)
+            BM_CHECK_MSG(ms1.hits - ms0.hits >= NRGET,
+                         "rank 0's RGETs found MPI_Alloc_mem's registration %llu times, not "
+                         "%d: they registered the buffer again",
+                         (unsigned long long)(ms1.hits - ms0.hits), NRGET);
+        MPI_Free_mem(buf);
+    } else {
+        free(buf);
+    }
     char name[64];
     snprintf(name, sizeof(name), "test_sm_rget rank %d%s", rank, fallback ? " (fallback)" : "");
     int rc = bm_test_summary(name);

@@ -19,6 +19,9 @@
 #  - ofi_threads_np2: 4 threads per rank put, get, fetch-and-add and send at
 #    once (MPI_THREAD_MULTIPLE), every byte verified.
 #  - p2p_*_ofi: MPI point-to-point programs over BM_BTL=self,ofi (no sm).
+#  - test_ofi_rget*: large messages by RGET (the provider's RMA read of the
+#    sender's registered buffer), FI_MR_LOCAL forced, MPI_Alloc_mem memory,
+#    and the fallback to fragments.
 #  - mt_progress_ofi, mt_block_ofi_np2: sleeping on ofi's completion queues.
 #  - ofi_kill: a peer SIGKILLed mid-stream is reported through the error
 #    callback with the provider's reason, nothing hangs.
@@ -98,6 +101,29 @@ if(TARGET mt_progress)
         TIMEOUT 120 ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_PML_PROGRESS_THREAD=1)
     bm_add_mpi_test(mt_block_ofi_np2 TARGET mt_progress NP 2 BTL self,ofi LABELS mpi mt btl
         TIMEOUT 120 ARGS -b ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_PML_WAIT_MODE=block)
+endif()
+
+# Large point-to-point messages read by the receiver from the sender's
+# registered buffer (the PML's RGET over the provider's RMA read; the
+# counters prove it), with FI_MR_LOCAL forced (the receive buffer
+# registered too), from MPI_Alloc_mem memory (its registration offered,
+# not a new one), and the fallback to fragments when the receiver cannot
+# read.
+if(TARGET test_sm_rget)
+    foreach(v "plain::" "mrlocal::BM_BTL_OFI_MR_LOCAL=on" "allocmem:allocmem:"
+              "fallback:fallback:")
+        string(REPLACE ":" ";" parts "${v}")
+        list(GET parts 0 name)
+        list(GET parts 1 arg)
+        list(GET parts 2 extra)
+        set(tname test_ofi_rget_${name})
+        if(name STREQUAL "plain")
+            set(tname test_ofi_rget)
+        endif()
+        bm_add_mpi_test(${tname} TARGET test_sm_rget NP 2 BTL self,ofi LABELS btl mpi
+            TIMEOUT 120 ARGS ${arg} ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_PML_RGET_LIMIT=64k
+            ${extra})
+    endforeach()
 endif()
 
 foreach(prog_np p2p_sizes:3 p2p_modes:2 p2p_waits:4)

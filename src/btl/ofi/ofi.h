@@ -61,6 +61,7 @@ struct bm_btl_ofi_config {
     int exclusivity;            /* -1: by provider (hardware above tcp, software below dgram) */
     size_t eager_limit;
     size_t max_send_size;
+    size_t rndv_get;      /* BM_BTL_OFI_RNDV_GET: smallest message the PML reads by RGET, 0 never */
     size_t recv_buf_size; /* one posted receive buffer (multi-receive: many messages) */
     int recv_bufs;        /* posted receive buffers per context */
     int timeout_ms;       /* an operation with no completion this long fails its path */

@@ -85,6 +85,12 @@ static const struct bm_param ofi_params[] = {
      "Largest message sent eagerly (PML header included).", OFI_CFG(eager_limit), 0},
     {"BM_BTL_OFI_MAX_SEND_SIZE", BM_PARAM_SIZE, "512k", 4096, 64LL << 20, NULL,
      "Largest fragment of a large message.", OFI_CFG(max_send_size), 0},
+    {"BM_BTL_OFI_RNDV_GET", BM_PARAM_SIZE, "64k", 0, 1LL << 40, NULL,
+     "Messages of at least this many bytes (and BM_PML_RGET_LIMIT) are read by the receiver "
+     "straight from the sender's registered buffer with the provider's RMA read (the PML's "
+     "RGET) instead of being sent in fragments, which land in posted buffers and are copied "
+     "again. 0: always fragments.",
+     OFI_CFG(rndv_get), 0},
     {"BM_BTL_OFI_RECV_BUF_SIZE", BM_PARAM_SIZE, "4m", 8192, 1LL << 30, NULL,
      "Bytes of one posted multi-receive buffer (at least two largest fragments).",
      OFI_CFG(recv_buf_size), 0},
@@ -509,7 +515,7 @@ const struct bm_btl_ops bm_btl_ofi_ops = {
     .params = &ofi_param_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED |
             BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS |
-            BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_WAIT,
+            BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_WAIT | BM_BTL_CAP_RNDV_GET,
     .query = bm_btl_ofi_query,
     .init = bm_btl_ofi_init,
     .progress = bm_btl_ofi_progress,

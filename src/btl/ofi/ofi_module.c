@@ -131,7 +131,10 @@ static void mod_attributes(struct bm_btl_ofi_module *m, int near)
         rma_max = (size_t)1 << 30;
     s->rdma_pipeline_send_length = cfg->eager_limit;
     s->rdma_pipeline_frag_size = rma_max;
-    s->min_rdma_pipeline_size = 0;
+    /* The PML reads rendezvous messages from this size on (RGET). */
+    s->min_rdma_pipeline_size = cfg->rndv_get;
+    if (cfg->rndv_get > 0)
+        s->caps |= BM_BTL_CAP_RNDV_GET;
     s->put_limit = s->get_limit = rma_max;
     s->put_alignment = s->get_alignment = 1;
     s->reg_handle_size = sizeof(struct bm_btl_ofi_rkey);
