@@ -91,13 +91,19 @@ size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc)
     return cc->sm_state == SM_ON ? cc->sm->slot - DATA_OFF : 0;
 }
 
+/* Ranks share cores: the job oversubscribes this host, or was told to
+ * yield when idle (BM_PML_IDLE_YIELD: namespaces standing for hosts share
+ * the cores). */
+static bool sharing_cores(void)
+{
+    return bm_pml_oversubscribed() || bm_pml_idle_yields();
+}
+
 /* Wait until *f >= k, polling the PML now and then. */
 static void wait_for(_Atomic uint64_t *f, uint64_t k)
 {
     unsigned polls = 0;
-    /* the job oversubscribes this host, or was told to yield when idle
-     * (BM_PML_IDLE_YIELD: namespaces standing for hosts share the cores) */
-    bool over = bm_pml_oversubscribed() || bm_pml_idle_yields();
+    bool over = sharing_cores();
 
     while (atomic_load_explicit(f, memory_order_acquire) < k)
         if (++polls % POLLS_PER_PROGRESS == 0) {
@@ -286,6 +292,12 @@ static void block_copy(void *dbase, int di, int dcount, MPI_Datatype dtype, cons
     }
 }
 
+/* Every rank publishes its arrival and waits for everyone's. When ranks
+ * share cores, the others also wait until rank 0 has seen everyone (its
+ * done line): rank 0 leaves first, so a rooted collective that follows from
+ * rank 0 (bcast, scatter) has its data out before the others come to look
+ * for it, instead of every rank waiting for rank 0's next time slice; Open
+ * MPI's oversubscribed bcast after a barrier behaves the same way. */
 static void barrier(struct bm_coll_sm *sm)
 {
     uint64_t k = ++sm->op;
@@ -295,6 +307,8 @@ static void barrier(struct bm_coll_sm *sm)
     for (int r = 0; r < sm->n; r++)
         if (r != sm->me)
             wait_for(flag_of(sm, k, r), k);
+    if (sm->me != 0 && sharing_cores())
+        wait_for(done_of(sm, 0), k);
     finish(sm, k);
 }
 
