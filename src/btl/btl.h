@@ -210,7 +210,14 @@ typedef uint8_t bm_btl_tag_t;
  * because that is faster than the transport's fragments (ofi: the
  * provider's RMA read lands in the receive buffer, where fragments land in
  * posted buffers and are copied again). */
-#define BM_BTL_CAP_RNDV_GET 0x4000u
+#define BM_BTL_CAP_RNDV_GET 0x8000u
+_Static_assert((BM_BTL_CAP_RNDV_GET &
+                (BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
+                 BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_INPLACE |
+                 BM_BTL_CAP_ORDERED | BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_GETV |
+                 BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_THREADS | BM_BTL_CAP_WAIT |
+                 BM_BTL_CAP_STATS)) == 0,
+               "capability bits are distinct");
 
 /* What a transport counts of its traffic to one peer (stats). Cumulative;
  * the reader takes differences, and treats a decrease as a restart from
