@@ -92,6 +92,7 @@ struct bm_btl_dgram_config {
     X(sacked, "segments acknowledged selectively")                                                 \
     X(recv_packets, "valid datagrams received")                                                    \
     X(recv_delivered, "fragments delivered to the upper layer")                                    \
+    X(recv_placed, "chunked fragments placed straight into the upper layer's memory")              \
     X(recv_dup, "duplicate receives dropped")                                                      \
     X(recv_old, "receives older than the window (lost ACK) dropped")                               \
     X(recv_out_of_window, "receives beyond the window dropped")                                    \
@@ -257,14 +258,22 @@ struct bm_btl_dgram_frag {
     struct bm_btl_dgram_seg small; /* the one segment of a small fragment */
 };
 
-/* A large fragment being received in chunks. */
+/* A large fragment being received in chunks: into buf (size bytes), or,
+ * placed (btl.h "Receive placement", iov not NULL), its first hdr_len
+ * bytes into buf and the rest straight into the niov pieces that the
+ * tag's place callback named. */
 struct bm_btl_dgram_reasm {
     struct bm_util_list_node link;
     uint32_t frag_id;
     uint32_t size, received;
     bm_btl_tag_t tag;
     uint8_t *buf;
+    struct bm_btl_iov *iov;
+    uint32_t niov;
+    uint32_t hdr_len;
 };
+/* Most pieces a placed fragment may be written to. */
+#define BM_DGRAM_PLACE_IOV 64
 
 /* An outstanding GET on the requester's side. */
 struct bm_btl_dgram_getop {
@@ -635,6 +644,9 @@ static inline bool bm_btl_dgram_window_open(const struct bm_btl_dgram_endpoint *
 }
 
 /* dgram_recv.c */
+/* Free ep's reassemblies; with notify, each placed one gets its ABORTED
+ * receive callback (btl.h: the place callback's memory is released). */
+void bm_btl_dgram_reasm_drop_all(struct bm_btl_dgram_endpoint *ep, bool notify);
 /* The parsed view of a datagram; pointers into the datagram. */
 struct bm_btl_dgram_pkt {
     const struct bm_dgram_hdr *hdr;

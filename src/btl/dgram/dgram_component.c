@@ -752,7 +752,7 @@ const struct bm_btl_ops bm_btl_dgram_ops = {
     .params = &bm_btl_dgram_param_table,
     .caps = BM_BTL_CAP_THREADS | BM_BTL_CAP_WAIT | BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE |
             BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER |
-            BM_BTL_CAP_STATS,
+            BM_BTL_CAP_STATS | BM_BTL_CAP_RECV_PLACE,
     .query = dgram_query,
     .init = dgram_init,
     .progress = dgram_progress,

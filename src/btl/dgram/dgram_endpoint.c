@@ -201,9 +201,9 @@ void bm_btl_dgram_endpoint_destroy(struct bm_btl_dgram_endpoint *ep)
     bm_btl_dgram_run_completions(m);
     if (bm_util_list_node_linked(&ep->ack_link))
         bm_util_list_remove(&ep->ack_link);
-    struct bm_util_list_node *n;
-    while ((n = bm_util_list_pop_front(&ep->reasm)))
-        free(bm_util_container_of(n, struct bm_btl_dgram_reasm, link));
+    /* del_procs and finalize: no receive callback runs for the peer any
+     * more (btl.h: none after finalize began) */
+    bm_btl_dgram_reasm_drop_all(ep, false);
     if (ep->state == BM_DGRAM_EP_FAILED)
         m->nfailed--;
     m->eps[ep->peer] = NULL;
@@ -462,9 +462,7 @@ bm_status_t bm_btl_dgram_endpoint_retarget(struct bm_btl_dgram_endpoint *ep,
     ep->rcv_ooo = 0;
     ep->rcv_next = 0;
     memset(ep->rcv_seen, 0, (size_t)m->cfg.window / 8);
-    struct bm_util_list_node *n;
-    while ((n = bm_util_list_pop_front(&ep->reasm)))
-        free(bm_util_container_of(n, struct bm_btl_dgram_reasm, link));
+    bm_btl_dgram_reasm_drop_all(ep, true);
     ep->ack_needed = false;
     if (bm_util_list_node_linked(&ep->ack_link))
         bm_util_list_remove(&ep->ack_link);

@@ -313,7 +313,7 @@ static void module_init_attributes(struct bm_btl_dgram_module *m, const char *if
      * (measured: the p2p failover stream stalled). send() has the inline
      * fast path for tiny fragments instead. */
     b->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
-              BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_STATS;
+              BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_STATS | BM_BTL_CAP_RECV_PLACE;
     b->exclusivity = BM_BTL_EXCL_DGRAM;
     b->latency = 20;
     b->bandwidth = speed_mbps ? speed_mbps : 10000;

@@ -12,6 +12,7 @@
 #include "btl/dgram/dgram.h"
 #include "util/crc32c.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -205,8 +206,112 @@ static struct bm_btl_dgram_reasm *reasm_find(struct bm_btl_dgram_endpoint *ep, u
     return NULL;
 }
 
-/* A chunk of a fragment larger than a datagram: reassemble, deliver when
- * every byte is there. */
+/* Placed fragments this large are copied with stores that bypass the
+ * cache, as the PML copies a message of 1 MiB or more (BM_PML_STREAM_COPY_MIN):
+ * a rendezvous message's buffer does not stay in the cache, and a normal
+ * store first reads every destination line. */
+#define BM_DGRAM_PLACE_STREAM_MIN (128u << 10)
+
+/* The end of a placed fragment (btl.h "Receive placement"): PLACED once
+ * all of it arrived, or ABORTED when it is dropped unfinished. */
+static void placed_deliver(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                           const struct bm_btl_dgram_reasm *ra, bool done)
+{
+    struct bm_btl_segment seg = {ra->buf, ra->hdr_len};
+    struct bm_btl_recv_desc d = {.endpoint = done ? (struct bm_btl_endpoint *)ep : NULL,
+                                 .peer = ep->peer,
+                                 .tag = ra->tag,
+                                 .seg_count = 1,
+                                 .seg = &seg,
+                                 .flags = done ? BM_BTL_RECV_F_PLACED : BM_BTL_RECV_F_ABORTED,
+                                 .placed = done ? ra->size - ra->hdr_len : 0};
+    if (done) {
+        if (ra->size >= BM_DGRAM_PLACE_STREAM_MIN)
+            bm_util_stream_fence();
+        m->stats.recv_delivered++;
+    }
+    m->super.recv_cb[ra->tag].cb(&m->super, &d, m->super.recv_cb[ra->tag].cbdata);
+}
+
+void bm_btl_dgram_reasm_drop_all(struct bm_btl_dgram_endpoint *ep, bool notify)
+{
+    struct bm_util_list_node *n;
+    while ((n = bm_util_list_pop_front(&ep->reasm))) {
+        struct bm_btl_dgram_reasm *ra = bm_util_container_of(n, struct bm_btl_dgram_reasm, link);
+        if (ra->iov && notify)
+            placed_deliver(ep->module, ep, ra, false);
+        free(ra);
+    }
+}
+
+/* Bytes [off, off + n) of a placed fragment: the header part to buf, the
+ * rest to the pieces. */
+static void placed_copy(struct bm_btl_dgram_reasm *ra, size_t off, const uint8_t *src, size_t n)
+{
+    if (off < ra->hdr_len) {
+        size_t k = ra->hdr_len - off < n ? ra->hdr_len - off : n;
+        memcpy(ra->buf + off, src, k);
+        off += k;
+        src += k;
+        n -= k;
+    }
+    off -= ra->hdr_len;
+    for (uint32_t i = 0; i < ra->niov && n > 0; i++) {
+        if (off >= ra->iov[i].len) {
+            off -= ra->iov[i].len;
+            continue;
+        }
+        size_t k = ra->iov[i].len - off < n ? ra->iov[i].len - off : n;
+        uint8_t *dst = (uint8_t *)(uintptr_t)ra->iov[i].addr + off;
+        if (ra->size >= BM_DGRAM_PLACE_STREAM_MIN)
+            bm_util_copy_stream_unfenced(dst, src, k); /* fenced before delivery */
+        else
+            memcpy(dst, src, k);
+        src += k;
+        n -= k;
+        off = 0;
+    }
+}
+
+/* The first chunk of a fragment whose tag has a place callback, arriving
+ * before any other chunk of it: ask where the rest goes. The chunk was
+ * authenticated (nothing reaches here before its MAC is checked) and is
+ * not a duplicate, so only genuine bytes are ever written to the caller's
+ * memory. NULL: not placed (no callback, too short, or declined). */
+static struct bm_btl_dgram_reasm *placed_start(struct bm_btl_dgram_module *m,
+                                               struct bm_btl_dgram_endpoint *ep,
+                                               const struct bm_btl_dgram_pkt *pkt,
+                                               const struct bm_dgram_chunk *c, bm_btl_tag_t tag)
+{
+    size_t hl = m->super.recv_cb[tag].place_hdr_len;
+    if (!m->super.recv_cb[tag].place || c->offset != 0 || hl == 0 || pkt->payload_len < hl ||
+        c->frag_size <= hl)
+        return NULL;
+    struct bm_btl_dgram_reasm *ra =
+        malloc(sizeof(*ra) + BM_DGRAM_PLACE_IOV * sizeof(struct bm_btl_iov) + hl);
+    if (!ra)
+        return NULL;
+    ra->iov = (struct bm_btl_iov *)(ra + 1);
+    ra->buf = (uint8_t *)(ra->iov + BM_DGRAM_PLACE_IOV);
+    struct bm_btl_segment seg = {(void *)(uintptr_t)pkt->payload, pkt->payload_len};
+    struct bm_btl_recv_desc d = {.endpoint = (struct bm_btl_endpoint *)ep,
+                                 .peer = ep->peer,
+                                 .tag = tag,
+                                 .seg_count = 1,
+                                 .seg = &seg};
+    ra->niov = m->super.recv_cb[tag].place(&m->super, &d, c->frag_size, ra->iov, BM_DGRAM_PLACE_IOV,
+                                           m->super.recv_cb[tag].cbdata);
+    if (ra->niov == 0) {
+        free(ra);
+        return NULL;
+    }
+    ra->hdr_len = (uint32_t)hl;
+    m->stats.recv_placed++;
+    return ra;
+}
+
+/* A chunk of a fragment larger than a datagram: reassemble (or place),
+ * deliver when every byte is there. */
 static bool recv_chunk(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
                        const struct bm_btl_dgram_pkt *pkt, const struct bm_dgram_chunk *c)
 {
@@ -217,25 +322,36 @@ static bool recv_chunk(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoi
             m->stats.bad_chunk++;
             return true;
         }
-        ra = malloc(sizeof(*ra) + c->frag_size);
-        if (!ra)
-            return false;
+        ra = h->tag < BM_BTL_TAG_MAX ? placed_start(m, ep, pkt, c, h->tag) : NULL;
+        if (!ra) {
+            ra = malloc(sizeof(*ra) + c->frag_size);
+            if (!ra)
+                return false;
+            ra->buf = (uint8_t *)(ra + 1);
+            ra->iov = NULL;
+        }
         ra->frag_id = c->frag_id;
         ra->size = c->frag_size;
         ra->received = 0;
         ra->tag = h->tag;
-        ra->buf = (uint8_t *)(ra + 1);
         bm_util_list_push_back(&ep->reasm, &ra->link);
     } else if (ra->size != c->frag_size || ra->tag != h->tag) {
         m->stats.bad_chunk++;
         return true;
     }
-    if (pkt->payload_len)
-        memcpy(ra->buf + c->offset, pkt->payload, pkt->payload_len);
+    if (pkt->payload_len) {
+        if (ra->iov)
+            placed_copy(ra, c->offset, pkt->payload, pkt->payload_len);
+        else
+            memcpy(ra->buf + c->offset, pkt->payload, pkt->payload_len);
+    }
     ra->received += (uint32_t)pkt->payload_len;
     if (ra->received >= ra->size) {
         bm_util_list_remove(&ra->link);
-        deliver(m, ep, ra->tag, ra->buf, ra->size);
+        if (ra->iov)
+            placed_deliver(m, ep, ra, true);
+        else
+            deliver(m, ep, ra->tag, ra->buf, ra->size);
         free(ra);
     }
     return true;
@@ -348,9 +464,7 @@ static void rcv_reset(struct bm_btl_dgram_endpoint *ep, uint16_t session)
     ep->rcv_next = 0;
     ep->rcv_session = session;
     ep->rcv_valid = true;
-    struct bm_util_list_node *n;
-    while ((n = bm_util_list_pop_front(&ep->reasm)))
-        free(bm_util_container_of(n, struct bm_btl_dgram_reasm, link));
+    bm_btl_dgram_reasm_drop_all(ep, true); /* the old session's: never completed */
 }
 
 static void recv_sequenced(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
