@@ -272,7 +272,8 @@ static int ofi_poll(struct bm_btl_dgram_module *m, int c)
         return 0;
     struct fi_cq_msg_entry ent[32];
     fi_addr_t src[32];
-    ssize_t r = fi_cq_readfrom(oc->cq, ent, 32, src);
+    size_t max = m->ch[c].rx_max < 32 ? m->ch[c].rx_max : 32; /* the batch the engine asked for */
+    ssize_t r = fi_cq_readfrom(oc->cq, ent, max, src);
     if (r == -FI_EAVAIL) {
         struct fi_cq_err_entry err;
         memset(&err, 0, sizeof(err));

@@ -884,6 +884,11 @@ static void test_flight_cap(void)
     const int n = 12;
     struct pair p;
     pair_open(&p, &c, &c, n);
+    if (p.b->ch[BM_DGRAM_CH_DATA].fd < 0) { /* libfabric wire: no socket buffer, no cap */
+        BM_CHECK_EQ_INT(p.ab->flight_max, UINT16_MAX);
+        pair_close(&p);
+        return;
+    }
     int rb = 0;
     socklen_t rl = sizeof(rb);
     BM_CHECK_EQ_INT(getsockopt(p.b->ch[BM_DGRAM_CH_DATA].fd, SOL_SOCKET, SO_RCVBUF, &rb, &rl), 0);
@@ -929,10 +934,14 @@ static void test_place(void)
         BM_CHECK(wait_for(&p, &p.rxb.count, i + 1, 10));
     }
     check_exactly_once(&p.rxb, n);
-    BM_CHECK_EQ_INT(pl.placed, 4); /* the chunked ones */
+    int chunked = 0; /* those longer than one datagram (the wire decides: libfabric's is small) */
+    for (int i = 0; i < n; i++)
+        chunked += sizes[i] + sizeof(struct bm_dgram_hdr) > p.ab->mtu[BM_DGRAM_CH_DATA];
+    BM_CHECK(chunked >= 4);
+    BM_CHECK_EQ_INT(pl.placed, chunked);
     struct bm_btl_dgram_stats s;
     bm_btl_dgram_stats_get(p.b, &s);
-    BM_CHECK_EQ_INT(s.recv_placed, 4);
+    BM_CHECK_EQ_INT(s.recv_placed, chunked);
     /* abandoned: b reads only the first chunk of the next one, then its
      * endpoint is re-paired (a new stream: the fragment cannot complete) */
     kept_n = 0;
@@ -943,16 +952,16 @@ static void test_place(void)
     unsigned rx_max = p.b->ch[BM_DGRAM_CH_DATA].rx_max;
     p.b->ch[BM_DGRAM_CH_DATA].rx_max = 1;
     uint64_t end = bm_btl_dgram_now() + 5000000000ull;
-    while (s.recv_placed == 4 && bm_btl_dgram_now() < end) {
+    while (s.recv_placed == (uint64_t)chunked && bm_btl_dgram_now() < end) {
         p.b->wire->poll(p.b, BM_DGRAM_CH_DATA);
         bm_btl_dgram_stats_get(p.b, &s);
     }
     p.b->ch[BM_DGRAM_CH_DATA].rx_max = rx_max;
-    BM_CHECK_EQ_INT(s.recv_placed, 5);
+    BM_CHECK_EQ_INT(s.recv_placed, chunked + 1);
     BM_CHECK_EQ_INT(pl.aborted, 0);
     BM_CHECK_EQ_INT(bm_btl_dgram_endpoint_retarget(p.ba, &p.a->addr), BM_OK);
     BM_CHECK_EQ_INT(pl.aborted, 1);
-    BM_CHECK_EQ_INT(pl.placed, 4);
+    BM_CHECK_EQ_INT(pl.placed, chunked);
     pair_close(&p);
     BM_CHECK_EQ_INT(pl.aborted, 1); /* not again at destroy */
     for (int i = 0; i < kept_n; i++)
