@@ -411,6 +411,7 @@ struct bm_btl_module {
     size_t put_limit, put_alignment;    /* largest put; required alignment (1 = none) */
     size_t get_limit, get_alignment;    /* largest get; required alignment */
     size_t reg_handle_size;             /* bytes of a registration handle (0: none needed) */
+    size_t atomic_op_n_bytes;           /* largest atomic_op_n (ops table), in bytes; 0: none */
 
     /* Written by register_recv/register_error (btl_base.c), read by the transport. */
     struct {
@@ -638,6 +639,16 @@ struct bm_btl_ops {
                      const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
                      uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
                      void *context, void *cbdata);
+    /* Optional (NULL, or atomic_op_n_bytes < 2 elements: absent): as n
+     * atomic_op calls on the n contiguous elements from remote_addr with
+     * the operands operands[0..n-1] (4 or 8 bytes each, as the flags say),
+     * in one transport operation of at most atomic_op_n_bytes bytes. Each
+     * element is updated atomically (not the n together); operands are read
+     * before the call returns. The callback's local_addr is NULL. */
+    int (*atomic_op_n)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, uint64_t remote_addr,
+                       const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
+                       const void *operands, size_t n, uint32_t flags, uint8_t order,
+                       bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
     /* BM_BTL_CAP_ATOMIC_FOPS: as atomic_op, and the previous target value is
      * written to local_addr before the completion. */
     int (*atomic_fop)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -792,6 +803,21 @@ static inline int bm_btl_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoi
     bm_btl_enter(m);
     int r = m->ops->atomic_op(m, ep, remote_addr, remote_handle, op, operand, flags, order, cb,
                               context, cbdata);
+    bm_btl_leave(m);
+    return r;
+}
+/* n contiguous elements updated atomically each, in one operation (only
+ * when the module has atomic_op_n and n elements fit atomic_op_n_bytes). */
+static inline int bm_btl_atomic_op_n(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                     uint64_t remote_addr,
+                                     const struct bm_btl_reg_handle *remote_handle,
+                                     enum bm_btl_atomic_op op, const void *operands, size_t n,
+                                     uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                                     void *context, void *cbdata)
+{
+    bm_btl_enter(m);
+    int r = m->ops->atomic_op_n(m, ep, remote_addr, remote_handle, op, operands, n, flags, order,
+                                cb, context, cbdata);
     bm_btl_leave(m);
     return r;
 }

@@ -299,6 +299,52 @@ static int acc_btl_elem(struct bm_osc_target *t, MPI_Op op, MPI_Datatype basic, 
     return BM_OK;
 }
 
+/* Non-fetching elements back to back at the target through acc_m's
+ * atomic_op_n: as many per transport atomic as it takes (ofi: 8 int64 or
+ * 16 int32), each element still atomic by itself, so that a large
+ * MPI_Accumulate under the window's rule costs n / 8 (16) atomics instead
+ * of n. *done: how many of the n elements went (none when the transport
+ * or the operation has no such path: the caller goes on one by one). */
+struct amo_n_args {
+    enum bm_btl_atomic_op op;
+    uint32_t flags;
+    const char *operands;
+    size_t n;
+    uint64_t remote;
+};
+
+static int issue_amo_n(struct bm_osc_target *t, void *arg, struct bm_osc_req *req)
+{
+    struct amo_n_args *a = arg;
+    t->flush_due = true;
+    return bm_btl_atomic_op_n(t->win->acc_m, t->acc_ep, a->remote, t->rhandle, a->op, a->operands,
+                              a->n, a->flags, 0, bm_osc_rdma_cb, t, req);
+}
+
+static int acc_btl_n(struct bm_osc_target *t, MPI_Op op, MPI_Datatype basic, const char *o,
+                     uint64_t remote, size_t n, struct bm_osc_req *req, size_t *done)
+{
+    struct bm_btl_module *m = t->win->acc_m;
+    size_t w = (size_t)basic->size;
+    enum bm_btl_atomic_op bop;
+    uint32_t flags;
+    bool fetch_only;
+    *done = 0;
+    if (n < 2 || !m->ops->atomic_op_n || m->atomic_op_n_bytes < 2 * w ||
+        !bm_osc_acc_btl_op(op, basic, m, &bop, &flags, &fetch_only) || fetch_only)
+        return BM_OK;
+    size_t per = m->atomic_op_n_bytes / w;
+    while (n - *done >= 2) {
+        size_t k = n - *done < per ? n - *done : per;
+        struct amo_n_args a = {bop, flags, o + *done * w, k, remote + *done * w};
+        int rc = rdma_run(t, issue_amo_n, &a, req);
+        if (rc != BM_OK)
+            return rc;
+        *done += k;
+    }
+    return BM_OK;
+}
+
 /* Contiguous put or get of len bytes through the transport, in pieces of
  * at most its limit. */
 static int btl_putget(struct bm_osc_target *t, bool put, char *local, uint64_t remote, size_t len,
@@ -644,7 +690,15 @@ static int acc_do(int basic_id, char *addr, size_t n, ptrdiff_t stride, void *ar
         return 1;
     }
     if (w->btl) {
-        for (size_t i = 0; i < n; i++) {
+        size_t i = 0;
+        if (!r && stride == (ptrdiff_t)ext) {
+            int rc = acc_btl_n(x->t, a->op, basic, o, x->t->base + toff, n, x->req, &i);
+            if (rc != BM_OK) {
+                x->status = rc;
+                return 1;
+            }
+        }
+        for (; i < n; i++) {
             int rc =
                 acc_btl_elem(x->t, a->op, basic, o ? o + i * ext : NULL, r ? r + i * ext : NULL,
                              x->t->base + toff + (uint64_t)((ptrdiff_t)i * stride), x->req);

@@ -132,6 +132,10 @@ enum bm_btl_ofi_req_kind {
 struct bm_btl_ofi_context;
 struct bm_btl_ofi_endpoint;
 
+/* 8-byte words of operands one atomic_op_n carries (atomic_op_n_bytes at
+ * most this many bytes): 8 int64 or 16 int32 elements per transport atomic. */
+#define BM_OFI_AMO_N_WORDS 8
+
 struct bm_btl_ofi_req {
     struct fi_context2 fctx; /* first: the provider's scratch space and our completion key */
     uint8_t kind;            /* BM_OFI_REQ_* */
@@ -149,8 +153,9 @@ struct bm_btl_ofi_req {
     void *cb_context, *cbdata;
     struct bm_btl_ofi_mr *reg; /* cache registration held until completion */
     /* atomics: operands and result live here, in memory registered with the
-     * request pool (providers with FI_MR_LOCAL need descriptors for them) */
-    uint64_t operand, compare, result;
+     * request pool (providers with FI_MR_LOCAL need descriptors for them);
+     * operand[] holds atomic_op_n's elements, operand[0] a single one */
+    uint64_t operand[BM_OFI_AMO_N_WORDS], compare, result;
     void *desc; /* of the pool region holding this request */
     struct bm_btl_ofi_req *pool_next;
 };
@@ -295,6 +300,7 @@ struct bm_btl_ofi_amo_table {
     X(recvs, "messages received")                                                                  \
     X(rma, "puts and gets started")                                                                \
     X(amos, "atomic operations started")                                                           \
+    X(amos_n, "of which atomics on several elements (atomic_op_n)")                                \
     X(acks_sent, "delivery acknowledgements sent on their own")                                    \
     X(acks_piggybacked, "delivery acknowledgements carried by messages")                           \
     X(pings, "liveness probes sent")                                                               \
@@ -585,6 +591,10 @@ int bm_btl_ofi_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoint *ep, ui
                          const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
                          uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
                          void *context, void *cbdata);
+int bm_btl_ofi_atomic_op_n(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                           uint64_t remote_addr, const struct bm_btl_reg_handle *remote_handle,
+                           enum bm_btl_atomic_op op, const void *operands, size_t n, uint32_t flags,
+                           uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata);
 int bm_btl_ofi_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
                           uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                           const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,

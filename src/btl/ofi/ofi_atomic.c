@@ -111,8 +111,24 @@ void bm_btl_ofi_atomic_probe(struct bm_btl_ofi_module *m)
         fadd &= t->plain[fa][1] && (!fops64 || t->fetch[fa][1]);
     if (ops64 && fadd)
         m->super.atomic_flags |= BM_BTL_ATOMIC_F_FLOAT;
-    bm_log_debug("%s: atomics: ops64 %d fops64 %d ops32 %d fops32 %d float add %d", m->super.name,
-                 ops64, fops64, ops32, fops32, fadd);
+    /* atomic_op_n: as many elements as the request holds and the provider
+     * takes in one atomic (fi_atomicvalid's count), for every operation of
+     * the integer class at each size the module offers. */
+    size_t nbytes = ops64 ? sizeof(((struct bm_btl_ofi_req *)0)->operand) : 0;
+    for (int op = BM_BTL_ATOMIC_ADD; op <= BM_BTL_ATOMIC_MAX && nbytes; op++)
+        for (int is32 = 0; is32 < ((m->super.atomic_flags & BM_BTL_ATOMIC_F_32BIT) ? 2 : 1);
+             is32++) {
+            size_t count = 0, w = is32 ? 4 : 8;
+            if (fi_atomicvalid(ep, ofi_amo_type((enum bm_btl_atomic_op)op, is32),
+                               ofi_amo_op((enum bm_btl_atomic_op)op), &count) != 0)
+                count = 1;
+            if (count * w < nbytes)
+                nbytes = count * w;
+        }
+    m->super.atomic_op_n_bytes = nbytes >= 16 ? nbytes : 0;
+    bm_log_debug("%s: atomics: ops64 %d fops64 %d ops32 %d fops32 %d float add %d, %zu bytes "
+                 "per atomic_op_n",
+                 m->super.name, ops64, fops64, ops32, fops32, fadd, m->super.atomic_op_n_bytes);
 }
 
 static bool amo_valid(const struct bm_btl_ofi_module *m, int kind, enum bm_btl_atomic_op op,
@@ -140,8 +156,8 @@ static void amo_store(uint64_t *slot, uint64_t v, uint32_t flags)
 static int amo_start(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, int kind,
                      void *local_addr, uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
                      const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
-                     uint64_t operand, uint64_t compare, uint32_t flags, bm_btl_rdma_cb_fn cb,
-                     void *context, void *cbdata)
+                     uint64_t operand, const void *operands, size_t n, uint64_t compare,
+                     uint32_t flags, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
 {
     struct bm_btl_ofi_module *m = (struct bm_btl_ofi_module *)mod;
     struct bm_btl_ofi_endpoint *ep = (struct bm_btl_ofi_endpoint *)bep;
@@ -158,13 +174,16 @@ static int amo_start(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, int
         bm_btl_ofi_rdma_req(m, ep, kind, cb, local_addr, local_handle, context, cbdata, flags, &rc);
     if (!req)
         return rc;
-    amo_store(&req->operand, operand, flags);
+    if (operands)
+        memcpy(req->operand, operands, n * (is32 ? 4 : 8));
+    else
+        amo_store(&req->operand[0], operand, flags);
     amo_store(&req->compare, compare, flags);
     req->result = 0;
-    struct fi_ioc src = {&req->operand, 1};
+    struct fi_ioc src = {req->operand, n};
     struct fi_ioc cmp = {&req->compare, 1};
     struct fi_ioc res = {&req->result, 1};
-    struct fi_rma_ioc rma = {bm_btl_ofi_remote_addr(m, rkey, remote_addr), 1, rkey->key};
+    struct fi_rma_ioc rma = {bm_btl_ofi_remote_addr(m, rkey, remote_addr), n, rkey->key};
     void *desc = req->desc;
     struct fi_msg_atomic msg = {
         .msg_iov = &src,
@@ -190,6 +209,8 @@ static int amo_start(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, int
     if (r == 0)
         bm_btl_ofi_req_posted(req->ctx, req);
     bm_btl_ofi_unlock(req->ctx);
+    if (r == 0 && n > 1)
+        BM_OFI_COUNT(m, amos_n);
     return bm_btl_ofi_rdma_posted(req, r, "an atomic operation");
 }
 
@@ -199,8 +220,8 @@ int bm_btl_ofi_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoint *ep, ui
                          void *context, void *cbdata)
 {
     (void)order;
-    return amo_start(m, ep, BM_OFI_REQ_AMO, NULL, remote_addr, NULL, remote_handle, op, operand, 0,
-                     flags, cb, context, cbdata);
+    return amo_start(m, ep, BM_OFI_REQ_AMO, NULL, remote_addr, NULL, remote_handle, op, operand,
+                     NULL, 1, 0, flags, cb, context, cbdata);
 }
 
 int bm_btl_ofi_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -211,7 +232,7 @@ int bm_btl_ofi_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep, v
 {
     (void)order;
     return amo_start(m, ep, BM_OFI_REQ_FAMO, local_addr, remote_addr, local_handle, remote_handle,
-                     op, operand, 0, flags, cb, context, cbdata);
+                     op, operand, NULL, 1, 0, flags, cb, context, cbdata);
 }
 
 int bm_btl_ofi_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -222,5 +243,18 @@ int bm_btl_ofi_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
 {
     (void)order;
     return amo_start(m, ep, BM_OFI_REQ_CSWAP, local_addr, remote_addr, local_handle, remote_handle,
-                     BM_BTL_ATOMIC_SWAP, value, compare, flags, cb, context, cbdata);
+                     BM_BTL_ATOMIC_SWAP, value, NULL, 1, compare, flags, cb, context, cbdata);
+}
+
+int bm_btl_ofi_atomic_op_n(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                           uint64_t remote_addr, const struct bm_btl_reg_handle *remote_handle,
+                           enum bm_btl_atomic_op op, const void *operands, size_t n, uint32_t flags,
+                           uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    (void)order;
+    size_t w = (flags & BM_BTL_ATOMIC_OP_F_32BIT) ? 4 : 8;
+    if (n == 0 || !operands || n * w > m->atomic_op_n_bytes)
+        return BM_ERR_BAD_PARAM;
+    return amo_start(m, ep, BM_OFI_REQ_AMO, NULL, remote_addr, NULL, remote_handle, op, 0, operands,
+                     n, 0, flags, cb, context, cbdata);
 }

@@ -533,6 +533,7 @@ const struct bm_btl_ops bm_btl_ofi_ops = {
     .put = bm_btl_ofi_put,
     .get = bm_btl_ofi_get,
     .atomic_op = bm_btl_ofi_atomic_op,
+    .atomic_op_n = bm_btl_ofi_atomic_op_n,
     .atomic_fop = bm_btl_ofi_atomic_fop,
     .atomic_cswap = bm_btl_ofi_atomic_cswap,
     .register_mem = bm_btl_ofi_register_mem,
