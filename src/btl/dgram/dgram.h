@@ -108,6 +108,7 @@ struct bm_btl_dgram_config {
     X(no_handler, "fragments dropped: no receive callback for the tag")                            \
     X(window_full, "times an endpoint stopped on a full window")                                   \
     X(window_max, "largest window occupancy seen")                                                 \
+    X(flight_peak, "most bytes seen in flight on the data channel to one peer")                    \
     X(send_errors, "datagrams the wire refused (full socket buffer, unreachable network)")         \
     X(cwnd_cuts, "congestion window reductions after a loss")                                      \
     X(path_failures, "paths declared failed")                                                      \
@@ -217,6 +218,7 @@ struct bm_btl_dgram_seg {
     uint8_t type;
     uint8_t embedded; /* the small fragment's own segment: not from the pool */
     uint8_t ch;       /* channel of the last transmission */
+    uint32_t charged; /* bytes counted in ep->flight_bytes (sent on the data channel) */
     uint16_t seq;
     uint32_t xmits;
     uint64_t sent_ns;
@@ -323,9 +325,10 @@ struct bm_btl_dgram_endpoint {
     /* send side */
     uint16_t snd_session;
     uint16_t snd_next; /* next sequence number to assign */
-    /* Segments in flight at most, from the peer's receive buffer (bm_btl_dgram_flight_cap):
-     * more overflow it, and every overflow is a loss to recover */
-    uint32_t flight_max;
+    /* Bytes in flight on the data channel, and at most, from the peer's
+     * receive buffer (bm_btl_dgram_flight_cap): more overflow it, and every
+     * overflow is a loss to recover */
+    size_t flight_bytes, flight_max;
     uint16_t snd_una;              /* oldest not yet ACKed */
     struct bm_btl_dgram_seg **win; /* window slots, indexed seq % window */
     uint32_t next_frag_id;
@@ -537,7 +540,7 @@ bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer
 void bm_btl_dgram_endpoint_destroy(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_check_ready(struct bm_btl_dgram_endpoint *ep);
 /* Set ep->flight_max from the peer's receive buffer (rcvbuf bytes, 0:
- * unknown) and ep's datagram size. */
+ * unknown: no limit) and ep's datagram size. */
 void bm_btl_dgram_flight_cap(struct bm_btl_dgram_endpoint *ep, size_t rcvbuf);
 void bm_btl_dgram_endpoint_fail(struct bm_btl_dgram_endpoint *ep, const char *why);
 /* The wire saw a send to `to` on channel ch fail with a local error that
@@ -638,9 +641,7 @@ static inline bool bm_btl_dgram_window_open(const struct bm_btl_dgram_endpoint *
 {
     uint32_t lim =
         ep->cwnd < (uint32_t)ep->module->cfg.window ? ep->cwnd : (uint32_t)ep->module->cfg.window;
-    if (lim > ep->flight_max)
-        lim = ep->flight_max;
-    return (uint16_t)(ep->snd_next - ep->snd_una) < lim;
+    return (uint16_t)(ep->snd_next - ep->snd_una) < lim && ep->flight_bytes < ep->flight_max;
 }
 
 /* dgram_recv.c */

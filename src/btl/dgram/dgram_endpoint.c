@@ -49,16 +49,15 @@ static void endpoint_set_partner(struct bm_btl_dgram_endpoint *ep,
  * to twice its length). A 1 MiB stream whose congestion window had grown
  * to 460 datagrams lost 1-2% of them there (the host's RcvbufErrors), each
  * loss a fast resend or a retransmit timeout. So a sender keeps at most
- * half the peer's buffer in flight, counted in datagrams of its size (a
- * fixed receive window: the peer reads its buffer empty at least as fast
- * as its ACKs come back). The floor keeps a tiny buffer from stopping the
- * stream. */
+ * half the peer's buffer in flight on the data channel, in bytes (a fixed
+ * receive window: the peer reads its buffer empty at least as fast as its
+ * ACKs come back); small fragments go to the other socket and are not
+ * counted. The floor (four datagrams) keeps a tiny buffer from stopping
+ * the stream. */
 void bm_btl_dgram_flight_cap(struct bm_btl_dgram_endpoint *ep, size_t rcvbuf)
 {
-    size_t cap = rcvbuf / 2 / ep->mtu[BM_DGRAM_CH_DATA];
-    if (rcvbuf == 0 || cap > UINT16_MAX)
-        cap = UINT16_MAX; /* unknown (a wire without a socket buffer): the window decides */
-    ep->flight_max = cap < 4 ? 4 : (uint32_t)cap;
+    size_t floor = 4 * ep->mtu[BM_DGRAM_CH_DATA];
+    ep->flight_max = rcvbuf == 0 ? SIZE_MAX : rcvbuf / 2 > floor ? rcvbuf / 2 : floor;
 }
 
 /* A new send session (after a recovery or a re-pairing): the peer's

@@ -195,6 +195,10 @@ struct bm_btl_dgram_seg *bm_btl_dgram_seg_get(struct bm_btl_dgram_module *m)
 void bm_btl_dgram_seg_put(struct bm_btl_dgram_module *m, struct bm_btl_dgram_seg *s)
 {
     s->state = BM_DGRAM_SEG_FREE;
+    if (s->charged) {
+        s->ep->flight_bytes -= s->charged;
+        s->charged = 0;
+    }
     if (s->embedded)
         return; /* belongs to its fragment */
     m->seg_free[m->seg_nfree++] = s;

@@ -194,6 +194,12 @@ static void seg_transmit(struct bm_btl_dgram_endpoint *ep, struct bm_btl_dgram_s
     s->xmits++;
     s->sent_ns = m->now_ns;
     s->ch = (uint8_t)ch;
+    if (ch == BM_DGRAM_CH_DATA && !s->charged) { /* until ACKed (bm_btl_dgram_seg_put) */
+        s->charged = (uint32_t)(hlen + s->len);
+        ep->flight_bytes += s->charged;
+        if (ep->flight_bytes > m->stats.flight_peak)
+            m->stats.flight_peak = ep->flight_bytes;
+    }
     bm_btl_dgram_timer_start(m, s);
 }
 
