@@ -886,7 +886,7 @@ static void test_flight_cap(void)
     struct pair p;
     pair_open(&p, &c, &c, n);
     if (p.b->ch[BM_DGRAM_CH_DATA].fd < 0) { /* libfabric wire: no socket buffer, no cap */
-        BM_CHECK_EQ_INT(p.ab->flight_max, UINT16_MAX);
+        BM_CHECK(p.ab->flight_max == SIZE_MAX);
         pair_close(&p);
         return;
     }
