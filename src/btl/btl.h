@@ -183,18 +183,19 @@ typedef uint8_t bm_btl_tag_t;
 
 /* ---- capabilities (module->caps) -------------------------------------- */
 
-#define BM_BTL_CAP_SEND         0x0001u /* alloc/prepare_src/send (all modules) */
-#define BM_BTL_CAP_SENDI        0x0002u /* sendi */
-#define BM_BTL_CAP_PUT          0x0004u /* put */
-#define BM_BTL_CAP_GET          0x0008u /* get */
-#define BM_BTL_CAP_ATOMIC_OPS   0x0010u /* atomic_op (no result) */
-#define BM_BTL_CAP_ATOMIC_FOPS  0x0020u /* atomic_fop and atomic_cswap */
-#define BM_BTL_CAP_SEND_INPLACE 0x0040u /* prepare_src may reference user memory (no copy) */
-#define BM_BTL_CAP_ORDERED      0x0080u /* same-order sends on one endpoint arrive in order */
-#define BM_BTL_CAP_REG_MEM      0x0100u /* register_mem needed before put/get on user memory */
-#define BM_BTL_CAP_FAILOVER     0x0200u /* reports path failure and recovery (see contract) */
-#define BM_BTL_CAP_GETV         0x0800u /* getv: get between lists of pieces (with CAP_GET) */
-#define BM_BTL_CAP_RECV_PLACE   0x4000u /* calls place callbacks (see "Receive placement") */
+#define BM_BTL_CAP_SEND         0x0001u  /* alloc/prepare_src/send (all modules) */
+#define BM_BTL_CAP_SENDI        0x0002u  /* sendi */
+#define BM_BTL_CAP_PUT          0x0004u  /* put */
+#define BM_BTL_CAP_GET          0x0008u  /* get */
+#define BM_BTL_CAP_ATOMIC_OPS   0x0010u  /* atomic_op (no result) */
+#define BM_BTL_CAP_ATOMIC_FOPS  0x0020u  /* atomic_fop and atomic_cswap */
+#define BM_BTL_CAP_SEND_INPLACE 0x0040u  /* prepare_src may reference user memory (no copy) */
+#define BM_BTL_CAP_ORDERED      0x0080u  /* same-order sends on one endpoint arrive in order */
+#define BM_BTL_CAP_REG_MEM      0x0100u  /* register_mem needed before put/get on user memory */
+#define BM_BTL_CAP_FAILOVER     0x0200u  /* reports path failure and recovery (see contract) */
+#define BM_BTL_CAP_GETV         0x0800u  /* getv: get between lists of pieces (with CAP_GET) */
+#define BM_BTL_CAP_RECV_PLACE   0x4000u  /* calls place callbacks (see "Receive placement") */
+#define BM_BTL_CAP_SEND_IOV     0x10000u /* prepare_src_iov: send a list of pieces in place */
 /* ops->caps only: the transport does its own locking under MPI_THREAD_MULTIPLE
  * (the contract's "Threads"); without it the base serialises each component. */
 #define BM_BTL_CAP_THREADS 0x0400u
@@ -215,8 +216,8 @@ _Static_assert((BM_BTL_CAP_RNDV_GET &
                 (BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
                  BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_INPLACE |
                  BM_BTL_CAP_ORDERED | BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_GETV |
-                 BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_THREADS | BM_BTL_CAP_WAIT |
-                 BM_BTL_CAP_STATS)) == 0,
+                 BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_THREADS | BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS |
+                 BM_BTL_CAP_SEND_IOV)) == 0,
                "capability bits are distinct");
 
 /* What a transport counts of its traffic to one peer (stats). Cumulative;
@@ -582,6 +583,17 @@ struct bm_btl_ops {
                                              uint8_t order, uint32_t flags);
     int (*send)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, struct bm_btl_descriptor *des,
                 bm_btl_tag_t tag);
+    /* BM_BTL_CAP_SEND_IOV. A descriptor for send whose seg[0] has reserve
+     * bytes for the caller's header, followed on the wire by the n pieces
+     * of the caller's memory, in order, referenced in place (they must stay
+     * valid until the completion): a non-contiguous message sent without
+     * packing it. n <= BM_BTL_IOV_MAX and reserve plus the pieces at most
+     * max_send_size bytes. The receiver sees one fragment as from
+     * prepare_src. NULL when out of resources. */
+    struct bm_btl_descriptor *(*prepare_src_iov)(struct bm_btl_module *m,
+                                                 struct bm_btl_endpoint *ep, size_t reserve,
+                                                 const struct bm_btl_iov *pieces, uint32_t n,
+                                                 uint32_t flags);
     /* BM_BTL_CAP_SENDI. Send header + payload now, with no descriptor.
      * BM_BTL_DONE when sent; otherwise BM_ERR_OUT_OF_RESOURCE and, when
      * des_out is not NULL, maybe a descriptor already holding the data for a
@@ -724,6 +736,17 @@ bm_btl_prepare_src(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const vo
 {
     bm_btl_enter(m);
     struct bm_btl_descriptor *r = m->ops->prepare_src(m, ep, data, reserve, size, order, flags);
+    bm_btl_leave(m);
+    return r;
+}
+/* A descriptor with reserve header bytes, then n pieces of memory sent in
+ * place (only with BM_BTL_CAP_SEND_IOV). */
+static inline struct bm_btl_descriptor *
+bm_btl_prepare_src_iov(struct bm_btl_module *m, struct bm_btl_endpoint *ep, size_t reserve,
+                       const struct bm_btl_iov *pieces, uint32_t n, uint32_t flags)
+{
+    bm_btl_enter(m);
+    struct bm_btl_descriptor *r = m->ops->prepare_src_iov(m, ep, reserve, pieces, n, flags);
     bm_btl_leave(m);
     return r;
 }

@@ -265,6 +265,7 @@ static const struct btl_base_need btl_base_needs[] = {
     BTL_NEED(0, prepare_src),
     BTL_NEED(0, send),
     BTL_NEED(BM_BTL_CAP_SENDI, sendi),
+    BTL_NEED(BM_BTL_CAP_SEND_IOV, prepare_src_iov),
     BTL_NEED(BM_BTL_CAP_PUT, put),
     BTL_NEED(BM_BTL_CAP_GET, get),
     BTL_NEED(BM_BTL_CAP_GETV, getv),

@@ -30,6 +30,7 @@ struct bm_pml_config {
     int pipeline_depth;     /* FRAG descriptors in flight per rendezvous */
     size_t frag_size_max;   /* cap on FRAG payload (0: the path's max_send_size) */
     size_t pack_frag_size;  /* cap on a packed (non-contiguous) FRAG, header included (0: none) */
+    size_t iov_block_min;   /* least average block moved in place by the transport (0: never) */
     size_t stream_copy_min; /* messages this large are copied out with streaming stores */
     int idle_yield;         /* idle progress calls before sched_yield (0: never; -1 at load:
                                decided at init from the oversubscription of the host) */
@@ -318,6 +319,9 @@ struct bm_pml_state {
     uint64_t placed_frags;
     uint64_t placed_bytes;
     uint64_t placed_aborted;
+    /* FRAGs of non-contiguous messages sent from their blocks in place
+     * (send.c, BM_BTL_CAP_SEND_IOV), for tests (atomic). */
+    uint64_t iov_frags;
 };
 
 extern struct bm_pml_state bm_pml_g;
@@ -423,6 +427,14 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len);
 void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
 /* The FRAG place callback (btl.h, "Receive placement"). */
+/* The blocks of t are large enough for a transport to move them in place
+ * (gather on send, placement on receive): they average at least
+ * BM_PML_IOV_BLOCK_MIN bytes. */
+static inline bool bm_pml_iov_blocks(const struct bm_util_dtype *t)
+{
+    size_t min = bm_pml_g.cfg.iov_block_min;
+    return min && t->pieces > 0 && t->size / t->pieces >= min;
+}
 uint32_t bm_pml_recv_frag_place(struct bm_btl_module *m, const struct bm_btl_recv_desc *d,
                                 size_t len, struct bm_btl_iov *iov, uint32_t max, void *cbdata);
 /* Record bytes [start, end) of a rendezvous as arrived; returns how many

@@ -297,7 +297,8 @@ void bm_pml_recv_done(struct bm_pml_request *req)
 /* Receive placement (btl.h): a FRAG still arriving goes straight into the
  * receive buffer, or into the blocks of a non-contiguous receive that its
  * byte range covers. Declined (copied as usual) when the range is not all
- * in the buffer, the type would need more than max pieces, or the FRAG is
+ * in the buffer, the type's blocks are small (bm_pml_iov_blocks) or the
+ * range would need more than max pieces, or the FRAG is
  * a resend (its receive may complete by the original meanwhile). While a
  * placement is under way the receive cannot complete (req->placing). */
 _Static_assert(sizeof(struct bm_util_dtype_piece) == sizeof(struct bm_btl_iov),
@@ -319,6 +320,8 @@ uint32_t bm_pml_recv_frag_place(struct bm_btl_module *m, const struct bm_btl_rec
         return 0;
     uint32_t k;
     if (req->conv.type) {
+        if (!bm_pml_iov_blocks(req->conv.type))
+            return 0;
         size_t done = 0;
         struct bm_util_dtype_piece *p = (struct bm_util_dtype_piece *)(void *)iov;
         k = (uint32_t)bm_util_dtype_pieces(req->conv.type, req->conv.base, req->conv.count,

@@ -57,6 +57,57 @@ static struct bm_btl_descriptor *frag_prepare(struct bm_pml_request *req, struct
     return des;
 }
 
+/* A FRAG of a non-contiguous message sent from its blocks in place, not
+ * packed (BM_BTL_CAP_SEND_IOV: tcp's sendmsg gathers them), when the type's
+ * blocks average at least BM_PML_IOV_BLOCK_MIN bytes: below that the
+ * kernel's cost per piece outweighs the copy. Such FRAGs are as large as
+ * the transport takes (not BM_PML_PACK_FRAG_SIZE: there is no pack to
+ * pipeline) up to BM_PML_IOV_PIECES blocks, so that a receiver with
+ * receive placement (at most BM_BTL_IOV_MAX pieces) reads them into place
+ * too. */
+#define BM_PML_IOV_PIECES BM_BTL_IOV_MAX
+static bool frag_iov_ok(const struct bm_pml_request *req, const struct bm_btl_module *m)
+{
+    const struct bm_util_dtype *t = req->conv.type;
+    return t && (m->caps & BM_BTL_CAP_SEND_IOV) && bm_pml_iov_blocks(t);
+}
+
+/* frag_prepare for frag_iov_ok: the pieces of [at, at + *size), at most
+ * BM_PML_IOV_PIECES of them (*size is cut to what they cover). */
+static struct bm_btl_descriptor *frag_prepare_iov(struct bm_pml_request *req,
+                                                  struct bm_btl_module *m,
+                                                  struct bm_btl_endpoint *ep, size_t at,
+                                                  size_t reserve, size_t *size)
+{
+    if (reserve >= m->max_send_size)
+        return NULL;
+    size_t n = *size;
+    if (n > m->max_send_size - reserve)
+        n = m->max_send_size - reserve;
+    struct bm_btl_iov iov[BM_PML_IOV_PIECES];
+    _Static_assert(sizeof(struct bm_util_dtype_piece) == sizeof(struct bm_btl_iov),
+                   "dtype pieces are converted in place into transport pieces");
+    struct bm_util_dtype_piece *p = (struct bm_util_dtype_piece *)(void *)iov;
+    size_t done = 0;
+    size_t k = bm_util_dtype_pieces(req->conv.type, req->conv.base, req->conv.count, at, n, p,
+                                    BM_PML_IOV_PIECES, &done);
+    if (k == 0 || done == 0)
+        return NULL;
+    for (size_t i = 0; i < k; i++) {
+        struct bm_util_dtype_piece pc;
+        memcpy(&pc, &p[i], sizeof(pc));
+        iov[i].addr = (uint64_t)(uintptr_t)pc.addr;
+        iov[i].len = pc.len;
+    }
+    struct bm_btl_descriptor *des =
+        bm_btl_prepare_src_iov(m, ep, reserve, iov, (uint32_t)k, BM_PML_DES_FLAGS);
+    if (des) {
+        *size = done;
+        __atomic_fetch_add(&bm_pml_g.iov_frags, 1, __ATOMIC_RELAXED);
+    }
+    return des;
+}
+
 static void send_check_done(struct bm_pml_request *req)
 {
     /* A pending cancel completes the send when its answer comes. */
@@ -297,7 +348,8 @@ static bm_status_t send_frags(struct bm_pml_request *req)
                          : 0;
         if (bm_pml_g.cfg.frag_size_max && max > bm_pml_g.cfg.frag_size_max)
             max = bm_pml_g.cfg.frag_size_max;
-        if (req->conv.type)
+        bool iov = frag_iov_ok(req, m);
+        if (req->conv.type && !iov)
             max = pack_frag_max(max);
         struct bm_pml_resend *rs = req->resend;
         size_t at = rs ? rs->offset : req->frag_next;
@@ -309,7 +361,9 @@ static bm_status_t send_frags(struct bm_pml_request *req)
             .rreq = req->rreq,
             .offset = at,
         };
-        struct bm_btl_descriptor *des = frag_prepare(req, m, path->endpoint, at, sizeof(fh), &size);
+        struct bm_btl_descriptor *des =
+            iov ? frag_prepare_iov(req, m, path->endpoint, at, sizeof(fh), &size)
+                : frag_prepare(req, m, path->endpoint, at, sizeof(fh), &size);
         if (!des)
             return BM_ERR_OUT_OF_RESOURCE;
         if (size == 0) {
@@ -335,7 +389,7 @@ static bm_status_t send_frags(struct bm_pml_request *req)
             free(rs);
         if (rc == BM_OK) {
             *counter += size;
-            if (req->conv.type)
+            if (req->conv.type && !iov)
                 pack_frag_count(size);
             continue;
         }

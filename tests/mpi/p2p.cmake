@@ -91,4 +91,4 @@ bm_add_mpi_test(p2p_restart_placed TARGET p2p_restart NP 2 BTL self,tcp TIMEOUT 
 add_executable(p2p_placed ${p2p_dir}/p2p_placed.c)
 target_link_libraries(p2p_placed PRIVATE bitmover_internal bm_test_harness)
 bm_add_mpi_test(p2p_placed_tcp_np2 TARGET p2p_placed NP 2 BTL self,tcp TIMEOUT 60
-    LABELS mpi p2p ENV BM_BTL_TCP_IF_INCLUDE=lo BM_PML_PACK_FRAG_SIZE=1m)
+    LABELS mpi p2p ENV BM_BTL_TCP_IF_INCLUDE=lo BM_PML_PACK_FRAG_SIZE=1m BM_PML_IOV_BLOCK_MIN=1k)

@@ -6,8 +6,9 @@
  * type and into bytes), and one that the receive truncates; rank 1 checks
  * every byte of each buffer, the gaps between blocks and the bytes past
  * the end left alone, and that its PML counted placed FRAGs (linked with
- * the internals for bm_pml_g). p2p.cmake runs it with BM_PML_PACK_FRAG_SIZE=1m
- * so that non-contiguous FRAGs are large enough to be placed. */
+ * the internals for bm_pml_g); rank 0 that the vector FRAGs went out from
+ * their blocks in place (BM_BTL_CAP_SEND_IOV), not packed. p2p.cmake runs it with
+ * BM_PML_PACK_FRAG_SIZE=1m so that non-contiguous FRAGs are large enough to be placed. */
 #include "bm_test.h"
 #include "pml/pml_internal.h"
 
@@ -121,6 +122,13 @@ int main(int argc, char **argv)
     one(vec, 1, vec, 1, 7, 0);
     uint64_t nc = bm_pml_g.placed_frags - frags0 - contig;
 
+    if (rank == 0) {
+        /* the vector messages (2 KiB blocks) go out from their blocks, not packed */
+        printf("rank 0: FRAGs sent from the blocks in place: %llu\n",
+               (unsigned long long)bm_pml_g.iov_frags);
+        BM_CHECK_MSG(bm_pml_g.iov_frags >= 5, "only %llu FRAGs sent from the blocks in place",
+                     (unsigned long long)bm_pml_g.iov_frags);
+    }
     if (rank == 1) {
         printf("rank 1: FRAGs placed: %llu of contiguous receives, %llu of non-contiguous ones; "
                "%llu bytes\n",

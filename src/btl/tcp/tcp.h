@@ -139,6 +139,9 @@ struct bm_btl_tcp_frag {
     uint32_t seq;              /* host order copy of hdr.seq */
     uint32_t flags;            /* BM_BTL_TCP_FRAG_F_* */
     size_t cap;                /* bytes of data[] */
+    struct iovec *xv;          /* prepare_src_iov: the caller's pieces after seg[0] (in data[]) */
+    uint32_t nxv;
+    size_t xlen; /* their bytes */
     struct bm_btl_tcp_frag *pool_next;
     _Alignas(16) char data[]; /* seg[0] lives here */
 };
@@ -395,6 +398,10 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
                                                  uint32_t flags);
 int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                     struct bm_btl_descriptor *des, bm_btl_tag_t tag);
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov(struct bm_btl_module *m,
+                                                     struct bm_btl_endpoint *ep, size_t reserve,
+                                                     const struct bm_btl_iov *pieces, uint32_t n,
+                                                     uint32_t flags);
 /* Write queued frames until the socket would block. Returns false when the
  * connection failed (the endpoint was failed). */
 bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c);

@@ -431,7 +431,7 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .description = "TCP sockets over every usable IPv4/IPv6 interface (works everywhere)",
     .params = &tcp_param_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED | BM_BTL_CAP_FAILOVER |
-            BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS | BM_BTL_CAP_RECV_PLACE,
+            BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS | BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_SEND_IOV,
     .query = bm_btl_tcp_query,
     .init = bm_btl_tcp_init,
     .progress = bm_btl_tcp_progress,
@@ -444,6 +444,7 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .alloc = bm_btl_tcp_alloc,
     .free = bm_btl_tcp_free,
     .prepare_src = bm_btl_tcp_prepare_src,
+    .prepare_src_iov = bm_btl_tcp_prepare_src_iov,
     .send = bm_btl_tcp_send,
     .flush = bm_btl_tcp_flush,
     .stats = bm_btl_tcp_stats,

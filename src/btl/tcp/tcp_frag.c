@@ -21,7 +21,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define TCP_IOV_MAX 64
+/* Most pieces one sendmsg gathers (frames, headers, prepare_src_iov pieces). */
+#define TCP_IOV_MAX 256
 
 /* ---- allocation -------------------------------------------------------------- */
 
@@ -63,6 +64,9 @@ static struct bm_btl_tcp_frag *tcp_frag_get(struct bm_btl_tcp_component *c, size
 
 static void tcp_frag_put(struct bm_btl_tcp_component *c, struct bm_btl_tcp_frag *f)
 {
+    f->xv = NULL;
+    f->nxv = 0;
+    f->xlen = 0;
     if ((f->flags & BM_BTL_TCP_FRAG_F_POOLED) && c->pool_count < 1024) {
         f->pool_next = c->pool;
         c->pool = f;
@@ -150,6 +154,38 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
     return &f->des;
 }
 
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov(struct bm_btl_module *m,
+                                                     struct bm_btl_endpoint *ep, size_t reserve,
+                                                     const struct bm_btl_iov *pieces, uint32_t n,
+                                                     uint32_t flags)
+{
+    (void)ep;
+    size_t total = reserve;
+    for (uint32_t i = 0; i < n; i++)
+        total += pieces[i].len;
+    if (n == 0 || n > BM_BTL_IOV_MAX || total > m->max_send_size)
+        return NULL;
+    /* The piece list lives in the buffer after the header: a pooled one
+     * (the default 64 KiB eager limit) holds 4000 pieces; a longer list
+     * gets a buffer of its own. */
+    size_t at = (reserve + 15) & ~(size_t)15;
+    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), at + n * sizeof(struct iovec));
+    if (!f)
+        return NULL;
+    f->xv = (struct iovec *)(void *)(f->data + at);
+    for (uint32_t i = 0; i < n; i++)
+        f->xv[i] = (struct iovec){(void *)(uintptr_t)pieces[i].addr, pieces[i].len};
+    f->nxv = n;
+    f->xlen = total - reserve;
+    f->des.seg[0].addr = f->data;
+    f->des.seg[0].len = reserve;
+    f->des.seg_count = 1;
+    f->des.flags = flags;
+    f->des.order = 0;
+    f->des.module = m;
+    return &f->des;
+}
+
 /* ---- completion ----------------------------------------------------------------- */
 
 static void tcp_frag_complete(struct bm_btl_tcp_frag *f, int status)
@@ -217,6 +253,8 @@ bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
         int niov = 0;
         for (struct bm_util_queue_node *n = bm_util_queue_peek(&c->sendq);
              n && niov + 1 + BM_BTL_DES_MAX_SEGS <= TCP_IOV_MAX; n = n->next) {
+            /* A frame whose pieces do not all fit goes in part (the byte
+             * count below handles it); nothing after it then. */
             struct bm_btl_tcp_frag *f = bm_util_container_of(n, struct bm_btl_tcp_frag, qnode);
             if (f->sent == 0) {
                 f->hdr.ack = htonl(c->rx_count);
@@ -243,6 +281,18 @@ bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
                 iov[niov++] = (struct iovec){(char *)f->des.seg[s].addr + skip, len - skip};
                 skip = 0;
             }
+            uint32_t x = 0;
+            for (; x < f->nxv && niov < TCP_IOV_MAX; x++) {
+                size_t len = f->xv[x].iov_len;
+                if (skip >= len) {
+                    skip -= len;
+                    continue;
+                }
+                iov[niov++] = (struct iovec){(char *)f->xv[x].iov_base + skip, len - skip};
+                skip = 0;
+            }
+            if (x < f->nxv)
+                break;
         }
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
         ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -307,7 +357,7 @@ int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
     struct bm_btl_tcp_frag *f = (struct bm_btl_tcp_frag *)des;
     if (ep->failed)
         return ep->fail_status;
-    size_t payload = 0;
+    size_t payload = f->xlen;
     for (uint32_t s = 0; s < des->seg_count; s++)
         payload += des->seg[s].len;
     if (payload > BM_BTL_TCP_FRAME_MAX)
@@ -318,7 +368,7 @@ int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
     f->hdr.len = htonl((uint32_t)payload);
     f->hdr.type = BM_BTL_TCP_FRAME_DATA;
     f->hdr.tag = tag;
-    f->hdr.flags = htons(des->seg_count > 1 ? BM_BTL_TCP_HDR_F_ACK_NOW : 0);
+    f->hdr.flags = htons(des->seg_count > 1 || f->nxv ? BM_BTL_TCP_HDR_F_ACK_NOW : 0);
     f->hdr.seq = htonl(f->seq);
     f->total = sizeof(f->hdr) + payload;
     f->sent = 0;

@@ -110,7 +110,7 @@ bm_status_t bm_btl_tcp_module_create(struct bm_btl_tcp_component *comp, int inde
     s->ops = &bm_btl_tcp_ops;
     s->component = &comp->super;
     snprintf(s->name, sizeof(s->name), "tcp:%s", iface->name);
-    s->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_STATS;
+    s->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_STATS | BM_BTL_CAP_SEND_IOV;
     if (cfg->links == 1)
         s->caps |= BM_BTL_CAP_ORDERED; /* one socket per endpoint keeps order */
     if (cfg->reconnect_ms > 0)
