@@ -51,6 +51,7 @@ enum bm_mpi_coll_kind {
     X(SCATTER_SM, "scatter.sm")                                                                    \
     X(ALLGATHER_SM, "allgather.sm")                                                                \
     X(ALLTOALL_SM, "alltoall.sm")                                                                  \
+    X(SM_COPY, "sm.copy") /* any of the .sm ones, its data by single copy */                       \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \
@@ -119,7 +120,9 @@ struct bm_mpi_coll_config {
     size_t segment;
     size_t scratch_keep;
     size_t sm_slot; /* bytes of data per rank in the shared-memory segment (0: no segment) */
-    bool hier;      /* hierarchical algorithms over hosts */
+    size_t sm_copy_min, sm_copy_max; /* data per slot the segment moves by single copy */
+    size_t sm_copy_rooted_max;       /* the same for bcast, gather */
+    bool hier;                       /* hierarchical algorithms over hosts */
 };
 const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void);
 
@@ -176,12 +179,17 @@ void bm_coll_hier_release(struct bm_mpi_coll_comm *cc);
 bool bm_coll_sm_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn);
 /* Bytes of one rank's data a segment slot holds (0 without a segment). */
 size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc);
+/* True when the segment can also move data by single copy (every rank
+ * reads every other's memory with a transport's get; agreed at set-up). */
+bool bm_coll_sm_can_copy(const struct bm_mpi_coll_comm *cc);
 /* Run a blocking barrier, bcast, reduce, allreduce (contiguous types),
  * gather, scatter, allgather or alltoall (uniform blocks, any types) whose
- * data fits the capacity (bm_mpi_coll_blocking's sm_alg decides) on the
- * segment. sbuf and rbuf as bm_coll_side_base gives them. */
+ * data fits the capacity, or with copy (bm_coll_sm_can_copy; not for a
+ * barrier, an in-place allreduce or alltoall) whatever its size, on the
+ * segment (bm_mpi_coll_blocking's sm_alg decides). sbuf and rbuf as
+ * bm_coll_side_base gives them. */
 int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
-                   int alg);
+                   int alg, bool copy, const char *fn);
 void bm_coll_sm_free(struct bm_mpi_coll_comm *cc);
 
 /* The state of comm (made on first use); NULL when out of memory. */

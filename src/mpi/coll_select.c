@@ -10,7 +10,8 @@
  * non-power-of-two allgather, ...) gives way to the automatic choice.
  * Blocking calls on a single-host communicator first try the shared-memory
  * segment (barrier, bcast, reduce, allreduce, gather, scatter, allgather,
- * alltoall whose data per slot fits BM_MPI_COLL_SM_SLOT: sm_alg), and on a
+ * alltoall whose data per slot fits BM_MPI_COLL_SM_SLOT, or moves by single
+ * copy from BM_MPI_COLL_SM_COPY_MIN up: sm_alg), and on a
  * communicator over several hosts the hierarchy (barrier, bcast, reduce,
  * allreduce, gather, allgather: hier_alg); the table below is for the rest.
  *   barrier         dissemination
@@ -134,6 +135,23 @@ static const struct bm_param coll_params[] = {
      "ranks share one host go through a shared-memory segment (flags and a slot of this size "
      "per rank) instead of messages. 0: no segment.",
      offsetof(struct bm_mpi_coll_config, sm_slot), 0},
+    {"BM_MPI_COLL_SM_COPY_MIN", BM_PARAM_SIZE, "8k", 0, 1LL << 40, NULL,
+     "Shared-memory collectives (except barriers, in-place allreduces and alltoalls) whose "
+     "data per slot is at least this many bytes leave it in the writer's buffer, and the "
+     "readers read it by single copy (the transport's get: process_vm_readv), when every "
+     "rank can (not on an oversubscribed host unless the algorithm is forced to sm). 0: "
+     "never.",
+     offsetof(struct bm_mpi_coll_config, sm_copy_min), 0},
+    {"BM_MPI_COLL_SM_COPY_MAX", BM_PARAM_SIZE, "16m", 0, 1LL << 40, NULL,
+     "Largest data per slot that shared-memory collectives move by single copy; larger "
+     "collectives use the point-to-point algorithms.",
+     offsetof(struct bm_mpi_coll_config, sm_copy_max), 0},
+    {"BM_MPI_COLL_SM_COPY_ROOTED_MAX", BM_PARAM_SIZE, "64k", 0, 1LL << 40, NULL,
+     "Largest data per slot that shared-memory broadcasts and gathers move by single copy: "
+     "above it the point-to-point path, where the sender's put and the receiver's get share "
+     "each transfer, is faster (2 ranks, 128 KiB-1 MiB; scatters are not: they have no such "
+     "limit).",
+     offsetof(struct bm_mpi_coll_config, sm_copy_rooted_max), 0},
 };
 static const struct bm_param_table coll_table = {"mpi/coll", coll_params,
                                                  BM_PARAM_COUNT(coll_params)};
@@ -822,21 +840,58 @@ static size_t sm_bytes(MPI_Comm comm, const struct bm_mpi_coll_args *a)
     }
 }
 
+/* Whether a blocking call whose fullest slot holds bytes may move its data
+ * by single copy (the segment must offer it too: bm_coll_sm_can_copy):
+ * from BM_MPI_COLL_SM_COPY_MIN to _MAX, not for a barrier, nor an in-place
+ * allreduce or alltoall (the ranks would overwrite what the others read),
+ * nor reductions of elements larger than a staging chunk, nor broadcasts
+ * and gathers above BM_MPI_COLL_SM_COPY_ROOTED_MAX, and on an
+ * oversubscribed host only when forced (each wait for a reader then costs
+ * time slices). Every rank decides the same. */
+static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, size_t bytes, bool forced)
+{
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+    bool in_place = a->sbuf == MPI_IN_PLACE;
+
+    if (c->sm_copy_min == 0 || bytes < c->sm_copy_min || bytes > c->sm_copy_max ||
+        (!forced && bm_pml_oversubscribed()))
+        return false;
+    switch (a->kind) {
+    case BM_COLL_BARRIER:
+        return false;
+    case BM_COLL_BCAST:
+    case BM_COLL_GATHER:
+        return bytes <= c->sm_copy_rooted_max;
+    case BM_COLL_ALLTOALL:
+        return !in_place;
+    case BM_COLL_ALLREDUCE:
+        return !in_place && a->rtype->size <= 4096;
+    case BM_COLL_REDUCE:
+        return a->rtype->size <= 4096;
+    default:
+        return true;
+    }
+}
+
 /* The shared-memory algorithm that may serve a blocking call (its choice
- * parameter is auto or sm, the data fits a slot), or -1. Every rank decides
- * the same from the same arguments. */
-static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a)
+ * parameter is auto or sm; the data fits a slot or may move by single
+ * copy: *copy), or -1. Every rank decides the same from the same
+ * arguments. */
+static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, bool *copy)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     const struct local_algs *l;
     int forced;
+    size_t bytes;
 
     if (comm->inter || comm->size < 2 || c->sm_slot == 0 ||
         (l = local_algs_of(a->kind, &forced)) == NULL)
         return -1;
     if (forced != BM_SEL_AUTO && forced != l->nchoices - 1)
         return -1;
-    if (sm_bytes(comm, a) > c->sm_slot)
+    bytes = sm_bytes(comm, a);
+    *copy = bytes != SIZE_MAX && sm_copy_wanted(a, bytes, forced != BM_SEL_AUTO);
+    if (bytes > c->sm_slot && !*copy)
         return -1;
     return l->sm;
 }
@@ -872,15 +927,17 @@ int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const 
 
     if (alg >= 0)
         return bm_coll_hier_run(comm, bm_mpi_coll_comm(comm), a, alg, fn);
-    alg = sm_alg(comm, a);
+    bool copy = false;
+    alg = sm_alg(comm, a, &copy);
 
     if (alg >= 0) {
         struct bm_mpi_coll_comm *cc = bm_mpi_coll_comm(comm);
-        if (cc && cc->sm_state != 2 && bm_coll_sm_ready(comm, cc, fn)) {
+        if (cc && cc->sm_state != 2 && bm_coll_sm_ready(comm, cc, fn) &&
+            (!copy || bm_coll_sm_can_copy(cc) || sm_bytes(comm, a) <= bm_mpi_coll_cfg()->sm_slot)) {
             struct bm_mpi_coll_args b = *a;
             b.sbuf = bm_coll_side_base(a->sbuf, bm_mpi_coll_stype(a));
             b.rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
-            return bm_coll_sm_run(comm, cc, &b, alg);
+            return bm_coll_sm_run(comm, cc, &b, alg, copy && bm_coll_sm_can_copy(cc), fn);
         }
     }
 

@@ -31,12 +31,15 @@
  * agrees again that all attached; any failure leaves the communicator on
  * the point-to-point algorithms. While waiting, ranks poll the PML now and
  * then, so point-to-point traffic that a peer waits on keeps moving, and
- * give their core away when the host has more ranks than cores. Larger
- * messages use the point-to-point schedules, whose large messages already
- * travel by single copy. */
+ * give their core away when the host has more ranks than cores. Data of
+ * BM_MPI_COLL_SM_COPY_MIN bytes per slot and more (beyond the slot too)
+ * stays in its writer's buffer and the readers read it by single copy
+ * through the transport's get (see "single copy" below), where every rank
+ * can; larger data otherwise uses the point-to-point schedules. */
 #define BM_LOG_SUBSYS "coll"
 #include "util/log.h"
 
+#include "btl/btl.h"
 #include "mpi/coll.h"
 #include "pml/pml.h"
 #include "runtime/rte.h"
@@ -53,6 +56,10 @@
 /* The flag, padded so that a slot's data is aligned for every type a reduction
  * reads in place (long double and complex long double need 16). */
 #define DATA_OFF 16
+/* Bytes of each of the two staging buffers of single-copy operations (the
+ * chunk a reduction combines at a time, or a non-contiguous block is
+ * unpacked from). */
+#define COPY_TMP (64 * 1024)
 
 struct bm_coll_sm {
     struct bm_util_shmseg seg;
@@ -61,6 +68,12 @@ struct bm_coll_sm {
     size_t slot; /* bytes of a slot (flag line included) */
     char *slots; /* [parity][rank] */
     char *done;  /* [rank] lines */
+    /* Single copy: per rank, the transport path whose get reads that
+     * rank's memory (all ranks agreed that every one has one), and two
+     * private staging buffers of COPY_TMP bytes (made at the first use). */
+    bool copy_ok;
+    struct bm_pml_rma_path *paths;
+    char *tmp;
     /* per rank, the highest value seen in its done line: a rank that is
      * known to be done with operation k - 2 needs no look (a cache line
      * transfer) before operation k writes */
@@ -97,6 +110,11 @@ size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc)
 static bool sharing_cores(void)
 {
     return bm_pml_oversubscribed() || bm_pml_idle_yields();
+}
+
+bool bm_coll_sm_can_copy(const struct bm_mpi_coll_comm *cc)
+{
+    return cc->sm_state == SM_ON && cc->sm->copy_ok;
 }
 
 /* Wait until *f >= k, polling the PML now and then. */
@@ -154,6 +172,38 @@ static bool all_agree(MPI_Comm comm, int mine, const char *fn)
     if (bm_mpi_coll_allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm, fn) != MPI_SUCCESS)
         return false;
     return all != 0;
+}
+
+/* Whether this rank can read every other rank's memory with a transport's
+ * get that needs no registration (sm's process_vm_readv), and a slot holds
+ * an address per rank beside a rank's staging room; sm->paths then says
+ * through what. */
+static bool copy_paths(MPI_Comm comm, struct bm_coll_sm *sm)
+{
+    if ((size_t)comm->size * sizeof(uint64_t) > (sm->slot - DATA_OFF) / 2)
+        return false;
+    sm->paths = calloc((size_t)comm->size, sizeof(*sm->paths));
+    if (sm->paths == NULL)
+        return false;
+    for (int r = 0; r < comm->size; r++) {
+        struct bm_pml_rma_path paths[8];
+        int np;
+        bool found = false;
+        if (r == comm->rank)
+            continue;
+        np = bm_pml_rma_paths(bm_mpi_comm_world_rank(comm, r), paths, 8);
+        for (int i = 0; i < np && !found; i++) {
+            const struct bm_btl_module *m = paths[i].module;
+            if ((m->caps & BM_BTL_CAP_GET) && m->reg_handle_size == 0 && m->get_limit > 0 &&
+                m->get_alignment <= 1) {
+                sm->paths[r] = paths[i];
+                found = true;
+            }
+        }
+        if (!found)
+            return false;
+    }
+    return true;
 }
 
 /* Collective over comm: make the segment, or decide the communicator stays
@@ -225,6 +275,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
     sm->slot = slot;
     sm->slots = sm->seg.addr;
     sm->done = (char *)sm->seg.addr + 2 * (size_t)comm->size * slot;
+    sm->copy_ok = all_agree(comm, copy_paths(comm, sm), fn);
     cc->sm = sm;
     cc->sm_state = SM_ON;
     bm_log_debug("communicator %s: %d ranks share a %zu-byte collective segment",
@@ -242,6 +293,8 @@ void bm_coll_sm_free(struct bm_mpi_coll_comm *cc)
 {
     if (cc->sm) {
         bm_util_shmseg_detach(&cc->sm->seg);
+        free(cc->sm->paths);
+        free(cc->sm->tmp);
         free(cc->sm);
         cc->sm = NULL;
     }
@@ -466,14 +519,364 @@ static void alltoall(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
     finish(sm, k);
 }
 
+/* ---- single copy -------------------------------------------------------------------- */
+
+/* Data too large for a slot, or large enough that one copy beats two
+ * (BM_MPI_COLL_SM_COPY_MIN), stays in its writer's buffer: operation k
+ * publishes in the writer's slot the address of its block for each reader
+ * (entry r for rank r; entry 0 when every reader reads the same block),
+ * the readers read it with the transport's get (sm: process_vm_readv)
+ * straight into their own buffers and store k in their done line, and the
+ * writer waits for its readers' done lines before it returns (its buffer
+ * is theirs to read until then). A writer's side that is not contiguous is
+ * packed into scratch memory first; a reader's is read into a staging
+ * buffer and unpacked from there. Reductions read each other rank's input
+ * a chunk at a time into a staging buffer and combine it into the output
+ * in rank order, as the slot algorithm does. */
+
+struct copy_op {
+    struct bm_coll_sm *sm;
+    uint64_t k;
+    int err;      /* the first failure (bm_status_t), or BM_OK */
+    int err_rank; /* whose memory it concerned */
+    char *scratch;
+    size_t scratch_bytes;
+};
+
+static uint64_t *addrs_of(const struct bm_coll_sm *sm, uint64_t k, int w)
+{
+    return (uint64_t *)(void *)data_of(sm, k, w);
+}
+
+static void copy_fail(struct copy_op *c, int err, int r)
+{
+    if (c->err == BM_OK) {
+        c->err = err;
+        c->err_rank = r;
+    }
+}
+
+/* The two staging buffers (COPY_TMP bytes each), or NULL (failure noted). */
+static char *tmp_of(struct copy_op *c)
+{
+    if (c->sm->tmp == NULL && (c->sm->tmp = malloc(2 * COPY_TMP)) == NULL)
+        copy_fail(c, BM_ERR_NO_MEMORY, c->sm->me);
+    return c->sm->tmp;
+}
+
+/* Read bytes at address src of rank r into dst. */
+static void pull(struct copy_op *c, int r, void *dst, uint64_t src, size_t bytes)
+{
+    const struct bm_pml_rma_path *p = &c->sm->paths[r];
+
+    while (bytes > 0 && c->err == BM_OK) {
+        size_t n = bytes < p->module->get_limit ? bytes : p->module->get_limit;
+        int rc =
+            bm_btl_get(p->module, p->endpoint, dst, src, NULL, NULL, n, 0, 0, NULL, NULL, NULL);
+        if (rc == BM_ERR_OUT_OF_RESOURCE) {
+            bm_pml_progress();
+            continue;
+        }
+        if (rc == BM_OK) /* started: complete it */
+            rc = bm_pml_rma_flush(p) == BM_OK ? BM_BTL_DONE : BM_ERR_LINK_DOWN;
+        if (rc != BM_BTL_DONE) {
+            copy_fail(c, rc, r);
+            return;
+        }
+        dst = (char *)dst + n;
+        src += n;
+        bytes -= n;
+    }
+}
+
+/* Read block i of a side (count elements of dt at base) from address src of
+ * rank r. */
+static void pull_block(struct copy_op *c, int r, uint64_t src, void *base, int i, int count,
+                       MPI_Datatype dt)
+{
+    char *dst = (char *)base + (ptrdiff_t)i * count * dt->extent, *tmp;
+    size_t bytes = (size_t)count * dt->size;
+
+    if (dt->contiguous) {
+        pull(c, r, dst, src, bytes);
+        return;
+    }
+    if ((tmp = tmp_of(c)) == NULL)
+        return;
+    for (size_t off = 0; off < bytes && c->err == BM_OK; off += COPY_TMP) {
+        size_t n = bytes - off < COPY_TMP ? bytes - off : COPY_TMP;
+        pull(c, r, tmp, src + off, n);
+        if (c->err == BM_OK)
+            bm_mpi_type_unpack(dt, dst, (size_t)count, off, tmp, n);
+    }
+}
+
+/* Publish where readers find blocks first .. first + nb - 1 of a side
+ * (count elements of dt at base) as entries 0 .. nb - 1 of this rank's
+ * address list, packed into scratch memory first when dt is not contiguous
+ * (out of memory: address 0, which the readers' get refuses). */
+static void post_blocks(struct copy_op *c, const void *base, int first, int nb, int count,
+                        MPI_Datatype dt)
+{
+    uint64_t *addrs = addrs_of(c->sm, c->k, c->sm->me);
+    size_t b = (size_t)count * dt->size;
+
+    if (!dt->contiguous && b > 0) {
+        c->scratch_bytes = b * (size_t)nb;
+        if ((c->scratch = bm_mpi_scratch_get(c->scratch_bytes)) == NULL)
+            copy_fail(c, BM_ERR_NO_MEMORY, c->sm->me);
+    }
+    for (int e = 0; e < nb; e++) {
+        if (dt->contiguous) {
+            addrs[e] =
+                (uint64_t)(uintptr_t)base + (uint64_t)((ptrdiff_t)(first + e) * count * dt->extent);
+        } else if (c->scratch) {
+            block_put(c->scratch + (size_t)e * b, base, first + e, count, dt);
+            addrs[e] = (uint64_t)(uintptr_t)(c->scratch + (size_t)e * b);
+        } else {
+            addrs[e] = 0;
+        }
+    }
+}
+
+/* This rank's own block from one side to the other (as block_copy), with
+ * scratch memory as the go-between when neither side is contiguous. */
+static void own_copy(struct copy_op *c, void *dbase, int di, int dcount, MPI_Datatype dtype,
+                     const void *sbase, int si, int scount, MPI_Datatype stype)
+{
+    size_t b = (size_t)scount * stype->size;
+    char *tmp = NULL;
+
+    if (!stype->contiguous && !dtype->contiguous && b > 0 &&
+        (tmp = bm_mpi_scratch_get(b)) == NULL) {
+        copy_fail(c, BM_ERR_NO_MEMORY, c->sm->me);
+        return;
+    }
+    block_copy(dbase, di, dcount, dtype, sbase, si, scount, stype, tmp);
+    if (tmp)
+        bm_mpi_scratch_put(tmp, b);
+}
+
+/* Wait until rank r is done with operation k. */
+static void await_done(struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    if (sm->seen[r] < k) {
+        wait_for(done_of(sm, r), k);
+        sm->seen[r] = atomic_load_explicit(done_of(sm, r), memory_order_acquire);
+    }
+}
+
+static void await_all(struct bm_coll_sm *sm, uint64_t k)
+{
+    for (int r = 0; r < sm->n; r++)
+        if (r != sm->me)
+            await_done(sm, k, r);
+}
+
+/* Read each other rank's block into block r of the receive side, in the
+ * order from + step, from + 2 step, ... (mod n), the address at entry 0 of
+ * its list, or at this rank's entry (per_reader). */
+static void pull_each(struct copy_op *c, const struct bm_mpi_coll_args *a, int from, int step,
+                      bool per_reader)
+{
+    struct bm_coll_sm *sm = c->sm;
+
+    for (int i = 1; i < sm->n; i++) {
+        int r = ((from + step * i) % sm->n + sm->n) % sm->n;
+        wait_for(flag_of(sm, c->k, r), c->k);
+        pull_block(c, r, addrs_of(sm, c->k, r)[per_reader ? sm->me : 0], a->rbuf, r, a->rcount,
+                   a->rtype);
+    }
+}
+
+static void bcast_copy(struct copy_op *c, void *buf, int count, MPI_Datatype dt, int root)
+{
+    struct bm_coll_sm *sm = c->sm;
+
+    if (sm->me == root) {
+        may_write(sm, c->k);
+        post_blocks(c, buf, 0, 1, count, dt);
+        publish(sm, c->k);
+        finish(sm, c->k);
+        await_all(sm, c->k);
+    } else {
+        wait_for(flag_of(sm, c->k, root), c->k);
+        pull_block(c, root, addrs_of(sm, c->k, root)[0], buf, 0, count, dt);
+        finish(sm, c->k);
+    }
+}
+
+/* Reduce (root >= 0) or allreduce (root < 0, in != out) of count elements of
+ * the contiguous dt: out = s0 op (s1 op (... op s[n-1])) a chunk at a time. */
+static void reduce_copy(struct copy_op *c, const void *in, void *out, int count, MPI_Datatype dt,
+                        MPI_Op op, int root)
+{
+    struct bm_coll_sm *sm = c->sm;
+    size_t es = dt->size, bytes = (size_t)count * es, chunk = COPY_TMP / es * es;
+    int last = sm->n - 1, me = sm->me;
+    char *tmp;
+
+    may_write(sm, c->k);
+    addrs_of(sm, c->k, me)[0] = (uint64_t)(uintptr_t)in;
+    publish(sm, c->k);
+    if ((root < 0 || me == root) && (tmp = tmp_of(c)) != NULL) {
+        for (int r = 0; r < sm->n; r++)
+            if (r != me)
+                wait_for(flag_of(sm, c->k, r), c->k);
+        for (size_t off = 0; off < bytes && c->err == BM_OK; off += chunk) {
+            size_t n = bytes - off < chunk ? bytes - off : chunk;
+            char *acc = (char *)out + off;
+            const char *mine = (const char *)in + off;
+            if (mine == acc && me != last) { /* in place: the input is overwritten first */
+                memcpy(tmp, mine, n);
+                mine = tmp;
+            }
+            if (me == last) {
+                if (mine != acc)
+                    memcpy(acc, mine, n);
+            } else {
+                pull(c, last, acc, addrs_of(sm, c->k, last)[0] + off, n);
+            }
+            for (int r = last - 1; r >= 0 && c->err == BM_OK; r--) {
+                const char *s = mine;
+                if (r != me) {
+                    pull(c, r, tmp + COPY_TMP, addrs_of(sm, c->k, r)[0] + off, n);
+                    s = tmp + COPY_TMP;
+                }
+                bm_mpi_op_apply(op, s, acc, (int)(n / es), dt);
+            }
+        }
+    }
+    finish(sm, c->k);
+    if (root < 0)
+        await_all(sm, c->k);
+    else if (me != root)
+        await_done(sm, c->k, root);
+}
+
+static void gather_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
+{
+    struct bm_coll_sm *sm = c->sm;
+    int root = a->root;
+
+    if (sm->me != root) {
+        may_write(sm, c->k);
+        post_blocks(c, a->sbuf, 0, 1, a->scount, a->stype);
+        publish(sm, c->k);
+        finish(sm, c->k);
+        await_done(sm, c->k, root);
+        return;
+    }
+    if (a->sbuf != MPI_IN_PLACE)
+        own_copy(c, a->rbuf, root, a->rcount, a->rtype, a->sbuf, 0, a->scount, a->stype);
+    pull_each(c, a, root, 1, false);
+    finish(sm, c->k);
+}
+
+static void scatter_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
+{
+    struct bm_coll_sm *sm = c->sm;
+    int root = a->root;
+
+    if (sm->me == root) {
+        may_write(sm, c->k);
+        post_blocks(c, a->sbuf, 0, sm->n, a->scount, a->stype);
+        publish(sm, c->k);
+        if (a->rbuf != MPI_IN_PLACE)
+            own_copy(c, a->rbuf, 0, a->rcount, a->rtype, a->sbuf, root, a->scount, a->stype);
+        finish(sm, c->k);
+        await_all(sm, c->k);
+    } else {
+        wait_for(flag_of(sm, c->k, root), c->k);
+        pull_block(c, root, addrs_of(sm, c->k, root)[sm->me], a->rbuf, 0, a->rcount, a->rtype);
+        finish(sm, c->k);
+    }
+}
+
+static void allgather_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
+{
+    struct bm_coll_sm *sm = c->sm;
+    int me = sm->me;
+
+    may_write(sm, c->k);
+    if (a->sbuf == MPI_IN_PLACE)
+        post_blocks(c, a->rbuf, me, 1, a->rcount, a->rtype);
+    else
+        post_blocks(c, a->sbuf, 0, 1, a->scount, a->stype);
+    publish(sm, c->k);
+    if (a->sbuf != MPI_IN_PLACE)
+        own_copy(c, a->rbuf, me, a->rcount, a->rtype, a->sbuf, 0, a->scount, a->stype);
+    pull_each(c, a, me, 1, false);
+    finish(sm, c->k);
+    await_all(sm, c->k);
+}
+
+/* Not in place (every rank would overwrite blocks the others still read). */
+static void alltoall_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
+{
+    struct bm_coll_sm *sm = c->sm;
+    int me = sm->me;
+
+    may_write(sm, c->k);
+    post_blocks(c, a->sbuf, 0, sm->n, a->scount, a->stype);
+    publish(sm, c->k);
+    own_copy(c, a->rbuf, me, a->rcount, a->rtype, a->sbuf, me, a->scount, a->stype);
+    pull_each(c, a, me, -1, true);
+    finish(sm, c->k);
+    await_all(sm, c->k);
+}
+
+static int run_copy(MPI_Comm comm, struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a,
+                    const char *fn)
+{
+    struct copy_op c = {.sm = sm, .k = ++sm->op, .err = BM_OK};
+    const void *in = a->sbuf == MPI_IN_PLACE ? a->rbuf : a->sbuf;
+
+    switch (a->kind) {
+    case BM_COLL_BCAST:
+        bcast_copy(&c, a->rbuf, a->rcount, a->rtype, a->root);
+        break;
+    case BM_COLL_REDUCE:
+        reduce_copy(&c, in, a->rbuf, a->rcount, a->rtype, a->op, a->root);
+        break;
+    case BM_COLL_GATHER:
+        gather_copy(&c, a);
+        break;
+    case BM_COLL_SCATTER:
+        scatter_copy(&c, a);
+        break;
+    case BM_COLL_ALLGATHER:
+        allgather_copy(&c, a);
+        break;
+    case BM_COLL_ALLTOALL:
+        alltoall_copy(&c, a);
+        break;
+    default:
+        reduce_copy(&c, in, a->rbuf, a->rcount, a->rtype, a->op, -1);
+        break;
+    }
+    if (c.scratch)
+        bm_mpi_scratch_put(c.scratch, c.scratch_bytes);
+    if (c.err != BM_OK)
+        return bm_mpi_error(comm, MPI_ERR_OTHER, fn,
+                            "reading collective data from rank %d of %s by single copy failed "
+                            "(%s); set BM_MPI_COLL_SM_COPY_MIN=0 to keep such data on the "
+                            "point-to-point path",
+                            c.err_rank, bm_mpi_comm_label(comm), bm_status_str(c.err));
+    return MPI_SUCCESS;
+}
+
 int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
-                   int alg)
+                   int alg, bool copy, const char *fn)
 {
     struct bm_coll_sm *sm = cc->sm;
     const void *in = a->sbuf == MPI_IN_PLACE ? a->rbuf : a->sbuf;
 
-    (void)comm;
     bm_mpi_coll_count_alg(a->kind, alg);
+    if (copy) {
+        bm_mpi_coll_count_alg(a->kind, BM_ALG_SM_COPY);
+        return run_copy(comm, sm, a, fn);
+    }
     switch (a->kind) {
     case BM_COLL_BARRIER:
         barrier(sm);

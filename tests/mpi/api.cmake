@@ -266,13 +266,21 @@ set(coll_force_d
     BM_MPI_COLL_ALLREDUCE_ALG=sm BM_MPI_COLL_GATHER_ALG=sm BM_MPI_COLL_SCATTER_ALG=sm
     BM_MPI_COLL_ALLGATHER_ALG=sm BM_MPI_COLL_ALLTOALL_ALG=sm
     "BM_TEST_COLL_EXPECT=barrier.sm,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
+# The shared-memory algorithms with all their data by single copy (the
+# readers' get from the writers' buffers: sm.copy), whatever its size.
+set(coll_force_e
+    BM_MPI_COLL_SM_COPY_MIN=1 BM_MPI_COLL_BCAST_ALG=sm BM_MPI_COLL_REDUCE_ALG=sm
+    BM_MPI_COLL_ALLREDUCE_ALG=sm BM_MPI_COLL_GATHER_ALG=sm BM_MPI_COLL_SCATTER_ALG=sm
+    BM_MPI_COLL_ALLGATHER_ALG=sm BM_MPI_COLL_ALLTOALL_ALG=sm
+    "BM_TEST_COLL_EXPECT=sm.copy,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
 # Each forced set at a power of two and two other sizes, the sets together
 # covering 2 to 9 ranks (the automatic runs cover 1 to 9 each).
 set(coll_nps_a 3 7 8)
 set(coll_nps_b 2 5 8)
 set(coll_nps_c 4 6 9)
 set(coll_nps_d 3 8)
-foreach(set a b c d)
+set(coll_nps_e 2 3)
+foreach(set a b c d e)
     foreach(np ${coll_nps_${set}})
         set(env ${coll_force_${set}})
         if(set STREQUAL "b" AND (np EQUAL 2 OR np EQUAL 8))
