@@ -845,16 +845,17 @@ static size_t sm_bytes(MPI_Comm comm, const struct bm_mpi_coll_args *a)
  * from BM_MPI_COLL_SM_COPY_MIN to _MAX, not for a barrier, nor an in-place
  * allreduce or alltoall (the ranks would overwrite what the others read),
  * nor reductions of elements larger than a staging chunk, nor broadcasts
- * and gathers above BM_MPI_COLL_SM_COPY_ROOTED_MAX, and on an
- * oversubscribed host only when forced (each wait for a reader then costs
- * time slices). Every rank decides the same. */
+ * and gathers above BM_MPI_COLL_SM_COPY_ROOTED_MAX, and where ranks share
+ * cores (an oversubscribed host, or a job told to yield when idle) only
+ * when forced (each wait for a reader then costs time slices). Every rank
+ * decides the same. */
 static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, size_t bytes, bool forced)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     bool in_place = a->sbuf == MPI_IN_PLACE;
 
     if (c->sm_copy_min == 0 || bytes < c->sm_copy_min || bytes > c->sm_copy_max ||
-        (!forced && bm_pml_oversubscribed()))
+        (!forced && (bm_pml_oversubscribed() || bm_pml_idle_yields())))
         return false;
     switch (a->kind) {
     case BM_COLL_BARRIER:
