@@ -140,8 +140,10 @@ static bm_status_t check_paths(void)
 
 static void pml_locks_fini(void)
 {
-    if (bm_pml_g.mt)
+    if (bm_pml_g.mt) {
         bm_util_lock_destroy(&bm_pml_g.drain);
+        bm_pml_start_fini();
+    }
     bm_pml_g.mt = false;
 }
 
@@ -153,7 +155,9 @@ static void pml_stats_print(void)
         snprintf(line, sizeof(line), "no lock taken (not MPI_THREAD_MULTIPLE)");
     fprintf(stderr, "[pml stats] rank %d locks acquired/contended: %s\n", bm_pml_g.my_rank, line);
     bm_pml_wait_report(line, sizeof(line));
-    fprintf(stderr, "[pml stats] rank %d waiting: %s\n", bm_pml_g.my_rank, line);
+    fprintf(stderr, "[pml stats] rank %d waiting: %s; sends started by the lock's holder %llu\n",
+            bm_pml_g.my_rank, line,
+            (unsigned long long)__atomic_load_n(&bm_pml_g.sends_deferred, __ATOMIC_RELAXED));
 }
 
 bm_status_t bm_pml_init(int thread_level)
@@ -175,6 +179,7 @@ bm_status_t bm_pml_init(int thread_level)
     if (bm_pml_g.mt) {
         static struct bm_util_lock_class drain_class = {.name = "progress"};
         bm_util_lock_init(&bm_pml_g.drain, &drain_class, false);
+        bm_pml_start_init();
     }
     bm_pml_request_table_init();
     bm_pml_match_init();

@@ -111,7 +111,7 @@ struct bm_pml_request {
     int tag;
     int peer; /* send: destination world rank; recv: source comm rank or ANY */
 
-    struct bm_pml_request *pend_next; /* retry queue / free list */
+    struct bm_pml_request *pend_next; /* retry queue / deferred starts / free list */
     int outstanding;                  /* send: descriptors in flight */
     /* End-to-end recovery (restart.c): a send kept until the receiver's
      * DONE, or a rendezvous receive waiting for FRAGs, is on the watch
@@ -322,6 +322,9 @@ struct bm_pml_state {
     /* FRAGs of non-contiguous messages sent from their blocks in place
      * (send.c, BM_BTL_CAP_SEND_IOV), for tests (atomic). */
     uint64_t iov_frags;
+    /* Sends whose start was left to the holder of the progress lock
+     * (progress.c "deferred starts"; atomic): for BM_PML_STATS and tests. */
+    uint64_t sends_deferred;
 };
 
 extern struct bm_pml_state bm_pml_g;
@@ -346,6 +349,14 @@ static inline void bm_pml_unlock(struct bm_util_lock *l)
  * to bm_pml_leave. Nothing without MPI_THREAD_MULTIPLE. */
 bool bm_pml_enter(void);
 void bm_pml_leave(bool taken);
+/* Under MPI_THREAD_MULTIPLE, from a thread that found the progress lock
+ * taken: leave the start of send req (its protocol runs under the lock) to
+ * the thread that holds it, which starts it as it lets go; or start it
+ * here when the lock came free meanwhile. The caller returns at once. */
+void bm_pml_start_defer(struct bm_pml_request *req);
+/* The deferred starts' lock (init and finalize, under MPI_THREAD_MULTIPLE). */
+void bm_pml_start_init(void);
+void bm_pml_start_fini(void);
 /* Does this thread hold the progress lock (always true when single-threaded)? */
 bool bm_pml_in_drain(void);
 /* Try the progress lock: 1 taken (bm_pml_leave(true) later), 0 this thread
@@ -446,6 +457,9 @@ void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc
 
 /* send.c */
 bm_status_t bm_pml_send_start(struct bm_pml_request *req);
+/* Start a send whose start was deferred (bm_pml_start_defer), under the
+ * progress lock. */
+void bm_pml_send_start_deferred(struct bm_pml_request *req);
 /* Continue a send from the retry queue. BM_ERR_OUT_OF_RESOURCE: keep it queued. */
 bm_status_t bm_pml_send_resume(struct bm_pml_request *req);
 void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);

@@ -37,6 +37,92 @@ static BM_PML_TLS int idle_polls;
 static BM_PML_TLS bool drain_missed; /* the last try found another thread draining */
 static BM_PML_TLS int miss_run;      /* such tries in a row */
 
+/* Deferred starts: sends whose thread found the progress lock taken
+ * (bm_pml_start_defer), in arrival order, started by whoever holds the
+ * lock when it lets go (flat combining; Linux's socket lock does the same
+ * with the packets that arrive while a process holds a socket:
+ * release_sock runs its backlog). The queue's own lock is a leaf: nothing
+ * is taken under it. A thread that queues a start and then finds the lock
+ * still taken relies on its holder to look at the queue after letting go:
+ * each side writes its word (the queue's count, the lock), fences and then
+ * reads the other's (Dekker's argument), so one of them sees the other. */
+static struct {
+    struct bm_util_lock lock;
+    struct bm_pml_request *head, *tail;
+    _Atomic int n;
+} startq;
+
+static void startq_run(void)
+{
+    bm_util_lock_take(&startq.lock);
+    struct bm_pml_request *req = startq.head;
+    int n = 0;
+    for (struct bm_pml_request *r = req; r; r = r->pend_next)
+        n++;
+    startq.head = startq.tail = NULL;
+    atomic_fetch_sub(&startq.n, n);
+    bm_util_lock_give(&startq.lock);
+    while (req) {
+        struct bm_pml_request *next = req->pend_next;
+        req->pend_next = NULL;
+        bm_pml_send_start_deferred(req);
+        req = next;
+    }
+    if (n > 0)
+        bm_pml_wait_progressed();
+}
+
+/* After letting go of the progress lock: start what was deferred meanwhile
+ * unless another thread took the lock (it will, when it lets go). */
+static void startq_after_release(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    while (atomic_load_explicit(&startq.n, memory_order_relaxed) > 0) {
+        if (!bm_util_lock_try(&bm_pml_g.drain))
+            return;
+        drain_held = 1;
+        startq_run();
+        drain_held = 0;
+        bm_util_lock_give(&bm_pml_g.drain);
+        atomic_thread_fence(memory_order_seq_cst);
+    }
+}
+
+/* Append req to a list of requests linked by pend_next (the retry queue,
+ * the deferred starts: a request waits on one at most). */
+static void req_list_append(struct bm_pml_request **head, struct bm_pml_request **tail,
+                            struct bm_pml_request *req)
+{
+    req->pend_next = NULL;
+    if (*tail)
+        (*tail)->pend_next = req;
+    else
+        *head = req;
+    *tail = req;
+}
+
+void bm_pml_start_defer(struct bm_pml_request *req)
+{
+    __atomic_fetch_add(&bm_pml_g.sends_deferred, 1, __ATOMIC_RELAXED);
+    bm_util_lock_take(&startq.lock);
+    req_list_append(&startq.head, &startq.tail, req);
+    atomic_fetch_add(&startq.n, 1);
+    bm_util_lock_give(&startq.lock);
+    /* The holder may have let go before the count went up. */
+    startq_after_release();
+}
+
+void bm_pml_start_init(void)
+{
+    static struct bm_util_lock_class startq_class = {.name = "deferred starts"};
+    bm_util_lock_init(&startq.lock, &startq_class, false);
+}
+
+void bm_pml_start_fini(void)
+{
+    bm_util_lock_destroy(&startq.lock);
+}
+
 bool bm_pml_in_drain(void)
 {
     return !bm_pml_g.mt || drain_held > 0;
@@ -58,6 +144,9 @@ bool bm_pml_enter(void)
         return false;
     bm_util_lock_take(&bm_pml_g.drain);
     drain_held = 1;
+    /* A cancel or free of a deferred send finds it started. */
+    if (atomic_load_explicit(&startq.n, memory_order_relaxed) > 0)
+        startq_run();
     return true;
 }
 
@@ -68,6 +157,10 @@ int bm_pml_try_enter(void)
     if (!bm_util_lock_try(&bm_pml_g.drain))
         return -1;
     drain_held = 1;
+    /* Queued starts go first: a send of this thread that was deferred
+     * keeps its place before the one it starts now. */
+    if (atomic_load_explicit(&startq.n, memory_order_relaxed) > 0)
+        startq_run();
     return 1;
 }
 
@@ -82,6 +175,7 @@ void bm_pml_leave(bool taken)
         return;
     drain_held = 0;
     bm_util_lock_give(&bm_pml_g.drain);
+    startq_after_release();
 }
 
 bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module *m)
@@ -106,12 +200,7 @@ void bm_pml_pending_add(struct bm_pml_request *req)
     if (req->pending)
         return;
     req->pending = true;
-    req->pend_next = NULL;
-    if (bm_pml_g.pend_tail)
-        bm_pml_g.pend_tail->pend_next = req;
-    else
-        bm_pml_g.pend_head = req;
-    bm_pml_g.pend_tail = req;
+    req_list_append(&bm_pml_g.pend_head, &bm_pml_g.pend_tail, req);
     /* Only polling retries it: a sleeping thread must not miss it. */
     if (bm_pml_g.mt)
         bm_pml_wait_kick();
@@ -490,6 +579,7 @@ int bm_pml_progress_nowait(void)
         n = progress_pass();
         drain_held = 0;
         bm_util_lock_give(&bm_pml_g.drain);
+        startq_after_release();
         if (n > 0)
             bm_pml_wait_progressed();
         return n;

@@ -581,12 +581,24 @@ static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_
     req->status.tag = tag;
     req->status.count = bytes;
     /* The protocol runs under the progress lock: from here on the
-     * drainer's callbacks may reach the request. */
-    bool taken = bm_pml_enter();
+     * drainer's callbacks may reach the request. A thread that finds it
+     * taken does not wait for the drainer's pass: the drainer starts the
+     * send as it lets go (README "Threads", deferred starts). */
+    int t = bm_pml_try_enter();
+    if (__builtin_expect(t < 0, 0)) {
+        bm_pml_start_defer(req);
+        return BM_OK;
+    }
     send_advance(req);
-    bm_pml_leave(taken);
+    bm_pml_leave(t > 0);
     send_kick_self(dst_world);
     return BM_OK;
+}
+
+void bm_pml_send_start_deferred(struct bm_pml_request *req)
+{
+    send_advance(req);
+    send_kick_self(req->peer);
 }
 
 bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,

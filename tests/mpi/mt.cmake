@@ -33,3 +33,9 @@ target_link_libraries(mt_spin_block PRIVATE bitmover_internal bm_test_harness)
 bm_add_mpi_test(mt_spin_block_np2 TARGET mt_spin_block NP 2 BTL self,sm TIMEOUT 60 LABELS mpi mt)
 bm_add_mpi_test(mt_spin_block_block_np2 TARGET mt_spin_block NP 2 BTL self,sm TIMEOUT 60
     LABELS mpi mt ARGS -z ENV BM_PML_WAIT_MODE=block)
+
+# Deferred send starts: a rendezvous MPI_Isend of a thread that finds the
+# progress lock taken returns at once and is started by the lock's holder.
+add_executable(mt_defer ${mt_dir}/mt_defer.c)
+target_link_libraries(mt_defer PRIVATE bitmover_internal bm_test_harness Threads::Threads)
+bm_add_mpi_test(mt_defer_np2 TARGET mt_defer NP 2 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan)
