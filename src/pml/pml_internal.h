@@ -31,6 +31,7 @@ struct bm_pml_config {
     size_t frag_size_max;   /* cap on FRAG payload (0: the path's max_send_size) */
     size_t pack_frag_size;  /* cap on a packed (non-contiguous) FRAG, header included (0: none) */
     size_t iov_block_min;   /* least average block moved in place by the transport (0: never) */
+    size_t pack_bounce;     /* fragments starting this early in a message pack through a bounce */
     size_t stream_copy_min; /* messages this large are copied out with streaming stores */
     int idle_yield;         /* idle progress calls before sched_yield (0: never; -1 at load:
                                decided at init from the oversubscription of the host) */
@@ -308,10 +309,13 @@ struct bm_pml_state {
     uint64_t rget_acked;
     /* Non-contiguous messages, for tests (atomic): small ones packed on
      * the stack for sendi, FRAGs packed and sent, the largest payload of
-     * one, and the bytes unpacked on arrival with streaming stores. */
+     * one, the bytes packed into transport buffers through a bounce
+     * (util/dtype.h's pack_far), and the bytes unpacked on arrival with
+     * streaming stores. */
     uint64_t stack_packs;
     uint64_t pack_frags;
     uint64_t pack_frag_largest;
+    uint64_t pack_bounced;
     uint64_t unpack_streamed;
     /* Receive placement (recv.c), for tests (atomic): FRAGs a transport
      * read straight into the receive buffer, their payload bytes, and

@@ -1017,6 +1017,30 @@ size_t bm_util_dtype_conv_pack(const struct bm_util_dtype_conv *c, size_t offset
     return conv_move(c, offset, dst, len, WALK_PACK, false, NULL);
 }
 
+/* The bounce of bm_util_dtype_conv_pack_far: 4 to 16 KiB measured alike,
+ * 2 KiB and less slower (more, smaller copies out). */
+#define FAR_BOUNCE 8192
+
+size_t bm_util_dtype_conv_pack_far(const struct bm_util_dtype_conv *c, size_t offset, void *dst,
+                                   size_t len)
+{
+    if (!bm_util_dtype_conv_far_bounce(c))
+        return conv_move(c, offset, dst, len, WALK_PACK, false, NULL);
+    if (offset >= c->total)
+        return 0;
+    if (len > c->total - offset)
+        len = c->total - offset;
+    _Alignas(64) char bounce[FAR_BOUNCE];
+    for (size_t done = 0; done < len;) {
+        size_t n = len - done < FAR_BOUNCE ? len - done : FAR_BOUNCE;
+        struct walk w = {.mode = WALK_PACK, .buf = bounce};
+        walk_message(&w, c->type, c->base, c->count, offset + done, n);
+        memcpy((char *)dst + done, bounce, n);
+        done += n;
+    }
+    return len;
+}
+
 size_t bm_util_dtype_conv_unpack(const struct bm_util_dtype_conv *c, size_t offset, const void *src,
                                  size_t len)
 {

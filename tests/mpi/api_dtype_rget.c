@@ -8,7 +8,10 @@
  * getv, with BM_PML_STREAM_COPY_MIN=64k) it checks the fragment path
  * instead: rank 0 packed its vectors into FRAGs no larger than
  * BM_PML_PACK_FRAG_SIZE (64 KiB with the header), and rank 1 unpacked the
- * large blocks with streaming stores. Small vectors (2 KiB) are packed on
+ * large blocks with streaming stores. With "frags" or "packed", rank 0
+ * packed the FRAGs of each message's first BM_PML_PACK_BOUNCE bytes (32
+ * KiB blocks) through the bounce buffer of util/dtype.h's pack_far, and
+ * the rest straight. Small vectors (2 KiB) are packed on
  * the stack for the transport's inline send over sm, and not over tcp,
  * which has none (its descriptor path packs them once). Linked with the
  * library's internals to read the counters. */
@@ -74,6 +77,7 @@ int main(int argc, char **argv)
     int packed = argc > 1 && strcmp(argv[1], "packed") == 0;
     uint64_t before = bm_pml_g.rget_pieces_msgs;
     uint64_t frags_before = bm_pml_g.pack_frags, streamed_before = bm_pml_g.unpack_streamed;
+    uint64_t bounced_before = bm_pml_g.pack_bounced;
     int tag = 0;
     /* 32 KiB blocks (pieces worth reading), and with "small" (the run
      * lowers BM_PML_RGET_PIECE_MIN) 8-byte ones: thousands of pieces, many
@@ -119,6 +123,16 @@ int main(int argc, char **argv)
         else
             BM_CHECK_MSG(got >= 4, "only %llu messages were read piece by piece (getv)",
                          (unsigned long long)got);
+    }
+    if ((frags || packed) && rank == 0) {
+        /* FRAGs of 32 KiB blocks: those starting in a message's first
+         * BM_PML_PACK_BOUNCE (64 KiB) bytes packed through the bounce
+         * buffer, the rest of the two vector sends of 256 KiB and of the
+         * 128 KiB of the truncated one straight */
+        uint64_t bounced = bm_pml_g.pack_bounced - bounced_before;
+        BM_CHECK_MSG(bounced >= 3 * 32 * 1024 && bounced <= 3 * 128 * 1024,
+                     "%llu bytes packed through the bounce (32-128 KiB per vector send expected)",
+                     (unsigned long long)bounced);
     }
     if (packed && rank == 0) {
         /* two 256 KiB vector sends: the first 64 KiB with the RNDV, the

@@ -415,15 +415,17 @@ static void check_case(const struct pair *p, size_t count)
     CASE_CHECK(memcmp(got, ref, total) == 0, "whole pack differs (%zu bytes)", total);
     memset(got, 0, total);
     size_t ncut = (size_t)rnd_in(0, 6);
+    bool far = rnd() & 1; /* half the cases packed as into a transport's buffer */
     for (size_t off = 0, i = 0; off < total; i++) {
         size_t len = i < ncut ? (size_t)rnd_in(1, (long)(total - off)) : total - off;
-        size_t n = bm_util_dtype_conv_pack(&cv, off, got + off, len + 3);
+        size_t n = far ? bm_util_dtype_conv_pack_far(&cv, off, got + off, len + 3)
+                       : bm_util_dtype_conv_pack(&cv, off, got + off, len + 3);
         CASE_CHECK(n == (off + len + 3 > total ? total - off : len + 3) || n == total - off,
                    "conv_pack returned %zu", n);
         off += n;
     }
-    CASE_CHECK(memcmp(got, ref, total) == 0, "split pack differs (%zu bytes, %zu cuts)", total,
-               ncut);
+    CASE_CHECK(memcmp(got, ref, total) == 0, "split pack differs (%zu bytes, %zu cuts, far %d)",
+               total, ncut, far);
 
     /* Unpack in pieces, in random order unless the map overlaps. */
     memset(mem2, 0, span);
@@ -625,6 +627,46 @@ static void test_stream(void)
     bm_util_dtype_release(small);
 }
 
+/* Packing into memory another core reads: vectors of 512-byte blocks go
+ * through the bounce buffer (in 8 KiB chunks, so ranges longer than one
+ * chunk and cut inside blocks are checked), 8-byte blocks and contiguous
+ * messages straight; the bytes are those of a plain pack either way. */
+static void test_far(void)
+{
+    struct bm_util_dtype *big = bm_util_dtype_hvector(300, 64, 1024, engine_basic[2]);
+    struct bm_util_dtype *small = bm_util_dtype_hvector(3000, 1, 16, engine_basic[2]);
+    struct bm_util_dtype *contig = bm_util_dtype_hvector(1, 3000, 8, engine_basic[2]);
+    struct bm_util_dtype *types[3] = {big, small, contig};
+    for (int k = 0; k < 3; k++) {
+        struct bm_util_dtype *t = types[k];
+        size_t span = (size_t)bm_util_dtype_extent(t), total = t->size;
+        unsigned char *mem = malloc(span), *a = malloc(total), *b = malloc(total);
+        for (size_t i = 0; i < span; i++)
+            mem[i] = (unsigned char)rnd();
+        struct bm_util_dtype_conv c;
+        bm_util_dtype_conv_init(&c, t, mem, 1);
+        BM_CHECK_MSG(bm_util_dtype_conv_far_bounce(&c) == (k == 0),
+                     "type %d: bounce %d (512-byte blocks only expected)", k,
+                     (int)bm_util_dtype_conv_far_bounce(&c));
+        bm_util_dtype_conv_pack(&c, 0, a, total);
+        memset(b, 0, total);
+        size_t cuts[] = {0, 100, 100 + 8192 + 300, total / 2 + 7, total};
+        for (int i = 0; i + 1 < 5; i++)
+            BM_CHECK_EQ_INT(
+                bm_util_dtype_conv_pack_far(&c, cuts[i], b + cuts[i], cuts[i + 1] - cuts[i]),
+                cuts[i + 1] - cuts[i]);
+        BM_CHECK_MSG(memcmp(a, b, total) == 0, "type %d: far pack differs", k);
+        /* past the end: cut at the message's end */
+        BM_CHECK_EQ_INT(bm_util_dtype_conv_pack_far(&c, total - 5, b, 100), 5);
+        BM_CHECK_EQ_INT(bm_util_dtype_conv_pack_far(&c, total, b, 100), 0);
+        free(mem);
+        free(a);
+        free(b);
+    }
+    for (int k = 0; k < 3; k++)
+        bm_util_dtype_release(types[k]);
+}
+
 static void test_random(void)
 {
     const char *env = getenv("BM_TEST_SEED");
@@ -653,6 +695,7 @@ int main(void)
     marker_t[1] = bm_util_dtype_marker(BM_UTIL_DTYPE_UB_MARKED);
     BM_RUN(test_shapes);
     BM_RUN(test_stream);
+    BM_RUN(test_far);
     BM_RUN(test_random);
     for (int i = 0; i < NBASIC; i++)
         bm_util_dtype_release(engine_basic[i]);
