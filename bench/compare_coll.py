@@ -16,8 +16,10 @@ Points (--coll-points, default 2,2busy,4,8,2x2):
   * 2x2: two network-namespace hosts joined by a bridge (veth), two ranks
     each (root): barrier, bcast, allreduce, allgather and the overlap, which
     bitmover runs through its hierarchy between hosts (coll_hier.c; the
-    coll_hier test proves it engages there); Open MPI runs self,tcp there
-    (vader would pair ranks of different namespaces).
+    coll_hier test proves it engages there), and once more without it
+    (BM_MPI_COLL_HIER=0, an extra column: what the hierarchy changes); Open
+    MPI runs self,tcp there (vader would pair ranks of different
+    namespaces).
 Each stack uses its default transports on one host (bitmover: its own
 choice, sm; Open MPI: ob1 with vader; MPICH: ch4 with its shared memory).
 
@@ -32,7 +34,11 @@ import subprocess
 import time
 
 STACKS = ("bitmover", "openmpi", "mpich")
-TITLES = {"bitmover": "bitmover", "openmpi": "Open MPI 4.1 ob1+vader", "mpich": "MPICH 4.0"}
+TITLES = {"bitmover": "bitmover", "openmpi": "Open MPI 4.1 ob1+vader", "mpich": "MPICH 4.0",
+          "bitmover-flat": "bitmover flat (BM_MPI_COLL_HIER=0)"}
+# Across hosts bitmover also runs without its hierarchy, beside the peers: the
+# two columns show what the hierarchy (coll_hier.c) changes there.
+FLAT = "bitmover-flat"
 COLLS = ("barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall", "gather",
          "scatter")
 # Goals of issue 17 (ratio to the best peer): at 2 ranks every size <= 1.0x and
@@ -64,6 +70,10 @@ def stop_busy(procs):
 def command(stack, tools, exe, np, args, hosts, ppn, ompi_root, scale):
     """Launch command on one host (oversubscribed beyond the CPUs) or across
     the namespace hosts (compare_scale's agents)."""
+    if hosts and stack == FLAT:
+        cmd = scale.command("bitmover", tools, exe, np, args, hosts, ppn, ompi_root)
+        at = cmd.index(exe)
+        return cmd[:at] + ["-x", "BM_MPI_COLL_HIER=0"] + cmd[at:]
     if hosts:
         return scale.command(stack, tools, exe, np, args, hosts, ppn, ompi_root)
     over = np > (os.cpu_count() or 1)
@@ -138,14 +148,15 @@ def measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, raw
         if hosts:  # across hosts: the main collectives only
             blist = [b for b in blist if b[0] in ("barrier", "bcast", "allreduce",
                                                   "allgather", "iallreduce-overlap")]
+        run_stacks = stacks + ([FLAT] if hosts and "bitmover" in stacks else [])
         for bench, args in blist:
-            samples = {s: [] for s in stacks}
+            samples = {s: [] for s in run_stacks}
             errors = {}
             for rep in range(opts.repeats):
-                for s in stacks:
+                for s in run_stacks:
                     if s in errors:
                         continue
-                    exe = os.path.join(outdir, s, program(bench))
+                    exe = os.path.join(outdir, "bitmover" if s == FLAT else s, program(bench))
                     cmd = command(s, tools, exe, np, args, hosts, ppn, ompi_root, scale)
                     renv = dict(env, **ASYNC_ENV[s]) if bench.endswith("-async") else env
                     try:
@@ -164,7 +175,7 @@ def measure(points, stacks, tools, outdir, opts, run, log, ompi_root, scale, raw
                     else:
                         samples[s].append(table)
             res[label][bench] = {}
-            for s in stacks:
+            for s in run_stacks:
                 if not samples[s]:
                     res[label][bench][s] = {"error": errors.get(s, "no run")}
                     continue
@@ -195,6 +206,7 @@ def tables(res, points, stacks, loads):
     lines, goal_notes = [], []
     peers = [s for s in stacks if s != "bitmover"]
     for label, np, hosts, ppn in points:
+        cols = stacks + ([FLAT] if any(FLAT in per for per in res[label].values()) else [])
         title = {"2": "2 ranks, one per core",
                  BUSY: "2 ranks while two busy loops compete for the cores (ratio to Open "
                        "MPI's)"}.get(
@@ -204,19 +216,20 @@ def tables(res, points, stacks, loads):
         if label in loads:
             lines.append("Load average (1, 5, 15 minutes) at the start of this point: %s; at "
                          "its end: %s.\n" % loads[label])
-        lines.append("| collective | size | " + " | ".join(TITLES[s] + " us" for s in stacks) +
+        lines.append("| collective | size | " + " | ".join(TITLES[s] + " us" for s in cols) +
                      " | ratio to best peer |")
-        lines.append("|---|---|" + "---|" * len(stacks) + "---|")
+        lines.append("|---|---|" + "---|" * len(cols) + "---|")
         worst = None
         for bench, per in res[label].items():
             if bench.startswith("iallreduce"):
                 continue
-            sizes = sorted(set().union(*[set(k for k in per[s] if isinstance(k, int))
-                                         for s in stacks]))
+            sizes = sorted(set().union(*[set(k for k in per.get(s, {}) if isinstance(k, int))
+                                         for s in cols]))
             for sz in sizes:
                 row = ["MPI_" + bench.capitalize(), fmt_size(sz)]
                 vals = {}
-                for s in stacks:
+                for s in cols:
+                    per.setdefault(s, {"error": "not run"})
                     v = per[s].get(sz) if "error" not in per[s] else None
                     vals[s] = v
                     row.append("%.2f" % v if v is not None else
@@ -244,14 +257,15 @@ def tables(res, points, stacks, loads):
             lines.append("\nMPI_Iallreduce of 1 MiB overlapped with an equally long "
                          "computation (overlap %; higher is better):\n")
             lines.append("| MPI_Test calls during the computation | " +
-                         " | ".join(TITLES[s] for s in stacks) + " |")
-            lines.append("|---|" + "---|" * len(stacks))
+                         " | ".join(TITLES[s] for s in cols) + " |")
+            lines.append("|---|" + "---|" * len(cols))
             for b, per in ov:
                 row = ["16" if b.endswith("-test") else
                        "0, asynchronous progress (bitmover BM_PML_PROGRESS_THREAD=1, MPICH "
                        "MPIR_CVAR_ASYNC_PROGRESS=1, Open MPI: no switch)"
                        if b.endswith("-async") else "0 (OSU's default)"]
-                for s in stacks:
+                for s in cols:
+                    per.setdefault(s, {"error": "not run"})
                     v = per[s].get(1 << 20) if "error" not in per[s] else None
                     row.append("%.0f%%" % v if v is not None else "--")
                     if s == "bitmover" and v is not None and v < GOAL_OVERLAP:
