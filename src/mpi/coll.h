@@ -51,7 +51,8 @@ enum bm_mpi_coll_kind {
     X(SCATTER_SM, "scatter.sm")                                                                    \
     X(ALLGATHER_SM, "allgather.sm")                                                                \
     X(ALLTOALL_SM, "alltoall.sm")                                                                  \
-    X(SM_COPY, "sm.copy") /* any of the .sm ones, its data by single copy */                       \
+    X(SM_COPY, "sm.copy")             /* any of the .sm ones, its data by single copy */           \
+    X(SM_COPY_SPLIT, "sm.copy_split") /* a 2-rank reduce.sm whose work both ranks share */         \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \
@@ -122,6 +123,7 @@ struct bm_mpi_coll_config {
     size_t sm_slot; /* bytes of data per rank in the shared-memory segment (0: no segment) */
     size_t sm_copy_min, sm_copy_max; /* data per slot the segment moves by single copy */
     size_t sm_copy_rooted_max;       /* the same for bcast, gather */
+    size_t sm_reduce_split_min;      /* 2-rank single-copy reduce: both ranks combine */
     bool hier;                       /* hierarchical algorithms over hosts */
 };
 const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void);

@@ -174,8 +174,9 @@ static bool all_agree(MPI_Comm comm, int mine, const char *fn)
     return all != 0;
 }
 
-/* Whether this rank can read every other rank's memory with a transport's
- * get that needs no registration (sm's process_vm_readv), and a slot holds
+/* Whether this rank can read and write every other rank's memory with a
+ * transport's get and put that need no registration (sm's
+ * process_vm_readv/writev), and a slot holds
  * an address per rank beside a rank's staging room; sm->paths then says
  * through what. */
 static bool copy_paths(MPI_Comm comm, struct bm_coll_sm *sm)
@@ -194,8 +195,9 @@ static bool copy_paths(MPI_Comm comm, struct bm_coll_sm *sm)
         np = bm_pml_rma_paths(bm_mpi_comm_world_rank(comm, r), paths, 8);
         for (int i = 0; i < np && !found; i++) {
             const struct bm_btl_module *m = paths[i].module;
-            if ((m->caps & BM_BTL_CAP_GET) && m->reg_handle_size == 0 && m->get_limit > 0 &&
-                m->get_alignment <= 1) {
+            if ((m->caps & BM_BTL_CAP_GET) && (m->caps & BM_BTL_CAP_PUT) &&
+                m->reg_handle_size == 0 && m->get_limit > 0 && m->get_alignment <= 1 &&
+                m->put_limit > 0 && m->put_alignment <= 1) {
                 sm->paths[r] = paths[i];
                 found = true;
             }
@@ -564,15 +566,18 @@ static char *tmp_of(struct copy_op *c)
     return c->sm->tmp;
 }
 
-/* Read bytes at address src of rank r into dst. */
-static void pull(struct copy_op *c, int r, void *dst, uint64_t src, size_t bytes)
+/* Read bytes at address src of rank r into dst, or write them (put). */
+static void move(struct copy_op *c, int r, void *dst, uint64_t src, size_t bytes, bool put)
 {
     const struct bm_pml_rma_path *p = &c->sm->paths[r];
+    size_t lim = put ? p->module->put_limit : p->module->get_limit;
 
     while (bytes > 0 && c->err == BM_OK) {
-        size_t n = bytes < p->module->get_limit ? bytes : p->module->get_limit;
-        int rc =
-            bm_btl_get(p->module, p->endpoint, dst, src, NULL, NULL, n, 0, 0, NULL, NULL, NULL);
+        size_t n = bytes < lim ? bytes : lim;
+        int rc = put ? bm_btl_put(p->module, p->endpoint, dst, src, NULL, NULL, n, 0, 0, NULL, NULL,
+                                  NULL)
+                     : bm_btl_get(p->module, p->endpoint, dst, src, NULL, NULL, n, 0, 0, NULL, NULL,
+                                  NULL);
         if (rc == BM_ERR_OUT_OF_RESOURCE) {
             bm_pml_progress();
             continue;
@@ -587,6 +592,17 @@ static void pull(struct copy_op *c, int r, void *dst, uint64_t src, size_t bytes
         src += n;
         bytes -= n;
     }
+}
+
+static void pull(struct copy_op *c, int r, void *dst, uint64_t src, size_t bytes)
+{
+    move(c, r, dst, src, bytes, false);
+}
+
+/* Write bytes at local address from to address to of rank r. */
+static void push(struct copy_op *c, int r, uint64_t to, void *from, size_t bytes)
+{
+    move(c, r, from, to, bytes, true);
 }
 
 /* Read block i of a side (count elements of dt at base) from address src of
@@ -706,49 +722,81 @@ static void bcast_copy(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
     }
 }
 
+/* out[lo, hi) = s0 op (s1 op (... op s[n-1])) of the contiguous dt, a chunk
+ * at a time, every other rank's input read into a staging buffer (their
+ * flags seen: their addresses are in their slots). */
+static void combine(struct copy_op *c, const void *in, void *out, MPI_Datatype dt, MPI_Op op,
+                    size_t lo, size_t hi, char *tmp)
+{
+    struct bm_coll_sm *sm = c->sm;
+    size_t es = dt->size, chunk = COPY_TMP / es * es;
+    int last = sm->n - 1, me = sm->me;
+
+    for (size_t off = lo; off < hi && c->err == BM_OK; off += chunk) {
+        size_t n = hi - off < chunk ? hi - off : chunk;
+        char *acc = (char *)out + off;
+        const char *mine = (const char *)in + off;
+        if (mine == acc && me != last) { /* in place: the input is overwritten first */
+            memcpy(tmp, mine, n);
+            mine = tmp;
+        }
+        if (me == last) {
+            if (mine != acc)
+                memcpy(acc, mine, n);
+        } else {
+            pull(c, last, acc, addrs_of(sm, c->k, last)[0] + off, n);
+        }
+        for (int r = last - 1; r >= 0 && c->err == BM_OK; r--) {
+            const char *s = mine;
+            if (r != me) {
+                pull(c, r, tmp + COPY_TMP, addrs_of(sm, c->k, r)[0] + off, n);
+                s = tmp + COPY_TMP;
+            }
+            bm_mpi_op_apply(op, s, acc, (int)(n / es), dt);
+        }
+    }
+}
+
 /* Reduce (root >= 0) or allreduce (root < 0, in != out) of count elements of
- * the contiguous dt: out = s0 op (s1 op (... op s[n-1])) a chunk at a time. */
+ * the contiguous dt. A commutative reduce on 2 ranks of at least
+ * BM_MPI_COLL_SM_REDUCE_SPLIT_MIN bytes splits the work: the root combines
+ * the first half; the other rank reads the root's second half, combines it
+ * with its own and writes the result into the root's output (the root
+ * waits for it), so both cores copy and combine (below, the extra wait and
+ * write cost more than they save). */
 static void reduce_copy(struct copy_op *c, const void *in, void *out, int count, MPI_Datatype dt,
                         MPI_Op op, int root)
 {
     struct bm_coll_sm *sm = c->sm;
     size_t es = dt->size, bytes = (size_t)count * es, chunk = COPY_TMP / es * es;
-    int last = sm->n - 1, me = sm->me;
+    bool split = root >= 0 && sm->n == 2 && op->commutative && count >= 2 &&
+                 bytes >= bm_mpi_coll_cfg()->sm_reduce_split_min;
+    size_t half = split ? (size_t)(count / 2) * es : bytes;
+    int me = sm->me;
     char *tmp;
 
+    if (split)
+        bm_mpi_coll_count_alg(BM_COLL_REDUCE, BM_ALG_SM_COPY_SPLIT);
     may_write(sm, c->k);
     addrs_of(sm, c->k, me)[0] = (uint64_t)(uintptr_t)in;
+    addrs_of(sm, c->k, me)[1] = (uint64_t)(uintptr_t)out;
     publish(sm, c->k);
     if ((root < 0 || me == root) && (tmp = tmp_of(c)) != NULL) {
         for (int r = 0; r < sm->n; r++)
             if (r != me)
                 wait_for(flag_of(sm, c->k, r), c->k);
-        for (size_t off = 0; off < bytes && c->err == BM_OK; off += chunk) {
+        combine(c, in, out, dt, op, 0, half, tmp);
+    } else if (split && (tmp = tmp_of(c)) != NULL) {
+        wait_for(flag_of(sm, c->k, root), c->k);
+        for (size_t off = half; off < bytes && c->err == BM_OK; off += chunk) {
             size_t n = bytes - off < chunk ? bytes - off : chunk;
-            char *acc = (char *)out + off;
-            const char *mine = (const char *)in + off;
-            if (mine == acc && me != last) { /* in place: the input is overwritten first */
-                memcpy(tmp, mine, n);
-                mine = tmp;
-            }
-            if (me == last) {
-                if (mine != acc)
-                    memcpy(acc, mine, n);
-            } else {
-                pull(c, last, acc, addrs_of(sm, c->k, last)[0] + off, n);
-            }
-            for (int r = last - 1; r >= 0 && c->err == BM_OK; r--) {
-                const char *s = mine;
-                if (r != me) {
-                    pull(c, r, tmp + COPY_TMP, addrs_of(sm, c->k, r)[0] + off, n);
-                    s = tmp + COPY_TMP;
-                }
-                bm_mpi_op_apply(op, s, acc, (int)(n / es), dt);
-            }
+            pull(c, root, tmp, addrs_of(sm, c->k, root)[0] + off, n);
+            bm_mpi_op_apply(op, (const char *)in + off, tmp, (int)(n / es), dt);
+            push(c, root, addrs_of(sm, c->k, root)[1] + off, tmp, n);
         }
     }
     finish(sm, c->k);
-    if (root < 0)
+    if (root < 0 || split)
         await_all(sm, c->k);
     else if (me != root)
         await_done(sm, c->k, root);

@@ -267,9 +267,11 @@ set(coll_force_d
     BM_MPI_COLL_ALLGATHER_ALG=sm BM_MPI_COLL_ALLTOALL_ALG=sm
     "BM_TEST_COLL_EXPECT=barrier.sm,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
 # The shared-memory algorithms with all their data by single copy (the
-# readers' get from the writers' buffers: sm.copy), whatever its size.
+# readers' get from the writers' buffers: sm.copy), whatever its size, and
+# at 2 ranks commutative reduces split between both ranks (sm.copy_split).
 set(coll_force_e
-    BM_MPI_COLL_SM_COPY_MIN=1 BM_MPI_COLL_BCAST_ALG=sm BM_MPI_COLL_REDUCE_ALG=sm
+    BM_MPI_COLL_SM_COPY_MIN=1 BM_MPI_COLL_SM_REDUCE_SPLIT_MIN=1 BM_MPI_COLL_BCAST_ALG=sm
+    BM_MPI_COLL_REDUCE_ALG=sm
     BM_MPI_COLL_ALLREDUCE_ALG=sm BM_MPI_COLL_GATHER_ALG=sm BM_MPI_COLL_SCATTER_ALG=sm
     BM_MPI_COLL_ALLGATHER_ALG=sm BM_MPI_COLL_ALLTOALL_ALG=sm
     "BM_TEST_COLL_EXPECT=sm.copy,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
@@ -286,6 +288,10 @@ foreach(set a b c d e)
         if(set STREQUAL "b" AND (np EQUAL 2 OR np EQUAL 8))
             # recursive doubling allgather serves power-of-two sizes only
             string(REPLACE "scan.linear" "scan.linear,allgather.recursive_doubling" env "${env}")
+        endif()
+        if(set STREQUAL "e" AND np EQUAL 2)
+            # a commutative 2-rank reduce shares its work between the ranks
+            string(REPLACE "sm.copy," "sm.copy,sm.copy_split," env "${env}")
         endif()
         bm_add_mpi_test(coll_check_${set}_np${np} TARGET coll_check NP ${np} BTL self,sm
             TIMEOUT 180 LABELS mpi coll ARGS --quick ENV ${env})
