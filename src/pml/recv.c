@@ -96,6 +96,8 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
     return st.error == BM_OK ? BM_OK : (bm_status_t)st.error;
 }
 
+static size_t ranges_add(struct bm_pml_request *req, size_t start, size_t end);
+
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len)
 {
@@ -111,21 +113,27 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
     req->status.count = fit;
     req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
     size_t n = data_len < req->capacity ? data_len : req->capacity;
-    if (req->conv.type)
-        bm_util_dtype_conv_unpack(&req->conv, 0, data, n);
-    else
-        bm_util_copy(req->rbuf, data, n);
-    if (type == BM_PML_HDR_MATCH) {
+    bool rndv = type != BM_PML_HDR_MATCH;
+    size_t want = fit > data_len ? fit : data_len;
+    if (!rndv || want <= data_len) {
+        if (req->conv.type)
+            bm_util_dtype_conv_unpack(&req->conv, 0, data, n);
+        else
+            bm_util_copy(req->rbuf, data, n);
+    }
+    if (!rndv) {
         bm_pml_request_complete(req);
         return;
     }
-    /* Rendezvous: ask for what is missing and still fits. Decide completion
-     * before the ACK leaves, since over the self transport FRAGs may arrive
-     * (and complete the request) inside the send. */
-    req->arrived = data_len;
-    req->want = fit > data_len ? fit : data_len;
+    /* Rendezvous: ask for what is missing and still fits. When FRAGs
+     * follow, the ACK leaves before the RNDV's bytes are copied out, so
+     * that the sender prepares the first FRAG meanwhile; those bytes count
+     * as arrived only once copied, since over the self transport FRAGs may
+     * arrive (and would complete the request) inside the send. */
+    req->want = want;
     req->nranges = 0;
-    bool done_now = req->arrived >= req->want;
+    bool done_now = data_len >= want;
+    req->arrived = done_now ? data_len : 0;
     struct bm_pml_hdr_ack ack = {
         .base = {.type = BM_PML_HDR_ACK},
         .sreq = sreq,
@@ -139,6 +147,15 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
     } else
         bm_pml_restart_recv_started(req, sreq, data_len); /* FRAGs follow: watched, then DONE */
     bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
+    if (done_now)
+        return;
+    if (req->conv.type)
+        bm_util_dtype_conv_unpack(&req->conv, 0, data, n);
+    else
+        bm_util_copy(req->rbuf, data, n);
+    req->arrived += ranges_add(req, 0, data_len);
+    if (req->arrived >= req->want && req->placing == 0)
+        bm_pml_recv_done(req);
 }
 
 /* Copy n bytes at offset off of a received fragment (which may span

@@ -1021,6 +1021,17 @@ size_t bm_util_dtype_conv_pack(const struct bm_util_dtype_conv *c, size_t offset
  * 2 KiB and less slower (more, smaller copies out). */
 #define FAR_BOUNCE 8192
 
+bool bm_util_dtype_conv_far_bounce(const struct bm_util_dtype_conv *c)
+{
+    const struct bm_util_dtype *t = c->type;
+    if (c->contig || !t->packed || t->pieces == 0)
+        return false;
+    if (t->size / t->pieces >= BM_UTIL_DTYPE_FAR_RUN_MIN)
+        return true;
+    const struct bm_util_dtype_node *n = t->packed;
+    return n->kind == NODE_VEC && n->u.vec.child->kind == NODE_LEAF && n->u.vec.child->size >= 8;
+}
+
 size_t bm_util_dtype_conv_pack_far(const struct bm_util_dtype_conv *c, size_t offset, void *dst,
                                    size_t len)
 {

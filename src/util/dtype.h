@@ -205,26 +205,25 @@ size_t bm_util_dtype_conv_pack(const struct bm_util_dtype_conv *c, size_t offset
                                size_t len);
 /* Pack as bm_util_dtype_conv_pack, into memory that another core reads
  * next (a transport's buffer in shared memory, whose lines sit in the
- * receiver's cache). When the type's contiguous runs average at least
- * BM_UTIL_DTYPE_FAR_RUN_MIN bytes, the bytes are packed in chunks into a
- * small buffer on the stack, each then copied out in one memcpy: packing
- * block by block straight into such memory stalls on every line it takes
- * over from the other core (measured on the 2-core test VM, 32 KiB of a
- * vector of 512-byte blocks handed to the other core and unpacked there:
- * 8.4 us a round direct, 6.0 through the bounce, 5.7 for a plain
- * memcpy). Smaller runs are packed straight into dst: their packing loop
- * is slow enough to hide the stalls, and the extra copy would cost more
- * (a struct of 4- and 12-byte runs: 14.6 us direct, 18.2 bounced). */
+ * receiver's cache). For the types of bm_util_dtype_conv_far_bounce, the
+ * bytes are packed in chunks into a small buffer on the stack, each then
+ * copied out in one memcpy: packing block by block straight into such
+ * memory stalls on every line it takes over from the other core (measured
+ * on the 2-core test VM, 32 KiB of a vector of 512-byte blocks handed to
+ * the other core and unpacked there: 8.4 us a round direct, 6.0 through
+ * the bounce, 5.7 for a plain memcpy; every other double: 10.3 and 9.6).
+ * Other types are packed straight into dst: their packing loop (a struct's
+ * or an indexed type's runs one by one) is slow enough to hide the stalls,
+ * and the extra copy would cost more (a struct of 4- and 12-byte runs:
+ * 14.6 us direct, 18.2 bounced; indexed runs of 8-64 bytes 8.0 and 9.9). */
 size_t bm_util_dtype_conv_pack_far(const struct bm_util_dtype_conv *c, size_t offset, void *dst,
                                    size_t len);
 #define BM_UTIL_DTYPE_FAR_RUN_MIN 64
 /* Whether bm_util_dtype_conv_pack_far packs c's message through the bounce
- * buffer (non-contiguous, runs averaging BM_UTIL_DTYPE_FAR_RUN_MIN bytes). */
-static inline bool bm_util_dtype_conv_far_bounce(const struct bm_util_dtype_conv *c)
-{
-    const struct bm_util_dtype *t = c->type;
-    return !c->contig && t->pieces > 0 && t->size / t->pieces >= BM_UTIL_DTYPE_FAR_RUN_MIN;
-}
+ * buffer: a non-contiguous message whose runs average at least
+ * BM_UTIL_DTYPE_FAR_RUN_MIN bytes, or whose type is a plain vector of
+ * blocks of 8 bytes or more (packed by word or block loops). */
+bool bm_util_dtype_conv_far_bounce(const struct bm_util_dtype_conv *c);
 /* Unpack up to len bytes of src to stream offset offset; returns the bytes
  * taken (cut at the end of the message: the rest of a longer message is
  * truncated). */

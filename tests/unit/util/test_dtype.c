@@ -627,17 +627,26 @@ static void test_stream(void)
     bm_util_dtype_release(small);
 }
 
-/* Packing into memory another core reads: vectors of 512-byte blocks go
- * through the bounce buffer (in 8 KiB chunks, so ranges longer than one
- * chunk and cut inside blocks are checked), 8-byte blocks and contiguous
- * messages straight; the bytes are those of a plain pack either way. */
+/* Packing into memory another core reads: vectors of 512-byte blocks and
+ * of single doubles go through the bounce buffer (in 8 KiB chunks, so
+ * ranges longer than one chunk and cut inside blocks are checked), vectors
+ * of 4-byte blocks, lists of short runs (a struct) and contiguous messages
+ * straight; the bytes are those of a plain pack either way. */
 static void test_far(void)
 {
-    struct bm_util_dtype *big = bm_util_dtype_hvector(300, 64, 1024, engine_basic[2]);
-    struct bm_util_dtype *small = bm_util_dtype_hvector(3000, 1, 16, engine_basic[2]);
-    struct bm_util_dtype *contig = bm_util_dtype_hvector(1, 3000, 8, engine_basic[2]);
-    struct bm_util_dtype *types[3] = {big, small, contig};
-    for (int k = 0; k < 3; k++) {
+    const struct bm_util_dtype *olds[3] = {engine_basic[1], engine_basic[2], engine_basic[1]};
+    size_t bl[3] = {1, 1, 1};
+    ptrdiff_t disp[3] = {0, 8, 16};
+    struct bm_util_dtype *rec = bm_util_dtype_struct(3, bl, disp, olds, true);
+    struct bm_util_dtype *types[5] = {
+        bm_util_dtype_hvector(300, 64, 1024, engine_basic[2]),
+        bm_util_dtype_hvector(3000, 1, 16, engine_basic[2]),
+        bm_util_dtype_hvector(1, 3000, 8, engine_basic[2]),
+        bm_util_dtype_hvector(3000, 1, 8, engine_basic[1]),
+        bm_util_dtype_hvector(3000, 1, 24, rec),
+    };
+    bool want[5] = {true, true, false, false, false};
+    for (int k = 0; k < 5; k++) {
         struct bm_util_dtype *t = types[k];
         size_t span = (size_t)bm_util_dtype_extent(t), total = t->size;
         unsigned char *mem = malloc(span), *a = malloc(total), *b = malloc(total);
@@ -645,12 +654,12 @@ static void test_far(void)
             mem[i] = (unsigned char)rnd();
         struct bm_util_dtype_conv c;
         bm_util_dtype_conv_init(&c, t, mem, 1);
-        BM_CHECK_MSG(bm_util_dtype_conv_far_bounce(&c) == (k == 0),
-                     "type %d: bounce %d (512-byte blocks only expected)", k,
+        BM_CHECK_MSG(bm_util_dtype_conv_far_bounce(&c) == want[k], "type %d: bounce %d", k,
                      (int)bm_util_dtype_conv_far_bounce(&c));
         bm_util_dtype_conv_pack(&c, 0, a, total);
         memset(b, 0, total);
-        size_t cuts[] = {0, 100, 100 + 8192 + 300, total / 2 + 7, total};
+        size_t long_end = total / 3 + 8192 + 300 < total ? total / 3 + 8192 + 300 : total;
+        size_t cuts[] = {0, 100, total / 3, long_end, total};
         for (int i = 0; i + 1 < 5; i++)
             BM_CHECK_EQ_INT(
                 bm_util_dtype_conv_pack_far(&c, cuts[i], b + cuts[i], cuts[i + 1] - cuts[i]),
@@ -663,8 +672,9 @@ static void test_far(void)
         free(a);
         free(b);
     }
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 5; k++)
         bm_util_dtype_release(types[k]);
+    bm_util_dtype_release(rec);
 }
 
 static void test_random(void)
