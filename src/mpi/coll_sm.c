@@ -148,6 +148,18 @@ static void may_write(struct bm_coll_sm *sm, uint64_t k)
         }
 }
 
+/* Wait for rank r's flag of operation k. A rank publishes operation k only
+ * after it is done with k - 1 (its reads of k - 1 come before that release
+ * store): remember it, so that may_write and await_done need not fetch its
+ * done line (a cache-line transfer on the critical path of a small rooted
+ * collective that follows a barrier). */
+static void wait_flag(struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    wait_for(flag_of(sm, k, r), k);
+    if (sm->seen[r] < k - 1)
+        sm->seen[r] = k - 1;
+}
+
 static void publish(const struct bm_coll_sm *sm, uint64_t k)
 {
     atomic_store_explicit(flag_of(sm, k, sm->me), k, memory_order_release);
@@ -361,7 +373,7 @@ static void barrier(struct bm_coll_sm *sm)
     publish(sm, k);
     for (int r = 0; r < sm->n; r++)
         if (r != sm->me)
-            wait_for(flag_of(sm, k, r), k);
+            wait_flag(sm, k, r);
     if (sm->me != 0 && sharing_cores())
         wait_for(done_of(sm, 0), k);
     finish(sm, k);
@@ -376,7 +388,7 @@ static void bcast(struct bm_coll_sm *sm, void *buf, int count, MPI_Datatype dt, 
         block_put(data_of(sm, k, root), buf, 0, count, dt);
         publish(sm, k);
     } else {
-        wait_for(flag_of(sm, k, root), k);
+        wait_flag(sm, k, root);
         block_get(buf, 0, count, dt, data_of(sm, k, root));
     }
     finish(sm, k);
@@ -396,11 +408,11 @@ static void reduce(struct bm_coll_sm *sm, const void *in, void *out, int count, 
         /* out = s0 op (s1 op (... op s[n-1])), the same on every rank */
         int last = sm->n - 1;
         if (last != sm->me)
-            wait_for(flag_of(sm, k, last), k);
+            wait_flag(sm, k, last);
         memcpy(out, data_of(sm, k, last), bytes);
         for (int r = last - 1; r >= 0; r--) {
             if (r != sm->me)
-                wait_for(flag_of(sm, k, r), k);
+                wait_flag(sm, k, r);
             bm_mpi_op_apply(op, data_of(sm, k, r), out, count, dt);
         }
     }
@@ -425,7 +437,7 @@ static void gather(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
         }
         for (int i = 1; i < sm->n; i++) {
             int r = (root + i) % sm->n;
-            wait_for(flag_of(sm, k, r), k);
+            wait_flag(sm, k, r);
             block_get(a->rbuf, r, a->rcount, a->rtype, data_of(sm, k, r));
         }
     }
@@ -468,7 +480,7 @@ static void scatter(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
                        scatter_block(sm, k, root, root, b));
     } else {
         size_t b = (size_t)a->rcount * a->rtype->size;
-        wait_for(flag_of(sm, k, root), k);
+        wait_flag(sm, k, root);
         block_get(a->rbuf, 0, a->rcount, a->rtype, scatter_block(sm, k, root, sm->me, b));
     }
     finish(sm, k);
@@ -489,7 +501,7 @@ static void allgather(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
         block_get(a->rbuf, sm->me, a->rcount, a->rtype, mine);
     for (int i = 1; i < sm->n; i++) {
         int r = (sm->me + i) % sm->n;
-        wait_for(flag_of(sm, k, r), k);
+        wait_flag(sm, k, r);
         block_get(a->rbuf, r, a->rcount, a->rtype, data_of(sm, k, r));
     }
     finish(sm, k);
@@ -515,7 +527,7 @@ static void alltoall(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
                    block_in_slot(sm, k, me, me, b));
     for (int i = 1; i < sm->n; i++) {
         int r = (me - i + sm->n) % sm->n;
-        wait_for(flag_of(sm, k, r), k);
+        wait_flag(sm, k, r);
         block_get(a->rbuf, r, a->rcount, a->rtype, block_in_slot(sm, k, r, me, b));
     }
     finish(sm, k);
@@ -699,7 +711,7 @@ static void pull_each(struct copy_op *c, const struct bm_mpi_coll_args *a, int f
 
     for (int i = 1; i < sm->n; i++) {
         int r = ((from + step * i) % sm->n + sm->n) % sm->n;
-        wait_for(flag_of(sm, c->k, r), c->k);
+        wait_flag(sm, c->k, r);
         pull_block(c, r, addrs_of(sm, c->k, r)[per_reader ? sm->me : 0], a->rbuf, r, a->rcount,
                    a->rtype);
     }
@@ -716,7 +728,7 @@ static void bcast_copy(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
         finish(sm, c->k);
         await_all(sm, c->k);
     } else {
-        wait_for(flag_of(sm, c->k, root), c->k);
+        wait_flag(sm, c->k, root);
         pull_block(c, root, addrs_of(sm, c->k, root)[0], buf, 0, count, dt);
         finish(sm, c->k);
     }
@@ -784,10 +796,10 @@ static void reduce_copy(struct copy_op *c, const void *in, void *out, int count,
     if ((root < 0 || me == root) && (tmp = tmp_of(c)) != NULL) {
         for (int r = 0; r < sm->n; r++)
             if (r != me)
-                wait_for(flag_of(sm, c->k, r), c->k);
+                wait_flag(sm, c->k, r);
         combine(c, in, out, dt, op, 0, half, tmp);
     } else if (split && (tmp = tmp_of(c)) != NULL) {
-        wait_for(flag_of(sm, c->k, root), c->k);
+        wait_flag(sm, c->k, root);
         for (size_t off = half; off < bytes && c->err == BM_OK; off += chunk) {
             size_t n = bytes - off < chunk ? bytes - off : chunk;
             pull(c, root, tmp, addrs_of(sm, c->k, root)[0] + off, n);
@@ -835,7 +847,7 @@ static void scatter_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
         finish(sm, c->k);
         await_all(sm, c->k);
     } else {
-        wait_for(flag_of(sm, c->k, root), c->k);
+        wait_flag(sm, c->k, root);
         pull_block(c, root, addrs_of(sm, c->k, root)[sm->me], a->rbuf, 0, a->rcount, a->rtype);
         finish(sm, c->k);
     }
