@@ -58,8 +58,9 @@
 #define DATA_OFF 16
 /* Bytes of each of the two staging buffers of single-copy operations (the
  * chunk a reduction combines at a time, or a non-contiguous block is
- * unpacked from). */
-#define COPY_TMP (64 * 1024)
+ * unpacked from): smaller chunks lose (2 ranks, reduce 256 KiB: 16 KiB
+ * chunks 22.5 us, 64 KiB 14.6, 256 KiB 13.3). */
+#define COPY_TMP (256 * 1024)
 
 struct bm_coll_sm {
     struct bm_util_shmseg seg;
