@@ -519,6 +519,13 @@ int bm_btl_dgram_run_completions(struct bm_btl_dgram_module *m)
                 continue;
             ep->report_pending = false;
             m->reports_pending--;
+            /* A failed path ends the fragments it was placing (btl.h: ABORTED
+             * once placement began and the rest is lost), else the PML would
+             * wait for them for good after failing over; here, not inside
+             * endpoint_fail, because a send can fail a path and no receive
+             * callback may run inside a send. */
+            if (ep->report_kind != BM_BTL_ERROR_RECOVERED)
+                bm_btl_dgram_reasm_drop_all(ep, true);
             struct bm_btl_error err = {
                 .kind = ep->report_kind,
                 .endpoint = (struct bm_btl_endpoint *)ep,

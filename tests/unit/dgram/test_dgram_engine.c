@@ -965,6 +965,34 @@ static void test_place(void)
     BM_CHECK_EQ_INT(pl.placed, chunked);
     pair_close(&p);
     BM_CHECK_EQ_INT(pl.aborted, 1); /* not again at destroy */
+    /* failed: b's path to a fails while a fragment is half placed; the
+     * ABORTED call comes with the failure's report (at the end of progress),
+     * else the PML would wait for that placement for good */
+    pair_open(&p, &c, &c, 1);
+    p.b->super.recv_cb[TAG].place = place_cb;
+    p.b->super.recv_cb[TAG].place_hdr_len = 8;
+    kept_max = 2;
+    BM_CHECK_EQ_INT(send_msg(&p, (uint32_t)n + 1, 200000), BM_OK);
+    for (int k = 0; k < 3; k++)
+        bm_btl_dgram_module_progress(p.a);
+    p.b->ch[BM_DGRAM_CH_DATA].rx_max = 1;
+    end = bm_btl_dgram_now() + 5000000000ull;
+    bm_btl_dgram_stats_get(p.b, &s);
+    while (s.recv_placed == 0 && bm_btl_dgram_now() < end) {
+        p.b->wire->poll(p.b, BM_DGRAM_CH_DATA);
+        bm_btl_dgram_stats_get(p.b, &s);
+    }
+    p.b->ch[BM_DGRAM_CH_DATA].rx_max = rx_max;
+    BM_CHECK_EQ_INT(s.recv_placed, 1);
+    int peer_errors = error_reports[BM_BTL_ERROR_PEER];
+    bm_btl_dgram_endpoint_fail(p.ba, "failed by the test");
+    BM_CHECK_EQ_INT(pl.aborted, 1); /* not inside the failure */
+    bm_btl_dgram_run_completions(p.b);
+    BM_CHECK_EQ_INT(pl.aborted, 2);
+    BM_CHECK_EQ_INT(error_reports[BM_BTL_ERROR_PEER], peer_errors + 1);
+    BM_CHECK_EQ_INT(pl.placed, chunked);
+    pair_close(&p);
+    BM_CHECK_EQ_INT(pl.aborted, 2); /* not again at destroy */
     for (int i = 0; i < kept_n; i++)
         free(kept[i]);
     kept_n = kept_max = 0;
