@@ -441,7 +441,6 @@ void bm_pml_recv_matched_uframe(struct bm_pml_request *req, struct bm_pml_uframe
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len);
 void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata);
-/* The FRAG place callback (btl.h, "Receive placement"). */
 /* The blocks of t are large enough for a transport to move them in place
  * (gather on send, placement on receive): they average at least
  * BM_PML_IOV_BLOCK_MIN bytes. */
@@ -450,6 +449,11 @@ static inline bool bm_pml_iov_blocks(const struct bm_util_dtype *t)
     size_t min = bm_pml_g.cfg.iov_block_min;
     return min && t->pieces > 0 && t->size / t->pieces >= min;
 }
+/* Bytes [at, at + n) of conv's message as at most max transport pieces
+ * (gather on send, placement on receive); *done: the bytes they cover. */
+uint32_t bm_pml_conv_iov(const struct bm_util_dtype_conv *conv, size_t at, size_t n,
+                         struct bm_btl_iov *iov, uint32_t max, size_t *done);
+/* The FRAG place callback (btl.h, "Receive placement"). */
 uint32_t bm_pml_recv_frag_place(struct bm_btl_module *m, const struct bm_btl_recv_desc *d,
                                 size_t len, struct bm_btl_iov *iov, uint32_t max, void *cbdata);
 /* Record bytes [start, end) of a rendezvous as arrived; returns how many

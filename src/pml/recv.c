@@ -98,6 +98,15 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
 
 static size_t ranges_add(struct bm_pml_request *req, size_t start, size_t end);
 
+/* The bytes that came with the match (MATCH, RNDV, RGET) into the buffer. */
+static void recv_copy_first(struct bm_pml_request *req, const void *data, size_t n)
+{
+    if (req->conv.type)
+        bm_util_dtype_conv_unpack(&req->conv, 0, data, n);
+    else
+        bm_util_copy(req->rbuf, data, n);
+}
+
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len)
 {
@@ -115,12 +124,8 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
     size_t n = data_len < req->capacity ? data_len : req->capacity;
     bool rndv = type != BM_PML_HDR_MATCH;
     size_t want = fit > data_len ? fit : data_len;
-    if (!rndv || want <= data_len) {
-        if (req->conv.type)
-            bm_util_dtype_conv_unpack(&req->conv, 0, data, n);
-        else
-            bm_util_copy(req->rbuf, data, n);
-    }
+    if (!rndv || want <= data_len)
+        recv_copy_first(req, data, n);
     if (!rndv) {
         bm_pml_request_complete(req);
         return;
@@ -149,10 +154,7 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
     bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
     if (done_now)
         return;
-    if (req->conv.type)
-        bm_util_dtype_conv_unpack(&req->conv, 0, data, n);
-    else
-        bm_util_copy(req->rbuf, data, n);
+    recv_copy_first(req, data, n);
     req->arrived += ranges_add(req, 0, data_len);
     if (req->arrived >= req->want && req->placing == 0)
         bm_pml_recv_done(req);
@@ -320,6 +322,22 @@ void bm_pml_recv_done(struct bm_pml_request *req)
  * placement is under way the receive cannot complete (req->placing). */
 _Static_assert(sizeof(struct bm_util_dtype_piece) == sizeof(struct bm_btl_iov),
                "dtype pieces are converted in place into transport pieces");
+uint32_t bm_pml_conv_iov(const struct bm_util_dtype_conv *conv, size_t at, size_t n,
+                         struct bm_btl_iov *iov, uint32_t max, size_t *done)
+{
+    struct bm_util_dtype_piece *p = (struct bm_util_dtype_piece *)(void *)iov;
+    *done = 0;
+    uint32_t k =
+        (uint32_t)bm_util_dtype_pieces(conv->type, conv->base, conv->count, at, n, p, max, done);
+    for (uint32_t i = 0; i < k; i++) {
+        struct bm_util_dtype_piece pc;
+        memcpy(&pc, &p[i], sizeof(pc));
+        iov[i].addr = (uint64_t)(uintptr_t)pc.addr;
+        iov[i].len = pc.len;
+    }
+    return k;
+}
+
 uint32_t bm_pml_recv_frag_place(struct bm_btl_module *m, const struct bm_btl_recv_desc *d,
                                 size_t len, struct bm_btl_iov *iov, uint32_t max, void *cbdata)
 {
@@ -339,18 +357,10 @@ uint32_t bm_pml_recv_frag_place(struct bm_btl_module *m, const struct bm_btl_rec
     if (req->conv.type) {
         if (!bm_pml_iov_blocks(req->conv.type))
             return 0;
-        size_t done = 0;
-        struct bm_util_dtype_piece *p = (struct bm_util_dtype_piece *)(void *)iov;
-        k = (uint32_t)bm_util_dtype_pieces(req->conv.type, req->conv.base, req->conv.count,
-                                           fh.offset, plen, p, max, &done);
+        size_t done;
+        k = bm_pml_conv_iov(&req->conv, fh.offset, plen, iov, max, &done);
         if (done != plen)
             return 0;
-        for (uint32_t i = 0; i < k; i++) {
-            struct bm_util_dtype_piece pc;
-            memcpy(&pc, &p[i], sizeof(pc));
-            iov[i].addr = (uint64_t)(uintptr_t)pc.addr;
-            iov[i].len = pc.len;
-        }
     } else {
         iov[0].addr = (uint64_t)(uintptr_t)(req->rbuf + fh.offset);
         iov[0].len = plen;

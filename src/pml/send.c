@@ -94,22 +94,12 @@ static struct bm_btl_descriptor *frag_prepare_iov(struct bm_pml_request *req,
     if (n > m->max_send_size - reserve)
         n = m->max_send_size - reserve;
     struct bm_btl_iov iov[BM_PML_IOV_PIECES];
-    _Static_assert(sizeof(struct bm_util_dtype_piece) == sizeof(struct bm_btl_iov),
-                   "dtype pieces are converted in place into transport pieces");
-    struct bm_util_dtype_piece *p = (struct bm_util_dtype_piece *)(void *)iov;
-    size_t done = 0;
-    size_t k = bm_util_dtype_pieces(req->conv.type, req->conv.base, req->conv.count, at, n, p,
-                                    BM_PML_IOV_PIECES, &done);
+    size_t done;
+    uint32_t k = bm_pml_conv_iov(&req->conv, at, n, iov, BM_PML_IOV_PIECES, &done);
     if (k == 0 || done == 0)
         return NULL;
-    for (size_t i = 0; i < k; i++) {
-        struct bm_util_dtype_piece pc;
-        memcpy(&pc, &p[i], sizeof(pc));
-        iov[i].addr = (uint64_t)(uintptr_t)pc.addr;
-        iov[i].len = pc.len;
-    }
     struct bm_btl_descriptor *des =
-        bm_btl_prepare_src_iov(m, ep, reserve, iov, (uint32_t)k, BM_PML_DES_FLAGS);
+        bm_btl_prepare_src_iov(m, ep, reserve, iov, k, BM_PML_DES_FLAGS);
     if (des) {
         *size = done;
         __atomic_fetch_add(&bm_pml_g.iov_frags, 1, __ATOMIC_RELAXED);
