@@ -30,6 +30,23 @@ static struct bm_util_lock_class ctx_class = {.name = "context"};
 static struct bm_util_lock_class ctx_table_class = {.name = "context table"};
 static struct bm_util_lock ctx_table_lock;
 static bool ctx_table_lock_ready;
+/* Under MPI_THREAD_MULTIPLE each thread keeps the contexts it looked up in
+ * a cache of its own (direct-mapped by cid), so that threads working on
+ * different communicators do not meet on the table's lock for every
+ * message (README "Threads"). Entries hold the cid beside the pointer (a
+ * miss never reads a context) and are valid while the table's generation
+ * is the one they were filled under: releasing a context moves it on (under
+ * the table's lock, before the context is freed), which empties every
+ * thread's cache at its next lookup. Generation 0 is never current, so a
+ * new thread's zeroed cache is empty. A hit reads one thread-local entry and
+ * one shared word that only releases write. */
+#define CTX_TCACHE 8
+static _Atomic uint64_t ctx_table_gen = 1;
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
+    uint64_t gen;
+    uint32_t cid[CTX_TCACHE];
+    struct bm_pml_ctx *c[CTX_TCACHE];
+} ctx_tcache;
 
 void bm_pml_match_init(void)
 {
@@ -220,13 +237,37 @@ static struct bm_pml_ctx *ctx_find_or_add(uint32_t cid)
     return c;
 }
 
-/* Under MPI_THREAD_MULTIPLE: the lookup under the context table's lock. */
-static __attribute__((noinline)) struct bm_pml_ctx *ctx_get_mt(uint32_t cid)
+/* Under MPI_THREAD_MULTIPLE, a miss of the thread's cache: the lookup
+ * under the context table's lock, remembered. */
+static struct bm_pml_ctx *ctx_get_mt_slow(uint32_t cid)
 {
     bm_util_lock_take(&ctx_table_lock);
     struct bm_pml_ctx *c = ctx_find_or_add(cid);
+    uint64_t gen = atomic_load_explicit(&ctx_table_gen, memory_order_relaxed);
     bm_util_lock_give(&ctx_table_lock);
+    if (ctx_tcache.gen != gen) {
+        memset(ctx_tcache.c, 0, sizeof(ctx_tcache.c));
+        ctx_tcache.gen = gen;
+    }
+    ctx_tcache.cid[cid % CTX_TCACHE] = cid;
+    ctx_tcache.c[cid % CTX_TCACHE] = c;
     return c;
+}
+
+/* Under MPI_THREAD_MULTIPLE: the thread's cache, else the table. A context
+ * is released only when its communicator is freed, which no other thread
+ * may be using then (MPI), so a hit stays valid while the caller uses it.
+ * Not inlined: the single-threaded callers stay as they were. */
+static __attribute__((noinline)) struct bm_pml_ctx *ctx_get_mt(uint32_t cid)
+{
+    unsigned i = cid % CTX_TCACHE;
+    struct bm_pml_ctx *c = ctx_tcache.c[i];
+    if (__builtin_expect(c && ctx_tcache.cid[i] == cid &&
+                             ctx_tcache.gen ==
+                                 atomic_load_explicit(&ctx_table_gen, memory_order_acquire),
+                         1))
+        return c;
+    return ctx_get_mt_slow(cid);
 }
 
 /* Single-threaded: the context seen last, or the table. */
@@ -703,6 +744,7 @@ bool bm_pml_context_release(uint32_t cid)
             *pp = c->hnext;
             if (ctx_last == c)
                 ctx_last = NULL;
+            atomic_fetch_add_explicit(&ctx_table_gen, 1, memory_order_release);
             ctx_free(c);
         }
     }
@@ -723,6 +765,7 @@ void bm_pml_match_fini(void)
         ctx_slots[i] = NULL;
     }
     ctx_last = NULL;
+    atomic_fetch_add_explicit(&ctx_table_gen, 1, memory_order_release);
     if (ctx_table_lock_ready) {
         bm_util_lock_destroy(&ctx_table_lock);
         ctx_table_lock_ready = false;

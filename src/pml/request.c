@@ -10,6 +10,8 @@
 #include "pml/pml_internal.h"
 #include "util/mem.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,11 +26,41 @@ static struct bm_util_lock_class req_lock_class = {.name = "requests"};
 static struct bm_util_lock req_lock;
 static bool req_lock_ready;
 
+/* Under MPI_THREAD_MULTIPLE each thread keeps up to REQ_TCACHE free slots
+ * of its own, so that threads allocating and freeing requests (every
+ * receive, every send that is not inline) do not meet on the table's lock
+ * for each one (README "Threads"): a thread frees into its cache and
+ * allocates from it, and goes to the table's free list, under its lock,
+ * only to move half a cache at a time. A slot in a cache is FREE like one
+ * on the list (a stale id finds a FREE slot or a new generation either
+ * way). The epoch of the table (moved on at fini) tells a thread that its
+ * cache belongs to a table that is gone; a thread that ends gives its cache
+ * back (the key's destructor). */
+#define REQ_TCACHE 64
+static _Atomic uint64_t req_epoch = 1;
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
+    uint64_t epoch;
+    uint32_t n;
+    bool keyed; /* req_tkey set for this thread (its destructor flushes) */
+    struct bm_pml_request *r[REQ_TCACHE];
+} req_tcache;
+static pthread_key_t req_tkey;
+static pthread_once_t req_tkey_once = PTHREAD_ONCE_INIT;
+
+static void req_tcache_flush(void *unused);
+
+static void req_tkey_make(void)
+{
+    if (pthread_key_create(&req_tkey, req_tcache_flush) != 0)
+        abort();
+}
+
 void bm_pml_request_table_init(void)
 {
     if (bm_pml_g.mt && !req_lock_ready) {
         bm_util_lock_init(&req_lock, &req_lock_class, false);
         req_lock_ready = true;
+        pthread_once(&req_tkey_once, req_tkey_make);
     }
 }
 
@@ -62,17 +94,67 @@ static bool request_grow(void)
     return true;
 }
 
-/* A slot off the free list (the table's lock under MPI_THREAD_MULTIPLE). */
+/* Whether this thread's cache belongs to the current table; makes it so
+ * (empty) when not. */
+static inline bool req_tcache_current(void)
+{
+    uint64_t epoch = atomic_load_explicit(&req_epoch, memory_order_relaxed);
+    if (__builtin_expect(req_tcache.epoch == epoch, 1))
+        return true;
+    req_tcache.epoch = epoch;
+    req_tcache.n = 0;
+    if (!req_tcache.keyed) {
+        req_tcache.keyed = true;
+        pthread_setspecific(req_tkey, &req_tcache);
+    }
+    return false;
+}
+
+/* Move this thread's cache back to the table's free list, down to keep
+ * slots (under the table's lock). */
+static void req_tcache_spill(uint32_t keep)
+{
+    bm_util_lock_take(&req_lock);
+    while (req_tcache.n > keep) {
+        struct bm_pml_request *req = req_tcache.r[--req_tcache.n];
+        req->pend_next = req_free;
+        req_free = req;
+    }
+    bm_util_lock_give(&req_lock);
+}
+
+/* The key's destructor: a thread that ends gives its slots back. */
+static void req_tcache_flush(void *unused)
+{
+    (void)unused;
+    if (req_tcache.n > 0 &&
+        req_tcache.epoch == atomic_load_explicit(&req_epoch, memory_order_relaxed) &&
+        req_lock_ready)
+        req_tcache_spill(0);
+    req_tcache.n = 0;
+}
+
+/* Under MPI_THREAD_MULTIPLE: a slot from this thread's cache, refilled
+ * with half a cache from the table's free list when empty. */
+static __attribute__((noinline)) struct bm_pml_request *request_pop_mt(void)
+{
+    req_tcache_current();
+    if (__builtin_expect(req_tcache.n > 0, 1))
+        return req_tcache.r[--req_tcache.n];
+    bm_util_lock_take(&req_lock);
+    while (req_tcache.n < REQ_TCACHE / 2 && (req_free || request_grow())) {
+        req_tcache.r[req_tcache.n++] = req_free;
+        req_free = req_free->pend_next;
+    }
+    bm_util_lock_give(&req_lock);
+    return req_tcache.n > 0 ? req_tcache.r[--req_tcache.n] : NULL;
+}
+
+/* A slot off the free list (this thread's cache under MPI_THREAD_MULTIPLE). */
 static inline struct bm_pml_request *request_pop(void)
 {
-    if (__builtin_expect(bm_pml_g.mt, 0)) {
-        bm_util_lock_take(&req_lock);
-        struct bm_pml_request *req = req_free || request_grow() ? req_free : NULL;
-        if (req)
-            req_free = req->pend_next;
-        bm_util_lock_give(&req_lock);
-        return req;
-    }
+    if (__builtin_expect(bm_pml_g.mt, 0))
+        return request_pop_mt();
     if (__builtin_expect(!req_free, 0) && !request_grow())
         return NULL;
     struct bm_pml_request *req = req_free;
@@ -114,11 +196,11 @@ static inline void request_release(struct bm_pml_request *req)
         req->conv.type = NULL;
     }
     if (__builtin_expect(bm_pml_g.mt, 0)) {
-        bm_util_lock_take(&req_lock);
         req_state_set(req, BM_PML_REQ_FREE);
-        req->pend_next = req_free;
-        req_free = req;
-        bm_util_lock_give(&req_lock);
+        req_tcache_current();
+        if (__builtin_expect(req_tcache.n == REQ_TCACHE, 0))
+            req_tcache_spill(REQ_TCACHE / 2);
+        req_tcache.r[req_tcache.n++] = req;
         return;
     }
     req_state_set(req, BM_PML_REQ_FREE);
@@ -173,6 +255,8 @@ void bm_pml_request_table_fini(void)
     req_chunks = NULL;
     req_nchunks = 0;
     req_free = NULL;
+    /* Every thread's cache held slots of the chunks just freed. */
+    atomic_fetch_add_explicit(&req_epoch, 1, memory_order_relaxed);
     if (req_lock_ready) {
         bm_util_lock_destroy(&req_lock);
         req_lock_ready = false;
