@@ -143,9 +143,14 @@ struct bm_btl_sm_module {
     bool frags_full_said; /* the "cannot back more fragments" warning was given */
     bool use_hints;       /* else poll every ring in by_local */
     struct bm_btl_sm_endpoint **by_local; /* local rank -> endpoint with fast boxes, or NULL */
-    struct bm_btl_defer_queue rdma_done;  /* callbacks of finished get/put */
-    bool bells;                           /* we may sleep: we have a doorbell (sm_bell.c) */
-    int bell_rx, bell_tx;                 /* our doorbell; the socket we ring others' with */
+    /* The same endpoints, packed in the order they connected (the second
+     * half of by_local's allocation): an idle poll without hints looks at
+     * these nrings rings only, inline in sm_progress. */
+    struct bm_btl_sm_endpoint **rings;
+    int nrings;
+    struct bm_btl_defer_queue rdma_done; /* callbacks of finished get/put */
+    bool bells;                          /* we may sleep: we have a doorbell (sm_bell.c) */
+    int bell_rx, bell_tx;                /* our doorbell; the socket we ring others' with */
 };
 
 /* An instance of the transport: one module, or none when this process is
@@ -205,9 +210,16 @@ struct bm_btl_descriptor *bm_btl_sm_prepare_src(struct bm_btl_module *m, struct 
                                                 uint8_t order, uint32_t flags);
 int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                    struct bm_btl_descriptor *des, bm_btl_tag_t tag);
+/* In sm_fbox.c: the fast box first, in one frame; the FIFO after. */
 int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
                     size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
                     uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
+/* sendi's FIFO path (sm_send.c), for what the fast box (sendi, sm_fbox.c)
+ * does not take. */
+int bm_btl_sm_sendi_fifo(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep,
+                         const void *hdr, size_t hdr_len, const void *payload, size_t payload_len,
+                         uint8_t order, uint32_t flags, bm_btl_tag_t tag,
+                         struct bm_btl_descriptor **des_out);
 /* Take a free fragment able to carry size bytes; NULL when none is left. */
 struct bm_btl_sm_frag *bm_btl_sm_frag_take(struct bm_btl_sm_module *sm, size_t size);
 /* Back up to n more fragments of class cls with memory and put them in the
@@ -224,11 +236,6 @@ int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget);
 void bm_btl_sm_fifo_drain(struct bm_btl_sm_module *sm);
 
 /* sm_fbox.c */
-/* Copy hdr + payload into ep's fast box: BM_BTL_DONE, or BM_ERR_OUT_OF_RESOURCE
- * when the ring is full, fragments to ep are in flight (they must not be
- * overtaken) or the message does not fit a slot. */
-int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const void *hdr,
-                        size_t hdr_len, const void *payload, size_t payload_len, bm_btl_tag_t tag);
 /* Deliver what the hint bitmap says has arrived in fast boxes (at most budget). */
 int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget);
 /* Without hints: look at every ring (few local peers). */

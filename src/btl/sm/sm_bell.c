@@ -125,8 +125,8 @@ static bool sm_has_work(struct bm_btl_sm_module *sm)
                 return true;
         return false;
     }
-    for (int i = 0; i < sm->local_size; i++)
-        if (sm->by_local[i] && bm_btl_sm_fbox_ready(&sm->by_local[i]->rx))
+    for (int i = 0; i < sm->nrings; i++)
+        if (bm_btl_sm_fbox_ready(&sm->rings[i]->rx))
             return true;
     return false;
 }

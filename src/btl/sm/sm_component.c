@@ -229,6 +229,10 @@ static void sm_fbox_params_check(struct bm_btl_sm_config *c, int local_size)
                         c->fbox_max, c->fbox_bytes, BM_BTL_SM_FBOX_OFF_MAX, most);
         c->fbox_max = most;
     }
+    /* What the module refuses (over BM_BTL_SM_MAX_SEND_SIZE) never takes a
+     * ring either: sendi's ring test is then the only length test. */
+    if (c->fbox_max > c->max_send_size)
+        c->fbox_max = c->max_send_size;
 }
 
 /* Create the module: this process's segment, its fragments, and its
@@ -257,11 +261,12 @@ static bm_status_t sm_module_create(struct bm_btl_sm_component *c,
     sm->bell_rx = sm->bell_tx = -1;
     sm->local_rank = self->local_rank;
     sm->local_size = self->local_size;
-    sm->by_local = calloc((size_t)self->local_size, sizeof(*sm->by_local));
+    sm->by_local = calloc(2 * (size_t)self->local_size, sizeof(*sm->by_local));
     if (!sm->by_local) {
         free(sm);
         return BM_ERR_NO_MEMORY;
     }
+    sm->rings = sm->by_local + self->local_size;
     sm->rank = self->rank;
     sm->nprocs = self->size;
     sm->bases = calloc((size_t)self->size, sizeof(*sm->bases));
@@ -362,7 +367,12 @@ static int sm_progress(struct bm_btl_component *comp)
     if (sm->rdma_done.head)
         n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
     if (!sm->use_hints) {
-        n += bm_btl_sm_fbox_poll_all(sm, sm->config.poll_budget);
+        /* The idle poll: one load per connected ring, no call. */
+        for (int i = 0; i < sm->nrings; i++)
+            if (bm_btl_sm_fbox_ready(&sm->rings[i]->rx)) {
+                n += bm_btl_sm_fbox_poll_all(sm, sm->config.poll_budget);
+                break;
+            }
     } else {
         for (int w = 0; w < sm->nhint_words; w++)
             if (atomic_load_explicit(&sm->hints[w], memory_order_relaxed)) {

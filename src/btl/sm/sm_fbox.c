@@ -19,26 +19,42 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int bm_btl_sm_fbox_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const void *hdr,
-                        size_t hdr_len, const void *payload, size_t payload_len, bm_btl_tag_t tag)
+/* sendi: the ring when it can take the message, else a fragment through the
+ * FIFO (bm_btl_sm_sendi_fifo). The ring's path is this one function, with
+ * every condition in one test: it used to be sendi's checks, then a call
+ * to a separate ring function with its own frame and the same length
+ * tests. */
+int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *bep, const void *hdr,
+                    size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
+                    uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
 {
+    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
+    struct bm_btl_sm_endpoint *ep = (struct bm_btl_sm_endpoint *)bep;
     size_t len = hdr_len + payload_len;
-    if (!ep->fbox_tx || ep->outstanding > 0 || len > sm->config.fbox_max) {
-        if (!ep->fbox_tx && ep->fbox && ep->fbox_wait > 0 && --ep->fbox_wait == 0)
-            bm_btl_sm_fbox_enable(sm, ep); /* the next message may use the ring */
-        return BM_ERR_OUT_OF_RESOURCE;
+    /* fbox_max is at most max_send_size (sm_fbox_params_check); a failed
+     * peer's sends and bad tags take the FIFO path, which reports them. */
+    if (__builtin_expect(ep->fbox_tx && ep->outstanding == 0 && len <= sm->config.fbox_max &&
+                             tag < BM_BTL_TAG_MAX && !ep->failed,
+                         1)) {
+        uint32_t off = bm_btl_sm_fbox_offset(hdr_len, payload_len);
+        unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx, off, len);
+        if (__builtin_expect(p != NULL, 1)) {
+            bm_util_copy(p, hdr, hdr_len);
+            bm_util_copy(p + hdr_len, payload, payload_len);
+            bm_btl_sm_fbox_commit(&ep->tx, off, (uint32_t)len, tag);
+            if (ep->tx_hint)
+                bm_btl_sm_hint_set((_Atomic uint64_t *)(ep->seg + ep->ctl->hint_offset),
+                                   sm->local_rank);
+            bm_btl_sm_bell_check(sm, ep);
+            if (des_out)
+                *des_out = NULL;
+            return BM_BTL_DONE;
+        }
+    } else if (!ep->fbox_tx && ep->fbox && ep->fbox_wait > 0 && --ep->fbox_wait == 0) {
+        bm_btl_sm_fbox_enable(sm, ep); /* the next message may use the ring */
     }
-    uint32_t off = bm_btl_sm_fbox_offset(hdr_len, payload_len);
-    unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx, off, len);
-    if (!p)
-        return BM_ERR_OUT_OF_RESOURCE;
-    bm_util_copy(p, hdr, hdr_len);
-    bm_util_copy(p + hdr_len, payload, payload_len);
-    bm_btl_sm_fbox_commit(&ep->tx, off, (uint32_t)len, tag);
-    if (ep->tx_hint)
-        bm_btl_sm_hint_set((_Atomic uint64_t *)(ep->seg + ep->ctl->hint_offset), sm->local_rank);
-    bm_btl_sm_bell_check(sm, ep);
-    return BM_BTL_DONE;
+    return bm_btl_sm_sendi_fifo(sm, ep, hdr, hdr_len, payload, payload_len, order, flags, tag,
+                                des_out);
 }
 
 /* Deliver up to budget messages of ep's ring. Only the outermost of nested
@@ -111,9 +127,9 @@ int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget)
 int bm_btl_sm_fbox_poll_all(struct bm_btl_sm_module *sm, int budget)
 {
     int n = 0;
-    for (int i = 0; i < sm->local_size && n < budget; i++) {
-        struct bm_btl_sm_endpoint *ep = sm->by_local[i];
-        if (ep && bm_btl_sm_fbox_ready(&ep->rx))
+    for (int i = 0; i < sm->nrings && n < budget; i++) {
+        struct bm_btl_sm_endpoint *ep = sm->rings[i];
+        if (bm_btl_sm_fbox_ready(&ep->rx))
             n += sm_fbox_deliver(sm, ep, budget - n);
     }
     return n;
@@ -140,6 +156,7 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
                                        (size_t)ep->local_rank * own->fbox_stride),
         own->fbox_units);
     sm->by_local[ep->local_rank] = ep;
+    sm->rings[sm->nrings++] = ep;
     ep->fbox = true;
     ep->fbox_tx = false;
     ep->fbox_wait = (uint32_t)sm->config.fbox_after;

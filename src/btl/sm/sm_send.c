@@ -145,28 +145,26 @@ int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
     return BM_OK;
 }
 
-int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
-                    size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
-                    uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
+/* sendi's path when the fast box cannot take the message (sm_fbox.c):
+ * a fragment, copied in and appended to the receiver's FIFO. */
+int bm_btl_sm_sendi_fifo(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep,
+                         const void *hdr, size_t hdr_len, const void *payload, size_t payload_len,
+                         uint8_t order, uint32_t flags, bm_btl_tag_t tag,
+                         struct bm_btl_descriptor **des_out)
 {
     (void)flags;
-    struct bm_btl_sm_module *sm = sm_mod(m);
     if (des_out)
         *des_out = NULL;
     if (tag >= BM_BTL_TAG_MAX)
         return BM_ERR_BAD_PARAM;
-    if (((struct bm_btl_sm_endpoint *)ep)->failed)
+    if (ep->failed)
         return BM_ERR_PEER_GONE;
     size_t len = hdr_len + payload_len;
     if (len > sm->config.max_send_size)
         return BM_ERR_NOT_AVAILABLE;
-    int rc = bm_btl_sm_fbox_send(sm, (struct bm_btl_sm_endpoint *)ep, hdr, hdr_len, payload,
-                                 payload_len, tag);
-    if (rc == BM_BTL_DONE)
-        return rc;
     /* A ring in use implies a mapped segment: the first message to a peer
      * comes this way. */
-    rc = bm_btl_sm_ep_attach(sm, (struct bm_btl_sm_endpoint *)ep);
+    bm_status_t rc = bm_btl_sm_ep_attach(sm, ep);
     if (rc != BM_OK)
         return rc;
     struct bm_btl_sm_frag *f = bm_btl_sm_frag_take(sm, len);
@@ -179,7 +177,7 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const v
         memcpy(data + hdr_len, payload, payload_len);
     f->des.order = order;
     f->internal = true;
-    bm_btl_sm_frag_push(sm, (struct bm_btl_sm_endpoint *)ep, f, len, tag, 0);
+    bm_btl_sm_frag_push(sm, ep, f, len, tag, 0);
     return BM_BTL_DONE;
 }
 
