@@ -399,25 +399,38 @@ BM_MPI_ALIAS(Test);
 /* ---- all ------------------------------------------------------------------------ */
 
 /* Finish every request of the array (all complete or inactive). */
-static int finish_all(const char *fn, int count, MPI_Request reqs[], MPI_Status statuses[])
+/* Finish requests [from, to) of an array: statuses, free, failures
+ * counted (the return) and remembered in fail. */
+static int finish_range(int from, int to, MPI_Request reqs[], MPI_Status statuses[],
+                        struct req_failure *fail)
 {
     int errors = 0;
-    struct req_failure fail;
-    fail.comm = NULL;
-    for (int i = 0; i < count; i++) {
+    for (int i = from; i < to; i++) {
         MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? NULL : &statuses[i];
         if (!req_active(reqs[i])) {
             status_empty(st);
             continue;
         }
-        if (req_finish(&reqs[i], st, true, &fail))
+        if (req_finish(&reqs[i], st, true, fail))
             errors++;
     }
+    return errors;
+}
+
+static int finish_report(const char *fn, int count, int errors, struct req_failure *fail)
+{
     if (!errors)
         return MPI_SUCCESS;
-    return fail_report(&fail, MPI_ERR_IN_STATUS, fn,
+    return fail_report(fail, MPI_ERR_IN_STATUS, fn,
                        "%d of %d operations failed (see each status's MPI_ERROR); the last: %s",
-                       errors, count, fail.what);
+                       errors, count, fail->what);
+}
+
+static int finish_all(const char *fn, int count, MPI_Request reqs[], MPI_Status statuses[])
+{
+    struct req_failure fail;
+    fail.comm = NULL;
+    return finish_report(fn, count, finish_range(0, count, reqs, statuses, &fail), &fail);
 }
 
 /* Index of the first request from 'from' on that is active and not ready
@@ -442,11 +455,23 @@ int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of
     if (rc)
         return rc;
     /* Requests never become un-ready: the ones before the first pending
-     * one need no second look, so a poll checks one request, not all. */
-    for (int i = first_pending(0, count, array_of_requests); i < count;
-         i = first_pending(i, count, array_of_requests))
+     * one need no second look, so a poll checks one request, not all. They
+     * are finished (status, freed) while the later ones are still pending,
+     * so that this work overlaps the wait instead of following the last
+     * completion: a window of 64 8-byte receives over sm used to finish all
+     * 64 after the last arrival, on the message rate's critical path. */
+    struct req_failure fail;
+    fail.comm = NULL;
+    int errors = 0;
+    for (int done = 0;;) {
+        int i = first_pending(done, count, array_of_requests);
+        errors += finish_range(done, i, array_of_requests, array_of_statuses, &fail);
+        if (i == count)
+            break;
+        done = i;
         bm_pml_progress_wait();
-    return finish_all(fn, count, array_of_requests, array_of_statuses);
+    }
+    return finish_report(fn, count, errors, &fail);
 }
 BM_MPI_ALIAS(Waitall);
 
