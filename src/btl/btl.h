@@ -138,8 +138,8 @@
  *     the same transport (the usnic BTL's btl_usnic_lock). The transport
  *     itself locks nothing.
  *   - a transport with BM_BTL_CAP_THREADS locks for itself (today only
- *     dgram, with a recursive module lock; self, sm, tcp and ofi leave it
- *     to the base). Its operations are called from several threads at
+ *     dgram, with a recursive module lock, and ofi, with a lock per
+ *     transmit/receive context; self, sm and tcp leave it to the base). Its operations are called from several threads at
  *     once, also while progress runs; progress (and flush) is called by
  *     one thread at a time, the one that holds the PML's progress lock.
  *   - for both: a send, alloc, free, prepare_src, put, get or atomic call

@@ -23,6 +23,8 @@
 #    sender's registered buffer), FI_MR_LOCAL forced, MPI_Alloc_mem memory,
 #    and the fallback to fragments.
 #  - mt_progress_ofi, mt_block_ofi_np2: sleeping on ofi's completion queues.
+#  - mt_stress_ofi_sockets_np2, mt_stress_ofi_np2: MPI_THREAD_MULTIPLE
+#    programs over ofi, which locks for itself (contexts used concurrently).
 #  - ofi_kill: a peer SIGKILLed mid-stream is reported through the error
 #    callback with the provider's reason, nothing hangs.
 #  - ofi_netns_*: two network-namespace hosts (root): MPI point-to-point
@@ -91,6 +93,27 @@ endif()
 
 bm_add_mpi_test(ofi_threads_np2 TARGET ofi_threads NP 2 BTL self,ofi LABELS btl TIMEOUT 120
     ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_CONTEXTS=4)
+
+# MPI_THREAD_MULTIPLE through the whole stack: ofi locks for itself
+# (BM_BTL_CAP_THREADS), so the base no longer serialises it. mt_stress
+# (tests/mpi/mt_stress.c: 4 threads per rank, every byte checked) over
+# sockets' scalable endpoint with 4 contexts must show contexts used by two
+# threads at the same moment (ctx_overlaps, counted with BM_BTL_OFI_STATS;
+# always 0 while the base held one lock around every ofi call), and over
+# tcp;ofi_rxm (no scalable endpoints: one context, its lock) stays correct.
+if(TARGET mt_stress)
+    bm_scaled_timeout(t 120)
+    math(EXPR bmrun_t "${t} - 5")
+    add_test(NAME mt_stress_ofi_sockets_np2
+        COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/ofi_expect.sh
+            "^\\[ofi stats\\] rank 0 ofi:sockets:.* ctx_overlaps=[1-9]"
+            $<TARGET_FILE:bmrun> -n 2 --timeout ${bmrun_t} $<TARGET_FILE:mt_stress> -t 4 -i 20)
+    set_tests_properties(mt_stress_ofi_sockets_np2 PROPERTIES TIMEOUT ${t}
+        LABELS "mpi;mt;tsan;btl" ENVIRONMENT
+        "BM_PML_IDLE_YIELD=64;BM_BTL=self,ofi;BM_BTL_OFI_PROVIDER_INCLUDE=sockets;BM_BTL_OFI_CONTEXTS=4;BM_BTL_OFI_STATS=1")
+    bm_add_mpi_test(mt_stress_ofi_np2 TARGET mt_stress NP 2 BTL self,ofi LABELS mpi mt tsan btl
+        TIMEOUT 120 ARGS -t 4 -i 10 ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp)
+endif()
 
 # Sleeping over ofi (btl.h "Sleeping"): the progress thread sleeps on the
 # completion queues' FI_WAIT_FD descriptors, so its idle cost stays under

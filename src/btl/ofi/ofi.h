@@ -224,7 +224,7 @@ struct bm_btl_ofi_context {
     int wait_fd;          /* the queue's FI_WAIT_FD descriptor (a job with sleepers), else -1 */
     pthread_mutex_t lock; /* taken only with MPI_THREAD_MULTIPLE */
     struct bm_util_list inflight;
-    int ninflight;
+    atomic_int ninflight; /* changed under the lock; read without it (watch_due) */
     struct bm_btl_ofi_req *req_free;
     struct bm_btl_ofi_region *req_regions;
     struct bm_btl_ofi_fpool fpool[BM_OFI_NPOOLS];
@@ -265,13 +265,13 @@ struct bm_btl_ofi_endpoint {
     atomic_bool ping_out;  /* a PING awaits its PONG */
     uint64_t ping_at;
     uint32_t ping_seq;
-    uint64_t probe_at; /* failed path: next probe */
+    _Atomic uint64_t probe_at; /* failed path: next probe (set by whoever fails it) */
     /* delivery acknowledgements (ofi_ack.c), when the module uses them */
     struct bm_btl_ofi_stream *tx; /* [m->nctx], under each context's lock */
     _Atomic uint32_t *rx_seq;     /* [BM_OFI_MAX_CTX]: highest number seen per peer stream */
     _Atomic uint64_t ack_due;     /* peer streams whose acknowledgement is owed */
     atomic_bool ack_listed;       /* on the module's list of owed acknowledgements */
-    int ack_wait;                 /* progress calls the owed acknowledgement waited */
+    atomic_int ack_wait;          /* progress calls the owed acknowledgement waited */
     char desc[96];                /* "rank 3 (host, domain eth0)" for messages */
 };
 
@@ -306,7 +306,8 @@ struct bm_btl_ofi_amo_table {
     X(pings, "liveness probes sent")                                                               \
     X(path_failures, "paths declared failed")                                                      \
     X(path_recoveries, "failed paths taken back")                                                  \
-    X(rdma_yields, "cores given to the provider's thread while RDMA/atomics were in flight")
+    X(rdma_yields, "cores given to the provider's thread while RDMA/atomics were in flight")       \
+    X(ctx_overlaps, "contexts taken while another thread held another context (threads)")
 
 struct bm_btl_ofi_stats {
 #define BM_BTL_OFI_STATS_FIELD(name, help) atomic_ullong name;
@@ -333,7 +334,9 @@ struct bm_btl_ofi_module {
     int rx_ctx_bits;
     struct bm_btl_ofi_context *ctx;
     int nctx;
-    bool mt; /* MPI_THREAD_MULTIPLE: contexts lock, threads pick contexts */
+    bool mt;             /* MPI_THREAD_MULTIPLE: contexts lock, threads pick contexts */
+    bool count_overlaps; /* mt, several contexts, BM_BTL_OFI_STATS: count ctx_overlaps */
+    atomic_int ctx_held; /* contexts whose lock is held now (count_overlaps only) */
     uint64_t mr_mode;
     bool mr_local;   /* local buffers need registration (provider asked, or forced) */
     bool loopback;   /* reaches only this host */
@@ -341,13 +344,13 @@ struct bm_btl_ofi_module {
     bool manual;     /* FI_PROGRESS_MANUAL: we drive the provider */
     bool yield_rdma; /* software provider with its own progress thread: pollers yield (progress) */
     bool multi_recv;
-    bool closing;      /* finalize: receive buffers are not posted again */
-    bool acks;         /* our own delivery acknowledgements (socket providers) */
-    bool had_failures; /* a path failed at some point (finalize messages) */
+    bool closing;             /* finalize: receive buffers are not posted again */
+    bool acks;                /* our own delivery acknowledgements (socket providers) */
+    atomic_bool had_failures; /* a path failed at some point (finalize messages) */
     struct bm_btl_ofi_stats stats;
     pthread_mutex_t ack_lock;              /* the list below, with threads */
     struct bm_btl_ofi_endpoint **ack_list; /* endpoints that owe acknowledgements */
-    int nack_list;
+    atomic_int nack_list;                  /* changed under ack_lock, read without it */
     size_t inject_size;
     size_t max_msg_size;
     uint64_t rma_flags; /* completion semantics of RMA and atomics */
@@ -362,7 +365,7 @@ struct bm_btl_ofi_module {
     struct bm_btl_ofi_endpoint **eps; /* [job size] */
     atomic_int outstanding;           /* RDMA/atomics in flight on the module */
     atomic_int nfailed;               /* endpoints whose path is failed (probes due) */
-    uint64_t next_watch;              /* when the liveness watcher runs next */
+    _Atomic uint64_t next_watch;      /* when the liveness watcher runs next */
     pthread_mutex_t watch_lock;       /* one thread runs the watcher (with threads) */
 };
 
@@ -481,6 +484,9 @@ struct bm_btl_ofi_context *bm_btl_ofi_context_pick(struct bm_btl_ofi_module *m,
 /* The address of ep's receive context matching ctx. */
 fi_addr_t bm_btl_ofi_context_dest(const struct bm_btl_ofi_context *ctx,
                                   const struct bm_btl_ofi_endpoint *ep);
+/* Drive the provider for an operation that was told "try again", without
+ * reading completions (no callback runs). */
+void bm_btl_ofi_context_drive(struct bm_btl_ofi_context *ctx);
 /* Read completions (and errors) of one context and run their callbacks. */
 int bm_btl_ofi_context_progress(struct bm_btl_ofi_context *ctx);
 /* A request from the context's pool (lock held), or NULL. */
@@ -498,15 +504,54 @@ void bm_btl_ofi_context_drain(struct bm_btl_ofi_context *ctx, int timeout_ms);
 /* Map a libfabric error (positive FI_E*) to a status. */
 int bm_btl_ofi_status_of(int fi_err);
 
+/* ninflight += d, lock held: no locked instruction, readers elsewhere
+ * load it atomically. */
+static inline void bm_btl_ofi_ninflight_add(struct bm_btl_ofi_context *ctx, int d)
+{
+    atomic_store_explicit(&ctx->ninflight,
+                          atomic_load_explicit(&ctx->ninflight, memory_order_relaxed) + d,
+                          memory_order_relaxed);
+}
+static inline int bm_btl_ofi_ninflight(const struct bm_btl_ofi_context *ctx)
+{
+    return atomic_load_explicit(&ctx->ninflight, memory_order_relaxed);
+}
+
+/* The lock of ctx was just taken: with BM_BTL_OFI_STATS, count when
+ * another context of the module is held at the same moment (a context's
+ * lock is never held twice, nor two by one thread: that is another thread
+ * using another context concurrently, which the base's serialisation of
+ * transports without BM_BTL_CAP_THREADS would make impossible). */
+static inline void bm_btl_ofi_held(struct bm_btl_ofi_context *ctx)
+{
+    struct bm_btl_ofi_module *m = ctx->m;
+    if (__builtin_expect(m->count_overlaps, 0) && atomic_fetch_add(&m->ctx_held, 1) > 0)
+        BM_OFI_COUNT(m, ctx_overlaps);
+}
 static inline void bm_btl_ofi_lock(struct bm_btl_ofi_context *ctx)
 {
-    if (ctx->m->mt)
+    if (ctx->m->mt) {
         pthread_mutex_lock(&ctx->lock);
+        bm_btl_ofi_held(ctx);
+    }
+}
+/* Take the lock if free (threads), else false; true without threads. */
+static inline bool bm_btl_ofi_trylock(struct bm_btl_ofi_context *ctx)
+{
+    if (!ctx->m->mt)
+        return true;
+    if (pthread_mutex_trylock(&ctx->lock) != 0)
+        return false;
+    bm_btl_ofi_held(ctx);
+    return true;
 }
 static inline void bm_btl_ofi_unlock(struct bm_btl_ofi_context *ctx)
 {
-    if (ctx->m->mt)
+    if (ctx->m->mt) {
+        if (__builtin_expect(ctx->m->count_overlaps, 0))
+            atomic_fetch_sub(&ctx->m->ctx_held, 1);
         pthread_mutex_unlock(&ctx->lock);
+    }
 }
 
 /* ---- ofi_mr.c -----------------------------------------------------------------------------------
@@ -580,7 +625,9 @@ struct bm_btl_ofi_req *bm_btl_ofi_rdma_req(struct bm_btl_ofi_module *m,
                                            bm_btl_rdma_cb_fn cb, void *local_addr,
                                            struct bm_btl_reg_handle *local_handle, void *context,
                                            void *cbdata, uint32_t flags, int *rc);
-int bm_btl_ofi_rdma_posted(struct bm_btl_ofi_req *req, ssize_t rc, const char *what);
+void bm_btl_ofi_rdma_took(struct bm_btl_ofi_req *req); /* lock held, the provider took it */
+int bm_btl_ofi_rdma_posted(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                           struct bm_btl_ofi_req *req, int kind, ssize_t rc, const char *what);
 /* Run the callback of a finished RDMA/atomic request and recycle it
  * (unless the provider still holds it: we failed it early). */
 void bm_btl_ofi_rdma_complete(struct bm_btl_ofi_req *req, int status);

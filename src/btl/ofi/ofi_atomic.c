@@ -198,20 +198,21 @@ static int amo_start(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, int
         .context = &req->fctx,
     };
     uint64_t fflags = FI_COMPLETION | m->rma_flags;
-    bm_btl_ofi_lock(req->ctx);
+    struct bm_btl_ofi_context *ctx = req->ctx;
+    bm_btl_ofi_lock(ctx);
     ssize_t r;
     if (kind == BM_OFI_REQ_AMO)
-        r = fi_atomicmsg(req->ctx->tx, &msg, fflags);
+        r = fi_atomicmsg(ctx->tx, &msg, fflags);
     else if (kind == BM_OFI_REQ_FAMO)
-        r = fi_fetch_atomicmsg(req->ctx->tx, &msg, &res, &desc, 1, fflags);
+        r = fi_fetch_atomicmsg(ctx->tx, &msg, &res, &desc, 1, fflags);
     else
-        r = fi_compare_atomicmsg(req->ctx->tx, &msg, &cmp, &desc, 1, &res, &desc, 1, fflags);
+        r = fi_compare_atomicmsg(ctx->tx, &msg, &cmp, &desc, 1, &res, &desc, 1, fflags);
     if (r == 0)
-        bm_btl_ofi_req_posted(req->ctx, req);
-    bm_btl_ofi_unlock(req->ctx);
+        bm_btl_ofi_rdma_took(req);
+    bm_btl_ofi_unlock(ctx);
     if (r == 0 && n > 1)
         BM_OFI_COUNT(m, amos_n);
-    return bm_btl_ofi_rdma_posted(req, r, "an atomic operation");
+    return bm_btl_ofi_rdma_posted(ctx, ep, req, kind, r, "an atomic operation");
 }
 
 int bm_btl_ofi_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoint *ep, uint64_t remote_addr,

@@ -330,7 +330,8 @@ static int ofi_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
         if (bm_btl_ofi_watch_due(m)) {
             if (!now)
                 now = bm_util_clock_now_ns();
-            int64_t due = m->next_watch > now ? (int64_t)(m->next_watch - now) : 0;
+            uint64_t next = atomic_load_explicit(&m->next_watch, memory_order_relaxed);
+            int64_t due = next > now ? (int64_t)(next - now) : 0;
             if (*timeout_ns < 0 || due < *timeout_ns)
                 *timeout_ns = due;
         }
@@ -474,8 +475,9 @@ static int ofi_component_progress(struct bm_btl_ofi_component *c)
         if ((c->cfg.timeout_ms > 0 || atomic_load(&m->nfailed) > 0) &&
             (!m->mt || pthread_mutex_trylock(&m->watch_lock) == 0)) {
             uint64_t now = bm_util_clock_now_ns();
-            if (now >= m->next_watch) {
-                m->next_watch = now + 100000000ull; /* every 100 ms */
+            if (now >= atomic_load_explicit(&m->next_watch, memory_order_relaxed)) {
+                /* every 100 ms */
+                atomic_store_explicit(&m->next_watch, now + 100000000ull, memory_order_relaxed);
                 bm_btl_ofi_endpoint_watch(m, now);
             }
             if (m->mt)
@@ -515,7 +517,8 @@ const struct bm_btl_ops bm_btl_ofi_ops = {
     .params = &ofi_param_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED |
             BM_BTL_CAP_PUT | BM_BTL_CAP_GET | BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS |
-            BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_WAIT | BM_BTL_CAP_RNDV_GET,
+            BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_WAIT | BM_BTL_CAP_RNDV_GET |
+            BM_BTL_CAP_THREADS,
     .query = bm_btl_ofi_query,
     .init = bm_btl_ofi_init,
     .progress = bm_btl_ofi_progress,

@@ -59,9 +59,11 @@ struct bm_btl_ofi_context *bm_btl_ofi_context_pick(struct bm_btl_ofi_module *m,
 fi_addr_t bm_btl_ofi_context_dest(const struct bm_btl_ofi_context *ctx,
                                   const struct bm_btl_ofi_endpoint *ep)
 {
+    /* Relaxed: a probe of a failed path replaces it (ofi_module.c). */
+    fi_addr_t addr = __atomic_load_n(&ep->addr, __ATOMIC_RELAXED);
     if (ep->peer_nrx <= 1)
-        return ep->addr;
-    return fi_rx_addr(ep->addr, ctx->index % ep->peer_nrx, ep->m->rx_ctx_bits);
+        return addr;
+    return fi_rx_addr(addr, ctx->index % ep->peer_nrx, ep->m->rx_ctx_bits);
 }
 
 int bm_btl_ofi_status_of(int fi_err)
@@ -158,7 +160,7 @@ void bm_btl_ofi_req_posted(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_req
     req->inflight = true;
     req->posted_ns = bm_util_clock_now_ns();
     bm_util_list_push_back(&ctx->inflight, &req->link);
-    ctx->ninflight++;
+    bm_btl_ofi_ninflight_add(ctx, 1);
 }
 
 /* ---- open and close ------------------------------------------------------------ */
@@ -281,7 +283,7 @@ static bool req_returned(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_req *
     req->inflight = false;
     bm_util_list_remove(&req->link);
     if (!req->failed) {
-        ctx->ninflight--;
+        bm_btl_ofi_ninflight_add(ctx, -1);
         bm_btl_ofi_unlock(ctx);
         return true;
     }
@@ -420,10 +422,9 @@ int bm_btl_ofi_context_progress(struct bm_btl_ofi_context *ctx)
 {
     struct fi_cq_data_entry ent[OFI_CQ_BATCH];
     int done = 0;
-    bool mt = ctx->m->mt;
     for (;;) {
         /* Whoever holds the lock drains the queue; the others move on. */
-        if (mt && pthread_mutex_trylock(&ctx->lock) != 0)
+        if (!bm_btl_ofi_trylock(ctx))
             break;
         struct bm_btl_defer_queue q = ctx->defer;
         ctx->defer.head = ctx->defer.tail = NULL;
@@ -437,7 +438,7 @@ int bm_btl_ofi_context_progress(struct bm_btl_ofi_context *ctx)
         }
         bool check = false;
         uint64_t now = 0;
-        if (n < OFI_CQ_BATCH && ctx->ninflight > 0 && ctx->m->comp->cfg.timeout_ms > 0) {
+        if (n < OFI_CQ_BATCH && bm_btl_ofi_ninflight(ctx) > 0 && ctx->m->comp->cfg.timeout_ms > 0) {
             now = bm_util_clock_now_ns();
             check = now >= ctx->next_timeout_check;
             if (check)
@@ -470,6 +471,20 @@ int bm_btl_ofi_context_progress(struct bm_btl_ofi_context *ctx)
     return done;
 }
 
+void bm_btl_ofi_context_drive(struct bm_btl_ofi_context *ctx)
+{
+    /* A read of no entries runs the provider's progress (manual-progress
+     * providers free send room only then) and leaves every completion in
+     * the queue for progress: an operation never calls back from inside
+     * itself (btl.h "Threads"), and the messages of a peer are handed over
+     * by one thread, in order. A thread that finds the lock taken leaves
+     * it to the holder. */
+    if (!bm_btl_ofi_trylock(ctx))
+        return;
+    (void)fi_cq_read(ctx->cq, NULL, 0);
+    bm_btl_ofi_unlock(ctx);
+}
+
 void bm_btl_ofi_context_fail_all(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
                                  int status)
 {
@@ -484,7 +499,7 @@ void bm_btl_ofi_context_fail_all(struct bm_btl_ofi_context *ctx, struct bm_btl_o
             if (!r->failed && (!ep || r->ep == ep)) {
                 victim = r;
                 r->failed = true;
-                ctx->ninflight--;
+                bm_btl_ofi_ninflight_add(ctx, -1);
                 /* Once unlocked the provider may return it on another
                  * thread, which recycles it: the callback works on a copy. */
                 copy = *r;
@@ -518,7 +533,7 @@ void bm_btl_ofi_context_drain(struct bm_btl_ofi_context *ctx, int timeout_ms)
             (void)fi_cancel(&ctx->rx->fid, &ctx->rbufs[i].req.fctx);
     uint64_t deadline = bm_util_clock_ns() + (uint64_t)timeout_ms * 1000000ull;
     for (;;) {
-        bool busy = ctx->ninflight > 0;
+        bool busy = bm_btl_ofi_ninflight(ctx) > 0;
         for (int i = 0; i < ctx->nrbufs && !busy; i++)
             busy = ctx->rbufs[i].posted;
         if (!busy || bm_util_clock_ns() > deadline)

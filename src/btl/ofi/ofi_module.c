@@ -263,6 +263,7 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
     }
     if ((st = bm_btl_ofi_mr_init(m)) != BM_OK)
         goto err;
+    m->count_overlaps = m->mt && m->nctx > 1 && cfg->stats;
     mod_attributes(m, near);
     bm_btl_ofi_atomic_probe(m);
     for (int i = 0; i < m->nctx; i++) {
@@ -443,13 +444,17 @@ struct bm_btl_ofi_endpoint *bm_btl_ofi_endpoint_get(struct bm_btl_ofi_module *m,
     if (rank == m->comp->rank &&
         (strncmp(m->prov_name, "shm", 3) == 0 || strncmp(m->prov_name, "sm2", 3) == 0))
         return NULL;
-    struct bm_btl_ofi_endpoint *ep = m->eps[rank];
+    /* Published with release order: a thread that finds the pointer sees
+     * the endpoint it points to complete. */
+    struct bm_btl_ofi_endpoint *ep = __atomic_load_n(&m->eps[rank], __ATOMIC_ACQUIRE);
     if (ep)
         return ep;
     pthread_mutex_lock(&m->lock);
-    if (!m->eps[rank])
-        m->eps[rank] = endpoint_create(m, rank);
     ep = m->eps[rank];
+    if (!ep) {
+        ep = endpoint_create(m, rank);
+        __atomic_store_n(&m->eps[rank], ep, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&m->lock);
     return ep;
 }
@@ -520,7 +525,7 @@ void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const 
 int bm_btl_ofi_endpoint_stalled(struct bm_btl_ofi_endpoint *ep, struct bm_btl_ofi_context *ctx)
 {
     /* Manual-progress providers free room only when driven. */
-    bm_btl_ofi_context_progress(ctx);
+    bm_btl_ofi_context_drive(ctx);
     int timeout = ep->m->comp->cfg.timeout_ms;
     uint64_t now = bm_util_clock_now_ns();
     uint64_t since = atomic_load_explicit(&ep->stalled_since, memory_order_relaxed);
@@ -599,7 +604,8 @@ static void endpoint_probe(struct bm_btl_ofi_endpoint *ep, uint64_t now)
     int n = fi_av_insert(m->av, addr, 1, &fresh, 0, NULL);
     if (n == 1) {
         fi_addr_t old = ep->addr;
-        ep->addr = fresh;
+        /* Senders on other threads read it without the lock. */
+        __atomic_store_n(&ep->addr, fresh, __ATOMIC_RELAXED);
         (void)fi_av_remove(m->av, &old, 1, 0);
     }
     pthread_mutex_unlock(&m->lock);
@@ -610,24 +616,35 @@ static void endpoint_probe(struct bm_btl_ofi_endpoint *ep, uint64_t now)
     }
 }
 
+/* Do fragments sent to ep wait for its acknowledgement? (Each stream's
+ * list under its context's lock: senders on other threads append.) */
+static bool endpoint_unacked(const struct bm_btl_ofi_endpoint *ep)
+{
+    struct bm_btl_ofi_module *m = ep->m;
+    bool any = false;
+    for (int c = 0; ep->tx && c < m->nctx && !any; c++) {
+        bm_btl_ofi_lock(&m->ctx[c]);
+        any = !bm_util_list_empty(&ep->tx[c].unacked);
+        bm_btl_ofi_unlock(&m->ctx[c]);
+    }
+    return any;
+}
+
 bool bm_btl_ofi_watch_due(const struct bm_btl_ofi_module *m)
 {
     if (atomic_load(&m->nfailed) > 0)
         return true;
     for (int c = 0; c < m->nctx; c++)
-        if (m->ctx[c].ninflight > 0)
+        if (bm_btl_ofi_ninflight(&m->ctx[c]) > 0)
             return true;
     if (m->comp->cfg.timeout_ms == 0)
         return false;
     for (int r = 0; r < m->comp->size; r++) {
-        const struct bm_btl_ofi_endpoint *ep = m->eps[r];
+        const struct bm_btl_ofi_endpoint *ep = __atomic_load_n(&m->eps[r], __ATOMIC_ACQUIRE);
         if (!ep)
             continue;
-        if (atomic_load_explicit(&ep->unanswered, memory_order_relaxed))
+        if (atomic_load_explicit(&ep->unanswered, memory_order_relaxed) || endpoint_unacked(ep))
             return true;
-        for (int c = 0; ep->tx && c < m->nctx; c++)
-            if (!bm_util_list_empty(&ep->tx[c].unacked))
-                return true;
     }
     return false;
 }
@@ -638,7 +655,7 @@ void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now)
         return;
     uint64_t half = (uint64_t)m->comp->cfg.timeout_ms * 500000ull; /* half the timeout, in ns */
     for (int r = 0; r < m->comp->size; r++) {
-        struct bm_btl_ofi_endpoint *ep = m->eps[r];
+        struct bm_btl_ofi_endpoint *ep = __atomic_load_n(&m->eps[r], __ATOMIC_ACQUIRE);
         if (!ep)
             continue;
         if (bm_btl_ofi_ep_failed(ep)) {
@@ -648,9 +665,8 @@ void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now)
         /* Waiting means: we sent since we last heard from the peer, or
          * messages still wait for its acknowledgement (a reply that came
          * after them may have been sent before they arrived). */
-        bool waiting = atomic_load_explicit(&ep->unanswered, memory_order_relaxed);
-        for (int c = 0; ep->tx && c < m->nctx && !waiting; c++)
-            waiting = !bm_util_list_empty(&ep->tx[c].unacked);
+        bool waiting =
+            atomic_load_explicit(&ep->unanswered, memory_order_relaxed) || endpoint_unacked(ep);
         if (half == 0 || !waiting) {
             ep->quiet_since = 0;
             ep->ping_out = false;

@@ -67,10 +67,16 @@ struct fi_info *bm_btl_ofi_provider_hints(const struct bm_btl_ofi_component *com
      * instead of our keys and offsets (a test of those paths here). */
     h->domain_attr->mr_mode =
         comp->cfg.mr_mode == BM_OFI_MR_MODE_BASIC ? FI_MR_BASIC : OFI_MR_MODES;
-    /* With several contexts used by several threads each endpoint is one
-     * thread's at a time; otherwise we serialise the whole domain. */
-    h->domain_attr->threading =
-        comp->cfg.contexts > 1 && comp->mt ? FI_THREAD_ENDPOINT : FI_THREAD_DOMAIN;
+    /* Single-threaded jobs serialise the whole domain. With
+     * MPI_THREAD_MULTIPLE our contexts keep threads apart (each context's
+     * endpoint and queue under its lock), but registrations, address
+     * inserts and FI_MR_ENDPOINT binds run on other threads at the same
+     * time as transfers, which FI_THREAD_ENDPOINT and FI_THREAD_COMPLETION
+     * leave to the application (providers drop their endpoint locks under
+     * them: cxi, opx); only FI_THREAD_SAFE allows it with every provider
+     * (FI_THREAD_ENDPOINT, asked before, even required one thread per
+     * scalable endpoint across all its contexts). */
+    h->domain_attr->threading = comp->mt ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
     h->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
     h->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
     h->domain_attr->resource_mgmt = FI_RM_ENABLED;

@@ -91,17 +91,26 @@ static struct bm_btl_ofi_req *rdma_req(struct bm_btl_ofi_module *m, struct bm_bt
     return req;
 }
 
-/* After the provider call: count it, or take it back. */
-static int rdma_posted(struct bm_btl_ofi_req *req, ssize_t rc, const char *what)
+/* After the provider call, under the context's lock: a request it took
+ * is counted in flight before a completion can be read (progress reads
+ * the queue under this lock). */
+static void rdma_took(struct bm_btl_ofi_req *req)
 {
-    struct bm_btl_ofi_context *ctx = req->ctx;
+    bm_btl_ofi_req_posted(req->ctx, req);
+    atomic_fetch_add(&req->ep->outstanding, 1);
+    atomic_fetch_add(&req->ctx->m->outstanding, 1);
+}
+
+/* After the provider call, the lock released: report it, or take the
+ * request back. When the provider took it (rc 0) req may be completed and
+ * reused by another thread already: only ctx and ep are read then. */
+static int rdma_posted(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                       struct bm_btl_ofi_req *req, int kind, ssize_t rc, const char *what)
+{
     struct bm_btl_ofi_module *m = ctx->m;
-    struct bm_btl_ofi_endpoint *ep = req->ep;
     if (rc == 0) {
-        atomic_fetch_add(&ep->outstanding, 1);
-        atomic_fetch_add(&m->outstanding, 1);
         bm_btl_ofi_endpoint_unstalled(ep);
-        if (req->kind == BM_OFI_REQ_PUT || req->kind == BM_OFI_REQ_GET)
+        if (kind == BM_OFI_REQ_PUT || kind == BM_OFI_REQ_GET)
             BM_OFI_COUNT(m, rma);
         else
             BM_OFI_COUNT(m, amos);
@@ -163,7 +172,7 @@ static int rdma_rw(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, bool 
         fflags |= FI_INJECT;
     } else if (bm_btl_ofi_mr_local_desc(m, local_handle, local_addr, size, &desc, &req->reg) !=
                BM_OK) {
-        return rdma_posted(req, -FI_EAGAIN, write ? "a put" : "a get");
+        return rdma_posted(req->ctx, ep, req, req->kind, -FI_EAGAIN, write ? "a put" : "a get");
     }
     struct iovec iov = {local_addr, size};
     struct fi_rma_iov rma = {bm_btl_ofi_remote_addr(m, rkey, remote_addr), size, rkey->key};
@@ -176,13 +185,14 @@ static int rdma_rw(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, bool 
         .rma_iov_count = 1,
         .context = &req->fctx,
     };
-    bm_btl_ofi_lock(req->ctx);
-    ssize_t r =
-        write ? fi_writemsg(req->ctx->tx, &msg, fflags) : fi_readmsg(req->ctx->tx, &msg, fflags);
+    struct bm_btl_ofi_context *ctx = req->ctx;
+    int kind = req->kind;
+    bm_btl_ofi_lock(ctx);
+    ssize_t r = write ? fi_writemsg(ctx->tx, &msg, fflags) : fi_readmsg(ctx->tx, &msg, fflags);
     if (r == 0)
-        bm_btl_ofi_req_posted(req->ctx, req);
-    bm_btl_ofi_unlock(req->ctx);
-    return rdma_posted(req, r, write ? "a put" : "a get");
+        rdma_took(req);
+    bm_btl_ofi_unlock(ctx);
+    return rdma_posted(ctx, ep, req, kind, r, write ? "a put" : "a get");
 }
 
 int bm_btl_ofi_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -234,7 +244,13 @@ struct bm_btl_ofi_req *bm_btl_ofi_rdma_req(struct bm_btl_ofi_module *m,
     return rdma_req(m, ep, kind, cb, local_addr, local_handle, context, cbdata, flags, rc);
 }
 
-int bm_btl_ofi_rdma_posted(struct bm_btl_ofi_req *req, ssize_t rc, const char *what)
+void bm_btl_ofi_rdma_took(struct bm_btl_ofi_req *req)
 {
-    return rdma_posted(req, rc, what);
+    rdma_took(req);
+}
+
+int bm_btl_ofi_rdma_posted(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                           struct bm_btl_ofi_req *req, int kind, ssize_t rc, const char *what)
+{
+    return rdma_posted(ctx, ep, req, kind, rc, what);
 }

@@ -328,7 +328,7 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
         }
         if (rc != -FI_EAGAIN)
             return ofi_send_fail(ep, rc, "a short message");
-        bm_btl_ofi_context_progress(ctx);
+        bm_btl_ofi_context_drive(ctx);
     }
     /* Through a fragment the transport frees once the provider is done. */
     struct bm_btl_descriptor *d =
