@@ -344,6 +344,7 @@ struct bm_btl_ofi_module {
     bool manual;     /* FI_PROGRESS_MANUAL: we drive the provider */
     bool yield_rdma; /* software provider with its own progress thread: pollers yield (progress) */
     bool multi_recv;
+    bool send_inject;         /* sendi may inject (not where the provider's thread sends) */
     bool closing;             /* finalize: receive buffers are not posted again */
     bool acks;                /* our own delivery acknowledgements (socket providers) */
     atomic_bool had_failures; /* a path failed at some point (finalize messages) */

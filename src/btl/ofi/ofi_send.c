@@ -5,7 +5,8 @@
  * the caller's own memory as a second piece (SEND_INPLACE), with a
  * registration from the cache when the provider wants local registration.
  * sendi's messages that fit the provider's inject size go with fi_inject
- * (no completion, the buffer is free at once); the PML uses sendi only
+ * (no completion, the buffer is free at once; not where the provider's own
+ * thread sends, see send_inject in ofi_module.c); the PML uses sendi only
  * towards a peer it reaches by one path, where nothing could be resent
  * elsewhere anyway. Descriptor sends always complete through the
  * context's completion queue (ofi_context.c), with FI_DELIVERY_COMPLETE:
@@ -310,7 +311,7 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
         return failed;
     size_t total = sizeof(struct bm_btl_ofi_hdr) + len;
     struct bm_btl_ofi_context *ctx = bm_btl_ofi_context_pick(m, ep);
-    if (total <= m->inject_size && total <= OFI_INJECT_STACK) {
+    if (m->send_inject && total <= m->inject_size && total <= OFI_INJECT_STACK) {
         _Alignas(8) unsigned char buf[OFI_INJECT_STACK];
         struct bm_btl_ofi_hdr *h = (struct bm_btl_ofi_hdr *)buf;
         bm_util_copy(buf + sizeof(*h), hdr, hdr_len);
