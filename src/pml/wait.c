@@ -19,7 +19,17 @@
  * passes): one sleeper keeps the arming simple (one owner of sm's doorbell
  * flag) and avoids a thundering herd on one epoll set. A sleep never lasts
  * longer than WAIT_CAP_NS, so that a process whose peers do not ring (a
- * job with mixed settings) still gets on. */
+ * job with mixed settings) still gets on.
+ *
+ * The progress thread and the program's threads share cores (2 ranks on 2
+ * cores: a computing thread and a progress thread on each). A woken thread
+ * preempts the running one, so the progress thread keeps out of the way of
+ * a thread of the program that is in the library (it naps THREAD_DEFER_NS
+ * when kicked by one, when it finds one holding the progress lock, or when
+ * one polled in a wait a moment ago) and takes the core while the program
+ * computes; while a progress hook (a nonblocking collective) runs it
+ * polls BM_PML_PROGRESS_THREAD_SPIN_US before it sleeps, since each step
+ * of a collective would otherwise cost a wake-up. */
 #define BM_LOG_SUBSYS "pml"
 #include "util/clock.h"
 #include "util/log.h"
@@ -53,10 +63,11 @@
 #define WAIT_SECONDARY_NS 1000000LL
 
 struct wait_config {
-    int mode;         /* enum bm_pml_wait_mode, or WAIT_AUTO */
-    bool thread;      /* BM_PML_PROGRESS_THREAD */
-    int thread_polls; /* idle polls of the progress thread before it sleeps */
-    int spin_us;      /* auto under MPI_THREAD_MULTIPLE, CPU per rank: poll this long first */
+    int mode;           /* enum bm_pml_wait_mode, or WAIT_AUTO */
+    bool thread;        /* BM_PML_PROGRESS_THREAD */
+    int thread_polls;   /* idle polls of the progress thread before it sleeps */
+    int thread_spin_us; /* ... and how long it polls on while a progress hook runs */
+    int spin_us;        /* auto under MPI_THREAD_MULTIPLE, CPU per rank: poll this long first */
 };
 
 #define WAIT_AUTO 0
@@ -89,6 +100,13 @@ static const struct bm_param wait_params[] = {
      "Idle polls of the progress thread before it sleeps (more: faster reaction after a "
      "quiet spell, more CPU).",
      offsetof(struct wait_config, thread_polls), 0},
+    {"BM_PML_PROGRESS_THREAD_SPIN_US", BM_PARAM_INT, "50", 0, 1000000, NULL,
+     "While a nonblocking collective (or another progress hook) is in flight, the progress "
+     "thread polls on for this long (microseconds) after its last progress before it "
+     "sleeps: every sleep costs a wake-up that must preempt the program's computation, and a "
+     "collective is a chain of steps a few tens of microseconds apart (0: sleep after "
+     "BM_PML_PROGRESS_THREAD_POLLS idle polls).",
+     offsetof(struct wait_config, thread_spin_us), 0},
 };
 static const struct bm_param_table wait_table = {"pml", wait_params, BM_PARAM_COUNT(wait_params)};
 BM_PARAM_TABLE_REGISTER(wait_table);
@@ -113,6 +131,11 @@ static struct {
     /* statistics (BM_PML_STATS): sleeps, and how they ended */
     atomic_ulong sleeps, woken, timed_out, secondary;
     atomic_ulong contended; /* yields of spinning waits that lost their core (idle watch) */
+    atomic_ulong deferred;  /* the progress thread's naps that let a thread of the program leave */
+    /* The clock when a thread of the program last polled in a wait (only
+     * while the progress thread runs): a thread that waits drives
+     * progress itself, and the progress thread keeps out of its way. */
+    _Atomic uint64_t app_poll_ns;
 } wait_g = {
     .epfd = -1, .kick = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -253,12 +276,6 @@ static void wait_kick_write(void)
         bm_log_ratelimited(BM_LOG_DEBUG, "kick: %s", strerror(errno));
 }
 
-void bm_pml_wait_kick(void)
-{
-    if (atomic_load_explicit(&wait_g.sleeping, memory_order_seq_cst))
-        wait_kick_write();
-}
-
 /* Wake the threads in the condition wait (something happened). */
 static void wait_signal(void)
 {
@@ -266,6 +283,18 @@ static void wait_signal(void)
     wait_g.gen++;
     pthread_cond_broadcast(&wait_g.cv);
     pthread_mutex_unlock(&wait_g.mu);
+}
+
+void bm_pml_wait_kick(void)
+{
+    if (atomic_load_explicit(&wait_g.sleeping, memory_order_seq_cst))
+        wait_kick_write();
+    /* A thread in the condition wait must see such work too: the
+     * progress thread that found the progress lock taken a moment before
+     * a nonblocking collective started slept there until the program's
+     * next progress, i.e. through the whole computation (bm_overlap). */
+    if (atomic_load_explicit(&wait_g.nwaiting, memory_order_relaxed) > 0)
+        wait_signal();
 }
 
 void bm_pml_wait_progressed(void)
@@ -299,7 +328,8 @@ void bm_pml_wait_others(long ns)
 
 /* ---- sleeping ------------------------------------------------------------------------ */
 
-static void epoll_sleep(int64_t timeout_ns)
+/* Returns whether the kick was among the events. */
+static bool epoll_sleep(int64_t timeout_ns)
 {
     struct epoll_event ev[8];
     struct timespec ts = {.tv_sec = timeout_ns / 1000000000LL,
@@ -309,17 +339,43 @@ static void epoll_sleep(int64_t timeout_ns)
         n = epoll_wait(wait_g.epfd, ev, 8, (int)((timeout_ns + 999999) / 1000000));
     atomic_fetch_add_explicit(&wait_g.sleeps, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(n > 0 ? &wait_g.woken : &wait_g.timed_out, 1, memory_order_relaxed);
+    for (int i = 0; i < n; i++)
+        if (ev[i].data.fd == wait_g.kick)
+            return true;
+    return false;
 }
 
 size_t bm_pml_wait_report(char *buf, size_t len)
 {
     int n = snprintf(buf, len,
                      "sleeps %lu (woken %lu, timed out %lu), condition waits %lu, "
-                     "yields of a contended core %lu",
+                     "yields of a contended core %lu, progress thread naps for the program %lu",
                      atomic_load(&wait_g.sleeps), atomic_load(&wait_g.woken),
                      atomic_load(&wait_g.timed_out), atomic_load(&wait_g.secondary),
-                     atomic_load(&wait_g.contended));
+                     atomic_load(&wait_g.contended), atomic_load(&wait_g.deferred));
     return n < 0 ? 0 : (size_t)n;
+}
+
+/* The progress thread was kicked by a thread of the program, or found
+ * one holding the progress lock: that thread is in the library (starting
+ * a nonblocking collective, say) and about to return to its computation.
+ * Working at once would keep it off its core until the work is done (the
+ * woken thread preempts it, and so does one woken by the lock's release;
+ * bm_overlap then counted the whole collective as time spent in
+ * MPI_Iallreduce: no overlap at 2 ranks on 2 cores), and the condition
+ * wait used before slept until its next MPI call. A short nap lets it
+ * leave first; the timer's wake-up then preempts its computation. */
+#define THREAD_DEFER_NS 20000L
+
+static BM_PML_TLS bool thread_self; /* this thread is the progress thread */
+/* A poll of the program this recent means it is in a wait. */
+#define APP_POLL_NS 10000ULL
+
+static void thread_defer(void)
+{
+    struct timespec ts = {0, THREAD_DEFER_NS};
+    atomic_fetch_add_explicit(&wait_g.deferred, 1, memory_order_relaxed);
+    nanosleep(&ts, NULL);
 }
 
 void bm_pml_wait_block(void)
@@ -330,7 +386,10 @@ void bm_pml_wait_block(void)
     }
     int t = bm_pml_try_enter();
     if (t < 0) {
-        bm_pml_wait_others(WAIT_SECONDARY_NS);
+        if (thread_self)
+            thread_defer();
+        else
+            bm_pml_wait_others(WAIT_SECONDARY_NS);
         return;
     }
     /* Work only polling finds, or the slot taken: do not sleep here. */
@@ -355,7 +414,7 @@ void bm_pml_wait_block(void)
     /* Sleep without the progress lock, unless an outer frame of this
      * thread holds it (a hook waiting): the others keep draining. */
     bm_pml_leave(t > 0);
-    epoll_sleep(timeout);
+    bool kicked = epoll_sleep(timeout);
     if (t > 0)
         bm_pml_enter();
     atomic_store_explicit(&wait_g.sleeping, false, memory_order_relaxed);
@@ -366,6 +425,8 @@ void bm_pml_wait_block(void)
     wait_g.sleeper_busy = false;
     bm_pml_leave(t > 0);
     bm_pml_wait_progressed();
+    if (kicked && thread_self)
+        thread_defer();
 }
 
 /* Spinning with BM_PML_IDLE_YIELD's auto setting on a host with a CPU per
@@ -473,6 +534,8 @@ int bm_pml_wait_poll(void)
     static BM_PML_TLS int idle;
     static BM_PML_TLS bool marked;
     static BM_PML_TLS uint64_t spin_from;
+    if (wait_g.thread_running)
+        atomic_store_explicit(&wait_g.app_poll_ns, bm_util_clock_now_ns(), memory_order_relaxed);
     int n = bm_pml_progress_nowait();
     if (n > 0) {
         idle = 0;
@@ -518,15 +581,42 @@ static void *progress_thread(void *arg)
 {
     (void)arg;
     int idle = 0;
+    uint64_t busy_at = 0, spin_ns = (uint64_t)wait_g.cfg.thread_spin_us * 1000;
+    thread_self = true;
     while (!atomic_load_explicit(&wait_g.stop, memory_order_relaxed)) {
+        /* A thread of the program is polling in a wait (it was until
+         * this thread took its core): it drives progress itself, and
+         * draining beside it on its core only adds context switches and
+         * lock hand-offs. */
+        uint64_t now = bm_util_clock_now_ns();
+        if (now - atomic_load_explicit(&wait_g.app_poll_ns, memory_order_relaxed) < APP_POLL_NS) {
+            thread_defer();
+            idle = 0;
+            busy_at = 0;
+            continue;
+        }
         if (bm_pml_progress_nowait() > 0) {
+            idle = 0;
+            busy_at = bm_util_clock_now_ns();
+            continue;
+        }
+        /* Another thread holds the progress lock: on a shared core it is
+         * the program's thread, preempted by this one in the middle of a
+         * pass; polling on (or spinning below) only keeps it from
+         * finishing (the progress lock was found taken ~2000 times per
+         * 1 MiB MPI_Iallreduce + MPI_Wait). */
+        if (bm_pml_progress_missed()) {
+            thread_defer();
             idle = 0;
             continue;
         }
         if (++idle < wait_g.cfg.thread_polls)
             continue;
         idle = 0;
+        if (spin_ns && bm_pml_hooks_active() && bm_util_clock_now_ns() - busy_at < spin_ns)
+            continue;
         bm_pml_wait_block();
+        busy_at = bm_util_clock_now_ns();
     }
     return NULL;
 }
