@@ -53,6 +53,7 @@ enum bm_mpi_coll_kind {
     X(ALLTOALL_SM, "alltoall.sm")                                                                  \
     X(SM_COPY, "sm.copy")             /* any of the .sm ones, its data by single copy */           \
     X(SM_COPY_SPLIT, "sm.copy_split") /* a 2-rank reduce.sm whose work both ranks share */         \
+    X(SM_SLEEP, "sm.sleep") /* a wait on a segment flag slept (BM_PML_WAIT_MODE=block) */          \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \

@@ -45,11 +45,16 @@
 #include "runtime/rte.h"
 #include "util/shmseg.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #define LINE               128 /* a cache line pair: no false sharing with the prefetched neighbour */
 #define POLLS_PER_PROGRESS 16
@@ -69,6 +74,9 @@ struct bm_coll_sm {
     size_t slot; /* bytes of a slot (flag line included) */
     char *slots; /* [parity][rank] */
     char *done;  /* [rank] lines */
+    /* the segment's last line: how many ranks sleep on a flag (block) */
+    _Atomic uint32_t *sleepers;
+    bool rings; /* BM_PML_WAIT_MODE=block: waits sleep, stores ring */
     /* Single copy: per rank, the transport path whose get reads that
      * rank's memory (all ranks agreed that every one has one), and two
      * private staging buffers of COPY_TMP bytes (made at the first use). */
@@ -118,21 +126,57 @@ bool bm_coll_sm_can_copy(const struct bm_mpi_coll_comm *cc)
     return cc->sm_state == SM_ON && cc->sm->copy_ok;
 }
 
+/* BM_PML_WAIT_MODE=block: a wait that polled SLEEP_POLLS times sleeps in
+ * the kernel on the flag (a futex on its low 32
+ * bits in the shared segment) until its writer stores it, at most
+ * SLEEP_MAX_NS (a writer that does not ring: ranks started with another
+ * wait mode). The writer rings only while the segment's sleeper count is
+ * above 0: each side makes its store, a full fence, then loads the other's
+ * word, so either the sleeper sees the flag or the writer sees the count. */
+#define SLEEP_POLLS  (4 * POLLS_PER_PROGRESS)
+#define SLEEP_MAX_NS 1000000L
+
+static void flag_sleep(struct bm_coll_sm *sm, _Atomic uint64_t *f, uint64_t k)
+{
+    atomic_fetch_add_explicit(sm->sleepers, 1, memory_order_seq_cst);
+    uint64_t v = atomic_load_explicit(f, memory_order_seq_cst);
+    if (v < k) {
+        struct timespec ts = {0, SLEEP_MAX_NS};
+        bm_mpi_coll_count_alg(-1, BM_ALG_SM_SLEEP);
+        /* the low half of the flag: x86-64 and aarch64 are little-endian */
+        syscall(SYS_futex, (uint32_t *)(void *)f, FUTEX_WAIT, (uint32_t)v, &ts, NULL, 0);
+    }
+    atomic_fetch_sub_explicit(sm->sleepers, 1, memory_order_relaxed);
+}
+
+static void flag_ring(const struct bm_coll_sm *sm, _Atomic uint64_t *f)
+{
+    if (!sm->rings)
+        return;
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(sm->sleepers, memory_order_relaxed) > 0)
+        syscall(SYS_futex, (uint32_t *)(void *)f, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 /* Wait until *f >= k, polling the PML now and then. */
-static void wait_for(_Atomic uint64_t *f, uint64_t k)
+static void wait_for(struct bm_coll_sm *sm, _Atomic uint64_t *f, uint64_t k)
 {
     unsigned polls = 0;
-    bool over = sharing_cores();
+    /* BM_PML_WAIT_MODE=spin means spin, also here. */
+    bool over = sharing_cores() && !bm_pml_wait_spins();
 
     while (atomic_load_explicit(f, memory_order_acquire) < k)
         if (++polls % POLLS_PER_PROGRESS == 0) {
             bm_pml_progress();
-            /* More ranks than cores on this host: the rank that sets the
-             * flag may be waiting for this core. Give it away at once, as
-             * Open MPI's yield_when_idle does at every idle progress call
-             * (the PML's own idle yield comes only after 64 idle calls,
-             * 1024 polls here: 2.2x Open MPI's 4-rank barrier). */
-            if (over)
+            /* Block: sleep until the flag is set. Otherwise, more ranks
+             * than cores on this host: the rank that sets the flag may be
+             * waiting for this core. Give it away at once, as Open MPI's
+             * yield_when_idle does at every idle progress call (the PML's
+             * own idle yield comes only after 64 idle calls, 1024 polls
+             * here: 2.2x Open MPI's 4-rank barrier). */
+            if (sm->rings && polls >= SLEEP_POLLS)
+                flag_sleep(sm, f, k);
+            else if (over)
                 sched_yield();
         }
 }
@@ -144,7 +188,7 @@ static void may_write(struct bm_coll_sm *sm, uint64_t k)
         return;
     for (int r = 0; r < sm->n; r++)
         if (r != sm->me && sm->seen[r] < k - 2) {
-            wait_for(done_of(sm, r), k - 2);
+            wait_for(sm, done_of(sm, r), k - 2);
             sm->seen[r] = atomic_load_explicit(done_of(sm, r), memory_order_acquire);
         }
 }
@@ -156,7 +200,7 @@ static void may_write(struct bm_coll_sm *sm, uint64_t k)
  * collective that follows a barrier). */
 static void wait_flag(struct bm_coll_sm *sm, uint64_t k, int r)
 {
-    wait_for(flag_of(sm, k, r), k);
+    wait_for(sm, flag_of(sm, k, r), k);
     if (sm->seen[r] < k - 1)
         sm->seen[r] = k - 1;
 }
@@ -164,11 +208,13 @@ static void wait_flag(struct bm_coll_sm *sm, uint64_t k, int r)
 static void publish(const struct bm_coll_sm *sm, uint64_t k)
 {
     atomic_store_explicit(flag_of(sm, k, sm->me), k, memory_order_release);
+    flag_ring(sm, flag_of(sm, k, sm->me));
 }
 
 static void finish(struct bm_coll_sm *sm, uint64_t k)
 {
     atomic_store_explicit(done_of(sm, sm->me), k, memory_order_release);
+    flag_ring(sm, done_of(sm, sm->me));
 }
 
 /* ---- set-up ------------------------------------------------------------------------ */
@@ -240,7 +286,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
         ok = bm_pml_peer_on_shm(bm_mpi_comm_world_rank(comm, r));
     if (!all_agree(comm, ok, fn))
         return;
-    bytes = 2 * (size_t)comm->size * slot + (size_t)comm->size * LINE;
+    bytes = 2 * (size_t)comm->size * slot + ((size_t)comm->size + 1) * LINE;
     if (comm->rank == 0) {
         char what[64];
         struct bm_util_shmseg seg;
@@ -290,6 +336,8 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
     sm->slot = slot;
     sm->slots = sm->seg.addr;
     sm->done = (char *)sm->seg.addr + 2 * (size_t)comm->size * slot;
+    sm->sleepers = (_Atomic uint32_t *)(void *)(sm->done + (size_t)comm->size * LINE);
+    sm->rings = bm_pml_wait_blocks();
     sm->copy_ok = all_agree(comm, copy_paths(comm, sm), fn);
     cc->sm = sm;
     cc->sm_state = SM_ON;
@@ -376,7 +424,7 @@ static void barrier(struct bm_coll_sm *sm)
         if (r != sm->me)
             wait_flag(sm, k, r);
     if (sm->me != 0 && sharing_cores())
-        wait_for(done_of(sm, 0), k);
+        wait_for(sm, done_of(sm, 0), k);
     finish(sm, k);
 }
 
@@ -690,7 +738,7 @@ static void own_copy(struct copy_op *c, void *dbase, int di, int dcount, MPI_Dat
 static void await_done(struct bm_coll_sm *sm, uint64_t k, int r)
 {
     if (sm->seen[r] < k) {
-        wait_for(done_of(sm, r), k);
+        wait_for(sm, done_of(sm, r), k);
         sm->seen[r] = atomic_load_explicit(done_of(sm, r), memory_order_acquire);
     }
 }

@@ -97,6 +97,14 @@ bool bm_pml_oversubscribed(void);
  * namespaces standing for hosts)? Valid after bm_pml_init. */
 bool bm_pml_idle_yields(void);
 
+/* The wait mode as resolved (BM_PML_WAIT_MODE): spin (never give the core
+ * away, whatever the host), or block (sleep in the kernel after the idle
+ * polls: block, or auto under MPI_THREAD_MULTIPLE on an oversubscribed
+ * host; not auto's spin-then-block). Waits of the layers above (the
+ * shared-memory collectives' flags) follow it. Valid after bm_pml_init. */
+bool bm_pml_wait_spins(void);
+bool bm_pml_wait_blocks(void);
+
 /* True when the PML takes its locks: MPI_THREAD_MULTIPLE, or the progress
  * thread (BM_PML_PROGRESS_THREAD) calls it beside the program. */
 bool bm_pml_threaded(void);

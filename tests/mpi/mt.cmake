@@ -24,7 +24,7 @@ bm_add_mpi_test(mt_progress_tcp TARGET mt_progress NP 2 BTL self,tcp TIMEOUT 120
 bm_add_mpi_test(mt_progress_dgram TARGET mt_progress NP 2 BTL self,dgram TIMEOUT 120
     LABELS mpi mt ENV BM_PML_PROGRESS_THREAD=1)
 bm_add_mpi_test(mt_block_np4 TARGET mt_progress NP 4 BTL self,sm TIMEOUT 120
-    LABELS mpi mt ARGS -b ENV BM_PML_WAIT_MODE=block)
+    LABELS mpi mt ARGS -b ENV BM_PML_WAIT_MODE=block BM_MPI_COLL_BARRIER_ALG=sm)
 
 # The automatic wait under MPI_THREAD_MULTIPLE: spin-then-block on a host with a
 # CPU per rank (50 us, then a sleep), at once with BM_PML_WAIT_MODE=block.

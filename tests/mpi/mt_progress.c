@@ -11,7 +11,11 @@
  *     over that second (the progress thread's, the main thread sleeps) must
  *     stay under 1% of a core.
  * Also runs with -b (no progress thread expected, BM_PML_WAIT_MODE=block):
- * a ping-pong whose waits sleep, checked for every byte. */
+ * a ping-pong whose waits sleep, checked for every byte, and a barrier that
+ * rank 0 enters 100 ms late: the others' waits on the shared-memory
+ * barrier's flags sleep in the kernel (the counter sm.sleep goes up) and
+ * use under half a core meanwhile. */
+#include "bitmover.h"
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -141,6 +145,24 @@ static void blocking_pingpong(int rank)
     }
 }
 
+static void blocking_barrier(int rank)
+{
+    MPI_Barrier(MPI_COMM_WORLD); /* sets up the shared-memory segment */
+    unsigned long slept = bm_coll_alg_count("sm.sleep");
+    double t0 = now(), c0 = cpu_seconds();
+    if (rank == 0)
+        usleep(100000);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double wall = now() - t0, cpu = cpu_seconds() - c0;
+    if (rank == 0)
+        return;
+    BM_CHECK_MSG(bm_coll_alg_count("sm.sleep") > slept,
+                 "rank %d waited %.0f ms in a shared-memory barrier without sleeping on its flags",
+                 rank, wall * 1e3);
+    BM_CHECK_MSG(cpu < 0.5 * wall, "rank %d used %.0f ms of CPU in a %.0f ms barrier wait", rank,
+                 cpu * 1e3, wall * 1e3);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, provided;
@@ -151,6 +173,8 @@ int main(int argc, char **argv)
     if (block_only) {
         bm_test_current = "blocking_pingpong";
         blocking_pingpong(rank);
+        bm_test_current = "blocking_barrier";
+        blocking_barrier(rank);
     } else {
         /* The program asked for MPI_THREAD_SINGLE: the progress thread is
          * the library's own and changes nothing the program sees. */
