@@ -268,7 +268,12 @@ def tables(res, points, stacks, loads):
                     per.setdefault(s, {"error": "not run"})
                     v = per[s].get(1 << 20) if "error" not in per[s] else None
                     row.append("%.0f%%" % v if v is not None else "--")
-                    if s == "bitmover" and v is not None and v < GOAL_OVERLAP:
+                    # The goal is judged as a user would reach it: with the
+                    # progress thread, or with MPI_Test calls. Without either
+                    # nothing runs while the program computes (OSU's default
+                    # row: informational, Open MPI has 0% there too).
+                    if (s == "bitmover" and v is not None and v < GOAL_OVERLAP and
+                            not b.endswith("-overlap")):
                         goal_notes.append("%s overlap, %s MPI_Test calls%s: %.0f%% (goal %d%%)" %
                                           (label, "16" if b.endswith("-test") else "0",
                                            ", progress thread" if b.endswith("-async") else "",

@@ -15,11 +15,16 @@
 #      rendezvous and of a passive-target epoch while the peer computes
 #      (bm_mt_async), nonblocking-allreduce overlap (bm_overlap), and 8-byte
 #      latency, each with BM_PML_PROGRESS_THREAD=0 and 1 in interleaved
-#      rounds (medians).
+#      rounds (medians);
+#   5. the oversubscribed barrier loop alone (bitmover only, quick): bm_barrier
+#      on 8 ranks with BM_PML_WAIT_MODE=spin, yield and block in interleaved
+#      rounds (medians, us per step; goal: block >= 3x faster than spin), and
+#      the context switches per step of block and yield (perf stat, when
+#      perf is installed).
 #
 #   bench/mt_goals.sh [BUILD_DIR (default build/release)] [ROUNDS (default 5)]
 #
-# MT_GOALS_PARTS="1 3" runs only those parts (default all four);
+# MT_GOALS_PARTS="1 3" runs only those parts (default all five);
 # MT_GOALS_VERBOSE=1 prints every run of part 4.
 # BUILD_DIR must be configured from this source tree (bench/compare builds
 # its benchmarks with it). Prints uptime before each part: numbers taken
@@ -32,7 +37,7 @@ OUT=${MT_GOALS_OUT:-$ROOT/bench/out/mt_goals}
 BMRUN=$BUILD/tools/bmrun/bmrun
 [ -x "$BMRUN" ] || BMRUN=$BUILD/tools/bmrun
 mkdir -p "$OUT"
-PARTS=${MT_GOALS_PARTS:-1 2 3 4}
+PARTS=${MT_GOALS_PARTS:-1 2 3 4 5}
 say() { printf '\n== %s (%s)\n' "$1" "$(uptime | sed 's/.*load/load/')"; }
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
@@ -63,7 +68,7 @@ for b in sm tcp dgram ofi; do
 done
 fi
 
-part 4 || exit 0
+if part 4; then
 say "4. the progress thread: what it buys and costs ($ROUNDS interleaved rounds, medians)"
 python3 - "$BMRUN" "$BUILD" "$ROUNDS" <<'EOF'
 import os, statistics, subprocess, sys
@@ -106,3 +111,28 @@ for c in CASES:
     v = [statistics.median(res[(c[0], t)]) if res[(c[0], t)] else float("nan") for t in (0, 1)]
     print("%-52s %12.2f %12.2f" % (c[0], v[0], v[1]))
 EOF
+fi
+
+if part 5; then
+say "5. oversubscribed barrier loop: 8 ranks, bm_barrier -i 300, $ROUNDS interleaved rounds"
+declare -A bar=([spin]= [yield]= [block]=)
+for r in $(seq "$ROUNDS"); do
+    for m in spin yield block; do
+        v=$(BM_BTL=self,sm BM_PML_WAIT_MODE=$m timeout 300 "$BMRUN" -np 8 \
+            "$BUILD/bench/bm_barrier" -i 300 2>/dev/null | awk '/^8 /{print $3}')
+        bar[$m]="${bar[$m]} ${v:-nan}"
+    done
+done
+for m in spin yield block; do
+    printf -- '-- %-5s us per step: %s (median %s)\n' "$m" "${bar[$m]# }" \
+        "$(echo ${bar[$m]} | tr ' ' '\n' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')"
+done
+if command -v perf >/dev/null; then
+    for m in yield block; do
+        printf -- '-- %s, 3000 steps: ' "$m"
+        BM_BTL=self,sm BM_PML_WAIT_MODE=$m perf stat -x, -e context-switches timeout 300 \
+            "$BMRUN" -np 8 "$BUILD/bench/bm_barrier" -i 3000 2>&1 >/dev/null |
+            awk -F, '/context-switches/ {printf "%.1f context switches per step\n", $1 / 3000}'
+    done
+fi
+fi
