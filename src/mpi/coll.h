@@ -54,6 +54,7 @@ enum bm_mpi_coll_kind {
     X(SM_COPY, "sm.copy")             /* any of the .sm ones, its data by single copy */           \
     X(SM_COPY_SPLIT, "sm.copy_split") /* a 2-rank reduce.sm whose work both ranks share */         \
     X(SM_SLEEP, "sm.sleep") /* a wait on a segment flag slept (BM_PML_WAIT_MODE=block) */          \
+    X(SM_LARGE, "sm.large") /* any of the .sm ones, its data in the large area */                  \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \
@@ -125,6 +126,7 @@ struct bm_mpi_coll_config {
     size_t sm_copy_min, sm_copy_max; /* data per slot the segment moves by single copy */
     size_t sm_copy_rooted_max;       /* the same for bcast, gather */
     size_t sm_reduce_split_min;      /* 2-rank single-copy reduce: both ranks combine */
+    size_t sm_large_max;             /* the large area of ranks sharing cores, all slots */
     bool hier;                       /* hierarchical algorithms over hosts */
 };
 const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void);
@@ -185,14 +187,22 @@ size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc);
 /* True when the segment can also move data by single copy (every rank
  * reads every other's memory with a transport's get; agreed at set-up). */
 bool bm_coll_sm_can_copy(const struct bm_mpi_coll_comm *cc);
+/* Collective: make the segment's large area hold bytes of data per slot
+ * (ranks that share cores: see coll_sm.c); true when it does. */
+bool bm_coll_sm_large_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, size_t bytes,
+                            const char *fn);
+/* How the segment moves a call's data: through the slots, by single copy,
+ * or through the large area. */
+enum bm_coll_sm_how { BM_COLL_SM_SLOTS, BM_COLL_SM_COPY, BM_COLL_SM_LARGE };
 /* Run a blocking barrier, bcast, reduce, allreduce (contiguous types),
  * gather, scatter, allgather or alltoall (uniform blocks, any types) whose
  * data fits the capacity, or with copy (bm_coll_sm_can_copy; not for a
- * barrier, an in-place allreduce or alltoall) whatever its size, on the
- * segment (bm_mpi_coll_blocking's sm_alg decides). sbuf and rbuf as
+ * barrier, an in-place allreduce or alltoall) whatever its size, or whose
+ * data fits the large area (bm_coll_sm_large_ready), on the segment
+ * (bm_mpi_coll_blocking's sm_alg decides). sbuf and rbuf as
  * bm_coll_side_base gives them. */
 int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
-                   int alg, bool copy, const char *fn);
+                   int alg, enum bm_coll_sm_how how, const char *fn);
 void bm_coll_sm_free(struct bm_mpi_coll_comm *cc);
 
 /* The state of comm (made on first use); NULL when out of memory. */

@@ -11,7 +11,8 @@
  * Blocking calls on a single-host communicator first try the shared-memory
  * segment (barrier, bcast, reduce, allreduce, gather, scatter, allgather,
  * alltoall whose data per slot fits BM_MPI_COLL_SM_SLOT, or moves by single
- * copy from BM_MPI_COLL_SM_COPY_MIN up: sm_alg), and on a
+ * copy from BM_MPI_COLL_SM_COPY_MIN up, or, where ranks share cores, fits
+ * the large area of BM_MPI_COLL_SM_LARGE_MAX: sm_alg), and on a
  * communicator over several hosts the hierarchy (barrier, bcast, reduce,
  * allreduce, gather, allgather: hier_alg); the table below is for the rest.
  *   barrier         dissemination
@@ -157,6 +158,13 @@ static const struct bm_param coll_params[] = {
      "many bytes split the work: the other rank combines the second half and writes it "
      "into the root's output (2 ranks, 512 KiB: 41 -> 29 us; 8 KiB: 1.0 -> 2.1).",
      offsetof(struct bm_mpi_coll_config, sm_reduce_split_min), 0},
+    {"BM_MPI_COLL_SM_LARGE_MAX", BM_PARAM_SIZE, "16m", 0, 1LL << 40, NULL,
+     "Where ranks share cores (an oversubscribed host, or BM_PML_IDLE_YIELD), shared-memory "
+     "collectives whose data per slot exceeds BM_MPI_COLL_SM_SLOT go through a second segment "
+     "of larger slots, made at the first such call and grown as needed, of at most this many "
+     "bytes per communicator (2 x ranks x slot; 8 ranks: slots of up to 1 MiB); larger data "
+     "takes the point-to-point algorithms. 0: never.",
+     offsetof(struct bm_mpi_coll_config, sm_large_max), 0},
 };
 static const struct bm_param_table coll_table = {"mpi/coll", coll_params,
                                                  BM_PARAM_COUNT(coll_params)};
@@ -880,10 +888,10 @@ static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, size_t bytes, bool 
 }
 
 /* The shared-memory algorithm that may serve a blocking call (its choice
- * parameter is auto or sm; the data fits a slot or may move by single
- * copy: *copy), or -1. Every rank decides the same from the same
- * arguments. */
-static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, bool *copy)
+ * parameter is auto or sm; the data fits a slot, may move by single copy,
+ * or, where ranks share cores, fits the large area: *how), or -1. Every
+ * rank decides the same from the same arguments. */
+static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, enum bm_coll_sm_how *how)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     const struct local_algs *l;
@@ -896,9 +904,15 @@ static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, bool *copy)
     if (forced != BM_SEL_AUTO && forced != l->nchoices - 1)
         return -1;
     bytes = sm_bytes(comm, a);
-    *copy = bytes != SIZE_MAX && sm_copy_wanted(a, bytes, forced != BM_SEL_AUTO);
-    if (bytes > c->sm_slot && !*copy)
-        return -1;
+    *how = BM_COLL_SM_SLOTS;
+    if (bytes != SIZE_MAX && sm_copy_wanted(a, bytes, forced != BM_SEL_AUTO))
+        *how = BM_COLL_SM_COPY;
+    else if (bytes > c->sm_slot) {
+        if (bytes == SIZE_MAX || c->sm_large_max == 0 ||
+            !(bm_pml_oversubscribed() || bm_pml_idle_yields()))
+            return -1;
+        *how = BM_COLL_SM_LARGE;
+    }
     return l->sm;
 }
 
@@ -933,17 +947,25 @@ int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const 
 
     if (alg >= 0)
         return bm_coll_hier_run(comm, bm_mpi_coll_comm(comm), a, alg, fn);
-    bool copy = false;
-    alg = sm_alg(comm, a, &copy);
+    enum bm_coll_sm_how how = BM_COLL_SM_SLOTS;
+    alg = sm_alg(comm, a, &how);
 
     if (alg >= 0) {
         struct bm_mpi_coll_comm *cc = bm_mpi_coll_comm(comm);
-        if (cc && cc->sm_state != 2 && bm_coll_sm_ready(comm, cc, fn) &&
-            (!copy || bm_coll_sm_can_copy(cc) || sm_bytes(comm, a) <= bm_mpi_coll_cfg()->sm_slot)) {
+        bool ok = cc && cc->sm_state != 2 && bm_coll_sm_ready(comm, cc, fn);
+        /* single copy where the segment offers it, else the slots when the
+         * data fits them */
+        if (ok && how == BM_COLL_SM_COPY && !bm_coll_sm_can_copy(cc)) {
+            how = BM_COLL_SM_SLOTS;
+            ok = sm_bytes(comm, a) <= bm_mpi_coll_cfg()->sm_slot;
+        }
+        if (ok && how == BM_COLL_SM_LARGE)
+            ok = bm_coll_sm_large_ready(comm, cc, sm_bytes(comm, a), fn);
+        if (ok) {
             struct bm_mpi_coll_args b = *a;
             b.sbuf = bm_coll_side_base(a->sbuf, bm_mpi_coll_stype(a));
             b.rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
-            return bm_coll_sm_run(comm, cc, &b, alg, copy && bm_coll_sm_can_copy(cc), fn);
+            return bm_coll_sm_run(comm, cc, &b, alg, how, fn);
         }
     }
 

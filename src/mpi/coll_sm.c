@@ -83,6 +83,15 @@ struct bm_coll_sm {
     bool copy_ok;
     struct bm_pml_rma_path *paths;
     char *tmp;
+    /* The large area (see "large data on shared cores" below): a second
+     * segment of [parity][rank] slots of large_slot bytes each (0: none
+     * yet), which the operation in progress uses instead of the slots'
+     * data when in_large says so (the flags stay in the slots). */
+    struct bm_util_shmseg large_seg;
+    char *large;
+    size_t large_slot;
+    size_t large_refused; /* the smallest slot whose area could not be made (0: none) */
+    bool in_large;
     /* per rank, the highest value seen in its done line: a rank that is
      * known to be done with operation k - 2 needs no look (a cache line
      * transfer) before operation k writes */
@@ -97,10 +106,19 @@ static _Atomic uint64_t *flag_of(const struct bm_coll_sm *sm, uint64_t k, int r)
                                         ((k & 1) * (size_t)sm->n + (size_t)r) * sm->slot);
 }
 
-/* Where rank r's data of operation k starts (after its padded flag). */
+/* Where rank r's data of operation k starts (after its padded flag, or in
+ * the large area). */
 static char *data_of(const struct bm_coll_sm *sm, uint64_t k, int r)
 {
+    if (sm->in_large)
+        return sm->large + ((k & 1) * (size_t)sm->n + (size_t)r) * sm->large_slot;
     return (char *)flag_of(sm, k, r) + DATA_OFF;
+}
+
+/* Bytes of data a slot of the operation in progress holds. */
+static size_t room_of(const struct bm_coll_sm *sm)
+{
+    return sm->in_large ? sm->large_slot : sm->slot - DATA_OFF;
 }
 
 static _Atomic uint64_t *done_of(const struct bm_coll_sm *sm, int r)
@@ -267,70 +285,69 @@ static bool copy_paths(MPI_Comm comm, struct bm_coll_sm *sm)
     return true;
 }
 
-/* Collective over comm: make the segment, or decide the communicator stays
- * on the point-to-point algorithms. */
-static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
+/* Collective over comm: rank 0 creates a shared-memory segment of bytes
+ * (what names it in /dev/shm), the others attach to it; true, with *seg
+ * mapped on every rank, when all did. Its name is removed once all have
+ * mapped it (the exit hook removes it should the job die before). */
+static bool make_segment(MPI_Comm comm, const char *what, size_t bytes, struct bm_util_shmseg *seg,
+                         const char *fn)
 {
     /* Threads of a MPI_THREAD_MULTIPLE program create communicators at once:
      * each segment takes its own number, and the exit hook is registered once. */
     static atomic_bool cleanup_registered;
     static atomic_uint serial;
-    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
-    struct bm_coll_sm *sm = NULL;
     char name[BM_UTIL_SHMSEG_NAME_MAX] = "";
+    bool ok = false;
+
+    if (comm->rank == 0) {
+        char id[64];
+        /* unique in the job: disjoint communicators may share a context id */
+        snprintf(id, sizeof(id), "%s-%d-%u", what, bm_mpi_comm_world_rank(comm, 0),
+                 atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed));
+        name[0] = '/';
+        ok = bm_rte_job_name(id, name + 1, sizeof(name) - 1) == BM_OK &&
+             bm_util_shmseg_create(seg, name, bytes) == BM_OK;
+        if (!ok)
+            name[0] = '\0';
+        else if (!atomic_exchange(&cleanup_registered, true))
+            bm_rte_at_exit(sm_cleanup_at_exit, NULL);
+    }
+    if (bm_mpi_coll_bcast(name, sizeof(name), 0, comm, fn) != MPI_SUCCESS)
+        name[0] = '\0';
+    if (comm->rank != 0)
+        ok = name[0] && bm_util_shmseg_attach(seg, name, bytes) == BM_OK;
+    if (!all_agree(comm, ok, fn)) {
+        if (ok)
+            bm_util_shmseg_detach(seg);
+        return false;
+    }
+    if (comm->rank == 0)
+        bm_util_shmseg_unlink(seg);
+    return true;
+}
+
+/* Collective over comm: make the segment, or decide the communicator stays
+ * on the point-to-point algorithms. */
+static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
+{
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+    struct bm_coll_sm *sm;
     bool ok = comm->size >= 2 && !comm->inter && c->sm_slot > 0;
     size_t slot = (c->sm_slot + DATA_OFF + LINE - 1) / LINE * LINE, bytes;
 
     cc->sm_state = SM_OFF;
     for (int r = 0; r < comm->size && ok; r++)
         ok = bm_pml_peer_on_shm(bm_mpi_comm_world_rank(comm, r));
-    if (!all_agree(comm, ok, fn))
+    sm = ok ? calloc(1, sizeof(*sm) + (size_t)comm->size * sizeof(uint64_t)) : NULL;
+    if (!all_agree(comm, sm != NULL, fn)) {
+        free(sm);
         return;
+    }
     bytes = 2 * (size_t)comm->size * slot + ((size_t)comm->size + 1) * LINE;
-    if (comm->rank == 0) {
-        char what[64];
-        struct bm_util_shmseg seg;
-        /* unique in the job: disjoint communicators may share a context id */
-        snprintf(what, sizeof(what), "coll-%d-%u", bm_mpi_comm_world_rank(comm, 0),
-                 atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed));
-        name[0] = '/';
-        if (bm_rte_job_name(what, name + 1, sizeof(name) - 1) != BM_OK ||
-            bm_util_shmseg_create(&seg, name, bytes) != BM_OK) {
-            name[0] = '\0';
-        } else {
-            if (!atomic_exchange(&cleanup_registered, true))
-                bm_rte_at_exit(sm_cleanup_at_exit, NULL);
-            sm = calloc(1, sizeof(*sm) + (size_t)comm->size * sizeof(uint64_t));
-            if (sm)
-                sm->seg = seg;
-            else {
-                bm_util_shmseg_detach(&seg);
-                name[0] = '\0';
-            }
-        }
-    }
-    if (bm_mpi_coll_bcast(name, sizeof(name), 0, comm, fn) != MPI_SUCCESS)
-        name[0] = '\0';
-    if (comm->rank != 0 && name[0]) {
-        struct bm_util_shmseg seg;
-        if (bm_util_shmseg_attach(&seg, name, bytes) == BM_OK) {
-            sm = calloc(1, sizeof(*sm) + (size_t)comm->size * sizeof(uint64_t));
-            if (sm)
-                sm->seg = seg;
-            else
-                bm_util_shmseg_detach(&seg);
-        }
-    }
-    ok = name[0] && sm;
-    if (!all_agree(comm, ok, fn)) {
-        if (sm) {
-            bm_util_shmseg_detach(&sm->seg);
-            free(sm);
-        }
+    if (!make_segment(comm, "coll", bytes, &sm->seg, fn)) {
+        free(sm);
         return;
     }
-    if (comm->rank == 0)
-        bm_util_shmseg_unlink(&sm->seg);
     sm->n = comm->size;
     sm->me = comm->rank;
     sm->slot = slot;
@@ -355,6 +372,8 @@ bool bm_coll_sm_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn
 void bm_coll_sm_free(struct bm_mpi_coll_comm *cc)
 {
     if (cc->sm) {
+        if (cc->sm->large)
+            bm_util_shmseg_detach(&cc->sm->large_seg);
         bm_util_shmseg_detach(&cc->sm->seg);
         free(cc->sm->paths);
         free(cc->sm->tmp);
@@ -362,6 +381,60 @@ void bm_coll_sm_free(struct bm_mpi_coll_comm *cc)
         cc->sm = NULL;
     }
     cc->sm_state = SM_UNKNOWN;
+}
+
+/* ---- large data on shared cores ------------------------------------------------------ */
+
+/* Where ranks share cores (an oversubscribed host, or BM_PML_IDLE_YIELD),
+ * data too large for a slot would go through point-to-point messages whose
+ * every rendezvous step waits for the peer's next time slice, and single
+ * copy would keep each writer until its readers have had theirs. The large
+ * area holds such data as the slots do: a writer copies its data in,
+ * publishes its flag and leaves, as an eager send lets a sender leave, and
+ * each reader copies out whenever it runs (4 ranks on 2 loaded cores,
+ * nice -20, bcast 256 KiB: 11 us against 498 through the point-to-point
+ * binomial tree and Open MPI's 45). It is a second segment of
+ * [parity][rank] slots, made
+ * collectively at the first call that needs it, with slots of 4 x
+ * BM_MPI_COLL_SM_SLOT, doubled until they hold that call's data, and
+ * made anew, larger, when a later call needs more, up to
+ * BM_MPI_COLL_SM_LARGE_MAX bytes in all; larger data takes the
+ * point-to-point algorithms. The operations and their flags are those of
+ * the slots: only where data_of points changes. */
+bool bm_coll_sm_large_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, size_t bytes,
+                            const char *fn)
+{
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+    struct bm_coll_sm *sm = cc->sm;
+    size_t max = c->sm_large_max / (2 * (size_t)sm->n) / LINE * LINE, slot = 4 * c->sm_slot;
+    struct bm_util_shmseg seg;
+
+    if (bytes <= sm->large_slot)
+        return true;
+    if (bytes > max)
+        return false;
+    while (slot < bytes)
+        slot *= 2;
+    slot = (slot + LINE - 1) / LINE * LINE; /* data aligned as in the slots */
+    if (slot > max)
+        slot = max;
+    if (sm->large_refused && slot >= sm->large_refused)
+        return false; /* tried (agreed) and failed: do not ask again */
+    /* Every rank is past the operations that used the old area (they all
+     * took part in make_segment's collectives since), and the old area is
+     * only this rank's mapping. */
+    if (!make_segment(comm, "coll-large", 2 * (size_t)sm->n * slot, &seg, fn)) {
+        sm->large_refused = slot;
+        return false;
+    }
+    if (sm->large)
+        bm_util_shmseg_detach(&sm->large_seg);
+    sm->large_seg = seg;
+    sm->large = seg.addr;
+    sm->large_slot = slot;
+    bm_log_debug("communicator %s: large collective area of %zu bytes per slot",
+                 bm_mpi_comm_label(comm), slot);
+    return true;
 }
 
 /* ---- the operations ------------------------------------------------------------------- */
@@ -506,7 +579,7 @@ static char *block_in_slot(const struct bm_coll_sm *sm, uint64_t k, int w, int r
  * fit there, else at the start of its own slot. */
 static char *scatter_block(const struct bm_coll_sm *sm, uint64_t k, int root, int r, size_t b)
 {
-    if ((size_t)sm->n * b <= sm->slot - DATA_OFF)
+    if ((size_t)sm->n * b <= room_of(sm))
         return block_in_slot(sm, k, root, r, b);
     return data_of(sm, k, r);
 }
@@ -976,16 +1049,19 @@ static int run_copy(MPI_Comm comm, struct bm_coll_sm *sm, const struct bm_mpi_co
 }
 
 int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
-                   int alg, bool copy, const char *fn)
+                   int alg, enum bm_coll_sm_how how, const char *fn)
 {
     struct bm_coll_sm *sm = cc->sm;
     const void *in = a->sbuf == MPI_IN_PLACE ? a->rbuf : a->sbuf;
 
     bm_mpi_coll_count_alg(a->kind, alg);
-    if (copy) {
+    if (how == BM_COLL_SM_COPY) {
         bm_mpi_coll_count_alg(a->kind, BM_ALG_SM_COPY);
         return run_copy(comm, sm, a, fn);
     }
+    if (how == BM_COLL_SM_LARGE)
+        bm_mpi_coll_count_alg(a->kind, BM_ALG_SM_LARGE);
+    sm->in_large = how == BM_COLL_SM_LARGE;
     switch (a->kind) {
     case BM_COLL_BARRIER:
         barrier(sm);
@@ -1012,5 +1088,6 @@ int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_m
         reduce(sm, in, a->rbuf, a->rcount, a->rtype, a->op, -1);
         break;
     }
+    sm->in_large = false;
     return MPI_SUCCESS;
 }
