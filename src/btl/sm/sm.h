@@ -238,8 +238,9 @@ void bm_btl_sm_fifo_drain(struct bm_btl_sm_module *sm);
 /* sm_fbox.c */
 /* Deliver what the hint bitmap says has arrived in fast boxes (at most budget). */
 int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget);
-/* Without hints: look at every ring (few local peers). */
-int bm_btl_sm_fbox_poll_all(struct bm_btl_sm_module *sm, int budget);
+/* Deliver up to budget messages of ep's ring (without hints, sm_progress
+ * calls this for each connected ring whose next word is ready). */
+int bm_btl_sm_fbox_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int budget);
 /* Deliver everything in ep's fast box now (before a FIFO fragment from ep,
  * which was sent after it). */
 int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);

@@ -367,12 +367,12 @@ static int sm_progress(struct bm_btl_component *comp)
     if (sm->rdma_done.head)
         n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
     if (!sm->use_hints) {
-        /* The idle poll: one load per connected ring, no call. */
-        for (int i = 0; i < sm->nrings; i++)
-            if (bm_btl_sm_fbox_ready(&sm->rings[i]->rx)) {
-                n += bm_btl_sm_fbox_poll_all(sm, sm->config.poll_budget);
-                break;
-            }
+        /* One load per connected ring, inline; a ready one is delivered
+         * from here (one call on the way to the receive callback). */
+        int budget = sm->config.poll_budget;
+        for (int i = 0; i < sm->nrings && n < budget; i++)
+            if (bm_btl_sm_fbox_ready(&sm->rings[i]->rx))
+                n += bm_btl_sm_fbox_deliver(sm, sm->rings[i], budget - n);
     } else {
         for (int w = 0; w < sm->nhint_words; w++)
             if (atomic_load_explicit(&sm->hints[w], memory_order_relaxed)) {

@@ -60,7 +60,7 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *bep, const 
 /* Deliver up to budget messages of ep's ring. Only the outermost of nested
  * deliveries (a handler that polls again) publishes the new head: an outer
  * handler may still be reading its message's units. */
-static int sm_fbox_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int budget)
+int bm_btl_sm_fbox_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int budget)
 {
     struct bm_btl_module *m = &sm->super;
     struct bm_btl_sm_fbox_rx *rx = &ep->rx;
@@ -95,7 +95,7 @@ int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
 {
     if (!ep->fbox)
         return 0;
-    return sm_fbox_deliver(sm, ep, (int)ep->rx.nunits);
+    return bm_btl_sm_fbox_deliver(sm, ep, (int)ep->rx.nunits);
 }
 
 int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget)
@@ -115,22 +115,11 @@ int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget)
                 bm_btl_sm_hint_set(sm->hints, w * 64 + b);
                 continue;
             }
-            n += sm_fbox_deliver(sm, ep, left);
+            n += bm_btl_sm_fbox_deliver(sm, ep, left);
             /* Stopped by the budget with messages left: look again next time. */
             if (n >= budget && bm_btl_sm_fbox_ready(&ep->rx))
                 bm_btl_sm_hint_set(sm->hints, w * 64 + b);
         }
-    }
-    return n;
-}
-
-int bm_btl_sm_fbox_poll_all(struct bm_btl_sm_module *sm, int budget)
-{
-    int n = 0;
-    for (int i = 0; i < sm->nrings && n < budget; i++) {
-        struct bm_btl_sm_endpoint *ep = sm->rings[i];
-        if (bm_btl_sm_fbox_ready(&ep->rx))
-            n += sm_fbox_deliver(sm, ep, budget - n);
     }
     return n;
 }
