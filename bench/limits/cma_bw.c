@@ -71,13 +71,8 @@ int main(int argc, char **argv)
         perror("cma_bw: pipe");
         return 1;
     }
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("cma_bw: fork");
-        return 1;
-    }
+    pid_t pid = bm_limits_fork_pinned("cma_bw");
     if (pid == 0) {
-        bm_limits_pin(1);
         memset(src, 0x5a, max);
         char c = 1;
         if (write(ready[1], &c, 1) != 1)

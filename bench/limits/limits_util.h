@@ -32,6 +32,21 @@ static inline int bm_limits_pin(int cpu)
     return sched_setaffinity(0, sizeof(set), &set);
 }
 
+/* fork() for a probe's second process, which starts pinned to CPU 1; a
+ * failed fork ends the probe with who's name. */
+static inline pid_t bm_limits_fork_pinned(const char *who)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "%s: fork: ", who);
+        perror(NULL);
+        exit(1);
+    }
+    if (pid == 0)
+        bm_limits_pin(1);
+    return pid;
+}
+
 static inline void bm_limits_report(const char *name, double value, const char *unit)
 {
     printf("limit %s %.6g %s\n", name, value, unit);

@@ -49,13 +49,8 @@ int main(int argc, char **argv)
     int pinned = 0;
     for (int t = 0; t < TRIALS; t++) {
         atomic_store(&l->value, UINT64_MAX);
-        pid_t pid = fork();
-        if (pid < 0) {
-            perror("shm_pingpong: fork");
-            return 1;
-        }
+        pid_t pid = bm_limits_fork_pinned("shm_pingpong");
         if (pid == 0) {
-            bm_limits_pin(1);
             while (atomic_load_explicit(&l->value, memory_order_acquire) == UINT64_MAX)
                 ;
             pong(l);
