@@ -326,6 +326,10 @@ struct bm_pml_state {
     /* FRAGs of non-contiguous messages sent from their blocks in place
      * (send.c, BM_BTL_CAP_SEND_IOV), for tests (atomic). */
     uint64_t iov_frags;
+    /* Rendezvous messages past the eager limit sent whole in their RNDV
+     * (send.c: only a sliver would have been left for a FRAG), for tests
+     * (atomic). */
+    uint64_t rndv_whole;
     /* Sends whose start was left to the holder of the progress lock
      * (progress.c "deferred starts"; atomic): for BM_PML_STATS and tests. */
     uint64_t sends_deferred;

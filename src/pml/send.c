@@ -34,6 +34,10 @@ enum bm_pml_send_phase {
 /* Largest non-contiguous message packed on the stack for sendi. */
 #define BM_PML_PACK_STACK 4096
 
+/* A rendezvous whose FRAGs would carry at most 1/this of what its RNDV
+ * carries is sent whole in the RNDV (send_first). */
+#define BM_PML_RNDV_SLIVER_DIV 16
+
 /* A descriptor holding reserve bytes of header, then up to *size bytes of
  * the message from offset at (*size is set to what it took). A contiguous
  * message goes through prepare_src (which may reference it in place); a
@@ -262,11 +266,19 @@ static bm_status_t send_first(struct bm_pml_request *req)
             first = m->rndv_eager_limit;
         if (first > room)
             first = room;
+        /* A message just over the eager limit (64 KiB over tcp, whose limit
+         * counts the header) would leave a sliver for one FRAG, sent only
+         * after the ACK: a round trip more for a few bytes. The RNDV
+         * carries all of it then (the transport may still take less). */
+        if (first == room && req->bytes - first <= room / BM_PML_RNDV_SLIVER_DIV)
+            first = req->bytes;
         size_t size = first;
         struct bm_btl_descriptor *des = frag_prepare(req, m, path->endpoint, 0, sizeof(rh), &size);
         if (!des)
             return BM_ERR_OUT_OF_RESOURCE;
         memcpy(des->seg[0].addr, &rh, sizeof(rh));
+        if (size > room && size == req->bytes)
+            __atomic_fetch_add(&bm_pml_g.rndv_whole, 1, __ATOMIC_RELAXED);
         req->first_len = size;
         req->frag_next = size;
         req->sphase = req->acked ? BM_PML_SPHASE_FRAGS : BM_PML_SPHASE_WAIT_ACK;

@@ -8,7 +8,12 @@
  * the end left alone, and that its PML counted placed FRAGs (linked with
  * the internals for bm_pml_g); rank 0 that the vector FRAGs went out from
  * their blocks in place (BM_BTL_CAP_SEND_IOV), not packed. p2p.cmake runs it with
- * BM_PML_PACK_FRAG_SIZE=1m so that non-contiguous FRAGs are large enough to be placed. */
+ * BM_PML_PACK_FRAG_SIZE=1m so that non-contiguous FRAGs are large enough to be placed.
+ * Then messages just past tcp's eager limit (64 KiB of data: the limit
+ * counts the header), contiguous, a vector and a truncated vector, which
+ * go whole in their RNDV (pml/send.c: no FRAG for the sliver left), and a
+ * 72 KiB one that is past that slack and takes a FRAG: rank 0 checks that
+ * exactly the first three went whole. */
 #include "bm_test.h"
 #include "pml/pml_internal.h"
 
@@ -122,12 +127,30 @@ int main(int argc, char **argv)
     one(vec, 1, vec, 1, 7, 0);
     uint64_t nc = bm_pml_g.placed_frags - frags0 - contig;
 
+    /* just past the eager limit: whole in the RNDV, gaps and truncation checked as above */
+    uint64_t whole0 = bm_pml_g.rndv_whole;
+    MPI_Datatype v64;
+    MPI_Type_vector(128, 64, 128, MPI_DOUBLE, &v64); /* 64 KiB of data in 128 */
+    MPI_Type_commit(&v64);
+    one(MPI_BYTE, 65536, MPI_BYTE, 65536, 8, 0);
+    one(v64, 1, v64, 1, 9, 0);
+    one(v64, 1, MPI_BYTE, 60000, 10, 1);
+    one(MPI_BYTE, 73728, MPI_BYTE, 73728, 11, 0);
+    MPI_Type_free(&v64);
+
     if (rank == 0) {
         /* the vector messages (2 KiB blocks) go out from their blocks, not packed */
         printf("rank 0: FRAGs sent from the blocks in place: %llu\n",
                (unsigned long long)bm_pml_g.iov_frags);
         BM_CHECK_MSG(bm_pml_g.iov_frags >= 5, "only %llu FRAGs sent from the blocks in place",
                      (unsigned long long)bm_pml_g.iov_frags);
+        uint64_t whole = bm_pml_g.rndv_whole - whole0;
+        printf("rank 0: messages just past the eager limit sent whole in their RNDV: %llu\n",
+               (unsigned long long)whole);
+        BM_CHECK_MSG(whole == 3,
+                     "%llu of the 3 messages of 64 KiB sent whole in their RNDV "
+                     "(and none of 72 KiB)",
+                     (unsigned long long)whole);
     }
     if (rank == 1) {
         printf("rank 1: FRAGs placed: %llu of contiguous receives, %llu of non-contiguous ones; "
