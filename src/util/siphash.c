@@ -11,11 +11,16 @@ static inline uint64_t siphash_rotl(uint64_t x, int b)
     return (x << b) | (x >> (64 - b));
 }
 
+/* One load (GCC 13 did not merge the byte-by-byte form: 22 instructions a
+ * word, 40% of the compression's; callgrind, dgram's MAC of a 40-byte
+ * header). */
 static inline uint64_t siphash_le64(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return v;
 }
 
