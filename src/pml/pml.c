@@ -55,7 +55,9 @@ static const struct bm_param pml_params[] = {
      offsetof(struct bm_pml_config, pack_bounce), 0},
     {"BM_PML_IDLE_YIELD", BM_PARAM_INT, "-1", -1, 1 << 30, NULL,
      "Consecutive idle progress polls after which a waiting process yields its core "
-     "(sched_yield), so that ranks sharing cores with their peers do not starve them. "
+     "(sched_yield), so that ranks sharing cores with their peers do not starve them; in a "
+     "job over several hosts it yields sooner when the polls have taken 1 us (a poll of a "
+     "network transport is a system call). "
      "-1 (auto): after 64 polls when this host runs more of the job's ranks than the CPUs "
      "they may use; otherwise a waiting rank spins, and yields after 64 idle polls only for "
      "100 ms after it found itself preempted while it polled (other programs compete for "
@@ -219,6 +221,9 @@ bm_status_t bm_pml_init(int thread_level)
         goto err_close;
     }
     bm_pml_g.oversubscribed = oversubscribed();
+    bm_pml_g.spans_hosts = false;
+    for (int r = 0; r < bm_pml_g.world_size; r++)
+        bm_pml_g.spans_hosts |= bm_rte_node_of(r) != bm_rte_node_of(bm_pml_g.my_rank);
     if (bm_pml_g.cfg.idle_yield < 0) {
         bool over = bm_pml_g.oversubscribed;
         bm_pml_g.cfg.idle_yield = over ? IDLE_YIELD_OVERSUBSCRIBED : 0;

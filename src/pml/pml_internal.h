@@ -265,6 +265,7 @@ struct bm_pml_state {
     int st_wait_limit, st_test_limit;
     int wait_mode;       /* enum bm_pml_wait_mode, resolved */
     bool oversubscribed; /* more of the job's ranks on this host than CPUs (pml.c) */
+    bool spans_hosts;    /* the job has ranks on other hosts (waits poll a network) */
     /* BM_PML_IDLE_YIELD's auto setting chose never to yield: waits spin,
      * but watch for lost cores (wait.c bm_pml_wait_idle_watch). */
     bool idle_watch;
@@ -552,8 +553,9 @@ void bm_pml_wait_others(long ns);
 int bm_pml_wait_poll(void);
 /* The single-threaded waits' idle step, after bm_pml_g.st_wait_limit idle
  * polls in a row: yield, sleep or watch for a lost core, as the wait mode
- * says. marked: the idle run already set a mark of the idle watch (the
- * caller clears it when a poll does something). */
+ * says. marked: the idle run already set a mark of the idle watch, or
+ * began its clock for the yield (the caller clears it when a poll does
+ * something). */
 void bm_pml_wait_idle_st(bool *marked);
 /* The idle step's limit for the resolved mode (INT_MAX: none). */
 int bm_pml_wait_idle_st_limit(void);

@@ -532,12 +532,49 @@ unsigned long bm_pml_wait_contended_yields(void)
     return atomic_load_explicit(&wait_g.contended, memory_order_relaxed);
 }
 
+/* The yield mode with BM_PML_IDLE_YIELD above 0 gives the core away after
+ * that many idle polls in a row, and in a job over several hosts also
+ * after YIELD_IDLE_NS of idle polling, whichever comes first (the clock is
+ * read at every idle poll: a process in this mode shares its core, and
+ * 25-37 ns are nothing beside a yield). Where a network transport is open
+ * each poll is a system call (tcp: a recv or an epoll_wait, 0.3-1 us), so
+ * 64 of them kept the core for 20-60 us from a peer that shares it (Open
+ * MPI's yield_when_idle yields at every idle poll). Measured with 2
+ * network-namespace hosts x 2 ranks on the 2-core machine (4 ranks on 2
+ * cores; sm inside a "host", tcp between them), 8 B bcast, p25 of batch
+ * means, 3 interleaved runs at load 7-9: 19.5 us yielding after 64 polls,
+ * 6.5 after every poll, 7.0 after 4, 15.1 after 16 (Open MPI: 7.3). On one
+ * host (sm polls, tens of nanoseconds) the time limit made 4 oversubscribed
+ * ranks yield too often: 64 KiB allreduce 94-148 -> 200-342 us. */
+#define YIELD_IDLE_NS 1000
+
+/* Every idle poll of a wait in the yield mode (BM_PML_IDLE_YIELD above 0)
+ * of a job over several hosts: yield when the idle run has lasted
+ * BM_PML_IDLE_YIELD polls or YIELD_IDLE_NS. marked: the run has begun
+ * (the caller clears it when a poll does something); a yield begins a new
+ * run. */
+static void yield_when_due(bool *marked)
+{
+    static BM_PML_TLS uint64_t from;
+    static BM_PML_TLS int polls;
+    uint64_t now = bm_util_clock_now_ns();
+    if (!*marked) {
+        *marked = true;
+        from = now;
+        polls = 0;
+    }
+    if (++polls >= bm_pml_g.cfg.idle_yield || now - from >= YIELD_IDLE_NS) {
+        *marked = false;
+        sched_yield();
+    }
+}
+
 int bm_pml_wait_idle_st_limit(void)
 {
     switch (bm_pml_g.wait_mode) {
     case BM_PML_WAIT_YIELD:
         if (bm_pml_g.cfg.idle_yield > 0)
-            return bm_pml_g.cfg.idle_yield;
+            return bm_pml_g.spans_hosts ? 1 : bm_pml_g.cfg.idle_yield;
         return bm_pml_g.idle_watch ? 64 : INT_MAX;
     case BM_PML_WAIT_BLOCK:
         return bm_pml_idle_polls();
@@ -550,7 +587,9 @@ void bm_pml_wait_idle_st(bool *marked)
 {
     switch (bm_pml_g.wait_mode) {
     case BM_PML_WAIT_YIELD:
-        if (bm_pml_g.cfg.idle_yield > 0)
+        if (bm_pml_g.cfg.idle_yield > 0 && bm_pml_g.spans_hosts)
+            yield_when_due(marked);
+        else if (bm_pml_g.cfg.idle_yield > 0)
             sched_yield();
         else if (bm_pml_g.idle_watch)
             wait_idle_watch(marked);
@@ -600,7 +639,9 @@ int bm_pml_wait_poll(void)
         bm_pml_progress_idle_mt();
         break;
     case BM_PML_WAIT_YIELD:
-        if (bm_pml_g.cfg.idle_yield > 0) {
+        if (bm_pml_g.cfg.idle_yield > 0 && bm_pml_g.spans_hosts) {
+            yield_when_due(&marked);
+        } else if (bm_pml_g.cfg.idle_yield > 0) {
             if (++idle >= bm_pml_g.cfg.idle_yield) {
                 idle = 0;
                 sched_yield();
