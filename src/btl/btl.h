@@ -196,6 +196,14 @@ typedef uint8_t bm_btl_tag_t;
 #define BM_BTL_CAP_GETV         0x0800u  /* getv: get between lists of pieces (with CAP_GET) */
 #define BM_BTL_CAP_RECV_PLACE   0x4000u  /* calls place callbacks (see "Receive placement") */
 #define BM_BTL_CAP_SEND_IOV     0x10000u /* prepare_src_iov: send a list of pieces in place */
+/* alloc's buffers lie in memory that the receiving process's core reads
+ * next (shared memory): the PML packs the first fragments of a
+ * non-contiguous message into them through a small local bounce
+ * (util/dtype.h's pack_far), as packing block by block stalls on each line
+ * taken back from that core. Elsewhere (tcp, dgram, ofi, self: the
+ * buffer stays with this core until the kernel or provider reads it) the
+ * bounce would only be one more copy. */
+#define BM_BTL_CAP_SEND_FAR 0x20000u
 /* ops->caps only: the transport does its own locking under MPI_THREAD_MULTIPLE
  * (the contract's "Threads"); without it the base serialises each component. */
 #define BM_BTL_CAP_THREADS 0x0400u
@@ -217,7 +225,7 @@ _Static_assert((BM_BTL_CAP_RNDV_GET &
                  BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_INPLACE |
                  BM_BTL_CAP_ORDERED | BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_GETV |
                  BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_THREADS | BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS |
-                 BM_BTL_CAP_SEND_IOV)) == 0,
+                 BM_BTL_CAP_SEND_IOV | BM_BTL_CAP_SEND_FAR)) == 0,
                "capability bits are distinct");
 
 /* What a transport counts of its traffic to one peer (stats). Cumulative;

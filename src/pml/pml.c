@@ -47,8 +47,9 @@ static const struct bm_param pml_params[] = {
     {"BM_PML_PACK_BOUNCE", BM_PARAM_SIZE, "64k", 0, 1LL << 40, NULL,
      "Fragments of a non-contiguous message that start within its first this many bytes, "
      "while the receiver waits for them, are packed through a small cache-local buffer and "
-     "copied into the transport's buffer in one move, when the type's contiguous runs are "
-     "64 bytes or more: packing block by block straight into shared memory that the other "
+     "copied into the transport's buffer in one move, when that buffer is in shared memory "
+     "(sm) and the type's contiguous runs are 64 bytes or more: packing block by block straight "
+     "into shared memory that the other "
      "process just read stalls on every line (sm vec64 ping-pong, 8-64 KiB, on the test VM: "
      "14-30% lower latency). Later fragments, which the sender packs while the receiver "
      "unpacks earlier ones, measured as fast or faster packed straight. 0: never.",

@@ -42,7 +42,8 @@ enum bm_pml_send_phase {
  * the message from offset at (*size is set to what it took). A contiguous
  * message goes through prepare_src (which may reference it in place); a
  * non-contiguous one is packed into the transport's buffer (through a
- * bounce for the first fragments of large-block types: README). */
+ * bounce for the first fragments of large-block types when that buffer is
+ * in shared memory, BM_BTL_CAP_SEND_FAR: README). */
 static struct bm_btl_descriptor *frag_prepare(struct bm_pml_request *req, struct bm_btl_module *m,
                                               struct bm_btl_endpoint *ep, size_t at, size_t reserve,
                                               size_t *size)
@@ -60,7 +61,8 @@ static struct bm_btl_descriptor *frag_prepare(struct bm_pml_request *req, struct
     /* The first fragments, which the receiver waits for, through a
      * bounce when the blocks are large (BM_PML_PACK_BOUNCE). */
     char *to = (char *)des->seg[0].addr + reserve;
-    if (at < bm_pml_g.cfg.pack_bounce && bm_util_dtype_conv_far_bounce(&req->conv)) {
+    if (at < bm_pml_g.cfg.pack_bounce && (m->caps & BM_BTL_CAP_SEND_FAR) &&
+        bm_util_dtype_conv_far_bounce(&req->conv)) {
         bm_util_dtype_conv_pack_far(&req->conv, at, to, n);
         __atomic_fetch_add(&bm_pml_g.pack_bounced, n, __ATOMIC_RELAXED);
     } else {
