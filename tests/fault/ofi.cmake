@@ -23,6 +23,8 @@
 #    sender's registered buffer), FI_MR_LOCAL forced, MPI_Alloc_mem memory,
 #    and the fallback to fragments.
 #  - mt_progress_ofi, mt_block_ofi_np2: sleeping on ofi's completion queues.
+#  - ofi_bibw_frags_np2: 1 MiB both ways as fragments through few
+#    multi-receive buffers, nothing dropped as malformed.
 #  - mt_stress_ofi_sockets_np2, mt_stress_ofi_np2: MPI_THREAD_MULTIPLE
 #    programs over ofi, which locks for itself (contexts used concurrently).
 #  - ofi_kill: a peer SIGKILLed mid-stream is reported through the error
@@ -116,6 +118,22 @@ if(TARGET mt_stress)
     bm_add_mpi_test(mt_stress_ofi_np2 TARGET mt_stress NP 2 BTL self,ofi LABELS mpi mt tsan btl
         TIMEOUT 120 ARGS -t 4 -i 10 ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp)
 endif()
+
+# 1 MiB messages both ways at once as 512 KiB fragments through few
+# multi-receive buffers (tests/fault/ofi_bibw.c, every byte verified): no
+# message may be dropped as malformed on either rank (before the fix, a
+# buffer posted while fragments waited unexpected in rxm was filled again
+# from its start while their reads still landed in it).
+add_executable(ofi_bibw ${CMAKE_CURRENT_LIST_DIR}/ofi_bibw.c)
+target_link_libraries(ofi_bibw PRIVATE bitmover bm_test_harness)
+bm_scaled_timeout(t 120)
+math(EXPR bmrun_t "${t} - 5")
+add_test(NAME ofi_bibw_frags_np2
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/ofi_expect.sh -c 2
+        "^\\[ofi stats\\] rank [01] ofi:tcp;ofi_rxm:.* malformed=0$"
+        $<TARGET_FILE:bmrun> -n 2 --timeout ${bmrun_t} $<TARGET_FILE:ofi_bibw>)
+set_tests_properties(ofi_bibw_frags_np2 PROPERTIES TIMEOUT ${t} LABELS "mpi;btl" ENVIRONMENT
+    "BM_PML_IDLE_YIELD=64;BM_BTL=self,ofi;BM_BTL_OFI_PROVIDER_INCLUDE=tcp;BM_BTL_OFI_RNDV_GET=0;BM_BTL_OFI_RECV_BUFS=2;BM_BTL_OFI_STATS=1")
 
 # Sleeping over ofi (btl.h "Sleeping"): the progress thread sleeps on the
 # completion queues' FI_WAIT_FD descriptors, so its idle cost stays under

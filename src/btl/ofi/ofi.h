@@ -212,7 +212,22 @@ struct bm_btl_ofi_rbuf {
     bool released; /* the provider is done with it (multi-receive buffer consumed) */
     int busy;      /* messages in it read from the queue and not yet handed over: it is
                       posted again only when released and none is left (threads) */
+    /* Multi-receive: what the completions read so far cover. The provider
+     * packs messages back to back from the start (alignment aside) but may
+     * complete them out of order: rxm completes a small message at once
+     * and one it reads by rendezvous or receives in segments when all of
+     * it is there, and flags the release on the last one placed. Bytes up
+     * to the end of the furthest message that no completion covers yet
+     * belong to a message still being written: the buffer waits for it. */
+    size_t done_bytes; /* sum of the lengths of the messages completed */
+    size_t end;        /* furthest byte a completed message reached */
+    int done_count;
+    bool unaccounted; /* a receive into it failed: its extent is unknown, wait only for busy */
 };
+/* Padding a provider may put between messages of a multi-receive buffer
+ * (fi_msg(3): "provider specific alignment restrictions"); a message still
+ * being written is at least rxm's eager size (16 KiB) long. */
+#define BM_OFI_MULTI_RECV_PAD 64
 
 /* ---- contexts (ofi_context.c) ------------------------------------------------ */
 
@@ -307,7 +322,8 @@ struct bm_btl_ofi_amo_table {
     X(path_failures, "paths declared failed")                                                      \
     X(path_recoveries, "failed paths taken back")                                                  \
     X(rdma_yields, "cores given to the provider's thread while RDMA/atomics were in flight")       \
-    X(ctx_overlaps, "contexts taken while another thread held another context (threads)")
+    X(ctx_overlaps, "contexts taken while another thread held another context (threads)")          \
+    X(malformed, "messages dropped as malformed (wrong magic, tag or length)")
 
 struct bm_btl_ofi_stats {
 #define BM_BTL_OFI_STATS_FIELD(name, help) atomic_ullong name;
@@ -345,6 +361,7 @@ struct bm_btl_ofi_module {
     bool yield_rdma; /* software provider with its own progress thread: pollers yield (progress) */
     bool multi_recv;
     bool send_inject;         /* sendi may inject (not where the provider's thread sends) */
+    size_t min_multi_recv;    /* FI_OPT_MIN_MULTI_RECV: a buffer is released below this room */
     bool closing;             /* finalize: receive buffers are not posted again */
     bool acks;                /* our own delivery acknowledgements (socket providers) */
     atomic_bool had_failures; /* a path failed at some point (finalize messages) */
@@ -718,6 +735,19 @@ void bm_btl_ofi_recv_fini(struct bm_btl_ofi_context *ctx);
 /* A receive completion: dispatch the message at buf (len bytes); repost
  * the buffer when released. */
 void bm_btl_ofi_recv_complete(struct bm_btl_ofi_rbuf *rb, void *buf, size_t len, uint64_t flags);
+/* A receive completion for rb was read from the queue (lock held): count
+ * it busy until handed over, and what of the buffer it covers. */
+static inline void bm_btl_ofi_recv_read(struct bm_btl_ofi_rbuf *rb, const void *buf, size_t len)
+{
+    rb->busy++;
+    if (buf && len) {
+        size_t end = (size_t)((const char *)buf - (const char *)rb->mem) + len;
+        rb->done_bytes += len;
+        rb->done_count++;
+        if (end > rb->end)
+            rb->end = end;
+    }
+}
 /* Post (again) a receive buffer; lock held. */
 bm_status_t bm_btl_ofi_recv_post(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_rbuf *rb);
 

@@ -362,6 +362,7 @@ static void ctx_error(struct bm_btl_ofi_context *ctx)
                            ctx->m->super.name, fi_strerror(err.err), pstr ? pstr : "");
         bm_btl_ofi_lock(ctx);
         rb->busy++;
+        rb->unaccounted = true;
         bm_btl_ofi_unlock(ctx);
         bm_btl_ofi_recv_complete(rb, NULL, 0, FI_MULTI_RECV);
         return;
@@ -434,7 +435,7 @@ int bm_btl_ofi_context_progress(struct bm_btl_ofi_context *ctx)
         for (ssize_t i = 0; i < n; i++) {
             struct bm_btl_ofi_req *req = ent[i].op_context;
             if (req && req->kind == BM_OFI_REQ_RECV)
-                ((struct bm_btl_ofi_rbuf *)req)->busy++;
+                bm_btl_ofi_recv_read((struct bm_btl_ofi_rbuf *)req, ent[i].buf, ent[i].len);
         }
         bool check = false;
         uint64_t now = 0;
