@@ -563,6 +563,9 @@ int bm_pml_wait_idle_st_limit(void);
  * (0: right after the idle polls): for BM_PML_STATS and
  * tests/mpi/mt_spin_block.c. */
 unsigned long bm_pml_wait_sleeps(void);
+/* Yields of the yield mode's 1 us limit in a job over several hosts
+ * (wait.c yield_when_due): for tests/mpi/pml_yield_time.c. */
+unsigned long bm_pml_wait_timed_yields(void);
 uint64_t bm_pml_wait_spin_ns(void);
 /* How often it yielded (for BM_PML_STATS and tests/mpi/pml_idle_watch.c). */
 unsigned long bm_pml_wait_contended_yields(void);

@@ -133,6 +133,7 @@ static struct {
     /* statistics (BM_PML_STATS): sleeps, and how they ended */
     atomic_ulong sleeps, woken, timed_out, secondary;
     atomic_ulong contended; /* yields of spinning waits that lost their core (idle watch) */
+    atomic_ulong timed;     /* yields of the yield mode's time limit (yield_when_due) */
     atomic_ulong deferred;  /* the progress thread's naps that let a thread of the program leave */
     /* The clock when a thread of the program last polled in a wait (only
      * while the progress thread runs): a thread that waits drives
@@ -568,10 +569,18 @@ static void yield_when_due(bool *marked)
         from = now;
         polls = 0;
     }
-    if (++polls >= bm_pml_g.cfg.idle_yield || now - from >= YIELD_IDLE_NS) {
+    bool timed = now - from >= YIELD_IDLE_NS;
+    if (++polls >= bm_pml_g.cfg.idle_yield || timed) {
         *marked = false;
+        if (timed)
+            atomic_fetch_add_explicit(&wait_g.timed, 1, memory_order_relaxed);
         sched_yield();
     }
+}
+
+unsigned long bm_pml_wait_timed_yields(void)
+{
+    return atomic_load_explicit(&wait_g.timed, memory_order_relaxed);
 }
 
 int bm_pml_wait_idle_st_limit(void)

@@ -336,11 +336,19 @@ foreach(np 2 3 5 7)
         LABELS mpi coll)
 endforeach()
 
+# The yield mode's 1 us limit applies only to jobs over several hosts: none
+# here (coll_hier.sh runs the same program over two hosts, where it must).
+add_executable(pml_yield_time ${api_dir}/pml_yield_time.c)
+target_link_libraries(pml_yield_time PRIVATE bitmover_internal bm_test_harness)
+bm_add_mpi_test(pml_yield_time TARGET pml_yield_time NP 2 BTL self,sm TIMEOUT 60 LABELS mpi pml
+    ENV BM_PML_IDLE_YIELD=1000000)
+
 # Hierarchical collectives over 2 and 4 network-namespace hosts with two
-# ranks each (coll_hier.sh: fails unless the hierarchy ran; needs root).
+# ranks each (coll_hier.sh: fails unless the hierarchy ran; needs root),
+# and the yield mode's time limit over two hosts.
 bm_scaled_timeout(t 240)
 add_test(NAME coll_hier COMMAND bash ${api_dir}/coll_hier.sh $<TARGET_FILE:bmrun>
-    $<TARGET_FILE:coll_check>)
+    $<TARGET_FILE:coll_check> $<TARGET_FILE:pml_yield_time>)
 set_tests_properties(coll_hier PROPERTIES TIMEOUT ${t} LABELS "mpi;coll" SKIP_RETURN_CODE 77)
 
 # Spinning waits yield while another program takes a rank's core (auto

@@ -13,10 +13,13 @@
 #     allgather must put the blocks of a host's scattered ranks in place.
 # BM_TEST_COLL_EXPECT makes coll_check fail when barrier.hier, bcast.hier,
 # reduce.hier, allreduce.hier, gather.hier or allgather.hier never ran.
+# Then pml_yield_time -t, one rank on each of two hosts: the PML's yield
+# mode must have yielded by its 1 us limit (src/pml/wait.c), which the
+# hierarchy's leaders depend on when ranks of namespace hosts share cores.
 # Needs root and ip netns; otherwise skipped (exit 77).
-# Usage: coll_hier.sh BMRUN COLL_CHECK
+# Usage: coll_hier.sh BMRUN COLL_CHECK PML_YIELD_TIME
 set -u
-BMRUN=$1 CHECK=$2
+BMRUN=$1 CHECK=$2 YIELD_TIME=$3
 . "$(dirname "$0")/../harness/netns.sh"
 
 bm_netns_require
@@ -68,5 +71,15 @@ run() {
 bridge 4 10.251.$(($$ % 200 + 20))
 run two_hosts 4 "" "${BM_NETNS[0]}" "${BM_NETNS[1]}"
 run four_hosts_by_node 8 "--map-by node" "${BM_NETNS[@]}"
+
+if BM_PML_IDLE_YIELD=1000000 ip netns exec "${BM_NETNS[0]}" "$BMRUN" -n 2 \
+    --host "${BM_NETNS[0]}:1,${BM_NETNS[1]}:1" --launch-agent 'ip netns exec {host}' \
+    --timeout 60 "$YIELD_TIME" -t >"$T/yield.out" 2>"$T/yield.err"; then
+    echo "ok: yield_time: $(grep 'yields of' "$T/yield.out")"
+else
+    echo "FAIL: yield_time" >&2
+    head -30 "$T/yield.err" "$T/yield.out" >&2
+    failures=$((failures + 1))
+fi
 [ $failures -eq 0 ] || exit 1
 echo "coll_hier: all passed"
