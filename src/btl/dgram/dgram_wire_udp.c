@@ -100,6 +100,7 @@ static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
     if (!st)
         return BM_ERR_NO_MEMORY;
     ch->wire_state = st;
+    st->ready_fd = -1; /* before any failure: udp_close closes it when set */
     st->tx_msgs = calloc((size_t)ch->tx_max * 2 + 1, sizeof(*st->tx_msgs));
     st->tx_iov = calloc((size_t)ch->tx_max * 4 + 2, sizeof(*st->tx_iov));
     st->tx_cmsg = calloc((size_t)ch->tx_max * 2 + 1, sizeof(*st->tx_cmsg));
@@ -119,7 +120,6 @@ static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
         st->rx_iov[i].iov_len = ch->mtu;
     }
     st->rx_dirty = ch->rx_max;
-    st->ready_fd = -1;
     return BM_OK;
 }
 
