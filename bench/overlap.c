@@ -10,7 +10,13 @@
  * result of the last call is checked on every rank. Only the MPI standard
  * is used.
  *
- *   bm_overlap [-c iallreduce|ibcast|ialltoall|iallgather|ibarrier] [-p PROBES]
+ * -M adds, below each row, the same from per-iteration medians (pure, and
+ * total minus compute, each the median of a rank's iterations, then the
+ * largest over the ranks): on a loaded machine a few iterations that lost
+ * the core for milliseconds move OSU's means (pure 250 vs 1700 us between
+ * runs at load 18) but not the medians. The row itself stays OSU's.
+ *
+ *   bm_overlap [-c iallreduce|ibcast|ialltoall|iallgather|ibarrier] [-p PROBES] [-M]
  *              [-m [MIN:]MAX] [-i ITERS] [-w WARMUP] [-t SECONDS] */
 #include "bench_common.h"
 
@@ -142,6 +148,37 @@ static int has_opt(int argc, char **argv, const char *opt)
     return 0;
 }
 
+/* Remove the flag opt from the arguments; returns whether it was there. */
+static int take_flag(int *argc, char **argv, const char *opt)
+{
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], opt) != 0)
+            continue;
+        memmove(&argv[i], &argv[i + 1], sizeof(char *) * (size_t)(*argc - i));
+        *argc -= 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorts v), then the largest over the ranks. */
+static double median_max(double *v, long n)
+{
+    double m = 0, all = 0;
+    if (n > 0) {
+        qsort(v, (size_t)n, sizeof(double), cmp_double);
+        m = v[n / 2];
+    }
+    MPI_Allreduce(&m, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return all;
+}
+
 /* The mean of x over the ranks, on every rank. */
 static double mean_all(double x)
 {
@@ -155,6 +192,7 @@ int main(int argc, char **argv)
     struct bm_bench_opts opts;
     int exit_code, c = IALLREDUCE, probes = 0;
     const char *cname = take(&argc, argv, "-c"), *pv = take(&argc, argv, "-p");
+    int medians = take_flag(&argc, argv, "-M");
     int own_iters = has_opt(argc, argv, "-i"), own_warmup = has_opt(argc, argv, "-w");
 
     if (cname) {
@@ -195,7 +233,7 @@ int main(int argc, char **argv)
     float *sbuf = bm_bench_alloc(bytes), *rbuf = bm_bench_alloc(bytes);
     memset(sbuf, 0, bytes);
     memset(rbuf, 0, bytes);
-    double prev_iter = 0;
+    double prev_iter = 0, *pure_it = NULL, *resid_it = NULL;
     size_t prev_size = 0;
 
     for (size_t size = opts.min_size; size <= opts.max_size; size = bm_bench_size_next(size)) {
@@ -203,6 +241,13 @@ int main(int argc, char **argv)
         MPI_Request r;
         if (bm_bench_plan_size(&opts, size, prev_size, prev_iter, &plan))
             break;
+        if (medians) {
+            free(pure_it);
+            free(resid_it);
+            pure_it = calloc((size_t)plan.iters + (size_t)plan.warmup + 1, sizeof(double));
+            resid_it = calloc((size_t)plan.iters + (size_t)plan.warmup + 1, sizeof(double));
+            bm_bench_check_all(!pure_it || !resid_it);
+        }
         /* pure communication */
         double pure = 0, t0 = MPI_Wtime();
         for (long i = 0; i < plan.warmup + plan.iters; i++) {
@@ -214,7 +259,10 @@ int main(int argc, char **argv)
             double t = MPI_Wtime();
             start((enum coll)c, size, sbuf, rbuf, &r);
             MPI_Wait(&r, MPI_STATUS_IGNORE);
-            pure += MPI_Wtime() - t;
+            double dt = MPI_Wtime() - t;
+            pure += dt;
+            if (medians && i >= plan.warmup)
+                pure_it[i - plan.warmup] = dt;
         }
         pure = mean_all(pure / (double)plan.iters);
         /* the same with computation of that length in between */
@@ -223,9 +271,13 @@ int main(int argc, char **argv)
             MPI_Barrier(MPI_COMM_WORLD);
             double t = MPI_Wtime();
             start((enum coll)c, size, sbuf, rbuf, &r);
-            comp += compute(pure, probes, &r);
+            double ct = compute(pure, probes, &r);
+            comp += ct;
             MPI_Wait(&r, MPI_STATUS_IGNORE);
-            total += MPI_Wtime() - t;
+            double dt = MPI_Wtime() - t;
+            total += dt;
+            if (medians)
+                resid_it[i] = dt - ct;
         }
         total = mean_all(total / (double)plan.iters);
         comp = mean_all(comp / (double)plan.iters);
@@ -236,12 +288,25 @@ int main(int argc, char **argv)
                    total * 1e6, overlap);
             fflush(stdout);
         }
+        if (medians) {
+            double pm = median_max(pure_it, plan.iters), rm = median_max(resid_it, plan.iters);
+            double om = pm > 0 ? 100.0 * (1.0 - rm / pm) : 0;
+            om = om < 0 ? 0 : om > 100 ? 100 : om;
+            if (rank == 0) {
+                printf("# %zu B, per-iteration medians (largest over the ranks): pure %.3f us, "
+                       "total - compute %.3f us, overlap %.1f%%\n",
+                       size, pm * 1e6, rm * 1e6, om);
+                fflush(stdout);
+            }
+        }
         prev_iter = pure + total;
         bm_bench_check_all(check((enum coll)c, size, sbuf, rbuf));
         prev_size = size;
         if (size == opts.max_size)
             break;
     }
+    free(pure_it);
+    free(resid_it);
     free(sbuf);
     free(rbuf);
     MPI_Finalize();

@@ -52,7 +52,7 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
         bm_add_mpi_test(bench_coll_smoke TARGET bm_coll NP 3 LABELS bench TIMEOUT 60
             ARGS -c allreduce -m 4:64k -i 20 -w 2)
         bm_add_mpi_test(bench_overlap_smoke TARGET bm_overlap NP 2 LABELS bench TIMEOUT 60
-            ARGS -c iallreduce -p 4 -m 4:256k -i 10 -w 1)
+            ARGS -c iallreduce -p 4 -M -m 4:256k -i 10 -w 1)
         # bm_osc: each operation and synchronisation once (sizes kept small:
         # the data checks, not speed)
         foreach(run put:flush:0:64k put:lock:0:4k:-b get:fence:0:1k fop:lock:8:8 cas:flush:8:8)
