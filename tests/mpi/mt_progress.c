@@ -10,6 +10,11 @@
  *  3. idle cost: every rank sleeps 2 s outside MPI; the process's CPU time
  *     over that second (the progress thread's, the main thread sleeps) must
  *     stay under 1% of a core.
+ *  4. the progress thread's nice value (BM_PML_PROGRESS_THREAD_NICE, -5 by
+ *     default): where lowering it is permitted (root, CAP_SYS_NICE is not
+ *     looked for, or a nice limit that allows it), a thread of the process
+ *     other than the main one runs 5 below the main thread; where it is
+ *     not, none does.
  * Also runs with -b (no progress thread expected, BM_PML_WAIT_MODE=block):
  * a ping-pong whose waits sleep, checked for every byte, and a barrier that
  * rank 0 enters 100 ms late: the others' waits on the shared-memory
@@ -24,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -167,6 +173,53 @@ static void blocking_barrier(int rank)
                  cpu * 1e3, wall * 1e3);
 }
 
+/* The nice value of thread tid of this process (field 19 of its stat line),
+ * or 100 when it cannot be read. */
+static int task_nice(const char *tid)
+{
+    char path[64], line[1024];
+    snprintf(path, sizeof(path), "/proc/self/task/%s/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 100;
+    size_t n = fread(line, 1, sizeof(line) - 1, f);
+    fclose(f);
+    line[n] = 0;
+    char *p = strrchr(line, ')'); /* after the command name, which may hold spaces */
+    int field = 2, nice = 100;
+    for (char *t = p ? strtok(p + 1, " ") : NULL; t; t = strtok(NULL, " "))
+        if (++field == 19) {
+            nice = atoi(t);
+            break;
+        }
+    return nice;
+}
+
+static void thread_nice(void)
+{
+    char self[32];
+    snprintf(self, sizeof(self), "%d", (int)getpid());
+    int main_nice = task_nice(self), want = main_nice - 5;
+    want = want < -20 ? -20 : want;
+    struct rlimit rl;
+    bool permitted =
+        geteuid() == 0 || (getrlimit(RLIMIT_NICE, &rl) == 0 && 20 - (long)rl.rlim_cur <= want);
+    int lower = 0;
+    DIR *d = opendir("/proc/self/task");
+    BM_CHECK(d != NULL);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.' && strcmp(e->d_name, self) != 0 && task_nice(e->d_name) == want)
+            lower++;
+    closedir(d);
+    if (permitted)
+        BM_CHECK_MSG(lower >= 1, "no thread at nice %d (main thread %d)", want, main_nice);
+    else
+        BM_CHECK_MSG(lower == 0 || want == main_nice, "%d threads at nice %d, not permitted", lower,
+                     want);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, provided;
@@ -191,6 +244,8 @@ int main(int argc, char **argv)
         idle_cost(rank);
         bm_test_current = "blocking_pingpong";
         blocking_pingpong(rank);
+        bm_test_current = "thread_nice";
+        thread_nice();
     }
     MPI_Finalize();
     return bm_test_summary("mt_progress");
