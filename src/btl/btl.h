@@ -137,9 +137,11 @@
  *     the callbacks progress makes, so that a callback may send again on
  *     the same transport (the usnic BTL's btl_usnic_lock). The transport
  *     itself locks nothing.
- *   - a transport with BM_BTL_CAP_THREADS locks for itself (today only
- *     dgram, with a recursive module lock, and ofi, with a lock per
- *     transmit/receive context; self, sm and tcp leave it to the base). Its operations are called from several threads at
+ *   - a transport with BM_BTL_CAP_THREADS locks for itself (dgram, with a
+ *     recursive module lock; ofi, with a lock per transmit/receive context;
+ *     sm, with a send lock per endpoint for sendi's fast boxes and a
+ *     recursive module lock for the rest, src/btl/sm/README.md "Threads";
+ *     self and tcp leave it to the base). Its operations are called from several threads at
  *     once, also while progress runs; progress (and flush) is called by
  *     one thread at a time, the one that holds the PML's progress lock.
  *   - for both: a send, alloc, free, prepare_src, put, get or atomic call

@@ -28,6 +28,26 @@ static void class_register(struct bm_util_lock_class *cls)
 
 _Thread_local __attribute__((tls_model("initial-exec"))) char bm_util_lock_self_;
 
+_Thread_local
+    __attribute__((tls_model("initial-exec"))) struct bm_util_lock_trace *bm_util_lock_trace_;
+
+void bm_util_lock_trace(struct bm_util_lock_trace *t)
+{
+    bm_util_lock_trace_ = t;
+}
+
+void bm_util_lock_trace_add_(const struct bm_util_lock *l)
+{
+    struct bm_util_lock_trace *t = bm_util_lock_trace_;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->locks[i] == l)
+            return;
+    if (t->n < t->cap)
+        t->locks[t->n++] = l;
+    else
+        t->overflow = true;
+}
+
 void bm_util_lock_init(struct bm_util_lock *l, struct bm_util_lock_class *cls, bool recursive)
 {
     atomic_init(&l->word, 0);

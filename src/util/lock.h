@@ -78,20 +78,43 @@ static inline bool bm_util_lock_cas_(struct bm_util_lock *l)
                                                    memory_order_relaxed);
 }
 
+/* Tests: the distinct locks one thread took while it traced (with
+ * bm_util_lock_stats on only), to show that two threads' operations meet
+ * on no common lock (tests/mpi/mt_locks.c). */
+struct bm_util_lock_trace {
+    const struct bm_util_lock **locks; /* cap entries, filled by the tracing thread */
+    size_t cap, n;
+    bool overflow; /* more distinct locks than cap */
+};
+extern _Thread_local
+    __attribute__((tls_model("initial-exec"))) struct bm_util_lock_trace *bm_util_lock_trace_;
+/* Record this thread's acquisitions in t from now on (adding to what t
+ * holds; the caller empties it), or stop (NULL). */
+void bm_util_lock_trace(struct bm_util_lock_trace *t);
+void bm_util_lock_trace_add_(const struct bm_util_lock *l);
+
+/* An acquisition, counted with bm_util_lock_stats. */
+static inline void bm_util_lock_count_(struct bm_util_lock *l)
+{
+    if (__builtin_expect(bm_util_lock_stats, 0)) {
+        atomic_fetch_add_explicit(&l->cls->acquired, 1, memory_order_relaxed);
+        if (bm_util_lock_trace_)
+            bm_util_lock_trace_add_(l);
+    }
+}
+
 static inline void bm_util_lock_got_(struct bm_util_lock *l)
 {
     if (l->recursive)
         atomic_store_explicit(&l->owner, bm_util_lock_me_(), memory_order_relaxed);
-    if (__builtin_expect(bm_util_lock_stats, 0))
-        atomic_fetch_add_explicit(&l->cls->acquired, 1, memory_order_relaxed);
+    bm_util_lock_count_(l);
 }
 
 static inline void bm_util_lock_take(struct bm_util_lock *l)
 {
     if (bm_util_lock_mine_(l)) {
         l->depth++;
-        if (__builtin_expect(bm_util_lock_stats, 0))
-            atomic_fetch_add_explicit(&l->cls->acquired, 1, memory_order_relaxed);
+        bm_util_lock_count_(l);
         return;
     }
     if (__builtin_expect(!bm_util_lock_cas_(l), 0)) {
@@ -106,8 +129,7 @@ static inline bool bm_util_lock_try(struct bm_util_lock *l)
 {
     if (bm_util_lock_mine_(l)) {
         l->depth++;
-        if (__builtin_expect(bm_util_lock_stats, 0))
-            atomic_fetch_add_explicit(&l->cls->acquired, 1, memory_order_relaxed);
+        bm_util_lock_count_(l);
         return true;
     }
     if (!bm_util_lock_cas_(l)) {

@@ -39,3 +39,11 @@ bm_add_mpi_test(mt_spin_block_block_np2 TARGET mt_spin_block NP 2 BTL self,sm TI
 add_executable(mt_defer ${mt_dir}/mt_defer.c)
 target_link_libraries(mt_defer PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 bm_add_mpi_test(mt_defer_np2 TARGET mt_defer NP 2 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan)
+
+# Per-context and per-peer locking: two threads' small sends to different
+# peers (or on different communicators) take no common lock, counted with
+# the lock trace of BM_PML_STATS (not timed).
+add_executable(mt_locks ${mt_dir}/mt_locks.c)
+target_link_libraries(mt_locks PRIVATE bitmover_internal bm_test_harness Threads::Threads)
+bm_add_mpi_test(mt_locks_np3 TARGET mt_locks NP 3 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan
+    ENV BM_PML_STATS=1 BM_BTL_SM_FBOX_AFTER=0)

@@ -47,6 +47,11 @@ struct bm_btl_sm_module;
 /* One local peer. */
 struct bm_btl_sm_endpoint {
     struct bm_btl_sm_module *module; /* ours, that reaches it */
+    /* Under MPI_THREAD_MULTIPLE: the send lock of this peer (README
+     * "Threads"): sendi's fast-box path takes it and nothing else; it
+     * guards our ring in its segment (tx, fbox_tx, fbox_wait) and is taken
+     * after the module's lock where both are held. */
+    struct bm_util_lock lock;
     int rank;
     pid_t pid;
     /* Its card in the modex (valid until finalize; copied out with memcpy:
@@ -57,19 +62,28 @@ struct bm_btl_sm_endpoint {
     unsigned char *seg;        /* the peer's segment, mapped here; NULL until first use */
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl; /* == seg */
-    int outstanding;               /* our fragments sent to it, not yet back */
-    int amo_pending;               /* of those, atomic requests (flush waits for them) */
-    bool failed;                   /* its process is gone: sends fail with BM_ERR_PEER_GONE */
-    int local_rank;                /* its index on the node */
-    bool fbox;                     /* both segments have rings: its ring to us is watched */
-    bool fbox_tx;                  /* our ring in its segment is backed by memory: send there */
-    uint32_t fbox_wait;            /* sendi calls to go before fbox_tx is set up */
-    bool tx_hint;                  /* its segment wants our hint bit set */
-    struct bm_btl_sm_fbox_tx tx;   /* our ring in its segment */
-    struct bm_btl_sm_fbox_rx rx;   /* its ring in our segment */
-    struct sockaddr_un bell;       /* its doorbell (sm_bell.c) */
-    socklen_t bell_len;            /* 0: unknown */
-    bool bell_ring;                /* it may sleep: look at its flag after each send */
+    /* Our fragments sent to it, not yet back. Written under the module's
+     * lock, read by sendi's fast-box path under the endpoint's lock only:
+     * relaxed atomic loads and stores (bm_btl_sm_outstanding_add). */
+    int outstanding;
+    int amo_pending;    /* of those, atomic requests (flush waits for them) */
+    bool failed;        /* its process is gone: sends fail with BM_ERR_PEER_GONE (atomic stores) */
+    int local_rank;     /* its index on the node */
+    bool fbox;          /* both segments have rings: its ring to us is watched */
+    bool fbox_tx;       /* our ring in its segment is backed by memory: send there */
+    uint32_t fbox_wait; /* sendi calls to go before fbox_tx is set up */
+    bool tx_hint;       /* its segment wants our hint bit set */
+    /* Under MPI_THREAD_MULTIPLE fbox_tx and fbox_wait stay false and 0, so
+     * that sendi's unlocked ring test fails at once and sends take the
+     * locked path (sm_fbox.c); the ring's state is kept here instead, under
+     * the endpoint's lock. */
+    bool fbox_tx_mt;
+    uint32_t fbox_wait_mt;
+    struct bm_btl_sm_fbox_tx tx; /* our ring in its segment */
+    struct bm_btl_sm_fbox_rx rx; /* its ring in our segment */
+    struct sockaddr_un bell;     /* its doorbell (sm_bell.c) */
+    socklen_t bell_len;          /* 0: unknown */
+    bool bell_ring;              /* it may sleep: look at its flag after each send */
 };
 
 /* The initiator's record of an atomic request in flight (sm_atomic.c). */
@@ -103,6 +117,9 @@ struct bm_btl_sm_frag {
 struct bm_btl_sm_module {
     struct bm_btl_module super;
     struct bm_btl_sm_config config;
+    /* MPI_THREAD_MULTIPLE (init args): sm locks for itself
+     * (BM_BTL_CAP_THREADS, README "Threads"; lock at the end). */
+    bool mt;
     const struct bm_rte_proc *self; /* this process, from the component's runtime */
     int rank, nprocs;
     char name[88];             /* shm_open name of our segment */
@@ -151,6 +168,10 @@ struct bm_btl_sm_module {
     struct bm_btl_defer_queue rdma_done; /* callbacks of finished get/put */
     bool bells;                          /* we may sleep: we have a doorbell (sm_bell.c) */
     int bell_rx, bell_tx;                /* our doorbell; the socket we ring others' with */
+    /* Under MPI_THREAD_MULTIPLE: the module's recursive lock, held by every
+     * operation but sendi's ring path and get/put's copies, and by progress
+     * across its callbacks (README "Threads"). */
+    struct bm_util_lock lock;
 };
 
 /* An instance of the transport: one module, or none when this process is
@@ -161,6 +182,27 @@ struct bm_btl_sm_component {
     struct bm_btl_sm_module *module; /* NULL without local peers */
     bool sleepers;                   /* init args->sleepers */
 };
+
+/* Under MPI_THREAD_MULTIPLE: enter and leave the module's lock. */
+static inline void bm_btl_sm_enter(struct bm_btl_sm_module *sm)
+{
+    if (__builtin_expect(sm->mt, 0))
+        bm_util_lock_take(&sm->lock);
+}
+static inline void bm_btl_sm_leave(struct bm_btl_sm_module *sm)
+{
+    if (__builtin_expect(sm->mt, 0))
+        bm_util_lock_give(&sm->lock);
+}
+
+/* ep->outstanding += d, under the module's lock (so writers never race);
+ * atomic so that sendi's fast-box path may read it under the endpoint's
+ * lock alone. Plain moves on x86. */
+static inline void bm_btl_sm_outstanding_add(struct bm_btl_sm_endpoint *ep, int d)
+{
+    __atomic_store_n(&ep->outstanding, __atomic_load_n(&ep->outstanding, __ATOMIC_RELAXED) + d,
+                     __ATOMIC_RELAXED);
+}
 
 /* Base address here of rank's segment, mapping it now (a fragment of a
  * rank this process never talked to: the tail of a FIFO it appends to, or a

@@ -351,6 +351,9 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args,
             free(c);
             return rc;
         }
+        static struct bm_util_lock_class sm_module_class = {.name = "sm module"};
+        c->module->mt = args->thread_level >= BM_BTL_THREAD_MULTIPLE;
+        bm_util_lock_init(&c->module->lock, &sm_module_class, true);
         c->modules[0] = &c->module->super;
         c->super.count = 1;
     }
@@ -358,11 +361,29 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args,
     return BM_OK;
 }
 
+static int sm_progress_pass(struct bm_btl_sm_module *sm);
+
+/* Under MPI_THREAD_MULTIPLE: a pass under the module's lock, held across
+ * the callbacks (which may send again: the lock is recursive). */
+static __attribute__((noinline)) int sm_progress_mt(struct bm_btl_sm_module *sm)
+{
+    bm_util_lock_take(&sm->lock);
+    int n = sm_progress_pass(sm);
+    bm_util_lock_give(&sm->lock);
+    return n;
+}
+
+/* The base polls only components with modules (count > 0): sm is set. */
 static int sm_progress(struct bm_btl_component *comp)
 {
     struct bm_btl_sm_module *sm = ((struct bm_btl_sm_component *)comp)->module;
-    if (!sm)
-        return 0;
+    if (__builtin_expect(sm->mt, 0))
+        return sm_progress_mt(sm);
+    return sm_progress_pass(sm);
+}
+
+static inline int sm_progress_pass(struct bm_btl_sm_module *sm)
+{
     int n = 0;
     if (sm->rdma_done.head)
         n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
@@ -399,12 +420,23 @@ static int sm_wait_fd(struct bm_btl_component *comp)
 
 static int sm_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
 {
-    return bm_btl_sm_wait_arm(((struct bm_btl_sm_component *)comp)->module, timeout_ns);
+    struct bm_btl_sm_module *sm = ((struct bm_btl_sm_component *)comp)->module;
+    if (sm)
+        bm_btl_sm_enter(sm);
+    int r = bm_btl_sm_wait_arm(sm, timeout_ns);
+    if (sm)
+        bm_btl_sm_leave(sm);
+    return r;
 }
 
 static void sm_wait_disarm(struct bm_btl_component *comp)
 {
-    bm_btl_sm_wait_disarm(((struct bm_btl_sm_component *)comp)->module);
+    struct bm_btl_sm_module *sm = ((struct bm_btl_sm_component *)comp)->module;
+    if (sm)
+        bm_btl_sm_enter(sm);
+    bm_btl_sm_wait_disarm(sm);
+    if (sm)
+        bm_btl_sm_leave(sm);
 }
 
 static void sm_module_finalize(struct bm_btl_sm_module *sm)
@@ -455,12 +487,19 @@ static bm_status_t sm_ep_map(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpo
     bm_status_t rc = bm_btl_sm_segment_attach(sm, ep->rank, card, ep);
     if (rc != BM_OK)
         return rc;
+    /* What sendi's fast-box path reads under the endpoint's lock alone. */
+    if (sm->mt)
+        bm_util_lock_take(&ep->lock);
     bm_btl_sm_fbox_connect(sm, ep);
     bm_btl_sm_bell_peer(sm, ep);
+    if (sm->mt)
+        bm_util_lock_give(&ep->lock);
     sm->nattached++;
     bm_log_trace("mapped rank %d's segment (%d mapped)", ep->rank, sm->nattached);
     return BM_OK;
 }
+
+static struct bm_util_lock_class sm_ep_class = {.name = "sm endpoint"};
 
 static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
                                 struct bm_btl_endpoint **endpoints_out,
@@ -506,6 +545,7 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
         if (!ep)
             return BM_ERR_NO_MEMORY;
         ep->module = sm;
+        bm_util_lock_init(&ep->lock, &sm_ep_class, false);
         ep->rank = r;
         ep->pid = (pid_t)card.pid;
         ep->local_rank = card.local_rank;
@@ -589,6 +629,115 @@ static bm_status_t sm_del_procs(struct bm_btl_module *m, int nprocs, const int *
     return BM_OK;
 }
 
+/* ---- MPI_THREAD_MULTIPLE: the operations under the module's lock ------------- */
+
+/* Every operation but sendi (which locks per endpoint, sm_fbox.c) and the
+ * single-copy get and put (which lock only around what they share,
+ * sm_rdma.c) runs under the module's recursive lock when sm->mt, as the
+ * base's component lock did before sm advertised BM_BTL_CAP_THREADS. */
+#define SM_OF(m) ((struct bm_btl_sm_module *)(m))
+
+static bm_status_t sm_op_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                   struct bm_btl_endpoint **endpoints_out,
+                                   struct bm_util_bitmap *reachable)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    bm_status_t rc = sm_add_procs(m, nprocs, ranks, endpoints_out, reachable);
+    bm_btl_sm_leave(SM_OF(m));
+    return rc;
+}
+
+static bm_status_t sm_op_del_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                   struct bm_btl_endpoint **endpoints)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    bm_status_t rc = sm_del_procs(m, nprocs, ranks, endpoints);
+    bm_btl_sm_leave(SM_OF(m));
+    return rc;
+}
+
+static struct bm_btl_descriptor *sm_op_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                             uint8_t order, size_t size, uint32_t flags)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    struct bm_btl_descriptor *d = bm_btl_sm_alloc(m, ep, order, size, flags);
+    bm_btl_sm_leave(SM_OF(m));
+    return d;
+}
+
+static void sm_op_free(struct bm_btl_module *m, struct bm_btl_descriptor *des)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    bm_btl_sm_free(m, des);
+    bm_btl_sm_leave(SM_OF(m));
+}
+
+static struct bm_btl_descriptor *sm_op_prepare_src(struct bm_btl_module *m,
+                                                   struct bm_btl_endpoint *ep, const void *data,
+                                                   size_t reserve, size_t *size, uint8_t order,
+                                                   uint32_t flags)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    struct bm_btl_descriptor *d = bm_btl_sm_prepare_src(m, ep, data, reserve, size, order, flags);
+    bm_btl_sm_leave(SM_OF(m));
+    return d;
+}
+
+static int sm_op_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                      struct bm_btl_descriptor *des, bm_btl_tag_t tag)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    int rc = bm_btl_sm_send(m, ep, des, tag);
+    bm_btl_sm_leave(SM_OF(m));
+    return rc;
+}
+
+static int sm_op_atomic_op(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                           uint64_t remote_addr, const struct bm_btl_reg_handle *remote_handle,
+                           enum bm_btl_atomic_op op, uint64_t operand, uint32_t flags,
+                           uint8_t order, bm_btl_rdma_cb_fn cb, void *context, void *cbdata)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    int rc = bm_btl_sm_atomic_op(m, ep, remote_addr, remote_handle, op, operand, flags, order, cb,
+                                 context, cbdata);
+    bm_btl_sm_leave(SM_OF(m));
+    return rc;
+}
+
+static int sm_op_atomic_fop(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                            uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                            const struct bm_btl_reg_handle *remote_handle, enum bm_btl_atomic_op op,
+                            uint64_t operand, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                            void *context, void *cbdata)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    int rc = bm_btl_sm_atomic_fop(m, ep, local_addr, remote_addr, local_handle, remote_handle, op,
+                                  operand, flags, order, cb, context, cbdata);
+    bm_btl_sm_leave(SM_OF(m));
+    return rc;
+}
+
+static int sm_op_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
+                              uint64_t remote_addr, struct bm_btl_reg_handle *local_handle,
+                              const struct bm_btl_reg_handle *remote_handle, uint64_t compare,
+                              uint64_t value, uint32_t flags, uint8_t order, bm_btl_rdma_cb_fn cb,
+                              void *context, void *cbdata)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    int rc = bm_btl_sm_atomic_cswap(m, ep, local_addr, remote_addr, local_handle, remote_handle,
+                                    compare, value, flags, order, cb, context, cbdata);
+    bm_btl_sm_leave(SM_OF(m));
+    return rc;
+}
+
+static bm_status_t sm_op_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    bm_status_t rc = bm_btl_sm_flush(m, ep);
+    bm_btl_sm_leave(SM_OF(m));
+    return rc;
+}
+
 const struct bm_btl_ops bm_btl_sm_ops = {
     .name = "sm",
     .description = "shared memory between processes of one node (copy-in/copy-out fragments, "
@@ -596,7 +745,7 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .params = &sm_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED | BM_BTL_CAP_ATOMIC_OPS |
             BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_GET | BM_BTL_CAP_GETV | BM_BTL_CAP_PUT |
-            BM_BTL_CAP_WAIT | BM_BTL_CAP_SEND_FAR,
+            BM_BTL_CAP_WAIT | BM_BTL_CAP_SEND_FAR | BM_BTL_CAP_THREADS,
     .query = sm_query,
     .init = sm_init,
     .progress = sm_progress,
@@ -604,20 +753,20 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .wait_fd = sm_wait_fd,
     .wait_arm = sm_wait_arm,
     .wait_disarm = sm_wait_disarm,
-    .add_procs = sm_add_procs,
-    .del_procs = sm_del_procs,
-    .alloc = bm_btl_sm_alloc,
-    .free = bm_btl_sm_free,
-    .prepare_src = bm_btl_sm_prepare_src,
-    .send = bm_btl_sm_send,
+    .add_procs = sm_op_add_procs,
+    .del_procs = sm_op_del_procs,
+    .alloc = sm_op_alloc,
+    .free = sm_op_free,
+    .prepare_src = sm_op_prepare_src,
+    .send = sm_op_send,
     .sendi = bm_btl_sm_sendi,
     .put = bm_btl_sm_put,
     .get = bm_btl_sm_get,
     .getv = bm_btl_sm_getv,
-    .atomic_op = bm_btl_sm_atomic_op,
-    .atomic_fop = bm_btl_sm_atomic_fop,
-    .atomic_cswap = bm_btl_sm_atomic_cswap,
+    .atomic_op = sm_op_atomic_op,
+    .atomic_fop = sm_op_atomic_fop,
+    .atomic_cswap = sm_op_atomic_cswap,
     .register_mem = bm_btl_defer_register_mem,
     .deregister_mem = bm_btl_defer_deregister_mem,
-    .flush = bm_btl_sm_flush,
+    .flush = sm_op_flush,
 };

@@ -19,23 +19,25 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* sendi: the ring when it can take the message, else a fragment through the
- * FIFO (bm_btl_sm_sendi_fifo). The ring's path is this one function, with
- * every condition in one test: it used to be sendi's checks, then a call
- * to a separate ring function with its own frame and the same length
- * tests. */
-int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *bep, const void *hdr,
-                    size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
-                    uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
+/* sendi's ring: BM_BTL_DONE when the ring took the message. tx_on and
+ * wait are the ring's state: fbox_tx and fbox_wait, or under
+ * MPI_THREAD_MULTIPLE (mt) their locked copies, read under the endpoint's
+ * lock while the module's lock guards the writers of outstanding and
+ * failed (relaxed atomic loads then; README "Threads"). */
+static inline __attribute__((always_inline)) int
+sm_ring_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const void *hdr,
+             size_t hdr_len, const void *payload, size_t payload_len, bm_btl_tag_t tag,
+             struct bm_btl_descriptor **des_out, bool *tx_on, uint32_t *wait, bool mt)
 {
-    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
-    struct bm_btl_sm_endpoint *ep = (struct bm_btl_sm_endpoint *)bep;
     size_t len = hdr_len + payload_len;
     /* fbox_max is at most max_send_size (sm_fbox_params_check); a failed
      * peer's sends and bad tags take the FIFO path, which reports them. */
-    if (__builtin_expect(ep->fbox_tx && ep->outstanding == 0 && len <= sm->config.fbox_max &&
-                             tag < BM_BTL_TAG_MAX && !ep->failed,
-                         1)) {
+    if (__builtin_expect(
+            *tx_on &&
+                (mt ? __atomic_load_n(&ep->outstanding, __ATOMIC_RELAXED) : ep->outstanding) == 0 &&
+                len <= sm->config.fbox_max && tag < BM_BTL_TAG_MAX &&
+                !(mt ? __atomic_load_n(&ep->failed, __ATOMIC_RELAXED) : ep->failed),
+            1)) {
         uint32_t off = bm_btl_sm_fbox_offset(hdr_len, payload_len);
         unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx, off, len);
         if (__builtin_expect(p != NULL, 1)) {
@@ -50,9 +52,55 @@ int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *bep, const 
                 *des_out = NULL;
             return BM_BTL_DONE;
         }
-    } else if (!ep->fbox_tx && ep->fbox && ep->fbox_wait > 0 && --ep->fbox_wait == 0) {
+    } else if (*wait > 0 && !*tx_on && ep->fbox && --*wait == 0) {
         bm_btl_sm_fbox_enable(sm, ep); /* the next message may use the ring */
     }
+    return BM_ERR_OUT_OF_RESOURCE;
+}
+
+/* Under MPI_THREAD_MULTIPLE (README "Threads"): the ring under the peer's
+ * send lock alone, so that threads sending to different peers meet on no
+ * lock and a sender does not wait for the thread in progress; the FIFO
+ * under the module's lock (the fragment pool, the FIFO's bookkeeping),
+ * taken after the peer's lock is given back (the order is module, then
+ * endpoint). Each thread's messages keep their order: the ring is used
+ * only while none of the FIFO fragments to that peer is out, and what this
+ * thread pushed is counted before its next look. */
+static __attribute__((noinline)) int
+sm_sendi_mt(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const void *hdr,
+            size_t hdr_len, const void *payload, size_t payload_len, uint8_t order, uint32_t flags,
+            bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
+{
+    bm_util_lock_take(&ep->lock);
+    int rc = sm_ring_send(sm, ep, hdr, hdr_len, payload, payload_len, tag, des_out, &ep->fbox_tx_mt,
+                          &ep->fbox_wait_mt, true);
+    bm_util_lock_give(&ep->lock);
+    if (rc == BM_BTL_DONE)
+        return rc;
+    bm_util_lock_take(&sm->lock);
+    rc = bm_btl_sm_sendi_fifo(sm, ep, hdr, hdr_len, payload, payload_len, order, flags, tag,
+                              des_out);
+    bm_util_lock_give(&sm->lock);
+    return rc;
+}
+
+/* sendi: the ring when it can take the message, else a fragment through the
+ * FIFO (bm_btl_sm_sendi_fifo). The ring's path is inline here, with every
+ * condition in one test: it used to be sendi's checks, then a call to a
+ * separate ring function with its own frame and the same length tests.
+ * Under MPI_THREAD_MULTIPLE the test fails at once (fbox_tx stays false)
+ * and the locked path takes over, so the ring's path pays nothing for it. */
+int bm_btl_sm_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *bep, const void *hdr,
+                    size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
+                    uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out)
+{
+    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
+    struct bm_btl_sm_endpoint *ep = (struct bm_btl_sm_endpoint *)bep;
+    if (sm_ring_send(sm, ep, hdr, hdr_len, payload, payload_len, tag, des_out, &ep->fbox_tx,
+                     &ep->fbox_wait, false) == BM_BTL_DONE)
+        return BM_BTL_DONE;
+    if (__builtin_expect(sm->mt, 0))
+        return sm_sendi_mt(sm, ep, hdr, hdr_len, payload, payload_len, order, flags, tag, des_out);
     return bm_btl_sm_sendi_fifo(sm, ep, hdr, hdr_len, payload, payload_len, order, flags, tag,
                                 des_out);
 }
@@ -147,9 +195,13 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
     sm->by_local[ep->local_rank] = ep;
     sm->rings[sm->nrings++] = ep;
     ep->fbox = true;
-    ep->fbox_tx = false;
-    ep->fbox_wait = (uint32_t)sm->config.fbox_after;
-    if (ep->fbox_wait == 0)
+    /* Under MPI_THREAD_MULTIPLE the unlocked fbox_tx and fbox_wait are
+     * never written (they stay false and 0: sm_sendi_mt). */
+    if (sm->mt)
+        ep->fbox_wait_mt = (uint32_t)sm->config.fbox_after;
+    else
+        ep->fbox_wait = (uint32_t)sm->config.fbox_after;
+    if (sm->config.fbox_after == 0)
         bm_btl_sm_fbox_enable(sm, ep);
     /* The peer may have written before we got here (its bit was dropped
      * while we did not know it): look at the ring on the next poll. */
@@ -159,7 +211,7 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
 void bm_btl_sm_fbox_enable(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
 {
     if (!sm->lazy_rings) {
-        ep->fbox_tx = true; /* reserved with the segment */
+        *(sm->mt ? &ep->fbox_tx_mt : &ep->fbox_tx) = true; /* reserved with the segment */
         return;
     }
     /* Back our ring in the peer's segment through our own mapping: the
@@ -178,7 +230,7 @@ void bm_btl_sm_fbox_enable(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
                      strerror(errno));
         return;
     }
-    ep->fbox_tx = true;
+    *(sm->mt ? &ep->fbox_tx_mt : &ep->fbox_tx) = true;
 }
 
 bool bm_btl_sm_fbox_lazy_supported(void)

@@ -36,7 +36,7 @@ void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
 {
     if (ep->failed)
         return;
-    ep->failed = true;
+    __atomic_store_n(&ep->failed, true, __ATOMIC_RELAXED);
     struct bm_btl_module *m = &sm->super;
     char text[320];
     snprintf(text, sizeof(text),
@@ -60,7 +60,7 @@ void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
         f->quarantine_until_ns = until;
         sm->in_flight--;
         sm->nquarantined++;
-        ep->outstanding--;
+        bm_btl_sm_outstanding_add(ep, -1);
         if (f->amo)
             bm_btl_sm_amo_finish(sm, f, ep, status);
         else if (!f->internal && f->des.cbfunc)

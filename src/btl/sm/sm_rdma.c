@@ -34,6 +34,28 @@ bool bm_btl_sm_cma_probe(struct bm_btl_sm_endpoint *ep, uint64_t remote_seg_addr
     return false;
 }
 
+/* Under MPI_THREAD_MULTIPLE the copies run under no lock (a thread's
+ * megabyte neither waits for nor holds up the others); the module's lock
+ * covers what they share, the queue of callbacks and a peer's failure. */
+static void sm_rdma_peer_gone(struct bm_btl_sm_endpoint *ep)
+{
+    bm_btl_sm_enter(ep->module);
+    bm_btl_sm_peer_failed(ep->module, ep, BM_ERR_PEER_GONE,
+                          "its process is gone (single-copy transfer failed)");
+    bm_btl_sm_leave(ep->module);
+}
+
+static int sm_rdma_done(struct bm_btl_sm_module *sm, struct bm_btl_endpoint *ep, uint32_t flags,
+                        bm_btl_rdma_cb_fn cb, void *local_addr,
+                        struct bm_btl_reg_handle *local_handle, void *context, void *cbdata)
+{
+    bm_btl_sm_enter(sm);
+    int rc = bm_btl_defer_complete(&sm->rdma_done, &sm->super, ep, flags, cb, local_addr,
+                                   local_handle, context, cbdata);
+    bm_btl_sm_leave(sm);
+    return rc;
+}
+
 /* Move size bytes, looping over partial transfers (the kernel may stop at
  * a page boundary). */
 static int sm_cma_move(struct bm_btl_sm_endpoint *ep, void *local_addr, uint64_t remote_addr,
@@ -54,8 +76,7 @@ static int sm_cma_move(struct bm_btl_sm_endpoint *ep, void *local_addr, uint64_t
                 write ? "process_vm_writev" : "process_vm_readv", size - done,
                 (unsigned long long)(remote_addr + done), ep->rank, (int)ep->pid, strerror(err));
             if (err == ESRCH) {
-                bm_btl_sm_peer_failed(ep->module, ep, BM_ERR_PEER_GONE,
-                                      "its process is gone (single-copy transfer failed)");
+                sm_rdma_peer_gone(ep);
                 return BM_ERR_PEER_GONE;
             }
             return err == EFAULT ? BM_ERR_BAD_PARAM : BM_ERR_LINK_DOWN;
@@ -76,13 +97,12 @@ int bm_btl_sm_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
     struct bm_btl_sm_endpoint *e = (struct bm_btl_sm_endpoint *)ep;
     if (!sm->cma_ok)
         return BM_ERR_NOT_AVAILABLE;
-    if (e->failed)
+    if (__atomic_load_n(&e->failed, __ATOMIC_RELAXED))
         return BM_ERR_PEER_GONE;
     int rc = sm_cma_move(e, local_addr, remote_addr, size, true);
     if (rc != BM_OK)
         return rc;
-    return bm_btl_defer_complete(&sm->rdma_done, m, ep, flags, cb, local_addr, local_handle,
-                                 context, cbdata);
+    return sm_rdma_done(sm, ep, flags, cb, local_addr, local_handle, context, cbdata);
 }
 
 int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -96,13 +116,12 @@ int bm_btl_sm_get(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *loc
     struct bm_btl_sm_endpoint *e = (struct bm_btl_sm_endpoint *)ep;
     if (!sm->cma_ok)
         return BM_ERR_NOT_AVAILABLE;
-    if (e->failed)
+    if (__atomic_load_n(&e->failed, __ATOMIC_RELAXED))
         return BM_ERR_PEER_GONE;
     int rc = sm_cma_move(e, local_addr, remote_addr, size, false);
     if (rc != BM_OK)
         return rc;
-    return bm_btl_defer_complete(&sm->rdma_done, m, ep, flags, cb, local_addr, local_handle,
-                                 context, cbdata);
+    return sm_rdma_done(sm, ep, flags, cb, local_addr, local_handle, context, cbdata);
 }
 
 /* Drop the first n bytes of a piece list (after a partial transfer). */
@@ -133,7 +152,7 @@ int bm_btl_sm_getv(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
     struct bm_btl_sm_endpoint *e = (struct bm_btl_sm_endpoint *)ep;
     if (!sm->cma_ok)
         return BM_ERR_NOT_AVAILABLE;
-    if (e->failed)
+    if (__atomic_load_n(&e->failed, __ATOMIC_RELAXED))
         return BM_ERR_PEER_GONE;
     if (nlocal > BM_BTL_IOV_MAX || nremote > BM_BTL_IOV_MAX || nlocal == 0)
         return BM_ERR_BAD_PARAM;
@@ -162,8 +181,7 @@ int bm_btl_sm_getv(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                                "failed: %s",
                                total - done, nr, e->rank, (int)e->pid, strerror(err));
             if (err == ESRCH) {
-                bm_btl_sm_peer_failed(e->module, e, BM_ERR_PEER_GONE,
-                                      "its process is gone (single-copy transfer failed)");
+                sm_rdma_peer_gone(e);
                 return BM_ERR_PEER_GONE;
             }
             return err == EFAULT ? BM_ERR_BAD_PARAM : BM_ERR_LINK_DOWN;
@@ -172,8 +190,7 @@ int bm_btl_sm_getv(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
         iov_advance(&l, &nl, (size_t)n);
         iov_advance(&r, &nr, (size_t)n);
     }
-    return bm_btl_defer_complete(&sm->rdma_done, m, ep, flags, cb, (void *)(uintptr_t)local[0].addr,
-                                 NULL, context, cbdata);
+    return sm_rdma_done(sm, ep, flags, cb, (void *)(uintptr_t)local[0].addr, NULL, context, cbdata);
 }
 
 /* Transfers are done when their call returns, so only queued callbacks and

@@ -111,7 +111,7 @@ void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
     hdr->src = sm->rank;
     f->dest = dest;
     f->in_flight = true;
-    dest->outstanding++;
+    bm_btl_sm_outstanding_add(dest, 1);
     sm->in_flight++;
     bm_btl_sm_fifo_push(&dest->ctl->fifo, hdr, f->rptr, bm_btl_sm_resolve, sm);
     bm_btl_sm_bell_check(sm, dest);
@@ -157,7 +157,7 @@ int bm_btl_sm_sendi_fifo(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
         *des_out = NULL;
     if (tag >= BM_BTL_TAG_MAX)
         return BM_ERR_BAD_PARAM;
-    if (ep->failed)
+    if (__atomic_load_n(&ep->failed, __ATOMIC_RELAXED))
         return BM_ERR_PEER_GONE;
     size_t len = hdr_len + payload_len;
     if (len > sm->config.max_send_size)
@@ -193,7 +193,7 @@ static void sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_
     f->dest = NULL;
     sm->in_flight--;
     if (dest)
-        dest->outstanding--;
+        bm_btl_sm_outstanding_add(dest, -1);
     if (f->amo) {
         const struct bm_btl_sm_amo *a = f->des.seg[0].addr; /* the target's answer */
         bm_btl_sm_amo_finish(sm, f, dest, a->status);

@@ -1,0 +1,193 @@
+/* Threads that send to different peers, or on different communicators,
+ * must not serialise on one lock (issue 18, src/pml/README.md "Threads"):
+ * the test records, with BM_PML_STATS=1 (util/lock.h's trace), every
+ * distinct lock each of rank 0's two sending threads takes inside its
+ * MPI_Send calls of 8 bytes (the inline path: sequence number, transport),
+ * while both send at once, and compares the two sets. Counting locks is
+ * independent of load and timing, unlike a rate.
+ *   1. Thread 0 sends to rank 1 on one communicator, thread 1 to rank 2 on
+ *      another: the two sets must share no lock at all.
+ *   2. Both send to rank 1, each on its own communicator: the only locks
+ *      they may share are the peer's send lock (class "sm endpoint").
+ * Each set must hold a context lock and the peer's send lock (else the
+ * trace saw nothing, or the transport did not lock per endpoint). Windows
+ * of 16 messages, acknowledged by the receiver, keep the fast boxes from
+ * filling (a full ring sends through the FIFO, which takes the fragment
+ * pool's lock); a warm-up without the trace sets the rings up. Every
+ * message's contents are checked. Run over self,sm with 3 ranks. */
+#include "bm_test.h"
+#include "util/lock.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#define WIN     16
+#define WINDOWS 64
+#define WARM    4
+#define MAXLOCK 64
+
+struct job {
+    int t, peer;
+    MPI_Comm comm;
+    struct bm_util_lock_trace tr;
+    const struct bm_util_lock *locks[MAXLOCK];
+};
+
+static pthread_barrier_t go;
+static int bad_msgs;
+
+static void *send_main(void *arg)
+{
+    struct job *j = arg;
+    j->tr = (struct bm_util_lock_trace){.locks = j->locks, .cap = MAXLOCK};
+    for (int w = 0; w < WARM + WINDOWS; w++) {
+        if (w == WARM)
+            pthread_barrier_wait(&go); /* both threads trace at the same time */
+        for (int s = 0; s < WIN; s++) {
+            int msg[2] = {w * WIN + s, j->t};
+            if (w >= WARM)
+                bm_util_lock_trace(&j->tr);
+            MPI_Send(msg, 2, MPI_INT, j->peer, 5, j->comm);
+            bm_util_lock_trace(NULL);
+        }
+        int ack;
+        MPI_Recv(&ack, 1, MPI_INT, j->peer, 6, j->comm, MPI_STATUS_IGNORE);
+    }
+    return NULL;
+}
+
+struct rjob {
+    int t;
+    MPI_Comm comm;
+};
+
+static void *recv_main(void *arg)
+{
+    struct rjob *r = arg;
+    for (int w = 0; w < WARM + WINDOWS; w++) {
+        for (int s = 0; s < WIN; s++) {
+            int msg[2] = {-1, -1};
+            MPI_Recv(msg, 2, MPI_INT, 0, 5, r->comm, MPI_STATUS_IGNORE);
+            if (msg[0] != w * WIN + s || msg[1] != r->t)
+                __atomic_fetch_add(&bad_msgs, 1, __ATOMIC_RELAXED);
+        }
+        int ack = w;
+        MPI_Send(&ack, 1, MPI_INT, 0, 6, r->comm);
+    }
+    return NULL;
+}
+
+static bool has_class(const struct job *j, const char *name)
+{
+    for (size_t i = 0; i < j->tr.n; i++)
+        if (strcmp(j->locks[i]->cls->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* Locks both threads took; those not of class allowed (NULL: none allowed)
+ * are reported. Returns how many were not allowed. */
+static int shared_locks(const struct job *a, const struct job *b, const char *allowed,
+                        int *nallowed)
+{
+    int wrong = 0;
+    *nallowed = 0;
+    for (size_t i = 0; i < a->tr.n; i++)
+        for (size_t k = 0; k < b->tr.n; k++) {
+            if (a->locks[i] != b->locks[k])
+                continue;
+            const char *cls = a->locks[i]->cls->name;
+            if (allowed && strcmp(cls, allowed) == 0) {
+                (*nallowed)++;
+                continue;
+            }
+            BM_CHECK_MSG(false, "both threads took the same lock of class \"%s\"", cls);
+            wrong++;
+        }
+    return wrong;
+}
+
+static void check_job(const struct job *j)
+{
+    BM_CHECK_MSG(!j->tr.overflow, "thread %d took more than %d distinct locks", j->t, MAXLOCK);
+    BM_CHECK_MSG(has_class(j, "context"),
+                 "thread %d's sends took no context lock (trace empty: %zu locks; BM_PML_STATS "
+                 "unset or not MPI_THREAD_MULTIPLE?)",
+                 j->t, j->tr.n);
+    BM_CHECK_MSG(has_class(j, "sm endpoint"),
+                 "thread %d's sends took no sm endpoint lock (%zu locks): sm does not lock per "
+                 "endpoint",
+                 j->t, j->tr.n);
+}
+
+/* Rank 0 sends from two threads; each peer receives on its communicator(s). */
+static void run_phase(int rank, int phase, MPI_Comm ca, MPI_Comm cb)
+{
+    struct job jobs[2] = {{.t = 0, .peer = 1, .comm = ca},
+                          {.t = 1, .peer = phase == 1 ? 2 : 1, .comm = cb}};
+    if (rank == 0) {
+        pthread_t th;
+        pthread_barrier_init(&go, NULL, 2);
+        pthread_create(&th, NULL, send_main, &jobs[1]);
+        send_main(&jobs[0]);
+        pthread_join(th, NULL);
+        pthread_barrier_destroy(&go);
+        check_job(&jobs[0]);
+        check_job(&jobs[1]);
+        int nallowed = 0;
+        if (phase == 1) {
+            BM_CHECK_EQ_INT(shared_locks(&jobs[0], &jobs[1], NULL, &nallowed), 0);
+        } else {
+            BM_CHECK_EQ_INT(shared_locks(&jobs[0], &jobs[1], "sm endpoint", &nallowed), 0);
+            BM_CHECK_MSG(nallowed == 1,
+                         "%d sm endpoint locks shared sending to one peer, "
+                         "expected 1",
+                         nallowed);
+        }
+    } else if (phase == 1) {
+        struct rjob r = {.t = rank - 1, .comm = rank == 1 ? ca : cb};
+        recv_main(&r);
+    } else if (rank == 1) {
+        struct rjob r[2] = {{.t = 0, .comm = ca}, {.t = 1, .comm = cb}};
+        pthread_t th;
+        pthread_create(&th, NULL, recv_main, &r[1]);
+        recv_main(&r[0]);
+        pthread_join(th, NULL);
+    }
+}
+
+/* MPI_THREAD_MULTIPLE, 3 ranks and the lock trace, or false. */
+static bool start(int *argc, char ***argv, int *rank)
+{
+    int provided, size;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    bm_test_current = "set-up";
+    BM_CHECK_MSG(provided == MPI_THREAD_MULTIPLE, "provided %d, not MPI_THREAD_MULTIPLE", provided);
+    BM_CHECK_MSG(size == 3, "%d ranks, run with 3", size);
+    BM_CHECK_MSG(bm_util_lock_stats, "run with BM_PML_STATS=1 (the lock trace needs it)");
+    return provided == MPI_THREAD_MULTIPLE && size == 3 && bm_util_lock_stats;
+}
+
+int main(int argc, char **argv)
+{
+    int rank;
+    if (start(&argc, &argv, &rank)) {
+        MPI_Comm ca, cb;
+        MPI_Comm_dup(MPI_COMM_WORLD, &ca);
+        MPI_Comm_dup(MPI_COMM_WORLD, &cb);
+        bm_test_current = "different peers, different communicators";
+        run_phase(rank, 1, ca, cb);
+        MPI_Barrier(MPI_COMM_WORLD);
+        bm_test_current = "one peer, different communicators";
+        run_phase(rank, 2, ca, cb);
+        BM_CHECK_EQ_INT(bad_msgs, 0);
+        MPI_Comm_free(&ca);
+        MPI_Comm_free(&cb);
+    }
+    MPI_Finalize();
+    return bm_test_summary("mt_locks");
+}
