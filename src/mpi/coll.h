@@ -53,8 +53,9 @@ enum bm_mpi_coll_kind {
     X(ALLTOALL_SM, "alltoall.sm")                                                                  \
     X(SM_COPY, "sm.copy")             /* any of the .sm ones, its data by single copy */           \
     X(SM_COPY_SPLIT, "sm.copy_split") /* a 2-rank reduce.sm whose work both ranks share */         \
-    X(SM_SLEEP, "sm.sleep") /* a wait on a segment flag slept (BM_PML_WAIT_MODE=block) */          \
-    X(SM_LARGE, "sm.large") /* any of the .sm ones, its data in the large area */                  \
+    X(SM_SLEEP, "sm.sleep")   /* a wait on a segment flag slept (BM_PML_WAIT_MODE=block) */        \
+    X(SM_LARGE, "sm.large")   /* any of the .sm ones, its data in the large area */                \
+    X(SM_SHARES, "sm.shares") /* an allreduce.sm in the large area, combined in shares */          \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \
