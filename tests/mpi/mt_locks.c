@@ -13,7 +13,11 @@
  * trace saw nothing, or the transport did not lock per endpoint). Windows
  * of 16 messages, acknowledged by the receiver, keep the fast boxes from
  * filling (a full ring sends through the FIFO, which takes the fragment
- * pool's lock); a warm-up without the trace sets the rings up. Every
+ * pool's lock); a warm-up without the trace sets the rings up and lets the
+ * FIFO fragments of the set-up traffic (communicator creation) come home,
+ * since a ring is used only while none of its peer's fragments is out;
+ * each window's acknowledgement gives the drainer a pass to take them
+ * back. Every
  * message's contents are checked. Run over self,sm with 3 ranks. */
 #include "bm_test.h"
 #include "util/lock.h"
@@ -25,7 +29,7 @@
 
 #define WIN     16
 #define WINDOWS 64
-#define WARM    4
+#define WARM    8
 #define MAXLOCK 64
 
 struct job {
