@@ -278,6 +278,9 @@ struct bm_btl_ofi_endpoint {
     atomic_int unanswered; /* we sent since we last heard from the peer */
     uint64_t quiet_since;  /* when the watcher first saw unanswered (0: not yet) */
     atomic_bool ping_out;  /* a PING awaits its PONG */
+    /* fence_close: contexts (bit c) that injected to this peer; closing
+     * sends a FENCE from each first (ofi_send.c) */
+    _Atomic uint64_t injected;
     uint64_t ping_at;
     uint32_t ping_seq;
     _Atomic uint64_t probe_at; /* failed path: next probe (set by whoever fails it) */
@@ -360,10 +363,10 @@ struct bm_btl_ofi_module {
     bool manual;     /* FI_PROGRESS_MANUAL: we drive the provider */
     bool yield_rdma; /* software provider with its own progress thread: pollers yield (progress) */
     bool multi_recv;
-    bool send_inject;         /* sendi may inject (not where the provider's thread sends) */
-    size_t min_multi_recv;    /* FI_OPT_MIN_MULTI_RECV: a buffer is released below this room */
-    bool closing;             /* finalize: receive buffers are not posted again */
-    bool acks;                /* our own delivery acknowledgements (socket providers) */
+    bool fence_close;      /* injects are fenced before closing (the provider's own thread sends) */
+    size_t min_multi_recv; /* FI_OPT_MIN_MULTI_RECV: a buffer is released below this room */
+    bool closing;          /* finalize: receive buffers are not posted again */
+    bool acks;             /* our own delivery acknowledgements (socket providers) */
     atomic_bool had_failures; /* a path failed at some point (finalize messages) */
     struct bm_btl_ofi_stats stats;
     pthread_mutex_t ack_lock;              /* the list below, with threads */
@@ -721,6 +724,9 @@ int bm_btl_ofi_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const 
 void bm_btl_ofi_send_complete(struct bm_btl_ofi_frag *f, int status);
 /* Run a finished fragment's callback and release it. */
 void bm_btl_ofi_send_finish(struct bm_btl_ofi_frag *f, int status);
+/* Before closing (fence_close): a FENCE with a completion from every
+ * context that injected to a peer; the drain that follows waits for them. */
+void bm_btl_ofi_send_fences(struct bm_btl_ofi_module *m);
 /* Inject a short transport message (header filled by the caller). */
 bm_status_t bm_btl_ofi_send_inject(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
                                    const void *buf, size_t len);

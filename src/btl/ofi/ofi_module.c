@@ -176,13 +176,13 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
     /* A provider whose own thread sends (sockets: automatic progress)
      * only queues an injected message for that thread and reports nothing
      * back, so nothing can wait for it: closing the endpoint dropped what
-     * the thread had not sent yet (MPI_Finalize's last barrier message:
-     * mt_stress with 4 threads and contexts hung in 6 of 12 runs, 0 of 12
-     * without inject). Its small messages go as descriptor sends, which
-     * complete on delivery and which the close drains. Providers we drive
-     * (rxm: the calling thread writes the message to its socket) and NICs
-     * inject. */
-    m->send_inject = !(m->software && !m->manual);
+     * had not reached the peer's provider yet (MPI_Finalize's last barrier
+     * message: mt_stress with 4 threads and contexts hung in 6 of 12 runs;
+     * 0 of 12 without inject). Closing first sends a FENCE with a
+     * completion (delivery) behind them from each context that injected to
+     * a peer, and the drain waits for those. Providers we drive (rxm: the
+     * calling thread writes the message to its socket) and NICs need none. */
+    m->fence_close = m->software && !m->manual;
     m->max_msg_size = info->ep_attr->max_msg_size;
     m->rma_flags = FI_DELIVERY_COMPLETE;
     /* Our own delivery acknowledgements where completions do not prove
@@ -301,6 +301,8 @@ void bm_btl_ofi_module_close(struct bm_btl_ofi_module *m)
     /* 0. Acknowledgements we still owe go out now: a peer may be waiting
      *    for them to complete its last sends (ofi_ack.c). */
     bm_btl_ofi_ack_flush_all(m);
+    if (m->fence_close)
+        bm_btl_ofi_send_fences(m);
     m->closing = true;
     /* 1. Let the provider give back what it holds: receives are cancelled,
      *    operations in flight get a bounded time to complete. */
@@ -585,6 +587,8 @@ void bm_btl_ofi_endpoint_ctl(struct bm_btl_ofi_endpoint *ep, const struct bm_btl
     case BM_BTL_OFI_CTL_ACK:
         bm_btl_ofi_ack_apply(ep, msg->ctx, msg->seq);
         break;
+    case BM_BTL_OFI_CTL_FENCE:
+        break; /* its completion at the sender was all it was for */
     case BM_BTL_OFI_CTL_PONG:
         if (msg->seq != ep->ping_seq)
             break; /* an old probe's answer */

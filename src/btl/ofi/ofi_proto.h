@@ -73,6 +73,10 @@ enum bm_btl_ofi_ctl {
     BM_BTL_OFI_CTL_PING = 1, /* are you there? answered by a PONG with the same seq */
     BM_BTL_OFI_CTL_PONG = 2, /* the answer: the path works both ways */
     BM_BTL_OFI_CTL_ACK = 3,  /* got every tracked message up to seq of stream ctx */
+    /* nothing to do: sent with a completion before the sender closes its
+     * endpoint, behind the messages it injected from that context; its
+     * completion (delivery) says they reached the peer's provider */
+    BM_BTL_OFI_CTL_FENCE = 4,
 };
 
 struct bm_btl_ofi_ctl_msg {

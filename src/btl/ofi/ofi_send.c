@@ -5,8 +5,9 @@
  * the caller's own memory as a second piece (SEND_INPLACE), with a
  * registration from the cache when the provider wants local registration.
  * sendi's messages that fit the provider's inject size go with fi_inject
- * (no completion, the buffer is free at once; not where the provider's own
- * thread sends, see send_inject in ofi_module.c); the PML uses sendi only
+ * (no completion, the buffer is free at once; where the provider's own
+ * thread sends, closing fences them first: fence_close in ofi_module.c);
+ * the PML uses sendi only
  * towards a peer it reaches by one path, where nothing could be resent
  * elsewhere anyway. Descriptor sends always complete through the
  * context's completion queue (ofi_context.c), with FI_DELIVERY_COMPLETE:
@@ -175,6 +176,15 @@ static void frag_init_des(struct bm_btl_ofi_module *m, struct bm_btl_ofi_frag *f
     d->module = &m->super;
 }
 
+/* An injected message left ctx for ep: remembered for the FENCE at close. */
+static inline void injected(const struct bm_btl_ofi_module *m, const struct bm_btl_ofi_context *ctx,
+                            struct bm_btl_ofi_endpoint *ep)
+{
+    uint64_t bit = 1ull << ctx->index;
+    if (m->fence_close && !(atomic_load_explicit(&ep->injected, memory_order_relaxed) & bit))
+        atomic_fetch_or(&ep->injected, bit);
+}
+
 /* ---- descriptors --------------------------------------------------------------- */
 
 struct bm_btl_descriptor *bm_btl_ofi_alloc(struct bm_btl_module *mod, struct bm_btl_endpoint *bep,
@@ -311,7 +321,7 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
         return failed;
     size_t total = sizeof(struct bm_btl_ofi_hdr) + len;
     struct bm_btl_ofi_context *ctx = bm_btl_ofi_context_pick(m, ep);
-    if (m->send_inject && total <= m->inject_size && total <= OFI_INJECT_STACK) {
+    if (total <= m->inject_size && total <= OFI_INJECT_STACK) {
         _Alignas(8) unsigned char buf[OFI_INJECT_STACK];
         struct bm_btl_ofi_hdr *h = (struct bm_btl_ofi_hdr *)buf;
         bm_util_copy(buf + sizeof(*h), hdr, hdr_len);
@@ -322,6 +332,7 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
         ssize_t rc = fi_inject(ctx->tx, buf, total, bm_btl_ofi_context_dest(ctx, ep));
         bm_btl_ofi_unlock(ctx);
         if (rc == 0) {
+            injected(m, ctx, ep);
             bm_btl_ofi_endpoint_unstalled(ep);
             bm_btl_ofi_endpoint_sent(ep);
             BM_OFI_COUNT(m, injects);
@@ -383,10 +394,31 @@ void bm_btl_ofi_frag_returned(struct bm_btl_ofi_frag *f)
         frag_put(f);
 }
 
+static bm_status_t send_ctl_on(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                               uint8_t ctl, uint32_t seq);
+
 bm_status_t bm_btl_ofi_send_ctl(struct bm_btl_ofi_endpoint *ep, uint8_t ctl, uint32_t seq)
 {
+    return send_ctl_on(bm_btl_ofi_context_pick(ep->m, ep), ep, ctl, seq);
+}
+
+void bm_btl_ofi_send_fences(struct bm_btl_ofi_module *m)
+{
+    for (int r = 0; m->ctx && r < m->comp->size; r++) {
+        struct bm_btl_ofi_endpoint *ep = __atomic_load_n(&m->eps[r], __ATOMIC_ACQUIRE);
+        if (!ep || bm_btl_ofi_ep_failed(ep))
+            continue;
+        uint64_t bits = atomic_exchange(&ep->injected, 0);
+        for (int c = 0; c < m->nctx && bits; c++)
+            if ((bits >> c) & 1)
+                (void)send_ctl_on(&m->ctx[c], ep, BM_BTL_OFI_CTL_FENCE, 0);
+    }
+}
+
+static bm_status_t send_ctl_on(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
+                               uint8_t ctl, uint32_t seq)
+{
     struct bm_btl_ofi_module *m = ep->m;
-    struct bm_btl_ofi_context *ctx = bm_btl_ofi_context_pick(m, ep);
     struct bm_btl_ofi_ctl_msg msg = {.ctl = ctl, .seq = seq};
     bm_btl_ofi_lock(ctx);
     struct bm_btl_ofi_frag *f = frag_get(ctx, sizeof(msg));
@@ -418,5 +450,8 @@ bm_status_t bm_btl_ofi_send_inject(struct bm_btl_ofi_context *ctx, struct bm_btl
     bm_btl_ofi_lock(ctx);
     ssize_t rc = fi_inject(ctx->tx, buf, len, bm_btl_ofi_context_dest(ctx, ep));
     bm_btl_ofi_unlock(ctx);
-    return rc == 0 ? BM_OK : BM_ERR_OUT_OF_RESOURCE;
+    if (rc != 0)
+        return BM_ERR_OUT_OF_RESOURCE;
+    injected(ctx->m, ctx, ep);
+    return BM_OK;
 }
