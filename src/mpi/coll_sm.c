@@ -144,21 +144,13 @@ bool bm_coll_sm_can_copy(const struct bm_mpi_coll_comm *cc)
     return cc->sm_state == SM_ON && cc->sm->copy_ok;
 }
 
-/* BM_PML_WAIT_MODE=block, or auto on an oversubscribed host: a wait that
- * polled SLEEP_POLLS times (yielding every POLLS_PER_PROGRESS polls where
- * ranks share cores) sleeps in the kernel on the flag (a futex on its low
- * 32 bits in the shared segment) until its writer stores it, at most
+/* BM_PML_WAIT_MODE=block: a wait that polled SLEEP_POLLS times sleeps in
+ * the kernel on the flag (a futex on its low 32
+ * bits in the shared segment) until its writer stores it, at most
  * SLEEP_MAX_NS (a writer that does not ring: ranks started with another
  * wait mode). The writer rings only while the segment's sleeper count is
  * above 0: each side makes its store, a full fence, then loads the other's
- * word, so either the sleeper sees the flag or the writer sees the count.
- * Where ranks outnumber the cores and other programs compete for them too,
- * a rank that yields stays runnable beside them and waits for a time slice
- * again and again, while a woken sleeper preempts them (4 and 8 ranks on 2
- * cores at load 17-23, nice -20, 3 interleaved rounds, bm_coll 8 B-1 MiB:
- * the worst ratio to Open MPI's time per collective was 0.5-15x yielding
- * (barrier 4 ranks 5.1x, 8 ranks allgather 4.8x, gather 3.9x) and 0.06-1.4x
- * sleeping). */
+ * word, so either the sleeper sees the flag or the writer sees the count. */
 #define SLEEP_POLLS  (4 * POLLS_PER_PROGRESS)
 #define SLEEP_MAX_NS 1000000L
 
@@ -362,9 +354,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
     sm->slots = sm->seg.addr;
     sm->done = (char *)sm->seg.addr + 2 * (size_t)comm->size * slot;
     sm->sleepers = (_Atomic uint32_t *)(void *)(sm->done + (size_t)comm->size * LINE);
-    /* Sleep on the flags also where the job left the wait mode to us and
-     * oversubscribes its host (see flag_sleep). */
-    sm->rings = bm_pml_wait_blocks() || (bm_pml_wait_auto() && bm_pml_oversubscribed());
+    sm->rings = bm_pml_wait_blocks();
     sm->copy_ok = all_agree(comm, copy_paths(comm, sm), fn);
     cc->sm = sm;
     cc->sm_state = SM_ON;

@@ -104,8 +104,6 @@ bool bm_pml_idle_yields(void);
  * shared-memory collectives' flags) follow it. Valid after bm_pml_init. */
 bool bm_pml_wait_spins(void);
 bool bm_pml_wait_blocks(void);
-/* BM_PML_WAIT_MODE is auto (the job did not choose). */
-bool bm_pml_wait_auto(void);
 
 /* True when the PML takes its locks: MPI_THREAD_MULTIPLE, or the progress
  * thread (BM_PML_PROGRESS_THREAD) calls it beside the program. */

@@ -178,11 +178,6 @@ bool bm_pml_wait_blocks(void)
     return bm_pml_g.wait_mode == BM_PML_WAIT_BLOCK && wait_g.spin_ns == 0;
 }
 
-bool bm_pml_wait_auto(void)
-{
-    return wait_g.cfg.mode == WAIT_AUTO;
-}
-
 /* Idle polls before a thread yields or sleeps when BM_PML_IDLE_YIELD says
  * never (auto on a host with a CPU per rank): waiting threads that share
  * the cores (MPI_THREAD_MULTIPLE), or a thread that chose to sleep, still

@@ -308,21 +308,6 @@ foreach(set a b c d e f)
     endforeach()
 endforeach()
 
-# Where the job leaves the wait mode to the library (auto) and oversubscribes
-# its host, waits on the collective segment's flags sleep (sm.sleep), as
-# BM_PML_WAIT_MODE=block makes them everywhere: two ranks confined to one CPU
-# (taskset), mt_progress -b's barrier that rank 0 enters 100 ms late (fails
-# unless the others slept on its flags and used under half a core).
-find_program(BM_TEST_TASKSET NAMES taskset)
-if(BM_TEST_TASKSET)
-    bm_scaled_timeout(t 60)
-    math(EXPR bmrun_t "${t} - 5")
-    add_test(NAME coll_sleep_oversubscribed COMMAND ${BM_TEST_TASKSET} -c 0 $<TARGET_FILE:bmrun>
-        -n 2 --timeout ${bmrun_t} $<TARGET_FILE:mt_progress> -b)
-    set_tests_properties(coll_sleep_oversubscribed PROPERTIES TIMEOUT ${t} LABELS "mpi;coll"
-        ENVIRONMENT "BM_BTL=self,sm")
-endif()
-
 # The PML's idle policy: yield only when the job oversubscribes its host.
 bm_scaled_timeout(t 120)
 add_test(NAME pml_idle_yield COMMAND ${api_dir}/pml_idle_yield.sh $<TARGET_FILE:bmrun>
