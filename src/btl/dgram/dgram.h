@@ -183,11 +183,6 @@ struct bm_btl_dgram_wire_ops {
     int (*flush)(struct bm_btl_dgram_module *m, int ch);
     /* Receive up to rx_max datagrams; calls bm_btl_dgram_recv_packet for each. */
     int (*poll)(struct bm_btl_dgram_module *m, int ch);
-    /* Optional (NULL: poll every channel): the channels with datagrams
-     * waiting, bit c for channel c, found with one system call; progress
-     * asks it after a pass that received nothing instead of polling each
-     * channel. */
-    unsigned (*ready)(struct bm_btl_dgram_module *m);
     /* A new peer: set ep->wire_addr[] (address vector insertion). */
     bm_status_t (*peer_add)(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep);
 };
@@ -476,7 +471,6 @@ struct bm_btl_dgram_module {
     uint64_t next_reg_key;
     uint64_t now_ns; /* cached clock of the current progress call */
     bool in_poll;    /* delivering a receive batch */
-    bool rx_idle;    /* the last progress pass received nothing (wire->ready gates the next) */
 };
 
 /* ---- sequence arithmetic (wrap-safe, 16-bit) ----------------------------- */

@@ -461,32 +461,14 @@ static int bm_btl_dgram_module_progress_unlocked(struct bm_btl_dgram_module *m)
     /* Drain both channels (bounded) before answering: an ACK built after
      * reading only one of them shows as holes the packets still waiting in
      * the other, and the sender would resend them for nothing. */
-    /* After a pass that received nothing, the wire says in one system call
-     * which channels have anything (wire->ready), instead of a receive call
-     * on each: a waiting rank's pass is shorter, so it sees an arrival
-     * sooner. A level-triggered check: what it reports is there. */
-    unsigned ready = ~0u;
-    if (m->rx_idle && m->wire->ready && !m->in_poll)
-        ready = m->wire->ready(m);
-    int got = 0;
-    for (int round = 0; round < 8 && ready; round++) {
-        int k = 0;
-        if (ready & 1u << BM_DGRAM_CH_PRIO)
-            k += m->wire->poll(m, BM_DGRAM_CH_PRIO);
-        if (ready & 1u << BM_DGRAM_CH_DATA)
-            k += m->wire->poll(m, BM_DGRAM_CH_DATA);
-        got += k;
+    for (int round = 0; round < 8; round++) {
+        int k = m->wire->poll(m, BM_DGRAM_CH_PRIO);
+        k += m->wire->poll(m, BM_DGRAM_CH_DATA);
+        n += k;
         if (k < (int)m->ch[BM_DGRAM_CH_PRIO].rx_max)
             break;
-        ready = ~0u;
     }
-    m->rx_idle = got == 0;
-    n += got;
-    /* Delivering takes time (the timers below must see it); an empty
-     * receive check does not: one clock read less per waiting pass (17-23
-     * ns of vDSO clock_gettime here, a tenth of such a pass). */
-    if (got)
-        m->now_ns = bm_btl_dgram_now();
+    m->now_ns = bm_btl_dgram_now();
     bm_btl_dgram_timer_expire(m);
     if (m->nfailed && m->probe_next_ns <= m->now_ns)
         bm_btl_dgram_endpoint_probe_failed(m);

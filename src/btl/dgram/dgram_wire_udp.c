@@ -15,7 +15,6 @@
 #include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,7 +46,6 @@ struct udp_chan_state {
     struct iovec *rx_iov;
     struct sockaddr_in *rx_from;
     unsigned rx_dirty; /* headers the last recvmmsg wrote to (to be set up again) */
-    int ready_fd;      /* PRIO channel's state only: epoll set of both sockets, or -1 */
 };
 
 static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
@@ -100,7 +98,6 @@ static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
     if (!st)
         return BM_ERR_NO_MEMORY;
     ch->wire_state = st;
-    st->ready_fd = -1; /* before any failure: udp_close closes it when set */
     st->tx_msgs = calloc((size_t)ch->tx_max * 2 + 1, sizeof(*st->tx_msgs));
     st->tx_iov = calloc((size_t)ch->tx_max * 4 + 2, sizeof(*st->tx_iov));
     st->tx_cmsg = calloc((size_t)ch->tx_max * 2 + 1, sizeof(*st->tx_cmsg));
@@ -132,8 +129,6 @@ static void udp_close(struct bm_btl_dgram_module *m)
         ch->fd = -1;
         struct udp_chan_state *st = ch->wire_state;
         if (st) {
-            if (st->ready_fd >= 0)
-                close(st->ready_fd);
             free(st->tx_msgs);
             free(st->tx_iov);
             free(st->tx_cmsg);
@@ -157,37 +152,7 @@ static bm_status_t udp_open(struct bm_btl_dgram_module *m)
     }
     m->addr.port_prio = m->ch[BM_DGRAM_CH_PRIO].port;
     m->addr.port_data = m->ch[BM_DGRAM_CH_DATA].port;
-    /* udp_ready's epoll set; without it every pass polls both channels. */
-    struct udp_chan_state *st = m->ch[BM_DGRAM_CH_PRIO].wire_state;
-    st->ready_fd = epoll_create1(EPOLL_CLOEXEC);
-    for (int c = 0; c < BM_DGRAM_NCH && st->ready_fd >= 0; c++) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)c};
-        if (epoll_ctl(st->ready_fd, EPOLL_CTL_ADD, m->ch[c].fd, &ev) != 0) {
-            close(st->ready_fd);
-            st->ready_fd = -1;
-        }
-    }
     return BM_OK;
-}
-
-/* The channels with datagrams waiting. One epoll_wait instead of a
- * recvmmsg per channel: an idle pass's receive check went from 0.33 to
- * 0.09 us of CPU (two empty recvmmsg against one empty epoll_wait, this
- * machine), so a waiting rank looks again sooner. */
-static unsigned udp_ready(struct bm_btl_dgram_module *m)
-{
-    const unsigned all = (1u << BM_DGRAM_NCH) - 1;
-    struct udp_chan_state *st = m->ch[BM_DGRAM_CH_PRIO].wire_state;
-    if (!st || st->ready_fd < 0)
-        return all;
-    struct epoll_event ev[BM_DGRAM_NCH];
-    int n = epoll_wait(st->ready_fd, ev, BM_DGRAM_NCH, 0);
-    if (n < 0)
-        return all;
-    unsigned mask = 0;
-    for (int i = 0; i < n; i++)
-        mask |= 1u << ev[i].data.u32;
-    return mask;
 }
 
 /* Send n prepared messages; a full socket buffer (EAGAIN) or an unreachable
@@ -400,6 +365,5 @@ const struct bm_btl_dgram_wire_ops bm_btl_dgram_wire_udp = {
     .close = udp_close,
     .flush = udp_flush,
     .poll = udp_poll,
-    .ready = udp_ready,
     .peer_add = udp_peer_add,
 };
