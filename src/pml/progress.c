@@ -54,13 +54,12 @@ static struct {
 
 static void startq_run(void)
 {
+    /* The count goes up under the queue's lock with each append: taken
+     * whole, it is the length of the list taken with it. */
     bm_util_lock_take(&startq.lock);
     struct bm_pml_request *req = startq.head;
-    int n = 0;
-    for (struct bm_pml_request *r = req; r; r = r->pend_next)
-        n++;
+    int n = atomic_exchange(&startq.n, 0);
     startq.head = startq.tail = NULL;
-    atomic_fetch_sub(&startq.n, n);
     bm_util_lock_give(&startq.lock);
     while (req) {
         struct bm_pml_request *next = req->pend_next;
