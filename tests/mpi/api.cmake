@@ -283,7 +283,7 @@ set(coll_force_e
 # point-to-point algorithms.
 set(coll_force_f
     BM_PML_IDLE_YIELD=64 BM_MPI_COLL_SM_SLOT=256 BM_MPI_COLL_SM_LARGE_MAX=96k
-    "BM_TEST_COLL_EXPECT=sm.large,sm.shares,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
+    "BM_TEST_COLL_EXPECT=sm.large,sm.shares,sm.copy,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
 # Each forced set at a power of two and two other sizes, the sets together
 # covering 2 to 9 ranks (the automatic runs cover 1 to 9 each).
 set(coll_nps_a 3 7 8)
