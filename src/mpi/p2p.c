@@ -404,7 +404,17 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
         return bm_mpi_error(comm, MPI_ERR_NO_MEM, fn, "out of memory for a request");
     if (persistent)
         memset(&r->status, 0, sizeof(r->status));
-    if (!persistent && (rc = bm_mpi_p2p_start(r, fn))) {
+    if (!persistent && kind == BM_MPI_REQ_RECV && peer != MPI_PROC_NULL) {
+        /* MPI_Irecv: bm_mpi_p2p_start's receive, from the arguments at hand. */
+        bm_status_t st =
+            bm_mpi_p2p_irecv((void *)(uintptr_t)buf, count, dt, comm, peer, tag, &r->pml);
+        if (st != BM_OK) {
+            rc = bm_mpi_p2p_pml_error(comm, st, fn, "receive", peer);
+            bm_mpi_request_release(r);
+            return rc;
+        }
+        r->active = true;
+    } else if (!persistent && (rc = bm_mpi_p2p_start(r, fn))) {
         bm_mpi_request_release(r);
         return rc;
     }

@@ -146,6 +146,30 @@ static bool p2p_progress(MPI_Request r)
     return !r->pml || bm_pml_request_done(r->pml);
 }
 
+/* The MPI status of a point-to-point result ps; the MPI class of its
+ * failure (0 on success), described in what. */
+static int p2p_status_of(MPI_Request r, const struct bm_pml_status *ps, MPI_Status *st, char *what,
+                         size_t what_len)
+{
+    memset(st, 0, sizeof(*st));
+    st->MPI_SOURCE = ps->source;
+    st->MPI_TAG = ps->tag;
+    st->bm_count = ps->count;
+    st->bm_cancelled = ps->cancelled;
+    if (ps->error == BM_OK)
+        return MPI_SUCCESS;
+    if (ps->error == BM_ERR_TRUNCATE)
+        snprintf(what, what_len,
+                 "the message from rank %d with tag %d is longer than the receive "
+                 "buffer; only the first %zu bytes were received",
+                 ps->source, ps->tag, ps->count);
+    else
+        snprintf(what, what_len, "%s with rank %d failed: %s",
+                 r->kind == BM_MPI_REQ_RECV ? "receive" : "send", ps->source,
+                 bm_status_str(ps->error));
+    return bm_mpi_class_of_status(ps->error);
+}
+
 /* The status of a point-to-point request that completed; the MPI class of
  * its failure (0 on success), described in what. */
 static int p2p_status(MPI_Request r, MPI_Status *st, char *what, size_t what_len)
@@ -156,23 +180,7 @@ static int p2p_status(MPI_Request r, MPI_Status *st, char *what, size_t what_len
     }
     struct bm_pml_status ps;
     bm_pml_request_test(r->pml, &ps);
-    memset(st, 0, sizeof(*st));
-    st->MPI_SOURCE = ps.source;
-    st->MPI_TAG = ps.tag;
-    st->bm_count = ps.count;
-    st->bm_cancelled = ps.cancelled;
-    if (ps.error == BM_OK)
-        return MPI_SUCCESS;
-    if (ps.error == BM_ERR_TRUNCATE)
-        snprintf(what, what_len,
-                 "the message from rank %d with tag %d is longer than the receive "
-                 "buffer; only the first %zu bytes were received",
-                 ps.source, ps.tag, ps.count);
-    else
-        snprintf(what, what_len, "%s with rank %d failed: %s",
-                 r->kind == BM_MPI_REQ_RECV ? "receive" : "send", ps.source,
-                 bm_status_str(ps.error));
-    return bm_mpi_class_of_status(ps.error);
+    return p2p_status_of(r, &ps, st, what, what_len);
 }
 
 static bool p2p_release(MPI_Request r, int *err)
@@ -270,10 +278,15 @@ static int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error, struc
     bool recycle = true;
     what[0] = 0;
     if (is_p2p(r)) {
-        cls = p2p_status(r, &st, what, sizeof(what));
         if (r->pml) {
-            bm_pml_request_free(r->pml);
+            /* Status and release in one PML call. */
+            struct bm_pml_status ps;
+            bm_pml_request_finish(r->pml, &ps);
             r->pml = NULL;
+            cls = p2p_status_of(r, &ps, &st, what, sizeof(what));
+        } else {
+            st = r->status;
+            cls = MPI_SUCCESS;
         }
     } else {
         memset(&st, 0, sizeof(st));

@@ -181,6 +181,11 @@ bool bm_pml_request_done(const struct bm_pml_request *req);
  * background and releases it then (its status is lost). */
 void bm_pml_request_free(struct bm_pml_request *req);
 
+/* A request that completed (bm_pml_request_test or _done said so): its
+ * status into status_out and the request released, in one call (what
+ * MPI_Wait and MPI_Test do with every request they finish). */
+void bm_pml_request_finish(struct bm_pml_request *req, struct bm_pml_status *status_out);
+
 /* Cancel a receive that has not matched yet: it completes at once with
  * status.cancelled set; a matched receive is left alone (it completes
  * normally). Cancel a send whose message may still wait unmatched at the

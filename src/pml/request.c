@@ -317,6 +317,16 @@ void bm_pml_request_free(struct bm_pml_request *req)
     bm_pml_leave(taken);
 }
 
+void bm_pml_request_finish(struct bm_pml_request *req, struct bm_pml_status *status_out)
+{
+    *status_out = req->status;
+    /* A completed receive is the owner's alone (bm_pml_request_free). */
+    if (req->kind == BM_PML_REQ_RECV)
+        request_release(req);
+    else
+        bm_pml_request_free(req);
+}
+
 /* A send can be cancelled while its message may still wait unmatched at the
  * receiver: an eager message sent (the request active, or completed by the
  * copy), or a rendezvous whose ACK has not come (once ACKed it matched).
