@@ -107,29 +107,15 @@ static void recv_copy_first(struct bm_pml_request *req, const void *data, size_t
         bm_util_copy(req->rbuf, data, n);
 }
 
-void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
-                         uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len)
+/* The rendezvous part of bm_pml_recv_matched (RNDV): out of line, so that
+ * an eager MATCH, the common case, pays for none of its registers. */
+static __attribute__((noinline)) void recv_matched_rndv(struct bm_pml_request *req, int peer_world,
+                                                        bm_pml_reqid_t sreq, const void *data,
+                                                        size_t data_len, size_t n, size_t fit)
 {
-    if (type == BM_PML_HDR_RGET) {
-        bm_pml_rdma_rget_matched(req, peer_world, src, tag, msg_len, sreq, data, data_len);
-        return;
-    }
-    req->status.source = src;
-    req->status.tag = tag;
-    req->src_world = peer_world;
-    req->msg_len = msg_len;
-    size_t fit = msg_len < req->capacity ? (size_t)msg_len : req->capacity;
-    req->status.count = fit;
-    req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
-    size_t n = data_len < req->capacity ? data_len : req->capacity;
-    bool rndv = type != BM_PML_HDR_MATCH;
     size_t want = fit > data_len ? fit : data_len;
-    if (!rndv || want <= data_len)
+    if (want <= data_len)
         recv_copy_first(req, data, n);
-    if (!rndv) {
-        bm_pml_request_complete(req);
-        return;
-    }
     /* Rendezvous: ask for what is missing and still fits. When FRAGs
      * follow, the ACK leaves before the RNDV's bytes are copied out, so
      * that the sender prepares the first FRAG meanwhile; those bytes count
@@ -158,6 +144,29 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
     req->arrived += ranges_add(req, 0, data_len);
     if (req->arrived >= req->want && req->placing == 0)
         bm_pml_recv_done(req);
+}
+
+void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
+                         uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len)
+{
+    if (type == BM_PML_HDR_RGET) {
+        bm_pml_rdma_rget_matched(req, peer_world, src, tag, msg_len, sreq, data, data_len);
+        return;
+    }
+    req->status.source = src;
+    req->status.tag = tag;
+    req->src_world = peer_world;
+    req->msg_len = msg_len;
+    size_t fit = msg_len < req->capacity ? (size_t)msg_len : req->capacity;
+    req->status.count = fit;
+    req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
+    size_t n = data_len < req->capacity ? data_len : req->capacity;
+    if (type != BM_PML_HDR_MATCH) {
+        recv_matched_rndv(req, peer_world, sreq, data, data_len, n, fit);
+        return;
+    }
+    recv_copy_first(req, data, n);
+    bm_pml_request_complete(req);
 }
 
 /* Copy n bytes at offset off of a received fragment (which may span
@@ -211,14 +220,9 @@ static size_t desc_len(const struct bm_btl_recv_desc *d)
     return len;
 }
 
-void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+/* A fragment in several segments: out of line (bm_pml_recv_match_cb). */
+static __attribute__((noinline)) void recv_match_segs(const struct bm_btl_recv_desc *d)
 {
-    (void)m;
-    (void)cbdata;
-    if (d->seg_count == 1) {
-        bm_pml_match_incoming(d->peer, d->seg[0].addr, d->seg[0].len);
-        return;
-    }
     /* header and payload in two segments (a transport referencing the
      * sender's buffer): no need to join them */
     if (d->seg_count == 2 && d->seg[0].len == bm_pml_match_hdr_len(d->seg[0].addr, d->seg[0].len)) {
@@ -233,6 +237,16 @@ void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc
     desc_copy(d, 0, flat, len);
     bm_pml_match_incoming(d->peer, flat, len);
     free(flat);
+}
+
+void bm_pml_recv_match_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    if (d->seg_count == 1)
+        bm_pml_match_incoming(d->peer, d->seg[0].addr, d->seg[0].len);
+    else
+        recv_match_segs(d);
 }
 
 /* Add [start, end) to the request's arrived ranges; returns how many of
