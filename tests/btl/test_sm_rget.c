@@ -14,7 +14,10 @@
  * checks the PML's RGET counters: rank 0 sent each of its 8 large messages
  * as an RGET; without arguments rank 1 read bytes by single copy, and with
  * "fallback" it read none and answered all 8 with an ACK; so neither run
- * can pass with the data moved some other way.
+ * can pass with the data moved some other way. With "oversub" both ranks
+ * bind themselves to one CPU before MPI_Init, so the host has more ranks
+ * than cores: the PML must see that, and rank 1 must read every byte
+ * itself (no PUT share: the sender has no idle core to write on).
  *
  * The same program runs over ofi (tests/fault/ofi.cmake: the RGET reads
  * the sender's registered buffer with the provider's RMA read); there
@@ -27,6 +30,7 @@
 #include "pml/pml_internal.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +119,16 @@ static void check_counters(int rank, const char *mode)
                      "rank 1 read no byte by single copy (%llu RGETs answered with "
                      "an ACK)",
                      (unsigned long long)acked);
+    } else if (strcmp(mode, "oversub") == 0) {
+        /* the 5 sizes, the truncated 300000 bytes, the 1 MiB Ssend, the
+         * unexpected 500000 */
+        uint64_t all = 300000 + (1 << 20) + 500000;
+        for (int k = 0; k < NSIZES; k++)
+            all += sizes[k];
+        BM_CHECK_MSG(read == all,
+                     "rank 1 on an oversubscribed host read %llu bytes by single copy, not "
+                     "all %llu: the sender was asked to write a share",
+                     (unsigned long long)read, (unsigned long long)all);
     } else if (strcmp(mode, "fallback") == 0) {
         BM_CHECK_MSG(read == 0 && acked == NRGET,
                      "rank 1 without single copy read %llu bytes by single copy and answered "
@@ -127,7 +141,21 @@ int main(int argc, char **argv)
 {
     bool fallback = argc > 1 && strcmp(argv[1], "fallback") == 0;
     bool allocmem = argc > 1 && strcmp(argv[1], "allocmem") == 0;
+    bool oversub = argc > 1 && strcmp(argv[1], "oversub") == 0;
     const char *r = getenv("BMRUN_RANK");
+    if (oversub) {
+        /* both ranks on the lowest CPU the machine lets them have (bmrun
+         * gave each its own) */
+        int cpu = 0;
+        for (; cpu < CPU_SETSIZE; cpu++) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            if (sched_setaffinity(0, sizeof(set), &set) == 0)
+                break;
+        }
+        BM_CHECK(cpu < CPU_SETSIZE);
+    }
     if (fallback && r && atoi(r) == 1) {
         setenv("BM_BTL_SM_SINGLE_COPY", "0", 1);
         setenv("BM_BTL_OFI_RNDV_GET", "0", 1);
@@ -207,7 +235,15 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     log_capture_check(&lc, rank);
-    check_counters(rank, fallback ? "fallback" : argc > 1 && !allocmem ? "log" : "plain");
+    if (oversub)
+        BM_CHECK_MSG(bm_pml_g.oversubscribed,
+                     "rank %d: two ranks bound to one CPU, yet the PML does not call the host "
+                     "oversubscribed",
+                     rank);
+    check_counters(rank, fallback                ? "fallback"
+                         : oversub               ? "oversub"
+                         : argc > 1 && !allocmem ? "log"
+                                                 : "plain");
     if (allocmem) {
         /* Every RGET of rank 0 found the block's registration. */
         bm_btl_base_mem_stats(&ms1);
