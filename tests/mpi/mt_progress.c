@@ -10,11 +10,11 @@
  *  3. idle cost: every rank sleeps 2 s outside MPI; the process's CPU time
  *     over that second (the progress thread's, the main thread sleeps) must
  *     stay under 1% of a core.
- *  4. the progress thread's nice value (BM_PML_PROGRESS_THREAD_NICE, -5 by
+ *  4. the progress thread's nice value (BM_PML_PROGRESS_THREAD_NICE, -20 by
  *     default): where lowering it is permitted (a thread of the test's own
  *     tries: root in a container may lack CAP_SYS_NICE), a thread of the
- *     process other than the main one runs 5 below the main thread; where
- *     it is not, none does.
+ *     process other than the main one runs 20 below the main thread (at
+ *     least -20); where it is not, none does.
  * Also runs with -b (no progress thread expected, BM_PML_WAIT_MODE=block):
  * a ping-pong whose waits sleep, checked for every byte, and a barrier that
  * rank 0 enters 100 ms late: the others' waits on the shared-memory
@@ -209,7 +209,7 @@ static void thread_nice(void)
 {
     char self[32];
     snprintf(self, sizeof(self), "%d", (int)getpid());
-    int main_nice = task_nice(self), want = main_nice - 5;
+    int main_nice = task_nice(self), want = main_nice - 20;
     want = want < -20 ? -20 : want;
     pthread_t t;
     void *res = NULL;
