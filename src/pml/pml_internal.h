@@ -442,6 +442,21 @@ void bm_pml_match_fini(void);
 /* A receive met an unexpected message taken off the queues (uf, freed
  * here): deliver it, under the progress lock when it is a rendezvous. */
 void bm_pml_recv_matched_uframe(struct bm_pml_request *req, struct bm_pml_uframe *uf);
+/* A receive's status once matched with a message of msg_len bytes from src
+ * (world rank peer_world): the bytes that fit in it (status.count),
+ * truncation as its error. Shared by eager, rendezvous and RGET matches. */
+static inline size_t bm_pml_recv_status_set(struct bm_pml_request *req, int peer_world, int src,
+                                            int tag, uint64_t msg_len)
+{
+    req->status.source = src;
+    req->status.tag = tag;
+    req->src_world = peer_world;
+    req->msg_len = msg_len;
+    size_t fit = msg_len < req->capacity ? (size_t)msg_len : req->capacity;
+    req->status.count = fit;
+    req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
+    return fit;
+}
 /* A posted receive met a message (uframe data, or fragment bytes in place). */
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len);

@@ -658,13 +658,7 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
                               uint64_t msg_len, bm_pml_reqid_t sreq, const void *tail,
                               size_t tail_len)
 {
-    req->status.source = src;
-    req->status.tag = tag;
-    req->src_world = peer_world;
-    req->msg_len = msg_len;
-    size_t fit = msg_len < req->capacity ? (size_t)msg_len : req->capacity;
-    req->status.count = fit;
-    req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
+    size_t fit = bm_pml_recv_status_set(req, peer_world, src, tag, msg_len);
     req->arrived = 0;
     req->want = 0;
     req->nranges = 0;

@@ -153,13 +153,7 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
         bm_pml_rdma_rget_matched(req, peer_world, src, tag, msg_len, sreq, data, data_len);
         return;
     }
-    req->status.source = src;
-    req->status.tag = tag;
-    req->src_world = peer_world;
-    req->msg_len = msg_len;
-    size_t fit = msg_len < req->capacity ? (size_t)msg_len : req->capacity;
-    req->status.count = fit;
-    req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
+    size_t fit = bm_pml_recv_status_set(req, peer_world, src, tag, msg_len);
     size_t n = data_len < req->capacity ? data_len : req->capacity;
     if (type != BM_PML_HDR_MATCH) {
         recv_matched_rndv(req, peer_world, sreq, data, data_len, n, fit);
