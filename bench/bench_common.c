@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,13 @@
  * every size. */
 #define ITERS_THREADS         10000
 #define WARMUP_THREADS        100
-#define ITERS_THREADS_WINDOW  200
+#define ITERS_THREADS_WINDOW  2000
 #define WARMUP_THREADS_WINDOW 10
+
+/* Every pair of a THREADS benchmark starts its timed loop at once (see
+ * bm_bench_pair_iters): the threads of a rank meet here. */
+static pthread_barrier_t pairs_start;
+static double pairs_t0; /* when they left it (bm_bench_pairs_t0) */
 
 static void usage(const char *name, int kind)
 {
@@ -309,7 +315,26 @@ long bm_bench_pair_iters(const struct bm_bench_opts *opts, MPI_Comm comm, int pe
     /* Both threads of the pair must run the same loop: the smaller count. */
     MPI_Sendrecv(&mine, 1, MPI_LONG, peer, BM_BENCH_PAIR_TAG, &theirs, 1, MPI_LONG, peer,
                  BM_BENCH_PAIR_TAG, comm, MPI_STATUS_IGNORE);
+    /* Every pair of both ranks leaves together: the threads of this rank
+     * meet, one of them (any: the tag and MPI_COMM_WORLD are the same for
+     * each) meets the peer rank, and the others wait for it. Without this a
+     * pair could run its whole timed loop while another pair still warms
+     * up or waits for a core, and the per-pair times would add up to an
+     * aggregate rate of pairs that never ran at once. The same thread
+     * takes the start time for all (a thread that reads the clock itself
+     * when it gets a core again would leave out the time it waited). */
+    if (pthread_barrier_wait(&pairs_start) == PTHREAD_BARRIER_SERIAL_THREAD) {
+        MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, BM_BENCH_PAIR_TAG + 1, NULL, 0, MPI_BYTE, peer,
+                     BM_BENCH_PAIR_TAG + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        pairs_t0 = MPI_Wtime();
+    }
+    pthread_barrier_wait(&pairs_start);
     return mine < theirs ? mine : theirs;
+}
+
+double bm_bench_pairs_t0(void)
+{
+    return pairs_t0;
 }
 
 /* A cheap hash per byte so that shifted, truncated, duplicated or swapped data
@@ -452,6 +477,8 @@ int bm_bench_start(int *argc, char ***argv, const char *name, int kind,
         *exit_out = rc == 1 ? 0 : 2;
         return -1;
     }
+    if (kind & BM_BENCH_THREADS)
+        pthread_barrier_init(&pairs_start, NULL, (unsigned)opts_out->pairs);
     return 0;
 }
 

@@ -140,11 +140,20 @@ void bm_bench_compute(double us);
  * than 80% of it runs fewer, at least BM_BENCH_PAIR_ITERS_MIN, so that a
  * stack that takes milliseconds per iteration still finishes; both threads
  * take the smaller of their two estimates (one MPI_Sendrecv with tag
- * BM_BENCH_PAIR_TAG). Returns iters unchanged without a budget. */
+ * BM_BENCH_PAIR_TAG). Returns iters unchanged without a budget. Every
+ * pair of both ranks returns at the same moment (the threads of a rank meet
+ * at a barrier, one of them exchanges an empty message with tag
+ * BM_BENCH_PAIR_TAG + 1 on MPI_COMM_WORLD with the peer rank), so that the
+ * timed loops of all pairs start together and an aggregate over the pairs
+ * is one of loops that ran at once. */
 #define BM_BENCH_PAIR_ITERS_MIN 10
 #define BM_BENCH_PAIR_TAG       32001
 long bm_bench_pair_iters(const struct bm_bench_opts *opts, MPI_Comm comm, int peer,
                          double warm_seconds, long warmup, long iters);
+/* The moment the pairs left bm_bench_pair_iters (the same for all threads
+ * of the rank): each pair's timed loop runs from here, so that a thread
+ * that waited for a core before its first iteration counts the wait. */
+double bm_bench_pairs_t0(void);
 
 /* Writes the pattern for (size, iters, slot, sender) into buf[0..len). */
 void bm_bench_pattern_fill(unsigned char *buf, size_t len, size_t size, long iters, int slot,

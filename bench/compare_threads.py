@@ -59,7 +59,7 @@ def args(bench, opts):
                 "-i", "2000" if opts.quick else "20000"] + budget
     if bench.startswith("mt-mr-"):
         return ["-p", bench.split("-")[2], "-m", "8:8",
-                "-i", "50" if opts.quick else "200"] + budget
+                "-i", "500" if opts.quick else "2000"] + budget
     return ["-i", str(BARRIER_STEPS)]
 
 

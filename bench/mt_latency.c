@@ -2,7 +2,8 @@
  * (MPI_THREAD_MULTIPLE). Ranks 0 and 1 each run P threads (-p, default 1);
  * thread t of rank 0 ping-pongs with thread t of rank 1 on a communicator of
  * their own (MPI_Comm_dup of MPI_COMM_WORLD per pair), so pairs never match
- * each other's messages. Every thread times its own loop; reported per size:
+ * each other's messages. All pairs start at once (bm_bench_pairs_t0) and each
+ * thread times its loop from there; reported per size:
  * the mean half round trip over the pairs and the slowest pair's, and the
  * fewest timed iterations a pair ran (with a time budget, -t, a pair whose
  * warm-up says the full count would take longer runs fewer). With -p 1
@@ -64,7 +65,7 @@ static void *pair_main(void *arg)
         }
         if (phase == 0) {
             n = bm_bench_pair_iters(&opts, c, peer, MPI_Wtime() - t0, warmup, iters);
-            t0 = MPI_Wtime();
+            t0 = bm_bench_pairs_t0();
         }
     }
     double elapsed = MPI_Wtime() - t0;

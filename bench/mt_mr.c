@@ -5,11 +5,12 @@
  * t of rank 1 on a communicator of its own, which posts W receives, waits
  * for them and acknowledges the window with a 4-byte message. Each sender
  * times its own loop; the rate is all messages of all pairs divided by the
- * slowest sender's time (with a time budget, -t, a pair whose warm-up says
- * the full count would take longer runs fewer windows; the line shows the
- * fewest a pair ran). With -p 1, 2 and 4 it shows whether pairs that
- * share nothing but the process scale or serialise on a lock. Every window
- * slot's data is checked after the timed loop. Options and MPI_Init_thread
+ * slowest sender's time, counted from one start for all pairs (both ranks'
+ * pairs leave bm_bench_pair_iters together and take bm_bench_pairs_t0), so
+ * that it is the span in which the pairs ran at once (with a time budget, -t, a pair whose warm-up
+ * says the full count would take longer runs fewer windows; the line shows the fewest a pair ran).
+ * With -p 1, 2 and 4 it shows whether pairs that share nothing but the process scale or serialise
+ * on a lock. Every window slot's data is checked after the timed loop. Options and MPI_Init_thread
  * come from bench_common.c (BM_BENCH_THREADS | BM_BENCH_WINDOWED). MPI
  * standard and POSIX threads only: builds unchanged with bmcc, mpicc.openmpi
  * and mpicc.mpich. */
@@ -80,7 +81,7 @@ static void *pair_main(void *arg)
         }
         if (phase == 0) {
             n = bm_bench_pair_iters(&opts, c, 1 - rank, MPI_Wtime() - t0, warmup, iters);
-            t0 = MPI_Wtime();
+            t0 = bm_bench_pairs_t0();
         }
     }
     secs[t] = MPI_Wtime() - t0;
