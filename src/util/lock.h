@@ -153,6 +153,17 @@ static inline void bm_util_lock_give(struct bm_util_lock *l)
         bm_util_lock_wake_(l);
 }
 
+/* bm_util_lock_give for a lock that is not recursive, with a sequentially
+ * consistent exchange, so that a sequentially consistent load after it is
+ * ordered after the release: one side of Dekker's pattern without a fence
+ * (the PML's progress lock and its deferred starts). On x86 the same xchg
+ * instruction as bm_util_lock_give; what it saves is the mfence after it. */
+static inline void bm_util_lock_give_sc(struct bm_util_lock *l)
+{
+    if (__builtin_expect(atomic_exchange_explicit(&l->word, 0, memory_order_seq_cst) == 2, 0))
+        bm_util_lock_wake_(l);
+}
+
 /* Write one line per class with counts into buf ("name acquired/contended, ...");
  * returns the length written. */
 size_t bm_util_lock_report(char *buf, size_t len);
