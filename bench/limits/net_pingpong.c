@@ -1,5 +1,7 @@
 /* Raw UDP and TCP limits between two processes: 8-byte ping-pong latency
- * (half the round trip) and streaming bandwidth, with nothing but the
+ * (half the round trip; TCP also with both sides polling non-blocking
+ * receives, as MPI progress loops do, beside the blocking one) and
+ * streaming bandwidth, with nothing but the
  * kernel's sockets in between. No MPI transport over the same wire can beat
  * these. One process is the server, the other the client; a TCP connection
  * carries the client's commands (and the TCP tests themselves), and a UDP
@@ -17,6 +19,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -26,7 +29,14 @@
 #define TRIALS       3
 #define PP_SIZE      8
 
-enum op { OP_TCP_PINGPONG = 1, OP_TCP_STREAM, OP_UDP_PINGPONG, OP_UDP_STREAM, OP_QUIT };
+enum op {
+    OP_TCP_PINGPONG = 1,
+    OP_TCP_STREAM,
+    OP_UDP_PINGPONG,
+    OP_UDP_STREAM,
+    OP_QUIT,
+    OP_TCP_PINGPONG_SPIN
+};
 
 struct cmd {
     uint32_t op;
@@ -68,6 +78,22 @@ static void full_read(int fd, void *buf, size_t len)
             continue;
         if (n <= 0)
             die(n == 0 ? "tcp read (peer closed)" : "tcp read");
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* full_read the way an MPI progress loop reads: non-blocking receives,
+ * retried at once while nothing is there (the process never sleeps). */
+static void full_read_spin(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            continue;
+        if (n <= 0)
+            die("tcp read");
         p += n;
         len -= (size_t)n;
     }
@@ -128,9 +154,12 @@ static int serve(const char *ip, int port, int ready_fd)
             break;
         if (c.size > (1u << 20))
             c.size = 1u << 20;
-        if (c.op == OP_TCP_PINGPONG) {
+        if (c.op == OP_TCP_PINGPONG || c.op == OP_TCP_PINGPONG_SPIN) {
             for (uint64_t i = 0; i < c.count; i++) {
-                full_read(cfd, buf, c.size);
+                if (c.op == OP_TCP_PINGPONG_SPIN)
+                    full_read_spin(cfd, buf, c.size);
+                else
+                    full_read(cfd, buf, c.size);
                 full_write(cfd, buf, c.size);
             }
         } else if (c.op == OP_TCP_STREAM) {
@@ -183,14 +212,19 @@ static void send_cmd(int cfd, enum op op, uint32_t size, uint64_t count)
     full_write(cfd, &c, sizeof(c));
 }
 
-static double tcp_pingpong(int cfd, long iters)
+/* spin: both sides poll with non-blocking receives (as MPI libraries'
+ * progress loops do) instead of sleeping in a blocking one. */
+static double tcp_pingpong(int cfd, long iters, bool spin)
 {
     char b[PP_SIZE] = {0};
-    send_cmd(cfd, OP_TCP_PINGPONG, PP_SIZE, (uint64_t)iters);
+    send_cmd(cfd, spin ? OP_TCP_PINGPONG_SPIN : OP_TCP_PINGPONG, PP_SIZE, (uint64_t)iters);
     double t0 = bm_limits_now();
     for (long i = 0; i < iters; i++) {
         full_write(cfd, b, PP_SIZE);
-        full_read(cfd, b, PP_SIZE);
+        if (spin)
+            full_read_spin(cfd, b, PP_SIZE);
+        else
+            full_read(cfd, b, PP_SIZE);
     }
     return (bm_limits_now() - t0) * 1e6 / (2.0 * (double)iters);
 }
@@ -279,9 +313,10 @@ static int client(const char *ip, int port, const char *label)
         die("udp connect");
     tune(ufd, 0);
     unsigned char *buf = calloc(1, 1 << 20);
-    double tcp_lat = 0, udp_lat = 0, tcp_bw = 0, udp_bw_mtu = 0, udp_bw_big = 0;
+    double tcp_lat = 0, tcp_lat_spin = 0, udp_lat = 0, tcp_bw = 0, udp_bw_mtu = 0, udp_bw_big = 0;
     for (int t = 0; t < TRIALS; t++) {
-        tcp_lat = best_min(tcp_pingpong(cfd, 2000), tcp_lat);
+        tcp_lat = best_min(tcp_pingpong(cfd, 2000, false), tcp_lat);
+        tcp_lat_spin = best_min(tcp_pingpong(cfd, 2000, true), tcp_lat_spin);
         udp_lat = best_min(udp_pingpong(cfd, ufd, 2000), udp_lat);
         tcp_bw = best_max(tcp_stream(cfd, buf, 1 << 20, 256), tcp_bw);
         udp_bw_mtu = best_max(udp_stream(cfd, ufd, buf, 1472, 0.2), udp_bw_mtu);
@@ -294,6 +329,8 @@ static int client(const char *ip, int port, const char *label)
     char name[64];
     snprintf(name, sizeof(name), "tcp_%s_oneway_8b", label);
     bm_limits_report(name, tcp_lat, "us");
+    snprintf(name, sizeof(name), "tcp_%s_oneway_8b_spin", label);
+    bm_limits_report(name, tcp_lat_spin, "us");
     snprintf(name, sizeof(name), "udp_%s_oneway_8b", label);
     bm_limits_report(name, udp_lat, "us");
     snprintf(name, sizeof(name), "tcp_%s_stream", label);
