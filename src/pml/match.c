@@ -596,8 +596,7 @@ static bool match_fast(struct bm_pml_ctx *ctx, int peer_world, const char *frag,
     struct bm_pml_request *req = BM_PML_CONTAINER_OF(n, struct bm_pml_request, qnode);
     posted_remove(ctx, req);
     st->expected++;
-    bm_pml_recv_matched(req, peer_world, BM_PML_HDR_MATCH, mh.src, mh.tag, len - sizeof(mh), 0,
-                        frag + sizeof(mh), len - sizeof(mh));
+    bm_pml_recv_matched_eager(req, peer_world, mh.src, mh.tag, frag + sizeof(mh), len - sizeof(mh));
     return true;
 }
 

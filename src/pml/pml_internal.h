@@ -457,6 +457,10 @@ static inline size_t bm_pml_recv_status_set(struct bm_pml_request *req, int peer
     req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
     return fit;
 }
+/* bm_pml_recv_matched for an eager MATCH whose len bytes (the whole
+ * message) are at data: fewer arguments, for the matching's fast path. */
+void bm_pml_recv_matched_eager(struct bm_pml_request *req, int peer_world, int src, int tag,
+                               const void *data, size_t len);
 /* A posted receive met a message (uframe data, or fragment bytes in place). */
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len);

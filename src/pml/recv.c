@@ -146,6 +146,14 @@ static __attribute__((noinline)) void recv_matched_rndv(struct bm_pml_request *r
         bm_pml_recv_done(req);
 }
 
+void bm_pml_recv_matched_eager(struct bm_pml_request *req, int peer_world, int src, int tag,
+                               const void *data, size_t len)
+{
+    bm_pml_recv_status_set(req, peer_world, src, tag, len);
+    recv_copy_first(req, data, len < req->capacity ? len : req->capacity);
+    bm_pml_request_complete(req);
+}
+
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,
                          uint64_t msg_len, bm_pml_reqid_t sreq, const void *data, size_t data_len)
 {
@@ -153,14 +161,14 @@ void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t typ
         bm_pml_rdma_rget_matched(req, peer_world, src, tag, msg_len, sreq, data, data_len);
         return;
     }
-    size_t fit = bm_pml_recv_status_set(req, peer_world, src, tag, msg_len);
-    size_t n = data_len < req->capacity ? data_len : req->capacity;
-    if (type != BM_PML_HDR_MATCH) {
-        recv_matched_rndv(req, peer_world, sreq, data, data_len, n, fit);
+    if (type == BM_PML_HDR_MATCH) {
+        /* A MATCH carries its whole message: msg_len == data_len (match_in). */
+        bm_pml_recv_matched_eager(req, peer_world, src, tag, data, data_len);
         return;
     }
-    recv_copy_first(req, data, n);
-    bm_pml_request_complete(req);
+    size_t fit = bm_pml_recv_status_set(req, peer_world, src, tag, msg_len);
+    size_t n = data_len < req->capacity ? data_len : req->capacity;
+    recv_matched_rndv(req, peer_world, sreq, data, data_len, n, fit);
 }
 
 /* Copy n bytes at offset off of a received fragment (which may span
