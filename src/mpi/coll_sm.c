@@ -501,17 +501,108 @@ static void barrier(struct bm_coll_sm *sm)
     finish(sm, k);
 }
 
+/* ---- pipelined large data ------------------------------------------------------------ */
+
+/* A broadcast through the large area is copied in by the root and out by
+ * every reader: the root copies it in PIPE_CHUNK bytes at a time and
+ * states after each chunk how far it got (the progress word in its flag
+ * line, beside the flag: operation k's low 32 bits over the bytes copied),
+ * so a reader running on another core copies each chunk out while the
+ * root copies the next, instead of waiting for the whole. A reader that
+ * has seen the root's progress move spins (PIPE_SPIN polls) for the next
+ * chunk rather than giving its core away at once: the root is running,
+ * and the chunk is a fraction of a microsecond away. */
+#define PIPE_CHUNK (16 * 1024)
+#define PIPE_SPIN  1024
+
+/* The chunk: PIPE_CHUNK, or a slot's data where slots are smaller (tests
+ * make them so to run the pipeline on small data). */
+static size_t pipe_chunk(const struct bm_coll_sm *sm)
+{
+    return sm->slot - DATA_OFF < PIPE_CHUNK ? sm->slot - DATA_OFF : PIPE_CHUNK;
+}
+
+static _Atomic uint64_t *progress_of(const struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    return (_Atomic uint64_t *)(void *)((char *)flag_of(sm, k, r) + sizeof(uint64_t));
+}
+
+static uint64_t progress_word(uint64_t k, size_t bytes)
+{
+    return (uint64_t)(uint32_t)k << 32 | (uint64_t)bytes;
+}
+
+/* Bytes of rank r's data of operation k (of bytes in all) that are there
+ * to read, more than got: waits until there are. */
+static size_t wait_more(struct bm_coll_sm *sm, uint64_t k, int r, size_t got, size_t bytes)
+{
+    _Atomic uint64_t *f = flag_of(sm, k, r), *pr = progress_of(sm, k, r);
+    bool over = sharing_cores() && !bm_pml_wait_spins(), moving = false;
+    unsigned polls = 0;
+
+    for (;;) {
+        if (atomic_load_explicit(f, memory_order_acquire) >= k) {
+            if (sm->seen[r] < k - 1)
+                sm->seen[r] = k - 1; /* as wait_flag */
+            return bytes;
+        }
+        uint64_t v = atomic_load_explicit(pr, memory_order_acquire);
+        if (v >> 32 == (uint32_t)k) {
+            size_t done = (size_t)(uint32_t)v;
+            if (done > got)
+                return done;
+            moving = true;
+        }
+        if (++polls % POLLS_PER_PROGRESS == 0) {
+            bm_pml_progress();
+            if (sm->rings && polls >= SLEEP_POLLS)
+                flag_sleep(sm, f, k);
+            else if (over && (!moving || polls >= PIPE_SPIN)) {
+                sched_yield();
+                polls = 0;
+                moving = false;
+            }
+        }
+    }
+}
+
 static void bcast(struct bm_coll_sm *sm, void *buf, int count, MPI_Datatype dt, int root)
 {
     uint64_t k = ++sm->op;
+    size_t bytes = (size_t)count * dt->size, chunk = pipe_chunk(sm);
+    char *data = data_of(sm, k, root);
 
-    if (sm->me == root) {
+    if (!sm->in_large || bytes <= chunk) {
+        if (sm->me == root) {
+            may_write(sm, k);
+            block_put(data, buf, 0, count, dt);
+            publish(sm, k);
+        } else {
+            wait_flag(sm, k, root);
+            block_get(buf, 0, count, dt, data);
+        }
+    } else if (sm->me == root) {
         may_write(sm, k);
-        block_put(data_of(sm, k, root), buf, 0, count, dt);
+        for (size_t off = 0; off < bytes; off += chunk) {
+            size_t n = bytes - off < chunk ? bytes - off : chunk;
+            if (dt->contiguous)
+                memcpy(data + off, (const char *)buf + off, n);
+            else
+                bm_mpi_type_pack(dt, buf, (size_t)count, off, data + off, n);
+            if (off + n < bytes)
+                atomic_store_explicit(progress_of(sm, k, root), progress_word(k, off + n),
+                                      memory_order_release);
+        }
+        bm_mpi_coll_count_alg(BM_COLL_BCAST, BM_ALG_SM_PIPE);
         publish(sm, k);
     } else {
-        wait_flag(sm, k, root);
-        block_get(buf, 0, count, dt, data_of(sm, k, root));
+        for (size_t got = 0, avail; got < bytes; got = avail) {
+            avail = wait_more(sm, k, root, got, bytes);
+            if (dt->contiguous)
+                memcpy((char *)buf + got, data + got, avail - got);
+            else
+                bm_mpi_type_unpack(dt, buf, (size_t)count, got, data + got, avail - got);
+        }
     }
     finish(sm, k);
 }

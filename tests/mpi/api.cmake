@@ -277,13 +277,14 @@ set(coll_force_e
     "BM_TEST_COLL_EXPECT=sm.copy,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
 # Ranks that share cores (BM_PML_IDLE_YIELD) move data larger than a slot
 # through the segment's large area (sm.large): slots of 256 bytes make most
-# calls large (allreduces combine in shares: sm.shares), the area grows from
+# calls large (allreduces combine in shares: sm.shares; bcasts are copied in
+# and out in chunks of a slot's data: sm.pipe), the area grows from
 # 1 KiB slots as the calls need, and with
 # at most 96 KiB in all (16 KiB slots at 3 ranks) the largest calls take the
 # point-to-point algorithms.
 set(coll_force_f
     BM_PML_IDLE_YIELD=64 BM_MPI_COLL_SM_SLOT=256 BM_MPI_COLL_SM_LARGE_MAX=96k
-    "BM_TEST_COLL_EXPECT=sm.large,sm.shares,sm.copy,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
+    "BM_TEST_COLL_EXPECT=sm.large,sm.shares,sm.copy,sm.pipe,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
 # Each forced set at a power of two and two other sizes, the sets together
 # covering 2 to 9 ranks (the automatic runs cover 1 to 9 each).
 set(coll_nps_a 3 7 8)
