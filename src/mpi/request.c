@@ -266,10 +266,31 @@ static int fail_report(struct req_failure *fail, int cls, const char *fn, const 
     return rc;
 }
 
-/* Take the result of a completed request into status (when not NULL) and
- * release or deactivate it. Returns the operation's MPI error code (0 on
- * success), describing a failure in fail. */
-static int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error, struct req_failure *fail)
+/* The end of finishing a request: its result (st, MPI error code cls) into
+ * status (when not NULL), and the request released (recycle: back to the
+ * cache) or, persistent, deactivated. Returns cls. */
+static inline int req_done(MPI_Request *rp, MPI_Request r, const MPI_Status *st, int cls,
+                           bool recycle, MPI_Status *status, bool set_error)
+{
+    if (status) {
+        int keep = status->MPI_ERROR;
+        *status = *st;
+        status->MPI_ERROR = set_error ? cls : keep;
+    }
+    r->active = false;
+    if (!r->persistent) {
+        if (recycle)
+            bm_mpi_request_release(r);
+        *rp = MPI_REQUEST_NULL;
+    }
+    return cls;
+}
+
+/* req_finish for other kinds than point-to-point, and (ps not NULL) for a
+ * point-to-point request that failed (its PML request already finished). */
+static __attribute__((noinline)) int req_finish_slow(MPI_Request *rp, MPI_Status *status,
+                                                     bool set_error, struct req_failure *fail,
+                                                     const struct bm_pml_status *ps)
 {
     MPI_Request r = *rp;
     MPI_Status st;
@@ -277,17 +298,8 @@ static int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error, struc
     int cls;
     bool recycle = true;
     what[0] = 0;
-    if (is_p2p(r)) {
-        if (r->pml) {
-            /* Status and release in one PML call. */
-            struct bm_pml_status ps;
-            bm_pml_request_finish(r->pml, &ps);
-            r->pml = NULL;
-            cls = p2p_status_of(r, &ps, &st, what, sizeof(what));
-        } else {
-            st = r->status;
-            cls = MPI_SUCCESS;
-        }
+    if (ps) {
+        cls = p2p_status_of(r, ps, &st, what, sizeof(what));
     } else {
         memset(&st, 0, sizeof(st));
         cls = r->ops->query(r, &st, what, sizeof(what));
@@ -304,18 +316,30 @@ static int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error, struc
     }
     if (cls)
         fail_set(fail, r->comm, what);
-    if (status) {
-        int keep = status->MPI_ERROR;
-        *status = st;
-        status->MPI_ERROR = set_error ? cls : keep;
-    }
-    r->active = false;
-    if (!r->persistent) {
-        if (recycle)
-            bm_mpi_request_release(r);
-        *rp = MPI_REQUEST_NULL;
-    }
-    return cls;
+    return req_done(rp, r, &st, cls, recycle, status, set_error);
+}
+
+/* Take the result of a completed request into status (when not NULL) and
+ * release or deactivate it. Returns the operation's MPI error code (0 on
+ * success), describing a failure in fail. */
+static inline int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error,
+                             struct req_failure *fail)
+{
+    MPI_Request r = *rp;
+    if (!is_p2p(r))
+        return req_finish_slow(rp, status, set_error, fail, NULL);
+    if (!r->pml) /* completed as it started (sent inline, MPI_PROC_NULL): its status is here */
+        return req_done(rp, r, &r->status, MPI_SUCCESS, true, status, set_error);
+    /* Point-to-point: status and release in one PML call; only a failure
+     * needs the slow path's description. */
+    struct bm_pml_status ps;
+    bm_pml_request_finish(r->pml, &ps);
+    r->pml = NULL;
+    if (__builtin_expect(ps.error != BM_OK, 0))
+        return req_finish_slow(rp, status, set_error, fail, &ps);
+    MPI_Status st;
+    p2p_status_of(r, &ps, &st, NULL, 0); /* no error: nothing to describe */
+    return req_done(rp, r, &st, MPI_SUCCESS, true, status, set_error);
 }
 
 /* Validate an array argument of the multiple-completion calls. */
