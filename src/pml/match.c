@@ -149,27 +149,34 @@ static bool qt_make_room(struct bm_pml_qtable *t)
     return true;
 }
 
-static void qt_append(struct bm_pml_qtable *t, uint64_t key, struct bm_pml_qnode *node)
+/* A new, empty list for key (qt_append's rare path: out of line). */
+static __attribute__((noinline)) struct bm_pml_qbucket *qt_bucket_new(struct bm_pml_qtable *t,
+                                                                      uint64_t key)
+{
+    if (t->nused >= t->nslots && !qt_make_room(t))
+        abort(); /* out of memory while matching: nothing sensible remains */
+    struct bm_pml_qbucket *b = t->spare;
+    if (b) {
+        t->spare = b->hnext;
+        t->nspare--;
+    } else if (!(b = malloc(sizeof(*b)))) {
+        abort();
+    }
+    b->head = b->tail = NULL;
+    b->key = key;
+    size_t h = qt_slot(t, key);
+    b->hnext = t->slots[h];
+    t->slots[h] = b;
+    t->nused++;
+    t->cache[qt_cache_index(key)] = b;
+    return b;
+}
+
+static inline void qt_append(struct bm_pml_qtable *t, uint64_t key, struct bm_pml_qnode *node)
 {
     struct bm_pml_qbucket *b = qt_find(t, key);
-    if (!b) {
-        if (t->nused >= t->nslots && !qt_make_room(t))
-            abort(); /* out of memory while matching: nothing sensible remains */
-        b = t->spare;
-        if (b) {
-            t->spare = b->hnext;
-            t->nspare--;
-        } else if (!(b = malloc(sizeof(*b)))) {
-            abort();
-        }
-        b->head = b->tail = NULL;
-        b->key = key;
-        size_t h = qt_slot(t, key);
-        b->hnext = t->slots[h];
-        t->slots[h] = b;
-        t->nused++;
-        t->cache[qt_cache_index(key)] = b;
-    }
+    if (__builtin_expect(!b, 0))
+        b = qt_bucket_new(t, key);
     node->bucket = b;
     node->next = NULL;
     node->prev = b->tail;
@@ -180,7 +187,7 @@ static void qt_append(struct bm_pml_qtable *t, uint64_t key, struct bm_pml_qnode
     b->tail = node;
 }
 
-static void qt_remove(struct bm_pml_qnode *node)
+static inline void qt_remove(struct bm_pml_qnode *node)
 {
     struct bm_pml_qbucket *b = node->bucket;
     if (node->prev)
@@ -376,7 +383,7 @@ static struct bm_pml_request *find_posted(struct bm_pml_ctx *ctx, int src, int t
     return best;
 }
 
-static void posted_remove(struct bm_pml_ctx *ctx, struct bm_pml_request *req)
+static inline void posted_remove(struct bm_pml_ctx *ctx, struct bm_pml_request *req)
 {
     qt_remove(&req->qnode);
     ctx->nposted--;
