@@ -54,6 +54,13 @@ static const struct bm_param pml_params[] = {
      "14-30% lower latency). Later fragments, which the sender packs while the receiver "
      "unpacks earlier ones, measured as fast or faster packed straight. 0: never.",
      offsetof(struct bm_pml_config, pack_bounce), 0},
+    {"BM_PML_PACK_AHEAD", BM_PARAM_INT, "1", 0, 1, NULL,
+     "1: a non-contiguous rendezvous packs its first fragment after the RNDV while it waits "
+     "for the receiver's ACK, so that the fragment leaves as soon as the ACK arrives (tcp "
+     "vector of doubles ping-pong, 128 KiB: the pack of 64 KiB leaves the critical path). "
+     "The packed buffer is freed unsent when the ACK asks for other bytes. 0: pack after the "
+     "ACK.",
+     offsetof(struct bm_pml_config, pack_ahead), 0},
     {"BM_PML_IDLE_YIELD", BM_PARAM_INT, "-1", -1, 1 << 30, NULL,
      "Consecutive idle progress polls after which a waiting process yields its core "
      "(sched_yield), so that ranks sharing cores with their peers do not starve them; in a "

@@ -32,6 +32,7 @@ struct bm_pml_config {
     size_t pack_frag_size;  /* cap on a packed (non-contiguous) FRAG, header included (0: none) */
     size_t iov_block_min;   /* least average block moved in place by the transport (0: never) */
     size_t pack_bounce;     /* fragments starting this early in a message pack through a bounce */
+    int pack_ahead;         /* pack a rendezvous's first FRAG while its RNDV waits for the ACK */
     size_t stream_copy_min; /* messages this large are copied out with streaming stores */
     int idle_yield;         /* idle progress calls before sched_yield (0: never; -1 at load:
                                decided at init from the oversubscription of the host) */
@@ -147,6 +148,13 @@ struct bm_pml_request {
     size_t frag_next;             /* next byte to put in a FRAG */
     size_t frag_end;              /* bytes the receiver wants */
     struct bm_pml_resend *resend; /* FRAG ranges to send again (their path failed) */
+    /* The first FRAG of a non-contiguous rendezvous, packed while its RNDV
+     * waits for the ACK (send.c, BM_PML_PACK_AHEAD): sent when the ACK asks
+     * for that range on that path, else freed. */
+    struct bm_btl_descriptor *ahead_des;
+    struct bm_btl_module *ahead_mod;
+    struct bm_btl_endpoint *ahead_ep;
+    size_t ahead_at, ahead_len;
     /* An RGET over a transport that needs registration (rdma.c): the
      * sender's buffer registered with rget_mod, released when the send
      * completes (owned: not MPI_Alloc_mem's handle, which stays). */
@@ -331,6 +339,11 @@ struct bm_pml_state {
      * (send.c: only a sliver would have been left for a FRAG), for tests
      * (atomic). */
     uint64_t rndv_whole;
+    /* FRAGs packed while their RNDV waited for its ACK and sent as packed
+     * (send.c, BM_PML_PACK_AHEAD), and those freed unsent (the ACK asked
+     * for another range or another path was chosen), for tests (atomic). */
+    uint64_t pack_ahead_sent;
+    uint64_t pack_ahead_dropped;
     /* Sends whose start was left to the holder of the progress lock
      * (progress.c "deferred starts"; atomic): for BM_PML_STATS and tests. */
     uint64_t sends_deferred;
@@ -657,6 +670,8 @@ void bm_pml_send_resend_range(struct bm_pml_request *req, size_t offset, size_t 
 /* Sender: send the RNDV again (no ACK came) or query the receiver (no DONE). */
 void bm_pml_send_rndv_again(struct bm_pml_request *req);
 void bm_pml_send_query(struct bm_pml_request *req);
+/* Sender: free a FRAG packed ahead and not sent (send.c; on completion). */
+void bm_pml_send_ahead_drop(struct bm_pml_request *req);
 
 /* stripe.c: adaptive striping weights (README "Adaptive striping") */
 bm_status_t bm_pml_stripe_init(void);

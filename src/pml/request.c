@@ -215,6 +215,8 @@ void bm_pml_request_complete(struct bm_pml_request *req)
     bool freed = req->user_freed;
     if (req->kind == BM_PML_REQ_SEND && req->rget_reg)
         bm_pml_rdma_send_done(req); /* the receiver read what it wanted */
+    if (req->kind == BM_PML_REQ_SEND && req->ahead_des)
+        bm_pml_send_ahead_drop(req); /* packed ahead, never asked for */
     if (req->watched)
         bm_pml_restart_unwatch(req);
     req_state_set(req, BM_PML_REQ_COMPLETE);

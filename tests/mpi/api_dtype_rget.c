@@ -12,7 +12,10 @@
  * packed the FRAGs of each message's first BM_PML_PACK_BOUNCE bytes (32
  * KiB blocks) through the bounce buffer of util/dtype.h's pack_far, and
  * the rest straight; with "packed" (tcp, whose buffers are not in shared
- * memory: no BM_BTL_CAP_SEND_FAR) all of it straight. Small vectors (2 KiB) are packed on
+ * memory: no BM_BTL_CAP_SEND_FAR) all of it straight, the first FRAG of
+ * each packed while the RNDV waited for its ACK (BM_PML_PACK_AHEAD), and
+ * each message's last FRAG taking the sliver after it rather than leaving
+ * it a FRAG of its own. Small vectors (2 KiB) are packed on
  * the stack for the transport's inline send over sm, and not over tcp,
  * which has none (its descriptor path packs them once). Linked with the
  * library's internals to read the counters. */
@@ -79,6 +82,7 @@ int main(int argc, char **argv)
     uint64_t before = bm_pml_g.rget_pieces_msgs;
     uint64_t frags_before = bm_pml_g.pack_frags, streamed_before = bm_pml_g.unpack_streamed;
     uint64_t bounced_before = bm_pml_g.pack_bounced;
+    uint64_t ahead_sent0 = bm_pml_g.pack_ahead_sent, ahead_dropped0 = bm_pml_g.pack_ahead_dropped;
     int tag = 0;
     /* 32 KiB blocks (pieces worth reading), and with "small" (the run
      * lowers BM_PML_RGET_PIECE_MIN) 8-byte ones: thousands of pieces, many
@@ -142,12 +146,22 @@ int main(int argc, char **argv)
                      (unsigned long long)bounced);
     }
     if (packed && rank == 0) {
-        /* two 256 KiB vector sends: the first 64 KiB with the RNDV, the
-         * rest in packed FRAGs of at most 64 KiB with their header */
+        /* two 256 KiB vector sends: the first 65496 bytes with the RNDV,
+         * the rest in packed FRAGs of 64 KiB with their header (65512
+         * bytes), the last one taking the 112 bytes left after it (65624);
+         * the truncated one (128 KiB wanted) one FRAG of 65576 bytes */
         uint64_t nf = bm_pml_g.pack_frags - frags_before, big = bm_pml_g.pack_frag_largest;
-        BM_CHECK_MSG(nf >= 6, "only %llu packed FRAGs sent", (unsigned long long)nf);
-        BM_CHECK_MSG(big > 0 && big <= 65536 - 24, "a packed FRAG carried %llu bytes",
+        BM_CHECK_MSG(nf == 7, "%llu packed FRAGs sent, 7 expected", (unsigned long long)nf);
+        BM_CHECK_MSG(big == 65624, "the largest packed FRAG carried %llu bytes, 65624 expected",
                      (unsigned long long)big);
+        /* the two 256 KiB vector sends sent the FRAG they packed while
+         * waiting for the ACK; the truncated one had packed 65512 bytes of
+         * the 65576 its ACK asked for, freed them and packed again */
+        uint64_t sent = bm_pml_g.pack_ahead_sent - ahead_sent0;
+        uint64_t dropped = bm_pml_g.pack_ahead_dropped - ahead_dropped0;
+        BM_CHECK_MSG(sent == 2 && dropped == 1,
+                     "FRAGs packed ahead: %llu sent (2 expected), %llu freed unsent (1 expected)",
+                     (unsigned long long)sent, (unsigned long long)dropped);
     }
     /* small vectors: 256 doubles every other one */
     uint64_t stack_before = bm_pml_g.stack_packs;
