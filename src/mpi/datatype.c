@@ -106,7 +106,9 @@ BM_SCALAR(uint64_t, MPI_UINT64_T, uint64_t, BM_MPI_KIND_INT, false);
 BM_SCALAR(aint, MPI_AINT, MPI_Aint, BM_MPI_KIND_INT, true);
 BM_SCALAR(offset, MPI_OFFSET, MPI_Offset, BM_MPI_KIND_INT, true);
 BM_SCALAR(count, MPI_COUNT, MPI_Count, BM_MPI_KIND_INT, true);
-BM_SCALAR(c_float_complex, MPI_C_FLOAT_COMPLEX, float _Complex, BM_MPI_KIND_COMPLEX, true);
+/* MPI_C_COMPLEX and MPI_C_FLOAT_COMPLEX are one handle, named as MPICH names it
+ * (its datatype/typename accepts only this name for both). */
+BM_SCALAR(c_float_complex, MPI_C_COMPLEX, float _Complex, BM_MPI_KIND_COMPLEX, true);
 BM_SCALAR(c_double_complex, MPI_C_DOUBLE_COMPLEX, double _Complex, BM_MPI_KIND_COMPLEX, true);
 BM_SCALAR(c_long_double_complex, MPI_C_LONG_DOUBLE_COMPLEX, long double _Complex,
           BM_MPI_KIND_COMPLEX, true);
@@ -1016,7 +1018,10 @@ int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
     t->committed = oldtype->committed;
     snprintf(t->name_buf, sizeof(t->name_buf), "%s", oldtype->name);
     if ((rc = bm_mpi_datatype_attr_copy_all(oldtype, t, fn))) {
+        /* A copy callback failed: no new type, and the handle says so (as
+         * MPI_Comm_dup's does; Open MPI and MPICH do the same). */
         bm_mpi_type_release(t);
+        *newtype = MPI_DATATYPE_NULL;
         return rc;
     }
     *newtype = t;
@@ -1241,10 +1246,11 @@ int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
         return rc;
     if (type_name == NULL)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL name");
-    if (datatype->predefined)
-        return bm_mpi_error(NULL, MPI_ERR_TYPE, fn, "cannot rename the predefined datatype %s",
-                            datatype->name);
+    /* Predefined types may be renamed too, as in Open MPI and MPICH (MPICH's
+     * datatype/typename renames MPI_INT): the name moves into the type's
+     * own buffer. */
     snprintf(datatype->name_buf, sizeof(datatype->name_buf), "%s", type_name);
+    datatype->name = datatype->name_buf;
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Type_set_name);
@@ -1298,10 +1304,14 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
     if (!datatype)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL datatype pointer");
     /* Among the Fortran types of the class, as the standard says (their C
-     * twins have the same layout). */
-    static const MPI_Datatype reals[] = {MPI_REAL4, MPI_REAL8};
+     * twins have the same layout); a size no Fortran type has (16-byte reals,
+     * 32-byte complexes: there is no MPI_REAL16) falls back on the C type of
+     * that size, as MPICH does (its datatype/tmatchsize asks for
+     * sizeof(long double)). */
+    static const MPI_Datatype reals[] = {MPI_REAL4, MPI_REAL8, MPI_LONG_DOUBLE};
     static const MPI_Datatype ints[] = {MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8};
-    static const MPI_Datatype complexes[] = {MPI_COMPLEX8, MPI_COMPLEX16};
+    static const MPI_Datatype complexes[] = {MPI_COMPLEX8, MPI_COMPLEX16,
+                                             MPI_C_LONG_DOUBLE_COMPLEX};
     const MPI_Datatype *list;
     size_t n;
     switch (typeclass) {
