@@ -106,12 +106,17 @@ static int owner_error(const struct bm_mpi_attr_owner *o, int cls, const char *f
 }
 
 /* A key the program may use on objects of kind (predefined keys are
- * checked by the callers, which answer for them). */
+ * checked by the callers, which answer for them). A freed key that
+ * attributes still hold may still set, get and delete attributes (freed_ok):
+ * MPI_Comm_free_keyval leaves "any attribute that is using it" to work as
+ * before, and programs delete such attributes by the key's old value
+ * (MPICH's attr/fkeyval does); MPICH and Open MPI both keep the key usable
+ * until its last attribute is gone. Freeing it twice stays an error. */
 static int check_user_keyval(const struct bm_mpi_attr_owner *o, enum bm_mpi_attr_kind kind,
-                             int keyval, const char *fn)
+                             int keyval, bool freed_ok, const char *fn)
 {
     struct bm_mpi_keyval *k = keyval_get(keyval);
-    if (k == NULL || k->handle_freed)
+    if (k == NULL || (k->handle_freed && !freed_ok))
         return owner_error(o, MPI_ERR_KEYVAL, fn,
                            "invalid attribute key %d (not created by %s, or freed)", keyval,
                            kind_create[kind]);
@@ -260,7 +265,7 @@ int bm_mpi_keyval_free(enum bm_mpi_attr_kind kind, int *keyval, const char *fn)
         return rc;
     if (keyval == NULL)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL keyval pointer");
-    if ((rc = check_user_keyval(NULL, kind, *keyval, fn)))
+    if ((rc = check_user_keyval(NULL, kind, *keyval, false, fn)))
         return rc;
     keyval_get(*keyval)->handle_freed = true;
     keyval_release(*keyval);
@@ -270,7 +275,7 @@ int bm_mpi_keyval_free(enum bm_mpi_attr_kind kind, int *keyval, const char *fn)
 
 int bm_mpi_attr_set(const struct bm_mpi_attr_owner *o, int keyval, void *value, const char *fn)
 {
-    int rc = check_user_keyval(o, o->kind, keyval, fn);
+    int rc = check_user_keyval(o, o->kind, keyval, true, fn);
     if (rc)
         return rc;
     /* Replacing: the old value's delete callback runs first. */
@@ -283,7 +288,7 @@ int bm_mpi_attr_set(const struct bm_mpi_attr_owner *o, int keyval, void *value, 
 int bm_mpi_attr_get(const struct bm_mpi_attr_owner *o, int keyval, void *value_out, int *flag,
                     const char *fn)
 {
-    int rc = check_user_keyval(o, o->kind, keyval, fn);
+    int rc = check_user_keyval(o, o->kind, keyval, true, fn);
     if (rc)
         return rc;
     struct bm_mpi_attr *a = *attr_find(o->list, keyval);
@@ -295,7 +300,7 @@ int bm_mpi_attr_get(const struct bm_mpi_attr_owner *o, int keyval, void *value_o
 
 int bm_mpi_attr_delete(const struct bm_mpi_attr_owner *o, int keyval, const char *fn)
 {
-    int rc = check_user_keyval(o, o->kind, keyval, fn);
+    int rc = check_user_keyval(o, o->kind, keyval, true, fn);
     if (rc)
         return rc;
     struct bm_mpi_attr **pa = attr_find(o->list, keyval);

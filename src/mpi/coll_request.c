@@ -44,6 +44,8 @@ static void coll_req_free(struct coll_req *c)
     bm_mpi_sched_release(c->s);
     if (c->dt)
         bm_mpi_type_release(c->dt);
+    if (c->op)
+        bm_mpi_op_release(c->op);
     free(c);
 }
 
@@ -63,6 +65,7 @@ static struct coll_req *coll_req_new(MPI_Comm comm, struct bm_mpi_sched *s,
     if (a->op) {
         c->dt = a->rtype;
         bm_mpi_type_retain(c->dt);
+        bm_mpi_op_retain(c->op); /* MPI_Op_free may come before the wait */
     }
     return c;
 }

@@ -583,17 +583,16 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
         return rc;
     if (newcomm == NULL)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL newcomm pointer");
-    if (info == MPI_INFO_NULL)
-        return bm_mpi_error(comm, MPI_ERR_INFO, fn,
-                            "the info argument is MPI_INFO_NULL (pass an info object; "
-                            "MPI_Comm_dup keeps the communicator's own hints)");
-    MPI_Info check;
-    if ((rc = PMPI_Info_dup(info, &check))) /* validates the handle */
+    /* MPI_INFO_NULL: a duplicate with no hints at all (not the old
+     * communicator's, which is MPI_Comm_dup): as Open MPI and MPICH take it.
+     * Another info is validated by duplicating it. */
+    MPI_Info hints;
+    if ((rc = info == MPI_INFO_NULL ? PMPI_Info_create(&hints) : PMPI_Info_dup(info, &hints)))
         return rc;
-    PMPI_Info_free(&check);
-    if ((rc = bm_mpi_cid_agree(bm_mpi_comm_reducer(comm), comm, comm, &slot, fn)))
-        return rc;
-    return bm_mpi_comm_dup_on_slot(comm, slot, info, newcomm, fn);
+    if (!(rc = bm_mpi_cid_agree(bm_mpi_comm_reducer(comm), comm, comm, &slot, fn)))
+        rc = bm_mpi_comm_dup_on_slot(comm, slot, hints, newcomm, fn);
+    PMPI_Info_free(&hints);
+    return rc;
 }
 BM_MPI_ALIAS(Comm_dup_with_info);
 

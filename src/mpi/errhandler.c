@@ -398,7 +398,7 @@ int bm_mpi_check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype dt, const char *fn)
 {
     if (op == MPI_OP_NULL)
         return bm_mpi_error(comm, MPI_ERR_OP, fn, "the operation is MPI_OP_NULL");
-    if (op->magic != BM_MPI_MAGIC_OP)
+    if (op->magic != BM_MPI_MAGIC_OP || op->freed)
         return bm_mpi_error(comm, MPI_ERR_OP, fn,
                             "the operation handle %p is not an operation (freed, or another "
                             "kind of handle)",

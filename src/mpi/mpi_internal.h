@@ -206,6 +206,8 @@ struct bm_mpi_op {
     MPI_User_function *user_fn; /* user ops only */
     bool commutative;
     bool predefined;
+    bool freed;       /* MPI_Op_free came while a collective still held it */
+    int refcount;     /* user ops: the handle + pending collectives using it */
     const char *name; /* "MPI_SUM", "user-defined operation" */
 };
 
@@ -636,6 +638,11 @@ static inline size_t bm_mpi_type_packed_bytes(MPI_Datatype dt, size_t count)
 /* Where the data of a contiguous (count, dt) starts, relative to the
  * buffer (the type's first byte, true_lb for most types). */
 MPI_Aint bm_mpi_type_offset(MPI_Datatype dt);
+
+/* Keep a user operation alive while a nonblocking or persistent collective
+ * holds it (MPI_Op_free may come first); no-ops on predefined operations. */
+void bm_mpi_op_retain(MPI_Op op);
+void bm_mpi_op_release(MPI_Op op);
 
 /* Keep a derived datatype alive while something refers to it (MPI_Type_free
  * may come first); no-ops on predefined types. */

@@ -395,10 +395,25 @@ int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
     o->user_fn = user_fn;
     o->commutative = commute != 0;
     o->name = "user-defined operation";
+    o->refcount = 1;
     *op = o;
     return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Op_create);
+
+void bm_mpi_op_retain(MPI_Op op)
+{
+    if (!op->predefined)
+        bm_mpi_ref_get(&op->refcount);
+}
+
+void bm_mpi_op_release(MPI_Op op)
+{
+    if (op->predefined || !bm_mpi_ref_put(&op->refcount))
+        return;
+    op->magic = 0;
+    free(op);
+}
 
 int PMPI_Op_free(MPI_Op *op)
 {
@@ -407,13 +422,16 @@ int PMPI_Op_free(MPI_Op *op)
 
     if ((rc = bm_mpi_check_initialized(fn)))
         return rc;
-    if (op == NULL || *op == MPI_OP_NULL || (*op)->magic != BM_MPI_MAGIC_OP)
+    if (op == NULL || *op == MPI_OP_NULL || (*op)->magic != BM_MPI_MAGIC_OP || (*op)->freed)
         return bm_mpi_error(NULL, MPI_ERR_OP, fn, "invalid operation handle");
     if ((*op)->predefined)
         return bm_mpi_error(NULL, MPI_ERR_OP, fn, "cannot free the predefined operation %s",
                             (*op)->name);
-    (*op)->magic = 0;
-    free(*op);
+    /* Pending nonblocking or persistent collectives that use it keep it
+     * until they are done with it (MPI-3.1 section 5.9.5: "marks for
+     * deallocation"; MPICH's coll/nonblocking3 frees one before the wait). */
+    (*op)->freed = true;
+    bm_mpi_op_release(*op);
     *op = MPI_OP_NULL;
     return MPI_SUCCESS;
 }

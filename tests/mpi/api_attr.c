@@ -83,20 +83,31 @@ static void test_callbacks(void)
     BM_CHECK_EQ_INT(MPI_Comm_get_attr(b, dupkey, &val, &flag), MPI_SUCCESS);
     BM_CHECK(flag == 1 && val == (void *)7);
 
-    /* A freed key still serves the attributes that use it. */
+    /* A freed key still serves the attributes that use it, and the program
+     * may still read and delete them by the key's old value (MPICH's
+     * attr/fkeyval deletes them so; Open MPI and MPICH allow it); freeing
+     * the key again is an error. */
+    int freed_key = key;
     BM_CHECK_EQ_INT(MPI_Comm_free_keyval(&key), MPI_SUCCESS);
     BM_CHECK_EQ_INT(key, MPI_KEYVAL_INVALID);
+    BM_CHECK_EQ_INT(MPI_Comm_free_keyval(&(int){freed_key}), MPI_ERR_KEYVAL);
+    BM_CHECK_EQ_INT(MPI_Comm_get_attr(b, freed_key, &val, &flag), MPI_SUCCESS);
+    BM_CHECK(flag == 1 && val == (void *)19);
     BM_CHECK_EQ_INT(MPI_Comm_delete_attr(b, nocopy), MPI_ERR_KEYVAL); /* not set on b */
     deletes = 0;
     BM_CHECK_EQ_INT(MPI_Comm_free(&b), MPI_SUCCESS);
     BM_CHECK_EQ_INT(deletes, 1);
     BM_CHECK_EQ_INT(last_deleted, 19);
-    BM_CHECK_EQ_INT(MPI_Comm_delete_attr(a, nocopy), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Comm_delete_attr(a, freed_key), MPI_SUCCESS);
     BM_CHECK_EQ_INT(deletes, 2);
+    BM_CHECK_EQ_INT(last_deleted, 8);
+    BM_CHECK_EQ_INT(MPI_Comm_delete_attr(a, nocopy), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(deletes, 3);
     BM_CHECK_EQ_INT(last_deleted, 6);
     BM_CHECK_EQ_INT(MPI_Comm_free(&a), MPI_SUCCESS);
     BM_CHECK_EQ_INT(deletes, 3);
-    BM_CHECK_EQ_INT(last_deleted, 8);
+    /* its last attribute gone, the freed key is gone too */
+    BM_CHECK_EQ_INT(MPI_Comm_get_attr(MPI_COMM_WORLD, freed_key, &val, &flag), MPI_ERR_KEYVAL);
 
     /* Errors. */
     BM_CHECK_EQ_INT(MPI_Comm_set_attr(MPI_COMM_WORLD, MPI_TAG_UB, (void *)1), MPI_ERR_KEYVAL);
@@ -250,6 +261,17 @@ static int win_delete_cb(MPI_Win w, int keyval, void *value, void *extra)
     return MPI_SUCCESS;
 }
 
+static int type_copy_fails(MPI_Datatype t, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)t;
+    (void)keyval;
+    (void)extra;
+    (void)in;
+    (void)out;
+    *flag = 1;
+    return MPI_ERR_OTHER;
+}
+
 static void test_other_kinds(void)
 {
     MPI_Datatype t, t2;
@@ -265,6 +287,16 @@ static void test_other_kinds(void)
     BM_CHECK(flag == 1 && v == (void *)1); /* MPI_TYPE_DUP_FN copied it */
     MPI_Type_get_attr(t2, tkey_b, &v, &flag);
     BM_CHECK_EQ_INT(flag, 0); /* MPI_TYPE_NULL_COPY_FN did not */
+    /* A copy callback that fails fails MPI_Type_dup, whose handle then says
+     * MPI_DATATYPE_NULL (MPICH's attr/attrerrtype frees it otherwise). */
+    int tkey_c;
+    MPI_Datatype t3 = MPI_INT;
+    MPI_Type_create_keyval(type_copy_fails, MPI_TYPE_NULL_DELETE_FN, &tkey_c, NULL);
+    BM_CHECK_EQ_INT(MPI_Type_set_attr(t, tkey_c, NULL), MPI_SUCCESS);
+    BM_CHECK(MPI_Type_dup(t, &t3) != MPI_SUCCESS);
+    BM_CHECK(t3 == MPI_DATATYPE_NULL);
+    BM_CHECK_EQ_INT(MPI_Type_delete_attr(t, tkey_c), MPI_SUCCESS);
+    MPI_Type_free_keyval(&tkey_c);
     /* a type key is not a communicator key */
     BM_CHECK_EQ_INT(MPI_Comm_set_attr(MPI_COMM_WORLD, tkey_a, NULL), MPI_ERR_KEYVAL);
     MPI_Type_free_keyval(&tkey_b); /* the attribute on t keeps it */

@@ -329,9 +329,12 @@ static void ordered_runs(void *invec, void *inoutvec, int *len, MPI_Datatype *dt
     }
 }
 
+static int sum_calls;
+
 static void commutative_sum(void *invec, void *inoutvec, int *len, MPI_Datatype *dt)
 {
     (void)dt;
+    sum_calls++;
     for (int i = 0; i < *len; i++)
         ((long *)inoutvec)[i] += ((long *)invec)[i];
 }
@@ -370,6 +373,32 @@ static void test_user_ops(MPI_Comm comm)
     BM_CHECK_EQ_INT(MPI_Op_free(&ord), MPI_SUCCESS);
     BM_CHECK_EQ_INT(MPI_Op_free(&sum), MPI_SUCCESS);
     BM_CHECK(ord == MPI_OP_NULL);
+
+    /* Freed while a nonblocking and a persistent collective hold it: both
+     * keep it, its function still runs after MPI_Op_free (MPICH's
+     * coll/nonblocking3; under ASan a use after free fails here). */
+    MPI_Request rq[2];
+    long pout = 0;
+    BM_CHECK_EQ_INT(MPI_Op_create(commutative_sum, 1, &sum), MPI_SUCCESS);
+    lout = 0;
+    BM_CHECK_EQ_INT(MPI_Iallreduce(&lin, &lout, 1, MPI_LONG, sum, comm, &rq[0]), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Allreduce_init(&lin, &pout, 1, MPI_LONG, sum, comm, MPI_INFO_NULL, &rq[1]),
+                    MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Op_free(&sum), MPI_SUCCESS);
+    BM_CHECK(sum == MPI_OP_NULL);
+    sum_calls = 0;
+    BM_CHECK_EQ_INT(MPI_Wait(&rq[0], MPI_STATUS_IGNORE), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(lout, (long)n * (n + 1) / 2);
+    for (int round = 0; round < 2; round++) {
+        pout = 0;
+        BM_CHECK_EQ_INT(MPI_Start(&rq[1]), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(MPI_Wait(&rq[1], MPI_STATUS_IGNORE), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(pout, (long)n * (n + 1) / 2);
+    }
+    BM_CHECK_EQ_INT(MPI_Request_free(&rq[1]), MPI_SUCCESS);
+    int calls = 0;
+    MPI_Allreduce(&sum_calls, &calls, 1, MPI_INT, MPI_SUM, comm);
+    BM_CHECK(n == 1 || calls > 0);
 }
 
 /* Doubles of very different magnitudes: the sum depends on the order of

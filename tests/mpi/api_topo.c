@@ -1,8 +1,9 @@
 /* Cartesian topologies: MPI_Dims_create on balanced and constrained
  * shapes, checked exhaustively for every n up to 10,000 in 2, 3 and 4
  * dimensions against a plain enumeration of all factorizations (the most
- * balanced: smallest largest-minus-smallest, then the smallest factors
- * from the largest down; 504 in 2-D is 24 x 21), and on large n, a periodic 2-D grid whose ranks
+ * balanced: smallest largest-minus-smallest, then, as MPICH, the largest
+ * factors from the smallest up; 504 in 2-D is 24 x 21, 5040 in 3-D is
+ * 21 x 16 x 15), and on large n, a periodic 2-D grid whose ranks
  * swap halos with their four neighbours (MPI_Cart_shift + MPI_Sendrecv), coordinates and ranks both
  * ways (with periodic wrap), row sub-grids (MPI_Cart_sub) running
  * collectives, a non-periodic edge (MPI_PROC_NULL), processes left out of
@@ -49,9 +50,9 @@ static void ref_enum(int n, int k, int pos, int maxf, int *cur, int *best, long 
         long spread = cur[0] - n;
         int better = *best_spread < 0 || spread < *best_spread;
         if (!better && spread == *best_spread)
-            for (int i = 0; i < k; i++)
+            for (int i = k - 1; i >= 0; i--)
                 if (cur[i] != best[i]) {
-                    better = cur[i] < best[i];
+                    better = cur[i] > best[i];
                     break;
                 }
         if (better) {
@@ -88,6 +89,10 @@ static void test_dims_exhaustive(void)
     memset(d, 0, sizeof(d));
     MPI_Dims_create(504, 2, d);
     BM_CHECK(d[0] == 24 && d[1] == 21);
+    /* equally spread: the largest smallest factor (as MPICH) */
+    memset(d, 0, sizeof(d));
+    MPI_Dims_create(5040, 3, d);
+    BM_CHECK(d[0] == 21 && d[1] == 16 && d[2] == 15);
     /* large: a prime, a power of two, and fixed dimensions among free ones */
     memset(d, 0, sizeof(d));
     BM_CHECK_EQ_INT(MPI_Dims_create(2147483647, 2, d), MPI_SUCCESS);

@@ -56,13 +56,19 @@ static void test_mprobe_basic(void)
     BM_CHECK_EQ_INT(in[0], left);
     BM_CHECK_EQ_INT(st.MPI_TAG, 12);
 
-    /* MPI_PROC_NULL */
+    /* MPI_PROC_NULL; single-completion calls leave MPI_ERROR as it was */
+    st.MPI_ERROR = MPI_ERR_DIMS;
     BM_CHECK_EQ_INT(MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &msg, &st), MPI_SUCCESS);
     BM_CHECK(msg == MPI_MESSAGE_NO_PROC);
     BM_CHECK_EQ_INT(st.MPI_SOURCE, MPI_PROC_NULL);
+    BM_CHECK_EQ_INT(st.MPI_ERROR, MPI_ERR_DIMS);
+    st.MPI_ERROR = MPI_ERR_TOPOLOGY;
     BM_CHECK_EQ_INT(MPI_Mrecv(in, 1, MPI_INT, &msg, &st), MPI_SUCCESS);
     BM_CHECK(msg == MPI_MESSAGE_NULL);
     BM_CHECK_EQ_INT(st.MPI_SOURCE, MPI_PROC_NULL);
+    BM_CHECK_EQ_INT(st.MPI_ERROR, MPI_ERR_TOPOLOGY);
+    BM_CHECK_EQ_INT(MPI_Recv(in, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(st.MPI_ERROR, MPI_ERR_TOPOLOGY);
     BM_CHECK_EQ_INT(MPI_Improbe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &flag, &msg, &st), MPI_SUCCESS);
     BM_CHECK(flag == 1 && msg == MPI_MESSAGE_NO_PROC);
     BM_CHECK_EQ_INT(MPI_Imrecv(in, 1, MPI_INT, &msg, &r), MPI_SUCCESS);
