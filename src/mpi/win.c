@@ -920,7 +920,9 @@ static int win_shared_query_body(MPI_Win win, int rank, MPI_Aint *size, int *dis
     }
     *size = (MPI_Aint)win->t[rank].size;
     *disp_unit = win->t[rank].disp_unit;
-    void *p = win->t[rank].shm;
+    /* an empty segment has no address: NULL, as in Open MPI and MPICH
+     * (MPICH's rma/win_shared_noncontig_put checks it) */
+    void *p = win->t[rank].size ? win->t[rank].shm : NULL;
     memcpy(baseptr, &p, sizeof(void *));
     return MPI_SUCCESS;
 }

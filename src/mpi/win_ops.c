@@ -928,9 +928,13 @@ static int osc_rma(MPI_Win win, const struct osc_args *a, struct bm_osc_req *req
         return rc;
     if (tbytes == 0)
         return MPI_SUCCESS;
-    if ((!no_origin && a->origin == NULL) || (fetch && a->result == NULL))
+    /* NULL is MPI_BOTTOM: wrong only with a predefined type (a derived one
+     * may hold absolute addresses; the rule of bm_mpi_check_buffer, MPICH's,
+     * whose rma/put_bottom puts from MPI_BOTTOM). */
+    bool bad_origin = !no_origin && a->origin == NULL && a->otype->predefined;
+    if (bad_origin || (fetch && a->result == NULL && a->rtype->predefined))
         return bm_osc_win_error(win, MPI_ERR_BUFFER, fn, "NULL %s buffer",
-                                fetch && !a->result ? "result" : "origin");
+                                bad_origin ? "origin" : "result");
 
     struct osc_xfer x = {.win = win,
                          .target = a->target,
@@ -983,7 +987,10 @@ static int osc_rma_req(MPI_Win win, const struct osc_args *a, MPI_Request *reque
         return rc;
     if (!request)
         return bm_osc_win_error(win, MPI_ERR_ARG, fn, "NULL request pointer");
-    if (win->access != BM_OSC_ACCESS_LOCK && win->access != BM_OSC_ACCESS_LOCK_ALL)
+    /* MPI_PROC_NULL needs no epoch, as for the other operations (and
+     * MPI_Win_lock of MPI_PROC_NULL opens none): MPICH's rma/rmanull */
+    if (a->target != MPI_PROC_NULL && win->access != BM_OSC_ACCESS_LOCK &&
+        win->access != BM_OSC_ACCESS_LOCK_ALL)
         return bm_osc_win_error(win, MPI_ERR_RMA_SYNC, fn,
                                 "request-based operations need a passive-target epoch "
                                 "(MPI_Win_lock or MPI_Win_lock_all) (MPI-3.1 11.3.5)");

@@ -52,6 +52,31 @@ static void test_put(struct osc_win *w)
     free(src);
 }
 
+/* The origin at MPI_BOTTOM, its type made of absolute addresses (two
+ * pieces of two separate buffers): MPICH's rma/put_bottom. */
+static void test_put_bottom(struct osc_win *w)
+{
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    int a[3] = {rank, rank + 10, rank + 20}, b[2] = {rank + 30, rank + 40};
+    MPI_Aint at[2];
+    MPI_Get_address(&a[1], &at[0]);
+    MPI_Get_address(&b[0], &at[1]);
+    MPI_Datatype t;
+    MPI_Type_create_hindexed(2, (int[]){2, 2}, at, MPI_INT, &t);
+    MPI_Type_commit(&t);
+    memset(w->base, 0, 4 * sizeof(int));
+    MPI_Win_fence(0, w->win);
+    BM_CHECK_EQ_INT(MPI_Put(MPI_BOTTOM, 1, t, right, osc_disp(w, right, 0), 4, MPI_INT, w->win),
+                    MPI_SUCCESS);
+    MPI_Win_fence(0, w->win);
+    int got[4];
+    memcpy(got, w->base, sizeof(got));
+    BM_CHECK_MSG(got[0] == left + 10 && got[1] == left + 20 && got[2] == left + 30 &&
+                     got[3] == left + 40,
+                 "rank %d: put from MPI_BOTTOM: %d %d %d %d", rank, got[0], got[1], got[2], got[3]);
+    MPI_Type_free(&t);
+}
+
 static void test_get(struct osc_win *w)
 {
     int right = (rank + 1) % nranks;
@@ -137,6 +162,7 @@ int main(int argc, char **argv)
     struct osc_win w;
     osc_test_begin(&argc, &argv, &rank, &nranks, &w, WSIZE);
     BM_RUN_W(test_put);
+    BM_RUN_W(test_put_bottom);
     BM_RUN_W(test_get);
     test_accumulate(&w, 5);
     test_accumulate(&w, 100000);

@@ -94,6 +94,14 @@ static void test_lock_all_requests(struct osc_win *w, int assert)
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win);
     memset(w->base, 0, WSIZE);
     MPI_Win_unlock(rank, w->win);
+    /* MPI_PROC_NULL: its "lock" opens no epoch and needs none (MPICH's
+     * rma/rmanull): the request completes at once */
+    MPI_Request pn = MPI_REQUEST_NULL;
+    BM_CHECK_EQ_INT(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, MPI_PROC_NULL, 0, w->win), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Rput(src, n, MPI_INT32_T, MPI_PROC_NULL, 0, n, MPI_INT32_T, w->win, &pn),
+                    MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Win_unlock(MPI_PROC_NULL, w->win), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Wait(&pn, MPI_STATUS_IGNORE), MPI_SUCCESS);
     MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < n; i++)
         src[i] = rank * 100000 + i;
