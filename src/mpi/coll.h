@@ -129,6 +129,7 @@ struct bm_mpi_coll_config {
     size_t sm_copy_rooted_max;       /* the same for bcast, gather */
     size_t sm_reduce_split_min;      /* 2-rank single-copy reduce: both ranks combine */
     size_t sm_large_max;             /* the large area of ranks sharing cores, all slots */
+    size_t sm_large_alltoall;        /* alltoall blocks from this x ranks: not there */
     bool hier;                       /* hierarchical algorithms over hosts */
 };
 const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void);

@@ -12,7 +12,8 @@
  * segment (barrier, bcast, reduce, allreduce, gather, scatter, allgather,
  * alltoall whose data per slot fits BM_MPI_COLL_SM_SLOT, or moves by single
  * copy from BM_MPI_COLL_SM_COPY_MIN up, or, where ranks share cores, fits
- * the large area of BM_MPI_COLL_SM_LARGE_MAX: sm_alg), and on a
+ * the large area of BM_MPI_COLL_SM_LARGE_MAX, alltoalls there only with
+ * blocks below BM_MPI_COLL_SM_LARGE_ALLTOALL x p: sm_alg), and on a
  * communicator over several hosts the hierarchy (barrier, bcast, reduce,
  * allreduce, gather, allgather: hier_alg); the table below is for the rest.
  *   barrier         dissemination
@@ -165,6 +166,14 @@ static const struct bm_param coll_params[] = {
      "bytes per communicator (2 x ranks x slot; 8 ranks: slots of up to 1 MiB); larger data "
      "takes the point-to-point algorithms. 0: never.",
      offsetof(struct bm_mpi_coll_config, sm_large_max), 0},
+    {"BM_MPI_COLL_SM_LARGE_ALLTOALL", BM_PARAM_SIZE, "16k", 0, 1LL << 40, NULL,
+     "Alltoalls whose block is at least this many bytes times the ranks (4 ranks: 64 KiB) "
+     "take the point-to-point algorithm rather than the large area where ranks share cores: "
+     "each byte is copied once instead of twice, and with few ranks per core the "
+     "rendezvous steps wait little (4 ranks on 2 cores: 64-512 KiB blocks 30-495 us "
+     "against 55-547 through the area; 8 ranks: the area is faster up to its 128 KiB). 0: "
+     "no limit.",
+     offsetof(struct bm_mpi_coll_config, sm_large_alltoall), 0},
 };
 static const struct bm_param_table coll_table = {"mpi/coll", coll_params,
                                                  BM_PARAM_COUNT(coll_params)};
@@ -916,6 +925,9 @@ static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, enum bm_coll_
     else if (bytes > c->sm_slot) {
         if (bytes == SIZE_MAX || c->sm_large_max == 0 ||
             !(bm_pml_oversubscribed() || bm_pml_idle_yields()))
+            return -1;
+        if (a->kind == BM_COLL_ALLTOALL && c->sm_large_alltoall > 0 && forced == BM_SEL_AUTO &&
+            bytes / (size_t)comm->size >= c->sm_large_alltoall * (size_t)comm->size)
             return -1;
         *how = BM_COLL_SM_LARGE;
     }
