@@ -67,10 +67,7 @@ if(TARGET btl_conformance)
     # Provider keys, virtual addresses and allocated memory (FI_MR_BASIC,
     # which tcp;ofi_rxm honours when asked) with every local buffer
     # registered: the mode combination of verbs and EFA on a provider of
-    # this machine. The stats line must show the mode (0x70) in effect,
-    # and a completion queue with a wait descriptor although no process
-    # sleeps (cq_wait=fd: tcp then polls its sockets with epoll_wait
-    # instead of poll(), ofi_context.c).
+    # this machine. The stats line must show the mode (0x70) in effect.
     # The conformance suite at 2 ranks, passing only when its output also
     # matches regex (ofi_expect.sh); env: the test's environment.
     function(ofi_conformance_expect name regex env)
@@ -82,7 +79,7 @@ if(TARGET btl_conformance)
         set_tests_properties(${name} PROPERTIES TIMEOUT ${t} LABELS btl ENVIRONMENT "${env}")
     endfunction()
     ofi_conformance_expect(btl_conformance_ofi_np2_mrbasic
-        "^\\[ofi stats\\] rank 1 ofi:tcp;ofi_rxm:[^ ]*: mr_mode=0x70 \\(local\\) cq_wait=fd "
+        "^\\[ofi stats\\] rank 1 ofi:tcp;ofi_rxm:[^ ]*: mr_mode=0x70 \\(local\\)"
         "BM_PML_IDLE_YIELD=64;BM_BTL=self,ofi;BM_BTL_OFI_PROVIDER_INCLUDE=tcp;BM_BTL_OFI_MR_MODE=basic;BM_BTL_OFI_MR_LOCAL=on;BM_BTL_OFI_STATS=1")
     bm_add_mpi_test(btl_conformance_ofi_np2_shm TARGET btl_conformance NP 2 BTL self,ofi
         LABELS btl TIMEOUT 120 ARGS ofi

@@ -257,10 +257,9 @@ static bm_status_t ofi_publish(struct bm_btl_ofi_component *c)
 static void ofi_stats_print(const struct bm_btl_ofi_module *m)
 {
     char line[1024];
-    size_t off = (size_t)snprintf(
-        line, sizeof(line), "[ofi stats] rank %d %s: mr_mode=0x%llx%s cq_wait=%s", m->comp->rank,
-        m->super.name, (unsigned long long)m->mr_mode, m->mr_local ? " (local)" : "",
-        m->nctx > 0 && m->ctx[0].wait_fd >= 0 ? "fd" : "none");
+    size_t off = (size_t)snprintf(line, sizeof(line), "[ofi stats] rank %d %s: mr_mode=0x%llx%s",
+                                  m->comp->rank, m->super.name, (unsigned long long)m->mr_mode,
+                                  m->mr_local ? " (local)" : "");
 #define BM_BTL_OFI_STATS_PRINT(name, help)                                                         \
     if (off < sizeof(line))                                                                        \
         off += (size_t)snprintf(line + off, sizeof(line) - off, " %s=%llu", #name,                 \

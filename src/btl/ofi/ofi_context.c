@@ -181,22 +181,14 @@ bm_status_t bm_btl_ofi_context_open(struct bm_btl_ofi_module *m, int index)
     bm_util_list_init(&ctx->inflight);
     /* A job whose processes may sleep (btl.h "Sleeping") asks for a queue
      * with a descriptor to sleep on; providers that have none (shm) get a
-     * plain queue and the sleeper naps. Only manual-progress providers:
+     * plain queue and the sleeper naps. Only then: a provider may signal
+     * the descriptor on every completion. Only manual-progress providers:
      * with sockets (its own progress thread) and such queues, the last
      * message of MPI_Finalize's barrier was lost in 4 of 5 runs of
-     * mt_progress (the peer waited forever); without them, never.
-     * tcp;ofi_rxm gets one even when nobody sleeps: rxm then opens the
-     * tcp provider's queue with a descriptor too, and tcp polls its
-     * sockets with one epoll_wait per progress pass instead of poll() on
-     * a poll set (tcpx_progress, libfabric 1.17). Same system calls per
-     * message; CPU time per progress pass 0.37 us instead of 0.65 (user
-     * 0.11-0.13 + system 0.23-0.27 us against 0.15-0.21 + 0.44-0.49;
-     * bm_latency 8 B, 3 interleaved rounds), so a pass finds an arrival
-     * sooner (ofi README "Two-sided speed"). */
-    bool epoll_progress = m->manual && strncmp(m->prov_name, "tcp;", 4) == 0;
+     * mt_progress (the peer waited forever); without them, never. */
     struct fi_cq_attr cq_attr = {
         .format = FI_CQ_FORMAT_DATA,
-        .wait_obj = (m->comp->sleepers || epoll_progress) && m->manual ? FI_WAIT_FD : FI_WAIT_NONE,
+        .wait_obj = m->comp->sleepers && m->manual ? FI_WAIT_FD : FI_WAIT_NONE,
         .size = m->info->tx_attr->size + m->info->rx_attr->size,
     };
     ctx->wait_fd = -1;
