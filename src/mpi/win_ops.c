@@ -1282,12 +1282,16 @@ static int compare_and_swap_body(const void *origin_addr, const void *compare_ad
     int rc;
     if ((rc = bm_osc_check_win(win, fn)) || (rc = check_type(win, datatype, 1, "", fn)))
         return rc;
+    /* The standard lists C and Fortran integer, logical and byte types;
+     * Open MPI and MPICH also take MPI_CHAR (osu_cas_latency's default), so
+     * do we: the swap compares bytes, whatever the type. */
     if (!datatype->predefined ||
         (datatype->kind != BM_MPI_KIND_INT && datatype->kind != BM_MPI_KIND_BYTE &&
-         datatype->kind != BM_MPI_KIND_BOOL))
+         datatype->kind != BM_MPI_KIND_BOOL && datatype->kind != BM_MPI_KIND_LOGICAL &&
+         datatype->kind != BM_MPI_KIND_CHAR))
         return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
-                                "MPI_Compare_and_swap takes an integer, logical or byte type, "
-                                "not %s",
+                                "MPI_Compare_and_swap takes an integer, logical, byte or char "
+                                "type, not %s",
                                 datatype->name);
     if (target_rank == MPI_PROC_NULL)
         return MPI_SUCCESS;

@@ -61,6 +61,8 @@ bm_osc_test(osc_atomic RUNS self:1:allocate sm:8:allocate sm:4:create rdma:4:all
 bm_osc_test(osc_pscw RUNS self:1:shared sm:4:allocate sm:3:create rdma:3:create tcp:3:allocate
     tcp:2:dynamic dgram:3:create tcpthread:2:allocate)
 bm_osc_test(osc_windows RUNS sm:4:any tcp:3:any)
+# compare-and-swap on every accepted type class (MPI_CHAR: osu_cas_latency)
+bm_osc_test(osc_cas_types RUNS sm:2:allocate rdma:2:create tcp:3:allocate dgram:2:dynamic)
 bm_osc_test(osc_errors RUNS sm:3:classes tcp:2:classes)
 # Transport operations that fail (a debug knob: BM_MPI_OSC_FAIL_RDMA=1) over
 # sm's single copy and dgram's emulated RDMA.
