@@ -914,7 +914,9 @@ static int osc_rma(MPI_Win win, const struct osc_args *a, struct bm_osc_req *req
         return bm_osc_win_error(win, MPI_ERR_TYPE, fn,
                                 "the result buffer holds %zu bytes of data but the target %zu",
                                 (size_t)a->rcount * a->rtype->size, tbytes);
-    if (acc) {
+    /* An empty transfer moves nothing: the types of its sides need not agree
+     * on a predefined type (a zero-size type has none; MPICH's rma/badrma). */
+    if (acc && tbytes > 0) {
         if ((rc = check_acc_op(win, a->op, a->ttype, fn)))
             return rc;
         if ((!no_origin && a->otype->basic != a->ttype->basic) ||

@@ -77,6 +77,27 @@ static void test_put_bottom(struct osc_win *w)
     MPI_Type_free(&t);
 }
 
+/* Empty transfers succeed whatever their types (MPICH's rma/badrma): a
+ * zero-size type has no predefined type to agree on. */
+static void test_empty(struct osc_win *w)
+{
+    MPI_Datatype none;
+    MPI_Type_contiguous(0, MPI_INT, &none);
+    MPI_Type_commit(&none);
+    int i = 1;
+    double r = 0;
+    MPI_Win_fence(0, w->win);
+    BM_CHECK_EQ_INT(MPI_Accumulate(&i, 0, MPI_INT, 0, 0, 0, MPI_DOUBLE, MPI_SUM, w->win),
+                    MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Accumulate(&i, 1, none, 0, 0, 2, none, MPI_SUM, w->win), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(
+        MPI_Get_accumulate(NULL, 0, MPI_INT, &r, 1, none, 0, 0, 0, MPI_DOUBLE, MPI_SUM, w->win),
+        MPI_SUCCESS);
+    BM_CHECK(r == 0);
+    MPI_Win_fence(0, w->win);
+    MPI_Type_free(&none);
+}
+
 static void test_get(struct osc_win *w)
 {
     int right = (rank + 1) % nranks;
@@ -163,6 +184,7 @@ int main(int argc, char **argv)
     osc_test_begin(&argc, &argv, &rank, &nranks, &w, WSIZE);
     BM_RUN_W(test_put);
     BM_RUN_W(test_put_bottom);
+    BM_RUN_W(test_empty);
     BM_RUN_W(test_get);
     test_accumulate(&w, 5);
     test_accumulate(&w, 100000);
