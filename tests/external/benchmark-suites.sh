@@ -106,6 +106,8 @@ run() {
             reason="exit status $rc: $(grep -m1 -iE 'error|abort|signal|fail' "$log" | cut -c1-150)"
         elif grep -qiE 'validation *fail|# *fail|\bfail(ed|ure)?\b|\berror\b|assert|abort' "$log"; then
             reason="output: $(grep -m1 -iE 'validation *fail|# *fail|\bfail(ed|ure)?\b|\berror\b|assert|abort' "$log" | cut -c1-150)"
+        elif [[ " $* " == *" -c "* ]] && ! grep -q 'Pass$' "$log"; then
+            reason="OSU's data check (-c) did not report Pass"
         fi
         if [ -n "$reason" ]; then
             record "$tag" FAIL "$reason (log $log)"
@@ -121,7 +123,7 @@ if [ -n "$imb" ]; then
     rm -rf "$work/imb"
     cp -a "$imb" "$work/imb"
     for t in MPI1 NBC RMA EXT IO P2P; do
-        if [ $t = IO ] && ! grep -q MPI_File_open "$here/include/mpi.h"; then
+        if [ $t = IO ] && ! grep -q MPI_File_open "$("$bmcc" -showme:incdirs)/mpi.h"; then
             echo "SKIP  IMB-IO: bitmover has no MPI-IO (MPI_File_*)"
             skipped=$((skipped + 1))
             continue
