@@ -26,6 +26,38 @@ bool bm_mpi_rte_up;
 static int thread_level = MPI_THREAD_SINGLE;
 static pthread_t main_thread;
 
+/* atexit: the program returned from main (or called exit) with MPI still
+ * initialized. That is erroneous (MPI-3.1 8.7: every process calls
+ * MPI_Finalize), but common enough that MPICH lets it pass silently (Open
+ * MPI's mpirun reports it and fails the job): OSU 7.4's osu_latency_mt
+ * never finalizes. Without a drain, a peer still in MPI_Send of a
+ * rendezvous waits for a completion message or acknowledgements that this
+ * process never sends, and over dgram declares the path failed after
+ * seconds. bitmover delivers what it owes and says once what happened;
+ * the exit status stays the program's. */
+static void exit_without_finalize(void)
+{
+    if (bm_mpi_state != BM_MPI_STATE_RUNNING)
+        return;
+    /* Peers exit in any order here (they skipped MPI_Finalize's barrier
+     * too): a connection closed without a goodbye while this rank drains is
+     * expected, so the transports' and the PML's warnings about it are muted
+     * unless BM_VERBOSE asks for them. */
+    const char *verbose = getenv("BM_VERBOSE");
+    bool mute = !verbose || !*verbose;
+    if (mute)
+        bm_util_log_configure("1");
+    bool drained = bm_pml_exit_drain();
+    if (mute)
+        bm_util_log_configure(NULL);
+    bm_log_warn("rank %d (host %s) exited without calling MPI_Finalize (erroneous: every "
+                "process must call it before it exits)%s",
+                bm_rte_self()->rank, bm_rte_self()->hostname,
+                drained ? "; what this rank still owed its peers was delivered first"
+                        : "; what this rank owed its peers may be undelivered (see "
+                          "BM_PML_EXIT_DRAIN_MS): they may report a failed path");
+}
+
 static int init_common(int *argc, char ***argv, int required, int *provided, const char *fn)
 {
     bm_status_t st;
@@ -86,6 +118,9 @@ static int init_common(int *argc, char ***argv, int required, int *provided, con
     if (bm_pml_threaded())
         bm_mpi_mt_init(true);
     bm_mpi_state = BM_MPI_STATE_RUNNING;
+    static bool exit_hook;
+    if (!exit_hook)
+        exit_hook = atexit(exit_without_finalize) == 0;
     bm_mpi_info_env_init(argc ? *argc : 0, argv ? *argv : NULL, thread_level,
                          bm_mpi_comm_world_obj.size);
     if (provided)

@@ -8,6 +8,7 @@
 
 #include "pml/pml_internal.h"
 #include "runtime/rte.h"
+#include "util/clock.h"
 #include "util/params.h"
 
 #include <sched.h>
@@ -83,6 +84,13 @@ static const struct bm_param pml_params[] = {
      "found it taken (MPI_THREAD_MULTIPLE), one line per rank. Counting every acquisition "
      "costs an atomic add per lock; contended ones are always counted.",
      offsetof(struct bm_pml_config, stats), 0},
+    {"BM_PML_EXIT_DRAIN_MS", BM_PARAM_INT, "2000", 0, 600000, NULL,
+     "A process that exits while MPI is initialized (no MPI_Finalize: an erroneous program, "
+     "but a common one) first delivers what it still owes its peers (a rendezvous's "
+     "completion message, the transports' acknowledgements) for at most this many "
+     "milliseconds, so that a peer still inside MPI_Send completes instead of declaring the "
+     "path failed. 0: exit at once.",
+     offsetof(struct bm_pml_config, exit_drain_ms), 0},
 };
 static const struct bm_param_table pml_table = {"pml", pml_params, BM_PARAM_COUNT(pml_params)};
 BM_PARAM_TABLE_REGISTER(pml_table);
@@ -296,13 +304,45 @@ err_close:
     return rc;
 }
 
+/* Transfers the PML still owes its peers: descriptors a transport has not
+ * called back, queued sends and control messages, freed requests whose
+ * transfer still runs. */
+static bool pml_owes_peers(void)
+{
+    return bm_pml_g.inflight > 0 || bm_pml_g.pend_head || bm_pml_g.ctl_head ||
+           bm_pml_g.freed_active > 0;
+}
+
+/* After the PML owes nothing, the transports may still owe acknowledgements
+ * of what arrived last (dgram sends a standalone ACK after
+ * BM_BTL_DGRAM_ACK_DELAY_US, 50 us by default): progress this long more. */
+#define PML_EXIT_LINGER_NS 2000000ull
+
+bool bm_pml_exit_drain(void)
+{
+    if (!bm_pml_g.initialized)
+        return true;
+    if (bm_pml_g.cfg.exit_drain_ms == 0)
+        return false;
+    bm_pml_wait_stop();
+    uint64_t now = bm_util_clock_now_ns();
+    uint64_t end = now + (uint64_t)bm_pml_g.cfg.exit_drain_ms * 1000000ull;
+    while (pml_owes_peers() && now < end) {
+        bm_pml_progress();
+        now = bm_util_clock_now_ns();
+    }
+    bool drained = !pml_owes_peers();
+    for (uint64_t linger = now + PML_EXIT_LINGER_NS; now < linger; now = bm_util_clock_now_ns())
+        bm_pml_progress();
+    return drained;
+}
+
 void bm_pml_finalize(void)
 {
     if (!bm_pml_g.initialized)
         return;
     bm_pml_wait_stop();
-    while (bm_pml_g.inflight > 0 || bm_pml_g.pend_head || bm_pml_g.ctl_head ||
-           bm_pml_g.freed_active > 0)
+    while (pml_owes_peers())
         bm_pml_progress();
     if (bm_pml_g.cfg.stats)
         pml_stats_print();

@@ -76,6 +76,14 @@ bm_status_t bm_pml_init(int thread_level);
  * are dropped. */
 void bm_pml_finalize(void);
 
+/* The process is exiting without bm_pml_finalize (MPI_Finalize never
+ * called): progress until nothing is owed to a peer, for at most
+ * BM_PML_EXIT_DRAIN_MS, then a little longer for the transports' delayed
+ * acknowledgements. The transports stay open (another thread may still be
+ * inside the library). False when something was still owed at the limit,
+ * or nothing was tried (BM_PML_EXIT_DRAIN_MS=0). */
+bool bm_pml_exit_drain(void);
+
 /* Poll the transports once and retry queued sends. Returns the number of
  * events handled (0 when idle). Cheap enough to call in a spin loop; a run
  * of idle calls yields the core in the yield and block wait modes. */

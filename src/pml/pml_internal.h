@@ -37,6 +37,7 @@ struct bm_pml_config {
     int idle_yield;         /* idle progress calls before sched_yield (0: never; -1 at load:
                                decided at init from the oversubscription of the host) */
     int stats;              /* BM_PML_STATS: print lock counters at finalize */
+    int exit_drain_ms;      /* BM_PML_EXIT_DRAIN_MS: exit without MPI_Finalize */
 };
 
 /* ---- match queues ----------------------------------------------------------

@@ -92,3 +92,21 @@ add_executable(p2p_placed ${p2p_dir}/p2p_placed.c)
 target_link_libraries(p2p_placed PRIVATE bitmover_internal bm_test_harness)
 bm_add_mpi_test(p2p_placed_tcp_np2 TARGET p2p_placed NP 2 BTL self,tcp TIMEOUT 60
     LABELS mpi p2p ENV BM_BTL_TCP_IF_INCLUDE=lo BM_PML_PACK_FRAG_SIZE=1m BM_PML_IOV_BLOCK_MIN=1k)
+
+# A program that exits without MPI_Finalize (as OSU 7.4's osu_latency_mt
+# does): the exit hook (mpi/init.c, BM_PML_EXIT_DRAIN_MS) must deliver what
+# the last receiver owes, or its peer, still in MPI_Send of a rendezvous,
+# declares the path failed (dgram: after 12 retransmit timeouts, then holds
+# for BM_PML_PATH_GRACE 60 s and aborts). Both ranks must print the hook's
+# warning (the mechanism ran); a failed-path report fails the test.
+add_executable(p2p_no_finalize ${p2p_dir}/p2p_no_finalize.c)
+target_link_libraries(p2p_no_finalize PRIVATE bitmover)
+foreach(btl dgram tcp)
+    bm_add_mpi_test(p2p_no_finalize_${btl} TARGET p2p_no_finalize NP 2 BTL self,${btl}
+        TIMEOUT 30 LABELS mpi p2p ENV BM_PML_PATH_GRACE=5)
+    set_tests_properties(p2p_no_finalize_${btl} PROPERTIES
+        PASS_REGULAR_EXPRESSION
+        "rank [01] [^\n]*without calling MPI_Finalize[^\n]*delivered first.*rank [01] [^\n]*without calling MPI_Finalize[^\n]*delivered first"
+        FAIL_REGULAR_EXPRESSION
+        "failed|no working transport|undelivered|abort|timed out|exited with status [1-9]|killed")
+endforeach()
