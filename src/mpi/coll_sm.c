@@ -237,6 +237,13 @@ static void may_write(struct bm_coll_sm *sm, uint64_t k)
         }
 }
 
+/* Rank r published operation k, so it is done with k - 1 (see below). */
+static inline void flag_seen(struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    if (sm->seen[r] < k - 1)
+        sm->seen[r] = k - 1;
+}
+
 /* Wait for rank r's flag of operation k, as a reader of len bytes at p
  * that r publishes with it (len 0: none). A rank publishes operation k only
  * after it is done with k - 1 (its reads of k - 1 come before that release
@@ -277,15 +284,13 @@ static void wait_flag_data(struct bm_coll_sm *sm, uint64_t k, int r, const void 
         wait_for_touching(sm, f, k, (const char *)(first * 64), lines);
     else
         wait_for(sm, f, k);
-    if (sm->seen[r] < k - 1)
-        sm->seen[r] = k - 1;
+    flag_seen(sm, k, r);
 }
 
 static void wait_flag(struct bm_coll_sm *sm, uint64_t k, int r)
 {
     wait_for(sm, flag_of(sm, k, r), k);
-    if (sm->seen[r] < k - 1)
-        sm->seen[r] = k - 1;
+    flag_seen(sm, k, r);
 }
 
 static void publish(const struct bm_coll_sm *sm, uint64_t k)
@@ -607,8 +612,7 @@ static size_t wait_more(struct bm_coll_sm *sm, uint64_t k, int r, size_t got, si
 
     for (;;) {
         if (atomic_load_explicit(f, memory_order_acquire) >= k) {
-            if (sm->seen[r] < k - 1)
-                sm->seen[r] = k - 1; /* as wait_flag */
+            flag_seen(sm, k, r);
             return bytes;
         }
         uint64_t v = atomic_load_explicit(pr, memory_order_acquire);

@@ -189,17 +189,17 @@ static void test_split_type(void)
     MPI_Comm shm;
     int n = -1, r = -1;
     /* key: reverse order */
-    BM_CHECK_EQ_INT(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, size - rank,
-                                        MPI_INFO_NULL, &shm),
-                    MPI_SUCCESS);
+    BM_CHECK_EQ_INT(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, size - rank, MPI_INFO_NULL, &shm),
+        MPI_SUCCESS);
     MPI_Comm_size(shm, &n);
     MPI_Comm_rank(shm, &r);
     BM_CHECK_EQ_INT(n, size); /* one node under ctest */
     BM_CHECK_EQ_INT(r, size - 1 - rank);
     MPI_Comm_free(&shm);
-    BM_CHECK_EQ_INT(MPI_Comm_split_type(MPI_COMM_WORLD, rank == 0 ? MPI_UNDEFINED
-                                                                   : MPI_COMM_TYPE_SHARED,
-                                        0, MPI_INFO_NULL, &shm),
+    BM_CHECK_EQ_INT(MPI_Comm_split_type(MPI_COMM_WORLD,
+                                        rank == 0 ? MPI_UNDEFINED : MPI_COMM_TYPE_SHARED, 0,
+                                        MPI_INFO_NULL, &shm),
                     MPI_SUCCESS);
     BM_CHECK(rank == 0 ? shm == MPI_COMM_NULL : shm != MPI_COMM_NULL);
     if (shm != MPI_COMM_NULL) {
