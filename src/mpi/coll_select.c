@@ -352,6 +352,25 @@ static bool crowded(MPI_Comm comm)
     return comm->coll && bm_coll_sm_capacity(comm->coll) > 0 && bm_pml_oversubscribed();
 }
 
+/* Kinds whose automatic choice asks crowded() (and so wants the segment
+ * made, if it can be, before a blocking call that does not use it), on a
+ * communicator that may have one. */
+static bool crowd_sensitive(MPI_Comm comm, int kind)
+{
+    if (comm->inter || comm->size < 2 || bm_mpi_coll_cfg()->sm_slot == 0)
+        return false;
+    switch (kind) {
+    case BM_COLL_BCAST:
+    case BM_COLL_REDUCE:
+    case BM_COLL_ALLTOALL:
+    case BM_COLL_ALLTOALLV:
+    case BM_COLL_ALLTOALLW:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static int choose(MPI_Comm comm, const struct bm_mpi_coll_args *a)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
@@ -989,6 +1008,15 @@ int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const 
             b.rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
             return bm_coll_sm_run(comm, cc, &b, alg, how, fn);
         }
+    } else if (crowd_sensitive(comm, a->kind)) {
+        /* The point-to-point choice below depends on whether the
+         * communicator is crowded, which needs the segment: a program
+         * whose first collective is one the segment does not serve (a
+         * large alltoall) would otherwise get the uncrowded algorithm.
+         * Every rank comes here alike (the same call, the same state). */
+        struct bm_mpi_coll_comm *cc = bm_mpi_coll_comm(comm);
+        if (cc && cc->sm_state == 0)
+            (void)bm_coll_sm_ready(comm, cc, fn);
     }
 
     if ((rc = bm_mpi_coll_schedule(comm, a, &s, fn)) != MPI_SUCCESS)

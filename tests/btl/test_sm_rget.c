@@ -30,7 +30,6 @@
 #include "pml/pml_internal.h"
 
 #include <mpi.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,19 +142,8 @@ int main(int argc, char **argv)
     bool allocmem = argc > 1 && strcmp(argv[1], "allocmem") == 0;
     bool oversub = argc > 1 && strcmp(argv[1], "oversub") == 0;
     const char *r = getenv("BMRUN_RANK");
-    if (oversub) {
-        /* both ranks on the lowest CPU the machine lets them have (bmrun
-         * gave each its own) */
-        int cpu = 0;
-        for (; cpu < CPU_SETSIZE; cpu++) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            if (sched_setaffinity(0, sizeof(set), &set) == 0)
-                break;
-        }
-        BM_CHECK(cpu < CPU_SETSIZE);
-    }
+    if (oversub) /* both ranks on one CPU (bmrun gave each its own) */
+        BM_CHECK(bm_test_bind_lowest_cpu());
     if (fallback && r && atoi(r) == 1) {
         setenv("BM_BTL_SM_SINGLE_COPY", "0", 1);
         setenv("BM_BTL_OFI_RNDV_GET", "0", 1);

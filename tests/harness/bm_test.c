@@ -1,7 +1,8 @@
-/* Failure recording, the summary line and the test data pattern of
- * tests/harness/bm_test.h. */
+/* Failure recording, the summary line, the test data pattern and the CPU
+ * binding of tests/harness/bm_test.h. */
 #include "bm_test.h"
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
@@ -62,4 +63,16 @@ size_t bm_test_bad_bytes(const void *b, size_t len, int seed)
     for (size_t i = 0; i < len; i++)
         bad += p[i] != bm_test_pattern(i, seed);
     return bad;
+}
+
+bool bm_test_bind_lowest_cpu(void)
+{
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) == 0)
+            return true;
+    }
+    return false;
 }

@@ -5,6 +5,7 @@
 #ifndef BM_TEST_H
 #define BM_TEST_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +23,11 @@ int bm_test_summary(const char *name);
  * differs from it; bm_test_bad_bytes counts the bytes of b that differ. */
 void bm_test_fill(void *b, size_t len, int seed);
 size_t bm_test_bad_bytes(const void *b, size_t len, int seed);
+
+/* Binds the calling thread to the lowest CPU it may run on (call it before
+ * MPI_Init in every rank: they then share one CPU, so the host has more
+ * ranks than cores wherever the test runs); false when no CPU took it. */
+bool bm_test_bind_lowest_cpu(void);
 
 #define BM_CHECK(cond)                                                                             \
     do {                                                                                           \

@@ -309,6 +309,12 @@ foreach(set a b c d e f)
     endforeach()
 endforeach()
 
+# A program whose first collective is a large alltoall on an oversubscribed
+# host (both ranks bound to one CPU) gets the crowded choice (linear).
+add_executable(coll_crowded ${api_dir}/coll_crowded.c)
+target_link_libraries(coll_crowded PRIVATE bitmover bm_test_harness)
+bm_add_mpi_test(coll_crowded NP 2 TARGET coll_crowded BTL self,sm TIMEOUT 60 LABELS mpi coll)
+
 # The PML's idle policy: yield only when the job oversubscribes its host.
 bm_scaled_timeout(t 120)
 add_test(NAME pml_idle_yield COMMAND ${api_dir}/pml_idle_yield.sh $<TARGET_FILE:bmrun>

@@ -1,0 +1,59 @@
+/* The crowded rule of the collective choice (src/mpi/coll_select.c): on a
+ * host with more ranks than cores an alltoall of large blocks posts every
+ * transfer at once (alltoall.linear) instead of exchanging pairwise, one
+ * peer per step (alltoall.pairwise). The rule needs the communicator's
+ * shared-memory segment, which the first collective makes; here the first
+ * collective is itself such an alltoall (64 KiB blocks: too large for the
+ * segment's large area where ranks share cores), which must already get
+ * the linear algorithm. Both ranks bind themselves to one CPU before
+ * MPI_Init, so the host is oversubscribed wherever the test runs. The data
+ * of every call is checked. */
+#include "bm_test.h"
+
+#include <bitmover.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define BLOCK (64 * 1024)
+
+static unsigned char pat(int from, int to, int call, size_t i)
+{
+    return (unsigned char)(from * 31 + to * 17 + call * 7 + i * 3 + (i >> 10));
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    BM_CHECK(bm_test_bind_lowest_cpu());
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    bm_test_current = "first collective: a large alltoall on an oversubscribed host";
+    unsigned char *s = malloc((size_t)size * BLOCK), *r = malloc((size_t)size * BLOCK);
+    BM_CHECK(s != NULL && r != NULL);
+    for (int call = 0; call < 3; call++) {
+        for (int to = 0; to < size; to++)
+            for (size_t i = 0; i < BLOCK; i++)
+                s[(size_t)to * BLOCK + i] = pat(rank, to, call, i);
+        BM_CHECK_EQ_INT(MPI_Alltoall(s, BLOCK, MPI_BYTE, r, BLOCK, MPI_BYTE, MPI_COMM_WORLD),
+                        MPI_SUCCESS);
+        size_t bad = 0;
+        for (int from = 0; from < size; from++)
+            for (size_t i = 0; i < BLOCK; i++)
+                bad += r[(size_t)from * BLOCK + i] != pat(from, rank, call, i);
+        BM_CHECK_MSG(bad == 0, "call %d: %zu bytes wrong", call, bad);
+    }
+    unsigned long linear = bm_coll_alg_count("alltoall.linear"),
+                  pairwise = bm_coll_alg_count("alltoall.pairwise");
+    if (rank == 0)
+        printf("alltoall.linear %lu, alltoall.pairwise %lu\n", linear, pairwise);
+    BM_CHECK_MSG(linear == 3 && pairwise == 0,
+                 "rank %d on an oversubscribed host: alltoall.linear ran %lu times and "
+                 "alltoall.pairwise %lu times, expected 3 and 0",
+                 rank, linear, pairwise);
+    free(s);
+    free(r);
+    MPI_Finalize();
+    return bm_test_summary("coll_crowded");
+}
