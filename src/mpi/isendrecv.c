@@ -180,8 +180,8 @@ int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, in
 {
     static const char fn[] = "MPI_Isendrecv";
     int rc;
-    if ((rc = bm_mpi_p2p_check(fn, comm, sendbuf, sendcount, sendtype, dest, sendtag, false)) ||
-        (rc = bm_mpi_p2p_check(fn, comm, recvbuf, recvcount, recvtype, source, recvtag, true)))
+    if ((rc = bm_mpi_p2p_check(fn, comm, sendbuf, sendcount, &sendtype, dest, sendtag, false)) ||
+        (rc = bm_mpi_p2p_check(fn, comm, recvbuf, recvcount, &recvtype, source, recvtag, true)))
         return rc;
     if (!request)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL request pointer");
@@ -198,8 +198,8 @@ int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest
 {
     static const char fn[] = "MPI_Isendrecv_replace";
     int rc;
-    if ((rc = bm_mpi_p2p_check(fn, comm, buf, count, datatype, dest, sendtag, false)) ||
-        (rc = bm_mpi_p2p_check(fn, comm, buf, count, datatype, source, recvtag, true)))
+    if ((rc = bm_mpi_p2p_check(fn, comm, buf, count, &datatype, dest, sendtag, false)) ||
+        (rc = bm_mpi_p2p_check(fn, comm, buf, count, &datatype, source, recvtag, true)))
         return rc;
     if (!request)
         return bm_mpi_error(comm, MPI_ERR_ARG, fn, "NULL request pointer");

@@ -163,8 +163,10 @@ MPI_Request bm_mpi_p2p_request_new(enum bm_mpi_req_kind kind, int mode, bool per
                                    const void *buf, int count, MPI_Datatype dt, int peer, int tag,
                                    MPI_Comm comm);
 /* The checks of every operation with a buffer and a peer (recv: wildcards
- * allowed): 0, or the class after the error handler ran. */
-int bm_mpi_p2p_check(const char *fn, MPI_Comm comm, const void *buf, int count, MPI_Datatype dt,
+ * allowed): 0, or the class after the error handler ran. A count of 0 with
+ * *dt MPI_DATATYPE_NULL is accepted and *dt becomes MPI_BYTE (MPICH checks a
+ * point-to-point buffer's type only when count > 0). */
+int bm_mpi_p2p_check(const char *fn, MPI_Comm comm, const void *buf, int count, MPI_Datatype *dt,
                      int peer, int tag, bool recv);
 /* Report a PML failure of what ("send", "receive") with peer. */
 int bm_mpi_p2p_pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const char *what, int peer);

@@ -118,7 +118,8 @@ int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mes
 BM_MPI_ALIAS(Improbe);
 
 /* Checks of Mrecv/Imrecv: a message from a matched probe, a valid buffer. */
-static int mrecv_check(const char *fn, void *buf, int count, MPI_Datatype dt, MPI_Message *message)
+static int mrecv_check(const char *fn, void *buf, int count, MPI_Datatype *dtp,
+                       MPI_Message *message)
 {
     int rc;
     if ((rc = bm_mpi_check_initialized(fn)))
@@ -132,6 +133,9 @@ static int mrecv_check(const char *fn, void *buf, int count, MPI_Datatype dt, MP
                             "already)",
                             m == MPI_MESSAGE_NULL ? "MPI_MESSAGE_NULL" : "the handle");
     MPI_Comm comm = m == MPI_MESSAGE_NO_PROC ? MPI_COMM_NULL : m->comm;
+    if (count == 0 && *dtp == MPI_DATATYPE_NULL)
+        *dtp = MPI_BYTE; /* as bm_mpi_p2p_check: MPICH accepts it */
+    MPI_Datatype dt = *dtp;
     if ((rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
         (rc = bm_mpi_check_buffer(comm, buf, count, dt, fn)))
         return rc;
@@ -158,7 +162,7 @@ int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message
                MPI_Status *status)
 {
     static const char fn[] = "MPI_Mrecv";
-    int rc = mrecv_check(fn, buf, count, datatype, message);
+    int rc = mrecv_check(fn, buf, count, &datatype, message);
     if (rc)
         return rc;
     if (*message == MPI_MESSAGE_NO_PROC) {
@@ -193,7 +197,7 @@ int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *messag
                 MPI_Request *request)
 {
     static const char fn[] = "MPI_Imrecv";
-    int rc = mrecv_check(fn, buf, count, datatype, message);
+    int rc = mrecv_check(fn, buf, count, &datatype, message);
     if (rc)
         return rc;
     if (!request)

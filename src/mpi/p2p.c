@@ -121,11 +121,18 @@ static inline bool args_valid(MPI_Comm comm, const void *buf, int count, MPI_Dat
 }
 
 /* Checks shared by every operation with a buffer and a peer. */
-int bm_mpi_p2p_check(const char *fn, MPI_Comm comm, const void *buf, int count, MPI_Datatype dt,
+int bm_mpi_p2p_check(const char *fn, MPI_Comm comm, const void *buf, int count, MPI_Datatype *dtp,
                      int peer, int tag, bool recv)
 {
-    if (args_valid(comm, buf, count, dt, peer, tag, recv))
+    if (args_valid(comm, buf, count, *dtp, peer, tag, recv))
         return MPI_SUCCESS;
+    /* No elements of MPI_DATATYPE_NULL (pt2pt/recvnull receives that from
+     * MPI_PROC_NULL): erroneous by the letter of MPI-3.1, accepted by MPICH,
+     * which checks the type only when count > 0; Open MPI 4.1 refuses it.
+     * We accept it as MPICH does: it is zero bytes whatever the type. */
+    if (count == 0 && *dtp == MPI_DATATYPE_NULL)
+        *dtp = MPI_BYTE;
+    MPI_Datatype dt = *dtp;
     int rc;
     if ((rc = bm_mpi_check_initialized(fn)) || (rc = bm_mpi_check_comm(comm, fn)) ||
         (rc = bm_mpi_check_count(comm, count, fn)) || (rc = bm_mpi_check_datatype(comm, dt, fn)) ||
@@ -396,7 +403,7 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
                         bool persistent, const void *buf, int count, MPI_Datatype dt, int peer,
                         int tag, MPI_Comm comm)
 {
-    int rc = bm_mpi_p2p_check(fn, comm, buf, count, dt, peer, tag, kind == BM_MPI_REQ_RECV);
+    int rc = bm_mpi_p2p_check(fn, comm, buf, count, &dt, peer, tag, kind == BM_MPI_REQ_RECV);
     if (rc)
         return rc;
     if (!out)
@@ -433,7 +440,7 @@ static int request_make(const char *fn, MPI_Request *out, enum bm_mpi_req_kind k
 static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatype dt, int dest,
                          int tag, MPI_Comm comm, int mode)
 {
-    int rc = bm_mpi_p2p_check(fn, comm, buf, count, dt, dest, tag, false);
+    int rc = bm_mpi_p2p_check(fn, comm, buf, count, &dt, dest, tag, false);
     if (rc)
         return rc;
     if (dest == MPI_PROC_NULL)
@@ -489,7 +496,7 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
               MPI_Status *status)
 {
     static const char fn[] = "MPI_Recv";
-    int rc = bm_mpi_p2p_check(fn, comm, buf, count, datatype, source, tag, true);
+    int rc = bm_mpi_p2p_check(fn, comm, buf, count, &datatype, source, tag, true);
     if (rc)
         return rc;
     if (source == MPI_PROC_NULL) {
@@ -661,8 +668,8 @@ int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
 {
     static const char fn[] = "MPI_Sendrecv";
     int rc;
-    if ((rc = bm_mpi_p2p_check(fn, comm, sendbuf, sendcount, sendtype, dest, sendtag, false)) ||
-        (rc = bm_mpi_p2p_check(fn, comm, recvbuf, recvcount, recvtype, source, recvtag, true)))
+    if ((rc = bm_mpi_p2p_check(fn, comm, sendbuf, sendcount, &sendtype, dest, sendtag, false)) ||
+        (rc = bm_mpi_p2p_check(fn, comm, recvbuf, recvcount, &recvtype, source, recvtag, true)))
         return rc;
     size_t rbytes = bm_mpi_type_packed_bytes(recvtype, (size_t)recvcount);
     struct bm_pml_status rs;
@@ -678,8 +685,8 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
 {
     static const char fn[] = "MPI_Sendrecv_replace";
     int rc;
-    if ((rc = bm_mpi_p2p_check(fn, comm, buf, count, datatype, dest, sendtag, false)) ||
-        (rc = bm_mpi_p2p_check(fn, comm, buf, count, datatype, source, recvtag, true)))
+    if ((rc = bm_mpi_p2p_check(fn, comm, buf, count, &datatype, dest, sendtag, false)) ||
+        (rc = bm_mpi_p2p_check(fn, comm, buf, count, &datatype, source, recvtag, true)))
         return rc;
     /* The message arrives packed in a staging buffer and is unpacked into
      * buf once the send from buf is done. */
