@@ -177,7 +177,15 @@ extern BM_MPI_API struct bm_mpi_info bm_mpi_info_env_obj;
     X(MPI_CXX_DOUBLE_COMPLEX, cxx_double_complex)                                                  \
     X(MPI_CXX_LONG_DOUBLE_COMPLEX, cxx_long_double_complex)                                        \
     X(MPI_LB, lb)                                                                                  \
-    X(MPI_UB, ub)
+    X(MPI_UB, ub)                                                                                  \
+    BM_MPI_TYPES_INT128(X)
+/* MPI_INTEGER16 (an optional Fortran type) where the compiler has a 16-byte
+ * integer, as MPICH provides it (__int128 on 64-bit gcc and clang). */
+#ifdef __SIZEOF_INT128__
+#define BM_MPI_TYPES_INT128(X) X(MPI_INTEGER16, integer16)
+#else
+#define BM_MPI_TYPES_INT128(X)
+#endif
 
 #define BM_MPI_TYPE_EXTERN(mpiname, objname)                                                       \
     extern BM_MPI_API struct bm_mpi_datatype bm_mpi_type_##objname##_obj;
@@ -254,6 +262,9 @@ BM_MPI_PREDEFINED_TYPES(BM_MPI_TYPE_EXTERN)
  * in MPI_Type_struct they set an explicit lower or upper bound. */
 #define MPI_LB (&bm_mpi_type_lb_obj)
 #define MPI_UB (&bm_mpi_type_ub_obj)
+#ifdef __SIZEOF_INT128__
+#define MPI_INTEGER16 (&bm_mpi_type_integer16_obj) /* a 16-byte INTEGER (__int128) */
+#endif
 
 /* Type constructors' constants (values as in MPICH's mpi.h). */
 #define MPI_COMBINER_NAMED            1

@@ -132,6 +132,9 @@ BM_SCALAR(integer1, MPI_INTEGER1, int8_t, BM_MPI_KIND_INT, true);
 BM_SCALAR(integer2, MPI_INTEGER2, int16_t, BM_MPI_KIND_INT, true);
 BM_SCALAR(integer4, MPI_INTEGER4, int32_t, BM_MPI_KIND_INT, true);
 BM_SCALAR(integer8, MPI_INTEGER8, int64_t, BM_MPI_KIND_INT, true);
+#ifdef __SIZEOF_INT128__
+BM_SCALAR(integer16, MPI_INTEGER16, bm_mpi_int128, BM_MPI_KIND_INT, true);
+#endif
 BM_SCALAR(real4, MPI_REAL4, float, BM_MPI_KIND_FLOAT, true);
 BM_SCALAR(real8, MPI_REAL8, double, BM_MPI_KIND_FLOAT, true);
 BM_SCALAR(complex8, MPI_COMPLEX8, float _Complex, BM_MPI_KIND_COMPLEX, true);
@@ -216,6 +219,9 @@ static const size_t type_align[BM_MPI_TYPE_ID_COUNT] = {
     BM_ALIGN_OF(cxx_long_double_complex, long double _Complex),
     [BM_MPI_TYPE_ID_lb] = 1,
     [BM_MPI_TYPE_ID_ub] = 1,
+#ifdef __SIZEOF_INT128__
+    BM_ALIGN_OF(integer16, bm_mpi_int128),
+#endif
 };
 
 #define BM_PAIR_IOFF(obj) [BM_MPI_TYPE_ID_##obj] = offsetof(struct bm_mpi_pair_##obj, i)
@@ -1309,7 +1315,11 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
      * that size, as MPICH does (its datatype/tmatchsize asks for
      * sizeof(long double)). */
     static const MPI_Datatype reals[] = {MPI_REAL4, MPI_REAL8, MPI_LONG_DOUBLE};
-    static const MPI_Datatype ints[] = {MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8};
+    static const MPI_Datatype ints[] = {MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8,
+#ifdef MPI_INTEGER16
+                                        MPI_INTEGER16
+#endif
+    };
     static const MPI_Datatype complexes[] = {MPI_COMPLEX8, MPI_COMPLEX16,
                                              MPI_C_LONG_DOUBLE_COMPLEX};
     const MPI_Datatype *list;
@@ -1427,12 +1437,20 @@ int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
     static const struct {
         int range;
         MPI_Datatype type;
-    } kinds[] = {{2, MPI_INTEGER1}, {4, MPI_INTEGER2}, {9, MPI_INTEGER4}, {18, MPI_INTEGER8}};
+    } kinds[] = {{2, MPI_INTEGER1},
+                 {4, MPI_INTEGER2},
+                 {9, MPI_INTEGER4},
+                 {18, MPI_INTEGER8},
+#ifdef MPI_INTEGER16
+                 {38, MPI_INTEGER16}
+#endif
+    };
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
         if (f90_arg(r) <= kinds[i].range)
             return f90_type(MPI_COMBINER_F90_INTEGER, 0, r, kinds[i].type, newtype, fn);
     return bm_mpi_error(NULL, MPI_ERR_ARG, fn,
-                        "no integer kind has a decimal range of %d digits (at most 18)", r);
+                        "no integer kind has a decimal range of %d digits (at most %d)", r,
+                        kinds[sizeof(kinds) / sizeof(kinds[0]) - 1].range);
 }
 BM_MPI_ALIAS(Type_create_f90_integer);
 

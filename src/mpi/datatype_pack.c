@@ -111,6 +111,7 @@ enum ext_class {
     EXT_CPLX,  /* two floats or doubles */
     EXT_LCPLX, /* two long doubles */
     EXT_PAIR,  /* value then index, each by its own type */
+    EXT_INT16, /* a 16-byte two's complement integer: byte order only */
 };
 
 struct ext_info {
@@ -182,6 +183,9 @@ static const struct ext_info ext_table[BM_MPI_TYPE_ID_COUNT] = {
     EXT(cxx_long_double_complex, EXT_LCPLX, 32),
     EXT(lb, EXT_NONE, 0),
     EXT(ub, EXT_NONE, 0),
+#ifdef __SIZEOF_INT128__
+    EXT(integer16, EXT_INT16, 16),
+#endif
 };
 
 static void put_be(unsigned char *out, uint64_t v, size_t n)
@@ -362,6 +366,20 @@ static void ext_one(MPI_Datatype t, void *native, unsigned char *ext, bool pack)
         bm_mpi_type_pair_parts(t, &v, &i, &ioff);
         ext_one(v, native, ext, pack);
         ext_one(i, (char *)native + ioff, ext + ext_table[v->id].size, pack);
+        return;
+    }
+    case EXT_INT16: {
+#ifdef __SIZEOF_INT128__
+        bm_mpi_uint128 v;
+        if (pack) {
+            memcpy(&v, native, 16);
+            put_be(ext, (uint64_t)(v >> 64), 8);
+            put_be(ext + 8, (uint64_t)v, 8);
+        } else {
+            v = (bm_mpi_uint128)get_be(ext, 8) << 64 | get_be(ext + 8, 8);
+            memcpy(native, &v, 16);
+        }
+#endif
         return;
     }
     }

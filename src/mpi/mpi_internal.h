@@ -149,6 +149,12 @@ enum bm_mpi_type_kind {
     BM_MPI_KIND_DERIVED, /* a derived type of several basic types (or none) */
 };
 
+#ifdef __SIZEOF_INT128__
+/* The C type of MPI_INTEGER16 (mpi.h provides it where this exists). */
+__extension__ typedef __int128 bm_mpi_int128;
+__extension__ typedef unsigned __int128 bm_mpi_uint128;
+#endif
+
 /* One entry per predefined datatype (same order as BM_MPI_PREDEFINED_TYPES). */
 enum bm_mpi_type_id {
 #define BM_MPI_TYPE_ID(mpiname, objname) BM_MPI_TYPE_ID_##objname,

@@ -206,6 +206,9 @@ BM_KERNEL_INT(uint32, uint32_t, uint32_t)
 BM_KERNEL_INT(uint64, uint64_t, uint64_t)
 BM_KERNEL_INT(aint, MPI_Aint, uintptr_t)
 BM_KERNEL_INT(mpi_ll, MPI_Offset, unsigned long long)
+#ifdef __SIZEOF_INT128__
+BM_KERNEL_INT(int128, bm_mpi_int128, bm_mpi_uint128)
+#endif
 BM_KERNEL_FLOAT(float, float)
 BM_KERNEL_FLOAT(double, double)
 BM_KERNEL_FLOAT(long_double, long double)
@@ -309,6 +312,9 @@ static kernel_fn *const kernels[BM_MPI_TYPE_ID_COUNT] = {
     [BM_MPI_TYPE_ID_integer2] = kernel_int16,
     [BM_MPI_TYPE_ID_integer4] = kernel_int32,
     [BM_MPI_TYPE_ID_integer8] = kernel_int64,
+#ifdef __SIZEOF_INT128__
+    [BM_MPI_TYPE_ID_integer16] = kernel_int128,
+#endif
     [BM_MPI_TYPE_ID_real4] = kernel_float,
     [BM_MPI_TYPE_ID_real8] = kernel_double,
     [BM_MPI_TYPE_ID_complex8] = kernel_c_float_complex,
