@@ -346,7 +346,8 @@ int bm_osc_win_error(MPI_Win win, int errclass, const char *fn, const char *fmt,
     __attribute__((format(printf, 4, 5)));
 /* The argument checks of every window function: initialized, valid window. */
 int bm_osc_check_win(MPI_Win win, const char *fn);
-/* Is [addr, addr + len) inside a region attached to this process's dynamic window? */
+/* Is [addr, addr + len) inside the regions attached to this process's dynamic window
+ * (one, or several attached end to end)? */
 bool bm_osc_region_ok(MPI_Win win, uint64_t addr, uint64_t len);
 
 /* ---- win_attr.c -------------------------------------------------------- */

@@ -9,7 +9,7 @@ endfunction()
 
 foreach(prog api_init api_errors api_coll api_coll_blocks api_group api_datatype api_attr
         api_info api_topo api_topo_graph api_intercomm api_dtype_derived api_comm_more
-        api_interop api_mpi_t)
+        api_interop api_mpi_t api_conform)
     add_executable(${prog} ${api_dir}/${prog}.c)
     target_link_libraries(${prog} PRIVATE bitmover bm_test_harness)
 endforeach()
@@ -55,6 +55,13 @@ foreach(np 1 3)
 endforeach()
 # The tool interface is per process: one launch of 2 ranks.
 bm_api_test(api_mpi_t 2)
+# Choices MPICH makes where MPI-3.1 leaves them open (MPI_DATATYPE_NULL with
+# count 0, MPI_INTEGER16, dynamic-window accesses across attached regions):
+# alone, with a peer over sm, and over tcp.
+foreach(np 1 2)
+    bm_api_test(api_conform ${np})
+endforeach()
+bm_add_mpi_test(api_conform_tcp_np2 TARGET api_conform NP 2 BTL self,tcp TIMEOUT 60)
 # Single copy of non-contiguous messages (getv over sm): reads the PML's
 # counter, so linked with the library's internals.
 add_executable(api_dtype_rget ${api_dir}/api_dtype_rget.c)
