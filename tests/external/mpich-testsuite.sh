@@ -103,7 +103,15 @@ if [ $dobuild = 1 ]; then
 #define USE_STRICT_MPI 1
 #define THREAD_PACKAGE_NAME THREAD_PACKAGE_POSIX
 #define POINTERINT_t long
+#define USE_LONG_DOUBLE_COMPLEX 1
 EOF
+    # The optional types configure finds by compiling "MPI_Datatype t =
+    # MPI_<name>;" (datatype/typename fails without HAVE_MPI_INTEGER16).
+    for t in INTEGER16 REAL16 COMPLEX32; do
+        printf '#include <mpi.h>\nint main(void) { MPI_Datatype t = MPI_%s; (void)t; return 0; }\n' $t >"$work/probe.c"
+        "$bmcc" -c "$work/probe.c" -o "$work/probe.o" 2>/dev/null && echo "#define HAVE_MPI_$t 1" >>"$T/include/mpitestconf.h"
+    done
+    rm -f "$work/probe.c" "$work/probe.o"
     : >"$T/include/mtest_mpix.h"
     printf '/* Written by mpich-testsuite.sh in place of configure. */\n#define HAVE_STRDUP 1\n#define HAVE_MEMSET 1\n' >"$T/dtpools/dtpoolsconf.h"
 fi
