@@ -716,15 +716,21 @@ static void allreduce_shares(struct bm_coll_sm *sm, uint64_t k, void *out, int c
     finish(sm, k2);
 }
 
-/* Reduce (root >= 0) or allreduce (root < 0) of count elements of dt. */
+/* Reduce (root >= 0) or allreduce (root < 0) of count elements of dt. A
+ * reduce's root reads its own input where it is (no other rank reads the
+ * root's slot) unless that is its output (in place): it does not copy it
+ * into its slot first. Through the large area (4 ranks on 2 cores, 1 MiB
+ * and more) that copy was a quarter of the root's memory traffic. */
 static void reduce(struct bm_coll_sm *sm, const void *in, void *out, int count, MPI_Datatype dt,
                    MPI_Op op, int root)
 {
     uint64_t k = ++sm->op;
     size_t bytes = (size_t)count * dt->size;
+    bool reads_own_in = root == sm->me && in != out;
 
     may_write(sm, k);
-    memcpy(data_of(sm, k, sm->me), in, bytes);
+    if (!reads_own_in)
+        memcpy(data_of(sm, k, sm->me), in, bytes);
     publish(sm, k);
     if (root < 0 && sm->in_large && count >= sm->n) {
         allreduce_shares(sm, k, out, count, dt, op);
@@ -738,11 +744,12 @@ static void reduce(struct bm_coll_sm *sm, const void *in, void *out, int count, 
         size_t touch = root >= 0 ? bytes : 0;
         if (last != sm->me)
             wait_flag_data(sm, k, last, data_of(sm, k, last), touch);
-        memcpy(out, data_of(sm, k, last), bytes);
+        memcpy(out, reads_own_in && last == sm->me ? in : data_of(sm, k, last), bytes);
         for (int r = last - 1; r >= 0; r--) {
             if (r != sm->me)
                 wait_flag_data(sm, k, r, data_of(sm, k, r), touch);
-            bm_mpi_op_apply(op, data_of(sm, k, r), out, count, dt);
+            bm_mpi_op_apply(op, reads_own_in && r == sm->me ? in : data_of(sm, k, r), out, count,
+                            dt);
         }
     }
     finish(sm, k);
