@@ -111,7 +111,9 @@ static int owner_error(const struct bm_mpi_attr_owner *o, int cls, const char *f
  * MPI_Comm_free_keyval leaves "any attribute that is using it" to work as
  * before, and programs delete such attributes by the key's old value
  * (MPICH's attr/fkeyval does); MPICH and Open MPI both keep the key usable
- * until its last attribute is gone. Freeing it twice stays an error. */
+ * until its last attribute is gone. Freeing it again meanwhile does
+ * nothing, as in MPICH (bm_mpi_keyval_free); once the last attribute is
+ * gone the key is, and freeing it is an error. */
 static int check_user_keyval(const struct bm_mpi_attr_owner *o, enum bm_mpi_attr_kind kind,
                              int keyval, bool freed_ok, const char *fn)
 {
@@ -265,10 +267,17 @@ int bm_mpi_keyval_free(enum bm_mpi_attr_kind kind, int *keyval, const char *fn)
         return rc;
     if (keyval == NULL)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL keyval pointer");
-    if ((rc = check_user_keyval(NULL, kind, *keyval, false, fn)))
+    if ((rc = check_user_keyval(NULL, kind, *keyval, true, fn)))
         return rc;
-    keyval_get(*keyval)->handle_freed = true;
-    keyval_release(*keyval);
+    /* A key freed before and still held by attributes: freeing it again
+     * does nothing, as MPICH's MPIR_free_keyval (its attr/keyval_double_free
+     * frees a key in a delete callback and twice more after; Open MPI
+     * refuses the second). The key handle's reference went the first time. */
+    struct bm_mpi_keyval *k = keyval_get(*keyval);
+    if (!k->handle_freed) {
+        k->handle_freed = true;
+        keyval_release(*keyval);
+    }
     *keyval = MPI_KEYVAL_INVALID;
     return MPI_SUCCESS;
 }
