@@ -907,22 +907,35 @@ static int win_shared_query_body(MPI_Win win, int rank, MPI_Aint *size, int *dis
         return rc;
     if (!size || !disp_unit || !baseptr)
         return bm_osc_win_error(win, MPI_ERR_ARG, fn, "NULL output argument");
-    if (win->flavor != MPI_WIN_FLAVOR_SHARED)
-        return bm_osc_win_error(win, MPI_ERR_RMA_FLAVOR, fn,
-                                "the window was not made by MPI_Win_allocate_shared");
-    if (rank == MPI_PROC_NULL) {
-        /* the first rank with memory */
-        for (rank = 0; rank < win->nranks - 1 && win->t[rank].size == 0; rank++)
-            ;
-    } else if (rank < 0 || rank >= win->nranks) {
+    if (rank != MPI_PROC_NULL && (rank < 0 || rank >= win->nranks))
         return bm_osc_win_error(win, MPI_ERR_RANK, fn, "invalid rank %d (the window has %d)", rank,
                                 win->nranks);
+    /* Windows of the other flavours too, as MPI-4.0 has it and MPICH does
+     * (its rma/win_shared_query asks every flavour; MPI-3.1 left such a
+     * call erroneous): a rank's memory this process can load and store
+     * (this process's own, an allocated window's segment) is told as for
+     * a shared window, any other is size 0, disp_unit 0, NULL. */
+    bool shared = win->flavor == MPI_WIN_FLAVOR_SHARED;
+    if (rank == MPI_PROC_NULL) {
+        /* the first rank with memory (here) */
+        for (rank = 0;
+             rank < win->nranks - 1 && (win->t[rank].size == 0 || (!shared && !win->t[rank].shm));
+             rank++)
+            ;
     }
-    *size = (MPI_Aint)win->t[rank].size;
-    *disp_unit = win->t[rank].disp_unit;
-    /* an empty segment has no address: NULL, as in Open MPI and MPICH
-     * (MPICH's rma/win_shared_noncontig_put checks it) */
-    void *p = win->t[rank].size ? win->t[rank].shm : NULL;
+    void *p = NULL; /* an empty segment has no address: NULL, as in Open MPI and MPICH
+                     * (MPICH's rma/win_shared_noncontig_put checks it) */
+    *size = 0;
+    *disp_unit = 0;
+    if (shared || win->t[rank].shm) {
+        *size = (MPI_Aint)win->t[rank].size;
+        *disp_unit = win->t[rank].disp_unit;
+        p = win->t[rank].size ? win->t[rank].shm : NULL;
+    } else if (rank == win->rank && win->flavor != MPI_WIN_FLAVOR_DYNAMIC) {
+        *size = win->size;
+        *disp_unit = win->disp_unit;
+        p = win->size ? win->base : NULL;
+    }
     memcpy(baseptr, &p, sizeof(void *));
     return MPI_SUCCESS;
 }
