@@ -163,6 +163,31 @@ static int no_in_place(MPI_Comm comm, const void *sbuf, const void *rbuf, const 
     return MPI_SUCCESS;
 }
 
+/* The send buffer is the receive buffer (or this rank's block of it) where
+ * MPI_IN_PLACE was meant: erroneous (MPI-3.1 section 2.6.2: an output
+ * argument may not alias another argument), and MPICH answers
+ * MPI_ERR_BUFFER (its errors/coll/noalias*), as we do, rather than compute
+ * garbage or, in a rooted call, leave the other ranks waiting. sbuf is
+ * compared where MPICH compares it: only when the two sides describe the
+ * same data (same types and counts, the caller's "same"), never for
+ * MPI_BOTTOM (absolute addresses in both types) nor on an
+ * inter-communicator (two groups, two buffers). */
+static int no_alias(MPI_Comm comm, const void *sbuf, const void *rbuf, bool same, const char *fn)
+{
+    if (comm->inter || !same || sbuf == MPI_IN_PLACE || sbuf == MPI_BOTTOM || sbuf != rbuf)
+        return MPI_SUCCESS;
+    return bm_mpi_error(comm, MPI_ERR_BUFFER, fn,
+                        "the send buffer is the receive buffer%s (%p); pass MPI_IN_PLACE to use "
+                        "one buffer for both",
+                        rbuf == sbuf ? "" : "'s block of this rank", sbuf);
+}
+
+/* Where block i of count elements of dt starts in buf. */
+static const void *block_at(const void *buf, MPI_Datatype dt, size_t i)
+{
+    return (const char *)buf + (ptrdiff_t)i * dt->extent;
+}
+
 /* A root: a rank of the group (intra-communicator), or on an
  * inter-communicator MPI_ROOT (this process is the root), MPI_PROC_NULL
  * (another process of its group is) or a rank of the remote group. */
@@ -272,7 +297,8 @@ static int check_reduction(MPI_Comm comm, const void *sendbuf, void *recvbuf, in
     if (recvbuf == MPI_IN_PLACE)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
     if ((sendbuf != MPI_IN_PLACE && (rc = bm_mpi_check_buffer(comm, sendbuf, count, dt, fn))) ||
-        (rc = bm_mpi_check_buffer(comm, recvbuf, count, dt, fn)))
+        (rc = bm_mpi_check_buffer(comm, recvbuf, count, dt, fn)) ||
+        (rc = no_alias(comm, sendbuf, recvbuf, count > 0, fn)))
         return rc;
     return MPI_SUCCESS;
 }
@@ -333,6 +359,14 @@ static int gather_args(bool v, const void *sendbuf, int sendcount, MPI_Datatype 
     if (at_root && (rc = v ? check_counts(comm, recvbuf, recvcounts, displs, recvtype, fn)
                            : check_side(comm, recvbuf, recvcount, recvtype, fn)))
         return rc;
+    if (at_root && !in_place &&
+        (rc = no_alias(comm, sendbuf,
+                       block_at(recvbuf, recvtype,
+                                v ? (size_t)displs[root] : (size_t)root * (size_t)recvcount),
+                       sendtype == recvtype && sendcount != 0 &&
+                           (v ? recvcounts[root] != 0 : sendcount == recvcount),
+                       fn)))
+        return rc;
     if (!comm->inter && at_root && !in_place &&
         bm_mpi_type_packed_bytes(sendtype, (size_t)sendcount) !=
             bm_mpi_type_packed_bytes(recvtype, (size_t)(v ? recvcounts[root] : recvcount)))
@@ -372,6 +406,15 @@ static int scatter_args(bool v, const void *sendbuf, int sendcount, const int *s
                            : check_side(comm, sendbuf, sendcount, sendtype, fn)))
         return rc;
     if (receives && (rc = check_side(comm, recvbuf, recvcount, recvtype, fn)))
+        return rc;
+    if (at_root && !in_place &&
+        (rc = no_alias(comm,
+                       block_at(sendbuf, sendtype,
+                                v ? (size_t)displs[root] : (size_t)root * (size_t)sendcount),
+                       recvbuf,
+                       sendtype == recvtype && recvcount != 0 &&
+                           (v ? sendcounts[root] != 0 : sendcount == recvcount),
+                       fn)))
         return rc;
     if (!comm->inter && at_root && !in_place &&
         bm_mpi_type_packed_bytes(recvtype, (size_t)recvcount) !=
@@ -421,6 +464,15 @@ static int allgather_args(bool v, const void *sendbuf, int sendcount, MPI_Dataty
                                 bm_mpi_type_packed_bytes(sendtype, (size_t)sendcount), comm->rank,
                                 bm_mpi_type_packed_bytes(recvtype, (size_t)recvcounts[comm->rank]));
     }
+    if (!in_place && !comm->inter &&
+        (rc = no_alias(
+             comm, sendbuf,
+             block_at(recvbuf, recvtype,
+                      v ? (size_t)displs[comm->rank] : (size_t)comm->rank * (size_t)recvcount),
+             sendtype == recvtype && sendcount != 0 &&
+                 (v ? recvcounts[comm->rank] != 0 : sendcount == recvcount),
+             fn)))
+        return rc;
     *a = (struct bm_mpi_coll_args){
         .kind = v ? BM_COLL_ALLGATHERV : BM_COLL_ALLGATHER,
         .sbuf = sendbuf,
@@ -442,7 +494,10 @@ static int alltoall_args(const void *sendbuf, int sendcount, MPI_Datatype sendty
     bool in_place = sendbuf == MPI_IN_PLACE;
     int rc;
 
-    if ((rc = check_uniform(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, fn)))
+    if ((rc =
+             check_uniform(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, fn)) ||
+        (rc = no_alias(comm, sendbuf, recvbuf,
+                       sendtype == recvtype && sendcount == recvcount && sendcount != 0, fn)))
         return rc;
     *a = (struct bm_mpi_coll_args){.kind = BM_COLL_ALLTOALL,
                                    .sbuf = sendbuf,
@@ -464,7 +519,9 @@ static int alltoallv_args(const void *sendbuf, const int *sendcounts, const int 
 
     if ((rc = check_start(comm, false, fn)) || (rc = no_in_place(comm, sendbuf, recvbuf, fn)) ||
         (!in_place && (rc = check_counts(comm, sendbuf, sendcounts, sdispls, sendtype, fn))) ||
-        (rc = check_counts(comm, recvbuf, recvcounts, rdispls, recvtype, fn)))
+        (rc = check_counts(comm, recvbuf, recvcounts, rdispls, recvtype, fn)) ||
+        (rc = no_alias(comm, sendbuf, recvbuf, sendtype == recvtype && sendcounts == recvcounts,
+                       fn)))
         return rc;
     if (recvbuf == MPI_IN_PLACE)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
@@ -505,7 +562,9 @@ static int alltoallw_args(const void *sendbuf, const int *sendcounts, const int 
 
     if ((rc = check_start(comm, false, fn)) || (rc = no_in_place(comm, sendbuf, recvbuf, fn)) ||
         (!in_place && (rc = check_w_side(comm, sendbuf, sendcounts, sdispls, sendtypes, fn))) ||
-        (rc = check_w_side(comm, recvbuf, recvcounts, rdispls, recvtypes, fn)))
+        (rc = check_w_side(comm, recvbuf, recvcounts, rdispls, recvtypes, fn)) ||
+        (rc = no_alias(comm, sendbuf, recvbuf, sendtypes == recvtypes && sendcounts == recvcounts,
+                       fn)))
         return rc;
     if (recvbuf == MPI_IN_PLACE)
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
@@ -544,7 +603,8 @@ static int reduce_args(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as recvbuf");
     if ((sends && sendbuf != MPI_IN_PLACE &&
          (rc = bm_mpi_check_buffer(comm, sendbuf, count, dt, fn))) ||
-        (at_root && (rc = bm_mpi_check_buffer(comm, recvbuf, count, dt, fn))))
+        (at_root && (rc = bm_mpi_check_buffer(comm, recvbuf, count, dt, fn))) ||
+        (at_root && (rc = no_alias(comm, sendbuf, recvbuf, count > 0, fn))))
         return rc;
     a->sbuf = sendbuf;
     a->rbuf = at_root ? recvbuf : NULL;
@@ -592,7 +652,9 @@ static int reduce_scatter_args(bool v, const void *sendbuf, void *recvbuf, int r
         return rc;
     for (int i = 0; i < comm->size; i++)
         total += bm_mpi_type_bytes(dt, v ? recvcounts[i] : recvcount);
-    if ((rc = check_total(comm, total, dt, fn)))
+    /* (a rank whose own block is empty still sees the alias the others see) */
+    if ((rc = check_total(comm, total, dt, fn)) ||
+        (rc = no_alias(comm, sendbuf, recvbuf, total > 0, fn)))
         return rc;
     *a =
         (struct bm_mpi_coll_args){.kind = v ? BM_COLL_REDUCE_SCATTER : BM_COLL_REDUCE_SCATTER_BLOCK,

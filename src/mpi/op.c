@@ -471,6 +471,14 @@ int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype
         (rc = bm_mpi_check_buffer(NULL, inoutbuf, count, datatype, fn)) ||
         (rc = bm_mpi_check_op(NULL, op, datatype, fn)))
         return rc;
+    /* Two distinct buffers (MPICH's errors/coll/reduce_local checks all three) */
+    if (inbuf == MPI_IN_PLACE || inoutbuf == MPI_IN_PLACE)
+        return bm_mpi_error(NULL, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not valid as %s",
+                            inbuf == MPI_IN_PLACE ? "inbuf" : "inoutbuf");
+    if (count > 0 && inbuf == inoutbuf)
+        return bm_mpi_error(NULL, MPI_ERR_BUFFER, fn,
+                            "inbuf and inoutbuf are the same buffer (%p): they must not overlap",
+                            inoutbuf);
     bm_mpi_op_apply(op, inbuf, inoutbuf, count, datatype);
     return MPI_SUCCESS;
 }

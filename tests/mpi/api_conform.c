@@ -9,7 +9,12 @@
  *    past 64 bits, a message, and external32 (big-endian two's complement);
  *  - one RMA operation on a dynamic window may span regions attached end to
  *    end (put and get across the seam, to the next rank and to itself); an
- *    access past the attached memory is still MPI_ERR_RMA_RANGE. */
+ *    access past the attached memory is still MPI_ERR_RMA_RANGE;
+ *  - a collective whose send buffer is its receive buffer (or this rank's
+ *    block of it) where MPI_IN_PLACE was meant is MPI_ERR_BUFFER at once,
+ *    also when only the root calls (no hang), blocking and nonblocking, and
+ *    MPI_Reduce_local refuses MPI_IN_PLACE and one buffer for both; the
+ *    MPI_IN_PLACE forms still work. */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -168,6 +173,52 @@ static void test_integer16(void)
 }
 #endif
 
+static void test_alias(void)
+{
+    int buf[64], sum = 0;
+    MPI_Request r;
+    for (int i = 0; i < 64; i++)
+        buf[i] = rank + i;
+    BM_CHECK_EQ_INT(err_class(MPI_Allreduce(buf, buf, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD)),
+                    MPI_ERR_BUFFER);
+    BM_CHECK_EQ_INT(err_class(MPI_Iallreduce(buf, buf, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r)),
+                    MPI_ERR_BUFFER);
+    BM_CHECK_EQ_INT(
+        err_class(MPI_Allgather(&buf[rank], 1, MPI_INT, buf, 1, MPI_INT, MPI_COMM_WORLD)),
+        MPI_ERR_BUFFER);
+    BM_CHECK_EQ_INT(err_class(MPI_Alltoall(buf, 1, MPI_INT, buf, 1, MPI_INT, MPI_COMM_WORLD)),
+                    MPI_ERR_BUFFER);
+    BM_CHECK_EQ_INT(err_class(MPI_Scan(buf, buf, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD)),
+                    MPI_ERR_BUFFER);
+    /* only the root calls: it must return, not wait for the others */
+    if (rank == 0) {
+        BM_CHECK_EQ_INT(err_class(MPI_Gather(buf, 2, MPI_INT, buf, 2, MPI_INT, 0, MPI_COMM_WORLD)),
+                        MPI_ERR_BUFFER);
+        BM_CHECK_EQ_INT(err_class(MPI_Reduce(buf, buf, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD)),
+                        MPI_ERR_BUFFER);
+        BM_CHECK_EQ_INT(err_class(MPI_Scatter(buf, 2, MPI_INT, buf, 2, MPI_INT, 0, MPI_COMM_WORLD)),
+                        MPI_ERR_BUFFER);
+    }
+    BM_CHECK_EQ_INT(err_class(MPI_Reduce_local(MPI_IN_PLACE, buf, 2, MPI_INT, MPI_SUM)),
+                    MPI_ERR_BUFFER);
+    BM_CHECK_EQ_INT(err_class(MPI_Reduce_local(buf, MPI_IN_PLACE, 2, MPI_INT, MPI_SUM)),
+                    MPI_ERR_BUFFER);
+    BM_CHECK_EQ_INT(err_class(MPI_Reduce_local(buf, buf, 2, MPI_INT, MPI_SUM)), MPI_ERR_BUFFER);
+    /* what was meant works */
+    for (int i = 0; i < size; i++)
+        sum += i;
+    buf[0] = rank;
+    BM_CHECK_EQ_INT(MPI_Allreduce(MPI_IN_PLACE, buf, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                    MPI_SUCCESS);
+    BM_CHECK_EQ_INT(buf[0], sum);
+    buf[rank] = 100 + rank;
+    BM_CHECK_EQ_INT(
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, 1, MPI_INT, MPI_COMM_WORLD),
+        MPI_SUCCESS);
+    for (int i = 0; i < size; i++)
+        BM_CHECK_EQ_INT(buf[i], 100 + i);
+}
+
 #define REGION 256 /* ints per attached region */
 
 static void test_dynamic_span(void)
@@ -233,6 +284,7 @@ int main(int argc, char **argv)
     BM_RUN(test_integer16);
 #endif
     BM_RUN(test_dynamic_span);
+    BM_RUN(test_alias);
     int rc = bm_test_summary("api_conform");
     MPI_Finalize();
     return rc;
