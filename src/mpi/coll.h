@@ -61,6 +61,8 @@ enum bm_mpi_coll_kind {
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \
     X(ALLREDUCE_HIER, "allreduce.hier")                                                            \
+    X(HIER_HALVES,                                                                                 \
+      "hier.halves") /* a large allreduce.hier whose halves two ranks per host carry */            \
     X(GATHER_HIER, "gather.hier")                                                                  \
     X(ALLGATHER_HIER, "allgather.hier")                                                            \
     X(BCAST_BINOMIAL, "bcast.binomial")                                                            \
@@ -131,6 +133,7 @@ struct bm_mpi_coll_config {
     size_t sm_large_max;             /* the large area of ranks sharing cores, all slots */
     size_t sm_large_alltoall;        /* alltoall blocks from this x ranks: not there */
     bool hier;                       /* hierarchical algorithms over hosts */
+    size_t hier_halves_min;          /* hierarchical allreduce: two ranks per host from here */
 };
 const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void);
 

@@ -131,6 +131,13 @@ static const struct bm_param coll_params[] = {
      "inside each host, among one leader per host, and inside each host again (each byte "
      "crosses the network once per host). 0: the flat algorithms.",
      offsetof(struct bm_mpi_coll_config, hier), 0},
+    {"BM_MPI_COLL_HIER_HALVES_MIN", BM_PARAM_SIZE, "512k", 0, 1LL << 40, NULL,
+     "Hierarchical allreduces (commutative) of at least this many bytes, on communicators "
+     "whose hosts all hold two ranks or more, split the vector in halves: the first two "
+     "ranks of each host each reduce one half in their host, allreduce it with their "
+     "counterparts on the other hosts and broadcast it in their host, so two ranks per "
+     "host carry the traffic between hosts instead of one. 0: never.",
+     offsetof(struct bm_mpi_coll_config, hier_halves_min), 0},
     {"BM_MPI_COLL_SM_SLOT", BM_PARAM_SIZE, "32k", 0, 1 << 24, NULL,
      "Blocking barriers, and broadcasts, reductions, gathers, scatters, allgathers and "
      "alltoalls whose data per slot is at most this many bytes, on a communicator whose "

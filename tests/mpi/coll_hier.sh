@@ -12,7 +12,10 @@
 #     algorithms while the others keep the hierarchy, and gather and
 #     allgather must put the blocks of a host's scattered ranks in place.
 # BM_TEST_COLL_EXPECT makes coll_check fail when barrier.hier, bcast.hier,
-# reduce.hier, allreduce.hier, gather.hier or allgather.hier never ran.
+# reduce.hier, allreduce.hier, gather.hier or allgather.hier never ran, or
+# hier.halves (commutative allreduces from BM_MPI_COLL_HIER_HALVES_MIN, here
+# 1 KiB: coll_check's 1100-element ones, in halves carried by two ranks per
+# host; its 3-element ones and non-commutative ones keep one leader).
 # Then pml_yield_time -t, one rank on each of two hosts: the PML's yield
 # mode must have yielded by its 1 us limit (src/pml/wait.c), which the
 # hierarchy's leaders depend on when ranks of namespace hosts share cores.
@@ -54,7 +57,10 @@ run() {
     # The namespaces share this machine's cores: waiting ranks yield.
     local only=MPI_Barrier,MPI_Bcast,MPI_Reduce,MPI_Allreduce,MPI_Gather,MPI_Allgather
     local expect=barrier.hier,bcast.hier,reduce.hier,allreduce.hier,gather.hier,allgather.hier
-    BM_PML_IDLE_YIELD=64 BM_TEST_COLL_ONLY=$only BM_TEST_COLL_EXPECT=$expect \
+    # allreduces of 1 KiB and more in halves (hier.halves), smaller ones not
+    expect=$expect,hier.halves
+    BM_PML_IDLE_YIELD=64 BM_MPI_COLL_HIER_HALVES_MIN=1k BM_TEST_COLL_ONLY=$only \
+        BM_TEST_COLL_EXPECT=$expect \
         ip netns exec "$1" "$BMRUN" -n "$np" --host "${hosts%,}" $map \
         --launch-agent 'ip netns exec {host}' --timeout 200 "$CHECK" --quick \
         >"$T/$name.out" 2>"$T/$name.err"
