@@ -23,6 +23,7 @@
 #include "util/dtype.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -366,6 +367,44 @@ int bm_mpi_type_for_pieces(MPI_Datatype dt, const void *buf, size_t count, bm_mp
     return 0;
 }
 
+/* Freed handles are reused last freed first, as MPICH's handle pool and Open
+ * MPI's free lists reuse theirs: the next type made after MPI_Type_free gets
+ * the freed handle's value. Programs depend on it without knowing (MPICH's
+ * datatype/indexed_misc builds a struct from a handle it freed just before
+ * making its replacement; it passes under both). A freed handle not yet
+ * reused is still refused (its magic is cleared). */
+#define HANDLE_CACHE 32
+static struct {
+    pthread_mutex_t mu;
+    int n;
+    struct bm_mpi_datatype *h[HANDLE_CACHE];
+} handle_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void handle_put(struct bm_mpi_datatype *t)
+{
+    pthread_mutex_lock(&handle_cache.mu);
+    if (handle_cache.n < HANDLE_CACHE) {
+        handle_cache.h[handle_cache.n++] = t;
+        t = NULL;
+    }
+    pthread_mutex_unlock(&handle_cache.mu);
+    free(t);
+}
+
+/* A zeroed handle: the last one freed, else a new one. */
+static struct bm_mpi_datatype *handle_get(void)
+{
+    struct bm_mpi_datatype *t = NULL;
+    pthread_mutex_lock(&handle_cache.mu);
+    if (handle_cache.n > 0)
+        t = handle_cache.h[--handle_cache.n];
+    pthread_mutex_unlock(&handle_cache.mu);
+    if (!t)
+        return calloc(1, sizeof(*t));
+    memset(t, 0, sizeof(*t));
+    return t;
+}
+
 void bm_mpi_type_retain(MPI_Datatype dt)
 {
     if (!dt->predefined)
@@ -384,7 +423,7 @@ void bm_mpi_type_release(MPI_Datatype dt)
     free(dt->addrs);
     bm_util_dtype_release(dt->dt);
     dt->magic = 0;
-    free(dt);
+    handle_put(dt);
 }
 
 /* ---- making derived types ------------------------------------------------- */
@@ -419,7 +458,7 @@ static int type_make(struct bm_util_dtype *e, const struct contents *c, MPI_Data
 {
     if (!e)
         return bm_mpi_error(NULL, MPI_ERR_NO_MEM, fn, "out of memory building the datatype");
-    struct bm_mpi_datatype *t = calloc(1, sizeof(*t));
+    struct bm_mpi_datatype *t = handle_get();
     if (!t)
         goto nomem;
     t->magic = BM_MPI_MAGIC_DATATYPE;

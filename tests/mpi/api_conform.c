@@ -14,7 +14,11 @@
  *    block of it) where MPI_IN_PLACE was meant is MPI_ERR_BUFFER at once,
  *    also when only the root calls (no hang), blocking and nonblocking, and
  *    MPI_Reduce_local refuses MPI_IN_PLACE and one buffer for both; the
- *    MPI_IN_PLACE forms still work. */
+ *    MPI_IN_PLACE forms still work;
+ *  - a freed datatype handle is refused until the next type made reuses it
+ *    (last freed, first reused, as in MPICH and Open MPI: MPICH's
+ *    datatype/indexed_misc uses a handle it freed before making its
+ *    replacement). */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -219,6 +223,31 @@ static void test_alias(void)
         BM_CHECK_EQ_INT(buf[i], 100 + i);
 }
 
+static void test_handle_reuse(void)
+{
+    MPI_Datatype a, b, c, old_a, old_b;
+    int sz = -1;
+    MPI_Type_contiguous(2, MPI_INT, &a);
+    MPI_Type_vector(3, 1, 2, MPI_INT, &b);
+    MPI_Type_commit(&a);
+    MPI_Type_commit(&b);
+    old_a = a;
+    old_b = b;
+    MPI_Type_free(&a);
+    MPI_Type_free(&b);
+    BM_CHECK(a == MPI_DATATYPE_NULL && b == MPI_DATATYPE_NULL);
+    BM_CHECK_EQ_INT(err_class(MPI_Type_size(old_a, &sz)), MPI_ERR_TYPE);
+    /* b was freed last: the next type gets its handle, then a's */
+    MPI_Type_contiguous(4, MPI_INT, &c);
+    BM_CHECK(c == old_b);
+    BM_CHECK_EQ_INT(MPI_Type_size(old_b, &sz), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(sz, 16);
+    MPI_Type_contiguous(5, MPI_INT, &a);
+    BM_CHECK(a == old_a);
+    MPI_Type_free(&a);
+    MPI_Type_free(&c);
+}
+
 #define REGION 256 /* ints per attached region */
 
 static void test_dynamic_span(void)
@@ -285,6 +314,7 @@ int main(int argc, char **argv)
 #endif
     BM_RUN(test_dynamic_span);
     BM_RUN(test_alias);
+    BM_RUN(test_handle_reuse);
     int rc = bm_test_summary("api_conform");
     MPI_Finalize();
     return rc;
