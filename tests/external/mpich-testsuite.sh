@@ -16,7 +16,9 @@
 #   MPICH_SRC  an MPICH source tree (with test/mpi) or a bare MPICH git
 #              repository (its HEAD's test/mpi is extracted)
 #   DIR        test/mpi subdirectories (default: pt2pt datatype coll comm
-#              group attr init errhan info topo threads rma)
+#              group attr init errhan info topo threads rma errors mpi_t;
+#              part/ and session/ are MPI-4 only, basic/ is not in MPICH's
+#              own list)
 # Options:
 #   --build DIR    bitmover build directory (default: build/release)
 #   --work DIR     where the suite is built and run (default:
@@ -59,7 +61,7 @@ done
 src=$1
 shift
 dirs=("$@")
-[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt datatype coll comm group attr init errhan info topo threads rma)
+[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt datatype coll comm group attr init errhan info topo threads rma errors mpi_t)
 
 bmcc=$build/tools/bmcc/bmcc
 bmrun=$build/tools/bmrun/bmrun
