@@ -60,6 +60,22 @@ void bm_mpi_request_release(MPI_Request r)
     req_cached++;
 }
 
+/* bm_mpi_request_release inline, for the completion functions (one per
+ * message finished): the single-threaded cache with room, else the call. */
+static inline void request_recycle(MPI_Request r)
+{
+    if (__builtin_expect(bm_mpi_mt || req_cached >= REQ_CACHE_MAX, 0)) {
+        bm_mpi_request_release(r);
+        return;
+    }
+    r->magic = 0;
+    if (r->comm)
+        bm_mpi_comm_release(r->comm);
+    r->next_free = req_cache;
+    req_cache = r;
+    req_cached++;
+}
+
 void bm_mpi_request_cache_fini(void)
 {
     bm_mpi_request_tcache_fini();
@@ -280,7 +296,7 @@ static inline int req_done(MPI_Request *rp, MPI_Request r, const MPI_Status *st,
     r->active = false;
     if (!r->persistent) {
         if (recycle)
-            bm_mpi_request_release(r);
+            request_recycle(r);
         *rp = MPI_REQUEST_NULL;
     }
     return cls;
@@ -337,9 +353,17 @@ static inline int req_finish(MPI_Request *rp, MPI_Status *status, bool set_error
     r->pml = NULL;
     if (__builtin_expect(ps.error != BM_OK, 0))
         return req_finish_slow(rp, status, set_error, fail, &ps);
-    MPI_Status st;
-    p2p_status_of(r, &ps, &st, NULL, 0); /* no error: nothing to describe */
-    return req_done(rp, r, &st, MPI_SUCCESS, true, status, set_error);
+    /* Success: the fields straight into status (p2p_status_of's result,
+     * without building an MPI_Status and copying it). */
+    if (status) {
+        status->MPI_SOURCE = ps.source;
+        status->MPI_TAG = ps.tag;
+        status->bm_cancelled = ps.cancelled;
+        status->bm_count = ps.count;
+        if (set_error)
+            status->MPI_ERROR = MPI_SUCCESS;
+    }
+    return req_done(rp, r, NULL, MPI_SUCCESS, true, NULL, set_error);
 }
 
 /* Validate an array argument of the multiple-completion calls. */

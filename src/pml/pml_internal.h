@@ -187,6 +187,13 @@ struct bm_pml_request {
     struct bm_pml_ctx *ctx;    /* while posted */
 };
 
+/* bm_pml_request_done (pml.h) reads the state inline. */
+_Static_assert(offsetof(struct bm_pml_request, state) == BM_PML_REQUEST_STATE_AT &&
+                   sizeof(((struct bm_pml_request *)0)->state) == 1,
+               "pml.h's BM_PML_REQUEST_STATE_AT must name the state byte");
+_Static_assert(BM_PML_REQ_COMPLETE == BM_PML_REQUEST_STATE_COMPLETE,
+               "pml.h's BM_PML_REQUEST_STATE_COMPLETE must be the complete state");
+
 /* [start, end) of a message. */
 struct bm_pml_range {
     size_t start, end;

@@ -265,11 +265,6 @@ void bm_pml_request_table_fini(void)
     }
 }
 
-bool bm_pml_request_done(const struct bm_pml_request *req)
-{
-    return req_state(req) == BM_PML_REQ_COMPLETE;
-}
-
 bool bm_pml_request_test(struct bm_pml_request *req, struct bm_pml_status *status_out)
 {
     if (req_state(req) != BM_PML_REQ_COMPLETE) {
