@@ -359,7 +359,7 @@ static int gather_args(bool v, const void *sendbuf, int sendcount, MPI_Datatype 
     if (at_root && (rc = v ? check_counts(comm, recvbuf, recvcounts, displs, recvtype, fn)
                            : check_side(comm, recvbuf, recvcount, recvtype, fn)))
         return rc;
-    if (at_root && !in_place &&
+    if (at_root && !in_place && !comm->inter && /* root is MPI_ROOT there: no block */
         (rc = no_alias(comm, sendbuf,
                        block_at(recvbuf, recvtype,
                                 v ? (size_t)displs[root] : (size_t)root * (size_t)recvcount),
@@ -407,7 +407,7 @@ static int scatter_args(bool v, const void *sendbuf, int sendcount, const int *s
         return rc;
     if (receives && (rc = check_side(comm, recvbuf, recvcount, recvtype, fn)))
         return rc;
-    if (at_root && !in_place &&
+    if (at_root && !in_place && !comm->inter && /* root is MPI_ROOT there: no block */
         (rc = no_alias(comm,
                        block_at(sendbuf, sendtype,
                                 v ? (size_t)displs[root] : (size_t)root * (size_t)sendcount),
