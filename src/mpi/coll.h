@@ -132,6 +132,7 @@ struct bm_mpi_coll_config {
     size_t sm_reduce_split_min;      /* 2-rank single-copy reduce: both ranks combine */
     size_t sm_large_max;             /* the large area of ranks sharing cores, all slots */
     size_t sm_large_alltoall;        /* alltoall blocks from this x ranks: not there */
+    size_t sm_crowded_bcast_copy;    /* ranks sharing cores, <= 4 ranks: bcast copy from here */
     bool hier;                       /* hierarchical algorithms over hosts */
     size_t hier_halves_min;          /* hierarchical allreduce: two ranks per host from here */
 };

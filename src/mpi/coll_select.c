@@ -148,8 +148,8 @@ static const struct bm_param coll_params[] = {
      "Shared-memory collectives (except barriers, in-place allreduces and alltoalls) whose "
      "data per slot is at least this many bytes leave it in the writer's buffer, and the "
      "readers read it by single copy (the transport's get: process_vm_readv), when every "
-     "rank can (where ranks share cores only scatters, unless the algorithm is forced to "
-     "sm). 0: never.",
+     "rank can (where ranks share cores only scatters and small-communicator broadcasts: "
+     "BM_MPI_COLL_SM_CROWDED_BCAST_COPY, unless the algorithm is forced to sm). 0: never.",
      offsetof(struct bm_mpi_coll_config, sm_copy_min), 0},
     {"BM_MPI_COLL_SM_COPY_MAX", BM_PARAM_SIZE, "16m", 0, 1LL << 40, NULL,
      "Largest data per slot that shared-memory collectives move by single copy; larger "
@@ -166,6 +166,11 @@ static const struct bm_param coll_params[] = {
      "many bytes split the work: the other rank combines the second half and writes it "
      "into the root's output (2 ranks, 512 KiB: 41 -> 29 us; 8 KiB: 1.0 -> 2.1).",
      offsetof(struct bm_mpi_coll_config, sm_reduce_split_min), 0},
+    {"BM_MPI_COLL_SM_CROWDED_BCAST_COPY", BM_PARAM_SIZE, "32k", 0, 1LL << 40, NULL,
+     "Where ranks share cores, broadcasts of this many bytes or more (up to "
+     "BM_MPI_COLL_SM_COPY_ROOTED_MAX) on at most 4 ranks are read from the root's buffer "
+     "by single copy, not through the segment. 0: never.",
+     offsetof(struct bm_mpi_coll_config, sm_crowded_bcast_copy), 0},
     {"BM_MPI_COLL_SM_LARGE_MAX", BM_PARAM_SIZE, "16m", 0, 1LL << 40, NULL,
      "Where ranks share cores (an oversubscribed host, or BM_PML_IDLE_YIELD), shared-memory "
      "collectives whose data per slot exceeds BM_MPI_COLL_SM_SLOT go through a second segment "
@@ -888,6 +893,33 @@ static size_t sm_bytes(MPI_Comm comm, const struct bm_mpi_coll_args *a)
     }
 }
 
+/* Where ranks share cores, a broadcast on at most CROWDED_BCAST_COPY_RANKS
+ * ranks from BM_MPI_COLL_SM_CROWDED_BCAST_COPY bytes moves by single copy
+ * too: the root writing a slot's worth or more into the segment stores to
+ * lines the readers hold from the last call (each store a cross-core
+ * invalidation), the readers then fetch lines the root holds modified, and
+ * the root's copy-in is a fourth copy on two cores; reading the root's
+ * buffer costs three. 4 ranks on 2 cores, each bound as shown (CPU per
+ * rank), nice -20 autogroup, mean over ranks of 3000 calls, 2 runs each,
+ * through the segment / single copy / Open MPI (us): 0101: 32 KiB 4.45,
+ * 3.79 / 2.91, 3.05 / 3.31, 3.24; 64 KiB 6.88, 6.87 / 5.33, 5.85 / 5.55,
+ * 5.37; 0011: 32 KiB 3.73, 3.79 / 3.09, 3.90 / 3.77, 3.47; 64 KiB 6.84,
+ * 6.85 / 5.38, 5.61 / 5.19, 5.70; 0001: 32 KiB 2.52, 2.73 / 3.46, 3.45 /
+ * 4.08, 3.96; 64 KiB 4.90, 5.02 / 4.69, 4.81 / 5.11, 5.27. Not below 32
+ * KiB (16 KiB: 2.44-2.48 through the segment, 2.70-3.08 by copy, Open MPI
+ * 3.13-3.22), nor above BM_MPI_COLL_SM_COPY_ROOTED_MAX (128 KiB: the large
+ * area's pipeline is as fast, and faster where 3 ranks share a CPU), nor
+ * on more ranks, where the root waits for more readers' time slices (8
+ * ranks, 01010101 and 00110011: 32 KiB 4.12, 4.10 through the segment /
+ * 4.80, 4.46 by copy; 64 KiB 5.80, 6.25 / 6.13, 6.65; Open MPI 7.5-17). */
+#define CROWDED_BCAST_COPY_RANKS 4
+
+static bool crowded_bcast_copy(const struct bm_mpi_coll_args *a, int p, size_t bytes)
+{
+    size_t min = bm_mpi_coll_cfg()->sm_crowded_bcast_copy;
+    return a->kind == BM_COLL_BCAST && p <= CROWDED_BCAST_COPY_RANKS && min > 0 && bytes >= min;
+}
+
 /* Whether a blocking call whose fullest slot holds bytes may move its data
  * by single copy (the segment must offer it too: bm_coll_sm_can_copy):
  * from BM_MPI_COLL_SM_COPY_MIN to _MAX, not for a barrier, nor an in-place
@@ -900,15 +932,15 @@ static size_t sm_bytes(MPI_Comm comm, const struct bm_mpi_coll_args *a)
  * before anyone reads, and single copy lets each reader take its block
  * straight from the root's buffer while the root waits, as Open MPI's
  * readers do by CMA (4 and 8 ranks on 2 cores, 16 KiB-1 MiB blocks: about
- * half the time of the large area, below Open MPI's). Every rank decides
- * the same. */
-static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, size_t bytes, bool forced)
+ * half the time of the large area, below Open MPI's), and a broadcast on
+ * few ranks (crowded_bcast_copy). Every rank decides the same. */
+static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, int p, size_t bytes, bool forced)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     bool in_place = a->sbuf == MPI_IN_PLACE;
 
     if (c->sm_copy_min == 0 || bytes < c->sm_copy_min || bytes > c->sm_copy_max ||
-        (!forced && a->kind != BM_COLL_SCATTER &&
+        (!forced && a->kind != BM_COLL_SCATTER && !crowded_bcast_copy(a, p, bytes) &&
          (bm_pml_oversubscribed() || bm_pml_idle_yields())))
         return false;
     switch (a->kind) {
@@ -946,7 +978,7 @@ static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, enum bm_coll_
         return -1;
     bytes = sm_bytes(comm, a);
     *how = BM_COLL_SM_SLOTS;
-    if (bytes != SIZE_MAX && sm_copy_wanted(a, bytes, forced != BM_SEL_AUTO))
+    if (bytes != SIZE_MAX && sm_copy_wanted(a, comm->size, bytes, forced != BM_SEL_AUTO))
         *how = BM_COLL_SM_COPY;
     else if (bytes > c->sm_slot) {
         if (bytes == SIZE_MAX || c->sm_large_max == 0 ||

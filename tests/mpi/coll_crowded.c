@@ -5,9 +5,11 @@
  * shared-memory segment, which the first collective makes; here the first
  * collective is itself such an alltoall (64 KiB blocks: too large for the
  * segment's large area where ranks share cores), which must already get
- * the linear algorithm. Both ranks bind themselves to one CPU before
- * MPI_Init, so the host is oversubscribed wherever the test runs. The data
- * of every call is checked. */
+ * the linear algorithm. Then broadcasts of 64 KiB on these few ranks that
+ * share cores must move by single copy from the root's buffer (sm.copy,
+ * BM_MPI_COLL_SM_CROWDED_BCAST_COPY), not through the segment. Both ranks
+ * bind themselves to one CPU before MPI_Init, so the host is oversubscribed
+ * wherever the test runs. The data of every call is checked. */
 #include "bm_test.h"
 
 #include <bitmover.h>
@@ -52,6 +54,23 @@ int main(int argc, char **argv)
                  "rank %d on an oversubscribed host: alltoall.linear ran %lu times and "
                  "alltoall.pairwise %lu times, expected 3 and 0",
                  rank, linear, pairwise);
+    bm_test_current = "64 KiB broadcasts on 2 ranks that share a core";
+    unsigned long copies = bm_coll_alg_count("sm.copy"), sm = bm_coll_alg_count("bcast.sm");
+    for (int call = 0; call < 3; call++) {
+        for (size_t i = 0; i < BLOCK; i++)
+            s[i] = rank == 1 ? pat(1, 0, call, i) : 0;
+        BM_CHECK_EQ_INT(MPI_Bcast(s, BLOCK, MPI_BYTE, 1, MPI_COMM_WORLD), MPI_SUCCESS);
+        size_t bad = 0;
+        for (size_t i = 0; i < BLOCK; i++)
+            bad += s[i] != pat(1, 0, call, i);
+        BM_CHECK_MSG(bad == 0, "bcast %d: %zu bytes wrong", call, bad);
+    }
+    copies = bm_coll_alg_count("sm.copy") - copies;
+    sm = bm_coll_alg_count("bcast.sm") - sm;
+    BM_CHECK_MSG(copies == 3 && sm == 3,
+                 "rank %d: 3 broadcasts of 64 KiB ran bcast.sm %lu times, by single copy %lu "
+                 "times",
+                 rank, sm, copies);
     free(s);
     free(r);
     MPI_Finalize();
