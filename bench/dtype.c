@@ -178,6 +178,25 @@ static int msg_check(const struct msg *m, const unsigned char *buf, int s, int s
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A comment line with the spread of the bandwidth windows (ends[i]: the
+ * end of timed window i, t0 the start of the first): tells one stalled
+ * window from a uniformly slow run. */
+static void windows_print(double *ends, long n, double t0, double bytes)
+{
+    for (long i = n - 1; i > 0; i--)
+        ends[i] = bytes / (ends[i] - ends[i - 1]) / 1e6;
+    ends[0] = bytes / (ends[0] - t0) / 1e6;
+    qsort(ends, (size_t)n, sizeof(*ends), cmp_double);
+    printf("# bandwidth of the %ld windows (MB/s): slowest %.0f, median %.0f, fastest %.0f\n", n,
+           ends[0], ends[n / 2], ends[n - 1]);
+}
+
 /* Send or receive one message, natively or through MPI_Pack. */
 static void xsend(const struct msg *m, unsigned char *buf, unsigned char *pk, int peer, int packed)
 {
@@ -298,11 +317,15 @@ int main(int argc, char **argv)
         if (active)
             for (int s = 0; s < slots; s++)
                 memset(rbuf + m.span * (size_t)s, 0xA5, m.span);
+        /* each timed window's end, for the spread printed after the size */
+        double *ends = bm_bench_alloc((size_t)windows * sizeof(double));
         MPI_Barrier(MPI_COMM_WORLD);
         double t1 = MPI_Wtime();
         for (long it = 0; active && it < windows + 1; it++) {
             if (it == 1)
                 t1 = MPI_Wtime(); /* the first window warms up */
+            if (it > 1)
+                ends[it - 2] = MPI_Wtime();
             int ack = 0;
             for (int k = 0; k < WINDOW; k++) {
                 unsigned char *b = (rank == 0 ? sbuf : rbuf) + m.span * (size_t)(k % slots);
@@ -336,7 +359,10 @@ int main(int argc, char **argv)
             else
                 MPI_Send(&ack, 1, MPI_INT, peer, 3, MPI_COMM_WORLD);
         }
-        double bw = (double)m.data * WINDOW * (double)windows / (MPI_Wtime() - t1) / 1e6;
+        double t2 = MPI_Wtime();
+        if (active)
+            ends[windows - 1] = t2;
+        double bw = (double)m.data * WINDOW * (double)windows / (t2 - t1) / 1e6;
         if (rank == 1)
             for (int s = 0; s < slots && !failed; s++)
                 if (msg_check(&m, rbuf + m.span * (size_t)s, s, 0, size, rank) != 0)
@@ -345,8 +371,10 @@ int main(int argc, char **argv)
         if (rank == 0) {
             prev_iter = lat * 2e-6;
             printf("%-10zu %12.3f %12.2f\n", size, lat, bw);
+            windows_print(ends, windows, t1, (double)m.data * WINDOW);
             fflush(stdout);
         }
+        free(ends);
         free(sbuf);
         free(rbuf);
         free(pk);
