@@ -17,7 +17,7 @@
  * is half the mean round trip of blocking MPI_Send/MPI_Recv, bandwidth is
  * rank 0 -> 1 with a window of non-blocking sends and a 4-byte
  * acknowledgement per window (bm_bw's method), 1e6 B/s of data, over at
- * least BW_WINDOWS_MIN timed windows. With -P each message of a window is
+ * least BW_WINDOWS_MIN timed windows with -t. With -P each message of a window is
  * packed into a staging buffer of its own and sent with MPI_Isend as soon
  * as it is packed; the receiver posts every MPI_Irecv first and unpacks each
  * message as it completes, in order: the same window of sends in flight as
@@ -260,12 +260,15 @@ int main(int argc, char **argv)
              kind_names[kind], packed ? ", sent as MPI_Pack + MPI_PACKED + MPI_Unpack" : "");
     bm_bench_header(&opts, rank, what, "size(B, data)  latency(us)  bandwidth(MB/s, 1e6 B/s)");
 
-    /* BW_WINDOWS_MIN: the ping-pong's budget leaves a 4 MiB message about
-     * 40 round trips, which made two timed windows of bandwidth: one slow
-     * window (a scheduler slice, a TCP loss probe on loopback) then halved
-     * the figure, and the median of three repeats was decided by such
-     * luck (tcp, 2-4 MiB: 2-3x between repeats). */
+    /* BW_WINDOWS_MIN, with a time budget (-t, as bench/compare runs it):
+     * the budget leaves a 4 MiB message about 40 ping-pong round trips,
+     * which made two timed windows of bandwidth: one slow window (a
+     * scheduler slice, a TCP loss probe on loopback) then halved the
+     * figure, and the median of three repeats was decided by such luck
+     * (tcp, 2-4 MiB: 2-3x between repeats). Without -t the iteration
+     * count asked for rules (at least 2 windows). */
     enum { WINDOW = 16, BW_WINDOWS_MIN = 8 };
+    const long windows_min = opts.budget > 0 ? BW_WINDOWS_MIN : 2;
     int active = rank < 2, peer = rank == 0 ? 1 : 0, failed = 0;
     double prev_iter = 0;
     size_t prev_size = 0;
@@ -313,7 +316,7 @@ int main(int argc, char **argv)
             failed = 1;
         bm_bench_check_all(failed);
         /* streaming: windows of WINDOW messages, slot k % slots */
-        long windows = plan.iters / WINDOW > BW_WINDOWS_MIN ? plan.iters / WINDOW : BW_WINDOWS_MIN;
+        long windows = plan.iters / WINDOW > windows_min ? plan.iters / WINDOW : windows_min;
         if (active)
             for (int s = 0; s < slots; s++)
                 memset(rbuf + m.span * (size_t)s, 0xA5, m.span);
