@@ -172,14 +172,14 @@ struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
     if (gen == 0)
         gen = 1;
     /* Only the common part and the kind's own part: the other kind's fields
-     * are never read. Not an inline "rep stos" (util/mem.h). */
+     * are never read. Vector stores inline, not "rep stos" (util/mem.h). */
     const size_t send_at = offsetof(struct bm_pml_request, sbuf);
     const size_t recv_at = offsetof(struct bm_pml_request, rbuf);
     if (kind == BM_PML_REQ_SEND) {
-        bm_util_zero(req, recv_at);
+        bm_util_zero_fixed(req, recv_at);
     } else {
-        bm_util_zero(req, send_at);
-        bm_util_zero((char *)req + recv_at, sizeof(*req) - recv_at);
+        bm_util_zero_fixed(req, send_at);
+        bm_util_zero_fixed((char *)req + recv_at, sizeof(*req) - recv_at);
         req->rget_class = -1;
     }
     req->index = index;
