@@ -12,7 +12,10 @@
  * aborted, naming both ranks, their hosts and the failed transports, only
  * when the grace runs out. Every protocol step is idempotent (README
  * "Resources and failures"), so a message caught in a failover arrives
- * once, whichever path carries it in the end. */
+ * once, whichever path carries it in the end. What the failed transport
+ * was still receiving may be lost without the sender's transport knowing
+ * (its side of the path may not have failed): each newly failed path
+ * starts the end-to-end restart with that peer at once (restart.c). */
 #define BM_LOG_SUBSYS "pml"
 #include "util/log.h"
 
@@ -58,6 +61,7 @@ struct failover_peer {
     int8_t cls;   /* class the traffic uses, -1 while in an outage */
     bool outage;  /* no working path */
     bool started; /* cls is meaningful (first failure seen) */
+    bool lost;    /* a path failed without the progress lock: restart.c not told yet */
     uint64_t outage_since, next_report;
     char (*why)[FAILOVER_WHY_LEN]; /* per eager path: its last failure */
 };
@@ -279,31 +283,50 @@ int bm_pml_failover_progress(void)
     return 0;
 }
 
+/* After peer_update, with the progress lock: a path to the peer newly
+ * failed (changed), or one did without the lock: restart what it may have
+ * lost (restart.c). */
+static void restart_lost(int peer_world, bool changed)
+{
+    if (!fo.peers)
+        return;
+    if (changed || __atomic_exchange_n(&fo.peers[peer_world].lost, false, __ATOMIC_RELAXED))
+        bm_pml_restart_path_lost(peer_world);
+}
+
 void bm_pml_path_failed(int peer_world, struct bm_btl_path *path, int status, const char *what)
 {
     if (!path)
         return;
-    if (mark_paths(bm_btl_base_peer(peer_world), path->module, path->endpoint, true)) {
+    bool changed = mark_paths(bm_btl_base_peer(peer_world), path->module, path->endpoint, true);
+    if (changed) {
         bm_log_warn("transport %s to rank %d failed (%s: %s)", path->module->name, peer_world, what,
                     bm_status_str(status));
         if (bm_pml_in_drain())
             note_why(peer_world, path->module, path->endpoint, status, what);
     }
     /* Without the progress lock (a sendi) only the mark: the thread that
-     * next finds no path, or the next progress pass, does the rest. */
-    if (bm_pml_in_drain())
+     * next finds no path, or the next progress pass, does the rest (the
+     * transport's own report of the failure starts the restart). */
+    if (bm_pml_in_drain()) {
         peer_update(peer_world, status);
+        restart_lost(peer_world, changed);
+    } else if (changed) {
+        __atomic_store_n(&fo.peers[peer_world].lost, true, __ATOMIC_RELAXED);
+    }
 }
 
 void bm_pml_path_failed_ep(int peer_world, struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                            int status)
 {
-    if (mark_paths(bm_btl_base_peer(peer_world), m, ep, true)) {
+    bool changed = mark_paths(bm_btl_base_peer(peer_world), m, ep, true);
+    if (changed) {
         bm_log_warn("transport %s to rank %d failed (%s)", m->name, peer_world,
                     bm_status_str(status));
         note_why(peer_world, m, ep, status, "a transfer completed with an error");
     }
     peer_update(peer_world, status);
+    restart_lost(peer_world, changed);
 }
 
 void bm_pml_error_cb(struct bm_btl_module *m, const struct bm_btl_error *err, void *cbdata)
@@ -311,22 +334,30 @@ void bm_pml_error_cb(struct bm_btl_module *m, const struct bm_btl_error *err, vo
     (void)cbdata;
     const char *what = err->what ? err->what : "no details";
     switch (err->kind) {
-    case BM_BTL_ERROR_PEER:
+    case BM_BTL_ERROR_PEER: {
         if (err->peer < 0 || err->peer >= bm_pml_g.world_size)
             break;
-        if (mark_paths(bm_btl_base_peer(err->peer), m, err->endpoint, true))
+        bool changed = mark_paths(bm_btl_base_peer(err->peer), m, err->endpoint, true);
+        if (changed)
             bm_log_warn("transport %s can no longer reach rank %d: %s", m->name, err->peer, what);
         note_why(err->peer, m, err->endpoint, err->status, what);
         peer_update(err->peer, err->status);
+        restart_lost(err->peer, changed);
         break;
-    case BM_BTL_ERROR_MODULE:
+    }
+    case BM_BTL_ERROR_MODULE: {
         bm_log_warn("transport %s failed as a whole: %s", m->name, what);
         for (int r = 0; r < bm_pml_g.world_size; r++)
-            if (mark_paths(bm_btl_base_peer(r), m, NULL, true))
+            if (mark_paths(bm_btl_base_peer(r), m, NULL, true)) {
                 note_why(r, m, NULL, err->status, what);
+                fo.peers[r].lost = true; /* restart_lost below */
+            }
         for (int r = 0; r < bm_pml_g.world_size; r++)
             peer_update(r, err->status);
+        for (int r = 0; r < bm_pml_g.world_size; r++)
+            restart_lost(r, false);
         break;
+    }
     case BM_BTL_ERROR_RECOVERED:
         if (err->peer >= 0 && err->peer < bm_pml_g.world_size &&
             mark_paths(bm_btl_base_peer(err->peer), m, err->endpoint, false)) {

@@ -221,6 +221,7 @@ bm_status_t bm_pml_init(int thread_level)
     bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_ACK), bm_pml_send_ack_cb, NULL);
     bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_CANCEL), bm_pml_cancel_cb, NULL);
     bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_CANCEL_ACK), bm_pml_cancel_ack_cb, NULL);
+    bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_LOST), bm_pml_restart_lost_cb, NULL);
     bm_btl_base_register_recv(BM_PML_BTL_TAG(BM_PML_HDR_FRAG), bm_pml_recv_frag_cb, NULL);
     bm_btl_base_register_place(BM_PML_BTL_TAG(BM_PML_HDR_FRAG), bm_pml_recv_frag_place,
                                sizeof(struct bm_pml_hdr_frag));

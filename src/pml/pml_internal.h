@@ -123,6 +123,7 @@ struct bm_pml_request {
     bool need_done;                    /* send: complete only at the receiver's DONE */
     bool done_rcvd;                    /* send: the DONE arrived */
     uint8_t tries;                     /* timeouts so far (each doubles the next, to 8x) */
+    bool lost;                         /* a path it may have used failed: act now (restart.c) */
     uint32_t restart_seq;              /* recv: restarts asked; send: newest one served */
     struct bm_pml_request *watch_next; /* the watch list */
     struct bm_pml_request *watch_prev; /* ... */
@@ -315,6 +316,15 @@ struct bm_pml_state {
     uint64_t restarts_stale;  /* restart ACKs older than one served: ignored */
     uint64_t rndv_resent;     /* RNDVs sent again for want of an ACK */
     uint64_t rndv_queries;    /* RNDV queries for a missing DONE */
+    /* Fast restarts after a path failure (restart.c), for tests: failures
+     * of a path to a peer seen here (each sends it a LOST), LOSTs received,
+     * receives restarted and RNDVs sent again at once for them, and what
+     * the timers did (restarts, RNDVs resent, queries: the last resort). */
+    uint64_t paths_lost;
+    uint64_t lost_notices;
+    uint64_t restarts_fast;
+    uint64_t rndv_fast;
+    uint64_t restart_timeouts;
     /* Non-contiguous messages received with one copy (getv), for tests (atomic). */
     uint64_t rget_pieces_msgs;
     /* RGETs (rdma.c), for tests that must tell the single copy from its
@@ -655,6 +665,12 @@ void bm_pml_restart_watch(struct bm_pml_request *req);
 void bm_pml_restart_unwatch(struct bm_pml_request *req);
 /* While bm_pml_g.nwatch > 0 and the timers run: time out what stalled. */
 int bm_pml_restart_progress(void);
+/* A path to peer_world failed on this side (failover.c, with the progress
+ * lock): restart our receives from it at once and tell it (LOST). */
+void bm_pml_restart_path_lost(int peer_world);
+/* A LOST from a peer: send again at once each RNDV to it without an ACK. */
+void bm_pml_restart_lost_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d,
+                            void *cbdata);
 /* Receiver: a rendezvous now waits for FRAGs (after its ACK left). */
 void bm_pml_restart_recv_started(struct bm_pml_request *req, bm_pml_reqid_t sreq,
                                  size_t ack_offset);

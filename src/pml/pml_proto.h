@@ -29,6 +29,10 @@
  *   A RNDV with no ACK for that time is sent again (RETRANSMIT); a sender
  *   still without DONE asks:  RNDV (RETRANSMIT|QUERY)  ->
  *                                                      <- ACK (the range again), or DONE
+ *   A path that fails on one side only (its transport lost what it was
+ *   receiving, the peer's transport saw nothing): that side restarts its
+ *   receives from the peer at once and tells it  <- LOST, and the peer sends
+ *   again at once each RNDV that has no ACK yet  RNDV (RETRANSMIT) ->
  * FIN repeats the match information so a duplicate FIN after a failover can
  * be recognised (the bfo design).
  *
@@ -63,7 +67,8 @@ enum bm_pml_hdr_type {
     BM_PML_HDR_AM = 8,          /* an active message for a layer above (one-sided: onesided.c) */
     BM_PML_HDR_CANCEL = 9,      /* the sender asks to drop its still unmatched message */
     BM_PML_HDR_CANCEL_ACK = 10, /* the receiver's answer */
-    BM_PML_HDR_TYPE_MAX = 11,
+    BM_PML_HDR_LOST = 11,       /* a path to you failed here: what you sent on it may be lost */
+    BM_PML_HDR_TYPE_MAX = 12,
 };
 
 /* Each header type travels on its own BTL tag so that the transport
@@ -227,6 +232,16 @@ struct bm_pml_hdr_cancel_ack {
     bm_pml_reqid_t sreq; /* sender's request, from the CANCEL */
 };
 _Static_assert(sizeof(struct bm_pml_hdr_cancel_ack) == 16, "CANCEL_ACK header is 16 bytes");
+
+/* LOST: a path from the receiver of this message to its sender failed on
+ * the receiver's side; what the sender sent it over that path and the
+ * receiver's transport had not finished receiving may be lost although the
+ * sender's transport reported it delivered (restart.c). */
+struct bm_pml_hdr_lost {
+    struct bm_pml_hdr_base base;
+    uint32_t reserved; /* zero */
+};
+_Static_assert(sizeof(struct bm_pml_hdr_lost) == 8, "LOST header is 8 bytes");
 
 /* The largest header: transports' eager limits must exceed it. */
 #define BM_PML_HDR_MAX_SIZE sizeof(struct bm_pml_hdr_rget)

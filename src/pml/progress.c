@@ -316,7 +316,12 @@ void bm_pml_ctl_done(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *
     }
     /* Resent on another path; a duplicate is recognised by the peer. */
     bm_pml_path_failed_ep(c->peer, m, ep, status);
-    ((struct bm_pml_hdr_base *)(void *)c->hdr)->flags |= BM_PML_HDR_F_RETRANSMIT;
+    struct bm_pml_hdr_base *hb = (void *)c->hdr;
+    if (hb->type == BM_PML_HDR_LOST) {
+        free(c); /* a hint (restart.c): not sent again */
+        return;
+    }
+    hb->flags |= BM_PML_HDR_F_RETRANSMIT;
     ctl_queue(c);
 }
 

@@ -13,7 +13,17 @@
  * duplicate RNDV is dropped by its sequence number (match.c), so a restart
  * that was not needed only costs the bytes sent again. Each further
  * timeout of one message doubles its wait, up to 8 times the parameter.
- * Peers in an outage (failover.c) are not timed: their traffic is held. */
+ * Peers in an outage (failover.c) are not timed: their traffic is held.
+ *
+ * The timers are the last resort. A transport whose path fails may drop
+ * what it was receiving on it (a fragment half reassembled) while the
+ * sender's transport, whose side of the path did not fail, gets the rest
+ * through once the path works again and reports it all delivered. So when
+ * a path to a peer fails on this side (failover.c calls
+ * bm_pml_restart_path_lost), the receives from that peer restart at the
+ * next progress pass, and the peer hears of it (LOST) and sends again each
+ * RNDV to us that has no ACK yet, at once or as soon as its transport
+ * gives it back: the pause is the failure detection, not the timer. */
 #define BM_LOG_SUBSYS "pml"
 #include "util/log.h"
 
@@ -61,7 +71,9 @@ static struct {
     uint64_t next_scan;
     unsigned tick;
     struct bm_pml_request *head;
-    bool told; /* the first restart is said at info level, the others at debug */
+    bool told;      /* the first restart is said at info level, the others at debug */
+    bool told_fast; /* the same for the first restart after a path failure */
+    unsigned nlost; /* watched requests marked lost (req->lost) */
     struct {
         int peer;
         bm_pml_reqid_t sreq;
@@ -79,6 +91,8 @@ bm_status_t bm_pml_restart_init(void)
     rs.next_scan = 0;
     rs.head = NULL;
     rs.told = false;
+    rs.told_fast = false;
+    rs.nlost = 0;
     rs.ndone = 0;
     bm_pml_g.restart_timers = rs.p.restart_ms > 0;
     return BM_OK;
@@ -89,6 +103,7 @@ void bm_pml_restart_watch(struct bm_pml_request *req)
     if (req->watched)
         return;
     req->watched = true;
+    req->lost = false;
     req->tries = 0;
     req->watch_ns = bm_util_clock_now_ns();
     req->watch_prev = NULL;
@@ -104,6 +119,10 @@ void bm_pml_restart_unwatch(struct bm_pml_request *req)
     if (!req->watched)
         return;
     req->watched = false;
+    if (req->lost) {
+        req->lost = false;
+        rs.nlost--;
+    }
     if (req->watch_prev)
         req->watch_prev->watch_next = req->watch_next;
     else
@@ -150,8 +169,9 @@ void bm_pml_restart_recv_done(struct bm_pml_request *req)
 }
 
 /* One restart: an ACK with F_RESTART for each range of [0, want) that has
- * not arrived (RESTART_MAX_RANGES at most, the last one up to want). */
-static void recv_restart(struct bm_pml_request *req)
+ * not arrived (RESTART_MAX_RANGES at most, the last one up to want).
+ * fast: after a path failure, not after a timeout. */
+static void recv_restart(struct bm_pml_request *req, bool fast)
 {
     struct bm_pml_hdr_ack ack = {
         .base = {.type = BM_PML_HDR_ACK, .flags = BM_PML_HDR_F_RESTART},
@@ -160,7 +180,18 @@ static void recv_restart(struct bm_pml_request *req)
         .rreq = bm_pml_request_id(req),
     };
     size_t missing = req->want - req->arrived;
-    if (!rs.told) {
+    if (fast) {
+        if (!rs.told_fast)
+            bm_log_info("a path to rank %d failed: asking it at once for the %zu of %zu bytes of "
+                        "a rendezvous (tag %d) not arrived yet, which may have been lost on that "
+                        "path (said once, later ones at debug level)",
+                        req->src_world, missing, req->want, req->status.tag);
+        else
+            bm_log_debug("restart %u of the rendezvous from rank %d after a path failure: %zu "
+                         "bytes missing",
+                         req->restart_seq, req->src_world, missing);
+        rs.told_fast = true;
+    } else if (!rs.told) {
         rs.told = true;
         bm_log_info("a rendezvous from rank %d (tag %d, %zu of %zu bytes arrived) made no "
                     "progress for %d ms: asking the sender for the missing bytes again "
@@ -217,7 +248,7 @@ void bm_pml_restart_dup_rndv(int peer_world, const struct bm_pml_hdr_rndv *rh)
         };
         bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
         if (rh->match.base.flags & BM_PML_HDR_F_QUERY) {
-            recv_restart(req);
+            recv_restart(req, false);
             req->watch_ns = bm_util_clock_now_ns();
         }
         return;
@@ -293,7 +324,8 @@ static void watch_one(struct bm_pml_request *req, uint64_t now)
             req->watch_ns = now;
             req->tries = 0;
         } else if (timed_out(req, now)) {
-            recv_restart(req);
+            recv_restart(req, false);
+            bm_pml_g.restart_timeouts++;
             req->tries++;
             req->watch_ns = now;
         }
@@ -306,6 +338,7 @@ static void watch_one(struct bm_pml_request *req, uint64_t now)
     }
     if (!timed_out(req, now))
         return;
+    bm_pml_g.restart_timeouts++;
     req->tries++;
     req->watch_ns = now;
     if (waits == 1)
@@ -314,13 +347,108 @@ static void watch_one(struct bm_pml_request *req, uint64_t now)
         bm_pml_send_query(req);
 }
 
+/* ---- a path failed ----------------------------------------------------------- */
+
+/* Mark the watched requests of this kind with peer_world lost. */
+static void mark_lost(int peer_world, enum bm_pml_req_kind kind)
+{
+    for (struct bm_pml_request *r = rs.head; r; r = r->watch_next) {
+        int peer = kind == BM_PML_REQ_RECV ? r->src_world : r->peer;
+        if (r->kind == kind && peer == peer_world && !r->lost) {
+            r->lost = true;
+            rs.nlost++;
+        }
+    }
+}
+
+void bm_pml_restart_path_lost(int peer_world)
+{
+    bm_pml_g.paths_lost++;
+    /* A hint, sent even without timers here (the peer may watch its
+     * sends), but only on a working path and never again when lost
+     * (bm_pml_ctl_done): held for a peer that is gone (it finalized, and
+     * our path to it failed since), it would keep our MPI_Finalize waiting
+     * for the grace. The peer's timers cover a LOST not sent. */
+    if (!bm_pml_peer_in_outage(peer_world)) {
+        struct bm_pml_hdr_lost lh = {.base = {.type = BM_PML_HDR_LOST}};
+        bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_LOST), &lh, sizeof(lh));
+    }
+    mark_lost(peer_world, BM_PML_REQ_RECV);
+}
+
+void bm_pml_restart_lost_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)cbdata;
+    if (d->seg_count == 0 || d->seg[0].len < sizeof(struct bm_pml_hdr_lost)) {
+        bm_log_ratelimited(BM_LOG_ERROR, "dropped a short LOST (%zu bytes) from rank %d",
+                           d->seg_count ? d->seg[0].len : 0, d->peer);
+        return;
+    }
+    bm_pml_g.lost_notices++;
+    bm_log_debug("rank %d lost a path to us: its RNDVs without an ACK go again", d->peer);
+    mark_lost(d->peer, BM_PML_REQ_SEND);
+}
+
+/* What to do with a request marked lost. */
+enum lost_action {
+    LOST_KEEP,  /* not yet: look again at the next pass */
+    LOST_DONE,  /* done with it */
+    LOST_RESEND /* done: send its RNDV again */
+};
+
+/* A receive asks for what it misses; a send whose RNDV has no ACK sends it
+ * again, or waits while its transport still holds it (it may yet report
+ * it delivered). */
+static enum lost_action lost_one(struct bm_pml_request *req, uint64_t now)
+{
+    if (req->kind == BM_PML_REQ_RECV) {
+        if (req->arrived < req->want) {
+            bm_pml_g.restarts_fast++;
+            recv_restart(req, true);
+        }
+        req->watch_mark = req->arrived;
+        req->watch_ns = now;
+        req->tries = 0;
+        return LOST_DONE;
+    }
+    if (req->acked || req->done_rcvd)
+        return LOST_DONE; /* the receiver restarts the FRAGs it misses */
+    if (bm_pml_send_watch_state(req) != 1)
+        return LOST_KEEP;
+    bm_pml_g.rndv_fast++;
+    req->watch_ns = now;
+    return LOST_RESEND;
+}
+
+/* Each pass while requests are marked lost. */
+static int lost_scan(void)
+{
+    uint64_t now = bm_util_clock_now_ns();
+    int n = 0;
+    struct bm_pml_request *next;
+    for (struct bm_pml_request *r = rs.head; r; r = next) {
+        next = r->watch_next;
+        enum lost_action a = r->lost ? lost_one(r, now) : LOST_KEEP;
+        if (a == LOST_KEEP)
+            continue;
+        r->lost = false;
+        rs.nlost--;
+        n++;
+        if (a == LOST_RESEND)
+            bm_pml_send_rndv_again(r); /* last: the send may complete and leave the list */
+    }
+    return n;
+}
+
 int bm_pml_restart_progress(void)
 {
+    int n = rs.nlost > 0 ? lost_scan() : 0;
     if ((++rs.tick & RESTART_TICK_MASK) != 0)
-        return 0;
+        return n;
     uint64_t now = bm_util_clock_now_ns();
     if (now < rs.next_scan)
-        return 0;
+        return n;
     rs.next_scan = now + rs.timeout_ns / 4;
     uint64_t before = bm_pml_g.restarts_asked + bm_pml_g.rndv_resent + bm_pml_g.rndv_queries;
     struct bm_pml_request *next;
@@ -328,5 +456,6 @@ int bm_pml_restart_progress(void)
         next = r->watch_next; /* a send may complete and leave the list */
         watch_one(r, now);
     }
-    return (int)(bm_pml_g.restarts_asked + bm_pml_g.rndv_resent + bm_pml_g.rndv_queries - before);
+    return n +
+           (int)(bm_pml_g.restarts_asked + bm_pml_g.rndv_resent + bm_pml_g.rndv_queries - before);
 }
