@@ -84,6 +84,22 @@ bm_add_mpi_test(p2p_restart_placed TARGET p2p_restart NP 2 BTL self,tcp TIMEOUT 
     LABELS mpi p2p fault ARGS placed
     ENV BM_BTL_TCP_IF_INCLUDE=lo BM_PML_RESTART_MS=200 BM_PML_FRAG_SIZE=1m
         BM_BTL_TCP_TEST_DROP_TAG=5 BM_BTL_TCP_TEST_DROP_NTH=2)
+# A path that fails on one side only (restart.c "a path failed"): the
+# receiver's tcp drops a FRAG or a RNDV and reports the path failed on its
+# side (BM_BTL_TCP_TEST_DROP_FAIL), the sender's tcp sees nothing; dgram
+# stands by for the receiver's traffic. The restart must run at once, not
+# after BM_PML_RESTART_MS (5 s here: the program fails if a timer fired).
+foreach(variant lostfrag:5:2 lostrndv:3:1)
+    string(REPLACE ":" ";" parts ${variant})
+    list(GET parts 0 what)
+    list(GET parts 1 tag)
+    list(GET parts 2 nth)
+    bm_add_mpi_test(p2p_restart_${what} TARGET p2p_restart NP 2 BTL self,tcp,dgram TIMEOUT 60
+        LABELS mpi p2p fault ARGS ${what}
+        ENV BM_BTL_TCP_IF_INCLUDE=lo BM_BTL_DGRAM_IF_INCLUDE=lo BM_PML_RESTART_MS=5000
+            BM_PML_FRAG_SIZE=64k BM_BTL_TCP_TEST_DROP_TAG=${tag} BM_BTL_TCP_TEST_DROP_NTH=${nth}
+            BM_BTL_TCP_TEST_DROP_FAIL=1 BM_BTL_TCP_RECV_PLACE=0)
+endforeach()
 
 # Receive placement over tcp (btl.h): FRAGs read straight into contiguous and
 # non-contiguous receive buffers, truncation, every byte and gap checked, and

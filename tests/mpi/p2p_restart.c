@@ -15,7 +15,15 @@
  *   ack:  the ACK of a message whose FRAGs the receiver waits for: the same,
  *         and the receiver answers the RNDV sent again with its ACK;
  *   ssend: the ACK of a small synchronous send, whose receive finished with
- *         the RNDV: the same, answered from the receiver's history.
+ *         the RNDV: the same, answered from the receiver's history;
+ *   lostfrag, lostrndv: a FRAG or a RNDV, and the receiver's tcp reports
+ *         the path failed on its side only (BM_BTL_TCP_TEST_DROP_FAIL; dgram
+ *         stands by): the receiver restarts its receive at once
+ *         (restarts_fast) and tells the sender (paths_lost, lost_notices),
+ *         which sends the range again, or its RNDV at once (rndv_fast); no
+ *         timer may have fired (restart_timeouts: BM_PML_RESTART_MS is 5 s
+ *         there, so without the fast restart the run is 5 s longer and
+ *         fails).
  * Without the restart the message would never complete (the test's
  * timeout would end it). */
 #include "bm_test.h"
@@ -37,11 +45,13 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *what = argc > 1 ? argv[1] : "frag";
     bool placed = strcmp(what, "placed") == 0;
-    bool frag = placed || strcmp(what, "frag") == 0;
+    bool lost = strncmp(what, "lost", 4) == 0;
+    bool frag = placed || strcmp(what, "frag") == 0 || strcmp(what, "lostfrag") == 0;
     bool ssend = strcmp(what, "ssend") == 0;
     BM_CHECK_MSG(size == 2, "run with 2 ranks, not %d", size);
-    BM_CHECK_MSG(frag || ssend || strcmp(what, "rndv") == 0 || strcmp(what, "ack") == 0,
-                 "argument: frag, placed, rndv, ack or ssend, not %s", what);
+    BM_CHECK_MSG(frag || ssend || strcmp(what, "rndv") == 0 || strcmp(what, "ack") == 0 ||
+                     strcmp(what, "lostrndv") == 0,
+                 "argument: frag, placed, rndv, ack, ssend, lostfrag or lostrndv, not %s", what);
     int len = ssend ? 100 : LEN;
     unsigned char *buf = malloc(LEN);
     BM_CHECK(buf != NULL);
@@ -83,13 +93,32 @@ int main(int argc, char **argv)
         BM_CHECK_MSG(bm_pml_g.rndv_resent >= 1,
                      "no RNDV sent again, although it or its ACK was dropped");
     }
+    if (lost) {
+        BM_CHECK_MSG(bm_pml_g.restart_timeouts == 0,
+                     "%llu restart timer(s) fired: the restart after the path failure did not "
+                     "run at once",
+                     (unsigned long long)bm_pml_g.restart_timeouts);
+        if (rank == 1) {
+            BM_CHECK_MSG(bm_pml_g.paths_lost >= 1,
+                         "no path failure seen, although tcp reported one");
+            BM_CHECK_MSG(!frag || bm_pml_g.restarts_fast >= 1,
+                         "the receive was not restarted at once after the path failure");
+        } else {
+            BM_CHECK_MSG(bm_pml_g.lost_notices >= 1, "the receiver's LOST never arrived");
+            BM_CHECK_MSG(frag || bm_pml_g.rndv_fast >= 1,
+                         "the RNDV was not sent again at once after the receiver's LOST");
+        }
+    }
     printf("rank %d: %d messages of %d bytes in %.2f s; restarts asked %llu, served %llu, "
-           "stale %llu, RNDVs resent %llu, queries %llu; FRAGs placed %llu, lost %llu\n",
+           "stale %llu, RNDVs resent %llu, queries %llu; FRAGs placed %llu, lost %llu; paths "
+           "lost %llu, LOSTs received %llu, fast restarts %llu, fast RNDVs %llu, timeouts %llu\n",
            rank, MSGS, len, t, (unsigned long long)bm_pml_g.restarts_asked,
            (unsigned long long)bm_pml_g.restarts_served,
            (unsigned long long)bm_pml_g.restarts_stale, (unsigned long long)bm_pml_g.rndv_resent,
            (unsigned long long)bm_pml_g.rndv_queries, (unsigned long long)bm_pml_g.placed_frags,
-           (unsigned long long)bm_pml_g.placed_aborted);
+           (unsigned long long)bm_pml_g.placed_aborted, (unsigned long long)bm_pml_g.paths_lost,
+           (unsigned long long)bm_pml_g.lost_notices, (unsigned long long)bm_pml_g.restarts_fast,
+           (unsigned long long)bm_pml_g.rndv_fast, (unsigned long long)bm_pml_g.restart_timeouts);
     free(buf);
     int failed = bm_test_failed, any = 0;
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

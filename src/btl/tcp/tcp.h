@@ -39,7 +39,8 @@ struct bm_btl_tcp_config {
     int reconnect_ms;         /* retry a failed endpoint this often (0: never) */
     int test_drop_tag;        /* testing: a tag whose test_drop_nth-th frame is dropped (0: off) */
     int test_drop_nth;
-    size_t place_min; /* receive placement: least payload still to arrive (0: off) */
+    int test_drop_fail; /* testing: the drop also fails the path, on this side only */
+    size_t place_min;   /* receive placement: least payload still to arrive (0: off) */
 };
 
 /* ---- local interfaces (tcp_if.c) ------------------------------------------ */
@@ -344,6 +345,10 @@ void bm_btl_tcp_endpoint_connect(struct bm_btl_tcp_endpoint *ep, struct bm_btl_t
 /* Mark the endpoint failed: error callback first, then every outstanding
  * fragment completes with status. Idempotent. */
 void bm_btl_tcp_endpoint_fail(struct bm_btl_tcp_endpoint *ep, int status, const char *what);
+/* Tell the PML (the module's error callback) about ep, if add_procs
+ * announced it (tcp_endpoint.c). */
+void bm_btl_tcp_endpoint_report(struct bm_btl_tcp_endpoint *ep, enum bm_btl_error_kind kind,
+                                int status, const char *what);
 /* A failed endpoint works again through via: fresh per-link state, then
  * BM_BTL_ERROR_RECOVERED to the PML. */
 void bm_btl_tcp_endpoint_recover(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *via);

@@ -108,6 +108,12 @@ static const struct bm_param tcp_params[] = {
     {"BM_BTL_TCP_TEST_DROP_NTH", BM_PARAM_INT, "1", 1, 1 << 30, NULL,
      "For testing only: which frame of BM_BTL_TCP_TEST_DROP_TAG is dropped (1: the first).",
      TCP_CFG(test_drop_nth), BM_PARAM_F_DEBUG},
+    {"BM_BTL_TCP_TEST_DROP_FAIL", BM_PARAM_INT, "0", 0, 1, NULL,
+     "For testing only: 1 also reports the path to the sender of the dropped frame failed, on "
+     "the receiver's side only (the connection stays, the sender's tcp sees nothing): a path "
+     "that failed on one side and lost what it was receiving, which the PML must restart at "
+     "once instead of after BM_PML_RESTART_MS.",
+     TCP_CFG(test_drop_fail), BM_PARAM_F_DEBUG},
 };
 static const struct bm_param_table tcp_param_table = {"btl/tcp", tcp_params,
                                                       BM_PARAM_COUNT(tcp_params)};

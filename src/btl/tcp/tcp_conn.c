@@ -840,6 +840,16 @@ static bool tcp_conn_place_start(struct bm_btl_tcp_conn *c, const struct bm_btl_
     return true;
 }
 
+/* BM_BTL_TCP_TEST_DROP_FAIL (testing): after a frame dropped on purpose,
+ * the path to its sender is reported failed on this side only. */
+static void tcp_conn_test_fail(struct bm_btl_tcp_endpoint *ep)
+{
+    if (ep->module->comp->cfg.test_drop_fail)
+        bm_btl_tcp_endpoint_report(ep, BM_BTL_ERROR_PEER, BM_ERR_LINK_DOWN,
+                                   "reported failed on this side only after a frame dropped on "
+                                   "purpose (BM_BTL_TCP_TEST_DROP_FAIL, for testing)");
+}
+
 /* The placed frame is complete: acknowledge it and call its receive
  * callback. false when the connection went away meanwhile. */
 static bool tcp_conn_place_done(struct bm_btl_tcp_conn *c)
@@ -868,6 +878,8 @@ static bool tcp_conn_place_done(struct bm_btl_tcp_conn *c)
         d.placed = 0;
     }
     m->recv_cb[c->place_tag].cb(m, &d, m->recv_cb[c->place_tag].cbdata);
+    if (__builtin_expect(d.flags & BM_BTL_RECV_F_ABORTED, 0))
+        tcp_conn_test_fail(ep);
     return c->fd >= 0;
 }
 
@@ -955,6 +967,9 @@ static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
                 bm_log_info("%s: dropped frame %d of tag %u from rank %d (%u bytes) on purpose "
                             "(BM_BTL_TCP_TEST_DROP_TAG, for testing)",
                             m->name, c->comp->test_drops, h.tag, ep->rank, len);
+                tcp_conn_test_fail(ep);
+                if (c->fd < 0)
+                    return false;
                 continue;
             }
             if (h.tag < BM_BTL_TAG_MAX && m->recv_cb[h.tag].cb)

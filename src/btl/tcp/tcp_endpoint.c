@@ -153,7 +153,7 @@ void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status)
 
 /* Tell the PML (the module's error callback) about this endpoint; only for
  * endpoints it knows (add_procs announced them). */
-static void tcp_endpoint_report(struct bm_btl_tcp_endpoint *ep, enum bm_btl_error_kind kind,
+void bm_btl_tcp_endpoint_report(struct bm_btl_tcp_endpoint *ep, enum bm_btl_error_kind kind,
                                 int status, const char *what)
 {
     struct bm_btl_module *m = &ep->module->super;
@@ -181,7 +181,7 @@ void bm_btl_tcp_endpoint_fail(struct bm_btl_tcp_endpoint *ep, int status, const 
         bm_btl_tcp_conn_close_fd(c);
         c->state = BM_BTL_TCP_CONN_CLOSED;
     }
-    tcp_endpoint_report(ep, BM_BTL_ERROR_PEER, status, what);
+    bm_btl_tcp_endpoint_report(ep, BM_BTL_ERROR_PEER, status, what);
     for (int i = 0; i < ep->nlinks; i++)
         bm_btl_tcp_frag_fail_all(&ep->links[i], status);
     /* A link can heal; a peer that finalized or spoke garbage does not. */
@@ -223,7 +223,7 @@ void bm_btl_tcp_endpoint_recover(struct bm_btl_tcp_endpoint *ep, struct bm_btl_t
     snprintf(what, sizeof(what), "connection to rank %d (%s) via %s works again", ep->rank,
              via->peer_str, ep->module->iface.name);
     bm_log_warn("%s", what);
-    tcp_endpoint_report(ep, BM_BTL_ERROR_RECOVERED, BM_OK, what);
+    bm_btl_tcp_endpoint_report(ep, BM_BTL_ERROR_RECOVERED, BM_OK, what);
 }
 
 /* A reconnection attempt failed: quietly, try again later. */
