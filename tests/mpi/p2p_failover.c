@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int rank;
@@ -63,7 +64,7 @@ int main(int argc, char **argv)
     const char *stop_file = getenv("P2P_FAILOVER_STOP");
     int peer = 1 - rank;
     unsigned char *out = malloc(MAXLEN), *in = malloc(MAXLEN);
-    double t0 = MPI_Wtime();
+    double t0 = MPI_Wtime(), last = t0, pause = 0, pause_at = 0;
     int it = 0, stop = 0, bad = 0;
     while (!stop) {
         int len = lens[it % NLENS];
@@ -88,6 +89,12 @@ int main(int argc, char **argv)
         }
         if (it == 20)
             note("streaming");
+        double now = MPI_Wtime();
+        if (it > 20 && now - last > pause) {
+            pause = now - last;
+            pause_at = last - t0;
+        }
+        last = now;
         it++;
         /* rank 0 decides when to stop, so both run the same iterations */
         if (it % 16 == 0) {
@@ -122,6 +129,12 @@ int main(int argc, char **argv)
                "transports\n",
                all[0], all[1]);
     char line[128];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(line, sizeof(line), "longest pause: %.0f ms (from %.3f s; wall clock %.3f)",
+             pause * 1e3, pause_at,
+             (double)ts.tv_sec + ts.tv_nsec * 1e-9 - (MPI_Wtime() - t0 - pause_at));
+    note(line);
     snprintf(line, sizeof(line), "messages: %d, checks: %d failed", it, bm_test_failed);
     note(line);
     free(out);
