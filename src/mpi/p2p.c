@@ -527,8 +527,33 @@ BM_MPI_ALIAS(Recv);
 int PMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request *request)
 {
-    return request_make("MPI_Isend", request, BM_MPI_REQ_SEND, BM_PML_SEND_STANDARD, false, buf,
-                        count, datatype, dest, tag, comm);
+    static const char fn[] = "MPI_Isend";
+    /* The message-rate path: bm_mpi_p2p_start's standard send inline, from
+     * the arguments at hand. Invalid arguments, MPI_PROC_NULL and a failed
+     * allocation go through request_make, which reports them. */
+    MPI_Request r;
+    if (__builtin_expect(!args_valid(comm, buf, count, datatype, dest, tag, false) || !request ||
+                             dest == MPI_PROC_NULL,
+                         0) ||
+        !(r = bm_mpi_p2p_request_new(BM_MPI_REQ_SEND, BM_PML_SEND_STANDARD, false, buf, count,
+                                     datatype, dest, tag, comm)))
+        return request_make(fn, request, BM_MPI_REQ_SEND, BM_PML_SEND_STANDARD, false, buf, count,
+                            datatype, dest, tag, comm);
+    bm_status_t st = p2p_isend(buf, count, datatype, bm_mpi_comm_peer_world(comm, dest), comm, tag,
+                               BM_PML_SEND_STANDARD, true, &r->pml);
+    if (__builtin_expect(st != BM_OK, 0)) {
+        int rc = bm_mpi_p2p_pml_error(comm, st, fn, "send", dest);
+        bm_mpi_request_release(r);
+        return rc;
+    }
+    if (!r->pml) { /* sent inline: complete already, its status here */
+        r->status.MPI_ERROR = MPI_SUCCESS;
+        r->status.bm_cancelled = 0;
+        status_sent(&r->status, comm, tag, bm_mpi_type_packed_bytes(datatype, (size_t)count));
+    }
+    r->active = true;
+    *request = r;
+    return MPI_SUCCESS;
 }
 BM_MPI_ALIAS(Isend);
 
