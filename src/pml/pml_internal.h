@@ -33,6 +33,7 @@ struct bm_pml_config {
     size_t iov_block_min;   /* least average block moved in place by the transport (0: never) */
     size_t pack_bounce;     /* fragments starting this early in a message pack through a bounce */
     int pack_ahead;         /* pack a rendezvous's first FRAG while its RNDV waits for the ACK */
+    size_t pack_first_frag; /* cap on the packed FRAGs a receiver waits for first (shared memory) */
     size_t stream_copy_min; /* messages this large are copied out with streaming stores */
     int idle_yield;         /* idle progress calls before sched_yield (0: never; -1 at load:
                                decided at init from the oversubscription of the host) */
@@ -362,6 +363,8 @@ struct bm_pml_state {
      * for another range or another path was chosen), for tests (atomic). */
     uint64_t pack_ahead_sent;
     uint64_t pack_ahead_dropped;
+    /* Packed FRAGs cut to BM_PML_PACK_FIRST_FRAG (send.c), for tests (atomic). */
+    uint64_t pack_frags_first;
     /* Sends whose start was left to the holder of the progress lock
      * (progress.c "deferred starts"; atomic): for BM_PML_STATS and tests. */
     uint64_t sends_deferred;

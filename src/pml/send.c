@@ -363,8 +363,23 @@ static size_t frag_max(const struct bm_pml_request *req, const struct bm_btl_mod
 #define BM_PML_AHEAD_HELD 1
 static unsigned ahead_held;
 
-/* The payload of the next FRAG when left bytes remain of the range being
- * sent (resend: a range lost with its path). A packed message's last
+/* A packed FRAG starting at offset at is one of the first the receiver
+ * waits for, on a transport whose buffers are shared memory: cut to
+ * BM_PML_PACK_FIRST_FRAG, so that the receiver unpacks a small one while
+ * this side packs the next (pml.c has the measurements). Only while this
+ * request is all this process has in flight: behind other transfers the
+ * receiver has work anyway, and the smaller fragments only cost (sm, 16
+ * vectors of 64 KiB per window: 5-8% less bandwidth). */
+static bool frag_first(const struct bm_pml_request *req, const struct bm_btl_module *m, bool iov,
+                       size_t at)
+{
+    return req->conv.type && !iov && at < bm_pml_g.cfg.pack_bounce &&
+           bm_pml_g.cfg.pack_first_frag > sizeof(struct bm_pml_hdr_frag) &&
+           (m->caps & BM_BTL_CAP_SEND_FAR) && bm_pml_g.inflight <= req->outstanding;
+}
+
+/* The payload of the next FRAG, starting at offset at, when left bytes
+ * remain of the range being sent (resend: a range lost with its path). A packed message's last
  * FRAG also takes a sliver (at most 1/BM_PML_RNDV_SLIVER_DIV of a FRAG)
  * that would be left after it, up to what the transport takes: messages
  * of a power of two bytes over tcp otherwise end in a FRAG of 64 bytes
@@ -372,9 +387,12 @@ static unsigned ahead_held;
  * and unpack per message (tcp's pooled buffers hold 1/16 more than an
  * eager frame). */
 static size_t frag_size(const struct bm_pml_request *req, const struct bm_btl_module *m, bool iov,
-                        bool resend, size_t left)
+                        bool resend, size_t at, size_t left)
 {
     size_t max = frag_max(req, m, iov);
+    if (frag_first(req, m, iov, at) &&
+        max > bm_pml_g.cfg.pack_first_frag - sizeof(struct bm_pml_hdr_frag))
+        max = bm_pml_g.cfg.pack_first_frag - sizeof(struct bm_pml_hdr_frag);
     if (left <= max)
         return left;
     if (!resend && req->conv.type && !iov && left - max <= max / BM_PML_RNDV_SLIVER_DIV &&
@@ -408,7 +426,7 @@ static void pack_ahead(struct bm_pml_request *req)
     if (!path || frag_iov_ok(req, path->module))
         return;
     struct bm_btl_module *m = path->module;
-    size_t size = frag_size(req, m, false, false, req->bytes - req->frag_next);
+    size_t size = frag_size(req, m, false, false, req->frag_next, req->bytes - req->frag_next);
     struct bm_btl_descriptor *des =
         frag_prepare(req, m, path->endpoint, req->frag_next, sizeof(struct bm_pml_hdr_frag), &size);
     if (!des)
@@ -463,7 +481,7 @@ static bm_status_t send_frags(struct bm_pml_request *req)
         struct bm_pml_resend *rs = req->resend;
         size_t at = rs ? rs->offset : req->frag_next;
         size_t size =
-            frag_size(req, m, iov, rs != NULL, rs ? rs->len : req->frag_end - req->frag_next);
+            frag_size(req, m, iov, rs != NULL, at, rs ? rs->len : req->frag_end - req->frag_next);
         struct bm_pml_hdr_frag fh = {
             .base = {.type = BM_PML_HDR_FRAG, .flags = rs ? BM_PML_HDR_F_RETRANSMIT : 0},
             .rreq = req->rreq,
@@ -502,6 +520,8 @@ static bm_status_t send_frags(struct bm_pml_request *req)
             *counter += size;
             if (req->conv.type && !iov)
                 pack_frag_count(size);
+            if (frag_first(req, m, iov, at))
+                __atomic_fetch_add(&bm_pml_g.pack_frags_first, 1, __ATOMIC_RELAXED);
             continue;
         }
         /* not sent: give the range back */

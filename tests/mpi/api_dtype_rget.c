@@ -83,6 +83,7 @@ int main(int argc, char **argv)
     uint64_t frags_before = bm_pml_g.pack_frags, streamed_before = bm_pml_g.unpack_streamed;
     uint64_t bounced_before = bm_pml_g.pack_bounced;
     uint64_t ahead_sent0 = bm_pml_g.pack_ahead_sent, ahead_dropped0 = bm_pml_g.pack_ahead_dropped;
+    uint64_t first0 = bm_pml_g.pack_frags_first;
     int tag = 0;
     /* 32 KiB blocks (pieces worth reading), and with "small" (the run
      * lowers BM_PML_RGET_PIECE_MIN) 8-byte ones: thousands of pieces, many
@@ -138,12 +139,23 @@ int main(int argc, char **argv)
         BM_CHECK_MSG(bounced >= 3 * 32 * 1024 && bounced <= 3 * 128 * 1024,
                      "%llu bytes packed through the bounce (32-128 KiB per vector send expected)",
                      (unsigned long long)bounced);
+        /* one send at a time: the FRAGs in each one's first 64 KiB cut to
+         * BM_PML_PACK_FIRST_FRAG (16 KiB, sm's fragments are 32 KiB): at
+         * least 3 for each of the three vector sends */
+        uint64_t first = bm_pml_g.pack_frags_first - first0;
+        BM_CHECK_MSG(first >= 9,
+                     "%llu packed FRAGs cut to BM_PML_PACK_FIRST_FRAG, 9 or more expected",
+                     (unsigned long long)first);
     }
     if (packed && rank == 0) {
-        /* tcp's buffers are this process's memory: nothing bounced */
+        /* tcp's buffers are this process's memory: nothing bounced, no
+         * FRAG cut to BM_PML_PACK_FIRST_FRAG */
         uint64_t bounced = bm_pml_g.pack_bounced - bounced_before;
         BM_CHECK_MSG(bounced == 0, "%llu bytes packed through the bounce over tcp",
                      (unsigned long long)bounced);
+        uint64_t first = bm_pml_g.pack_frags_first - first0;
+        BM_CHECK_MSG(first == 0, "%llu packed FRAGs cut to BM_PML_PACK_FIRST_FRAG over tcp",
+                     (unsigned long long)first);
     }
     if (packed && rank == 0) {
         /* two 256 KiB vector sends: the first 65496 bytes with the RNDV,
