@@ -525,11 +525,21 @@ int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of
     fail.comm = NULL;
     int errors = 0;
     for (int done = 0;;) {
-        int i = first_pending(done, count, array_of_requests);
-        errors += finish_range(done, i, array_of_requests, array_of_statuses, &fail);
-        if (i == count)
+        /* Finish each request as it is found ready (one look at it, not a
+         * scan for the first pending one and then a second pass). */
+        for (; done < count; done++) {
+            MPI_Request r = array_of_requests[done];
+            MPI_Status *st =
+                array_of_statuses == MPI_STATUSES_IGNORE ? NULL : &array_of_statuses[done];
+            if (!req_active(r))
+                status_empty(st);
+            else if (!req_ready(r))
+                break;
+            else if (req_finish(&array_of_requests[done], st, true, &fail))
+                errors++;
+        }
+        if (done == count)
             break;
-        done = i;
         bm_pml_progress_wait();
     }
     return finish_report(fn, count, errors, &fail);
