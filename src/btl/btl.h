@@ -142,8 +142,9 @@
  *     sm, with a send lock per endpoint for sendi's fast boxes and a
  *     recursive module lock for the rest, src/btl/sm/README.md "Threads";
  *     self and tcp leave it to the base). Its operations are called from several threads at
- *     once, also while progress runs; progress (and flush) is called by
- *     one thread at a time, the one that holds the PML's progress lock.
+ *     once, also while progress runs; progress, flush, wait_arm and
+ *     wait_disarm are called by one thread at a time, the one that holds
+ *     the PML's progress lock.
  *   - for both: a send, alloc, free, prepare_src, put, get or atomic call
  *     never calls a receive or completion callback from inside itself
  *     (callbacks come only from progress and flush); an error callback

@@ -9,6 +9,9 @@
  *      another: the two sets must share no lock at all.
  *   2. Both send to rank 1, each on its own communicator: the only locks
  *      they may share are the peer's send lock (class "sm endpoint").
+ *   3. The receivers of 1 (ranks 1 and 2, one thread each): their MPI_Recv
+ *      calls drain (the progress lock) but take no "sm module" lock: sm's
+ *      receive side calls back under no module-wide lock.
  * Each set must hold a context lock and the peer's send lock (else the
  * trace saw nothing, or the transport did not lock per endpoint). Windows
  * of 16 messages, acknowledged by the receiver, keep the fast boxes from
@@ -65,15 +68,22 @@ static void *send_main(void *arg)
 struct rjob {
     int t;
     MPI_Comm comm;
+    bool trace; /* record the locks of the receives (phase 1) */
+    struct bm_util_lock_trace tr;
+    const struct bm_util_lock *locks[MAXLOCK];
 };
 
 static void *recv_main(void *arg)
 {
     struct rjob *r = arg;
+    r->tr = (struct bm_util_lock_trace){.locks = r->locks, .cap = MAXLOCK};
     for (int w = 0; w < WARM + WINDOWS; w++) {
         for (int s = 0; s < WIN; s++) {
             int msg[2] = {-1, -1};
+            if (r->trace && w >= WARM)
+                bm_util_lock_trace(&r->tr);
             MPI_Recv(msg, 2, MPI_INT, 0, 5, r->comm, MPI_STATUS_IGNORE);
+            bm_util_lock_trace(NULL);
             if (msg[0] != w * WIN + s || msg[1] != r->t)
                 __atomic_fetch_add(&bad_msgs, 1, __ATOMIC_RELAXED);
         }
@@ -126,6 +136,29 @@ static void check_job(const struct job *j)
                  j->t, j->tr.n);
 }
 
+/* Rank 1 or 2 received from the fast boxes in phase 1: its MPI_Recv calls
+ * ran the progress engine (the PML's progress lock) and sm's receive side,
+ * which must take no module-wide lock (src/btl/sm/README.md "Threads": it
+ * delivers and calls back under none). Rank 0's fragments of the set-up
+ * are home after the warm-up, and nothing went through the FIFO since
+ * (whose returns take the fragment pool's lock), so any "sm module" lock
+ * here is progress taking it. */
+static void check_receiver(const struct rjob *r)
+{
+    bool progress = false, module = false;
+    for (size_t i = 0; i < r->tr.n; i++) {
+        progress |= strcmp(r->locks[i]->cls->name, "progress") == 0;
+        module |= strcmp(r->locks[i]->cls->name, "sm module") == 0;
+    }
+    BM_CHECK_MSG(!r->tr.overflow, "receiver took more than %d distinct locks", MAXLOCK);
+    BM_CHECK_MSG(progress,
+                 "the receives never took the progress lock (%zu locks traced): they did not "
+                 "drain, so the check below proves nothing",
+                 r->tr.n);
+    BM_CHECK_MSG(!module, "sm's progress took its module lock while receiving from the fast boxes: "
+                          "its receive side is serialised with every sender of the process");
+}
+
 /* Rank 0 sends from two threads; each peer receives on its communicator(s). */
 static void run_phase(int rank, int phase, MPI_Comm ca, MPI_Comm cb)
 {
@@ -151,8 +184,9 @@ static void run_phase(int rank, int phase, MPI_Comm ca, MPI_Comm cb)
                          nallowed);
         }
     } else if (phase == 1) {
-        struct rjob r = {.t = rank - 1, .comm = rank == 1 ? ca : cb};
+        struct rjob r = {.t = rank - 1, .comm = rank == 1 ? ca : cb, .trace = true};
         recv_main(&r);
+        check_receiver(&r);
     } else if (rank == 1) {
         struct rjob r[2] = {{.t = 0, .comm = ca}, {.t = 1, .comm = cb}};
         pthread_t th;

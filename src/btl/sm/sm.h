@@ -145,6 +145,9 @@ struct bm_btl_sm_module {
     uint32_t frag_base[BM_BTL_SM_NCLASS];   /* index of each class's first fragment */
     uint32_t *free_stack[BM_BTL_SM_NCLASS]; /* indices of free fragments */
     uint32_t nfree[BM_BTL_SM_NCLASS];
+    /* in_flight and nquarantined are written under the module's lock with
+     * bm_btl_sm_count_add, so that progress may look at them without it
+     * under MPI_THREAD_MULTIPLE (sm_progress_mt's idle check). */
     int in_flight;       /* fragments pushed and not yet returned */
     int amo_pending;     /* atomic requests among them */
     int nquarantined;    /* fragments held back after a peer died */
@@ -166,11 +169,15 @@ struct bm_btl_sm_module {
     struct bm_btl_sm_endpoint **rings;
     int nrings;
     struct bm_btl_defer_queue rdma_done; /* callbacks of finished get/put */
-    bool bells;                          /* we may sleep: we have a doorbell (sm_bell.c) */
-    int bell_rx, bell_tx;                /* our doorbell; the socket we ring others' with */
+    /* Under MPI_THREAD_MULTIPLE: rdma_done is not empty (written under the
+     * module's lock, read by progress without it). */
+    bool rdma_queued;
+    bool bells;           /* we may sleep: we have a doorbell (sm_bell.c) */
+    int bell_rx, bell_tx; /* our doorbell; the socket we ring others' with */
     /* Under MPI_THREAD_MULTIPLE: the module's recursive lock, held by every
-     * operation but sendi's ring path and get/put's copies, and by progress
-     * across its callbacks (README "Threads"). */
+     * operation but sendi's ring path and get/put's copies; progress takes
+     * it only around what senders share, never across a callback (README
+     * "Threads"). */
     struct bm_util_lock lock;
 };
 
@@ -198,10 +205,13 @@ static inline void bm_btl_sm_leave(struct bm_btl_sm_module *sm)
 /* ep->outstanding += d, under the module's lock (so writers never race);
  * atomic so that sendi's fast-box path may read it under the endpoint's
  * lock alone. Plain moves on x86. */
+static inline void bm_btl_sm_count_add(int *c, int d)
+{
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
+}
 static inline void bm_btl_sm_outstanding_add(struct bm_btl_sm_endpoint *ep, int d)
 {
-    __atomic_store_n(&ep->outstanding, __atomic_load_n(&ep->outstanding, __ATOMIC_RELAXED) + d,
-                     __ATOMIC_RELAXED);
+    bm_btl_sm_count_add(&ep->outstanding, d);
 }
 
 /* Base address here of rank's segment, mapping it now (a fragment of a
@@ -215,7 +225,9 @@ static inline struct bm_btl_sm_frag_hdr *bm_btl_sm_resolve(void *ctx, bm_btl_sm_
 {
     struct bm_btl_sm_module *sm = ctx;
     int rank = bm_btl_sm_rptr_rank(p);
-    unsigned char *base = sm->bases[rank];
+    /* Acquire (a plain load on x86): under MPI_THREAD_MULTIPLE progress
+     * reads the endpoint a sender may just have mapped (sm_ep_map). */
+    unsigned char *base = __atomic_load_n(&sm->bases[rank], __ATOMIC_ACQUIRE);
     if (__builtin_expect(base == NULL, 0))
         base = bm_btl_sm_base_slow(sm, rank);
     return (struct bm_btl_sm_frag_hdr *)(base + bm_btl_sm_rptr_offset(p));
@@ -273,6 +285,10 @@ void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
                          struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag, uint8_t hdr_flags);
 /* Handle what arrived on our FIFO (at most budget fragments). */
 int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget);
+/* The same under MPI_THREAD_MULTIPLE, called without the module's lock
+ * (progress's one caller): it takes the lock around the fragment pool's
+ * bookkeeping only, and calls back under none. */
+int bm_btl_sm_poll_fifo_mt(struct bm_btl_sm_module *sm, int budget);
 /* Finalize: wait a little, taking our FIFO, until every fragment we sent
  * is back from the peers that still live (bm_btl_sm_module_finalize). */
 void bm_btl_sm_fifo_drain(struct bm_btl_sm_module *sm);
@@ -376,5 +392,12 @@ void bm_btl_sm_amo_run(struct bm_btl_sm_frag_hdr *hdr);
  * give the fragment back. ep is where it was sent. */
 void bm_btl_sm_amo_finish(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f,
                           struct bm_btl_sm_endpoint *ep, int status);
+/* The same in two steps, for progress under MPI_THREAD_MULTIPLE: the
+ * bookkeeping (under the module's lock), then the callback (under none). */
+struct bm_btl_sm_amo_wait bm_btl_sm_amo_settle(struct bm_btl_sm_module *sm,
+                                               struct bm_btl_sm_frag *f,
+                                               struct bm_btl_sm_endpoint *ep, int status);
+void bm_btl_sm_amo_call(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep,
+                        const struct bm_btl_sm_amo_wait *w, int status);
 
 #endif

@@ -112,8 +112,9 @@ void bm_btl_sm_amo_run(struct bm_btl_sm_frag_hdr *hdr)
     a->status = rc;
 }
 
-void bm_btl_sm_amo_finish(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f,
-                          struct bm_btl_sm_endpoint *ep, int status)
+struct bm_btl_sm_amo_wait bm_btl_sm_amo_settle(struct bm_btl_sm_module *sm,
+                                               struct bm_btl_sm_frag *f,
+                                               struct bm_btl_sm_endpoint *ep, int status)
 {
     struct bm_btl_sm_amo_wait w = f->amo_wait;
     if (status == BM_OK && w.local_addr) {
@@ -125,7 +126,20 @@ void bm_btl_sm_amo_finish(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f,
         ep->amo_pending--;
     sm->amo_pending--;
     bm_btl_sm_frag_release(sm, f);
-    if (w.cb)
-        w.cb(&sm->super, (struct bm_btl_endpoint *)ep, w.local_addr, w.local_handle, w.context,
-             w.cbdata, status);
+    return w;
+}
+
+void bm_btl_sm_amo_call(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep,
+                        const struct bm_btl_sm_amo_wait *w, int status)
+{
+    if (w->cb)
+        w->cb(&sm->super, (struct bm_btl_endpoint *)ep, w->local_addr, w->local_handle, w->context,
+              w->cbdata, status);
+}
+
+void bm_btl_sm_amo_finish(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f,
+                          struct bm_btl_sm_endpoint *ep, int status)
+{
+    struct bm_btl_sm_amo_wait w = bm_btl_sm_amo_settle(sm, f, ep, status);
+    bm_btl_sm_amo_call(sm, ep, &w, status);
 }

@@ -117,7 +117,9 @@ int bm_btl_sm_wait_fd(struct bm_btl_sm_module *sm)
  * delivering)? */
 static bool sm_has_work(struct bm_btl_sm_module *sm)
 {
-    if (sm->rdma_done.head || bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader))
+    if ((sm->mt ? __atomic_load_n(&sm->rdma_queued, __ATOMIC_RELAXED)
+                : sm->rdma_done.head != NULL) ||
+        bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader))
         return true;
     if (sm->use_hints) {
         for (int w = 0; w < sm->nhint_words; w++)
@@ -125,7 +127,8 @@ static bool sm_has_work(struct bm_btl_sm_module *sm)
                 return true;
         return false;
     }
-    for (int i = 0; i < sm->nrings; i++)
+    int nrings = __atomic_load_n(&sm->nrings, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < nrings; i++)
         if (bm_btl_sm_fbox_ready(&sm->rings[i]->rx))
             return true;
     return false;
@@ -148,7 +151,9 @@ int bm_btl_sm_wait_arm(struct bm_btl_sm_module *sm, int64_t *timeout_ns)
      * are looked for at the usual interval. */
     if (!sm->bells)
         *timeout_ns = 1000000;
-    if ((sm->in_flight > 0 || sm->nquarantined > 0) && sm->config.peer_check_ms > 0) {
+    if ((__atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED) > 0 ||
+         __atomic_load_n(&sm->nquarantined, __ATOMIC_RELAXED) > 0) &&
+        sm->config.peer_check_ms > 0) {
         int64_t t = (int64_t)sm->config.peer_check_ms * 1000000;
         if (*timeout_ns < 0 || t < *timeout_ns)
             *timeout_ns = t;

@@ -363,13 +363,55 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args,
 
 static int sm_progress_pass(struct bm_btl_sm_module *sm);
 
-/* Under MPI_THREAD_MULTIPLE: a pass under the module's lock, held across
- * the callbacks (which may send again: the lock is recursive). */
+/* Under MPI_THREAD_MULTIPLE (README "Threads"): the receive side is this
+ * process's own and progress has one caller at a time (btl.h "Threads"),
+ * so a pass reads the rings and the FIFO under no lock and calls back under
+ * none: a callback that sends again takes the module's lock like any
+ * sender, and a sender never waits for a callback to return. The module's
+ * lock is taken only around what senders share: the queue of finished
+ * get/put callbacks (moved out, then run), a returned fragment's
+ * bookkeeping (bm_btl_sm_poll_fifo_mt), mapping a segment
+ * (bm_btl_sm_base_slow) and the idle peer check. Rings and segments that
+ * senders connect meanwhile are published with release stores (nrings,
+ * by_local, bases: sm_fbox_connect, sm_ep_map). */
 static __attribute__((noinline)) int sm_progress_mt(struct bm_btl_sm_module *sm)
 {
-    bm_util_lock_take(&sm->lock);
-    int n = sm_progress_pass(sm);
-    bm_util_lock_give(&sm->lock);
+    int n = 0;
+    if (__atomic_load_n(&sm->rdma_queued, __ATOMIC_RELAXED)) {
+        bm_util_lock_take(&sm->lock);
+        struct bm_btl_defer_queue q = sm->rdma_done;
+        sm->rdma_done = (struct bm_btl_defer_queue){0};
+        __atomic_store_n(&sm->rdma_queued, false, __ATOMIC_RELAXED);
+        bm_util_lock_give(&sm->lock);
+        n += bm_btl_defer_run(&q, &sm->super, BM_OK);
+    }
+    int budget = sm->config.poll_budget;
+    if (!sm->use_hints) {
+        int nrings = __atomic_load_n(&sm->nrings, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < nrings && n < budget; i++)
+            if (bm_btl_sm_fbox_ready(&sm->rings[i]->rx))
+                n += bm_btl_sm_fbox_deliver(sm, sm->rings[i], budget - n);
+    } else {
+        for (int w = 0; w < sm->nhint_words; w++)
+            if (atomic_load_explicit(&sm->hints[w], memory_order_relaxed)) {
+                n += bm_btl_sm_fbox_poll(sm, budget);
+                break;
+            }
+    }
+    if (bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader))
+        n += bm_btl_sm_poll_fifo_mt(sm, budget);
+    /* The peer check as in sm_progress_pass; what it reads is the senders'
+     * too, so it runs under the lock (a dead peer's completions are the one
+     * callback still made under it). */
+    if (n == 0 &&
+        (__atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED) > 0 ||
+         __atomic_load_n(&sm->nquarantined, __ATOMIC_RELAXED) > 0) &&
+        ++sm->idle_polls >= 256) {
+        sm->idle_polls = 0;
+        bm_util_lock_take(&sm->lock);
+        n += bm_btl_sm_peer_check(sm);
+        bm_util_lock_give(&sm->lock);
+    }
     return n;
 }
 
@@ -418,25 +460,18 @@ static int sm_wait_fd(struct bm_btl_component *comp)
     return bm_btl_sm_wait_fd(((struct bm_btl_sm_component *)comp)->module);
 }
 
+/* Arming and disarming look at the receive side only (and our own
+ * doorbell), as progress does, and are called by the thread that may call
+ * progress (btl.h "Threads"): no module lock, as in sm_progress_mt; what
+ * senders write is read with atomics there (sm_has_work). */
 static int sm_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
 {
-    struct bm_btl_sm_module *sm = ((struct bm_btl_sm_component *)comp)->module;
-    if (sm)
-        bm_btl_sm_enter(sm);
-    int r = bm_btl_sm_wait_arm(sm, timeout_ns);
-    if (sm)
-        bm_btl_sm_leave(sm);
-    return r;
+    return bm_btl_sm_wait_arm(((struct bm_btl_sm_component *)comp)->module, timeout_ns);
 }
 
 static void sm_wait_disarm(struct bm_btl_component *comp)
 {
-    struct bm_btl_sm_module *sm = ((struct bm_btl_sm_component *)comp)->module;
-    if (sm)
-        bm_btl_sm_enter(sm);
-    bm_btl_sm_wait_disarm(sm);
-    if (sm)
-        bm_btl_sm_leave(sm);
+    bm_btl_sm_wait_disarm(((struct bm_btl_sm_component *)comp)->module);
 }
 
 static void sm_module_finalize(struct bm_btl_sm_module *sm)
@@ -494,6 +529,10 @@ static bm_status_t sm_ep_map(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpo
     bm_btl_sm_bell_peer(sm, ep);
     if (sm->mt)
         bm_util_lock_give(&ep->lock);
+    /* Last: under MPI_THREAD_MULTIPLE progress resolves fragments without
+     * the module's lock, and what it reads of ep (ctl, rings, doorbell)
+     * must be complete once it sees the base (bm_btl_sm_resolve). */
+    __atomic_store_n(&sm->bases[ep->rank], ep->seg, __ATOMIC_RELEASE);
     sm->nattached++;
     bm_log_trace("mapped rank %d's segment (%d mapped)", ep->rank, sm->nattached);
     return BM_OK;
@@ -607,7 +646,12 @@ unsigned char *bm_btl_sm_base_slow(struct bm_btl_sm_module *sm, int rank)
 {
     struct bm_btl_sm_endpoint *ep =
         rank >= 0 && rank < sm->nprocs && rank != sm->rank ? sm->all_eps[rank] : NULL;
-    if (ep && bm_btl_sm_ep_attach(sm, ep) == BM_OK)
+    /* Progress resolves without the module's lock under
+     * MPI_THREAD_MULTIPLE: mapping is the senders' business, so take it. */
+    bm_btl_sm_enter(sm);
+    bm_status_t rc = ep ? bm_btl_sm_ep_attach(sm, ep) : BM_ERR_UNREACHABLE;
+    bm_btl_sm_leave(sm);
+    if (rc == BM_OK)
         return sm->bases[rank];
     bm_log_error("rank %d on %s found a fragment of rank %d in a shared-memory queue but cannot "
                  "map that rank's segment (%s); the queue cannot be followed past it, so this "

@@ -154,7 +154,8 @@ int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget)
         while (bits) {
             int b = __builtin_ctzll(bits);
             bits &= bits - 1;
-            struct bm_btl_sm_endpoint *ep = sm->by_local[w * 64 + b];
+            struct bm_btl_sm_endpoint *ep =
+                __atomic_load_n(&sm->by_local[w * 64 + b], __ATOMIC_ACQUIRE);
             if (!ep)
                 continue;
             int left = budget - n;
@@ -192,9 +193,13 @@ void bm_btl_sm_fbox_connect(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
         (struct bm_btl_sm_fbox_ring *)(sm->seg + own->fbox_offset +
                                        (size_t)ep->local_rank * own->fbox_stride),
         own->fbox_units);
-    sm->by_local[ep->local_rank] = ep;
-    sm->rings[sm->nrings++] = ep;
     ep->fbox = true;
+    /* Release: under MPI_THREAD_MULTIPLE progress finds the ring through
+     * these without the module's lock (sm_progress_mt), and must see rx set
+     * up when it does. */
+    sm->rings[sm->nrings] = ep;
+    __atomic_store_n(&sm->nrings, sm->nrings + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&sm->by_local[ep->local_rank], ep, __ATOMIC_RELEASE);
     /* Under MPI_THREAD_MULTIPLE the unlocked fbox_tx and fbox_wait are
      * never written (they stay false and 0: sm_sendi_mt). */
     if (sm->mt)

@@ -58,8 +58,8 @@ void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
         f->in_flight = false;
         f->dest = NULL;
         f->quarantine_until_ns = until;
-        sm->in_flight--;
-        sm->nquarantined++;
+        bm_btl_sm_count_add(&sm->in_flight, -1);
+        bm_btl_sm_count_add(&sm->nquarantined, 1);
         bm_btl_sm_outstanding_add(ep, -1);
         if (f->amo)
             bm_btl_sm_amo_finish(sm, f, ep, status);
@@ -75,7 +75,7 @@ static void sm_quarantine_release(struct bm_btl_sm_module *sm, uint64_t now)
         if (!f->quarantine_until_ns || f->quarantine_until_ns > now)
             continue;
         f->quarantine_until_ns = 0;
-        sm->nquarantined--;
+        bm_btl_sm_count_add(&sm->nquarantined, -1);
         /* Back to the pool unless its owner still holds it (a caller-owned
          * descriptor not freed yet goes back when it is). */
         bool owned_by_us = f->internal || (f->des.flags & BM_BTL_DES_F_BTL_OWNED);

@@ -52,6 +52,8 @@ static int sm_rdma_done(struct bm_btl_sm_module *sm, struct bm_btl_endpoint *ep,
     bm_btl_sm_enter(sm);
     int rc = bm_btl_defer_complete(&sm->rdma_done, &sm->super, ep, flags, cb, local_addr,
                                    local_handle, context, cbdata);
+    if (sm->mt && sm->rdma_done.head)
+        __atomic_store_n(&sm->rdma_queued, true, __ATOMIC_RELAXED);
     bm_btl_sm_leave(sm);
     return rc;
 }

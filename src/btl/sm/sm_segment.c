@@ -272,7 +272,8 @@ static bm_status_t sm_segment_map_fd(struct bm_btl_sm_module *sm, int rank,
     ep->seg = seg;
     ep->seg_size = card->size;
     ep->ctl = ctl;
-    sm->bases[rank] = seg;
+    /* sm->bases[rank] is published by the caller once the rings and the
+     * doorbell are connected too (sm_ep_map). */
     /* The last local peer to map a segment removes its name (if the owner
      * kept it). */
     int expected = self->local_size - 1;

@@ -112,7 +112,7 @@ void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
     f->dest = dest;
     f->in_flight = true;
     bm_btl_sm_outstanding_add(dest, 1);
-    sm->in_flight++;
+    bm_btl_sm_count_add(&sm->in_flight, 1);
     bm_btl_sm_fifo_push(&dest->ctl->fifo, hdr, f->rptr, bm_btl_sm_resolve, sm);
     bm_btl_sm_bell_check(sm, dest);
 }
@@ -181,34 +181,55 @@ int bm_btl_sm_sendi_fifo(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
     return BM_BTL_DONE;
 }
 
-/* One of our fragments came back: the receiver is done with it. */
-static void sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_hdr *hdr)
+/* One of our fragments came back: the receiver is done with it. Under
+ * MPI_THREAD_MULTIPLE (mt) the bookkeeping runs under the module's lock and
+ * the callback under none (bm_btl_sm_poll_fifo_mt). */
+static inline __attribute__((always_inline)) void
+sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_hdr *hdr, bool mt)
 {
     struct bm_btl_sm_frag *f = &sm->frags[hdr->index];
+    if (mt)
+        bm_util_lock_take(&sm->lock);
     struct bm_btl_sm_endpoint *dest = f->dest;
     /* Already completed: its receiver was declared dead (sm_peer.c). */
     if (!f->in_flight)
-        return;
+        goto out;
     f->in_flight = false;
     f->dest = NULL;
-    sm->in_flight--;
+    bm_btl_sm_count_add(&sm->in_flight, -1);
     if (dest)
         bm_btl_sm_outstanding_add(dest, -1);
     if (f->amo) {
         const struct bm_btl_sm_amo *a = f->des.seg[0].addr; /* the target's answer */
-        bm_btl_sm_amo_finish(sm, f, dest, a->status);
+        int status = a->status;
+        struct bm_btl_sm_amo_wait w = bm_btl_sm_amo_settle(sm, f, dest, status);
+        if (mt)
+            bm_util_lock_give(&sm->lock);
+        bm_btl_sm_amo_call(sm, dest, &w, status);
         return;
     }
     if (f->internal) {
         sm_frag_put(sm, f);
-        return;
+        goto out;
     }
     /* The callback may free the descriptor: read the flags first. */
     bool owned = f->des.flags & BM_BTL_DES_F_BTL_OWNED;
-    if (f->des.cbfunc)
-        f->des.cbfunc(&sm->super, (struct bm_btl_endpoint *)dest, &f->des, BM_OK);
-    if (owned)
+    bm_btl_send_cb_fn cb = f->des.cbfunc;
+    if (mt)
+        bm_util_lock_give(&sm->lock);
+    if (cb)
+        cb(&sm->super, (struct bm_btl_endpoint *)dest, &f->des, BM_OK);
+    if (owned) {
+        if (mt)
+            bm_util_lock_take(&sm->lock);
         sm_frag_put(sm, f);
+        if (mt)
+            bm_util_lock_give(&sm->lock);
+    }
+    return;
+out:
+    if (mt)
+        bm_util_lock_give(&sm->lock);
 }
 
 /* Finalize (sm->closing): a message that arrives now goes back to its
@@ -270,7 +291,8 @@ static void sm_frag_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_h
     bm_btl_sm_bell_check(sm, ep);
 }
 
-int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget)
+static inline __attribute__((always_inline)) int sm_poll_fifo(struct bm_btl_sm_module *sm,
+                                                              int budget, bool mt)
 {
     int n = 0;
     while (n < budget) {
@@ -279,12 +301,22 @@ int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget)
             break;
         struct bm_btl_sm_frag_hdr *hdr = bm_btl_sm_resolve(sm, p);
         if (hdr->flags & BM_BTL_SM_FRAG_F_RETURN)
-            sm_frag_returned(sm, hdr);
+            sm_frag_returned(sm, hdr, mt);
         else
             sm_frag_deliver(sm, hdr, p);
         n++;
     }
     return n;
+}
+
+int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget)
+{
+    return sm_poll_fifo(sm, budget, false);
+}
+
+int bm_btl_sm_poll_fifo_mt(struct bm_btl_sm_module *sm, int budget)
+{
+    return sm_poll_fifo(sm, budget, true);
 }
 
 /* Whether a live peer still holds one of our fragments. */
