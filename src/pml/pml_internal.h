@@ -291,9 +291,13 @@ struct bm_pml_state {
     /* The progress lock: whoever holds it drives the transports and owns
      * every protocol state below (queues, counters, send and rendezvous
      * progression). Entered with a try by progress, waited for by the
-     * slower paths of the API (bm_pml_enter). */
-    struct bm_util_lock drain;
-    int world_size;
+     * slower paths of the API (bm_pml_enter). Alone on its cache line:
+     * every waiting thread tries it on every progress call, and the flags
+     * above (mt, st, wait_mode) are read by every call of every thread; on
+     * one line, each try took the line the others' next flag read needed
+     * (4 thread pairs, src/pml/README.md "Threads"). */
+    _Alignas(64) struct bm_util_lock drain;
+    _Alignas(64) int world_size;
     int my_rank;
     struct bm_pml_config cfg;
     /* per world rank: bytes sent on each path of its send list (striping) */

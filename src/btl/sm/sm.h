@@ -80,10 +80,14 @@ struct bm_btl_sm_endpoint {
     bool fbox_tx_mt;
     uint32_t fbox_wait_mt;
     struct bm_btl_sm_fbox_tx tx; /* our ring in its segment */
-    struct bm_btl_sm_fbox_rx rx; /* its ring in our segment */
     struct sockaddr_un bell;     /* its doorbell (sm_bell.c) */
     socklen_t bell_len;          /* 0: unknown */
     bool bell_ring;              /* it may sleep: look at its flag after each send */
+    /* Its ring in our segment, last and on a cache line of its own (the
+     * struct's size is a multiple of 64): under MPI_THREAD_MULTIPLE the
+     * thread in progress writes rx while other threads write tx and the
+     * lock above, sending to the same peer. */
+    _Alignas(64) struct bm_btl_sm_fbox_rx rx;
 };
 
 /* The initiator's record of an atomic request in flight (sm_atomic.c). */
