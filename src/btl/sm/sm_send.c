@@ -187,9 +187,9 @@ int bm_btl_sm_sendi_fifo(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
 static inline __attribute__((always_inline)) void
 sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_hdr *hdr, bool mt)
 {
-    struct bm_btl_sm_frag *f = &sm->frags[hdr->index];
     if (mt)
         bm_util_lock_take(&sm->lock);
+    struct bm_btl_sm_frag *f = &sm->frags[hdr->index];
     struct bm_btl_sm_endpoint *dest = f->dest;
     /* Already completed: its receiver was declared dead (sm_peer.c). */
     if (!f->in_flight)
@@ -300,7 +300,14 @@ static inline __attribute__((always_inline)) int sm_poll_fifo(struct bm_btl_sm_m
         if (p == BM_BTL_SM_RPTR_NONE)
             break;
         struct bm_btl_sm_frag_hdr *hdr = bm_btl_sm_resolve(sm, p);
-        if (hdr->flags & BM_BTL_SM_FRAG_F_RETURN)
+        /* Under MPI_THREAD_MULTIPLE one of our own fragments in our FIFO is
+         * one coming back (sm never sends to its own process): its header
+         * was written by the thread that sent it, under the module's lock,
+         * so it is read under that lock (sm_frag_returned). The fragment's
+         * way through the peer orders the two in fact (release and acquire
+         * in both FIFOs), but ThreadSanitizer cannot follow another
+         * process. */
+        if (mt ? bm_btl_sm_rptr_rank(p) == sm->rank : (hdr->flags & BM_BTL_SM_FRAG_F_RETURN))
             sm_frag_returned(sm, hdr, mt);
         else
             sm_frag_deliver(sm, hdr, p);
