@@ -226,9 +226,13 @@ run_one() { # dir name np resultTest limit envs... -- args...
     shift
     args=("$@")
     out=$work/out/$(echo "$d/$n.$np.${args[*]:-}" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-200).log
+    local t0 t1 load
+    t0=$(date +%s.%N)
     (cd "$T/$d" && env "${envs[@]}" timeout -k 10 "$((lim + 15))" \
         "$bmrun" -np "$np" --oversubscribe --timeout "$lim" ./"$n" "${args[@]}") >"$out" 2>&1 </dev/null
     rc=$?
+    t1=$(date +%s.%N)
+    read -r load _ </proc/loadavg
     noerr=0
     grep -Eq '^\s*No [Ee]rrors\s*$' "$out" && noerr=1
     grep -Eq '^\s*Test Skipped\s*$' "$out" && noerr=1
@@ -252,7 +256,9 @@ run_one() { # dir name np resultTest limit envs... -- args...
         elif [ $rc -ne 0 ]; then verdict=FAIL why="exit $rc"
         fi ;;
     esac
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$verdict" "$d" "$n" "$np" "${args[*]:-}" "$why${why:+: }$(grep -Ev '^\s*No [Ee]rrors\s*$' "$out" | head -1 | cut -c1-160)" >>"$results"
+    # (7th column: wall seconds and the load average at the end: time limits
+    # on a shared machine are read against it)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$verdict" "$d" "$n" "$np" "${args[*]:-}" "$why${why:+: }$(grep -Ev '^\s*No [Ee]rrors\s*$' "$out" | head -1 | cut -c1-160)" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f s", b - a }'), load $load" >>"$results"
 }
 
 for d in "${alldirs[@]}"; do
@@ -311,7 +317,7 @@ awk -F'\t' '{ split($2, p, "/"); d = p[1]; n[d, $1]++; seen[d] = 1; tot[$1]++ }
           printf "%-16s %6d %6d %8d %6d %6d\n", "total", tot["PASS"], tot["FAIL"], tot["NOBUILD"], tot["XFAIL"], tot["SKIP"] }' "$results"
 echo
 echo "Failures:"
-awk -F'\t' '$1 == "FAIL" { printf "  %s/%s np=%s %s: %s\n", $2, $3, $4, $5, $6 }' "$results"
+awk -F'\t' '$1 == "FAIL" { printf "  %s/%s np=%s %s: %s [%s]\n", $2, $3, $4, $5, $6, $7 }' "$results"
 echo
 echo "Most common reasons programs did not build (identifier: programs):"
 for f in "$T"/*/*.buildlog "$T"/*/*/*.buildlog; do
