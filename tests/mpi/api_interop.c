@@ -140,7 +140,15 @@ static void test_f90_types(void)
 
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     BM_CHECK_EQ_INT(MPI_Type_create_f90_real(30, 0, &t), MPI_ERR_ARG);
+#ifdef MPI_INTEGER16
+    /* 19-38 digits: INTEGER*16 where the compiler has a 16-byte integer */
+    BM_CHECK_EQ_INT(MPI_Type_create_f90_integer(19, &t), MPI_SUCCESS);
+    MPI_Type_size(t, &sz);
+    BM_CHECK_EQ_INT(sz, 16);
+    BM_CHECK_EQ_INT(MPI_Type_create_f90_integer(39, &t), MPI_ERR_ARG);
+#else
     BM_CHECK_EQ_INT(MPI_Type_create_f90_integer(19, &t), MPI_ERR_ARG);
+#endif
     t = r8;
     BM_CHECK_EQ_INT(MPI_Type_free(&t), MPI_ERR_TYPE);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
