@@ -41,6 +41,16 @@ static inline uint64_t load64(const uint8_t *p)
     return v;
 }
 
+/* How far ahead NH asks for the payload's cache lines. A sender's MAC is
+ * the first touch of the caller's buffer (a 1 MiB message of bm_bw's window
+ * is long out of the cache): without it each line came on demand and the
+ * loop waited for memory. Per 64944-byte datagram from a 64 MiB buffer
+ * (medians of 4000, load 16): 9.6-9.9 us without, 4.7-6.5 us at 1-4 KiB
+ * ahead, in cache 2.7 us either way. A prefetch past the end of the payload
+ * is harmless (a hint, never a fault) and mostly useful: a fragment's next
+ * chunk follows it in memory. */
+#define NH_PREFETCH 2048
+
 static void nh_block(const uint64_t *k, const uint8_t *p, size_t n, uint64_t out[2])
 {
     unsigned __int128 a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -50,6 +60,7 @@ static void nh_block(const uint64_t *k, const uint8_t *p, size_t n, uint64_t out
          * the stack (GCC 13: 16-byte stores, then 8-byte reloads) */
         const uint8_t *q = p + i;
         const uint64_t *kk = k + i / 8;
+        __builtin_prefetch(q + NH_PREFETCH);
         a0 += (unsigned __int128)(load64(q) + kk[0]) * (load64(q + 8) + kk[1]);
         a1 += (unsigned __int128)(load64(q + 16) + kk[2]) * (load64(q + 24) + kk[3]);
         a2 += (unsigned __int128)(load64(q + 32) + kk[4]) * (load64(q + 40) + kk[5]);
