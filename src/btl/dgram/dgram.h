@@ -157,6 +157,8 @@ struct bm_btl_dgram_txslot {
     size_t payload_len;
     const struct sockaddr_in *to;
     uint64_t to_wire; /* the wire's own address handle (libfabric fi_addr_t) */
+    bool gso_ok;      /* may leave in a UDP GSO message: the peer takes a network's datagram
+                       * size, not the loopback's 65000 bytes (dgram_wire_udp.c) */
 };
 
 struct bm_btl_dgram_channel {
@@ -469,8 +471,11 @@ struct bm_btl_dgram_module {
     struct sockaddr_in held_to;
     uint64_t held_to_wire;
     uint64_t next_reg_key;
-    uint64_t now_ns; /* cached clock of the current progress call */
-    bool in_poll;    /* delivering a receive batch */
+    uint64_t now_ns;        /* cached clock of the current progress call */
+    bool in_poll;           /* delivering a receive batch */
+    bool data_busy;         /* the last poll of the data channel received something */
+    bool data_skipped;      /* the last pass did not poll the data channel */
+    uint32_t rcv_ooo_total; /* the endpoints' rcv_ooo summed: 0 when no ACK shows a hole */
 };
 
 /* ---- sequence arithmetic (wrap-safe, 16-bit) ----------------------------- */

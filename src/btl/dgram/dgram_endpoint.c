@@ -205,6 +205,7 @@ void bm_btl_dgram_endpoint_destroy(struct bm_btl_dgram_endpoint *ep)
     bm_btl_dgram_reasm_drop_all(ep, false);
     if (ep->state == BM_DGRAM_EP_FAILED)
         m->nfailed--;
+    m->rcv_ooo_total -= ep->rcv_ooo;
     m->eps[ep->peer] = NULL;
     free(ep->win);
     free(ep->rcv_seen);
@@ -458,6 +459,7 @@ bm_status_t bm_btl_dgram_endpoint_retarget(struct bm_btl_dgram_endpoint *ep,
     ep->progress_ns = bm_btl_dgram_now();
     /* receive side: whatever session the new partner sends is the stream */
     ep->rcv_valid = false;
+    m->rcv_ooo_total -= ep->rcv_ooo;
     ep->rcv_ooo = 0;
     ep->rcv_next = 0;
     memset(ep->rcv_seen, 0, (size_t)m->cfg.window / 8);

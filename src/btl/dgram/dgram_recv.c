@@ -460,6 +460,7 @@ static void rcv_reset(struct bm_btl_dgram_endpoint *ep, uint16_t session)
 {
     struct bm_btl_dgram_module *m = ep->module;
     memset(ep->rcv_seen, 0, (size_t)m->cfg.window / 8);
+    m->rcv_ooo_total -= ep->rcv_ooo;
     ep->rcv_ooo = 0;
     ep->rcv_next = 0;
     ep->rcv_session = session;
@@ -513,11 +514,13 @@ static void recv_sequenced(struct bm_btl_dgram_module *m, struct bm_btl_dgram_en
                 break;
             ep->rcv_seen[i / 64] &= ~(1ull << (i % 64));
             ep->rcv_ooo--;
+            ep->module->rcv_ooo_total--;
             ep->rcv_next++;
         }
     } else {
         ep->rcv_seen[idx / 64] |= 1ull << (idx % 64);
         ep->rcv_ooo++;
+        ep->module->rcv_ooo_total++;
     }
     bm_btl_dgram_ack_schedule(ep, false);
     if (early)

@@ -28,6 +28,7 @@ void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch,
     s->payload_len = payload_len;
     s->to = &ep->to[ch];
     s->to_wire = ep->wire_addr[ch];
+    s->gso_ok = ep->mtu[ch] <= BM_DGRAM_MAX_DATAGRAM / 2;
     struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)s->hdr;
     h->checksum = 0;
     if (m->cfg.auth) {

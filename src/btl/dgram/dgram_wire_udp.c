@@ -3,8 +3,10 @@
  * batches of datagrams sent with one sendmmsg(2) and received with one
  * recvmmsg(2). Each datagram goes out as two iovecs (the header copied into
  * the batch slot, the payload referenced where it lives), so sending never
- * copies user data; runs of same-size datagrams to one peer go as one UDP
- * GSO message (below). */
+ * copies user data (a lone datagram of at most 1 KiB is the exception: one
+ * buffer, sendto); runs of same-size datagrams to one peer go as one UDP
+ * GSO message (below). A poll that follows an empty one reads a single
+ * datagram with recvmsg (udp_poll). */
 #define BM_LOG_SUBSYS "btl/dgram"
 #include "btl/dgram/dgram.h"
 #include "util/log.h"
@@ -46,6 +48,7 @@ struct udp_chan_state {
     struct iovec *rx_iov;
     struct sockaddr_in *rx_from;
     unsigned rx_dirty; /* headers the last recvmmsg wrote to (to be set up again) */
+    bool rx_busy;      /* the last poll received something */
 };
 
 static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
@@ -208,10 +211,15 @@ static void udp_fill_msg(struct mmsghdr *msg, struct iovec *iov, const struct so
 
 /* The GSO run starting at slot i: how many slots (at least 1) can leave as
  * one message: same peer, same size (the last may be shorter), at most
- * UDP_GSO_SEGS and BM_DGRAM_MAX_DATAGRAM bytes in all. */
+ * UDP_GSO_SEGS and BM_DGRAM_MAX_DATAGRAM bytes in all. Never to a peer
+ * that takes 65000-byte datagrams (the loopback's): there GSO saves
+ * nothing, and small resends of equal size that met in one batch were
+ * the only runs (test_sizes asserts none). */
 static unsigned udp_gso_run(const struct bm_btl_dgram_channel *ch, unsigned i, unsigned n)
 {
     const struct bm_btl_dgram_txslot *s = &ch->tx[i];
+    if (!s->gso_ok)
+        return 1;
     size_t seg = s->hdr_len + s->payload_len, total = seg;
     unsigned j = i + 1;
     while (j < n && j - i < UDP_GSO_SEGS) {
@@ -227,12 +235,34 @@ static unsigned udp_gso_run(const struct bm_btl_dgram_channel *ch, unsigned i, u
     return j - i;
 }
 
+/* A lone small datagram (a ping-pong's message, an ACK) as one contiguous
+ * buffer with sendto: the kernel then takes no message header and no
+ * iovecs from us. Measured on the loopback, 48-byte datagrams, medians of
+ * 20000: 790 ns with sendmmsg (one message, two iovecs), 720 ns with
+ * sendto. False when the kernel refused it: the caller then sends it the
+ * usual way, which handles the error. */
+#define UDP_SENDTO_MAX 1024
+
+static bool udp_send_small(struct bm_btl_dgram_module *m, int c,
+                           const struct bm_btl_dgram_txslot *s)
+{
+    uint8_t buf[UDP_SENDTO_MAX];
+    if (s->hdr_len + s->payload_len > sizeof(buf))
+        return false;
+    memcpy(buf, s->whole ? s->whole : s->hdr, s->hdr_len);
+    if (s->payload_len)
+        memcpy(buf + s->hdr_len, s->payload, s->payload_len);
+    return sendto(m->ch[c].fd, buf, s->hdr_len + s->payload_len, 0, (const struct sockaddr *)s->to,
+                  sizeof(*s->to)) >= 0;
+}
+
 static int udp_flush(struct bm_btl_dgram_module *m, int c)
 {
     struct bm_btl_dgram_channel *ch = &m->ch[c];
     struct udp_chan_state *st = ch->wire_state;
     unsigned n = ch->tx_count, nmsg = 0;
-    for (unsigned i = 0; i < n;) {
+    bool sent = n == 1 && udp_send_small(m, c, &ch->tx[0]);
+    for (unsigned i = 0; i < n && !sent;) {
         unsigned k = st->gso ? udp_gso_run(ch, i, n) : 1;
         struct mmsghdr *msg = &st->tx_msgs[nmsg];
         const struct bm_btl_dgram_txslot *s0 = &ch->tx[i];
@@ -299,10 +329,24 @@ static int udp_poll(struct bm_btl_dgram_module *m, int c)
         st->rx_msgs[i].msg_hdr.msg_namelen = sizeof(st->rx_from[i]);
     }
     st->rx_dirty = 0;
-    int r = recvmmsg(ch->fd, st->rx_msgs, ch->rx_max, MSG_DONTWAIT, NULL);
+    /* After an empty poll, one datagram with recvmsg: when one is waiting
+     * (a ping-pong's message) the kernel does not look for a second one, and
+     * the next poll takes the rest of a burst with recvmmsg. Loopback,
+     * medians of 20000 with one 48-byte datagram waiting: recvmmsg of 32
+     * 362 ns, recvmsg 285 ns; empty, both about 145 ns. */
+    int r;
+    if (st->rx_busy) {
+        r = recvmmsg(ch->fd, st->rx_msgs, ch->rx_max, MSG_DONTWAIT, NULL);
+    } else {
+        ssize_t got = recvmsg(ch->fd, &st->rx_msgs[0].msg_hdr, MSG_DONTWAIT);
+        r = got >= 0 ? 1 : -1;
+        if (got >= 0)
+            st->rx_msgs[0].msg_len = (unsigned)got;
+    }
+    st->rx_busy = r > 0;
+    st->rx_dirty = r > 0 ? (unsigned)r : 1;
     if (r <= 0)
         return 0;
-    st->rx_dirty = (unsigned)r;
     m->in_poll = true;
     for (int i = 0; i < r; i++) {
         if (st->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
