@@ -140,13 +140,11 @@
  *   - a transport with BM_BTL_CAP_THREADS locks for itself (dgram, with a
  *     recursive module lock; ofi, with a lock per transmit/receive context;
  *     sm, with a send lock per endpoint for sendi's fast boxes and a
- *     recursive module lock for what its senders share, its progress
- *     calling back under no lock, src/btl/sm/README.md "Threads"; self,
- *     with a lock around its free lists and queue, its progress calling
- *     back under none; tcp leaves it to the base). Its operations are
- *     called from several threads at once, also while progress runs;
- *     progress, flush, wait_arm and wait_disarm are called by one thread
- *     at a time, the one that holds the PML's progress lock.
+ *     recursive module lock for the rest, src/btl/sm/README.md "Threads";
+ *     self and tcp leave it to the base). Its operations are called from several threads at
+ *     once, also while progress runs; progress, flush, wait_arm and
+ *     wait_disarm are called by one thread at a time, the one that holds
+ *     the PML's progress lock.
  *   - for both: a send, alloc, free, prepare_src, put, get or atomic call
  *     never calls a receive or completion callback from inside itself
  *     (callbacks come only from progress and flush); an error callback

@@ -27,7 +27,7 @@ void bm_btl_defer_push(struct bm_btl_defer_queue *q, struct bm_btl_module *m,
     if (q->tail)
         q->tail->next = e;
     else
-        __atomic_store_n(&q->head, e, __ATOMIC_RELAXED); /* self's progress looks unlocked */
+        q->head = e;
     q->tail = e;
 }
 

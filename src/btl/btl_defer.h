@@ -3,10 +3,7 @@
  * caller still asks for a callback (BM_BTL_DES_F_ALWAYS_CALLBACK), it runs
  * from the transport's next progress or flush call, never inside the call
  * that started the operation, so the PML is not re-entered from its own
- * RDMA path. Not thread-safe: the transport locks around push and run
- * under MPI_THREAD_MULTIPLE (self's and sm's module locks); push stores
- * head with a relaxed atomic store, so that a progress may look for an
- * empty queue without the lock. */
+ * RDMA path. Not thread-safe (transports run under the PML's lock). */
 #ifndef BM_BTL_DEFER_H
 #define BM_BTL_DEFER_H
 

@@ -52,14 +52,6 @@ struct bm_btl_self_module {
     int nfree[BM_BTL_SELF_NCLASS];
     struct bm_btl_self_frag *queue_head, *queue_tail; /* sent, not yet delivered */
     struct bm_btl_defer_queue rdma_done;              /* callbacks of finished put/get/atomics */
-    /* MPI_THREAD_MULTIPLE (init args): self locks for itself
-     * (BM_BTL_CAP_THREADS). The lock guards the free lists, the queue and
-     * rdma_done; progress (one caller at a time, btl.h "Threads") looks at
-     * queue_head and rdma_done.head without it (relaxed atomic loads; their
-     * writers store them atomically), moves both lists out under it, and
-     * delivers and calls back under none. */
-    bool mt;
-    struct bm_util_lock lock;
 };
 
 /* An instance of the transport: one module. */

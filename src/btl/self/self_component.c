@@ -46,16 +46,11 @@ static struct bm_btl_self_frag *self_frag_get(struct bm_btl_self_module *sm, siz
         cls = BM_BTL_SELF_CLASS_MAX;
     else
         return NULL;
-    if (sm->mt)
-        bm_util_lock_take(&sm->lock);
     struct bm_btl_self_frag *f = sm->free_list[cls];
     if (f) {
         sm->free_list[cls] = f->next;
         sm->nfree[cls]--;
-    }
-    if (sm->mt)
-        bm_util_lock_give(&sm->lock);
-    if (!f) {
+    } else {
         size_t cap =
             cls == BM_BTL_SELF_CLASS_EAGER ? sm->config.eager_limit : sm->config.max_send_size;
         f = malloc(sizeof(*f) + cap);
@@ -74,32 +69,23 @@ static struct bm_btl_self_frag *self_frag_get(struct bm_btl_self_module *sm, siz
 
 static void self_frag_put(struct bm_btl_self_module *sm, struct bm_btl_self_frag *f)
 {
-    if (sm->mt)
-        bm_util_lock_take(&sm->lock);
-    bool keep = sm->nfree[f->cls] < sm->config.free_frags;
-    if (keep) {
-        f->next = sm->free_list[f->cls];
-        sm->free_list[f->cls] = f;
-        sm->nfree[f->cls]++;
-    }
-    if (sm->mt)
-        bm_util_lock_give(&sm->lock);
-    if (!keep)
+    if (sm->nfree[f->cls] >= sm->config.free_frags) {
         free(f);
+        return;
+    }
+    f->next = sm->free_list[f->cls];
+    sm->free_list[f->cls] = f;
+    sm->nfree[f->cls]++;
 }
 
 static void self_queue(struct bm_btl_self_module *sm, struct bm_btl_self_frag *f)
 {
     f->next = NULL;
-    if (sm->mt)
-        bm_util_lock_take(&sm->lock);
     if (sm->queue_tail)
         sm->queue_tail->next = f;
     else
-        __atomic_store_n(&sm->queue_head, f, __ATOMIC_RELAXED); /* progress looks unlocked */
+        sm->queue_head = f;
     sm->queue_tail = f;
-    if (sm->mt)
-        bm_util_lock_give(&sm->lock);
 }
 
 /* ---- component ------------------------------------------------------------------ */
@@ -156,11 +142,6 @@ static bm_status_t self_init(const struct bm_btl_init_args *args,
     m->get_alignment = 1;
     m->reg_handle_size = 0;
     sm->endpoint.rank = bm_btl_rte_self(args->rte)->rank;
-    sm->mt = args->thread_level >= BM_BTL_THREAD_MULTIPLE;
-    if (sm->mt) {
-        static struct bm_util_lock_class self_module_class = {.name = "self module"};
-        bm_util_lock_init(&sm->lock, &self_module_class, false);
-    }
     c->module = sm;
     c->modules[0] = m;
     c->super.ops = &bm_btl_self_ops;
@@ -185,10 +166,7 @@ static int self_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
 {
     struct bm_btl_self_module *sm = ((struct bm_btl_self_component *)comp)->module;
     *timeout_ns = -1;
-    return __atomic_load_n(&sm->queue_head, __ATOMIC_RELAXED) ||
-                   __atomic_load_n(&sm->rdma_done.head, __ATOMIC_RELAXED)
-               ? 1
-               : 0;
+    return sm->queue_head || sm->rdma_done.head ? 1 : 0;
 }
 
 static void self_wait_disarm(struct bm_btl_component *comp)
@@ -200,23 +178,12 @@ static void self_wait_disarm(struct bm_btl_component *comp)
 static __attribute__((noinline)) int self_progress_work(struct bm_btl_self_module *sm)
 {
     int n = 0;
-    /* Under MPI_THREAD_MULTIPLE both lists move out under the lock and run
-     * under none: a callback that sends to itself queues for the next call. */
-    struct bm_btl_defer_queue done = {0};
-    if (sm->mt)
-        bm_util_lock_take(&sm->lock);
-    if (sm->rdma_done.head) {
-        done = sm->rdma_done;
-        sm->rdma_done = (struct bm_btl_defer_queue){0};
-    }
+    if (sm->rdma_done.head)
+        n += bm_btl_defer_run(&sm->rdma_done, &sm->super, BM_OK);
     struct bm_btl_self_frag *f = sm->queue_head, *last = sm->queue_tail;
-    sm->queue_head = sm->queue_tail = NULL;
-    if (sm->mt)
-        bm_util_lock_give(&sm->lock);
-    if (done.head)
-        n += bm_btl_defer_run(&done, &sm->super, BM_OK);
     if (!f)
         return n;
+    sm->queue_head = sm->queue_tail = NULL;
     struct bm_btl_module *m = &sm->super;
     struct bm_btl_endpoint *ep = (struct bm_btl_endpoint *)&sm->endpoint;
     for (;;) {
@@ -253,9 +220,7 @@ static __attribute__((noinline)) int self_progress_work(struct bm_btl_self_modul
 static int self_progress(struct bm_btl_component *comp)
 {
     struct bm_btl_self_module *sm = ((struct bm_btl_self_component *)comp)->module;
-    if (__builtin_expect(!__atomic_load_n(&sm->rdma_done.head, __ATOMIC_RELAXED) &&
-                             !__atomic_load_n(&sm->queue_head, __ATOMIC_RELAXED),
-                         1))
+    if (__builtin_expect(!sm->rdma_done.head && !sm->queue_head, 1))
         return 0;
     return self_progress_work(sm);
 }
@@ -419,7 +384,7 @@ const struct bm_btl_ops bm_btl_self_ops = {
     .params = &self_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
             BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_INPLACE |
-            BM_BTL_CAP_ORDERED | BM_BTL_CAP_WAIT | BM_BTL_CAP_THREADS,
+            BM_BTL_CAP_ORDERED | BM_BTL_CAP_WAIT,
     .query = self_query,
     .init = self_init,
     .progress = self_progress,

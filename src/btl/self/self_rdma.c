@@ -17,15 +17,8 @@ static int self_rdma_complete(struct bm_btl_module *m, uint32_t flags, bm_btl_rd
                               void *context, void *cbdata)
 {
     struct bm_btl_self_module *sm = (struct bm_btl_self_module *)m;
-    /* The operation itself is done (atomics with atomic instructions, under
-     * no lock); only the callback's queue is shared (self.h). */
-    if (sm->mt)
-        bm_util_lock_take(&sm->lock);
-    int rc = bm_btl_defer_complete(&sm->rdma_done, m, (struct bm_btl_endpoint *)&sm->endpoint,
-                                   flags, cb, local_addr, local_handle, context, cbdata);
-    if (sm->mt)
-        bm_util_lock_give(&sm->lock);
-    return rc;
+    return bm_btl_defer_complete(&sm->rdma_done, m, (struct bm_btl_endpoint *)&sm->endpoint, flags,
+                                 cb, local_addr, local_handle, context, cbdata);
 }
 
 int bm_btl_self_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -105,16 +98,6 @@ int bm_btl_self_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep
 bm_status_t bm_btl_self_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
 {
     (void)ep;
-    struct bm_btl_self_module *sm = (struct bm_btl_self_module *)m;
-    if (sm->mt) {
-        /* As progress: the queue moves out under the lock, runs under none. */
-        bm_util_lock_take(&sm->lock);
-        struct bm_btl_defer_queue q = sm->rdma_done;
-        sm->rdma_done = (struct bm_btl_defer_queue){0};
-        bm_util_lock_give(&sm->lock);
-        bm_btl_defer_run(&q, m, BM_OK);
-        return BM_OK;
-    }
-    bm_btl_defer_run(&sm->rdma_done, m, BM_OK);
+    bm_btl_defer_run(&((struct bm_btl_self_module *)m)->rdma_done, m, BM_OK);
     return BM_OK;
 }
