@@ -44,6 +44,7 @@
 #include "pml/pml.h"
 #include "runtime/rte.h"
 #include "util/shmseg.h"
+#include "util/xproc.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -245,12 +246,14 @@ static void may_write(struct bm_coll_sm *sm, uint64_t k)
         if (r != sm->me && sm->seen[r] < k - 2) {
             wait_for(sm, done_of(sm, r), k - 2);
             sm->seen[r] = atomic_load_explicit(done_of(sm, r), memory_order_acquire);
+            bm_util_xproc_acquire();
         }
 }
 
 /* Rank r published operation k, so it is done with k - 1 (see below). */
 static inline void flag_seen(struct bm_coll_sm *sm, uint64_t k, int r)
 {
+    bm_util_xproc_acquire(); /* ThreadSanitizer: a flag of another process seen */
     if (sm->seen[r] < k - 1)
         sm->seen[r] = k - 1;
 }
@@ -306,12 +309,14 @@ static void wait_flag(struct bm_coll_sm *sm, uint64_t k, int r)
 
 static void publish(const struct bm_coll_sm *sm, uint64_t k)
 {
+    bm_util_xproc_release();
     atomic_store_explicit(flag_of(sm, k, sm->me), k, memory_order_release);
     flag_ring(sm, flag_of(sm, k, sm->me));
 }
 
 static void finish(struct bm_coll_sm *sm, uint64_t k)
 {
+    bm_util_xproc_release();
     atomic_store_explicit(done_of(sm, sm->me), k, memory_order_release);
     flag_ring(sm, done_of(sm, sm->me));
 }

@@ -4,6 +4,7 @@
  * initialised and stay there for the life of the process (they are static
  * objects of the layers that own them). */
 #include "util/lock.h"
+#include "util/xproc.h"
 
 #include <linux/futex.h>
 #include <stdio.h>
@@ -95,3 +96,8 @@ size_t bm_util_lock_report(char *buf, size_t len)
     }
     return off;
 }
+
+#if defined(__SANITIZE_THREAD__)
+/* util/xproc.h's process-wide object. */
+char bm_util_xproc_sync_;
+#endif

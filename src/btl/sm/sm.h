@@ -10,6 +10,7 @@
 #include "btl/sm/sm_fbox.h"
 #include "btl/sm/sm_fifo.h"
 #include "btl/sm/sm_proto.h"
+#include "util/xproc.h"
 #include "util/shmseg.h"
 
 #include <stdbool.h>

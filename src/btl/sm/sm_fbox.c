@@ -43,6 +43,7 @@ sm_ring_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const v
         if (__builtin_expect(p != NULL, 1)) {
             bm_util_copy(p, hdr, hdr_len);
             bm_util_copy(p + hdr_len, payload, payload_len);
+            bm_util_xproc_release();
             bm_btl_sm_fbox_commit(&ep->tx, off, (uint32_t)len, tag);
             if (ep->tx_hint)
                 bm_btl_sm_hint_set((_Atomic uint64_t *)(ep->seg + ep->ctl->hint_offset),
@@ -130,6 +131,7 @@ int bm_btl_sm_fbox_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
         uint64_t pos = rx->head;
         uint32_t k = rx->cur_units;
         uint32_t first = bm_btl_sm_fbox_consume(rx);
+        bm_util_xproc_acquire();
         m->recv_cb[t].cb(m, &d, m->recv_cb[t].cbdata);
         bm_btl_sm_fbox_done(rx, first, pos, k);
         n++;

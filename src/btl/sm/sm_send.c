@@ -113,6 +113,7 @@ void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
     f->in_flight = true;
     bm_btl_sm_outstanding_add(dest, 1);
     bm_btl_sm_count_add(&sm->in_flight, 1);
+    bm_util_xproc_release();
     bm_btl_sm_fifo_push(&dest->ctl->fifo, hdr, f->rptr, bm_btl_sm_resolve, sm);
     bm_btl_sm_bell_check(sm, dest);
 }
@@ -287,6 +288,7 @@ static void sm_frag_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_h
     };
     m->recv_cb[tag].cb(m, &d, m->recv_cb[tag].cbdata);
     hdr->flags |= BM_BTL_SM_FRAG_F_RETURN;
+    bm_util_xproc_release();
     bm_btl_sm_fifo_push(&ep->ctl->fifo, hdr, p, bm_btl_sm_resolve, sm);
     bm_btl_sm_bell_check(sm, ep);
 }
@@ -299,6 +301,7 @@ static inline __attribute__((always_inline)) int sm_poll_fifo(struct bm_btl_sm_m
         bm_btl_sm_rptr_t p = bm_btl_sm_fifo_pop(&sm->ctl->fifo, &sm->reader, bm_btl_sm_resolve, sm);
         if (p == BM_BTL_SM_RPTR_NONE)
             break;
+        bm_util_xproc_acquire();
         struct bm_btl_sm_frag_hdr *hdr = bm_btl_sm_resolve(sm, p);
         /* Under MPI_THREAD_MULTIPLE one of our own fragments in our FIFO is
          * one coming back (sm never sends to its own process): its header
