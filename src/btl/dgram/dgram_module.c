@@ -67,7 +67,7 @@ static const struct bm_param dgram_params[] = {
      0},
     {"BM_BTL_DGRAM_RTO_INIT_US", BM_PARAM_INT, "5000", 100, 10000000, NULL,
      "Retransmit timeout before any round trip was measured.", CFG(rto_init_us), 0},
-    {"BM_BTL_DGRAM_RTO_MIN_US", BM_PARAM_INT, "500", 50, 10000000, NULL,
+    {"BM_BTL_DGRAM_RTO_MIN_US", BM_PARAM_INT, "250", 50, 10000000, NULL,
      "Floor of the adaptive retransmit timeout (smoothed RTT + 4 x variance).", CFG(rto_min_us), 0},
     {"BM_BTL_DGRAM_RTO_MAX_US", BM_PARAM_INT, "200000", 100, 60000000, NULL,
      "Ceiling of the retransmit timeout, also after exponential back-off.", CFG(rto_max_us), 0},
