@@ -76,14 +76,18 @@ if [ "$mode" = recover ]; then
         sleep 0.1
     done
     grep -q "reaches rank [01] again" "$out" || fail "the recovery of rail 1 was not reported"
-    # One second: when only one side's transport declared the rail failed
-    # (and dropped what it was receiving on it), the PML restarts what
-    # may have been lost at once (pml/restart.c, LOST), not after
-    # BM_PML_RESTART_MS (1 s), so the stream does not pause here.
+    # When only one side's transport declared the rail failed (and dropped
+    # what it was receiving on it), the PML restarts what may have been
+    # lost at once (pml/restart.c, LOST; checked by p2p_restart_lost*), not
+    # after BM_PML_RESTART_MS (1 s). The window is still 2.5 s: a clean
+    # clone's CI at 0ed169d (ASan, beside other tests) saw both rails carry
+    # 0 bytes in the first second after the recovery (1 run; 16 of 16 alone
+    # passed): the peer's transport may still hold what it sent on the
+    # failed rail until its own retransmission, which the window must cover.
     r1=$(rx "$rb1") r2=$(rx "$rb2")
-    sleep 1
+    sleep 2.5
     d1=$(($(rx "$rb1") - r1)) d2=$(($(rx "$rb2") - r2))
-    echo "after the recovery, in one second: rail 1 carried $d1 bytes, rail 2 $d2 bytes"
+    echo "after the recovery, in 2.5 seconds: rail 1 carried $d1 bytes, rail 2 $d2 bytes"
     [ "$d1" -gt 100000 ] || fail "the recovered rail was not used again"
 fi
 wait "$pid"
