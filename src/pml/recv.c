@@ -151,13 +151,7 @@ void bm_pml_recv_matched_eager(struct bm_pml_request *req, int peer_world, int s
 {
     bm_pml_recv_status_set(req, peer_world, src, tag, len);
     recv_copy_first(req, data, len < req->capacity ? len : req->capacity);
-    /* bm_pml_request_complete's receive case inline: a receive its owner
-     * still holds and the restart watch does not time only publishes its
-     * state (release store after the status, as request.c does). */
-    if (__builtin_expect(!req->user_freed && !req->watched, 1))
-        __atomic_store_n(&req->state, BM_PML_REQ_COMPLETE, __ATOMIC_RELEASE);
-    else
-        bm_pml_request_complete(req);
+    bm_pml_request_complete(req);
 }
 
 void bm_pml_recv_matched(struct bm_pml_request *req, int peer_world, uint8_t type, int src, int tag,

@@ -208,7 +208,7 @@ static inline void request_release(struct bm_pml_request *req)
     req_free = req;
 }
 
-void bm_pml_request_complete(struct bm_pml_request *req)
+void bm_pml_request_complete_slow(struct bm_pml_request *req)
 {
     /* Read before the state is published: from then on an owner that has
      * not freed the request may free and reuse it at once. */
