@@ -129,8 +129,18 @@ static void idle_cost(int rank)
     double cpu = cpu_seconds() - c0, wall = now() - t0;
     printf("rank %d: %.2f ms of CPU in %.2f s idle (%.3f%% of a core)\n", rank, cpu * 1e3, wall,
            100 * cpu / wall);
-    BM_CHECK_MSG(cpu / wall < 0.01, "idle progress thread used %.2f%% of a core (limit 1%%)",
-                 100 * cpu / wall);
+    /* The issue's goal is 1% of a core (release and dev builds check it).
+     * ASan's instrumentation makes each of the thread's timer wake-ups
+     * several times dearer: tcp's measured 1.0-1.7% under ASan on 2026-11-29
+     * in a clean-clone CI (0.07-0.11% release), so ASan checks 5%, still
+     * 20x below a thread that spins. */
+#if defined(__SANITIZE_ADDRESS__)
+    const double limit = 0.05;
+#else
+    const double limit = 0.01;
+#endif
+    BM_CHECK_MSG(cpu / wall < limit, "idle progress thread used %.2f%% of a core (limit %.0f%%)",
+                 100 * cpu / wall, 100 * limit);
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
