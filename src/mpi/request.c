@@ -402,7 +402,7 @@ static bool req_test_other(MPI_Request r)
 {
     if (r->ops->progress(r))
         return true;
-    bm_pml_progress();
+    bm_pml_progress_test();
     return r->ops->progress(r);
 }
 
@@ -556,7 +556,7 @@ int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
     if (!flag)
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL flag pointer");
     if (!all_ready(count, array_of_requests)) {
-        bm_pml_progress();
+        bm_pml_progress_test();
         if (!all_ready(count, array_of_requests)) {
             *flag = 0;
             return MPI_SUCCESS;
@@ -625,7 +625,7 @@ int PMPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *fl
         return bm_mpi_error(NULL, MPI_ERR_ARG, fn, "NULL %s pointer", index ? "flag" : "index");
     int i = find_ready(count, array_of_requests);
     if (i == -1) {
-        bm_pml_progress();
+        bm_pml_progress_test();
         i = find_ready(count, array_of_requests);
     }
     if (i == -2) {
@@ -714,7 +714,7 @@ int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
         return MPI_SUCCESS;
     }
     if (i == -1)
-        bm_pml_progress();
+        bm_pml_progress_test();
     return finish_some(fn, incount, array_of_requests, outcount, array_of_indices,
                        array_of_statuses);
 }

@@ -425,7 +425,7 @@ bm_status_t bm_pml_iprobe(uint32_t cid, int src, int tag, bool *flag_out,
         return BM_ERR_BAD_PARAM;
     bool found = probe_once(cid, src, tag, status_out, NULL);
     if (!found) {
-        bm_pml_progress();
+        bm_pml_progress_test();
         found = probe_once(cid, src, tag, status_out, NULL);
     }
     *flag_out = found;
@@ -452,7 +452,7 @@ bm_status_t bm_pml_improbe(uint32_t cid, int src, int tag, bool *flag_out,
         return BM_ERR_NO_MEMORY;
     bool found = probe_once(cid, src, tag, status_out, &msg->uf);
     if (!found) {
-        bm_pml_progress();
+        bm_pml_progress_test();
         found = probe_once(cid, src, tag, status_out, &msg->uf);
     }
     *flag_out = found;

@@ -89,6 +89,14 @@ bool bm_pml_exit_drain(void);
  * of idle calls yields the core in the yield and block wait modes. */
 int bm_pml_progress(void);
 
+/* The same for a test of the program (MPI_Test and its kin, MPI_Iprobe):
+ * one call, after which the program goes back to its own work. Where the
+ * job's ranks share cores (a wait mode that yields, BM_PML_IDLE_YIELD above
+ * 0: an oversubscribed host), a call that found nothing to do gives the
+ * core away at once, as Open MPI's yield_when_idle does at every idle
+ * progress call: the peers it waits for may need it (README "Waiting"). */
+int bm_pml_progress_test(void);
+
 /* The same for a loop that waits (MPI_Wait and friends, blocking
  * collectives): in the block wait mode a run of idle calls sleeps in the
  * kernel until a transport has work (README "Waiting"). Never call it where
@@ -176,7 +184,8 @@ bm_status_t bm_pml_irecv_dt(void *buf, size_t count, struct bm_util_dtype *type,
                             int src, int tag, struct bm_pml_request **req_out);
 
 /* Non-blocking check: true when the request has completed (status_out, when
- * not NULL, is then filled). Progresses once when it has not. */
+ * not NULL, is then filled). Progresses once when it has not, as a test
+ * (bm_pml_progress_test: may yield where ranks share cores). */
 bool bm_pml_request_test(struct bm_pml_request *req, struct bm_pml_status *status_out);
 
 /* Progress until the request completes; fills status_out when not NULL. */

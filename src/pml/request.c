@@ -268,7 +268,7 @@ void bm_pml_request_table_fini(void)
 bool bm_pml_request_test(struct bm_pml_request *req, struct bm_pml_status *status_out)
 {
     if (req_state(req) != BM_PML_REQ_COMPLETE) {
-        bm_pml_progress();
+        bm_pml_progress_test();
         if (req_state(req) != BM_PML_REQ_COMPLETE)
             return false;
     }

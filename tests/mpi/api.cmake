@@ -343,6 +343,15 @@ target_link_libraries(pml_yield_time PRIVATE bitmover_internal bm_test_harness)
 bm_add_mpi_test(pml_yield_time TARGET pml_yield_time NP 2 BTL self,sm TIMEOUT 60 LABELS mpi pml
     ENV BM_PML_IDLE_YIELD=1000000)
 
+# Where ranks share cores a test that finds nothing yields at once (two
+# ranks bound to one CPU: the auto setting yields), and never with 0.
+add_executable(pml_test_yield ${api_dir}/pml_test_yield.c)
+target_link_libraries(pml_test_yield PRIVATE bitmover_internal bm_test_harness)
+bm_add_mpi_test(pml_test_yield TARGET pml_test_yield NP 2 BTL self,sm TIMEOUT 60 LABELS mpi pml
+    ENV BM_PML_IDLE_YIELD=-1)
+bm_add_mpi_test(pml_test_yield_off TARGET pml_test_yield NP 2 BTL self,sm TIMEOUT 60
+    LABELS mpi pml ARGS -n ENV BM_PML_IDLE_YIELD=0)
+
 # Hierarchical collectives over 2 and 4 network-namespace hosts with two
 # ranks each (coll_hier.sh: fails unless the hierarchy ran; needs root),
 # and the yield mode's time limit over two hosts.
