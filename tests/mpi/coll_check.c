@@ -1320,6 +1320,10 @@ int main(int argc, char **argv)
         MPI_Comm_free(&odd);
     }
     if (only_list || forced) {
+        /* single copy forced: a rank whose blocks are read beside one
+         * whose blocks are written to (sm.push) */
+        if (only_list == NULL && strstr(expect, "sm.copy"))
+            BM_RUN(test_mixed_types);
         check_expected_algorithms();
         goto done;
     }
