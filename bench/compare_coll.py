@@ -126,6 +126,10 @@ def benches(opts, label=""):
     out.append(("iallreduce-overlap", ov + ["0"]))
     out.append(("iallreduce-overlap-test", ov + ["16"]))
     out.append(("iallreduce-overlap-async", ov + ["0"]))
+    # --coll-benches: a subset (overlap: the three MPI_Iallreduce rows)
+    want = [w for w in getattr(opts, "coll_benches", "").split(",") if w]
+    if want:
+        out = [b for b in out if ("overlap" if b[0].startswith("iallreduce") else b[0]) in want]
     return out
 
 
@@ -327,6 +331,11 @@ def plot(res, stacks, outdir, png, run, pngcairo):
 
 def run_class(opts, tools, outdir, stack_ok, run, log, pngcairo, ompi_root, root, scale):
     """Measures; writes coll.md/json/png; returns the markdown text."""
+    bad = [w for w in getattr(opts, "coll_benches", "").split(",")
+           if w and w not in COLLS + ("overlap",)]
+    if bad:
+        raise SystemExit("--coll-benches: no benchmark %s (choose from %s)" %
+                         (", ".join(bad), ",".join(COLLS + ("overlap",))))
     stacks = [s for s in STACKS if stack_ok.get(s) is None]
     for s in STACKS:
         if stack_ok.get(s):
