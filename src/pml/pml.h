@@ -92,9 +92,10 @@ int bm_pml_progress(void);
 /* The same for a test of the program (MPI_Test and its kin, MPI_Iprobe):
  * one call, after which the program goes back to its own work. Where the
  * job's ranks share cores (a wait mode that yields, BM_PML_IDLE_YIELD above
- * 0: an oversubscribed host), a call that found nothing to do gives the
- * core away at once, as Open MPI's yield_when_idle does at every idle
- * progress call: the peers it waits for may need it (README "Waiting"). */
+ * 0: an oversubscribed host), it gives the core away at once, as Open
+ * MPI's yield_when_idle does at every idle progress call, and also after a
+ * pass that did something: the peers it tests for may need the core
+ * (README "Waiting"). */
 int bm_pml_progress_test(void);
 
 /* The same for a loop that waits (MPI_Wait and friends, blocking

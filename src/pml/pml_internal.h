@@ -636,8 +636,8 @@ unsigned long bm_pml_wait_sleeps(void);
  * (wait.c yield_when_due): for tests/mpi/pml_yield_time.c. */
 unsigned long bm_pml_wait_timed_yields(void);
 uint64_t bm_pml_wait_spin_ns(void);
-/* Yields of tests that found nothing to do where ranks share cores
- * (bm_pml_progress_test): for BM_PML_STATS and tests/mpi/pml_test_yield.c. */
+/* Yields of tests where ranks share cores (bm_pml_progress_test): for BM_PML_STATS and
+ * tests/mpi/pml_test_yield.c. */
 unsigned long bm_pml_wait_test_yields(void);
 /* How often it yielded (for BM_PML_STATS and tests/mpi/pml_idle_watch.c). */
 unsigned long bm_pml_wait_contended_yields(void);

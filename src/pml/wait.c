@@ -146,7 +146,7 @@ static struct {
     atomic_ulong sleeps, woken, timed_out, secondary;
     atomic_ulong contended;   /* yields of spinning waits that lost their core (idle watch) */
     atomic_ulong timed;       /* yields of the yield mode's time limit (yield_when_due) */
-    atomic_ulong test_yields; /* yields of tests that found nothing (bm_pml_progress_test) */
+    atomic_ulong test_yields; /* yields of tests (bm_pml_progress_test) */
     atomic_ulong deferred; /* the progress thread's naps that let a thread of the program leave */
     /* The clock when a thread of the program last polled in a wait (only
      * while the progress thread runs): a thread that waits drives
@@ -389,7 +389,7 @@ size_t bm_pml_wait_report(char *buf, size_t len)
 {
     int n = snprintf(buf, len,
                      "sleeps %lu (woken %lu, timed out %lu), condition waits %lu, "
-                     "yields of a contended core %lu, of idle tests %lu, progress thread naps for "
+                     "yields of a contended core %lu, of tests %lu, progress thread naps for "
                      "the program %lu",
                      atomic_load(&wait_g.sleeps), atomic_load(&wait_g.woken),
                      atomic_load(&wait_g.timed_out), atomic_load(&wait_g.secondary),
@@ -645,31 +645,37 @@ void bm_pml_wait_idle_st(bool *marked)
 }
 
 /* A test of the program (MPI_Test, MPI_Iprobe...) where the job's ranks
- * share cores: one that found nothing to do yields at once, not after
+ * share cores: it yields at once after its pass, not after
  * BM_PML_IDLE_YIELD idle calls as a wait does. A wait's idle polls come
  * back to back, microseconds apart, and the count keeps a quick answer
  * from costing a yield; a program calls a test between pieces of its own
  * work, so the count of 64 was reached once in 64 pieces, while the rank
- * kept the core the peers it waits for needed. Measured with bm_overlap
- * (MPI_Iallreduce of 1 MiB, 16 MPI_Test calls during a computation as
- * long as the collective, OSU's method), 4 ranks on 2 cores: 0% overlap
- * (the residual after the computation 1.3-2.2 ms against 0.6-0.8 ms for
- * the collective alone: a per-rank timeline showed the ranks computing
- * one after another, each starting the collective only when the one
- * before it had finished computing). Yielding at every idle test, 9
- * interleaved rounds, load 24 (own runs in an autogroup at nice -20),
- * medians of OSU's figure: 4 ranks 0% -> 91% (Open MPI 74%), 8 ranks 0%
- * -> 71% (Open MPI 53%). */
+ * kept the core the peers it waits for needed. Also when the pass did
+ * something (Open MPI yields only then): what it did (a rendezvous
+ * request sent, a collective's next round posted, a FIN) mostly hands
+ * work to a peer that needs the core to answer, and the program goes back
+ * to its own work anyway. Measured with bm_overlap (MPI_Iallreduce of 1
+ * MiB, 16 MPI_Test calls during a computation as long as the collective,
+ * OSU's method), 4 ranks on 2 cores: 0% overlap (the residual after the
+ * computation 1.3-2.2 ms against 0.6-0.8 ms for the collective alone: a
+ * per-rank timeline showed the ranks computing one after another, each
+ * starting the collective only when the one before it had finished
+ * computing). Own runs in an autogroup at nice -20, load 24-26, medians of
+ * interleaved rounds of OSU's figure: yielding at every idle test, 9
+ * rounds: 4 ranks 0% -> 91% (Open MPI 74%), 8 ranks 0% -> 71% (Open MPI
+ * 53%); at every test, 11 rounds: 8 ranks 71% -> 86% (better in 10 of 11
+ * rounds; per-iteration medians 62% -> 85%), 4 ranks 85% -> 91% (9
+ * rounds). */
 int bm_pml_progress_test(void)
 {
     if (bm_pml_g.wait_mode == BM_PML_WAIT_SPIN || bm_pml_g.cfg.idle_yield <= 0)
         return bm_pml_progress();
     int n = bm_pml_progress_nowait();
-    if (n > 0 || (bm_pml_g.mt && bm_pml_progress_missed()))
-        return n;
+    if (n == 0 && bm_pml_g.mt && bm_pml_progress_missed())
+        return 0;
     atomic_fetch_add_explicit(&wait_g.test_yields, 1, memory_order_relaxed);
     sched_yield();
-    return 0;
+    return n;
 }
 
 unsigned long bm_pml_wait_test_yields(void)
