@@ -29,6 +29,8 @@ extern "C" {
     X(ERR_BUSY, -13, "resource busy")                                                              \
     X(ERR_CANCELED, -14, "operation canceled")                                                     \
     X(ERR_ACCESS, -15, "permission denied")                                                        \
+    X(ERR_TYPE_MISMATCH, -16,                                                                      \
+      "type mismatch: the message ends partway through a basic element of the receive datatype")   \
     X(ERR_UNREACHABLE, -100, "peer not reachable over this transport")                             \
     X(ERR_LINK_DOWN, -101, "transport link to the peer failed")                                    \
     X(ERR_CONN_REFUSED, -102, "connection refused by the peer")                                    \

@@ -195,6 +195,8 @@ int bm_mpi_class_of_status(int status)
         return MPI_SUCCESS;
     case BM_ERR_TRUNCATE:
         return MPI_ERR_TRUNCATE;
+    case BM_ERR_TYPE_MISMATCH:
+        return MPI_ERR_TYPE;
     case BM_ERR_NO_MEMORY:
         return MPI_ERR_NO_MEM;
     case BM_ERR_BAD_PARAM:

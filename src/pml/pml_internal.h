@@ -505,6 +505,12 @@ static inline size_t bm_pml_recv_status_set(struct bm_pml_request *req, int peer
     size_t fit = msg_len < req->capacity ? (size_t)msg_len : req->capacity;
     req->status.count = fit;
     req->status.error = msg_len > req->capacity ? BM_ERR_TRUNCATE : BM_OK;
+    /* A shorter message into a non-contiguous type must end on one of its
+     * basic elements, else the type signatures cannot match (MPI-3.1 3.3.1):
+     * MPI_ERR_TYPE, as MPICH reports (its unpack stops short). */
+    if (__builtin_expect(fit < req->capacity, 0) && req->conv.type &&
+        bm_util_dtype_count_elems(req->conv.type, fit) < 0)
+        req->status.error = BM_ERR_TYPE_MISMATCH;
     return fit;
 }
 /* bm_pml_recv_matched for an eager MATCH whose len bytes (the whole

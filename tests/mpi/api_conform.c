@@ -18,7 +18,13 @@
  *  - a freed datatype handle is refused until the next type made reuses it
  *    (last freed, first reused, as in MPICH and Open MPI: MPICH's
  *    datatype/indexed_misc uses a handle it freed before making its
- *    replacement). */
+ *    replacement);
+ *  - a message that ends partway through a basic element of a
+ *    non-contiguous receive type (3 chars into a vector of ints) completes
+ *    with MPI_ERR_TYPE, as MPICH reports it (Open MPI 4.1 returns success),
+ *    eager and rendezvous, blocking, immediate and sendrecv; MPI_Get_count
+ *    and MPI_Get_elements say MPI_UNDEFINED; a shorter message that ends on
+ *    an element boundary is still a success. */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -302,6 +308,74 @@ static void test_dynamic_span(void)
     free(mem);
 }
 
+/* Every rank sends to its partner (itself when alone) and receives into a
+ * vector of ints (every other int: non-contiguous). */
+static void test_partial_element(void)
+{
+    int peer = rank ^ 1;
+    if (peer >= size)
+        peer = rank;
+    enum { BIG = 40000 }; /* ints: a rendezvous message over every transport */
+    MPI_Datatype vec;
+    MPI_Type_vector(BIG, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    char *src = malloc(BIG * sizeof(int));
+    int *dst = malloc(2 * BIG * sizeof(int));
+    BM_CHECK(src && dst);
+    for (int i = 0; i < BIG * (int)sizeof(int); i++)
+        src[i] = (char)i;
+    /* message sizes in bytes: inside the first int, inside a later one
+     * (eager), inside an int of a rendezvous message, and on a boundary */
+    const int lens[] = {3, 4 * 7 + 2, 4 * (BIG - 9) + 1, 4 * 5, 4 * (BIG - 3)};
+    for (unsigned k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        int n = lens[k];
+        bool partial = n % 4 != 0;
+        int want = partial ? MPI_ERR_TYPE : MPI_SUCCESS;
+        MPI_Status st;
+        int cnt;
+        MPI_Count elems;
+        /* blocking receive */
+        MPI_Request sr;
+        BM_CHECK_EQ_INT(MPI_Isend(src, n, MPI_CHAR, peer, 40 + (int)k, MPI_COMM_WORLD, &sr),
+                        MPI_SUCCESS);
+        BM_CHECK_EQ_INT(err_class(MPI_Recv(dst, 1, vec, peer, 40 + (int)k, MPI_COMM_WORLD, &st)),
+                        want);
+        BM_CHECK_EQ_INT(MPI_Wait(&sr, MPI_STATUS_IGNORE), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(st.MPI_SOURCE, peer);
+        BM_CHECK_EQ_INT(MPI_Get_count(&st, vec, &cnt), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(cnt, MPI_UNDEFINED);
+        BM_CHECK_EQ_INT(MPI_Get_elements_x(&st, vec, &elems), MPI_SUCCESS);
+        BM_CHECK_EQ_INT((int)elems, partial ? MPI_UNDEFINED : n / 4);
+        BM_CHECK_EQ_INT(MPI_Get_count(&st, MPI_CHAR, &cnt), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(cnt, n);
+        if (!partial)
+            BM_CHECK_EQ_INT(dst[2 * (n / 4 - 1)], ((const int *)(const void *)src)[n / 4 - 1]);
+        /* immediate receive: the error in MPI_Wait's return */
+        MPI_Request rr;
+        BM_CHECK_EQ_INT(MPI_Irecv(dst, 1, vec, peer, 50 + (int)k, MPI_COMM_WORLD, &rr),
+                        MPI_SUCCESS);
+        BM_CHECK_EQ_INT(MPI_Send(src, n, MPI_CHAR, peer, 50 + (int)k, MPI_COMM_WORLD), MPI_SUCCESS);
+        BM_CHECK_EQ_INT(err_class(MPI_Wait(&rr, &st)), want);
+        /* sendrecv */
+        BM_CHECK_EQ_INT(err_class(MPI_Sendrecv(src, n, MPI_CHAR, peer, 60 + (int)k, dst, 1, vec,
+                                               peer, 60 + (int)k, MPI_COMM_WORLD, &st)),
+                        want);
+    }
+    /* a contiguous receive type is not checked (as MPICH): the bytes arrive */
+    MPI_Request sr;
+    MPI_Status st;
+    int cnt;
+    BM_CHECK_EQ_INT(MPI_Isend(src, 3, MPI_CHAR, peer, 70, MPI_COMM_WORLD, &sr), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Recv(dst, 4, MPI_INT, peer, 70, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Wait(&sr, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(MPI_Get_count(&st, MPI_INT, &cnt), MPI_SUCCESS);
+    BM_CHECK_EQ_INT(cnt, MPI_UNDEFINED);
+    BM_CHECK(memcmp(dst, src, 3) == 0);
+    MPI_Type_free(&vec);
+    free(src);
+    free(dst);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -315,6 +389,7 @@ int main(int argc, char **argv)
     BM_RUN(test_dynamic_span);
     BM_RUN(test_alias);
     BM_RUN(test_handle_reuse);
+    BM_RUN(test_partial_element);
     int rc = bm_test_summary("api_conform");
     MPI_Finalize();
     return rc;
