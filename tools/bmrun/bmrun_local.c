@@ -1,6 +1,9 @@
 /* Starting and watching the ranks of this host, used in-process by the
  * controller for its own host and by each daemon for its host. Each rank runs
- * in its own process group (so signals reach whatever it started), with
+ * in a session of its own (setsid, as MPICH's hydra does: with the kernel's
+ * autogroups each rank is a scheduling group of its own, not one group for
+ * the whole job; README "Sessions") whose process group is the rank's pid
+ * (so signals reach whatever it started), with
  * stdout and stderr on pipes that are cut into whole lines here, which is
  * what keeps lines of different ranks from tearing each other. A rank's exit
  * is reported only after its pipes are drained, so its last lines come
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define LOCAL_LINE_MAX 65536
@@ -343,12 +347,37 @@ static void local_report_binding(int rank, const char *why_not, const cpu_set_t 
     fflush(stderr);
 }
 
+/* A new session starts a new autogroup at nice 0, whatever the rank's own
+ * nice value: so that "nice bmrun ..." still yields the CPU to other
+ * sessions, the group takes the rank's nice value when it is positive
+ * (lowering it needs privileges). No autogroups (no such file): nothing. */
+static void local_keep_nice(void)
+{
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    if (errno != 0 || nice <= 0)
+        return;
+    int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[16];
+    int len = snprintf(buf, sizeof(buf), "%d", nice);
+    ssize_t w = write(fd, buf, (size_t)len);
+    (void)w;
+    close(fd);
+}
+
 __attribute__((noreturn)) static void local_child(const struct bm_run_local_spec *spec, int idx,
                                                   int in_r, int out_w, int err_w, int exec_w,
                                                   pid_t parent)
 {
     bm_run_loop_child_reset();
-    setpgid(0, 0);
+    /* A session (and so a process group) of its own. The parent does not
+     * setpgid() the child: a group leader cannot setsid(). */
+    if (setsid() < 0)
+        setpgid(0, 0);
+    else
+        local_keep_nice();
     /* If bmrun (or the daemon) dies without cleaning up, the rank dies too. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
@@ -401,7 +430,9 @@ static bm_status_t local_spawn(const struct bm_run_local_spec *spec, int idx)
         goto err_exec;
     if (pid == 0)
         local_child(spec, idx, inp[0], outp[1], errp[1], execp[1], parent);
-    setpgid(pid, pid); /* also here, so kill(-pid) works before the child runs */
+    /* (no setpgid(pid, pid) here: it would make the child a group leader
+     * and its setsid() fail. Until the child has its group, kill(-pid)
+     * fails and bm_run_local_kill signals the pid itself.) */
     if (inp[0] >= 0) {
         close(inp[0]);
         local_in.fd = inp[1];

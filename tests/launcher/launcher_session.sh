@@ -1,0 +1,66 @@
+#!/bin/bash
+# Each rank runs in a session of its own, as under MPICH's hydra (README
+# "Sessions": with the kernel's autogroups a job of N ranks is N scheduling
+# groups, not one), keeps the nice value bmrun was started with as its
+# group's, and Ctrl-C typed at bmrun's terminal still ends every rank.
+BMRUN=$1 RANK=$2
+. "$(dirname "$0")/lib.sh"
+
+# Each rank is a session of its own (as under MPICH's hydra: with kernel
+# autogroups every rank is a scheduling group, README "Sessions"), and its
+# process group is its pid. Fields 1, 5 and 6 of /proc/self/stat: pid,
+# process group, session.
+run session "$BMRUN" -n 2 sh -c 'read -r p _ _ _ g s _ </proc/self/stat; echo "sess $p $g $s"' "$TOKEN"
+expect_rc session 0
+mysid=$(awk '{print $6}' /proc/self/stat)
+n=$(awk -v me="$mysid" '$1 == "sess" && $2 == $3 && $2 == $4 && $4 != me' "$T/session.out" | wc -l)
+[ "$n" -eq 2 ] && ok "session: both ranks lead a session and a group of their own" ||
+    fail "session: ranks not in sessions of their own: $(tr '\n' ';' <"$T/session.out")"
+
+# Ctrl-C typed at the terminal: the terminal signals only bmrun (the ranks
+# are in other sessions), bmrun passes it on to every rank. bmrun runs as
+# the foreground job of a pseudo-terminal and gets the ^C character.
+if command -v python3 >/dev/null; then
+    python3 - "$BMRUN" "$RANK" "$TOKEN" >"$T/ctrlc.out" 2>"$T/ctrlc.err" <<'PY'
+import os, pty, subprocess, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "-n", "3", sys.argv[2], "hang", "-1", sys.argv[3]])
+# bmrun and its 3 ranks carry the token: type ^C once all 4 run
+for _ in range(300):
+    r = subprocess.run(["pgrep", "-c", "-f", sys.argv[3]], capture_output=True, text=True)
+    if int(r.stdout.strip() or 0) >= 4:
+        break
+    time.sleep(0.05)
+time.sleep(0.3)
+os.write(fd, b"\x03")
+out = b""
+while True:
+    try:
+        b = os.read(fd, 4096)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+_, st = os.waitpid(pid, 0)
+sys.stderr.write(out.decode(errors="replace"))
+print("rc", os.waitstatus_to_exitcode(st))
+PY
+    rc=$(awk '$1 == "rc" {print $2}' "$T/ctrlc.out")
+    rc=${rc:-255}
+    expect_rc ctrlc 130
+    expect_err ctrlc 'received SIGINT'
+    expect_no_leftovers ctrlc
+fi
+
+# "nice bmrun": a new session's autogroup starts at nice 0; bmrun gives it
+# the rank's nice value (only where the kernel has autogroups).
+if [ -r /proc/self/autogroup ]; then
+    run nice nice -n 7 "$BMRUN" -n 2 sh -c 'cat /proc/self/autogroup' "$TOKEN"
+    expect_rc nice 0
+    [ "$(grep -c 'nice 7$' "$T/nice.out")" -eq 2 ] && ok "nice: both ranks' autogroups at nice 7" ||
+        fail "nice: autogroups $(tr '\n' ';' <"$T/nice.out"), expected nice 7 twice"
+fi
+
+finish
