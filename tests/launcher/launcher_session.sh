@@ -26,9 +26,11 @@ import os, pty, subprocess, sys, time
 pid, fd = pty.fork()
 if pid == 0:
     os.execv(sys.argv[1], [sys.argv[1], "-n", "3", sys.argv[2], "hang", "-1", sys.argv[3]])
-# bmrun and its 3 ranks carry the token: type ^C once all 4 run
+# bmrun and its 3 ranks (not this script) have "hang -1 TOKEN" in their
+# command lines: type ^C once all 4 run
 for _ in range(300):
-    r = subprocess.run(["pgrep", "-c", "-f", sys.argv[3]], capture_output=True, text=True)
+    r = subprocess.run(["pgrep", "-c", "-f", "hang -1 " + sys.argv[3]], capture_output=True,
+                       text=True)
     if int(r.stdout.strip() or 0) >= 4:
         break
     time.sleep(0.05)
