@@ -27,7 +27,10 @@
 #                  timeLimit= raises it, up to --max-time)
 #   --max-time S   upper bound of any test's limit (default 180)
 #   --jobs N       parallel compiles (default 2)
-#   --only REGEX   run only tests whose dir/name matches REGEX
+#   --only REGEX   build and run only tests whose dir/name matches REGEX
+#   --min-np N     run every test with at least N ranks (tests listed with
+#                  more keep theirs): larger process counts than MPICH's
+#                  testlists (e.g. coll/ at 12)
 #   --no-build     reuse the programs built by an earlier run
 #   --xfail        also count tests MPICH marks xfail= (default: run them,
 #                  report them apart from the failures)
@@ -42,6 +45,7 @@ tlimit=60
 maxtime=180
 jobs=2
 only=
+minnp=0
 dobuild=1
 while [ $# -gt 0 ]; do
     case $1 in
@@ -51,6 +55,7 @@ while [ $# -gt 0 ]; do
     --max-time) maxtime=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --min-np) minnp=$2; shift 2 ;;
     --no-build) dobuild=0; shift ;;
     -h | --help) usage 0 ;;
     -*) echo "mpich-testsuite: unknown option $1" >&2; usage ;;
@@ -182,7 +187,8 @@ write_makefile() {
     local d=$1 names n srcs flags libs vars thread=0
     grep -q Makefile_threads.mtest "$T/$d/Makefile.am" 2>/dev/null && thread=1
     vars=$(am_vars "$T/$d")
-    names=$(test_lines "$d" | awk '{print $1}' | sort -u)
+    # (with --only, just the programs it names: a rerun of a part builds only that part)
+    names=$(test_lines "$d" | awk '{print $1}' | sort -u | while read -r n; do [ -z "$only" ] || [[ "$d/$n" =~ $only ]] && echo "$n"; done)
     {
         echo "CC = $bmcc"
         echo "CPPFLAGS = $cppflags"
@@ -266,6 +272,7 @@ for d in "${alldirs[@]}"; do
     while read -r line; do
         read -r -a w <<<"$line"
         n=${w[0]} np=${w[1]} rt= lim=$tlimit xfail= strict= mem=0 envs=() args=()
+        [ "$np" -ge "$minnp" ] 2>/dev/null || np=$minnp
         for kv in "${w[@]:2}"; do
             case $kv in
             arg=*) args+=("${kv#arg=}") ;;
