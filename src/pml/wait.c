@@ -651,7 +651,7 @@ void bm_pml_wait_idle_st(bool *marked)
  * from costing a yield; a program calls a test between pieces of its own
  * work, so the count of 64 was reached once in 64 pieces, while the rank
  * kept the core the peers it waits for needed. Also when the pass did
- * something (Open MPI yields only then): what it did (a rendezvous
+ * something (Open MPI yields only after idle ones): what it did (a rendezvous
  * request sent, a collective's next round posted, a FIN) mostly hands
  * work to a peer that needs the core to answer, and the program goes back
  * to its own work anyway. Measured with bm_overlap (MPI_Iallreduce of 1
