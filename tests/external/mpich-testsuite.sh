@@ -16,9 +16,10 @@
 #   MPICH_SRC  an MPICH source tree (with test/mpi) or a bare MPICH git
 #              repository (its HEAD's test/mpi is extracted)
 #   DIR        test/mpi subdirectories (default: pt2pt datatype coll comm
-#              group attr init errhan info topo threads rma errors mpi_t;
-#              part/ and session/ are MPI-4 only, basic/ is not in MPICH's
-#              own list)
+#              group attr init errhan info topo threads rma errors mpi_t
+#              perf; perf/ times itself: a loaded machine fails it; part/
+#              and session/ are MPI-4 only, basic/ has no testlist, impls/
+#              tests MPICH's own hydra and PMI)
 # Options:
 #   --build DIR    bitmover build directory (default: build/release)
 #   --work DIR     where the suite is built and run (default:
@@ -66,7 +67,7 @@ done
 src=$1
 shift
 dirs=("$@")
-[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt datatype coll comm group attr init errhan info topo threads rma errors mpi_t)
+[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt datatype coll comm group attr init errhan info topo threads rma errors mpi_t perf)
 
 bmcc=$build/tools/bmcc/bmcc
 bmrun=$build/tools/bmrun/bmrun
