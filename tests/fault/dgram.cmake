@@ -1,7 +1,7 @@
 # Fault tests of the dgram transport (label "fault").
 #  - dgram_fault_*: the transport layer under injected faults (debug
-#    parameters BM_BTL_DGRAM_DROP/DUP/REORDER/CORRUPT) and stray datagrams,
-#    on this host, no privileges needed.
+#    parameters BM_BTL_DGRAM_DROP/DUP/REORDER/CORRUPT), stray datagrams and
+#    a peer that stops making progress, on this host, no privileges needed.
 #  - btl_conformance_dgram_*_inject: the conformance suite with injected loss.
 #  - dgram_netns_*: real faults between two network namespaces (iptables
 #    loss, TEE duplication, htb+CLASSIFY reordering, a black hole, a rail
@@ -17,6 +17,14 @@ endif()
 
 bm_add_mpi_test(dgram_fault_stray TARGET dgram_fault NP 2 BTL self,dgram LABELS fault
     TIMEOUT 120 ARGS stray)
+# A peer that computes 2.5 s without a progress call (beyond both old bounds:
+# 12 retransmit timeouts, ~0.65 s, and the 2 s connectivity check at first
+# contact): its liveness responder (dgram_live.c) must keep the path; any
+# failure report or warning fails the test, and the counters must show the
+# timeouts, the pings answered and the failure checks held back.
+bm_add_mpi_test(dgram_fault_busy TARGET dgram_fault NP 2 BTL self,dgram LABELS fault
+    TIMEOUT 60 ARGS busy 2500)
+set_tests_properties(dgram_fault_busy PROPERTIES FAIL_REGULAR_EXPRESSION "warning:|FAIL")
 bm_add_mpi_test(dgram_fault_stream_lossy TARGET dgram_fault NP 2 BTL self,dgram LABELS fault
     TIMEOUT 180 ARGS stream 1000
     ENV BM_BTL_DGRAM_DROP=0.1 BM_BTL_DGRAM_DUP=0.05 BM_BTL_DGRAM_REORDER=0.05

@@ -26,6 +26,15 @@
  *                  length rule): rank 0 sends, the connectivity check must
  *                  report an MTU problem; rank 0 then creates F, for which
  *                  rank 1 (answering pings meanwhile) waits.
+ *   busy MS        rank 1 computes MS ms without a progress call (the old
+ *                  failure bound was ~650 ms) while rank 0's messages to it
+ *                  (8 B .. 200 KB) wait for its ACKs: no path may be declared
+ *                  failed and every message must arrive once; rank 0's
+ *                  counters must show the mechanism (retransmit timeouts,
+ *                  liveness pings answered by rank 1's responder thread, and
+ *                  failure checks that found rank 1 busy, i.e. the old rule
+ *                  would have failed the path); rank 1 prints how long after
+ *                  its return the last message arrived.
  *   pingpong       not a test: 8-byte ping-pong latency and 1 MiB streaming
  *                  bandwidth over the transport layer, printed by rank 0
  *                  (for choosing defaults; speed targets live in bench/). */
@@ -367,6 +376,75 @@ static void finish(void)
     }
 }
 
+/* A compute phase: no progress call for ms milliseconds (the CPU kept busy,
+ * as an application's loop keeps it). */
+static void spin_ms(int ms)
+{
+    uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+    volatile uint64_t x = 0;
+    while (now_ns() < end)
+        x += 1;
+}
+
+#define BUSY_MSGS 24
+
+static void busy(int ms)
+{
+    if (me == 1) {
+        /* rank 1 computes from its first message on: rank 0's first
+         * contact (connectivity check) and the rest of its messages meet a
+         * peer that makes no progress */
+        progress_until(&received, 1, 30);
+        BM_CHECK(received >= 1);
+        int early = received;
+        spin_ms(ms);
+        uint64_t back = now_ns();
+        progress_until(&received, BUSY_MSGS, 30);
+        printf("rank 1: computed %d ms without progress (%d of %d messages in before); all in "
+               "%.1f ms after returning\n",
+               ms, early, BUSY_MSGS, (double)(now_ns() - back) / 1e6);
+        BM_CHECK_EQ_INT(received, BUSY_MSGS);
+        BM_CHECK_EQ_INT(bad, 0);
+        return; /* finish, then check_busy */
+    }
+    BM_CHECK_EQ_INT(send_one(0, TAG), BM_OK);
+    int never = 0;
+    progress_until(&never, 1, 0.1); /* rank 1 is computing by now */
+    for (uint32_t id = 1; id < BUSY_MSGS; id++)
+        BM_CHECK_EQ_INT(send_one(id, TAG), BM_OK);
+    progress_until(&completions, BUSY_MSGS, (double)ms / 1000 + 30);
+    BM_CHECK_EQ_INT(completions, BUSY_MSGS);
+    BM_CHECK_EQ_INT(completion_errors, 0);
+    BM_CHECK_MSG(reports[BM_BTL_ERROR_PEER] == 0, "path declared failed: %s", last_what);
+    struct bm_btl_dgram_stats s;
+    bm_btl_dgram_stats_get((struct bm_btl_dgram_module *)mod, &s);
+    printf("rank 0: rto_events %llu resends_timeout %llu live_pings %llu live_answers %llu "
+           "live_held %llu path_failures %llu\n",
+           (unsigned long long)s.rto_events, (unsigned long long)s.resends_timeout,
+           (unsigned long long)s.live_pings, (unsigned long long)s.live_answers,
+           (unsigned long long)s.live_held, (unsigned long long)s.path_failures);
+    const struct bm_btl_dgram_module *dm = (const struct bm_btl_dgram_module *)mod;
+    BM_CHECK_EQ_INT((int)s.path_failures, 0);
+    /* the mechanism: the silence was long enough for the old rule
+     * (FAIL_TIMEOUTS consecutive timeouts), segments were resent, and the
+     * peer's answers are what kept the path */
+    BM_CHECK(s.rto_events >= (uint64_t)dm->cfg.fail_timeouts);
+    BM_CHECK(s.resends_timeout >= (uint64_t)dm->cfg.fail_timeouts);
+    BM_CHECK(s.live_pings > 0);
+    BM_CHECK(s.live_answers > 0);
+    BM_CHECK(s.live_held > 0);
+}
+
+static void check_busy(void)
+{
+    struct bm_btl_dgram_stats s;
+    bm_btl_dgram_stats_get((struct bm_btl_dgram_module *)mod, &s);
+    printf("rank 1: liveness pings answered by the responder thread: %llu\n",
+           (unsigned long long)s.live_answered);
+    BM_CHECK(s.live_answered > 0);
+    BM_CHECK_EQ_INT((int)s.path_failures, 0);
+}
+
 static void stray_send(void);
 
 static void stray(void)
@@ -544,6 +622,8 @@ int main(int argc, char **argv)
             stray();
         else if (strcmp(argv[1], "pingpong") == 0)
             pingpong();
+        else if (strcmp(argv[1], "busy") == 0 && argc > 2)
+            busy(atoi(argv[2]));
         else if (strcmp(argv[1], "mtu") == 0 && argc > 2)
             mtu(argv[2]);
         else
@@ -555,6 +635,8 @@ int main(int argc, char **argv)
             check_blackhole();
         if (me == 1 && strcmp(argv[1], "stray") == 0)
             check_stray();
+        if (me == 1 && strcmp(argv[1], "busy") == 0)
+            check_busy();
     }
     BM_CHECK_EQ_INT(bm_rte_barrier(), BM_OK);
     bm_btl_base_close();

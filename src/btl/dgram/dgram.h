@@ -48,6 +48,7 @@ struct bm_btl_dgram_config {
     int fail_timeouts; /* consecutive timeouts of the oldest segment: path failed */
     int fail_ms;       /* time with data outstanding and no ACK progress: path failed */
     int probe_ms;      /* interval of probes on a failed path */
+    bool liveness;     /* answer liveness pings from a thread; ask a silent peer's */
     size_t eager_limit;
     size_t max_send_size;
     bool thread_multiple; /* set by init: take the module lock on every entry */
@@ -112,6 +113,10 @@ struct bm_btl_dgram_config {
     X(send_errors, "datagrams the wire refused (full socket buffer, unreachable network)")         \
     X(cwnd_cuts, "congestion window reductions after a loss")                                      \
     X(path_failures, "paths declared failed")                                                      \
+    X(live_pings, "liveness pings sent to a silent peer's live port")                              \
+    X(live_answers, "liveness answers received (the peer lives, the path carries datagrams)")      \
+    X(live_held, "failure checks held back: the peer was silent but alive")                        \
+    X(live_answered, "liveness pings this module's responder thread answered")                     \
     X(check_failures, "connectivity checks that failed (no path, or MTU trouble)")                 \
     X(path_recoveries, "failed paths taken back")                                                  \
     X(injected_drop_big, "fault injection: datagrams dropped for their size")                      \
@@ -139,6 +144,7 @@ struct bm_btl_dgram_addr {
     uint8_t index;       /* module index in the publisher's entry */
     uint8_t wire;        /* BM_DGRAM_WIRE_* */
     uint16_t rcvbuf_64k; /* the data channel's receive buffer, 64 KiB units (0: unknown) */
+    uint16_t port_live;  /* network byte order: the liveness responder's port (0: none) */
     uint8_t mac_key[16]; /* key of the MACs of datagrams sent to this module (dgram_proto.h);
                           * zeros when the job's key is used (job_keyed) */
     char ifname[IF_NAMESIZE];
@@ -364,7 +370,17 @@ struct bm_btl_dgram_endpoint {
     uint64_t progress_ns; /* last time the window advanced (or data became outstanding) */
     uint64_t next_probe_ns;
     uint32_t probe_nonce;
-    bool sent_once; /* counted in module->nsending */
+    /* Liveness (dgram_live.c): while the peer leaves our data un-ACKed, a
+     * full-size PING goes to its live port at every retransmit timeout of
+     * the oldest segment; its responder thread answers even while the peer
+     * computes outside the library. A peer that answered within the last
+     * live window is busy, not unreachable: no failure is declared. */
+    struct sockaddr_in to_live; /* the peer module's live port (sin_port 0: none) */
+    uint32_t live_nonce;        /* of the pings since the last ACK progress */
+    uint64_t live_ping_ns;      /* last ping sent */
+    uint64_t live_ns;           /* last answer received */
+    bool live_due;              /* a retransmit timeout asks for a ping */
+    bool sent_once;             /* counted in module->nsending */
     /* connectivity check at first contact: a small and a full-size ping */
     uint8_t check; /* BM_DGRAM_CHECK_* */
     bool check_small_ok, check_big_ok;
@@ -471,11 +487,12 @@ struct bm_btl_dgram_module {
     struct sockaddr_in held_to;
     uint64_t held_to_wire;
     uint64_t next_reg_key;
-    uint64_t now_ns;        /* cached clock of the current progress call */
-    bool in_poll;           /* delivering a receive batch */
-    bool data_busy;         /* the last poll of the data channel received something */
-    bool data_skipped;      /* the last pass did not poll the data channel */
-    uint32_t rcv_ooo_total; /* the endpoints' rcv_ooo summed: 0 when no ACK shows a hole */
+    uint64_t now_ns;                /* cached clock of the current progress call */
+    bool in_poll;                   /* delivering a receive batch */
+    bool data_busy;                 /* the last poll of the data channel received something */
+    bool data_skipped;              /* the last pass did not poll the data channel */
+    uint32_t rcv_ooo_total;         /* the endpoints' rcv_ooo summed: 0 when no ACK shows a hole */
+    struct bm_btl_dgram_live *live; /* the liveness responder (udp wire), NULL: none */
 };
 
 /* ---- sequence arithmetic (wrap-safe, 16-bit) ----------------------------- */
@@ -557,6 +574,19 @@ void bm_btl_dgram_local_error(struct bm_btl_dgram_module *m, int ch, const struc
 void bm_btl_dgram_local_errors(struct bm_btl_dgram_module *m);
 void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_check_health(struct bm_btl_dgram_endpoint *ep);
+/* dgram_live.c: the liveness responder of a module (udp wire only): open
+ * binds the live socket and publishes its port (addr.port_live), start
+ * runs the thread (at the first endpoint: the module's key is final then),
+ * close stops and joins it and closes the socket. */
+bm_status_t bm_btl_dgram_live_open(struct bm_btl_dgram_module *m);
+bm_status_t bm_btl_dgram_live_start(struct bm_btl_dgram_module *m);
+void bm_btl_dgram_live_close(struct bm_btl_dgram_module *m);
+uint64_t bm_btl_dgram_live_answered(const struct bm_btl_dgram_module *m);
+/* Liveness of a silent peer: ping it (at a retransmit timeout), take an
+ * answer, and whether it answered within the live window. */
+void bm_btl_dgram_live_ping(struct bm_btl_dgram_endpoint *ep);
+void bm_btl_dgram_live_answer(struct bm_btl_dgram_endpoint *ep, uint32_t nonce);
+bool bm_btl_dgram_live_recent(const struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_probe_failed(struct bm_btl_dgram_module *m);
 /* Connectivity check: start it (first send), advance it (progress), and
  * take a PONG for it; true when the PONG belonged to the check. */
@@ -625,6 +655,8 @@ void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch,
 void bm_btl_dgram_flush_channel(struct bm_btl_dgram_module *m, int ch);
 void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce,
                             size_t size);
+void bm_btl_dgram_send_ping_to(struct bm_btl_dgram_endpoint *ep, const struct sockaddr_in *to,
+                               uint32_t nonce, size_t size);
 
 /* dgram_ack.c */
 void bm_btl_dgram_ack_fill(struct bm_btl_dgram_endpoint *ep, struct bm_dgram_hdr *h);
@@ -668,6 +700,9 @@ struct bm_btl_dgram_pkt {
 void bm_btl_dgram_mac_expand(const uint8_t key[16], uint64_t nh_key[BM_DGRAM_NH_WORDS]);
 uint64_t bm_btl_dgram_mac(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
                           const void *hdr, size_t hdr_len, const void *payload, size_t len);
+/* dgram_recv.c: whether a framed datagram's MAC is right under this key. */
+bool bm_btl_dgram_mac_check(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
+                            const void *buf, size_t len);
 
 /* Check a datagram's framing (magic, version, type, lengths, checksum when
  * present, chunk bounds). Pure: no state. Returns BM_OK or the reason as the

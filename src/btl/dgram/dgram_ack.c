@@ -105,7 +105,10 @@ static void timer_evict(struct bm_util_hotel *h, int room, void *guest, void *ar
          * timeout past the last ACK progress, as TCP's single timer
          * restarted on every advancing ACK would. */
         uint64_t until = ep->progress_ns + (uint64_t)ep->rto;
-        if (bm_dgram_seq_diff(s->seq, ep->snd_una) > 33)
+        /* Nor while the peer's liveness responder says it lives but does
+         * not read (it computes): the segment waits in its socket buffer,
+         * and the oldest one's resends bring the ACK when it reads again. */
+        if (bm_dgram_seq_diff(s->seq, ep->snd_una) > 33 || bm_btl_dgram_live_recent(ep))
             until = m->now_ns + (uint64_t)ep->rto;
         int r;
         if (until > m->now_ns && bm_util_hotel_checkin_at(h, s, until, &r) == BM_OK) {
@@ -123,6 +126,7 @@ static void timer_evict(struct bm_util_hotel *h, int room, void *guest, void *ar
         /* only the oldest segment counts towards failure and backs off the
          * timeout: a burst of losses is one event, not thousands */
         ep->consecutive_timeouts++;
+        ep->live_due = true; /* ask whether the peer lives (dgram_live.c) */
         m->stats.rto_events++;
         ep->rto_recover = true;
         ep->rto_mark = ep->snd_next;
@@ -184,9 +188,14 @@ int bm_btl_dgram_timer_expire(struct bm_btl_dgram_module *m)
     int n = m->evicted;
     if (n) {
         /* fail queues its callbacks, so nothing runs behind our back here */
-        for (int i = 0; i < m->neps; i++)
-            if (m->eps[i] && m->eps[i]->state == BM_DGRAM_EP_OK)
-                bm_btl_dgram_endpoint_check_health(m->eps[i]);
+        for (int i = 0; i < m->neps; i++) {
+            struct bm_btl_dgram_endpoint *ep = m->eps[i];
+            if (!ep || ep->state != BM_DGRAM_EP_OK)
+                continue;
+            if (ep->live_due)
+                bm_btl_dgram_live_ping(ep);
+            bm_btl_dgram_endpoint_check_health(ep);
+        }
     }
     return n;
 }

@@ -35,6 +35,12 @@ static void endpoint_set_partner(struct bm_btl_dgram_endpoint *ep,
         ep->to[c].sin_port = ports[c];
         ep->mtu[c] = mtus[c] < m->ch[c].mtu ? mtus[c] : m->ch[c].mtu;
     }
+    /* the peer's liveness responder, reachable only with plain UDP */
+    memset(&ep->to_live, 0, sizeof(ep->to_live));
+    if (m->wire == &bm_btl_dgram_wire_udp && pa->port_live) {
+        ep->to_live = ep->to[BM_DGRAM_CH_PRIO];
+        ep->to_live.sin_port = pa->port_live;
+    }
     char ip[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &ep->to[0].sin_addr, ip, sizeof(ip));
     snprintf(ep->peer_desc, sizeof(ep->peer_desc), "rank %d (%s on %.16s)", ep->peer, ip,
@@ -120,6 +126,9 @@ bm_status_t bm_btl_dgram_endpoint_create(struct bm_btl_dgram_module *m, int peer
         *ep_out = m->eps[peer];
         return BM_OK;
     }
+    /* the responder thread starts with the first peer (the key is final) */
+    if (m->live)
+        (void)bm_btl_dgram_live_start(m);
     struct bm_btl_dgram_endpoint *ep = calloc(1, sizeof(*ep));
     if (!ep)
         return BM_ERR_NO_MEMORY;
@@ -293,17 +302,33 @@ void bm_btl_dgram_endpoint_check_health(struct bm_btl_dgram_endpoint *ep)
     struct bm_btl_dgram_module *m = ep->module;
     if (ep->state != BM_DGRAM_EP_OK || ep->snd_una == ep->snd_next)
         return;
-    char why[160];
-    if (ep->consecutive_timeouts >= (uint32_t)m->cfg.fail_timeouts) {
-        snprintf(why, sizeof(why),
-                 "%u consecutive retransmit timeouts without an ACK (BM_BTL_DGRAM_FAIL_TIMEOUTS)",
-                 ep->consecutive_timeouts);
-        bm_btl_dgram_endpoint_fail(ep, why);
-    } else if (m->now_ns - ep->progress_ns > (uint64_t)m->cfg.fail_ms * 1000000u) {
-        snprintf(why, sizeof(why), "no ACK progress for %d ms (BM_BTL_DGRAM_FAIL_MS)",
-                 m->cfg.fail_ms);
-        bm_btl_dgram_endpoint_fail(ep, why);
+    bool timeouts = ep->consecutive_timeouts >= (uint32_t)m->cfg.fail_timeouts;
+    uint64_t silent_ms = (m->now_ns - ep->progress_ns) / 1000000u;
+    if (!timeouts && silent_ms <= (uint64_t)m->cfg.fail_ms)
+        return;
+    if (bm_btl_dgram_live_recent(ep)) {
+        /* the peer's responder answered: it computes outside the library
+         * (dgram_live.c); its path is fine and the data waits in its socket */
+        m->stats.live_held++;
+        return;
     }
+    char why[384];
+    const char *cause = timeouts ? "consecutive retransmit timeouts" : "ms without ACK progress";
+    unsigned long long n = timeouts ? ep->consecutive_timeouts : silent_ms;
+    const char *knob = timeouts ? "BM_BTL_DGRAM_FAIL_TIMEOUTS" : "BM_BTL_DGRAM_FAIL_MS";
+    if (ep->to_live.sin_port)
+        snprintf(why, sizeof(why),
+                 "%llu %s (%s) and no answer from its liveness responder for %llu ms, so "
+                 "the path carries no datagrams (link down, firewall) or the peer's host "
+                 "stopped; a peer that only computes would have answered",
+                 n, cause, knob, (unsigned long long)silent_ms);
+    else
+        snprintf(why, sizeof(why),
+                 "%llu %s (%s); the peer has no liveness responder (libfabric wire or "
+                 "BM_BTL_DGRAM_LIVENESS=0), so a peer that computes that long without MPI "
+                 "calls looks the same",
+                 n, cause, knob);
+    bm_btl_dgram_endpoint_fail(ep, why);
 }
 
 /* Send a probe on every failed path (called from progress at probe_ms). */
@@ -324,7 +349,9 @@ void bm_btl_dgram_endpoint_probe_failed(struct bm_btl_dgram_module *m)
 /* ---- connectivity check --------------------------------------------------
  * At first contact (the first send to a peer) a small ping on the priority
  * channel and a full-size one on the data channel are sent and retried; the
- * peer answers each with a PONG of the same size. Data flows meanwhile. If
+ * peer answers each with a PONG of the same size (and, sent to its live
+ * port as well, its liveness responder with an ALIVE, so that a peer that
+ * computes at first contact passes too). Data flows meanwhile. If
  * neither size is answered there is no path; if only the small one is, the
  * path drops full-size datagrams (an MTU mismatch somewhere): either way the
  * path is declared failed with a message that says which, between which
@@ -336,6 +363,15 @@ static void check_send(struct bm_btl_dgram_endpoint *ep)
         bm_btl_dgram_send_ping(ep, BM_DGRAM_T_PING, ep->check_nonce, 0);
     if (!ep->check_big_ok)
         bm_btl_dgram_send_ping(ep, BM_DGRAM_T_PING, ep->check_nonce + 1, ep->mtu[BM_DGRAM_CH_DATA]);
+    if (ep->to_live.sin_port) {
+        /* the same to the peer's liveness responder (dgram_live.c): a peer
+         * that computes right after its first message answers from there */
+        if (!ep->check_small_ok)
+            bm_btl_dgram_send_ping_to(ep, &ep->to_live, ep->check_nonce, 0);
+        if (!ep->check_big_ok)
+            bm_btl_dgram_send_ping_to(ep, &ep->to_live, ep->check_nonce + 1,
+                                      ep->mtu[BM_DGRAM_CH_DATA]);
+    }
     ep->check_tries++;
     ep->check_next_ns = bm_btl_dgram_now() + (uint64_t)ep->module->cfg.check_ms * 1000000u;
 }

@@ -27,7 +27,18 @@
  * corruption as well. A receiver checks the MAC before the datagram touches
  * any state and drops it (counted in bad_mac) when it fails, or when it has
  * no MAC while authentication is on. Replayed genuine datagrams carry old
- * sequence numbers or sessions and are dropped as duplicates or stale. */
+ * sequence numbers or sessions and are dropped as duplicates or stale.
+ *
+ * Liveness (dgram_live.c): each module of the udp wire has a third socket,
+ * the live port, read only by a thread of its own. A PING sent there (MAC
+ * under the receiving module's key, as any datagram) is answered by that
+ * thread at once with an ALIVE, sent from the module's priority socket,
+ * whether or not the process is inside the library: the answer shows that
+ * the path carries datagrams and that the peer process lives, as a TCP
+ * peer's kernel shows with its ACKs while the application computes. The
+ * thread knows only its own module's key, so an ALIVE's MAC is under the
+ * answering module's key, which the pinging side holds as the key it sends
+ * with. */
 #ifndef BM_BTL_DGRAM_PROTO_H
 #define BM_BTL_DGRAM_PROTO_H
 
@@ -55,7 +66,10 @@ enum bm_dgram_type {
     BM_DGRAM_T_PING = 8,     /* unsequenced probe; payload is padding (connectivity, recovery) */
     BM_DGRAM_T_PONG = 9,     /* answer to a PING, same size, same nonce */
     BM_DGRAM_T_REPAIR = 10,  /* unsequenced: interface pairs excluded (repair extension) */
-    BM_DGRAM_T_MAX_ = 11,
+    BM_DGRAM_T_ALIVE = 11,   /* the liveness responder's answer to a PING sent to the live
+                                port: chunk extension with the PING's nonce, no payload; its
+                                MAC is under the ANSWERING module's key (see below) */
+    BM_DGRAM_T_MAX_ = 12,
 };
 
 /* Flags (bm_dgram_hdr.flags). */
@@ -145,6 +159,7 @@ static inline size_t bm_dgram_hdr_len(unsigned type)
     case BM_DGRAM_T_GET_NAK:
     case BM_DGRAM_T_PING:
     case BM_DGRAM_T_PONG:
+    case BM_DGRAM_T_ALIVE:
         return sizeof(struct bm_dgram_hdr) + sizeof(struct bm_dgram_chunk);
     case BM_DGRAM_T_PUT:
     case BM_DGRAM_T_GET_REQ:

@@ -530,7 +530,8 @@ static void recv_sequenced(struct bm_btl_dgram_module *m, struct bm_btl_dgram_en
 /* The datagram's MAC (dgram_proto.h, dgram_mac.c) under our key: the
  * whole header with its MAC and checksum fields read as zeros, then the
  * payload. Framing was checked (hlen is the type's header length). */
-static bool mac_ok(const struct bm_btl_dgram_module *m, const void *buf, size_t len)
+bool bm_btl_dgram_mac_check(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
+                            const void *buf, size_t len)
 {
     uint8_t hc[BM_DGRAM_MAX_HDR];
     struct bm_dgram_hdr h;
@@ -541,8 +542,43 @@ static bool mac_ok(const struct bm_btl_dgram_module *m, const void *buf, size_t 
     h.checksum = 0;
     memcpy(hc, &h, sizeof(h));
     memcpy(hc + sizeof(h), (const uint8_t *)buf + sizeof(h), hlen - sizeof(h));
-    return bm_btl_dgram_mac(m->mac_key, m->nh_key, hc, hlen, (const uint8_t *)buf + hlen,
-                            len - hlen) == want;
+    return bm_btl_dgram_mac(key, nh_key, hc, hlen, (const uint8_t *)buf + hlen, len - hlen) == want;
+}
+
+static bool mac_ok(const struct bm_btl_dgram_module *m, const void *buf, size_t len)
+{
+    return bm_btl_dgram_mac_check(m->mac_key, m->nh_key, buf, len);
+}
+
+/* An ALIVE: the answer of a peer's liveness responder (dgram_live.c) to our
+ * PING at its live port. It comes from the peer's priority socket to
+ * whichever of ours sent the PING, and its MAC is under the peer module's
+ * key (the one we send with), not ours. */
+static void alive_recv(struct bm_btl_dgram_module *m, const struct bm_btl_dgram_pkt *pkt,
+                       const void *buf, size_t len, const struct sockaddr_in *from)
+{
+    struct bm_dgram_hdr h;
+    memcpy(&h, pkt->hdr, sizeof(h));
+    struct bm_btl_dgram_endpoint *ep = h.sender < (uint32_t)m->neps ? m->eps[h.sender] : NULL;
+    if (!ep || h.src_module != ep->peer_index || h.dst_module != m->addr.index ||
+        from->sin_addr.s_addr != ep->to[BM_DGRAM_CH_PRIO].sin_addr.s_addr ||
+        from->sin_port != ep->to[BM_DGRAM_CH_PRIO].sin_port) {
+        m->stats.bad_sender++;
+        return;
+    }
+    if (h.flags & BM_DGRAM_F_MAC) {
+        if (!bm_btl_dgram_mac_check(ep->mac_key, ep->nh_key, buf, len)) {
+            m->stats.bad_mac++;
+            return;
+        }
+    } else if (m->cfg.auth || h.job_key != m->job_key) {
+        m->stats.bad_mac++;
+        return;
+    }
+    struct bm_dgram_chunk c;
+    memcpy(&c, pkt->chunk, sizeof(c));
+    if (!bm_btl_dgram_check_pong(ep, c.frag_id)) /* a connectivity check's ping, or */
+        bm_btl_dgram_live_answer(ep, c.frag_id);
 }
 
 void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
@@ -557,6 +593,10 @@ void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void 
     /* aligned copy of the base header for the checks below */
     struct bm_dgram_hdr h;
     memcpy(&h, pkt.hdr, sizeof(h));
+    if (h.type == BM_DGRAM_T_ALIVE) {
+        alive_recv(m, &pkt, buf, len, from);
+        return;
+    }
     if (h.flags & BM_DGRAM_F_MAC) {
         if (!mac_ok(m, buf, len)) {
             m->stats.bad_mac++;

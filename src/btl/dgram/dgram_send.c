@@ -578,7 +578,9 @@ bm_status_t bm_btl_dgram_flush(struct bm_btl_module *bm, struct bm_btl_endpoint 
     }
 }
 
-void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce, size_t size)
+/* A PING or PONG of size bytes (padded), to the peer's channel or to to. */
+static void ping_send(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce, size_t size,
+                      const struct sockaddr_in *to)
 {
     struct bm_btl_dgram_module *m = ep->module;
     static const uint8_t zeros[BM_DGRAM_MAX_DATAGRAM];
@@ -598,7 +600,24 @@ void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t
     c->frag_size = (uint32_t)pad;
     h->payload_len = (uint16_t)pad;
     bm_btl_dgram_post(m, ch, ep, buf, hlen, zeros, pad);
+    if (to) { /* the slot just queued: same socket, another destination */
+        struct bm_btl_dgram_txslot *slot = &m->ch[ch].tx[m->ch[ch].tx_count - 1];
+        slot->to = to;
+        slot->gso_ok = false;
+    }
     bm_btl_dgram_flush_channel(m, ch);
+}
+
+void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce, size_t size)
+{
+    ping_send(ep, type, nonce, size, NULL);
+}
+
+/* A PING to another port of the peer's address (its live port: dgram_live.c). */
+void bm_btl_dgram_send_ping_to(struct bm_btl_dgram_endpoint *ep, const struct sockaddr_in *to,
+                               uint32_t nonce, size_t size)
+{
+    ping_send(ep, BM_DGRAM_T_PING, nonce, size, to);
 }
 
 /* ---- entry points: the module lock (MPI_THREAD_MULTIPLE only) ---------- */

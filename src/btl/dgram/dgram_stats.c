@@ -26,13 +26,16 @@ void bm_btl_dgram_stats_get(const struct bm_btl_dgram_module *m,
                             struct bm_btl_dgram_stats *stats_out)
 {
     *stats_out = m->stats;
+    stats_out->live_answered = bm_btl_dgram_live_answered(m);
 }
 
 void bm_btl_dgram_stats_print(const struct bm_btl_dgram_module *m)
 {
     char line[2048];
     size_t off = 0;
-    const struct bm_btl_dgram_stats *s = &m->stats;
+    struct bm_btl_dgram_stats st;
+    bm_btl_dgram_stats_get(m, &st);
+    const struct bm_btl_dgram_stats *s = &st;
     off += (size_t)snprintf(line + off, sizeof(line) - off, "[dgram stats] rank %d %s:", m->rank,
                             m->super.name);
 #define BM_BTL_DGRAM_STATS_PRINT(name, help)                                                       \

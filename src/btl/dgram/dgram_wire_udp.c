@@ -125,6 +125,7 @@ static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
 
 static void udp_close(struct bm_btl_dgram_module *m)
 {
+    bm_btl_dgram_live_close(m); /* its thread answers from the priority socket */
     for (int c = 0; c < BM_DGRAM_NCH; c++) {
         struct bm_btl_dgram_channel *ch = &m->ch[c];
         if (ch->fd >= 0)
@@ -155,7 +156,7 @@ static bm_status_t udp_open(struct bm_btl_dgram_module *m)
     }
     m->addr.port_prio = m->ch[BM_DGRAM_CH_PRIO].port;
     m->addr.port_data = m->ch[BM_DGRAM_CH_DATA].port;
-    return BM_OK;
+    return bm_btl_dgram_live_open(m);
 }
 
 /* Send n prepared messages; a full socket buffer (EAGAIN) or an unreachable
