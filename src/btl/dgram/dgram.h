@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 extern const struct bm_btl_ops bm_btl_dgram_ops;
@@ -116,6 +117,8 @@ struct bm_btl_dgram_config {
     X(live_pings, "liveness pings sent to a silent peer's live port")                              \
     X(live_answers, "liveness answers received (the peer lives, the path carries datagrams)")      \
     X(live_held, "failure checks held back: the peer was silent but alive")                        \
+    X(live_progressing,                                                                            \
+      "liveness answers from a peer that runs its progress loop yet sends no ACK")                 \
     X(live_answered, "liveness pings this module's responder thread answered")                     \
     X(check_failures, "connectivity checks that failed (no path, or MTU trouble)")                 \
     X(path_recoveries, "failed paths taken back")                                                  \
@@ -495,6 +498,21 @@ struct bm_btl_dgram_module {
     struct bm_btl_dgram_live *live; /* the liveness responder (udp wire), NULL: none */
 };
 
+/* A base header cleared and addressed: type, sender rank, job key, the
+ * sending and receiving modules (the rest is the caller's). */
+static inline void bm_dgram_hdr_init(struct bm_dgram_hdr *h, unsigned type, uint32_t sender,
+                                     uint64_t job_key, uint8_t src_module, uint8_t dst_module)
+{
+    memset(h, 0, sizeof(*h));
+    h->magic = BM_DGRAM_MAGIC;
+    h->version = BM_DGRAM_VERSION;
+    h->type = (uint8_t)type;
+    h->sender = sender;
+    h->job_key = job_key;
+    h->src_module = src_module;
+    h->dst_module = dst_module;
+}
+
 /* ---- sequence arithmetic (wrap-safe, 16-bit) ----------------------------- */
 
 static inline int16_t bm_dgram_seq_diff(uint16_t a, uint16_t b)
@@ -585,7 +603,9 @@ uint64_t bm_btl_dgram_live_answered(const struct bm_btl_dgram_module *m);
 /* Liveness of a silent peer: ping it (at a retransmit timeout), take an
  * answer, and whether it answered within the live window. */
 void bm_btl_dgram_live_ping(struct bm_btl_dgram_endpoint *ep);
-void bm_btl_dgram_live_answer(struct bm_btl_dgram_endpoint *ep, uint32_t nonce);
+void bm_btl_dgram_live_answer(struct bm_btl_dgram_endpoint *ep, uint32_t nonce, uint32_t idle_ms);
+/* A progress pass ran (the responder reports how long ago). */
+void bm_btl_dgram_live_mark(struct bm_btl_dgram_module *m);
 bool bm_btl_dgram_live_recent(const struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_probe_failed(struct bm_btl_dgram_module *m);
 /* Connectivity check: start it (first send), advance it (progress), and

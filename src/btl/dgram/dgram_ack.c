@@ -69,15 +69,9 @@ int bm_btl_dgram_ack_progress(struct bm_btl_dgram_module *m)
         bm_util_list_remove(it);
         uint8_t buf[sizeof(struct bm_dgram_hdr)];
         struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)buf;
-        memset(h, 0, sizeof(*h));
-        h->magic = BM_DGRAM_MAGIC;
-        h->version = BM_DGRAM_VERSION;
-        h->type = BM_DGRAM_T_ACK;
-        h->sender = (uint32_t)m->rank;
-        h->job_key = m->job_key;
+        bm_dgram_hdr_init(h, BM_DGRAM_T_ACK, (uint32_t)m->rank, m->job_key, m->addr.index,
+                          ep->peer_index);
         h->snd_session = ep->snd_session;
-        h->src_module = m->addr.index;
-        h->dst_module = ep->peer_index;
         bm_btl_dgram_ack_fill(ep, h);
         bm_btl_dgram_post(m, BM_DGRAM_CH_PRIO, ep, buf, sizeof(*h), NULL, 0);
         m->stats.acks_sent++;

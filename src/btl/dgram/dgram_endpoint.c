@@ -531,14 +531,8 @@ void bm_btl_dgram_send_repair(struct bm_btl_dgram_endpoint *ep, uint32_t nonce, 
     struct bm_btl_dgram_module *m = ep->module;
     uint8_t buf[sizeof(struct bm_dgram_hdr) + sizeof(struct bm_dgram_repair)];
     struct bm_dgram_hdr *h = (struct bm_dgram_hdr *)buf;
-    memset(buf, 0, sizeof(buf));
-    h->magic = BM_DGRAM_MAGIC;
-    h->version = BM_DGRAM_VERSION;
-    h->type = BM_DGRAM_T_REPAIR;
-    h->sender = (uint32_t)m->rank;
-    h->job_key = m->job_key;
-    h->src_module = m->addr.index;
-    h->dst_module = ep->peer_index;
+    bm_dgram_hdr_init(h, BM_DGRAM_T_REPAIR, (uint32_t)m->rank, m->job_key, m->addr.index,
+                      ep->peer_index);
     struct bm_dgram_repair r = {
         .nonce = nonce, .flags = flags, .excluded = excluded, .excl_mtu = excl_mtu};
     memcpy(h + 1, &r, sizeof(r));

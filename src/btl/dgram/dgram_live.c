@@ -24,7 +24,10 @@
  * path whose pings go unanswered is declared failed, as fast as before.
  * Segments other than the oldest are not resent while the peer is known
  * alive (they are waiting in its socket buffer; the oldest one's resends
- * are enough to get an ACK as soon as it reads again). */
+ * are enough to get an ACK as soon as it reads again). An ALIVE also says
+ * how long ago the peer last ran its progress loop (one relaxed store per
+ * pass): only a peer that has really been away holds the failure back
+ * (bm_btl_dgram_live_answer). */
 #define BM_LOG_SUBSYS "btl/dgram"
 #include "btl/dgram/dgram.h"
 #include "util/log.h"
@@ -59,6 +62,9 @@ struct bm_btl_dgram_live {
     uint8_t key[16];
     uint64_t nh_key[BM_DGRAM_NH_WORDS];
     _Atomic uint64_t answered;
+    /* the last progress pass of the module (bm_btl_dgram_live_mark): an
+     * ALIVE says how long ago it was */
+    _Atomic uint64_t main_ns;
     uint8_t buf[BM_DGRAM_MAX_DATAGRAM + 8];
 };
 
@@ -113,15 +119,12 @@ static void live_answer_one(struct bm_btl_dgram_live *l, size_t len, const struc
     memcpy(&c, pkt.chunk, sizeof(c));
     uint8_t out[sizeof(struct bm_dgram_hdr) + sizeof(struct bm_dgram_chunk)];
     struct bm_dgram_hdr *a = (struct bm_dgram_hdr *)out;
-    memset(out, 0, sizeof(out));
-    a->magic = BM_DGRAM_MAGIC;
-    a->version = BM_DGRAM_VERSION;
-    a->type = BM_DGRAM_T_ALIVE;
-    a->sender = l->rank;
-    a->job_key = l->job_key;
-    a->src_module = l->index;
-    a->dst_module = h.src_module;
-    struct bm_dgram_chunk ac = {.frag_id = c.frag_id};
+    bm_dgram_hdr_init(a, BM_DGRAM_T_ALIVE, l->rank, l->job_key, l->index, h.src_module);
+    uint64_t now = bm_btl_dgram_now();
+    uint64_t last = atomic_load_explicit(&l->main_ns, memory_order_relaxed);
+    uint64_t idle_ms = now > last ? (now - last) / 1000000u : 0;
+    struct bm_dgram_chunk ac = {.frag_id = c.frag_id,
+                                .frag_size = idle_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)idle_ms};
     memcpy(a + 1, &ac, sizeof(ac));
     if (l->auth) {
         a->flags |= BM_DGRAM_F_MAC;
@@ -170,6 +173,7 @@ bm_status_t bm_btl_dgram_live_start(struct bm_btl_dgram_module *m)
     memcpy(l->key, m->mac_key, sizeof(l->key));
     memcpy(l->nh_key, m->nh_key, sizeof(l->nh_key));
     l->reply_fd = m->ch[BM_DGRAM_CH_PRIO].fd;
+    atomic_store_explicit(&l->main_ns, bm_btl_dgram_now(), memory_order_relaxed);
     l->stop_fd = eventfd(0, EFD_CLOEXEC);
     /* the thread takes no signals: they stay the application's */
     sigset_t all, old;
@@ -210,6 +214,11 @@ void bm_btl_dgram_live_close(struct bm_btl_dgram_module *m)
     m->live = NULL;
 }
 
+void bm_btl_dgram_live_mark(struct bm_btl_dgram_module *m)
+{
+    atomic_store_explicit(&m->live->main_ns, m->now_ns, memory_order_relaxed);
+}
+
 uint64_t bm_btl_dgram_live_answered(const struct bm_btl_dgram_module *m)
 {
     return m->live ? atomic_load_explicit(&m->live->answered, memory_order_relaxed)
@@ -235,12 +244,24 @@ void bm_btl_dgram_live_ping(struct bm_btl_dgram_endpoint *ep)
     bm_btl_dgram_send_ping_to(ep, &ep->to_live, ep->live_nonce, ep->mtu[BM_DGRAM_CH_DATA]);
 }
 
-void bm_btl_dgram_live_answer(struct bm_btl_dgram_endpoint *ep, uint32_t nonce)
+/* An answer says the peer lives and how long ago it last ran its progress
+ * loop. A peer that computes has been away at least about as long as we
+ * have waited for its ACK; one that runs its loop all along (idle well
+ * under half our wait) had every resend in hand and did not ACK it: that is
+ * no busy peer but a stream it rejects (a protocol fault), and the failure
+ * (which restarts the stream in a new session) must not be held back. */
+void bm_btl_dgram_live_answer(struct bm_btl_dgram_endpoint *ep, uint32_t nonce, uint32_t idle_ms)
 {
+    struct bm_btl_dgram_module *m = ep->module;
     if (ep->live_ping_ns == 0 || nonce != ep->live_nonce)
         return; /* not an answer to our current pings (replayed, or late) */
-    ep->live_ns = ep->module->now_ns ? ep->module->now_ns : bm_btl_dgram_now();
-    ep->module->stats.live_answers++;
+    m->stats.live_answers++;
+    uint64_t now = m->now_ns ? m->now_ns : bm_btl_dgram_now();
+    uint64_t waited = now > ep->progress_ns ? now - ep->progress_ns : 0;
+    if (2 * (uint64_t)idle_ms * 1000000u >= waited)
+        ep->live_ns = now;
+    else
+        m->stats.live_progressing++;
 }
 
 /* The live window: pings leave at most rto_max apart (the backed-off

@@ -464,6 +464,8 @@ static int bm_btl_dgram_module_progress_unlocked(struct bm_btl_dgram_module *m)
 {
     int n = 0;
     m->now_ns = bm_btl_dgram_now();
+    if (m->live)
+        bm_btl_dgram_live_mark(m);
     /* Drain both channels (bounded) before answering: an ACK built after
      * reading only one of them shows as holes the packets still waiting in
      * the other, and the sender would resend them for nothing. One

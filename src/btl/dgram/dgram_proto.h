@@ -67,8 +67,10 @@ enum bm_dgram_type {
     BM_DGRAM_T_PONG = 9,     /* answer to a PING, same size, same nonce */
     BM_DGRAM_T_REPAIR = 10,  /* unsequenced: interface pairs excluded (repair extension) */
     BM_DGRAM_T_ALIVE = 11,   /* the liveness responder's answer to a PING sent to the live
-                                port: chunk extension with the PING's nonce, no payload; its
-                                MAC is under the ANSWERING module's key (see below) */
+                                port: chunk extension with the PING's nonce and, in
+                                frag_size, the ms since the answering process last ran the
+                                transport's progress; no payload; its MAC is under the
+                                ANSWERING module's key (see below) */
     BM_DGRAM_T_MAX_ = 12,
 };
 

@@ -550,6 +550,23 @@ static bool mac_ok(const struct bm_btl_dgram_module *m, const void *buf, size_t 
     return bm_btl_dgram_mac_check(m->mac_key, m->nh_key, buf, len);
 }
 
+/* The endpoint of the datagram's sender when its rank, modules and source
+ * address (the peer's socket of channel ch) match the pairing; else NULL,
+ * counted in bad_sender. */
+static struct bm_btl_dgram_endpoint *sender_endpoint(struct bm_btl_dgram_module *m,
+                                                     const struct bm_dgram_hdr *h, int ch,
+                                                     const struct sockaddr_in *from)
+{
+    struct bm_btl_dgram_endpoint *ep = h->sender < (uint32_t)m->neps ? m->eps[h->sender] : NULL;
+    if (!ep || h->src_module != ep->peer_index || h->dst_module != m->addr.index ||
+        from->sin_addr.s_addr != ep->to[ch].sin_addr.s_addr ||
+        from->sin_port != ep->to[ch].sin_port) {
+        m->stats.bad_sender++;
+        return NULL;
+    }
+    return ep;
+}
+
 /* An ALIVE: the answer of a peer's liveness responder (dgram_live.c) to our
  * PING at its live port. It comes from the peer's priority socket to
  * whichever of ours sent the PING, and its MAC is under the peer module's
@@ -559,13 +576,9 @@ static void alive_recv(struct bm_btl_dgram_module *m, const struct bm_btl_dgram_
 {
     struct bm_dgram_hdr h;
     memcpy(&h, pkt->hdr, sizeof(h));
-    struct bm_btl_dgram_endpoint *ep = h.sender < (uint32_t)m->neps ? m->eps[h.sender] : NULL;
-    if (!ep || h.src_module != ep->peer_index || h.dst_module != m->addr.index ||
-        from->sin_addr.s_addr != ep->to[BM_DGRAM_CH_PRIO].sin_addr.s_addr ||
-        from->sin_port != ep->to[BM_DGRAM_CH_PRIO].sin_port) {
-        m->stats.bad_sender++;
+    struct bm_btl_dgram_endpoint *ep = sender_endpoint(m, &h, BM_DGRAM_CH_PRIO, from);
+    if (!ep)
         return;
-    }
     if (h.flags & BM_DGRAM_F_MAC) {
         if (!bm_btl_dgram_mac_check(ep->mac_key, ep->nh_key, buf, len)) {
             m->stats.bad_mac++;
@@ -578,7 +591,7 @@ static void alive_recv(struct bm_btl_dgram_module *m, const struct bm_btl_dgram_
     struct bm_dgram_chunk c;
     memcpy(&c, pkt->chunk, sizeof(c));
     if (!bm_btl_dgram_check_pong(ep, c.frag_id)) /* a connectivity check's ping, or */
-        bm_btl_dgram_live_answer(ep, c.frag_id);
+        bm_btl_dgram_live_answer(ep, c.frag_id, c.frag_size);
 }
 
 void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
@@ -620,13 +633,9 @@ void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void 
         bm_btl_dgram_repair_recv(m, ch, &h, &r, from);
         return;
     }
-    struct bm_btl_dgram_endpoint *ep = h.sender < (uint32_t)m->neps ? m->eps[h.sender] : NULL;
-    if (!ep || h.src_module != ep->peer_index || h.dst_module != m->addr.index ||
-        from->sin_addr.s_addr != ep->to[ch].sin_addr.s_addr ||
-        from->sin_port != ep->to[ch].sin_port) {
-        m->stats.bad_sender++;
+    struct bm_btl_dgram_endpoint *ep = sender_endpoint(m, &h, ch, from);
+    if (!ep)
         return;
-    }
     m->stats.recv_packets++;
     pkt.hdr = &h;
     bm_btl_dgram_ack_handle(ep, &h);

@@ -149,15 +149,8 @@ void bm_btl_dgram_flush_channel(struct bm_btl_dgram_module *m, int c)
 static void fill_base(struct bm_btl_dgram_endpoint *ep, struct bm_dgram_hdr *h, unsigned type)
 {
     struct bm_btl_dgram_module *m = ep->module;
-    memset(h, 0, sizeof(*h));
-    h->magic = BM_DGRAM_MAGIC;
-    h->version = BM_DGRAM_VERSION;
-    h->type = (uint8_t)type;
-    h->sender = (uint32_t)m->rank;
-    h->job_key = m->job_key;
+    bm_dgram_hdr_init(h, type, (uint32_t)m->rank, m->job_key, m->addr.index, ep->peer_index);
     h->snd_session = ep->snd_session;
-    h->src_module = m->addr.index;
-    h->dst_module = ep->peer_index;
 }
 
 /* (Re)transmit one sequenced segment on channel ch and start its timer. */
