@@ -141,7 +141,9 @@
  *     recursive module lock; ofi, with a lock per transmit/receive context;
  *     sm, with a send lock per endpoint for sendi's fast boxes and a
  *     recursive module lock for the rest, src/btl/sm/README.md "Threads";
- *     self and tcp leave it to the base). Its operations are called from several threads at
+ *     tcp, with a send lock per endpoint and a recursive component lock,
+ *     src/btl/tcp/README.md "Threads"; self leaves it to the base). Its
+ *     operations are called from several threads at
  *     once, also while progress runs; progress, flush, wait_arm and
  *     wait_disarm are called by one thread at a time, the one that holds
  *     the PML's progress lock.

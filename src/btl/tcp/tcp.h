@@ -11,6 +11,7 @@
 #include "btl/btl.h"
 #include "btl/tcp/tcp_proto.h"
 #include "util/list.h"
+#include "util/lock.h"
 
 #include <net/if.h>
 #include <stdbool.h>
@@ -170,7 +171,7 @@ struct bm_btl_tcp_conn {
     struct bm_util_list_node timer_node; /* on the component's timer list while deadline_ns */
     struct bm_util_list_node qnode_anon; /* on the component's anon list while unidentified */
     int err;   /* errno of a send failure, reported at the end of progress */
-    bool dead; /* on the component's dead list */
+    bool dead; /* on the component's dead list (relaxed atomic: set by senders) */
     struct bm_btl_tcp_conn *dead_next;
     uint8_t hs[sizeof(struct bm_btl_tcp_hs)];
     size_t hs_len;
@@ -181,10 +182,10 @@ struct bm_btl_tcp_conn {
     struct bm_util_queue ackq;  /* frags written, waiting for the peer's acknowledgement */
     size_t queued_bytes;
     uint32_t tx_seq;   /* next DATA sequence number */
-    uint32_t rx_count; /* DATA frames received */
+    uint32_t rx_count; /* DATA frames received (relaxed atomic: senders piggy-back it) */
     uint32_t ack_sent; /* rx_count last sent to the peer */
     bool ack_listed;   /* on the component's ack list */
-    bool ack_urgent;   /* a frame asked for an acknowledgement at once */
+    bool ack_urgent;   /* a frame asked for an acknowledgement at once (relaxed atomic) */
     int ack_age;       /* progress calls the owed acknowledgement has waited */
     struct bm_btl_tcp_conn *ack_next;
     struct bm_btl_tcp_frag *ctl; /* the ACK/FIN frame of this connection */
@@ -236,6 +237,20 @@ struct bm_btl_tcp_endpoint {
     struct bm_btl_tcp_conn *links; /* [config.links] */
     int nlinks;
     uint32_t rr; /* round-robin cursor over links */
+    /* Under MPI_THREAD_MULTIPLE (README "Threads"): the send lock of this
+     * endpoint, over its links' send state (sendq, ackq, queued_bytes,
+     * tx_seq, ack_sent, ack_age, epoll interest), rr, fast and the pool
+     * below. fast: every link is connected and none is dead, and the
+     * endpoint has not failed; while it is set a sender needs this lock
+     * only. Whatever changes a link's connection (its state, its socket)
+     * clears it first, under this lock; it is set again only with the
+     * component's lock held. */
+    bool mt;
+    bool fast;
+    bool connect_pending; /* MT: a send found a link idle; progress connects */
+    struct bm_util_lock lock;
+    struct bm_btl_tcp_frag *pool; /* MT: this peer's free fragments */
+    int pool_count;
 };
 
 /* ---- peers' modex records, pairing (tcp_module.c) ---------------------------- */
@@ -279,7 +294,9 @@ struct bm_btl_tcp_component {
     struct bm_util_list timers;    /* connections with a deadline */
     struct bm_util_list anon;      /* accepted sockets not yet identified (also on timers) */
     struct bm_btl_tcp_conn *ack_list;
-    struct bm_btl_tcp_conn *dead_list; /* send failures to report at the end of progress */
+    /* send failures to report at the end of progress; senders push with
+     * a compare-and-swap (they hold their endpoint's lock, not ours) */
+    _Atomic(struct bm_btl_tcp_conn *) dead_list;
     struct bm_btl_tcp_frag *pool;
     int pool_count;
     struct bm_btl_tcp_place_abort *place_aborts; /* to report at the end of progress */
@@ -300,7 +317,49 @@ struct bm_btl_tcp_component {
     int live_min_rto;          /* unanswered retransmissions that make a stall a failure */
     bool finalizing;
     struct bm_btl_tcp_stray stray[BM_BTL_TCP_STRAY_SOURCES];
+    /* MPI_THREAD_MULTIPLE (init args): tcp locks for itself
+     * (BM_BTL_CAP_THREADS, README "Threads"). lock: recursive, over
+     * everything but the endpoints' send state: progress (held across its
+     * callbacks), connection set-up, timers, lists, the slow send path. */
+    bool mt;
+    struct bm_util_lock lock;
+    int nconnect; /* endpoints with connect_pending */
 };
+
+/* Under MPI_THREAD_MULTIPLE: the component's lock (outer) and an
+ * endpoint's send lock (inner; never held across a callback). */
+static inline void bm_btl_tcp_comp_lock(struct bm_btl_tcp_component *c)
+{
+    if (__builtin_expect(c->mt, 0))
+        bm_util_lock_take(&c->lock);
+}
+static inline void bm_btl_tcp_comp_unlock(struct bm_btl_tcp_component *c)
+{
+    if (__builtin_expect(c->mt, 0))
+        bm_util_lock_give(&c->lock);
+}
+static inline void bm_btl_tcp_ep_lock(struct bm_btl_tcp_endpoint *ep)
+{
+    if (__builtin_expect(ep->mt, 0))
+        bm_util_lock_take(&ep->lock);
+}
+static inline void bm_btl_tcp_ep_unlock(struct bm_btl_tcp_endpoint *ep)
+{
+    if (__builtin_expect(ep->mt, 0))
+        bm_util_lock_give(&ep->lock);
+}
+/* A link's connection is about to change: senders take the slow path
+ * (under the component's lock) until the endpoint is fast again. */
+static inline void bm_btl_tcp_ep_unfast(struct bm_btl_tcp_endpoint *ep)
+{
+    if (__builtin_expect(ep->mt, 0)) {
+        bm_util_lock_take(&ep->lock);
+        ep->fast = false;
+        bm_util_lock_give(&ep->lock);
+    }
+}
+/* With the component's lock held: set fast when every link is connected. */
+void bm_btl_tcp_ep_refresh_fast(struct bm_btl_tcp_endpoint *ep);
 
 extern const struct bm_btl_ops bm_btl_tcp_ops;
 
@@ -359,6 +418,8 @@ void bm_btl_tcp_endpoint_probe_failed(struct bm_btl_tcp_endpoint *ep, struct bm_
  * addresses and move to the peer's next address, or fail the endpoint. */
 void bm_btl_tcp_endpoint_drop_pair(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_conn *c,
                                    int err, const char *why);
+/* MT: connect the links of endpoints whose sends found them idle. */
+void bm_btl_tcp_endpoint_connect_pending(struct bm_btl_tcp_component *comp);
 /* Start reconnection attempts of failed endpoints that are due. */
 void bm_btl_tcp_endpoint_retry(struct bm_btl_tcp_component *comp, long long now);
 /* Report connections that failed inside send (called at the end of progress). */
@@ -420,6 +481,8 @@ void bm_btl_tcp_frag_queue_fin(struct bm_btl_tcp_conn *c);
 void bm_btl_tcp_frag_fail_all(struct bm_btl_tcp_conn *c, int status);
 /* Release the component's fragment pool. */
 void bm_btl_tcp_frag_pool_release(struct bm_btl_tcp_component *comp);
+/* Release an endpoint's own pool (MPI_THREAD_MULTIPLE). */
+void bm_btl_tcp_frag_pool_release_ep(struct bm_btl_tcp_endpoint *ep);
 /* Allocate the internal control fragment of a connection. */
 struct bm_btl_tcp_frag *bm_btl_tcp_frag_new_ctl(void);
 

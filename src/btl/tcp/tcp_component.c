@@ -208,6 +208,11 @@ static bm_status_t bm_btl_tcp_init(const struct bm_btl_init_args *args,
     c->super.ops = &bm_btl_tcp_ops;
     c->super.rte = args->rte;
     c->epfd = -1;
+    c->mt = args->thread_level >= BM_BTL_THREAD_MULTIPLE;
+    if (c->mt) {
+        static struct bm_util_lock_class comp_class = {.name = "tcp component"};
+        bm_util_lock_init(&c->lock, &comp_class, true);
+    }
     bm_util_list_init(&c->timers);
     bm_util_list_init(&c->anon);
     bm_status_t rc = bm_util_params_load(&tcp_param_table, &c->cfg);
@@ -266,9 +271,8 @@ err:
     return rc;
 }
 
-static int bm_btl_tcp_progress(struct bm_btl_component *comp)
+static inline __attribute__((always_inline)) int tcp_progress(struct bm_btl_tcp_component *c)
 {
-    struct bm_btl_tcp_component *c = (struct bm_btl_tcp_component *)comp;
     struct epoll_event ev[64];
     c->completions = 0;
     /* The one-connection fast path: while the process has a single
@@ -279,9 +283,18 @@ static int bm_btl_tcp_progress(struct bm_btl_component *comp)
     struct bm_btl_tcp_conn *hot = c->hot;
     int n = 0;
     if (hot && c->nconnected == 1 && hot->state == BM_BTL_TCP_CONN_CONNECTED && hot->fd >= 0 &&
-        !hot->dead && ++c->hot_passes % TCP_HOT_EPOLL_EVERY != 0) {
-        if (bm_btl_tcp_conn_recv(hot) && hot->fd >= 0 && !bm_util_queue_empty(&hot->sendq))
-            bm_btl_tcp_frag_flush(hot);
+        !__atomic_load_n(&hot->dead, __ATOMIC_RELAXED) &&
+        ++c->hot_passes % TCP_HOT_EPOLL_EVERY != 0) {
+        if (bm_btl_tcp_conn_recv(hot) && hot->fd >= 0) {
+            if (__builtin_expect(c->mt, 0)) {
+                bm_util_lock_take(&hot->ep->lock); /* senders queue under it */
+                if (!bm_util_queue_empty(&hot->sendq))
+                    bm_btl_tcp_frag_flush(hot);
+                bm_util_lock_give(&hot->ep->lock);
+            } else if (!bm_util_queue_empty(&hot->sendq)) {
+                bm_btl_tcp_frag_flush(hot);
+            }
+        }
     } else {
         n = epoll_wait(c->epfd, ev, 64, 0);
     }
@@ -294,7 +307,7 @@ static int bm_btl_tcp_progress(struct bm_btl_component *comp)
     }
     if (!bm_util_list_empty(&c->timers))
         bm_btl_tcp_conn_timers(c, bm_btl_tcp_now_ns());
-    if (c->dead_list)
+    if (atomic_load_explicit(&c->dead_list, memory_order_relaxed))
         bm_btl_tcp_endpoint_reap(c);
     if (c->nretry > 0) {
         long long now = bm_btl_tcp_now_ns();
@@ -315,6 +328,23 @@ static int bm_btl_tcp_progress(struct bm_btl_component *comp)
     return c->completions;
 }
 
+/* Under MPI_THREAD_MULTIPLE progress holds the component's lock across its
+ * callbacks (the PML's progress-lock holder is its one caller); senders
+ * to connected endpoints never take it (README "Threads"). */
+static int bm_btl_tcp_progress(struct bm_btl_component *comp)
+{
+    struct bm_btl_tcp_component *c = (struct bm_btl_tcp_component *)comp;
+    if (__builtin_expect(c->mt, 0)) {
+        bm_util_lock_take(&c->lock);
+        if (c->nconnect > 0) /* links that sends found idle (tcp_frag.c) */
+            bm_btl_tcp_endpoint_connect_pending(c);
+        int n = tcp_progress(c);
+        bm_util_lock_give(&c->lock);
+        return n;
+    }
+    return tcp_progress(c);
+}
+
 /* btl.h "Sleeping": the epoll set itself is the wait descriptor (an epoll
  * descriptor is readable while any socket in it has an event: data, room
  * for a queued send, a connection). Timers: connection deadlines and the
@@ -324,13 +354,24 @@ static int tcp_wait_fd(struct bm_btl_component *comp)
     return ((struct bm_btl_tcp_component *)comp)->epfd;
 }
 
-static bool tcp_busy(const struct bm_btl_tcp_component *c);
+static bool tcp_busy(struct bm_btl_tcp_component *c);
+
+static int tcp_wait_arm_locked(struct bm_btl_tcp_component *c, int64_t *timeout_ns);
 
 static int tcp_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
 {
     struct bm_btl_tcp_component *c = (struct bm_btl_tcp_component *)comp;
+    bm_btl_tcp_comp_lock(c); /* the timers: a slow-path sender may be connecting */
+    int rc = tcp_wait_arm_locked(c, timeout_ns);
+    bm_btl_tcp_comp_unlock(c);
+    return rc;
+}
+
+static int tcp_wait_arm_locked(struct bm_btl_tcp_component *c, int64_t *timeout_ns)
+{
     *timeout_ns = -1;
-    if (c->ack_list || c->dead_list || c->place_aborts)
+    if (c->ack_list || atomic_load_explicit(&c->dead_list, memory_order_relaxed) ||
+        c->place_aborts || c->nconnect > 0)
         return 1;
     long long now = bm_btl_tcp_now_ns(), next = -1;
     struct bm_util_list_node *it;
@@ -356,17 +397,21 @@ static void tcp_wait_disarm(struct bm_btl_component *comp)
 }
 
 /* Anything still to be written or acknowledged on a live connection? */
-static bool tcp_busy(const struct bm_btl_tcp_component *c)
+static bool tcp_busy(struct bm_btl_tcp_component *c)
 {
     for (int i = 0; i < c->nmodules; i++)
         for (int r = 0; r < c->size; r++) {
             struct bm_btl_tcp_endpoint *ep = c->modules[i]->eps[r];
             if (!ep || ep->failed)
                 continue;
-            for (int k = 0; k < ep->nlinks; k++)
-                if (!bm_util_queue_empty(&ep->links[k].sendq) ||
-                    !bm_util_queue_empty(&ep->links[k].ackq))
-                    return true;
+            bool busy = false;
+            bm_btl_tcp_ep_lock(ep);
+            for (int k = 0; k < ep->nlinks && !busy; k++)
+                busy = !bm_util_queue_empty(&ep->links[k].sendq) ||
+                       !bm_util_queue_empty(&ep->links[k].ackq);
+            bm_btl_tcp_ep_unlock(ep);
+            if (busy)
+                return true;
         }
     return false;
 }
@@ -387,10 +432,34 @@ static bm_status_t tcp_del_procs(struct bm_btl_module *m, int nprocs, const int 
                                  struct bm_btl_endpoint **endpoints)
 {
     struct bm_btl_tcp_component *c = ((struct bm_btl_tcp_module *)m)->comp;
+    bm_btl_tcp_comp_lock(c);
     c->finalizing = true; /* no reconnection from here on */
     if (c->epfd >= 0)
         tcp_drain(c);
-    return bm_btl_tcp_del_procs(m, nprocs, ranks, endpoints);
+    bm_status_t rc = bm_btl_tcp_del_procs(m, nprocs, ranks, endpoints);
+    bm_btl_tcp_comp_unlock(c);
+    return rc;
+}
+
+static bm_status_t tcp_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
+                                 struct bm_btl_endpoint **endpoints_out,
+                                 struct bm_util_bitmap *reachable)
+{
+    struct bm_btl_tcp_component *c = ((struct bm_btl_tcp_module *)m)->comp;
+    bm_btl_tcp_comp_lock(c);
+    bm_status_t rc = bm_btl_tcp_add_procs(m, nprocs, ranks, endpoints_out, reachable);
+    bm_btl_tcp_comp_unlock(c);
+    return rc;
+}
+
+static bm_status_t tcp_stats(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                             struct bm_btl_path_stats *out)
+{
+    struct bm_btl_tcp_component *c = ((struct bm_btl_tcp_module *)m)->comp;
+    bm_btl_tcp_comp_lock(c);
+    bm_status_t rc = bm_btl_tcp_stats(m, ep, out);
+    bm_btl_tcp_comp_unlock(c);
+    return rc;
 }
 
 static void bm_btl_tcp_finalize(struct bm_btl_component *comp)
@@ -420,6 +489,8 @@ static void bm_btl_tcp_finalize(struct bm_btl_component *comp)
     free(c->place_iov);
     if (c->epfd >= 0)
         close(c->epfd);
+    if (c->mt)
+        bm_util_lock_destroy(&c->lock);
     free(c);
 }
 
@@ -437,7 +508,8 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .description = "TCP sockets over every usable IPv4/IPv6 interface (works everywhere)",
     .params = &tcp_param_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED | BM_BTL_CAP_FAILOVER |
-            BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS | BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_SEND_IOV,
+            BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS | BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_SEND_IOV |
+            BM_BTL_CAP_THREADS,
     .query = bm_btl_tcp_query,
     .init = bm_btl_tcp_init,
     .progress = bm_btl_tcp_progress,
@@ -445,7 +517,7 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .wait_arm = tcp_wait_arm,
     .wait_disarm = tcp_wait_disarm,
     .finalize = bm_btl_tcp_finalize,
-    .add_procs = bm_btl_tcp_add_procs,
+    .add_procs = tcp_add_procs,
     .del_procs = tcp_del_procs,
     .alloc = bm_btl_tcp_alloc,
     .free = bm_btl_tcp_free,
@@ -453,5 +525,5 @@ const struct bm_btl_ops bm_btl_tcp_ops = {
     .prepare_src_iov = bm_btl_tcp_prepare_src_iov,
     .send = bm_btl_tcp_send,
     .flush = bm_btl_tcp_flush,
-    .stats = bm_btl_tcp_stats,
+    .stats = tcp_stats,
 };

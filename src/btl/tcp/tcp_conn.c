@@ -142,6 +142,8 @@ static void tcp_conn_place_abort(struct bm_btl_tcp_conn *c);
 
 void bm_btl_tcp_conn_close_fd(struct bm_btl_tcp_conn *c)
 {
+    if (c->ep)
+        bm_btl_tcp_ep_unfast(c->ep);
     tcp_conn_place_abort(c);
     c->place_declined = false;
     if (c->comp && c->comp->hot == c)
@@ -239,9 +241,12 @@ static void tcp_conn_established(struct bm_btl_tcp_conn *c)
     tcp_timer_clear(c);
     bm_log_debug("%s: link %d to rank %d connected (%s -> %s)", c->ep->module->super.name, c->link,
                  c->ep->rank, c->local_str, c->peer_str);
+    bm_btl_tcp_ep_lock(c->ep);
     bm_btl_tcp_conn_want_write(c, !bm_util_queue_empty(&c->sendq));
     if (!bm_util_queue_empty(&c->sendq))
         bm_btl_tcp_frag_flush(c);
+    bm_btl_tcp_ep_unlock(c->ep);
+    bm_btl_tcp_ep_refresh_fast(c->ep);
 }
 
 static void tcp_conn_send_hello(struct bm_btl_tcp_conn *c)
@@ -629,8 +634,11 @@ void bm_btl_tcp_conn_event(struct bm_btl_tcp_conn *c, uint32_t events)
             return;
         if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && !bm_btl_tcp_conn_recv(c))
             return;
-        if ((events & EPOLLOUT) && c->fd >= 0)
+        if ((events & EPOLLOUT) && c->fd >= 0) {
+            bm_btl_tcp_ep_lock(c->ep);
             bm_btl_tcp_frag_flush(c);
+            bm_btl_tcp_ep_unlock(c->ep);
+        }
         return;
     default:
         return;
@@ -858,10 +866,10 @@ static bool tcp_conn_place_done(struct bm_btl_tcp_conn *c)
     struct bm_btl_tcp_endpoint *ep = c->ep;
     struct bm_btl_module *m = &ep->module->super;
     c->placing = false;
-    c->rx_count++;
+    __atomic_store_n(&c->rx_count, c->rx_count + 1, __ATOMIC_RELAXED);
     tcp_conn_owe_ack(c);
     if (c->place_ack_now)
-        c->ack_urgent = true;
+        __atomic_store_n(&c->ack_urgent, true, __ATOMIC_RELAXED);
     comp->completions++;
     comp->placed_frames++;
     struct bm_btl_segment seg = {c->place_hdr, c->place_hdr_len};
@@ -954,10 +962,11 @@ static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
                 tcp_conn_protocol_error(c, "frame out of sequence");
                 return false;
             }
-            c->rx_count++;
+            /* relaxed stores: senders read both (tcp_frag.c, the piggy-backed ACK) */
+            __atomic_store_n(&c->rx_count, c->rx_count + 1, __ATOMIC_RELAXED);
             tcp_conn_owe_ack(c);
             if (ntohs(h.flags) & BM_BTL_TCP_HDR_F_ACK_NOW)
-                c->ack_urgent = true;
+                __atomic_store_n(&c->ack_urgent, true, __ATOMIC_RELAXED);
             struct bm_btl_segment seg = {c->rbuf + c->rpos + sizeof(h), len};
             struct bm_btl_recv_desc d = tcp_conn_desc(ep, h.tag, &seg);
             c->rpos += sizeof(h) + len;
@@ -1111,12 +1120,12 @@ bool bm_btl_tcp_conn_recv(struct bm_btl_tcp_conn *c)
         int err = n == 0 ? 0 : errno;
         if (c->peer_fin) { /* EOF, or a reset because our last bytes went unread */
             struct bm_btl_tcp_endpoint *ep = c->ep;
+            bm_btl_tcp_conn_close_fd(c); /* first: senders keep off the queues (MT) */
             size_t pending = 0;
             for (struct bm_util_queue_node *q = c->sendq.head; q; q = q->next)
                 pending++;
             for (struct bm_util_queue_node *q = c->ackq.head; q; q = q->next)
                 pending++;
-            bm_btl_tcp_conn_close_fd(c);
             c->state = BM_BTL_TCP_CONN_IDLE; /* a later send reconnects (and fails loudly) */
             if (pending) {
                 char what[1024];

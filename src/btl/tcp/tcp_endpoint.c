@@ -91,6 +91,11 @@ struct bm_btl_tcp_endpoint *bm_btl_tcp_endpoint_get(struct bm_btl_tcp_module *m,
         return NULL;
     ep->module = m;
     ep->rank = rank;
+    ep->mt = c->mt;
+    if (ep->mt) {
+        static struct bm_util_lock_class ep_class = {.name = "tcp endpoint"};
+        bm_util_lock_init(&ep->lock, &ep_class, false);
+    }
     ep->nlinks = c->cfg.links;
     ep->links = calloc((size_t)ep->nlinks, sizeof(*ep->links));
     ep->cands = calloc((size_t)(p ? p->naddrs : 0) + 1, sizeof(*ep->cands));
@@ -108,6 +113,8 @@ struct bm_btl_tcp_endpoint *bm_btl_tcp_endpoint_get(struct bm_btl_tcp_module *m,
     m->eps[rank] = ep;
     return ep;
 err_free:
+    if (ep->mt)
+        bm_util_lock_destroy(&ep->lock);
     if (ep->links)
         for (int i = 0; i < ep->nlinks; i++)
             free(ep->links[i].ctl);
@@ -122,6 +129,8 @@ void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status)
     struct bm_btl_tcp_component *comp = ep->module->comp;
     if (ep->retry)
         comp->nretry--;
+    if (ep->connect_pending)
+        comp->nconnect--;
     for (int i = 0; i < ep->nlinks; i++) {
         struct bm_btl_tcp_conn *c = &ep->links[i];
         bm_btl_tcp_conn_close_fd(c);
@@ -134,11 +143,21 @@ void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status)
         else
             pp = &(*pp)->ack_next;
     }
-    for (struct bm_btl_tcp_conn **pp = &comp->dead_list; *pp;) {
-        if ((*pp)->ep == ep)
-            *pp = (*pp)->dead_next;
-        else
-            pp = &(*pp)->dead_next;
+    /* (No sender pushes now: every link is closed, the endpoint not fast.) */
+    struct bm_btl_tcp_conn *dead = atomic_exchange(&comp->dead_list, NULL), *keep = NULL;
+    while (dead) {
+        struct bm_btl_tcp_conn *next = dead->dead_next;
+        if (dead->ep != ep) {
+            dead->dead_next = keep;
+            keep = dead;
+        }
+        dead = next;
+    }
+    while (keep) { /* back in their order */
+        struct bm_btl_tcp_conn *next = keep->dead_next;
+        keep->dead_next = atomic_load_explicit(&comp->dead_list, memory_order_relaxed);
+        atomic_store_explicit(&comp->dead_list, keep, memory_order_relaxed);
+        keep = next;
     }
     for (int i = 0; i < ep->nlinks; i++) {
         free(ep->links[i].rbuf);
@@ -146,6 +165,9 @@ void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status)
         free(ep->links[i].ctl);
     }
     ep->module->eps[ep->rank] = NULL;
+    bm_btl_tcp_frag_pool_release_ep(ep);
+    if (ep->mt)
+        bm_util_lock_destroy(&ep->lock);
     free(ep->links);
     free(ep->cands);
     free(ep);
@@ -173,6 +195,7 @@ void bm_btl_tcp_endpoint_fail(struct bm_btl_tcp_endpoint *ep, int status, const 
 {
     if (ep->failed)
         return;
+    bm_btl_tcp_ep_unfast(ep);
     ep->failed = true;
     ep->fail_status = status;
     bm_log_warn("%s", what);
@@ -206,8 +229,9 @@ void bm_btl_tcp_endpoint_recover(struct bm_btl_tcp_endpoint *ep, struct bm_btl_t
             bm_btl_tcp_conn_close_fd(c);
             c->state = BM_BTL_TCP_CONN_IDLE;
         }
-        c->tx_seq = c->rx_count = c->ack_sent = 0;
-        c->ack_urgent = false;
+        c->tx_seq = c->ack_sent = 0;
+        __atomic_store_n(&c->rx_count, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->ack_urgent, false, __ATOMIC_RELAXED);
         c->ack_age = 0;
         c->rlen = c->rpos = 0;
         c->peer_fin = false;
@@ -306,8 +330,10 @@ void bm_btl_tcp_endpoint_shutdown(struct bm_btl_tcp_endpoint *ep)
     for (int i = 0; i < ep->nlinks; i++) {
         struct bm_btl_tcp_conn *c = &ep->links[i];
         if (c->state == BM_BTL_TCP_CONN_CONNECTED && c->fd >= 0) {
+            bm_btl_tcp_ep_lock(ep);
             bm_btl_tcp_frag_queue_fin(c);
             bm_btl_tcp_frag_flush(c);
+            bm_btl_tcp_ep_unlock(ep);
             if (c->fd >= 0)
                 shutdown(c->fd, SHUT_WR);
         }
@@ -318,13 +344,51 @@ void bm_btl_tcp_endpoint_shutdown(struct bm_btl_tcp_endpoint *ep)
 
 void bm_btl_tcp_endpoint_reap(struct bm_btl_tcp_component *comp)
 {
-    while (comp->dead_list) {
-        struct bm_btl_tcp_conn *c = comp->dead_list;
-        comp->dead_list = c->dead_next;
-        c->dead = false;
+    /* Senders push with a release CAS; take them all (newest first, as before). */
+    struct bm_btl_tcp_conn *c =
+        atomic_exchange_explicit(&comp->dead_list, NULL, memory_order_acquire);
+    while (c) {
+        struct bm_btl_tcp_conn *next = c->dead_next;
+        if (c->ep)
+            bm_btl_tcp_ep_unfast(c->ep);
+        __atomic_store_n(&c->dead, false, __ATOMIC_RELAXED);
         if (c->ep && !c->ep->failed)
             bm_btl_tcp_conn_fail(c, c->err);
+        c = next;
     }
+}
+
+void bm_btl_tcp_ep_refresh_fast(struct bm_btl_tcp_endpoint *ep)
+{
+    if (!ep->mt)
+        return;
+    bool fast = !ep->failed;
+    for (int i = 0; i < ep->nlinks && fast; i++) {
+        const struct bm_btl_tcp_conn *c = &ep->links[i];
+        fast = c->state == BM_BTL_TCP_CONN_CONNECTED && c->fd >= 0 &&
+               !__atomic_load_n(&c->dead, __ATOMIC_RELAXED);
+    }
+    bm_util_lock_take(&ep->lock);
+    ep->fast = fast;
+    bm_util_lock_give(&ep->lock);
+}
+
+void bm_btl_tcp_endpoint_connect_pending(struct bm_btl_tcp_component *comp)
+{
+    for (int i = 0; i < comp->nmodules && comp->nconnect > 0; i++) {
+        struct bm_btl_tcp_module *m = comp->modules[i];
+        for (int r = 0; r < comp->size && comp->nconnect > 0; r++) {
+            struct bm_btl_tcp_endpoint *ep = m->eps[r];
+            if (!ep || !ep->connect_pending)
+                continue;
+            ep->connect_pending = false;
+            comp->nconnect--;
+            for (int k = 0; k < ep->nlinks && !ep->failed; k++)
+                if (ep->links[k].state == BM_BTL_TCP_CONN_IDLE)
+                    bm_btl_tcp_endpoint_connect(ep, &ep->links[k]);
+        }
+    }
+    comp->nconnect = 0;
 }
 
 void bm_btl_tcp_endpoint_retry(struct bm_btl_tcp_component *comp, long long now)

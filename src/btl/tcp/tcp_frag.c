@@ -42,8 +42,45 @@ static size_t tcp_pool_cap(const struct bm_btl_tcp_component *c)
     return c->cfg.eager_limit + c->cfg.eager_limit / 16;
 }
 
-static struct bm_btl_tcp_frag *tcp_frag_get(struct bm_btl_tcp_component *c, size_t cap)
+/* Under MPI_THREAD_MULTIPLE each endpoint keeps its own free fragments,
+ * under its send lock (threads sending to different peers share no pool),
+ * at most this many (the component's pool holds up to 1024). */
+#define TCP_EP_POOL_MAX 64
+
+/* Under MPI_THREAD_MULTIPLE: a fragment from the endpoint's own pool (or
+ * a new one), remembering the endpoint for tcp_frag_put. */
+static __attribute__((noinline)) struct bm_btl_tcp_frag *
+tcp_frag_get_mt(struct bm_btl_tcp_component *c, struct bm_btl_tcp_endpoint *ep, size_t cap)
 {
+    struct bm_btl_tcp_frag *f = NULL;
+    bool pooled = cap <= tcp_pool_cap(c);
+    if (pooled && ep) {
+        bm_util_lock_take(&ep->lock);
+        f = ep->pool;
+        if (f) {
+            ep->pool = f->pool_next;
+            ep->pool_count--;
+        }
+        bm_util_lock_give(&ep->lock);
+    }
+    if (pooled)
+        cap = tcp_pool_cap(c);
+    if (!f)
+        f = malloc(sizeof(*f) + cap);
+    if (!f)
+        return NULL;
+    memset(f, 0, sizeof(*f));
+    f->cap = cap;
+    f->flags = pooled ? BM_BTL_TCP_FRAG_F_POOLED : 0;
+    f->ep = ep;
+    return f;
+}
+
+static struct bm_btl_tcp_frag *tcp_frag_get(struct bm_btl_tcp_component *c,
+                                            struct bm_btl_tcp_endpoint *ep, size_t cap)
+{
+    if (__builtin_expect(c->mt, 0))
+        return tcp_frag_get_mt(c, ep, cap);
     struct bm_btl_tcp_frag *f;
     if (cap <= tcp_pool_cap(c)) {
         f = c->pool;
@@ -73,6 +110,23 @@ static void tcp_frag_put(struct bm_btl_tcp_component *c, struct bm_btl_tcp_frag 
     f->xv = NULL;
     f->nxv = 0;
     f->xlen = 0;
+    if (__builtin_expect(c->mt, 0)) {
+        struct bm_btl_tcp_endpoint *ep = f->ep;
+        if (ep && (f->flags & BM_BTL_TCP_FRAG_F_POOLED)) {
+            bm_util_lock_take(&ep->lock);
+            bool keep = ep->pool_count < TCP_EP_POOL_MAX;
+            if (keep) {
+                f->pool_next = ep->pool;
+                ep->pool = f;
+                ep->pool_count++;
+            }
+            bm_util_lock_give(&ep->lock);
+            if (keep)
+                return;
+        }
+        free(f);
+        return;
+    }
     if ((f->flags & BM_BTL_TCP_FRAG_F_POOLED) && c->pool_count < 1024) {
         f->pool_next = c->pool;
         c->pool = f;
@@ -82,14 +136,24 @@ static void tcp_frag_put(struct bm_btl_tcp_component *c, struct bm_btl_tcp_frag 
     free(f);
 }
 
-void bm_btl_tcp_frag_pool_release(struct bm_btl_tcp_component *c)
+static void tcp_pool_free(struct bm_btl_tcp_frag **pool, int *count)
 {
-    while (c->pool) {
-        struct bm_btl_tcp_frag *f = c->pool;
-        c->pool = f->pool_next;
+    while (*pool) {
+        struct bm_btl_tcp_frag *f = *pool;
+        *pool = f->pool_next;
         free(f);
     }
-    c->pool_count = 0;
+    *count = 0;
+}
+
+void bm_btl_tcp_frag_pool_release_ep(struct bm_btl_tcp_endpoint *ep)
+{
+    tcp_pool_free(&ep->pool, &ep->pool_count);
+}
+
+void bm_btl_tcp_frag_pool_release(struct bm_btl_tcp_component *c)
+{
+    tcp_pool_free(&c->pool, &c->pool_count);
 }
 
 struct bm_btl_tcp_frag *bm_btl_tcp_frag_new_ctl(void)
@@ -105,10 +169,9 @@ struct bm_btl_tcp_frag *bm_btl_tcp_frag_new_ctl(void)
 struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                                            uint8_t order, size_t size, uint32_t flags)
 {
-    (void)ep;
     if (size > m->max_send_size)
         return NULL;
-    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), size);
+    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), (struct bm_btl_tcp_endpoint *)ep, size);
     if (!f)
         return NULL;
     f->des.seg[0].addr = f->data;
@@ -130,7 +193,6 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
                                                  size_t reserve, size_t *size, uint8_t order,
                                                  uint32_t flags)
 {
-    (void)ep;
     size_t room = m->max_send_size > reserve ? m->max_send_size - reserve : 0;
     size_t n = *size < room ? *size : room;
     /* Anything that fits an eager frame is copied: the PML may then complete
@@ -138,7 +200,8 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
      * keeps the copy until the peer acknowledges it. Larger data (rendezvous
      * fragments, which wait for the receiver anyway) is sent in place. */
     bool inplace = reserve + n > m->eager_limit;
-    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), inplace ? reserve : reserve + n);
+    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), (struct bm_btl_tcp_endpoint *)ep,
+                                             inplace ? reserve : reserve + n);
     if (!f)
         return NULL;
     f->des.seg[0].addr = f->data;
@@ -165,7 +228,6 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov(struct bm_btl_module *m,
                                                      const struct bm_btl_iov *pieces, uint32_t n,
                                                      uint32_t flags)
 {
-    (void)ep;
     size_t total = reserve;
     for (uint32_t i = 0; i < n; i++)
         total += pieces[i].len;
@@ -175,7 +237,8 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov(struct bm_btl_module *m,
      * (the default 64 KiB eager limit) holds 4000 pieces; a longer list
      * gets a buffer of its own. */
     size_t at = (reserve + 15) & ~(size_t)15;
-    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), at + n * sizeof(struct iovec));
+    struct bm_btl_tcp_frag *f =
+        tcp_frag_get(tcp_comp(m), (struct bm_btl_tcp_endpoint *)ep, at + n * sizeof(struct iovec));
     if (!f)
         return NULL;
     f->xv = (struct iovec *)(void *)(f->data + at);
@@ -212,27 +275,75 @@ static void tcp_frag_complete(struct bm_btl_tcp_frag *f, int status)
         tcp_frag_put(comp, f);
 }
 
-void bm_btl_tcp_frag_fail_all(struct bm_btl_tcp_conn *c, int status)
+/* Complete every fragment of q with status (no lock held: the callbacks
+ * may send). */
+static void tcp_frag_complete_queue(struct bm_util_queue *q, int status)
 {
     struct bm_util_queue_node *n;
-    while ((n = bm_util_queue_pop(&c->sendq)) != NULL)
+    while ((n = bm_util_queue_pop(q)) != NULL)
         tcp_frag_complete(bm_util_container_of(n, struct bm_btl_tcp_frag, qnode), status);
-    while ((n = bm_util_queue_pop(&c->ackq)) != NULL)
-        tcp_frag_complete(bm_util_container_of(n, struct bm_btl_tcp_frag, qnode), status);
+}
+
+void bm_btl_tcp_frag_fail_all(struct bm_btl_tcp_conn *c, int status)
+{
+    if (__builtin_expect(c->comp->mt, 0) && c->ep) {
+        /* Off the queues under the endpoint's lock, completed after it. */
+        struct bm_util_queue q;
+        bm_util_queue_init(&q);
+        bm_btl_tcp_ep_lock(c->ep);
+        struct bm_util_queue_node *n;
+        while ((n = bm_util_queue_pop(&c->sendq)) != NULL)
+            bm_util_queue_push(&q, n);
+        while ((n = bm_util_queue_pop(&c->ackq)) != NULL)
+            bm_util_queue_push(&q, n);
+        c->queued_bytes = 0;
+        bm_btl_tcp_ep_unlock(c->ep);
+        tcp_frag_complete_queue(&q, status);
+        return;
+    }
+    tcp_frag_complete_queue(&c->sendq, status);
+    tcp_frag_complete_queue(&c->ackq, status);
     c->queued_bytes = 0;
+}
+
+/* The oldest fragment of ackq when the peer acknowledged it (taken off). */
+static inline struct bm_btl_tcp_frag *tcp_ackq_pop_acked(struct bm_btl_tcp_conn *c, uint32_t ack)
+{
+    struct bm_util_queue_node *n = bm_util_queue_peek(&c->ackq);
+    if (!n)
+        return NULL;
+    struct bm_btl_tcp_frag *f = bm_util_container_of(n, struct bm_btl_tcp_frag, qnode);
+    if ((int32_t)(ack - f->seq) <= 0)
+        return NULL;
+    bm_util_queue_pop(&c->ackq);
+    return f;
+}
+
+/* Under MPI_THREAD_MULTIPLE: senders push onto ackq under the endpoint's
+ * lock; the acknowledged fragments leave it under that lock and complete
+ * after it is given back (their callbacks may send to this peer). */
+static __attribute__((noinline)) void tcp_frag_acked_mt(struct bm_btl_tcp_conn *c, uint32_t ack)
+{
+    struct bm_util_queue q;
+    bm_util_queue_init(&q);
+    bm_util_lock_take(&c->ep->lock);
+    struct bm_btl_tcp_frag *f;
+    while ((f = tcp_ackq_pop_acked(c, ack)) != NULL)
+        bm_util_queue_push(&q, &f->qnode);
+    bm_util_lock_give(&c->ep->lock);
+    tcp_frag_complete_queue(&q, BM_OK);
 }
 
 /* The peer has received every DATA frame numbered below ack. */
 void bm_btl_tcp_frag_acked(struct bm_btl_tcp_conn *c, uint32_t ack)
 {
-    struct bm_util_queue_node *n;
-    while ((n = bm_util_queue_peek(&c->ackq)) != NULL) {
-        struct bm_btl_tcp_frag *f = bm_util_container_of(n, struct bm_btl_tcp_frag, qnode);
-        if ((int32_t)(ack - f->seq) <= 0)
-            break;
-        bm_util_queue_pop(&c->ackq);
-        tcp_frag_complete(f, BM_OK);
+    if (__builtin_expect(c->comp->mt, 0)) {
+        tcp_frag_acked_mt(c, ack);
+        return;
     }
+    struct bm_btl_tcp_frag *f;
+    while ((f = tcp_ackq_pop_acked(c, ack)) != NULL)
+        tcp_frag_complete(f, BM_OK);
 }
 
 /* ---- sending ----------------------------------------------------------------------- */
@@ -240,33 +351,43 @@ void bm_btl_tcp_frag_acked(struct bm_btl_tcp_conn *c, uint32_t ack)
 static void tcp_conn_mark_dead(struct bm_btl_tcp_conn *c, int err)
 {
     struct bm_btl_tcp_component *comp = c->comp;
-    if (c->dead)
+    if (__atomic_load_n(&c->dead, __ATOMIC_RELAXED))
         return;
-    c->dead = true;
+    /* The caller holds the endpoint's lock (MT): no sender writes on it
+     * again until progress has replaced the connection. */
+    if (c->ep)
+        c->ep->fast = false;
+    __atomic_store_n(&c->dead, true, __ATOMIC_RELAXED);
     c->err = err;
-    c->dead_next = comp->dead_list;
-    comp->dead_list = c;
+    struct bm_btl_tcp_conn *head = atomic_load_explicit(&comp->dead_list, memory_order_relaxed);
+    do
+        c->dead_next = head;
+    while (!atomic_compare_exchange_weak_explicit(&comp->dead_list, &head, c, memory_order_release,
+                                                  memory_order_relaxed));
     /* Nothing more goes out on it; progress reports it. */
     bm_btl_tcp_conn_want_write(c, false);
 }
 
 bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
 {
-    if (c->dead || c->fd < 0 || c->state != BM_BTL_TCP_CONN_CONNECTED)
-        return !c->dead;
+    bool dead = __atomic_load_n(&c->dead, __ATOMIC_RELAXED);
+    if (dead || c->fd < 0 || c->state != BM_BTL_TCP_CONN_CONNECTED)
+        return !dead;
+    /* rx_count and ack_urgent are the receiving side's (progress): read
+     * once, for every frame this call numbers */
+    uint32_t rx = __atomic_load_n(&c->rx_count, __ATOMIC_RELAXED);
     while (!bm_util_queue_empty(&c->sendq)) {
         struct iovec iov[TCP_IOV_MAX];
         int niov = 0;
+        bool acks = false;
         for (struct bm_util_queue_node *n = bm_util_queue_peek(&c->sendq);
              n && niov + 1 + BM_BTL_DES_MAX_SEGS <= TCP_IOV_MAX; n = n->next) {
             /* A frame whose pieces do not all fit goes in part (the byte
              * count below handles it); nothing after it then. */
             struct bm_btl_tcp_frag *f = bm_util_container_of(n, struct bm_btl_tcp_frag, qnode);
             if (f->sent == 0) {
-                f->hdr.ack = htonl(c->rx_count);
-                c->ack_sent = c->rx_count;
-                c->ack_urgent = false;
-                c->ack_age = 0;
+                f->hdr.ack = htonl(rx);
+                acks = true;
             }
             size_t skip = f->sent;
             const char *hp = (const char *)&f->hdr;
@@ -299,6 +420,11 @@ bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
             }
             if (x < f->nxv)
                 break;
+        }
+        if (acks) { /* the frames carry the count: no standalone ACK owed for it */
+            c->ack_sent = rx;
+            __atomic_store_n(&c->ack_urgent, false, __ATOMIC_RELAXED);
+            c->ack_age = 0;
         }
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
         ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -355,33 +481,89 @@ static struct bm_btl_tcp_conn *tcp_pick_link(struct bm_btl_tcp_endpoint *ep)
     return best;
 }
 
-int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
-                    struct bm_btl_descriptor *des, bm_btl_tag_t tag)
+/* Number f as the next frame of a link of ep and queue it there (under
+ * the endpoint's lock with MPI_THREAD_MULTIPLE). *was_empty: the link had
+ * nothing queued before. */
+static inline __attribute__((always_inline)) struct bm_btl_tcp_conn *
+tcp_send_queue(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_frag *f, bm_btl_tag_t tag,
+               size_t payload, bool *was_empty)
 {
-    (void)m;
-    struct bm_btl_tcp_endpoint *ep = (struct bm_btl_tcp_endpoint *)bep;
-    struct bm_btl_tcp_frag *f = (struct bm_btl_tcp_frag *)des;
-    if (ep->failed)
-        return ep->fail_status;
-    size_t payload = f->xlen;
-    for (uint32_t s = 0; s < des->seg_count; s++)
-        payload += des->seg[s].len;
-    if (payload > BM_BTL_TCP_FRAME_MAX)
-        return BM_ERR_NOT_AVAILABLE;
     struct bm_btl_tcp_conn *c = tcp_pick_link(ep);
     f->ep = ep;
     f->seq = c->tx_seq++;
     f->hdr.len = htonl((uint32_t)payload);
     f->hdr.type = BM_BTL_TCP_FRAME_DATA;
     f->hdr.tag = tag;
-    f->hdr.flags = htons(des->seg_count > 1 || f->nxv ? BM_BTL_TCP_HDR_F_ACK_NOW : 0);
+    f->hdr.flags = htons(f->des.seg_count > 1 || f->nxv ? BM_BTL_TCP_HDR_F_ACK_NOW : 0);
     f->hdr.seq = htonl(f->seq);
     f->total = sizeof(f->hdr) + payload;
     f->sent = 0;
     f->flags |= BM_BTL_TCP_FRAG_F_QUEUED;
-    bool was_empty = bm_util_queue_empty(&c->sendq);
+    *was_empty = bm_util_queue_empty(&c->sendq);
     bm_util_queue_push(&c->sendq, &f->qnode);
     c->queued_bytes += f->total;
+    return c;
+}
+
+/* send under MPI_THREAD_MULTIPLE (README "Threads"). While every link of
+ * the endpoint is connected (ep->fast) a sender takes the endpoint's lock
+ * and nothing else: threads sending to different peers do not meet. The
+ * rest (a link to connect, a failed endpoint) runs under the component's
+ * lock too, as progress does, and calls nothing back. */
+static __attribute__((noinline)) int tcp_send_mt(struct bm_btl_tcp_endpoint *ep,
+                                                 struct bm_btl_tcp_frag *f, bm_btl_tag_t tag,
+                                                 size_t payload)
+{
+    bool was_empty;
+    bm_util_lock_take(&ep->lock);
+    if (__builtin_expect(ep->fast, 1)) {
+        struct bm_btl_tcp_conn *c = tcp_send_queue(ep, f, tag, payload, &was_empty);
+        if (was_empty)
+            bm_btl_tcp_frag_flush(c); /* a failure is reported by the next progress */
+        bm_util_lock_give(&ep->lock);
+        return BM_OK;
+    }
+    bm_util_lock_give(&ep->lock);
+    struct bm_btl_tcp_component *comp = ep->module->comp;
+    bm_util_lock_take(&comp->lock);
+    int rc = BM_OK;
+    if (ep->failed) {
+        rc = ep->fail_status;
+    } else {
+        bm_util_lock_take(&ep->lock);
+        struct bm_btl_tcp_conn *c = tcp_send_queue(ep, f, tag, payload, &was_empty);
+        if (c->state == BM_BTL_TCP_CONN_CONNECTED && was_empty)
+            bm_btl_tcp_frag_flush(c);
+        bm_util_lock_give(&ep->lock);
+        /* Connecting may fail the endpoint at once, and failing completes
+         * its fragments: with callbacks the PML runs only in its drainer.
+         * So progress connects (next pass; wait_arm reports the work). */
+        if (c->state == BM_BTL_TCP_CONN_IDLE && !ep->connect_pending) {
+            ep->connect_pending = true;
+            comp->nconnect++;
+        }
+    }
+    bm_util_lock_give(&comp->lock);
+    return rc;
+}
+
+int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
+                    struct bm_btl_descriptor *des, bm_btl_tag_t tag)
+{
+    (void)m;
+    struct bm_btl_tcp_endpoint *ep = (struct bm_btl_tcp_endpoint *)bep;
+    struct bm_btl_tcp_frag *f = (struct bm_btl_tcp_frag *)des;
+    size_t payload = f->xlen;
+    for (uint32_t s = 0; s < des->seg_count; s++)
+        payload += des->seg[s].len;
+    if (payload > BM_BTL_TCP_FRAME_MAX)
+        return BM_ERR_NOT_AVAILABLE;
+    if (__builtin_expect(ep->mt, 0))
+        return tcp_send_mt(ep, f, tag, payload);
+    if (ep->failed)
+        return ep->fail_status;
+    bool was_empty;
+    struct bm_btl_tcp_conn *c = tcp_send_queue(ep, f, tag, payload, &was_empty);
     if (c->state == BM_BTL_TCP_CONN_IDLE) {
         for (int i = 0; i < ep->nlinks; i++)
             bm_btl_tcp_endpoint_connect(ep, &ep->links[i]);
@@ -417,11 +599,19 @@ void bm_btl_tcp_frag_flush_acks(struct bm_btl_tcp_component *comp)
         struct bm_btl_tcp_conn *c = comp->ack_list;
         comp->ack_list = c->ack_next;
         c->ack_listed = false;
-        if (c->state != BM_BTL_TCP_CONN_CONNECTED || c->fd < 0 || c->ack_sent == c->rx_count)
+        if (c->state != BM_BTL_TCP_CONN_CONNECTED || c->fd < 0)
             continue;
-        if (!c->ack_urgent && c->ack_age == 0 && c->rx_count - c->ack_sent < TCP_ACK_BATCH) {
+        /* senders write ack_sent and ack_age as they piggy-back the count */
+        bm_btl_tcp_ep_lock(c->ep);
+        if (c->ack_sent == c->rx_count) {
+            bm_btl_tcp_ep_unlock(c->ep);
+            continue;
+        }
+        if (!__atomic_load_n(&c->ack_urgent, __ATOMIC_RELAXED) && c->ack_age == 0 &&
+            c->rx_count - c->ack_sent < TCP_ACK_BATCH) {
             /* Give a reply the chance to carry it; next progress at the latest. */
             c->ack_age = 1;
+            bm_btl_tcp_ep_unlock(c->ep);
             c->ack_listed = true;
             c->ack_next = keep;
             keep = c;
@@ -430,6 +620,7 @@ void bm_btl_tcp_frag_flush_acks(struct bm_btl_tcp_component *comp)
         if (!(c->ctl->flags & BM_BTL_TCP_FRAG_F_QUEUED))
             tcp_ctl_queue(c, c->ctl, BM_BTL_TCP_FRAME_ACK);
         bm_btl_tcp_frag_flush(c);
+        bm_btl_tcp_ep_unlock(c->ep);
     }
     comp->ack_list = keep;
 }
