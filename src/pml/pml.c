@@ -192,9 +192,12 @@ static void pml_stats_print(void)
         snprintf(line, sizeof(line), "no lock taken (not MPI_THREAD_MULTIPLE)");
     fprintf(stderr, "[pml stats] rank %d locks acquired/contended: %s\n", bm_pml_g.my_rank, line);
     bm_pml_wait_report(line, sizeof(line));
-    fprintf(stderr, "[pml stats] rank %d waiting: %s; sends started by the lock's holder %llu\n",
+    fprintf(stderr,
+            "[pml stats] rank %d waiting: %s; sends started by the lock's holder %llu; direct "
+            "sends %llu\n",
             bm_pml_g.my_rank, line,
-            (unsigned long long)__atomic_load_n(&bm_pml_g.sends_deferred, __ATOMIC_RELAXED));
+            (unsigned long long)__atomic_load_n(&bm_pml_g.sends_deferred, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&bm_pml_g.sends_direct, __ATOMIC_RELAXED));
 }
 
 bm_status_t bm_pml_init(int thread_level)
@@ -321,7 +324,8 @@ err_close:
 static bool pml_owes_peers(void)
 {
     return bm_pml_g.inflight > 0 || bm_pml_g.pend_head || bm_pml_g.ctl_head ||
-           bm_pml_g.freed_active > 0;
+           bm_pml_g.freed_active > 0 ||
+           __atomic_load_n(&bm_pml_g.inflight_direct, __ATOMIC_RELAXED) > 0;
 }
 
 /* After the PML owes nothing, the transports may still owe acknowledgements

@@ -372,6 +372,11 @@ struct bm_pml_state {
     /* Sends whose start was left to the holder of the progress lock
      * (progress.c "deferred starts"; atomic): for BM_PML_STATS and tests. */
     uint64_t sends_deferred;
+    /* Under MPI_THREAD_MULTIPLE: eager messages sent by a descriptor with
+     * no request and no progress lock (send.c "direct sends"), and their
+     * descriptors not yet called back (both atomic). */
+    uint64_t sends_direct;
+    int inflight_direct;
 };
 
 extern struct bm_pml_state bm_pml_g;

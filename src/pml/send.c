@@ -30,6 +30,11 @@ enum bm_pml_send_phase {
 };
 
 #define BM_PML_DES_FLAGS (BM_BTL_DES_F_BTL_OWNED | BM_BTL_DES_F_ALWAYS_CALLBACK)
+/* A descriptor's context: the header type in the low 8 bits, the stripe
+ * index + 1 above it (des_submit), or, for a direct send (no request), the
+ * peer's world rank + 1 from this bit up. */
+#define DIRECT_SHIFT 32
+_Static_assert(sizeof(uintptr_t) >= 8, "direct sends keep the peer in a descriptor's context");
 
 /* Largest non-contiguous message packed on the stack for sendi. */
 #define BM_PML_PACK_STACK 4096
@@ -741,8 +746,61 @@ bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t 
     return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, UINT64_MAX, req_out);
 }
 
+/* Direct sends (MPI_THREAD_MULTIPLE; README "Threads"): a small standard
+ * send to a peer whose eager path has no sendi but locks for itself
+ * (BM_BTL_CAP_THREADS: tcp) goes as a descriptor the transport copies,
+ * with no request and without the progress lock, as sendi would: the
+ * message is complete once copied. The descriptor names no request: its
+ * context holds the header type and the peer (above DIRECT_SHIFT), and
+ * its callback (des_cb_direct, from the drainer) only resends the copy
+ * when the path failed, as for an eager send completed from its copy. So
+ * threads sending to different peers over tcp meet on no lock of the PML
+ * but their contexts'. True when the transport took it; otherwise the
+ * request path sends it with the sequence number taken. */
+static __attribute__((noinline)) bool send_direct(const void *buf, size_t bytes, int dst_world,
+                                                  uint32_t cid, int src_rank, int tag,
+                                                  struct bm_btl_path *path, uint64_t *seq_out)
+{
+    /* (a transport the base does not serialise: BM_BTL_CAP_THREADS) */
+    if (!path || path->module->component->mt_lock ||
+        sizeof(struct bm_pml_hdr_match) + bytes > path->module->eager_limit ||
+        bm_pml_sendi_ok(bm_btl_base_peer(dst_world), path->module))
+        return false;
+    uint32_t seq = bm_pml_match_next_seq(cid, dst_world);
+    *seq_out = seq;
+    struct bm_pml_hdr_match mh = {
+        .base = {.type = BM_PML_HDR_MATCH}, .cid = cid, .src = src_rank, .tag = tag, .seq = seq};
+    struct bm_btl_module *m = path->module;
+    size_t size = bytes;
+    struct bm_btl_descriptor *des =
+        bm_btl_prepare_src(m, path->endpoint, buf, sizeof(mh), &size, 0, BM_PML_DES_FLAGS);
+    if (!des)
+        return false;
+    if (size != bytes || des->seg_count != 1) { /* not copied whole: the request path */
+        bm_btl_free(m, des);
+        return false;
+    }
+    memcpy(des->seg[0].addr, &mh, sizeof(mh));
+    des->cbfunc = bm_pml_des_cb;
+    des->cbdata = NULL;
+    des->context = (void *)((uintptr_t)BM_PML_HDR_MATCH | (uintptr_t)(unsigned)(dst_world + 1)
+                                                              << DIRECT_SHIFT);
+    __atomic_fetch_add(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    int rc = bm_btl_send(m, path->endpoint, des, BM_PML_BTL_TAG(BM_PML_HDR_MATCH));
+    if (rc >= 0) {
+        __atomic_fetch_add(&bm_pml_g.sends_direct, 1, __ATOMIC_RELAXED);
+        return true;
+    }
+    __atomic_fetch_sub(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    bm_btl_free(m, des);
+    if (bm_status_is_link(rc) || bm_status_is_peer(rc))
+        bm_pml_path_failed(dst_world, path, rc, "send failed");
+    return false;
+}
+
 /* A standard send small enough for sendi goes straight to the transport,
- * with no request: true when sendi took it. Otherwise *seq_out holds the
+ * with no request: true when sendi took it (or, under
+ * MPI_THREAD_MULTIPLE, a direct send). Otherwise *seq_out holds the
  * sequence number taken (UINT64_MAX when none was) for the request path. */
 static inline __attribute__((always_inline)) bool send_inline(const void *buf, size_t bytes,
                                                               int dst_world, uint32_t cid,
@@ -754,7 +812,8 @@ static inline __attribute__((always_inline)) bool send_inline(const void *buf, s
     struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
     if (!path || !bm_pml_sendi_ok(peer, path->module) ||
         sizeof(struct bm_pml_hdr_match) + bytes > path->module->eager_limit)
-        return false;
+        return __builtin_expect(bm_pml_g.mt, 0) &&
+               send_direct(buf, bytes, dst_world, cid, src_rank, tag, path, seq_out);
     uint32_t seq = bm_pml_match_next_seq(cid, dst_world);
     *seq_out = seq;
     struct bm_pml_hdr_match mh = {
@@ -901,11 +960,32 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
         send_advance(req);
 }
 
+/* The descriptor of a direct send (no request) came back: on an error, the
+ * copy it holds is resent as a control message, as for an eager send that
+ * completed from its copy (below). */
+static __attribute__((noinline)) void des_cb_direct(struct bm_btl_module *m,
+                                                    struct bm_btl_endpoint *ep,
+                                                    struct bm_btl_descriptor *des, int status,
+                                                    int peer)
+{
+    __atomic_fetch_sub(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    if (status < 0) {
+        bm_pml_path_failed_ep(peer, m, ep, status);
+        struct bm_pml_hdr_base *hb = des->seg[0].addr;
+        hb->flags |= BM_PML_HDR_F_RETRANSMIT;
+        bm_pml_ctl_sendv(peer, BM_PML_BTL_TAG(BM_PML_HDR_MATCH), des->seg, des->seg_count);
+    }
+}
+
 void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                    struct bm_btl_descriptor *des, int status)
 {
     uintptr_t ctx = (uintptr_t)des->context;
     uint8_t type = (uint8_t)ctx;
+    if (__builtin_expect(ctx >> DIRECT_SHIFT, 0)) {
+        des_cb_direct(m, ep, des, status, (int)(ctx >> DIRECT_SHIFT) - 1);
+        return;
+    }
     bm_pml_g.inflight--;
     if (type == BM_PML_DES_CTL) {
         bm_pml_ctl_done(m, ep, des->cbdata, status);

@@ -47,3 +47,6 @@ add_executable(mt_locks ${mt_dir}/mt_locks.c)
 target_link_libraries(mt_locks PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 bm_add_mpi_test(mt_locks_np3 TARGET mt_locks NP 3 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan
     ENV BM_PML_STATS=1 BM_BTL_SM_FBOX_AFTER=0)
+# The same over tcp (no sendi: the PML's direct sends and tcp's endpoint locks).
+bm_add_mpi_test(mt_locks_tcp_np3 TARGET mt_locks NP 3 BTL self,tcp TIMEOUT 60 LABELS mpi mt tsan
+    ARGS tcp ENV BM_PML_STATS=1)
