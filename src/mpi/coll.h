@@ -58,6 +58,7 @@ enum bm_mpi_coll_kind {
     X(SM_SHARES, "sm.shares") /* an allreduce.sm in the large area, combined in shares */          \
     X(SM_PIPE, "sm.pipe")     /* a bcast.sm in the large area, copied in and out in chunks */      \
     X(SM_PUSH, "sm.push")     /* an allgather.sm by single copy, blocks written by their owner */  \
+    X(SM_AREAS, "sm.areas")   /* a bcast.sm or scatter.sm written to one of two slot areas */      \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \

@@ -301,7 +301,7 @@ set(coll_force_f
 set(coll_nps_a 3 7 8)
 set(coll_nps_b 2 5 8)
 set(coll_nps_c 4 6 9)
-set(coll_nps_d 3 8)
+set(coll_nps_d 2 3 8)
 set(coll_nps_e 2 3)
 set(coll_nps_f 3 4)
 foreach(set a b c d e f)
@@ -310,6 +310,14 @@ foreach(set a b c d e f)
         if(set STREQUAL "b" AND (np EQUAL 2 OR np EQUAL 8))
             # recursive doubling allgather serves power-of-two sizes only
             string(REPLACE "scan.linear" "scan.linear,allgather.recursive_doubling" env "${env}")
+        endif()
+        if(set STREQUAL "d" AND np EQUAL 2)
+            # ranks on cores of their own (the PML's automatic idle policy
+            # instead of the harness's yielding) and no single copy: bcasts
+            # and scatters of 512 bytes and more (here 8800) take turns
+            # between two areas of the root's slot
+            string(REPLACE "barrier.sm," "barrier.sm,sm.areas," env "${env}")
+            list(APPEND env BM_PML_IDLE_YIELD=-1 BM_MPI_COLL_SM_COPY_MIN=0)
         endif()
         if(set STREQUAL "e" AND np EQUAL 2)
             # a commutative 2-rank reduce shares its work between the ranks
