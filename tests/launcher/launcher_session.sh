@@ -76,11 +76,14 @@ fi
 
 # "nice bmrun": a new session's autogroup starts at nice 0; bmrun gives it
 # the rank's nice value (only where the kernel has autogroups).
-if [ -r /proc/self/autogroup ]; then
+# (nice -n 7 adds to the nice value this test runs at: ctest may be niced)
+want=$(($(nice) + 7))
+[ "$want" -le 19 ] || want=19
+if [ -r /proc/self/autogroup ] && [ "$want" -gt 0 ]; then
     run nice nice -n 7 env -u BM_PML_IDLE_YIELD "$BMRUN" -n 2 sh -c 'cat /proc/self/autogroup' "$TOKEN"
     expect_rc nice 0
-    [ "$(grep -c 'nice 7$' "$T/nice.out")" -eq 2 ] && ok "nice: both ranks' autogroups at nice 7" ||
-        fail "nice: autogroups $(tr '\n' ';' <"$T/nice.out"), expected nice 7 twice"
+    [ "$(grep -c "nice $want\$" "$T/nice.out")" -eq 2 ] && ok "nice: both ranks' autogroups at nice $want" ||
+        fail "nice: autogroups $(tr '\n' ';' <"$T/nice.out"), expected nice $want twice"
 fi
 
 finish
