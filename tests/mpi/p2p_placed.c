@@ -13,7 +13,9 @@
  * counts the header), contiguous, a vector and a truncated vector, which
  * go whole in their RNDV (pml/send.c: no FRAG for the sliver left), and a
  * 72 KiB one that is past that slack and takes a FRAG: rank 0 checks that
- * exactly the first three went whole. */
+ * exactly the first three went whole. Last a window of 8 messages of 1 MiB
+ * in flight at once: rank 1 checks that at least 95% of their FRAG bytes
+ * were placed. */
 #include "bm_test.h"
 #include "pml/pml_internal.h"
 
@@ -26,6 +28,49 @@
 #define GUARD 4096       /* bytes past a receive buffer that must stay untouched */
 
 static int rank;
+
+/* A window of WIN messages of WLEN bytes in flight at once (bm_bw's
+ * pattern): the FRAGs follow each other on the connection, and the read
+ * that ends one must not take most of the next into the connection buffer
+ * (tcp_conn.c, TCP_READ_AHEAD_PLACED), or that FRAG is copied out of it
+ * instead of placed. Returns the bytes the FRAGs carried. */
+#define WIN  8
+#define WLEN (1u << 20)
+static size_t window(void)
+{
+    char *b = malloc((size_t)WIN * WLEN);
+    BM_CHECK(b != NULL);
+    MPI_Request rq[WIN];
+    if (rank == 1) {
+        memset(b, 0x5a, (size_t)WIN * WLEN);
+        for (int i = 0; i < WIN; i++)
+            MPI_Irecv(b + (size_t)i * WLEN, (int)WLEN, MPI_BYTE, 0, 100 + i, MPI_COMM_WORLD,
+                      &rq[i]);
+    } else {
+        for (int i = 0; i < WIN; i++)
+            bm_test_fill(b + (size_t)i * WLEN, WLEN, 100 + i);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        for (int i = 0; i < WIN; i++)
+            MPI_Isend(b + (size_t)i * WLEN, (int)WLEN, MPI_BYTE, 1, 100 + i, MPI_COMM_WORLD,
+                      &rq[i]);
+    BM_CHECK_EQ_INT(MPI_Waitall(WIN, rq, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    if (rank == 1) {
+        char *want = malloc(WLEN);
+        BM_CHECK(want != NULL);
+        size_t bad = 0;
+        for (int i = 0; i < WIN; i++) {
+            bm_test_fill(want, WLEN, 100 + i);
+            bad += memcmp(want, b + (size_t)i * WLEN, WLEN) != 0;
+        }
+        BM_CHECK_MSG(bad == 0, "%zu of the %d messages of the window differ", bad, WIN);
+        free(want);
+    }
+    free(b);
+    /* the RNDV carries what fits an eager frame (pml/send.c), FRAGs the rest */
+    return (size_t)WIN * (WLEN - (64u << 10) + sizeof(struct bm_pml_hdr_rndv));
+}
 
 /* One message of (count, type) from rank 0 to rank 1, received as
  * (rcount, rtype): the receiver compares the packed streams. */
@@ -138,6 +183,10 @@ int main(int argc, char **argv)
     one(MPI_BYTE, 73728, MPI_BYTE, 73728, 11, 0);
     MPI_Type_free(&v64);
 
+    uint64_t wbytes0 = bm_pml_g.placed_bytes;
+    size_t wfrag = window();
+    uint64_t wplaced = bm_pml_g.placed_bytes - wbytes0;
+
     if (rank == 0) {
         /* the vector messages (2 KiB blocks) go out from their blocks, not packed */
         printf("rank 0: FRAGs sent from the blocks in place: %llu\n",
@@ -163,6 +212,11 @@ int main(int argc, char **argv)
                      (unsigned long long)contig);
         BM_CHECK_MSG(nc >= 5, "only %llu non-contiguous FRAGs received by placement",
                      (unsigned long long)nc);
+        printf("rank 1: window of %d x %u B: %llu of the %zu FRAG bytes placed\n", WIN, WLEN,
+               (unsigned long long)wplaced, wfrag);
+        BM_CHECK_MSG(wplaced * 100 >= (uint64_t)wfrag * 95,
+                     "a window of %d messages of %u bytes: only %llu of %zu FRAG bytes placed", WIN,
+                     WLEN, (unsigned long long)wplaced, wfrag);
         BM_CHECK_MSG(bm_pml_g.placed_aborted == 0, "%llu placements lost on a healthy link",
                      (unsigned long long)bm_pml_g.placed_aborted);
     }

@@ -202,6 +202,7 @@ struct bm_btl_tcp_conn {
      * rbuf holds nothing unparsed. */
     bool placing;
     bool place_declined;     /* the frame at rpos was offered and declined */
+    bool place_last;         /* the last DATA frame was placed: read ahead little */
     bool place_ack_now;      /* its header asked for an acknowledgement at once */
     uint8_t place_tag;       /* its tag */
     size_t place_hdr_len;    /* bytes of place_hdr: the layer above's header */

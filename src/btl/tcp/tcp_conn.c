@@ -41,6 +41,14 @@
 #define TCP_RBUF_MOVE_MAX (4u << 10)
 #define TCP_RBUF_STREAM   (1u << 20)
 
+/* How far a read into the connection buffer may go past the frames it
+ * knows of (tcp_conn_rbuf_room). Whatever it takes of a frame that could
+ * have been placed is copied once more; what it leaves costs a read more
+ * for a run of small frames. After a placed frame the next one is likely
+ * placed too (a rendezvous streams FRAGs): only its headers are read. */
+#define TCP_READ_AHEAD        (64u << 10)
+#define TCP_READ_AHEAD_PLACED (sizeof(struct bm_btl_tcp_hdr) + BM_BTL_TCP_PLACE_HDR_MAX)
+
 /* The handshake bytes covered by its proof. */
 #define TCP_HS_SIGNED offsetof(struct bm_btl_tcp_hs, proof)
 
@@ -866,6 +874,7 @@ static bool tcp_conn_place_done(struct bm_btl_tcp_conn *c)
     struct bm_btl_tcp_endpoint *ep = c->ep;
     struct bm_btl_module *m = &ep->module->super;
     c->placing = false;
+    c->place_last = true;
     __atomic_store_n(&c->rx_count, c->rx_count + 1, __ATOMIC_RELAXED);
     tcp_conn_owe_ack(c);
     if (c->place_ack_now)
@@ -964,6 +973,7 @@ static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
             }
             /* relaxed stores: senders read both (tcp_frag.c, the piggy-backed ACK) */
             __atomic_store_n(&c->rx_count, c->rx_count + 1, __ATOMIC_RELAXED);
+            c->place_last = false;
             tcp_conn_owe_ack(c);
             if (ntohs(h.flags) & BM_BTL_TCP_HDR_F_ACK_NOW)
                 __atomic_store_n(&c->ack_urgent, true, __ATOMIC_RELAXED);
@@ -1005,26 +1015,39 @@ static bool tcp_conn_parse(struct bm_btl_tcp_conn *c)
     return true;
 }
 
-/* Make room for the frame at rpos (or for a header) before reading. */
-static bool tcp_conn_rbuf_room(struct bm_btl_tcp_conn *c)
+/* The frame whose header h is at rpos may be placed: its tag takes
+ * placement and enough of it is to come. */
+static bool tcp_conn_placeable(const struct bm_btl_tcp_conn *c, const struct bm_btl_tcp_hdr *h)
+{
+    const struct bm_btl_module *m = &c->ep->module->super;
+    return c->comp->cfg.place_min && !c->place_declined && h->type == BM_BTL_TCP_FRAME_DATA &&
+           h->tag < BM_BTL_TAG_MAX && m->recv_cb[h->tag].place &&
+           ntohl(h->len) >= c->comp->cfg.place_min &&
+           m->recv_cb[h->tag].place_hdr_len <= sizeof(c->place_hdr);
+}
+
+/* Make room for the frame at rpos (or for a header) before reading; *want
+ * is then how much to read: up to the layer above's header of a frame to
+ * be placed, else the frame at rpos and TCP_READ_AHEAD(_PLACED) more. */
+static bool tcp_conn_rbuf_room(struct bm_btl_tcp_conn *c, size_t *want)
 {
     if (c->rpos == c->rlen)
         c->rpos = c->rlen = 0;
     size_t need = sizeof(struct bm_btl_tcp_hdr);
+    size_t ahead = c->place_last || c->placing ? TCP_READ_AHEAD_PLACED : TCP_READ_AHEAD;
+    size_t upto = need + ahead; /* from rpos */
     if (c->rlen - c->rpos >= sizeof(struct bm_btl_tcp_hdr)) {
         struct bm_btl_tcp_hdr h;
         memcpy(&h, c->rbuf + c->rpos, sizeof(h));
         need += ntohl(h.len);
-        /* a frame that will be placed needs room only for the header of
-         * the layer above (the buffer does not grow for it) */
-        const struct bm_btl_module *m = &c->ep->module->super;
-        if (c->comp->cfg.place_min && !c->place_declined && h.type == BM_BTL_TCP_FRAME_DATA &&
-            h.tag < BM_BTL_TAG_MAX && m->recv_cb[h.tag].place &&
-            ntohl(h.len) >= c->comp->cfg.place_min &&
-            m->recv_cb[h.tag].place_hdr_len <= sizeof(c->place_hdr)) {
-            size_t small = sizeof(h) + m->recv_cb[h.tag].place_hdr_len;
+        upto = need + ahead;
+        if (tcp_conn_placeable(c, &h)) {
+            /* a frame that will be placed needs room only for the header
+             * of the layer above (the buffer does not grow for it), and
+             * nothing past that header is read into the buffer */
+            size_t small = sizeof(h) + c->ep->module->super.recv_cb[h.tag].place_hdr_len;
             if (small < need)
-                need = small;
+                need = upto = small;
         }
     }
     if (need > c->rcap) {
@@ -1050,17 +1073,21 @@ static bool tcp_conn_rbuf_room(struct bm_btl_tcp_conn *c)
         c->rlen -= c->rpos;
         c->rpos = 0;
     }
+    size_t have = c->rlen - c->rpos;
+    *want = c->rcap - c->rlen;
+    if (c->comp->cfg.place_min && upto > have && upto - have < *want)
+        *want = upto - have;
     return true;
 }
 
 bool bm_btl_tcp_conn_recv(struct bm_btl_tcp_conn *c)
 {
     for (;;) {
-        if (!tcp_conn_rbuf_room(c)) {
+        size_t want;
+        if (!tcp_conn_rbuf_room(c, &want)) {
             tcp_conn_protocol_error(c, "out of memory for a receive buffer");
             return false;
         }
-        size_t want = c->rcap - c->rlen;
         ssize_t n;
         if (c->placing) {
             /* the placed frame's pieces, then rbuf for what follows it */
