@@ -10,16 +10,36 @@
 #include "pml/pml_internal.h"
 #include "util/mem.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* req->tag and req->peer in one 8-byte store where the layout allows:
+ * bm_pml_match_post reads the two as one 8-byte word (its queue key), and
+ * a load that spans two smaller stores still in the store buffer is not
+ * forwarded from them: it waits until they reach the cache, behind every
+ * older store. That wait was about half of bm_pml_match_post's samples in
+ * bm_mr's receiver (perf, 8 B). */
+static inline void recv_set_tag_peer(struct bm_pml_request *req, int tag, int peer)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    _Static_assert(offsetof(struct bm_pml_request, peer) ==
+                       offsetof(struct bm_pml_request, tag) + sizeof(int),
+                   "tag and peer adjacent");
+    uint64_t w = (uint64_t)(uint32_t)tag | (uint64_t)(uint32_t)peer << 32;
+    memcpy((char *)req + offsetof(struct bm_pml_request, tag), &w, sizeof(w));
+#else
+    req->tag = tag;
+    req->peer = peer;
+#endif
+}
 
 /* Post req for (cid, src, tag). */
 static bm_status_t recv_post(struct bm_pml_request *req, uint32_t cid, int src, int tag,
                              struct bm_pml_request **req_out)
 {
     req->cid = cid;
-    req->peer = src;
-    req->tag = tag;
+    recv_set_tag_peer(req, tag, src);
     req->status.source = src;
     req->status.tag = tag;
     *req_out = req;
