@@ -35,15 +35,8 @@ enum op {
     OP_UDP_PINGPONG,
     OP_UDP_STREAM,
     OP_QUIT,
-    OP_TCP_PINGPONG_SPIN,
-    OP_TCP_STREAM_W64
+    OP_TCP_PINGPONG_SPIN
 };
-
-/* The TCP stream again with STREAM_BUFS distinct buffers on each side, used
- * in turn: bm_bw's footprint (a window of 64 messages with a buffer each),
- * so that the copies in and out of the kernel meet cold memory as an MPI
- * stack's do. */
-#define STREAM_BUFS 64
 
 struct cmd {
     uint32_t op;
@@ -153,7 +146,7 @@ static int serve(const char *ip, int port, int ready_fd)
     if (cfd < 0)
         die("tcp accept");
     tune(cfd, 1);
-    unsigned char *buf = malloc(1 << 20), *wbuf = NULL;
+    unsigned char *buf = malloc(1 << 20);
     for (;;) {
         struct cmd c;
         full_read(cfd, &c, sizeof(c));
@@ -169,17 +162,9 @@ static int serve(const char *ip, int port, int ready_fd)
                     full_read(cfd, buf, c.size);
                 full_write(cfd, buf, c.size);
             }
-        } else if (c.op == OP_TCP_STREAM || c.op == OP_TCP_STREAM_W64) {
-            unsigned char *to = buf;
-            int nbufs = 1;
-            if (c.op == OP_TCP_STREAM_W64) {
-                if (!wbuf && !(wbuf = malloc((size_t)STREAM_BUFS << 20)))
-                    die("malloc");
-                to = wbuf;
-                nbufs = STREAM_BUFS;
-            }
+        } else if (c.op == OP_TCP_STREAM) {
             for (uint64_t i = 0; i < c.count; i++)
-                full_read(cfd, to + (size_t)(i % (uint64_t)nbufs) * c.size, c.size);
+                full_read(cfd, buf, c.size);
             full_write(cfd, "k", 1);
         } else if (c.op == OP_UDP_PINGPONG || c.op == OP_UDP_STREAM) {
             /* UDP until the client's next TCP message says the test is over. */
@@ -215,7 +200,6 @@ static int serve(const char *ip, int port, int ready_fd)
         }
     }
     free(buf);
-    free(wbuf);
     close(cfd);
     close(lfd);
     close(ufd);
@@ -245,13 +229,12 @@ static double tcp_pingpong(int cfd, long iters, bool spin)
     return (bm_limits_now() - t0) * 1e6 / (2.0 * (double)iters);
 }
 
-/* nbufs: 1 (one cache-hot buffer) or STREAM_BUFS, used in turn on both sides */
-static double tcp_stream(int cfd, unsigned char *buf, int nbufs, uint32_t size, uint64_t count)
+static double tcp_stream(int cfd, unsigned char *buf, uint32_t size, uint64_t count)
 {
-    send_cmd(cfd, nbufs > 1 ? OP_TCP_STREAM_W64 : OP_TCP_STREAM, size, count);
+    send_cmd(cfd, OP_TCP_STREAM, size, count);
     double t0 = bm_limits_now();
     for (uint64_t i = 0; i < count; i++)
-        full_write(cfd, buf + (size_t)(i % (uint64_t)nbufs) * size, size);
+        full_write(cfd, buf, size);
     char k;
     full_read(cfd, &k, 1);
     return (double)size * (double)count / (bm_limits_now() - t0) / 1e6;
@@ -329,23 +312,18 @@ static int client(const char *ip, int port, const char *label)
     if (ufd < 0 || connect(ufd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
         die("udp connect");
     tune(ufd, 0);
-    unsigned char *buf = calloc(1, 1 << 20), *wbuf = calloc(STREAM_BUFS, 1 << 20);
-    if (!buf || !wbuf)
-        die("calloc");
-    double tcp_lat = 0, tcp_lat_spin = 0, udp_lat = 0, tcp_bw = 0, tcp_bw_w64 = 0, udp_bw_mtu = 0,
-           udp_bw_big = 0;
+    unsigned char *buf = calloc(1, 1 << 20);
+    double tcp_lat = 0, tcp_lat_spin = 0, udp_lat = 0, tcp_bw = 0, udp_bw_mtu = 0, udp_bw_big = 0;
     for (int t = 0; t < TRIALS; t++) {
         tcp_lat = best_min(tcp_pingpong(cfd, 2000, false), tcp_lat);
         tcp_lat_spin = best_min(tcp_pingpong(cfd, 2000, true), tcp_lat_spin);
         udp_lat = best_min(udp_pingpong(cfd, ufd, 2000), udp_lat);
-        tcp_bw = best_max(tcp_stream(cfd, buf, 1, 1 << 20, 256), tcp_bw);
-        tcp_bw_w64 = best_max(tcp_stream(cfd, wbuf, STREAM_BUFS, 1 << 20, 256), tcp_bw_w64);
+        tcp_bw = best_max(tcp_stream(cfd, buf, 1 << 20, 256), tcp_bw);
         udp_bw_mtu = best_max(udp_stream(cfd, ufd, buf, 1472, 0.2), udp_bw_mtu);
         udp_bw_big = best_max(udp_stream(cfd, ufd, buf, 65000, 0.2), udp_bw_big);
     }
     send_cmd(cfd, OP_QUIT, 0, 0);
-    printf("# raw sockets over %s (%s), %d-byte ping-pong, TCP stream of 1 MiB writes (one "
-           "buffer; _w64: 64 buffers in turn on both sides), UDP "
+    printf("# raw sockets over %s (%s), %d-byte ping-pong, TCP stream of 1 MiB writes, UDP "
            "stream goodput at the receiver; best of %d trials\n",
            label, ip, PP_SIZE, TRIALS);
     char name[64];
@@ -357,14 +335,11 @@ static int client(const char *ip, int port, const char *label)
     bm_limits_report(name, udp_lat, "us");
     snprintf(name, sizeof(name), "tcp_%s_stream", label);
     bm_limits_report(name, tcp_bw, "MB/s");
-    snprintf(name, sizeof(name), "tcp_%s_stream_w64", label);
-    bm_limits_report(name, tcp_bw_w64, "MB/s");
     snprintf(name, sizeof(name), "udp_%s_stream_1472", label);
     bm_limits_report(name, udp_bw_mtu, "MB/s");
     snprintf(name, sizeof(name), "udp_%s_stream_65000", label);
     bm_limits_report(name, udp_bw_big, "MB/s");
     free(buf);
-    free(wbuf);
     close(ufd);
     close(cfd);
     return 0;
