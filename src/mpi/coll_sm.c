@@ -43,6 +43,7 @@
 #include "mpi/coll.h"
 #include "pml/pml.h"
 #include "runtime/rte.h"
+#include "util/mem.h"
 #include "util/shmseg.h"
 #include "util/xproc.h"
 
@@ -195,13 +196,8 @@ static void flag_ring(const struct bm_coll_sm *sm, _Atomic uint64_t *f)
  * core's cache, not shared with a reader's). */
 static void claim_lines(const char *p, unsigned lines)
 {
-    for (unsigned i = 0; i < lines; i++) {
-#if defined(__x86_64__)
-        __asm__ volatile("prefetchw (%0)" : : "r"(p + 64 * i));
-#else
-        __builtin_prefetch(p + 64 * i, 1, 3);
-#endif
-    }
+    for (unsigned i = 0; i < lines; i++)
+        bm_util_prefetchw(p + 64 * i);
 }
 
 /* Polls of a wait before it claims the lines claim_next noted: by then the

@@ -761,10 +761,12 @@ static __attribute__((noinline)) bool send_direct(const void *buf, size_t bytes,
                                                   uint32_t cid, int src_rank, int tag,
                                                   struct bm_btl_path *path, uint64_t *seq_out)
 {
-    /* (a transport the base does not serialise: BM_BTL_CAP_THREADS) */
+    /* Called when sendi was not usable: a path whose transport has no sendi
+     * (or refuses it to this peer) is ours when the transport locks for
+     * itself (BM_BTL_CAP_THREADS: the base does not serialise it) and the
+     * message fits its eager limit. */
     if (!path || path->module->component->mt_lock ||
-        sizeof(struct bm_pml_hdr_match) + bytes > path->module->eager_limit ||
-        bm_pml_sendi_ok(bm_btl_base_peer(dst_world), path->module))
+        sizeof(struct bm_pml_hdr_match) + bytes > path->module->eager_limit)
         return false;
     uint32_t seq = bm_pml_match_next_seq(cid, dst_world);
     *seq_out = seq;

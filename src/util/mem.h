@@ -6,7 +6,8 @@
  * bm_util_zero_fixed writes those vector stores inline for a fixed size.
  * bm_util_copy copies the few bytes of a small message inline, with
  * overlapping word moves, instead of a call into libc's memcpy with its
- * size dispatch; larger copies go to libc. */
+ * size dispatch; larger copies go to libc. bm_util_prefetchw asks for a
+ * line's ownership before a store to it (a line another core last read). */
 #ifndef BM_UTIL_MEM_H
 #define BM_UTIL_MEM_H
 
@@ -44,6 +45,20 @@ void bm_util_copy_stream(void *dst, const void *src, size_t n);
  * the data. */
 void bm_util_copy_stream_unfenced(void *dst, const void *src, size_t n);
 void bm_util_stream_fence(void);
+
+/* Start moving the line at p into this core's cache for writing, so that
+ * a later store does not wait for its ownership (and hold every store
+ * after it in the store buffer). */
+static inline void bm_util_prefetchw(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    /* PREFETCHW (a no-op on processors without it); __builtin_prefetch with
+     * rw = 1 is a read prefetch unless the build targets PRFCHW. */
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
 
 static inline void bm_util_copy(void *dst, const void *src, size_t n)
 {

@@ -26,6 +26,7 @@
 #define BM_BTL_SM_FBOX_H
 
 #include "btl/sm/sm_proto.h"
+#include "util/mem.h"
 
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -123,18 +124,6 @@ static inline void *bm_btl_sm_fbox_reserve(struct bm_btl_sm_fbox_tx *tx, uint32_
  * (write prefetch) as it publishes a message. */
 #define BM_BTL_SM_FBOX_AHEAD 4u
 
-/* Start moving the line at p into this core's cache for writing. */
-static inline void bm_btl_sm_prefetchw(const void *p)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    /* PREFETCHW (a no-op on processors without it); __builtin_prefetch with
-     * rw = 1 is a read prefetch unless the build targets PRFCHW. */
-    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-    __builtin_prefetch(p, 1, 3);
-#endif
-}
-
 /* Publish the reserved message: len bytes at offset off (as given to
  * reserve), for receive callback tag. Then ask for the line
  * BM_BTL_SM_FBOX_AHEAD units past the next message: the receiver read it a
@@ -158,7 +147,7 @@ static inline void bm_btl_sm_fbox_commit(struct bm_btl_sm_fbox_tx *tx, uint32_t 
     uint32_t ahead = tx->idx + BM_BTL_SM_FBOX_AHEAD;
     if (ahead >= tx->nunits)
         ahead -= tx->nunits;
-    bm_btl_sm_prefetchw(tx->units + (size_t)ahead * BM_BTL_SM_FBOX_UNIT);
+    bm_util_prefetchw(tx->units + (size_t)ahead * BM_BTL_SM_FBOX_UNIT);
 }
 
 /* Rewrite the first word of units [idx, idx + n) with words naming their
