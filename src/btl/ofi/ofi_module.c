@@ -539,13 +539,17 @@ int bm_btl_ofi_endpoint_stalled(struct bm_btl_ofi_endpoint *ep, struct bm_btl_of
     /* Manual-progress providers free room only when driven. */
     bm_btl_ofi_context_drive(ctx);
     int timeout = ep->m->comp->cfg.timeout_ms;
+    /* Under THREAD_MULTIPLE another thread may stamp stalled_since between our clock read
+     * and the load: read the stamp first and never let a stamp newer than now wrap into an
+     * 18446744073 s stall (an ASan CI run declared a healthy path dead that way). */
+    uint64_t since = atomic_load_explicit(&ep->stalled_since, memory_order_acquire);
     uint64_t now = bm_util_clock_now_ns();
-    uint64_t since = atomic_load_explicit(&ep->stalled_since, memory_order_relaxed);
     if (!since) {
-        atomic_store_explicit(&ep->stalled_since, now, memory_order_relaxed);
+        uint64_t zero = 0;
+        atomic_compare_exchange_strong(&ep->stalled_since, &zero, now);
         return BM_ERR_OUT_OF_RESOURCE;
     }
-    if (timeout <= 0 || now - since < (uint64_t)timeout * 1000000ull)
+    if (timeout <= 0 || now <= since || now - since < (uint64_t)timeout * 1000000ull)
         return BM_ERR_OUT_OF_RESOURCE;
     char what[256];
     snprintf(what, sizeof(what),
