@@ -59,6 +59,7 @@ enum bm_mpi_coll_kind {
     X(SM_PIPE, "sm.pipe")     /* a bcast.sm in the large area, copied in and out in chunks */      \
     X(SM_PUSH, "sm.push")     /* an allgather.sm by single copy, blocks written by their owner */  \
     X(SM_AREAS, "sm.areas")   /* a bcast.sm or scatter.sm written to one of two slot areas */      \
+    X(SM_NEAR, "sm.near")     /* a crowded bcast.sm reader on the root's CPU: copied the area */   \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \
@@ -135,6 +136,7 @@ struct bm_mpi_coll_config {
     size_t sm_large_max;             /* the large area of ranks sharing cores, all slots */
     size_t sm_large_alltoall;        /* alltoall blocks from this x ranks: not there */
     size_t sm_crowded_bcast_copy;    /* ranks sharing cores, <= 4 ranks: bcast copy from here */
+    size_t sm_crowded_bcast_max;     /* ... up to here */
     bool hier;                       /* hierarchical algorithms over hosts */
     size_t hier_halves_min;          /* hierarchical allreduce: two ranks per host from here */
 };
@@ -201,8 +203,11 @@ bool bm_coll_sm_can_copy(const struct bm_mpi_coll_comm *cc);
 bool bm_coll_sm_large_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, size_t bytes,
                             const char *fn);
 /* How the segment moves a call's data: through the slots, by single copy,
- * or through the large area. */
-enum bm_coll_sm_how { BM_COLL_SM_SLOTS, BM_COLL_SM_COPY, BM_COLL_SM_LARGE };
+ * through the large area, or (a broadcast where ranks share cores) both:
+ * the root copies its data into the large area and offers its buffer, a
+ * reader on the root's CPU copies from the area, one elsewhere reads the
+ * root's buffer by single copy. */
+enum bm_coll_sm_how { BM_COLL_SM_SLOTS, BM_COLL_SM_COPY, BM_COLL_SM_LARGE, BM_COLL_SM_NEAR };
 /* Run a blocking barrier, bcast, reduce, allreduce (contiguous types),
  * gather, scatter, allgather or alltoall (uniform blocks, any types) whose
  * data fits the capacity, or with copy (bm_coll_sm_can_copy; not for a

@@ -170,9 +170,16 @@ static const struct bm_param coll_params[] = {
      offsetof(struct bm_mpi_coll_config, sm_reduce_split_min), 0},
     {"BM_MPI_COLL_SM_CROWDED_BCAST_COPY", BM_PARAM_SIZE, "32k", 0, 1LL << 40, NULL,
      "On an oversubscribed host, broadcasts of this many bytes or more (up to "
-     "BM_MPI_COLL_SM_COPY_ROOTED_MAX) on at most 4 ranks are read from the root's buffer "
-     "by single copy, not through the segment. 0: never.",
+     "BM_MPI_COLL_SM_CROWDED_BCAST_MAX) on at most 4 ranks go both ways: the root copies "
+     "its data into the segment's large area and offers its buffer; a reader on the root's "
+     "CPU copies from the area, one on another CPU reads the root's buffer by single copy. "
+     "0: never (the large area's pipeline).",
      offsetof(struct bm_mpi_coll_config, sm_crowded_bcast_copy), 0},
+    {"BM_MPI_COLL_SM_CROWDED_BCAST_MAX", BM_PARAM_SIZE, "128k", 0, 1LL << 40, NULL,
+     "Largest broadcast that BM_MPI_COLL_SM_CROWDED_BCAST_COPY applies to (4 ranks on 2 "
+     "cores, every placement: 128 KiB 5.3-7.3 us against 9.7-13.8 by the pipeline and Open "
+     "MPI's 7.4-13.8; at 256 KiB not better than Open MPI with the root alone on a CPU).",
+     offsetof(struct bm_mpi_coll_config, sm_crowded_bcast_max), 0},
     {"BM_MPI_COLL_SM_LARGE_MAX", BM_PARAM_SIZE, "16m", 0, 1LL << 40, NULL,
      "Where ranks share cores (an oversubscribed host, or BM_PML_IDLE_YIELD), shared-memory "
      "collectives whose data per slot exceeds BM_MPI_COLL_SM_SLOT go through a second segment "
@@ -896,37 +903,43 @@ static size_t sm_bytes(MPI_Comm comm, const struct bm_mpi_coll_args *a)
 }
 
 /* Where ranks share cores, a broadcast on at most CROWDED_BCAST_COPY_RANKS
- * ranks from BM_MPI_COLL_SM_CROWDED_BCAST_COPY bytes moves by single copy
- * too: the root writing a slot's worth or more into the segment stores to
- * lines the readers hold from the last call (each store a cross-core
- * invalidation), the readers then fetch lines the root holds modified, and
- * the root's copy-in is a fourth copy on two cores; reading the root's
- * buffer costs three. 4 ranks on 2 cores, each bound as shown (CPU per
- * rank), nice -20 autogroup, mean over ranks of 3000 calls, 2 runs each,
- * through the segment / single copy / Open MPI (us): 0101: 32 KiB 4.45,
- * 3.79 / 2.91, 3.05 / 3.31, 3.24; 64 KiB 6.88, 6.87 / 5.33, 5.85 / 5.55,
- * 5.37; 0011: 32 KiB 3.73, 3.79 / 3.09, 3.90 / 3.77, 3.47; 64 KiB 6.84,
- * 6.85 / 5.38, 5.61 / 5.19, 5.70; 0001: 32 KiB 2.52, 2.73 / 3.46, 3.45 /
- * 4.08, 3.96; 64 KiB 4.90, 5.02 / 4.69, 4.81 / 5.11, 5.27. Not below 32
- * KiB (16 KiB: 2.44-2.48 through the segment, 2.70-3.08 by copy, Open MPI
- * 3.13-3.22), nor above BM_MPI_COLL_SM_COPY_ROOTED_MAX (128 KiB: the large
- * area's pipeline is as fast, and faster where 3 ranks share a CPU), nor
- * on more ranks, where the root waits for more readers' time slices (8
- * ranks, 01010101 and 00110011: 32 KiB 4.12, 4.10 through the segment /
- * 4.80, 4.46 by copy; 64 KiB 5.80, 6.25 / 6.13, 6.65; Open MPI 7.5-17),
- * nor where ranks only yield without oversubscribing their host (the node
- * communicators of namespace hosts): there a hierarchical bcast's root
- * would wait for its host's readers before the leaders' phase (one A/B at
- * 2 hosts x 2 ranks, 32-64 KiB, 18-35 us against 10-17, but the first run
- * after Open MPI's is slower in every round there: not conclusive, kept
- * as it was). */
+ * ranks of BM_MPI_COLL_SM_CROWDED_BCAST_COPY to _MAX bytes goes both ways
+ * (BM_COLL_SM_NEAR, coll_sm.c's bcast_near): the root copies its data into
+ * the large area and offers its buffer; a reader on the root's CPU copies
+ * from the area (lines in this CPU's cache), one on another CPU reads the
+ * root's buffer by single copy. Through the area alone the root's stores
+ * take every line back from the other CPU's readers; by single copy alone
+ * the readers' gets of one buffer slow each other and the root waits for
+ * the one that shares its CPU (the quiet runs' 64 KiB at 1.48-1.54x Open
+ * MPI, whose linear bcast moves the data the same way: one
+ * process_vm_readv of the root's buffer per reader, strace). 4 ranks on 2
+ * cores, each bound as shown (CPU per rank), nice -20 autogroup, mean over
+ * ranks of 2000 calls, load 22-29, single copy / both ways / Open MPI (us):
+ * 64 KiB 0011 6.07 / 4.04 / 6.15, 0101 6.87 / 4.09 / 7.46, 0110 6.63 /
+ * 3.92 / 6.16, 0111 5.43 / 5.38 / 6.22, 0001 8.28 / 3.36 / 9.56, 0010 9.14
+ * / 4.06 / 8.61, 0100 9.22 / 3.75 / 8.61, 0000 5.54 / 3.77 / 5.74; 32 KiB
+ * 2.34-3.83 both ways against 3.70-4.49 and Open MPI's 3.94-5.01; 128 KiB
+ * (the pipeline before) 0011 13.2 / 5.9 / 13.4, 0111 12.8 / 7.3 / 7.5,
+ * 0001 9.8 / 5.4 / 13.1, 0000 2.6 / 5.6 / 7.4. Not below 32 KiB (16 KiB:
+ * the slots, 0.5x Open MPI in the quiet runs), nor above 128 KiB (256 KiB,
+ * root alone on a CPU: 13.0 against Open MPI's 13.2; the pipeline stays at
+ * 0.4-0.7x there), nor on more ranks, where the root waits for more
+ * readers' time slices (8 ranks, single copy before: 01010101 and
+ * 00110011: 32 KiB 4.12, 4.10 through the segment / 4.80, 4.46 by copy;
+ * 64 KiB 5.80, 6.25 / 6.13, 6.65; Open MPI 7.5-17), nor where ranks only
+ * yield without oversubscribing their host (the node communicators of
+ * namespace hosts): there a hierarchical bcast's root would wait for its
+ * host's readers before the leaders' phase (one A/B at 2 hosts x 2 ranks,
+ * 32-64 KiB, 18-35 us against 10-17, but the first run after Open MPI's is
+ * slower in every round there: not conclusive, kept as it was). */
 #define CROWDED_BCAST_COPY_RANKS 4
 
 static bool crowded_bcast_copy(const struct bm_mpi_coll_args *a, int p, size_t bytes)
 {
-    size_t min = bm_mpi_coll_cfg()->sm_crowded_bcast_copy;
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+    size_t min = c->sm_crowded_bcast_copy;
     return a->kind == BM_COLL_BCAST && p <= CROWDED_BCAST_COPY_RANKS && min > 0 && bytes >= min &&
-           bm_pml_oversubscribed();
+           bytes <= c->sm_crowded_bcast_max && bm_pml_oversubscribed();
 }
 
 /* Whether a blocking call whose fullest slot holds bytes may move its data
@@ -956,6 +969,7 @@ static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, int p, size_t bytes
     case BM_COLL_BARRIER:
         return false;
     case BM_COLL_BCAST:
+        return bytes <= c->sm_copy_rooted_max || (!forced && crowded_bcast_copy(a, p, bytes));
     case BM_COLL_GATHER:
         return bytes <= c->sm_copy_rooted_max;
     case BM_COLL_ALLTOALL:
@@ -988,7 +1002,8 @@ static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, enum bm_coll_
     bytes = sm_bytes(comm, a);
     *how = BM_COLL_SM_SLOTS;
     if (bytes != SIZE_MAX && sm_copy_wanted(a, comm->size, bytes, forced != BM_SEL_AUTO))
-        *how = BM_COLL_SM_COPY;
+        *how = forced == BM_SEL_AUTO && crowded_bcast_copy(a, comm->size, bytes) ? BM_COLL_SM_NEAR
+                                                                                 : BM_COLL_SM_COPY;
     else if (bytes > c->sm_slot) {
         if (bytes == SIZE_MAX || c->sm_large_max == 0 ||
             !(bm_pml_oversubscribed() || bm_pml_idle_yields()))
@@ -1040,6 +1055,9 @@ int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const 
         bool ok = cc && cc->sm_state != 2 && bm_coll_sm_ready(comm, cc, fn);
         /* single copy where the segment offers it, else the slots when the
          * data fits them, or the large area where ranks share cores */
+        if (ok && how == BM_COLL_SM_NEAR &&
+            !(bm_coll_sm_can_copy(cc) && bm_coll_sm_large_ready(comm, cc, sm_bytes(comm, a), fn)))
+            how = BM_COLL_SM_COPY; /* every rank alike: the area is made collectively */
         if (ok && how == BM_COLL_SM_COPY && !bm_coll_sm_can_copy(cc)) {
             const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
             how = BM_COLL_SM_SLOTS;

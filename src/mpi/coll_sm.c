@@ -1232,6 +1232,106 @@ static void bcast_copy(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
     }
 }
 
+/* ---- broadcasts where ranks share cores: near readers copy, far ones read --- */
+
+/* A broadcast of BM_MPI_COLL_SM_CROWDED_BCAST_COPY bytes or more on few
+ * ranks that share cores (coll_select.c's crowded_bcast_copy; the large
+ * area holds it). By single copy alone every reader reads the root's
+ * buffer with the transport's get, and the root waits for all of them;
+ * a reader that shares the root's CPU runs only while the root waits,
+ * and its get (page pinning, ~2.8 us per 64 KiB here) overlaps the other
+ * readers' gets of the same buffer, which slows both (two readers on two
+ * CPUs: 3.0 -> 3.6-6.6 us each). Where the root shares its CPU with two
+ * readers the root took 14-16 us and those readers 8.4 each (4 ranks on 2
+ * CPUs bound 0001/0010/0100, 64 KiB: 7.3-9.3 us mean over the ranks, Open
+ * MPI's linear bcast with the same gets 6.4-9.1; the quiet compare runs'
+ * 1.48-1.54x, min 2.8 / max 14.5 us, had that shape). Copied through the
+ * large area alone it loses where ranks are on both CPUs (0011/0101: the
+ * root's stores must take each line back from the other CPU's readers,
+ * 64 KiB copied in 5.3-6.4 us instead of 1.2). So the root does both: it
+ * offers its buffer (address and CPU in its flag line, then the progress
+ * word), copies its data into the large area as the pipelined bcast does,
+ * publishes, and waits for every reader. A reader on the root's CPU (the
+ * root is then waiting, its copy done) copies out of the area, lines this
+ * CPU's cache holds (sm.near); one on another CPU reads the root's buffer
+ * by single copy (sm.copy), or the area once the root has published when
+ * the root's side is not contiguous. The root's offer words follow the
+ * flag in its flag line (the slot's data is unused while the large area
+ * holds it). */
+static uint64_t *offer_of(const struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    return (uint64_t *)(void *)((char *)flag_of(sm, k, r) + 2 * sizeof(uint64_t));
+}
+
+/* Wait until root r has started operation k (its progress word names k)
+ * or published it. */
+static void wait_offer(struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    _Atomic uint64_t *f = flag_of(sm, k, r), *pr = progress_of(sm, k, r);
+    bool over = sharing_cores() && !bm_pml_wait_spins();
+    unsigned polls = 0;
+
+    while (atomic_load_explicit(f, memory_order_acquire) < k &&
+           atomic_load_explicit(pr, memory_order_acquire) >> 32 != (uint32_t)k) {
+        if (++polls % POLLS_PER_PROGRESS == 0) {
+            bm_pml_progress();
+            if (sm->rings && polls >= SLEEP_POLLS)
+                flag_sleep(sm, f, k);
+            else if (over)
+                sched_yield();
+        }
+    }
+    bm_util_xproc_acquire();
+}
+
+static void bcast_near(struct copy_op *c, void *buf, int count, MPI_Datatype dt, int root)
+{
+    struct bm_coll_sm *sm = c->sm;
+    uint64_t k = c->k, *offer = offer_of(sm, k, root);
+    size_t bytes = (size_t)count * dt->size, chunk = pipe_chunk(sm);
+    char *data = data_of(sm, k, root);
+
+    if (sm->me == root) {
+        may_write(sm, k);
+        offer[0] = dt->contiguous ? (uint64_t)(uintptr_t)buf : 0;
+        offer[1] = (uint64_t)sched_getcpu();
+        bm_util_xproc_release();
+        atomic_store_explicit(progress_of(sm, k, root), progress_word(k, 0), memory_order_release);
+        for (size_t off = 0; off < bytes; off += chunk) {
+            size_t n = bytes - off < chunk ? bytes - off : chunk;
+            if (dt->contiguous)
+                memcpy(data + off, (const char *)buf + off, n);
+            else
+                bm_mpi_type_pack(dt, buf, (size_t)count, off, data + off, n);
+            if (off + n < bytes)
+                atomic_store_explicit(progress_of(sm, k, root), progress_word(k, off + n),
+                                      memory_order_release);
+        }
+        publish(sm, k);
+        finish(sm, k);
+        await_all(sm, k);
+        return;
+    }
+    wait_offer(sm, k, root);
+    uint64_t addr = offer[0];
+    bool near = (uint64_t)sched_getcpu() == offer[1];
+    if (!near && addr != 0) {
+        bm_mpi_coll_count_alg(-1, BM_ALG_SM_COPY);
+        pull_block(c, root, addr, buf, 0, count, dt);
+    } else {
+        if (near)
+            bm_mpi_coll_count_alg(-1, BM_ALG_SM_NEAR);
+        for (size_t got = 0, avail; got < bytes; got = avail) {
+            avail = wait_more(sm, k, root, got, bytes);
+            if (dt->contiguous)
+                memcpy((char *)buf + got, data + got, avail - got);
+            else
+                bm_mpi_type_unpack(dt, buf, (size_t)count, got, data + got, avail - got);
+        }
+    }
+    finish(sm, k);
+}
+
 /* Store this rank's done line of the operation, once. */
 static void finish_once(struct copy_op *c)
 {
@@ -1446,14 +1546,17 @@ static void alltoall_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
 }
 
 static int run_copy(MPI_Comm comm, struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a,
-                    const char *fn)
+                    bool near, const char *fn)
 {
     struct copy_op c = {.sm = sm, .k = ++sm->op, .err = BM_OK};
     const void *in = a->sbuf == MPI_IN_PLACE ? a->rbuf : a->sbuf;
 
     switch (a->kind) {
     case BM_COLL_BCAST:
-        bcast_copy(&c, a->rbuf, a->rcount, a->rtype, a->root);
+        if (near)
+            bcast_near(&c, a->rbuf, a->rcount, a->rtype, a->root);
+        else
+            bcast_copy(&c, a->rbuf, a->rcount, a->rtype, a->root);
         break;
     case BM_COLL_REDUCE:
         reduce_copy(&c, in, a->rbuf, a->rcount, a->rtype, a->op, a->root);
@@ -1494,7 +1597,14 @@ int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_m
     bm_mpi_coll_count_alg(a->kind, alg);
     if (how == BM_COLL_SM_COPY) {
         bm_mpi_coll_count_alg(a->kind, BM_ALG_SM_COPY);
-        return run_copy(comm, sm, a, fn);
+        return run_copy(comm, sm, a, false, fn);
+    }
+    if (how == BM_COLL_SM_NEAR) {
+        bm_mpi_coll_count_alg(a->kind, BM_ALG_SM_LARGE);
+        sm->in_large = true;
+        int rc = run_copy(comm, sm, a, true, fn);
+        sm->in_large = false;
+        return rc;
     }
     if (how == BM_COLL_SM_LARGE)
         bm_mpi_coll_count_alg(a->kind, BM_ALG_SM_LARGE);

@@ -332,7 +332,7 @@ endforeach()
 # host (both ranks bound to one CPU) gets the crowded choice (linear).
 add_executable(coll_crowded ${api_dir}/coll_crowded.c)
 target_link_libraries(coll_crowded PRIVATE bitmover bm_test_harness)
-bm_add_mpi_test(coll_crowded NP 2 TARGET coll_crowded BTL self,sm TIMEOUT 60 LABELS mpi coll)
+bm_add_mpi_test(coll_crowded NP 3 TARGET coll_crowded BTL self,sm TIMEOUT 60 LABELS mpi coll)
 
 # The PML's idle policy: yield only when the job oversubscribes its host.
 bm_scaled_timeout(t 120)
