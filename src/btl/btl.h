@@ -710,6 +710,14 @@ struct bm_btl_ops {
      * per peer (tcp: one getsockopt per connection); never calls back. */
     bm_status_t (*stats)(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                          struct bm_btl_path_stats *out);
+    /* Optional, with BM_BTL_CAP_THREADS: the table every module of this
+     * transport points at under MPI_THREAD_MULTIPLE (the base sets m->ops
+     * when it adds the module), whose module operations take the
+     * transport's locks, so that the functions of this table carry no
+     * thread check at all (single-threaded programs pay nothing, as the
+     * usnic BTL's one flag). Same name and caps; its own mt_ops NULL;
+     * component operations (init, progress, ...) are always this table's. */
+    const struct bm_btl_ops *mt_ops;
 };
 
 /* Capabilities that need register_mem, deregister_mem and flush. */

@@ -309,6 +309,17 @@ bm_status_t bm_btl_ops_check(const struct bm_btl_ops *ops, uint32_t caps, char *
         snprintf(why, whylen, "a registered transport has no name");
         return BM_ERR_BAD_PARAM;
     }
+    const struct bm_btl_ops *mo = ops->mt_ops;
+    if (mo && (!(ops->caps & BM_BTL_CAP_THREADS) || mo->mt_ops || mo->caps != ops->caps ||
+               !mo->name || strcmp(mo->name, ops->name) != 0)) {
+        snprintf(why, whylen,
+                 "transport '%s' has an mt_ops table that is not its twin (same name and caps, "
+                 "BM_BTL_CAP_THREADS, no mt_ops of its own)",
+                 name);
+        return BM_ERR_BAD_PARAM;
+    }
+    if (mo && bm_btl_ops_check(mo, caps, why, whylen) != BM_OK)
+        return BM_ERR_BAD_PARAM;
     for (size_t i = 0; i < sizeof(btl_base_needs) / sizeof(btl_base_needs[0]); i++) {
         const struct btl_base_need *n = &btl_base_needs[i];
         if (n->cap && !(caps & n->cap))
@@ -484,7 +495,8 @@ static void btl_base_describe_tried(char *buf, size_t len)
 
 /* ---- open ------------------------------------------------------------------ */
 
-static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct bm_btl_module *m)
+static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct bm_btl_module *m,
+                                       bool mt)
 {
     char why[320];
     if (m->ops != comp->ops || m->component != comp->inst) {
@@ -492,6 +504,10 @@ static bm_status_t btl_base_add_module(struct btl_base_component *comp, struct b
                      comp->ops->name, m->ops != comp->ops ? "ops table" : "component");
         return BM_ERR_FATAL;
     }
+    /* btl.h "mt_ops": under MPI_THREAD_MULTIPLE the module's operations
+     * are the locking ones; the single-threaded table checks no flag. */
+    if (mt && comp->ops->mt_ops)
+        m->ops = comp->ops->mt_ops;
     if (bm_btl_base_check_module(m, why, sizeof(why)) != BM_OK) {
         bm_log_error("%s; this is a bug in the transport: start-up stops here", why);
         return BM_ERR_FATAL;
@@ -675,7 +691,8 @@ static bm_status_t btl_base_open_component(struct btl_base_component *c,
     if (count == 0)
         snprintf(c->why, sizeof(c->why), "no usable device, or no peer it could reach");
     for (int k = 0; k < count; k++) {
-        bm_status_t rc = btl_base_add_module(c, modules[k]);
+        bm_status_t rc =
+            btl_base_add_module(c, modules[k], args->thread_level >= BM_BTL_THREAD_MULTIPLE);
         if (rc != BM_OK)
             return rc;
         bm_log_debug("opened %s (exclusivity %u, latency %u, bandwidth %u Mbit/s, caps 0x%x)",

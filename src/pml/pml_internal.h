@@ -664,7 +664,10 @@ void bm_pml_ctl_sendv(int peer_world, bm_btl_tag_t tag, const struct bm_btl_segm
  * single eager path: sendi hands back no descriptor, so a fragment it sent
  * cannot be reported lost and resent when a path fails (with one path the
  * job ends anyway). */
-bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module *m);
+static inline bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module *m)
+{
+    return (m->caps & BM_BTL_CAP_SENDI) && peer->eager.count == 1;
+}
 /* Pick a working path of a list; NULL when none (then the peer is cut off). */
 struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list);
 /* A transport call returned a link error: mark the path failed; the peer's

@@ -194,11 +194,6 @@ void bm_pml_leave(bool taken)
     drain_give();
 }
 
-bool bm_pml_sendi_ok(const struct bm_btl_peer *peer, const struct bm_btl_module *m)
-{
-    return (m->caps & BM_BTL_CAP_SENDI) && peer->eager.count == 1;
-}
-
 /* The lists are sorted by class (btl.h): the first working path is one of
  * the best working class. */
 struct bm_btl_path *bm_pml_path_first(struct bm_btl_path_list *list)

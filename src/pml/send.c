@@ -664,22 +664,34 @@ int bm_pml_send_watch_state(const struct bm_pml_request *req)
     return 0;
 }
 
-static bm_status_t send_check(const void *buf, size_t bytes, int dst_world, int src_rank, int tag)
+static inline bm_status_t send_check_args(const void *buf, size_t bytes, int dst_world,
+                                          int src_rank, int tag)
 {
-    if (!bm_pml_g.initialized)
-        return BM_ERR_NOT_AVAILABLE;
     if (dst_world < 0 || dst_world >= bm_pml_g.world_size || tag < 0 || src_rank < 0 ||
         (!buf && bytes > 0))
         return BM_ERR_BAD_PARAM;
     return BM_OK;
 }
 
+static bm_status_t send_check(const void *buf, size_t bytes, int dst_world, int src_rank, int tag)
+{
+    if (!bm_pml_g.initialized)
+        return BM_ERR_NOT_AVAILABLE;
+    return send_check_args(buf, bytes, dst_world, src_rank, tag);
+}
+
 /* A message to this process itself is delivered by a progress call; one
- * sent by a thread while another sleeps (README "Waiting") must wake it. */
+ * sent by a thread while another sleeps (README "Waiting") must wake it.
+ * mt: bm_pml_g.mt, or false where the caller knows it (a constant). */
+static inline __attribute__((always_inline)) void send_kick_self_mt(int dst_world, bool mt)
+{
+    if (__builtin_expect(mt, 0) && dst_world == bm_pml_g.my_rank)
+        bm_pml_wait_kick();
+}
+
 static inline void send_kick_self(int dst_world)
 {
-    if (__builtin_expect(bm_pml_g.mt, 0) && dst_world == bm_pml_g.my_rank)
-        bm_pml_wait_kick();
+    send_kick_self_mt(dst_world, bm_pml_g.mt);
 }
 
 /* A new send request, started with sequence number seq (UINT64_MAX: take
@@ -803,18 +815,20 @@ static __attribute__((noinline)) bool send_direct(const void *buf, size_t bytes,
 /* A standard send small enough for sendi goes straight to the transport,
  * with no request: true when sendi took it (or, under
  * MPI_THREAD_MULTIPLE, a direct send). Otherwise *seq_out holds the
- * sequence number taken (UINT64_MAX when none was) for the request path. */
+ * sequence number taken (UINT64_MAX when none was) for the request path.
+ * mt: bm_pml_g.mt, a constant false on the single-threaded path, which so
+ * checks no thread flag. */
 static inline __attribute__((always_inline)) bool send_inline(const void *buf, size_t bytes,
                                                               int dst_world, uint32_t cid,
                                                               int src_rank, int tag,
-                                                              uint64_t *seq_out)
+                                                              uint64_t *seq_out, bool mt)
 {
     *seq_out = UINT64_MAX;
     struct bm_btl_peer *peer = bm_btl_base_peer(dst_world);
     struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
     if (!path || !bm_pml_sendi_ok(peer, path->module) ||
         sizeof(struct bm_pml_hdr_match) + bytes > path->module->eager_limit)
-        return __builtin_expect(bm_pml_g.mt, 0) &&
+        return __builtin_expect(mt, 0) &&
                send_direct(buf, bytes, dst_world, cid, src_rank, tag, path, seq_out);
     uint32_t seq = bm_pml_match_next_seq(cid, dst_world);
     *seq_out = seq;
@@ -823,7 +837,7 @@ static inline __attribute__((always_inline)) bool send_inline(const void *buf, s
     int rc = bm_btl_sendi(path->module, path->endpoint, &mh, sizeof(mh), buf, bytes, 0, 0,
                           BM_PML_BTL_TAG(BM_PML_HDR_MATCH), NULL);
     if (rc == BM_BTL_DONE) {
-        send_kick_self(dst_world);
+        send_kick_self_mt(dst_world, mt);
         return true;
     }
     if (bm_status_is_link(rc) || bm_status_is_peer(rc))
@@ -831,17 +845,37 @@ static inline __attribute__((always_inline)) bool send_inline(const void *buf, s
     return false;
 }
 
-bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, uint32_t cid,
-                                 int src_rank, int tag, enum bm_pml_send_mode mode,
-                                 struct bm_pml_request **req_out)
+/* bm_pml_isend_or_done of a process that is not on the single-threaded
+ * path: under MPI_THREAD_MULTIPLE (direct sends), or not initialized. */
+static __attribute__((noinline)) bm_status_t
+isend_or_done_any(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank, int tag,
+                  enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
 {
-    *req_out = NULL;
     bm_status_t rc = send_check(buf, bytes, dst_world, src_rank, tag);
     if (rc != BM_OK)
         return rc;
     uint64_t seq = UINT64_MAX;
     if (mode == BM_PML_SEND_STANDARD && bytes <= bm_pml_g.cfg.sendi_limit &&
-        send_inline(buf, bytes, dst_world, cid, src_rank, tag, &seq))
+        send_inline(buf, bytes, dst_world, cid, src_rank, tag, &seq, bm_pml_g.mt))
+        return BM_OK;
+    return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, seq, req_out);
+}
+
+bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, uint32_t cid,
+                                 int src_rank, int tag, enum bm_pml_send_mode mode,
+                                 struct bm_pml_request **req_out)
+{
+    *req_out = NULL;
+    /* bm_pml_g.st: initialized and not MPI_THREAD_MULTIPLE, the one flag
+     * this path checks (in place of initialized). */
+    if (__builtin_expect(!bm_pml_g.st, 0))
+        return isend_or_done_any(buf, bytes, dst_world, cid, src_rank, tag, mode, req_out);
+    bm_status_t rc = send_check_args(buf, bytes, dst_world, src_rank, tag);
+    if (rc != BM_OK)
+        return rc;
+    uint64_t seq = UINT64_MAX;
+    if (mode == BM_PML_SEND_STANDARD && bytes <= bm_pml_g.cfg.sendi_limit &&
+        send_inline(buf, bytes, dst_world, cid, src_rank, tag, &seq, false))
         return BM_OK;
     return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, seq, req_out);
 }
@@ -882,7 +916,7 @@ static bm_status_t send_dt(const void *buf, size_t count, struct bm_util_dtype *
         char packed[BM_PML_PACK_STACK];
         bm_util_dtype_conv_pack(&conv, 0, packed, conv.total);
         __atomic_fetch_add(&bm_pml_g.stack_packs, 1, __ATOMIC_RELAXED);
-        if (send_inline(packed, conv.total, dst_world, cid, src_rank, tag, &seq))
+        if (send_inline(packed, conv.total, dst_world, cid, src_rank, tag, &seq, bm_pml_g.mt))
             return BM_OK;
     }
     return send_new(NULL, conv.total, &conv, dst_world, cid, src_rank, tag, mode, seq, req_out);

@@ -4,7 +4,8 @@
  * the capabilities it declares; copies of real tables with one operation
  * removed fail it with a message that names the transport, the capability
  * and the missing operation; a module that advertises more than its table
- * declares is refused by name; and opening the transport layer creates
+ * declares is refused by name; a transport's MPI_THREAD_MULTIPLE table
+ * (mt_ops) must be its twin; and opening the transport layer creates
  * component instances whose modules point back at them. */
 #include "bm_test.h"
 #include "btl/btl.h"
@@ -112,6 +113,41 @@ static void test_module_beyond_table(void)
     BM_CHECK_MSG(strstr(why, "BM_BTL_CAP_SEND") != NULL, "'%s'", why);
 }
 
+/* btl.h "mt_ops": tcp's MPI_THREAD_MULTIPLE table is its twin (same name
+ * and caps, none of its own), with its own send-side operations (those of
+ * the single-threaded table check no thread flag), and the registration
+ * check refuses a twin that is not one. */
+static void test_mt_twin(void)
+{
+    const struct bm_btl_ops *tcp = find_ops("tcp");
+    if (!tcp)
+        return;
+    const struct bm_btl_ops *mo = tcp->mt_ops;
+    BM_CHECK(mo != NULL);
+    if (!mo)
+        return;
+    BM_CHECK(strcmp(mo->name, tcp->name) == 0 && mo->caps == tcp->caps && !mo->mt_ops);
+    BM_CHECK(mo->send != tcp->send && mo->alloc != tcp->alloc && mo->free != tcp->free &&
+             mo->prepare_src != tcp->prepare_src && mo->prepare_src_iov != tcp->prepare_src_iov);
+    BM_CHECK(mo->progress == tcp->progress && mo->init == tcp->init);
+    char why[320] = "";
+    struct bm_btl_ops twin = *mo, orig = *tcp;
+    orig.mt_ops = &twin;
+    BM_CHECK_EQ_INT(bm_btl_ops_check(&orig, orig.caps, why, sizeof(why)), BM_OK);
+    twin.caps &= ~BM_BTL_CAP_STATS;
+    BM_CHECK_EQ_INT(bm_btl_ops_check(&orig, orig.caps, why, sizeof(why)), BM_ERR_BAD_PARAM);
+    BM_CHECK_MSG(strstr(why, "'tcp'") && strstr(why, "mt_ops"), "'%s'", why);
+    twin = *mo;
+    twin.send = NULL;
+    BM_CHECK_EQ_INT(bm_btl_ops_check(&orig, orig.caps, why, sizeof(why)), BM_ERR_BAD_PARAM);
+    BM_CHECK_MSG(strstr(why, "'tcp'") && strstr(why, "send"), "'%s'", why);
+    /* only a transport that locks for itself has a second table */
+    twin = *mo;
+    orig.caps &= ~BM_BTL_CAP_THREADS;
+    twin.caps = orig.caps;
+    BM_CHECK_EQ_INT(bm_btl_ops_check(&orig, orig.caps, why, sizeof(why)), BM_ERR_BAD_PARAM);
+}
+
 static void test_instances(void)
 {
     setenv("BM_BTL", "self", 1);
@@ -140,6 +176,7 @@ int main(void)
     BM_RUN(test_registry_passes);
     BM_RUN(test_missing_operations);
     BM_RUN(test_module_beyond_table);
+    BM_RUN(test_mt_twin);
     BM_RUN(test_instances);
     bm_rte_finalize();
     return bm_test_summary("test_btl_registry");

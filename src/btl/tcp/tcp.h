@@ -469,6 +469,22 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov(struct bm_btl_module *m,
                                                      struct bm_btl_endpoint *ep, size_t reserve,
                                                      const struct bm_btl_iov *pieces, uint32_t n,
                                                      uint32_t flags);
+/* The same operations under MPI_THREAD_MULTIPLE (bm_btl_tcp_ops_mt, btl.h
+ * "mt_ops"): the endpoint's fragment pool and send lock (README "Threads").
+ * The ones above check no thread flag. */
+struct bm_btl_descriptor *bm_btl_tcp_alloc_mt(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                              uint8_t order, size_t size, uint32_t flags);
+void bm_btl_tcp_free_mt(struct bm_btl_module *m, struct bm_btl_descriptor *des);
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src_mt(struct bm_btl_module *m,
+                                                    struct bm_btl_endpoint *ep, const void *data,
+                                                    size_t reserve, size_t *size, uint8_t order,
+                                                    uint32_t flags);
+int bm_btl_tcp_send_mt(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                       struct bm_btl_descriptor *des, bm_btl_tag_t tag);
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov_mt(struct bm_btl_module *m,
+                                                        struct bm_btl_endpoint *ep, size_t reserve,
+                                                        const struct bm_btl_iov *pieces, uint32_t n,
+                                                        uint32_t flags);
 /* Write queued frames until the socket would block. Returns false when the
  * connection failed (the endpoint was failed). */
 bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c);

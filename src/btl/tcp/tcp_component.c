@@ -503,27 +503,36 @@ static bm_status_t bm_btl_tcp_flush(struct bm_btl_module *m, struct bm_btl_endpo
     return BM_OK;
 }
 
+/* Everything but the module operations that differ between the tables
+ * (btl.h "mt_ops"). */
+#define TCP_OPS_COMMON                                                                             \
+    .name = "tcp",                                                                                 \
+    .description = "TCP sockets over every usable IPv4/IPv6 interface (works everywhere)",         \
+    .params = &tcp_param_table,                                                                    \
+    .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED | BM_BTL_CAP_FAILOVER | \
+            BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS | BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_SEND_IOV |     \
+            BM_BTL_CAP_THREADS,                                                                    \
+    .query = bm_btl_tcp_query, .init = bm_btl_tcp_init, .progress = bm_btl_tcp_progress,           \
+    .wait_fd = tcp_wait_fd, .wait_arm = tcp_wait_arm, .wait_disarm = tcp_wait_disarm,              \
+    .finalize = bm_btl_tcp_finalize, .add_procs = tcp_add_procs, .del_procs = tcp_del_procs,       \
+    .flush = bm_btl_tcp_flush, .stats = tcp_stats
+
+/* The modules of an MPI_THREAD_MULTIPLE process (the base points them here). */
+static const struct bm_btl_ops bm_btl_tcp_ops_mt = {
+    TCP_OPS_COMMON,
+    .alloc = bm_btl_tcp_alloc_mt,
+    .free = bm_btl_tcp_free_mt,
+    .prepare_src = bm_btl_tcp_prepare_src_mt,
+    .prepare_src_iov = bm_btl_tcp_prepare_src_iov_mt,
+    .send = bm_btl_tcp_send_mt,
+};
+
 const struct bm_btl_ops bm_btl_tcp_ops = {
-    .name = "tcp",
-    .description = "TCP sockets over every usable IPv4/IPv6 interface (works everywhere)",
-    .params = &tcp_param_table,
-    .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SEND_INPLACE | BM_BTL_CAP_ORDERED | BM_BTL_CAP_FAILOVER |
-            BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS | BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_SEND_IOV |
-            BM_BTL_CAP_THREADS,
-    .query = bm_btl_tcp_query,
-    .init = bm_btl_tcp_init,
-    .progress = bm_btl_tcp_progress,
-    .wait_fd = tcp_wait_fd,
-    .wait_arm = tcp_wait_arm,
-    .wait_disarm = tcp_wait_disarm,
-    .finalize = bm_btl_tcp_finalize,
-    .add_procs = tcp_add_procs,
-    .del_procs = tcp_del_procs,
+    TCP_OPS_COMMON,
     .alloc = bm_btl_tcp_alloc,
     .free = bm_btl_tcp_free,
     .prepare_src = bm_btl_tcp_prepare_src,
     .prepare_src_iov = bm_btl_tcp_prepare_src_iov,
     .send = bm_btl_tcp_send,
-    .flush = bm_btl_tcp_flush,
-    .stats = tcp_stats,
+    .mt_ops = &bm_btl_tcp_ops_mt,
 };

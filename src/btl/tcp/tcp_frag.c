@@ -76,10 +76,13 @@ tcp_frag_get_mt(struct bm_btl_tcp_component *c, struct bm_btl_tcp_endpoint *ep, 
     return f;
 }
 
-static struct bm_btl_tcp_frag *tcp_frag_get(struct bm_btl_tcp_component *c,
-                                            struct bm_btl_tcp_endpoint *ep, size_t cap)
+/* mt is a constant at every call: the single-threaded operations
+ * (bm_btl_tcp_ops) check no flag, the MPI_THREAD_MULTIPLE ones
+ * (bm_btl_tcp_ops_mt, btl.h "mt_ops") take the endpoint's pool. */
+static inline __attribute__((always_inline)) struct bm_btl_tcp_frag *
+tcp_frag_get(struct bm_btl_tcp_component *c, struct bm_btl_tcp_endpoint *ep, size_t cap, bool mt)
 {
-    if (__builtin_expect(c->mt, 0))
+    if (mt)
         return tcp_frag_get_mt(c, ep, cap);
     struct bm_btl_tcp_frag *f;
     if (cap <= tcp_pool_cap(c)) {
@@ -105,12 +108,13 @@ static struct bm_btl_tcp_frag *tcp_frag_get(struct bm_btl_tcp_component *c,
     return f;
 }
 
-static void tcp_frag_put(struct bm_btl_tcp_component *c, struct bm_btl_tcp_frag *f)
+static inline __attribute__((always_inline)) void tcp_frag_put(struct bm_btl_tcp_component *c,
+                                                               struct bm_btl_tcp_frag *f, bool mt)
 {
     f->xv = NULL;
     f->nxv = 0;
     f->xlen = 0;
-    if (__builtin_expect(c->mt, 0)) {
+    if (mt) {
         struct bm_btl_tcp_endpoint *ep = f->ep;
         if (ep && (f->flags & BM_BTL_TCP_FRAG_F_POOLED)) {
             bm_util_lock_take(&ep->lock);
@@ -166,12 +170,14 @@ struct bm_btl_tcp_frag *bm_btl_tcp_frag_new_ctl(void)
     return f;
 }
 
-struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
-                                           uint8_t order, size_t size, uint32_t flags)
+static inline __attribute__((always_inline)) struct bm_btl_descriptor *
+tcp_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep, uint8_t order, size_t size,
+          uint32_t flags, bool mt)
 {
     if (size > m->max_send_size)
         return NULL;
-    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), (struct bm_btl_tcp_endpoint *)ep, size);
+    struct bm_btl_tcp_frag *f =
+        tcp_frag_get(tcp_comp(m), (struct bm_btl_tcp_endpoint *)ep, size, mt);
     if (!f)
         return NULL;
     f->des.seg[0].addr = f->data;
@@ -183,15 +189,31 @@ struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_bt
     return &f->des;
 }
 
-void bm_btl_tcp_free(struct bm_btl_module *m, struct bm_btl_descriptor *des)
+struct bm_btl_descriptor *bm_btl_tcp_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                           uint8_t order, size_t size, uint32_t flags)
 {
-    tcp_frag_put(tcp_comp(m), (struct bm_btl_tcp_frag *)des);
+    return tcp_alloc(m, ep, order, size, flags, false);
 }
 
-struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
-                                                 struct bm_btl_endpoint *ep, const void *data,
-                                                 size_t reserve, size_t *size, uint8_t order,
-                                                 uint32_t flags)
+struct bm_btl_descriptor *bm_btl_tcp_alloc_mt(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                              uint8_t order, size_t size, uint32_t flags)
+{
+    return tcp_alloc(m, ep, order, size, flags, true);
+}
+
+void bm_btl_tcp_free(struct bm_btl_module *m, struct bm_btl_descriptor *des)
+{
+    tcp_frag_put(tcp_comp(m), (struct bm_btl_tcp_frag *)des, false);
+}
+
+void bm_btl_tcp_free_mt(struct bm_btl_module *m, struct bm_btl_descriptor *des)
+{
+    tcp_frag_put(tcp_comp(m), (struct bm_btl_tcp_frag *)des, true);
+}
+
+static inline __attribute__((always_inline)) struct bm_btl_descriptor *
+tcp_prepare_src(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *data,
+                size_t reserve, size_t *size, uint8_t order, uint32_t flags, bool mt)
 {
     size_t room = m->max_send_size > reserve ? m->max_send_size - reserve : 0;
     size_t n = *size < room ? *size : room;
@@ -201,7 +223,7 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
      * fragments, which wait for the receiver anyway) is sent in place. */
     bool inplace = reserve + n > m->eager_limit;
     struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), (struct bm_btl_tcp_endpoint *)ep,
-                                             inplace ? reserve : reserve + n);
+                                             inplace ? reserve : reserve + n, mt);
     if (!f)
         return NULL;
     f->des.seg[0].addr = f->data;
@@ -223,10 +245,25 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
     return &f->des;
 }
 
-struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov(struct bm_btl_module *m,
-                                                     struct bm_btl_endpoint *ep, size_t reserve,
-                                                     const struct bm_btl_iov *pieces, uint32_t n,
-                                                     uint32_t flags)
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src(struct bm_btl_module *m,
+                                                 struct bm_btl_endpoint *ep, const void *data,
+                                                 size_t reserve, size_t *size, uint8_t order,
+                                                 uint32_t flags)
+{
+    return tcp_prepare_src(m, ep, data, reserve, size, order, flags, false);
+}
+
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src_mt(struct bm_btl_module *m,
+                                                    struct bm_btl_endpoint *ep, const void *data,
+                                                    size_t reserve, size_t *size, uint8_t order,
+                                                    uint32_t flags)
+{
+    return tcp_prepare_src(m, ep, data, reserve, size, order, flags, true);
+}
+
+static inline __attribute__((always_inline)) struct bm_btl_descriptor *
+tcp_prepare_src_iov(struct bm_btl_module *m, struct bm_btl_endpoint *ep, size_t reserve,
+                    const struct bm_btl_iov *pieces, uint32_t n, uint32_t flags, bool mt)
 {
     size_t total = reserve;
     for (uint32_t i = 0; i < n; i++)
@@ -237,8 +274,8 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov(struct bm_btl_module *m,
      * (the default 64 KiB eager limit) holds 4000 pieces; a longer list
      * gets a buffer of its own. */
     size_t at = (reserve + 15) & ~(size_t)15;
-    struct bm_btl_tcp_frag *f =
-        tcp_frag_get(tcp_comp(m), (struct bm_btl_tcp_endpoint *)ep, at + n * sizeof(struct iovec));
+    struct bm_btl_tcp_frag *f = tcp_frag_get(tcp_comp(m), (struct bm_btl_tcp_endpoint *)ep,
+                                             at + n * sizeof(struct iovec), mt);
     if (!f)
         return NULL;
     f->xv = (struct iovec *)(void *)(f->data + at);
@@ -253,6 +290,22 @@ struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov(struct bm_btl_module *m,
     f->des.order = 0;
     f->des.module = m;
     return &f->des;
+}
+
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov(struct bm_btl_module *m,
+                                                     struct bm_btl_endpoint *ep, size_t reserve,
+                                                     const struct bm_btl_iov *pieces, uint32_t n,
+                                                     uint32_t flags)
+{
+    return tcp_prepare_src_iov(m, ep, reserve, pieces, n, flags, false);
+}
+
+struct bm_btl_descriptor *bm_btl_tcp_prepare_src_iov_mt(struct bm_btl_module *m,
+                                                        struct bm_btl_endpoint *ep, size_t reserve,
+                                                        const struct bm_btl_iov *pieces, uint32_t n,
+                                                        uint32_t flags)
+{
+    return tcp_prepare_src_iov(m, ep, reserve, pieces, n, flags, true);
 }
 
 /* ---- completion ----------------------------------------------------------------- */
@@ -271,8 +324,12 @@ static void tcp_frag_complete(struct bm_btl_tcp_frag *f, int status)
     comp->completions++;
     if (des->cbfunc)
         des->cbfunc(des->module, (struct bm_btl_endpoint *)f->ep, des, status);
-    if (owned)
-        tcp_frag_put(comp, f);
+    if (owned) {
+        if (__builtin_expect(comp->mt, 0))
+            tcp_frag_put(comp, f, true);
+        else
+            tcp_frag_put(comp, f, false);
+    }
 }
 
 /* Complete every fragment of q with status (no lock held: the callbacks
@@ -368,26 +425,43 @@ static void tcp_conn_mark_dead(struct bm_btl_tcp_conn *c, int err)
     bm_btl_tcp_conn_want_write(c, false);
 }
 
-bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
+/* Relaxed atomic accesses where a sending thread meets progress's
+ * receiving side (sender), plain ones otherwise: the fields are the same. */
+#define TCP_LOAD(sender, x) ((sender) ? __atomic_load_n(&(x), __ATOMIC_RELAXED) : (x))
+#define TCP_STORE(sender, x, v)                                                                    \
+    do {                                                                                           \
+        if (sender)                                                                                \
+            __atomic_store_n(&(x), (v), __ATOMIC_RELAXED);                                         \
+        else                                                                                       \
+            (x) = (v);                                                                             \
+    } while (0)
+
+/* sender: a thread other than progress's under MPI_THREAD_MULTIPLE (with
+ * the endpoint's lock), which reads what the receiving side writes
+ * without that lock (rx_count, ack_urgent, dead) as relaxed atomics.
+ * Progress, and every caller of a single-threaded process, is the writer
+ * of those or holds the endpoint's lock that orders it after the senders'
+ * writes: plain accesses (bm_btl_tcp_frag_flush, no thread check). */
+static inline __attribute__((always_inline)) bool tcp_flush(struct bm_btl_tcp_conn *c, bool sender)
 {
-    bool dead = __atomic_load_n(&c->dead, __ATOMIC_RELAXED);
+    bool dead = TCP_LOAD(sender, c->dead);
     if (dead || c->fd < 0 || c->state != BM_BTL_TCP_CONN_CONNECTED)
         return !dead;
-    /* rx_count and ack_urgent are the receiving side's (progress): read
-     * once, for every frame this call numbers */
-    uint32_t rx = __atomic_load_n(&c->rx_count, __ATOMIC_RELAXED);
+    /* a sender reads the count once, for every frame this call numbers */
+    uint32_t rx = sender ? __atomic_load_n(&c->rx_count, __ATOMIC_RELAXED) : 0;
     while (!bm_util_queue_empty(&c->sendq)) {
         struct iovec iov[TCP_IOV_MAX];
         int niov = 0;
-        bool acks = false;
         for (struct bm_util_queue_node *n = bm_util_queue_peek(&c->sendq);
              n && niov + 1 + BM_BTL_DES_MAX_SEGS <= TCP_IOV_MAX; n = n->next) {
             /* A frame whose pieces do not all fit goes in part (the byte
              * count below handles it); nothing after it then. */
             struct bm_btl_tcp_frag *f = bm_util_container_of(n, struct bm_btl_tcp_frag, qnode);
-            if (f->sent == 0) {
-                f->hdr.ack = htonl(rx);
-                acks = true;
+            if (f->sent == 0) { /* the frame carries the count: no standalone ACK owed for it */
+                f->hdr.ack = htonl(sender ? rx : c->rx_count);
+                c->ack_sent = sender ? rx : c->rx_count;
+                TCP_STORE(sender, c->ack_urgent, false);
+                c->ack_age = 0;
             }
             size_t skip = f->sent;
             const char *hp = (const char *)&f->hdr;
@@ -420,11 +494,6 @@ bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
             }
             if (x < f->nxv)
                 break;
-        }
-        if (acks) { /* the frames carry the count: no standalone ACK owed for it */
-            c->ack_sent = rx;
-            __atomic_store_n(&c->ack_urgent, false, __ATOMIC_RELAXED);
-            c->ack_age = 0;
         }
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
         ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -461,7 +530,19 @@ bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
     return true;
 }
 
-static struct bm_btl_tcp_conn *tcp_pick_link(struct bm_btl_tcp_endpoint *ep)
+bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c)
+{
+    return tcp_flush(c, false);
+}
+
+/* A sending thread's flush under MPI_THREAD_MULTIPLE (tcp_send_mt). */
+static __attribute__((noinline)) bool tcp_frag_flush_sender(struct bm_btl_tcp_conn *c)
+{
+    return tcp_flush(c, true);
+}
+
+static inline __attribute__((always_inline)) struct bm_btl_tcp_conn *
+tcp_pick_link(struct bm_btl_tcp_endpoint *ep)
 {
     if (ep->nlinks == 1)
         return &ep->links[0];
@@ -510,16 +591,16 @@ tcp_send_queue(struct bm_btl_tcp_endpoint *ep, struct bm_btl_tcp_frag *f, bm_btl
  * and nothing else: threads sending to different peers do not meet. The
  * rest (a link to connect, a failed endpoint) runs under the component's
  * lock too, as progress does, and calls nothing back. */
-static __attribute__((noinline)) int tcp_send_mt(struct bm_btl_tcp_endpoint *ep,
-                                                 struct bm_btl_tcp_frag *f, bm_btl_tag_t tag,
-                                                 size_t payload)
+static inline __attribute__((always_inline)) int tcp_send_mt(struct bm_btl_tcp_endpoint *ep,
+                                                             struct bm_btl_tcp_frag *f,
+                                                             bm_btl_tag_t tag, size_t payload)
 {
     bool was_empty;
     bm_util_lock_take(&ep->lock);
     if (__builtin_expect(ep->fast, 1)) {
         struct bm_btl_tcp_conn *c = tcp_send_queue(ep, f, tag, payload, &was_empty);
         if (was_empty)
-            bm_btl_tcp_frag_flush(c); /* a failure is reported by the next progress */
+            tcp_frag_flush_sender(c); /* a failure is reported by the next progress */
         bm_util_lock_give(&ep->lock);
         return BM_OK;
     }
@@ -533,7 +614,7 @@ static __attribute__((noinline)) int tcp_send_mt(struct bm_btl_tcp_endpoint *ep,
         bm_util_lock_take(&ep->lock);
         struct bm_btl_tcp_conn *c = tcp_send_queue(ep, f, tag, payload, &was_empty);
         if (c->state == BM_BTL_TCP_CONN_CONNECTED && was_empty)
-            bm_btl_tcp_frag_flush(c);
+            tcp_frag_flush_sender(c);
         bm_util_lock_give(&ep->lock);
         /* Connecting may fail the endpoint at once, and failing completes
          * its fragments: with callbacks the PML runs only in its drainer.
@@ -547,21 +628,37 @@ static __attribute__((noinline)) int tcp_send_mt(struct bm_btl_tcp_endpoint *ep,
     return rc;
 }
 
+/* The payload bytes of f (header not included). */
+static inline size_t tcp_send_payload(const struct bm_btl_tcp_frag *f)
+{
+    size_t payload = f->xlen;
+    for (uint32_t s = 0; s < f->des.seg_count; s++)
+        payload += f->des.seg[s].len;
+    return payload;
+}
+
+int bm_btl_tcp_send_mt(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
+                       struct bm_btl_descriptor *des, bm_btl_tag_t tag)
+{
+    (void)m;
+    struct bm_btl_tcp_frag *f = (struct bm_btl_tcp_frag *)des;
+    size_t payload = tcp_send_payload(f);
+    if (payload > BM_BTL_TCP_FRAME_MAX)
+        return BM_ERR_NOT_AVAILABLE;
+    return tcp_send_mt((struct bm_btl_tcp_endpoint *)bep, f, tag, payload);
+}
+
 int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
                     struct bm_btl_descriptor *des, bm_btl_tag_t tag)
 {
     (void)m;
     struct bm_btl_tcp_endpoint *ep = (struct bm_btl_tcp_endpoint *)bep;
     struct bm_btl_tcp_frag *f = (struct bm_btl_tcp_frag *)des;
-    size_t payload = f->xlen;
-    for (uint32_t s = 0; s < des->seg_count; s++)
-        payload += des->seg[s].len;
-    if (payload > BM_BTL_TCP_FRAME_MAX)
-        return BM_ERR_NOT_AVAILABLE;
-    if (__builtin_expect(ep->mt, 0))
-        return tcp_send_mt(ep, f, tag, payload);
     if (ep->failed)
         return ep->fail_status;
+    size_t payload = tcp_send_payload(f);
+    if (payload > BM_BTL_TCP_FRAME_MAX)
+        return BM_ERR_NOT_AVAILABLE;
     bool was_empty;
     struct bm_btl_tcp_conn *c = tcp_send_queue(ep, f, tag, payload, &was_empty);
     if (c->state == BM_BTL_TCP_CONN_IDLE) {
