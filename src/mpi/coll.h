@@ -60,6 +60,7 @@ enum bm_mpi_coll_kind {
     X(SM_PUSH, "sm.push")     /* an allgather.sm by single copy, blocks written by their owner */  \
     X(SM_AREAS, "sm.areas")   /* a bcast.sm or scatter.sm written to one of two slot areas */      \
     X(SM_NEAR, "sm.near")     /* a crowded bcast.sm reader on the root's CPU: copied the area */   \
+    X(SM_LATE, "sm.late")     /* one elsewhere, after the root had published: copied the area */   \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \

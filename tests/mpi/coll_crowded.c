@@ -8,7 +8,9 @@
  * the linear algorithm. Then broadcasts of 64 KiB on these few ranks that
  * share cores (BM_MPI_COLL_SM_CROWDED_BCAST_COPY) must reach a reader on the
  * root's CPU through the large area (sm.near) and a reader on another CPU
- * by single copy from the root's buffer (sm.copy). Ranks 0 and 1 bind
+ * by single copy from the root's buffer (sm.copy) or, when it starts after
+ * the root has published, through the area (sm.late); a reader that starts
+ * after the root's call returned must not be waited for. Ranks 0 and 1 bind
  * themselves to one CPU before MPI_Init, rank 2 to another where the
  * machine has one (else to the same, and its part is not required), so
  * the host is oversubscribed wherever the test runs. The data of every
@@ -20,6 +22,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define BLOCK (64 * 1024)
 
@@ -83,13 +86,17 @@ int main(int argc, char **argv)
                  rank, linear, pairwise);
     bm_test_current = "64 KiB broadcasts on ranks that share cores";
     /* the first makes the large area (collectives of their own): not counted */
-    unsigned long copies = 0, sm = 0, near = 0;
+    unsigned long copies = 0, sm = 0, near = 0, late = 0;
     for (int call = 0; call < 4; call++) {
         if (call == 1) {
             copies = bm_coll_alg_count("sm.copy");
             sm = bm_coll_alg_count("bcast.sm");
             near = bm_coll_alg_count("sm.near");
+            late = bm_coll_alg_count("sm.late");
         }
+        /* the root comes last (the others wait inside the call) */
+        if (rank == 1)
+            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
         for (size_t i = 0; i < BLOCK; i++)
             s[i] = rank == 1 ? pat(1, 0, call, i) : 0;
         BM_CHECK_EQ_INT(MPI_Bcast(s, BLOCK, MPI_BYTE, 1, MPI_COMM_WORLD), MPI_SUCCESS);
@@ -101,20 +108,59 @@ int main(int argc, char **argv)
     copies = bm_coll_alg_count("sm.copy") - copies;
     sm = bm_coll_alg_count("bcast.sm") - sm;
     near = bm_coll_alg_count("sm.near") - near;
-    printf("rank %d%s: bcast.sm %lu, sm.near %lu, sm.copy %lu\n", rank,
-           apart ? " (another CPU)" : "", sm, near, copies);
+    late = bm_coll_alg_count("sm.late") - late;
+    printf("rank %d%s: bcast.sm %lu, sm.near %lu, sm.copy %lu, sm.late %lu\n", rank,
+           apart ? " (another CPU)" : "", sm, near, copies, late);
     BM_CHECK_MSG(sm == 3, "rank %d: 3 broadcasts of 64 KiB ran bcast.sm %lu times", rank, sm);
     if (rank == 0)
         BM_CHECK_MSG(near == 3 && copies == 0,
                      "rank 0 on the root's CPU: 3 broadcasts of 64 KiB read the large area %lu "
                      "times and the root's buffer by single copy %lu times, expected 3 and 0",
                      near, copies);
+    /* it took the root's buffer unless it came after the root had
+     * published (then the area): not decided by the test */
     if (apart)
-        BM_CHECK_MSG(copies == 3 && near == 0,
+        BM_CHECK_MSG(copies + late == 3 && near == 0,
                      "rank %d on another CPU than the root: 3 broadcasts of 64 KiB read the "
-                     "root's buffer by single copy %lu times and the large area %lu times, "
-                     "expected 3 and 0",
-                     rank, copies, near);
+                     "root's buffer by single copy %lu times, the area after the root %lu "
+                     "times and as on the root's CPU %lu times, expected 3 in all, 0 the last",
+                     rank, copies, late, near);
+
+    /* The root does not wait for a reader that has not started: rank 2
+     * enters the broadcast only after a message the root sends when its
+     * broadcast has returned (waiting for every reader, the root would
+     * never send it: rank 2 gives up after 20 s). */
+    bm_test_current = "a reader that starts after the root has returned";
+    late = bm_coll_alg_count("sm.late");
+    near = bm_coll_alg_count("sm.near");
+    int token = 0;
+    if (rank == 2) {
+        MPI_Request req;
+        int got = 0;
+        double end = MPI_Wtime() + 20;
+        MPI_Irecv(&token, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, &req);
+        while (!got && MPI_Wtime() < end)
+            MPI_Test(&req, &got, MPI_STATUS_IGNORE);
+        BM_CHECK_MSG(got, "rank 2: the root's broadcast did not return in 20 s without rank 2");
+        if (!got)
+            MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t i = 0; i < BLOCK; i++)
+        s[i] = rank == 1 ? pat(1, 2, 9, i) : 0;
+    BM_CHECK_EQ_INT(MPI_Bcast(s, BLOCK, MPI_BYTE, 1, MPI_COMM_WORLD), MPI_SUCCESS);
+    if (rank == 1)
+        MPI_Send(&token, 1, MPI_INT, 2, 7, MPI_COMM_WORLD);
+    size_t wrong = 0;
+    for (size_t i = 0; i < BLOCK; i++)
+        wrong += s[i] != pat(1, 2, 9, i);
+    BM_CHECK_MSG(wrong == 0, "late bcast: %zu bytes wrong", wrong);
+    late = bm_coll_alg_count("sm.late") - late;
+    near = bm_coll_alg_count("sm.near") - near;
+    if (rank == 2)
+        BM_CHECK_MSG(apart ? late == 1 : near == 1,
+                     "rank 2 (%s) after the root had returned: read the area as a late reader "
+                     "%lu times, as one on the root's CPU %lu times",
+                     apart ? "another CPU" : "the root's CPU", late, near);
     free(s);
     free(r);
     MPI_Finalize();
