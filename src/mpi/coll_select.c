@@ -175,10 +175,10 @@ static const struct bm_param coll_params[] = {
      "CPU copies from the area, one on another CPU reads the root's buffer by single copy. "
      "0: never (the large area's pipeline).",
      offsetof(struct bm_mpi_coll_config, sm_crowded_bcast_copy), 0},
-    {"BM_MPI_COLL_SM_CROWDED_BCAST_MAX", BM_PARAM_SIZE, "128k", 0, 1LL << 40, NULL,
-     "Largest broadcast that BM_MPI_COLL_SM_CROWDED_BCAST_COPY applies to (4 ranks on 2 "
-     "cores, every placement: 128 KiB 5.3-7.3 us against 9.7-13.8 by the pipeline and Open "
-     "MPI's 7.4-13.8; at 256 KiB not better than Open MPI with the root alone on a CPU).",
+    {"BM_MPI_COLL_SM_CROWDED_BCAST_MAX", BM_PARAM_SIZE, "1m", 0, 1LL << 40, NULL,
+     "Largest broadcast that BM_MPI_COLL_SM_CROWDED_BCAST_COPY applies to (larger ones: the "
+     "large area's pipeline; 4 ranks on 2 cores, 128 KiB-1 MiB, both ways 0.25-0.96x Open "
+     "MPI in every placement measured, the pipeline 0.26-1.79x).",
      offsetof(struct bm_mpi_coll_config, sm_crowded_bcast_max), 0},
     {"BM_MPI_COLL_SM_LARGE_MAX", BM_PARAM_SIZE, "16m", 0, 1LL << 40, NULL,
      "Where ranks share cores (an oversubscribed host, or BM_PML_IDLE_YIELD), shared-memory "
@@ -918,12 +918,16 @@ static size_t sm_bytes(MPI_Comm comm, const struct bm_mpi_coll_args *a)
  * 64 KiB 0011 6.07 / 4.04 / 6.15, 0101 6.87 / 4.09 / 7.46, 0110 6.63 /
  * 3.92 / 6.16, 0111 5.43 / 5.38 / 6.22, 0001 8.28 / 3.36 / 9.56, 0010 9.14
  * / 4.06 / 8.61, 0100 9.22 / 3.75 / 8.61, 0000 5.54 / 3.77 / 5.74; 32 KiB
- * 2.34-3.83 both ways against 3.70-4.49 and Open MPI's 3.94-5.01; 128 KiB
- * (the pipeline before) 0011 13.2 / 5.9 / 13.4, 0111 12.8 / 7.3 / 7.5,
- * 0001 9.8 / 5.4 / 13.1, 0000 2.6 / 5.6 / 7.4. Not below 32 KiB (16 KiB:
- * the slots, 0.5x Open MPI in the quiet runs), nor above 128 KiB (256 KiB,
- * root alone on a CPU: 13.0 against Open MPI's 13.2; the pipeline stays at
- * 0.4-0.7x there), nor on more ranks, where the root waits for more
+ * 2.34-3.83 both ways against 3.70-4.49 and Open MPI's 3.94-5.01; from
+ * 128 KiB the pipeline before, and with the root waiting only for readers
+ * that took its buffer (pipeline / both ways / Open MPI): 128 KiB 0011
+ * 13.6 / 6.0 / 13.0, 0111 13.4 / 6.4 / 7.5, 0001 9.9 / 5.1 / 13.0, 0000
+ * 2.6 / 2.6 / 7.3; 256 KiB 0011 17.0 / 11.0 / 32.3, 0111 16.4 / 14.0 /
+ * 14.7, 0001 15.7 / 10.5 / 31.8, 0000 6.0 / 5.8 / 14.4; 512 KiB 0111 33.1
+ * / 27.3 / 28.6; 1 MiB 56.9-66.2 / 43.6-61.3 / 165-171. Not below 32 KiB
+ * (16 KiB: the slots, 0.5x Open MPI in the quiet runs), nor above
+ * BM_MPI_COLL_SM_CROWDED_BCAST_MAX (1 MiB, as far as measured), nor on
+ * more ranks, where the root waits for more
  * readers' time slices (8 ranks, single copy before: 01010101 and
  * 00110011: 32 KiB 4.12, 4.10 through the segment / 4.80, 4.46 by copy;
  * 64 KiB 5.80, 6.25 / 6.13, 6.65; Open MPI 7.5-17), nor where ranks only
