@@ -194,10 +194,13 @@ static void pml_stats_print(void)
     bm_pml_wait_report(line, sizeof(line));
     fprintf(stderr,
             "[pml stats] rank %d waiting: %s; sends started by the lock's holder %llu; direct "
-            "sends %llu\n",
+            "sends %llu; rendezvous started without the progress lock %llu (at most %d "
+            "threads in a rendezvous start at once)\n",
             bm_pml_g.my_rank, line,
             (unsigned long long)__atomic_load_n(&bm_pml_g.sends_deferred, __ATOMIC_RELAXED),
-            (unsigned long long)__atomic_load_n(&bm_pml_g.sends_direct, __ATOMIC_RELAXED));
+            (unsigned long long)__atomic_load_n(&bm_pml_g.sends_direct, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&bm_pml_g.sends_rndv_free, __ATOMIC_RELAXED),
+            __atomic_load_n(&bm_pml_g.rndv_in_max, __ATOMIC_RELAXED));
 }
 
 bm_status_t bm_pml_init(int thread_level)

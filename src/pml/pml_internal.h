@@ -121,10 +121,11 @@ struct bm_pml_request {
      * DONE, or a rendezvous receive waiting for FRAGs, is on the watch
      * list, which times how long it made no progress. */
     bool watched;
-    bool need_done;                    /* send: complete only at the receiver's DONE */
-    bool done_rcvd;                    /* send: the DONE arrived */
-    uint8_t tries;                     /* timeouts so far (each doubles the next, to 8x) */
-    bool lost;                         /* a path it may have used failed: act now (restart.c) */
+    bool need_done;  /* send: complete only at the receiver's DONE */
+    bool done_rcvd;  /* send: the DONE arrived */
+    uint8_t tries;   /* timeouts so far (each doubles the next, to 8x) */
+    bool lost;       /* a path it may have used failed: act now (restart.c) */
+    bool start_free; /* send: its RNDV left without the progress lock (watched from the drainer) */
     uint32_t restart_seq;              /* recv: restarts asked; send: newest one served */
     struct bm_pml_request *watch_next; /* the watch list */
     struct bm_pml_request *watch_prev; /* ... */
@@ -377,7 +378,18 @@ struct bm_pml_state {
      * descriptors not yet called back (both atomic). */
     uint64_t sends_direct;
     int inflight_direct;
+    /* Under MPI_THREAD_MULTIPLE: rendezvous starts made without the
+     * progress lock (send.c "rendezvous starts without the progress
+     * lock"); threads inside a rendezvous start now, and the most seen at
+     * once (all atomic): for BM_PML_STATS and tests. */
+    uint64_t sends_rndv_free;
+    int rndv_in, rndv_in_max;
 };
+
+/* Test hook (NULL but in tests): called under MPI_THREAD_MULTIPLE by a
+ * thread inside a rendezvous start with the number of threads inside it
+ * then, before the RNDV goes to the transport. */
+extern void (*bm_pml_test_rndv_hook)(int inside);
 
 extern struct bm_pml_state bm_pml_g;
 

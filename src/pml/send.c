@@ -16,6 +16,7 @@
 #include "util/log.h"
 
 #include "pml/pml_internal.h"
+#include "util/xproc.h"
 #include "runtime/rte.h"
 
 #include <stdio.h>
@@ -192,6 +193,62 @@ static __attribute__((noinline)) int sendi_packed(struct bm_pml_request *req,
 
 static void pack_ahead(struct bm_pml_request *req);
 
+void (*bm_pml_test_rndv_hook)(int inside);
+
+/* Under MPI_THREAD_MULTIPLE: a thread enters or leaves a rendezvous start
+ * (locked or not): the count and its maximum are for BM_PML_STATS and
+ * tests/mpi/mt_rndv.c, which holds one thread here through the hook. */
+static __attribute__((noinline)) void rndv_enter(void)
+{
+    int n = __atomic_add_fetch(&bm_pml_g.rndv_in, 1, __ATOMIC_RELAXED);
+    int max = __atomic_load_n(&bm_pml_g.rndv_in_max, __ATOMIC_RELAXED);
+    while (n > max && !__atomic_compare_exchange_n(&bm_pml_g.rndv_in_max, &max, n, true,
+                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+    void (*hook)(int) = __atomic_load_n(&bm_pml_test_rndv_hook, __ATOMIC_ACQUIRE);
+    if (hook)
+        hook(n);
+}
+
+static __attribute__((noinline)) void rndv_leave(void)
+{
+    __atomic_fetch_sub(&bm_pml_g.rndv_in, 1, __ATOMIC_RELAXED);
+}
+
+/* The RNDV descriptor of req on path (its header after mh, the first
+ * bytes of the message); req->first_len and frag_next set. *whole: it
+ * carries all of a message just over the eager limit. NULL: no buffer. */
+static struct bm_btl_descriptor *rndv_prepare(struct bm_pml_request *req,
+                                              const struct bm_btl_path *path,
+                                              const struct bm_pml_hdr_match *mh, bool *whole)
+{
+    struct bm_btl_module *m = path->module;
+    struct bm_pml_hdr_rndv rh = {
+        .match = *mh, .msg_len = req->bytes, .sreq = bm_pml_request_id(req)};
+    rh.match.base.type = BM_PML_HDR_RNDV;
+    size_t room = m->eager_limit > sizeof(rh) ? m->eager_limit - sizeof(rh) : 0;
+    size_t first = req->bytes;
+    if (first > m->rndv_eager_limit)
+        first = m->rndv_eager_limit;
+    if (first > room)
+        first = room;
+    /* A message just over the eager limit (64 KiB over tcp, whose limit
+     * counts the header) would leave a sliver for one FRAG, sent only
+     * after the ACK: a round trip more for a few bytes. The RNDV carries
+     * all of it then (the transport may still take less). */
+    if (first == room && req->bytes - first <= room / BM_PML_RNDV_SLIVER_DIV)
+        first = req->bytes;
+    size_t size = first;
+    struct bm_btl_descriptor *des = frag_prepare(req, m, path->endpoint, 0, sizeof(rh), &size);
+    if (!des)
+        return NULL;
+    memcpy(des->seg[0].addr, &rh, sizeof(rh));
+    *whole = size > room && size == req->bytes;
+    req->first_len = size;
+    req->frag_next = size;
+    return des;
+}
+
 /* Send the MATCH or RNDV fragment. */
 static bm_status_t send_first(struct bm_pml_request *req)
 {
@@ -266,34 +323,20 @@ static bm_status_t send_first(struct bm_pml_request *req)
             bm_pml_rdma_rget_send(req, &mh);
             return BM_OK;
         }
-        struct bm_pml_hdr_rndv rh = {
-            .match = mh, .msg_len = req->bytes, .sreq = bm_pml_request_id(req)};
-        rh.match.base.type = BM_PML_HDR_RNDV;
-        size_t room = m->eager_limit > sizeof(rh) ? m->eager_limit - sizeof(rh) : 0;
-        size_t first = req->bytes;
-        if (first > m->rndv_eager_limit)
-            first = m->rndv_eager_limit;
-        if (first > room)
-            first = room;
-        /* A message just over the eager limit (64 KiB over tcp, whose limit
-         * counts the header) would leave a sliver for one FRAG, sent only
-         * after the ACK: a round trip more for a few bytes. The RNDV
-         * carries all of it then (the transport may still take less). */
-        if (first == room && req->bytes - first <= room / BM_PML_RNDV_SLIVER_DIV)
-            first = req->bytes;
-        size_t size = first;
-        struct bm_btl_descriptor *des = frag_prepare(req, m, path->endpoint, 0, sizeof(rh), &size);
+        bool whole;
+        struct bm_btl_descriptor *des = rndv_prepare(req, path, &mh, &whole);
         if (!des)
             return BM_ERR_OUT_OF_RESOURCE;
-        memcpy(des->seg[0].addr, &rh, sizeof(rh));
-        if (size > room && size == req->bytes)
+        if (whole)
             __atomic_fetch_add(&bm_pml_g.rndv_whole, 1, __ATOMIC_RELAXED);
-        req->first_len = size;
-        req->frag_next = size;
         req->sphase = req->acked ? BM_PML_SPHASE_FRAGS : BM_PML_SPHASE_WAIT_ACK;
         if (bm_pml_g.restart_timers)
             bm_pml_restart_watch(req); /* a RNDV with no ACK is sent again (restart.c) */
+        if (__builtin_expect(bm_pml_g.mt, 0))
+            rndv_enter();
         int rc = des_submit(req, path, des, BM_PML_HDR_RNDV, -1);
+        if (__builtin_expect(bm_pml_g.mt, 0))
+            rndv_leave();
         if (rc == BM_OK) {
             if (req->conv.type && !req->acked && req->frag_next < req->bytes &&
                 bm_pml_g.cfg.pack_ahead && !req->ahead_des)
@@ -694,6 +737,77 @@ static inline void send_kick_self(int dst_world)
     send_kick_self_mt(dst_world, bm_pml_g.mt);
 }
 
+/* Rendezvous starts without the progress lock (MPI_THREAD_MULTIPLE;
+ * README "Threads"). A thread that finds the progress lock taken starts a
+ * contiguous rendezvous itself instead of leaving it to the lock's holder,
+ * when nothing of the start needs that lock: its first eager path on a
+ * transport that locks for itself, no single-copy path (RGET registers and
+ * queues a control message), not to itself. Until the
+ * RNDV is handed to the transport the request is this thread's alone
+ * (nobody can name it yet); after that it touches the request no more:
+ * the descriptor's callback and the ACK find it from the drainer, under
+ * the progress lock, as for any send. So two threads start rendezvous
+ * sends to different peers at once. False when it did not go (the caller
+ * defers it; nothing of it is left). */
+static void des_cb_rndv_free(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                             struct bm_btl_descriptor *des, int status);
+
+static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req)
+{
+    if (req->conv.type || req->retransmit || req->peer == bm_pml_g.my_rank)
+        return false;
+    struct bm_btl_peer *peer = bm_btl_base_peer(req->peer);
+    struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
+    if (!path || peer->rdma.count != 0 || path->module->component->mt_lock)
+        return false;
+    struct bm_btl_module *m = path->module;
+    struct bm_pml_hdr_match mh = {.base = {.type = BM_PML_HDR_MATCH},
+                                  .cid = req->cid,
+                                  .src = req->src_rank,
+                                  .tag = req->tag,
+                                  .seq = req->seq};
+    if (req->mode != BM_PML_SEND_SYNCHRONOUS && sizeof(mh) + req->bytes <= m->eager_limit)
+        return false;
+    bool whole;
+    req->rndv = true;
+    struct bm_btl_descriptor *des = rndv_prepare(req, path, &mh, &whole);
+    if (!des) {
+        req->rndv = false;
+        return false;
+    }
+    req->sphase = BM_PML_SPHASE_WAIT_ACK;
+    req->outstanding++;
+    /* The restart watch list is the drainer's: it watches the send when it
+     * first meets it (the RNDV's callback or the ACK, whichever is first). */
+    req->start_free = true;
+    des->cbfunc = des_cb_rndv_free;
+    des->cbdata = req;
+    des->context = (void *)(uintptr_t)BM_PML_HDR_RNDV;
+    __atomic_fetch_add(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    rndv_enter();
+    /* The ACK comes back through the peer (bm_pml_send_ack_cb acquires). */
+    bm_util_xproc_release();
+    int rc = bm_btl_send(m, path->endpoint, des, BM_PML_BTL_TAG(BM_PML_HDR_RNDV));
+    rndv_leave();
+    if (rc >= 0) {
+        if (whole)
+            __atomic_fetch_add(&bm_pml_g.rndv_whole, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&bm_pml_g.sends_rndv_free, 1, __ATOMIC_RELAXED);
+        return true;
+    }
+    /* Not taken: undone, and the deferred start sends it (and reports a
+     * failed path) under the progress lock. */
+    __atomic_fetch_sub(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    req->outstanding--;
+    bm_btl_free(m, des);
+    req->sphase = BM_PML_SPHASE_START;
+    req->rndv = false;
+    req->start_free = false;
+    req->first_len = 0;
+    req->frag_next = 0;
+    return false;
+}
+
 /* A new send request, started with sequence number seq (UINT64_MAX: take
  * the next one now) and advanced as far as it goes. */
 static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_dtype_conv *conv,
@@ -734,7 +848,8 @@ static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_
      * send as it lets go (README "Threads", deferred starts). */
     int t = bm_pml_try_enter();
     if (__builtin_expect(t < 0, 0)) {
-        bm_pml_start_defer(req);
+        if (!send_rndv_free(req))
+            bm_pml_start_defer(req);
         return BM_OK;
     }
     send_advance(req);
@@ -962,6 +1077,9 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
         return;
     }
     memcpy(&ah, d->seg[0].addr, sizeof(ah));
+    /* The sender of a rendezvous started without the progress lock wrote
+     * the request last before its RNDV left (send_rndv_free). */
+    bm_util_xproc_acquire();
     struct bm_pml_request *req = bm_pml_request_lookup(ah.sreq, BM_PML_REQ_SEND);
     if (!req || req->peer != d->peer || !req->rndv || ah.offset > req->bytes ||
         ah.length > req->bytes) {
@@ -982,6 +1100,8 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
     }
     if (req->acked)
         return; /* a duplicate after a path failure */
+    if (req->start_free && bm_pml_g.restart_timers)
+        bm_pml_restart_watch(req); /* before its RNDV's callback (send_rndv_free) */
     req->acked = true;
     req->rreq = ah.rreq;
     /* A receiver that asked for FRAGs confirms their arrival (DONE); a
@@ -1013,16 +1133,39 @@ static __attribute__((noinline)) void des_cb_direct(struct bm_btl_module *m,
     }
 }
 
+static void des_cb_req(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                       struct bm_btl_descriptor *des, int status, uintptr_t ctx);
+
 void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                    struct bm_btl_descriptor *des, int status)
 {
     uintptr_t ctx = (uintptr_t)des->context;
-    uint8_t type = (uint8_t)ctx;
     if (__builtin_expect(ctx >> DIRECT_SHIFT, 0)) {
         des_cb_direct(m, ep, des, status, (int)(ctx >> DIRECT_SHIFT) - 1);
         return;
     }
     bm_pml_g.inflight--;
+    des_cb_req(m, ep, des, status, ctx);
+}
+
+/* The RNDV of a rendezvous started without the progress lock (counted in
+ * inflight_direct, atomic, as its sender held no lock): the drainer runs
+ * it as any other. */
+static void des_cb_rndv_free(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                             struct bm_btl_descriptor *des, int status)
+{
+    __atomic_fetch_sub(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    if (bm_pml_g.restart_timers)
+        bm_pml_restart_watch(des->cbdata); /* no-op once watched */
+    des_cb_req(m, ep, des, status, (uintptr_t)des->context);
+}
+
+static inline __attribute__((always_inline)) void des_cb_req(struct bm_btl_module *m,
+                                                             struct bm_btl_endpoint *ep,
+                                                             struct bm_btl_descriptor *des,
+                                                             int status, uintptr_t ctx)
+{
+    uint8_t type = (uint8_t)ctx;
     if (type == BM_PML_DES_CTL) {
         bm_pml_ctl_done(m, ep, des->cbdata, status);
         return;
