@@ -251,7 +251,13 @@ def tables(res, points, stacks, loads):
                          "tcp (shared memory within a namespace), Open MPI with btl self,tcp "
                          "and MPICH with UCX_TLS=tcp for every pair (their shared memory "
                          "would join ranks of different namespaces: MPICH's UCX otherwise "
-                         "sends between them through SysV shared memory).\n")
+                         "sends between them through SysV shared memory). MPICH polls "
+                         "without yielding on these shared cores: its barrier takes "
+                         "milliseconds and leaves the ranks milliseconds apart, so its "
+                         "bcast figures here are bimodal, a few microseconds where the "
+                         "receivers enter after the data has arrived and milliseconds "
+                         "where they wait for the root's time slice (per-rank timeline, "
+                         "UCX_TLS=tcp: rank 1 entered 4.7-10.5 ms after the root).\n")
         lines.append("| collective | size | " + " | ".join(TITLES[s] + " us" for s in cols) +
                      " | ratio to best peer |")
         lines.append("|---|---|" + "---|" * len(cols) + "---|")
