@@ -17,7 +17,8 @@
 #  - ofi_mr_test: the registration cache and the userfaultfd monitor (hits,
 #    unions, handles, invalidation by munmap/madvise/mremap/free, eviction).
 #  - ofi_threads_np2: 4 threads per rank put, get, fetch-and-add and send at
-#    once (MPI_THREAD_MULTIPLE), every byte verified.
+#    once (MPI_THREAD_MULTIPLE), every byte verified; each thread runs
+#    progress too; one rank pauses 2 s and its path must survive.
 #  - p2p_*_ofi: MPI point-to-point programs over BM_BTL=self,ofi (no sm).
 #  - test_ofi_rget*: large messages by RGET (the provider's RMA read of the
 #    sender's registered buffer), FI_MR_LOCAL forced, MPI_Alloc_mem memory,
@@ -93,8 +94,17 @@ if(TARGET btl_conformance)
         "BM_BTL=self,ofi;BM_BTL_OFI_PROVIDER_INCLUDE=sockets;BM_BTL_OFI_STATS=1")
 endif()
 
-bm_add_mpi_test(ofi_threads_np2 TARGET ofi_threads NP 2 BTL self,ofi LABELS btl TIMEOUT 120
-    ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_CONTEXTS=4)
+# 60 rounds; halfway rank 1 stops for 2 s (no progress at all) while rank
+# 0's threads go on: with BM_BTL_OFI_TIMEOUT=3 s rank 0 must PING the
+# silent peer (half the timeout) and take the PONG after the pause as proof
+# of life (path_failures=0 on both ranks, checked by the program; a PONG
+# read on one thread while another ran the watcher used to leave the PING
+# counted out, and a PONG never restarted the quiet period, so a busy path
+# whose every watcher pass found something owed was failed one timeout
+# after it first fell quiet).
+bm_add_mpi_test(ofi_threads_np2 TARGET ofi_threads NP 2 BTL self,ofi LABELS btl tsan TIMEOUT 120
+    ARGS 60 2000
+    ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_CONTEXTS=4 BM_BTL_OFI_TIMEOUT=3000)
 
 # MPI_THREAD_MULTIPLE through the whole stack: ofi locks for itself
 # (BM_BTL_CAP_THREADS), so the base no longer serialises it. mt_stress

@@ -1,7 +1,13 @@
 /* The ofi transport under MPI_THREAD_MULTIPLE: 2 ranks (bmrun), the
  * transport opened for multi-threaded use, OFI_THREADS threads per rank
- * that at the same time put, get, fetch-and-add and send to the peer and
- * drive progress themselves. With BM_BTL_OFI_CONTEXTS=n and a provider with
+ * that at the same time put, get, fetch-and-add and send to the peer (by
+ * descriptor and by sendi) and drive progress themselves (each thread runs
+ * the transport's progress: the liveness watcher, the acknowledgements and
+ * the completion queues meet on several threads at once). Usage:
+ * ofi_threads [ROUNDS] (default 60, at most ROUNDS_MAX); the CTest variant
+ * with small provider queues and a short BM_BTL_OFI_TIMEOUT runs more
+ * rounds, so that "try again" answers and PING/PONG probes of a busy path
+ * happen while the threads work. With BM_BTL_OFI_CONTEXTS=n and a provider with
  * scalable endpoints each thread has its own context (the test checks that
  * the module opened n contexts and that the threads spread over them);
  * without, the threads share one endpoint under its lock. Every byte is
@@ -24,9 +30,10 @@
 #include <time.h>
 
 #define OFI_THREADS 4
-#define ROUNDS      60
+#define ROUNDS_MAX  2000
 #define SLOT        (64 * 1024)
 #define TAG_MSG     BM_BTL_TAG_TEST
+#define TAG_PAUSE   (BM_BTL_TAG_TEST + 1)
 #define DEADLINE_S  60
 
 struct card {
@@ -41,7 +48,16 @@ static struct bm_btl_endpoint *ep;
 static unsigned char *win; /* [OFI_THREADS slots][counters] */
 static struct bm_btl_reg_handle *win_handle;
 static const struct card *peer_card;
-static atomic_int got[OFI_THREADS][ROUNDS];
+static int rounds = 60;
+/* PAUSE_MS > 0: halfway, rank 1 stops (no progress, no operation) for that
+ * long after telling rank 0, whose threads then send to it: its path must
+ * survive (rank 0 probes it with a PING, answered after the pause). */
+static int pause_ms;
+static pthread_barrier_t pause_barrier;
+static atomic_int peer_paused; /* rank 0: the pause message came, not yet answered */
+static atomic_int pause_msgs;  /* TAG_PAUSE messages received */
+/* [0]: descriptor sends, [1]: sendi */
+static atomic_int got[2][OFI_THREADS][ROUNDS_MAX];
 static atomic_int bad_msgs, failures;
 static atomic_int ctx_used[64];
 
@@ -74,7 +90,9 @@ static void on_msg(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, vo
     uint32_t t, round;
     memcpy(&t, p, 4);
     memcpy(&round, p + 4, 4);
-    if (t >= OFI_THREADS || round >= ROUNDS) {
+    uint32_t kind = round >> 31;
+    round &= ~(1u << 31);
+    if (t >= OFI_THREADS || round >= (uint32_t)rounds) {
         atomic_fetch_add(&bad_msgs, 1);
         return;
     }
@@ -83,7 +101,17 @@ static void on_msg(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, vo
             atomic_fetch_add(&bad_msgs, 1);
             return;
         }
-    atomic_fetch_add(&got[t][round], 1);
+    atomic_fetch_add(&got[kind][t][round], 1);
+}
+
+static void on_pause(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
+{
+    (void)m;
+    (void)d;
+    (void)cbdata;
+    atomic_fetch_add(&pause_msgs, 1);
+    if (me == 0)
+        atomic_store(&peer_paused, 1);
 }
 
 struct op {
@@ -91,12 +119,63 @@ struct op {
     int status;
 };
 
+static void on_sent(struct bm_btl_module *m, struct bm_btl_endpoint *e,
+                    struct bm_btl_descriptor *des, int status);
+static void pause_answer(void);
+
 /* Drive the transport; give the core away when nothing happened (ranks
  * and threads outnumber the cores on a test machine). */
 static void progress(void)
 {
     if (mod->ops->progress(mod->component) == 0)
         sched_yield();
+    if (atomic_load_explicit(&peer_paused, memory_order_relaxed) &&
+        atomic_exchange(&peer_paused, 0))
+        pause_answer();
+}
+
+/* Rank 0, the peer just paused: a descriptor message to it (tracked: it
+ * waits for the peer's acknowledgement), so that this rank waits to hear
+ * from the peer for the whole pause. */
+static void pause_answer(void)
+{
+    struct bm_btl_descriptor *d = NULL;
+    double t0 = now_s();
+    while (!(d = mod->ops->alloc(mod, ep, 0, 8, BM_BTL_DES_F_BTL_OWNED)) &&
+           now_s() - t0 < DEADLINE_S)
+        (void)mod->ops->progress(mod->component);
+    if (!d) {
+        atomic_fetch_add(&failures, 1);
+        return;
+    }
+    memset(d->seg[0].addr, 0, 8);
+    d->seg[0].len = 8;
+    d->cbfunc = on_sent;
+    int rc = mod->ops->send(mod, ep, d, TAG_PAUSE);
+    if (rc != BM_OK && rc != BM_BTL_DONE)
+        atomic_fetch_add(&failures, 1);
+}
+
+/* Rank 1, halfway: every thread stops here; thread 0 tells rank 0 and
+ * sleeps pause_ms before all go on (nothing drives the transport
+ * meanwhile). */
+static void pause_here(int t)
+{
+    pthread_barrier_wait(&pause_barrier);
+    if (t == 0) {
+        unsigned char b[8] = {0};
+        int rc;
+        double t0 = now_s();
+        while ((rc = mod->ops->sendi(mod, ep, b, 8, NULL, 0, 0, 0, TAG_PAUSE, NULL)) ==
+                   BM_ERR_OUT_OF_RESOURCE &&
+               now_s() - t0 < DEADLINE_S)
+            (void)mod->ops->progress(mod->component);
+        if (rc != BM_BTL_DONE)
+            atomic_fetch_add(&failures, 1);
+        struct timespec ts = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    pthread_barrier_wait(&pause_barrier);
 }
 
 static void on_rdma(struct bm_btl_module *m, struct bm_btl_endpoint *e, void *local_addr,
@@ -158,7 +237,9 @@ static void *worker(void *arg)
     struct bm_btl_ofi_module *om = (struct bm_btl_ofi_module *)mod;
     struct bm_btl_ofi_context *mine = bm_btl_ofi_context_pick(om, NULL);
     atomic_fetch_add(&ctx_used[mine->index], 1);
-    for (int round = 0; round < ROUNDS; round++) {
+    for (int round = 0; round < rounds; round++) {
+        if (pause_ms > 0 && me == 1 && round == rounds / 2)
+            pause_here(t);
         size_t len = 1 + (size_t)(round * 977 + t * 131) % SLOT;
         for (size_t j = 0; j < len; j++)
             buf[j] = pat(me, t, round, j);
@@ -201,6 +282,21 @@ static void *worker(void *arg)
             progress();
         if (rc != BM_OK && rc != BM_BTL_DONE)
             atomic_fetch_add(&failures, 1);
+        /* A short one by sendi (inject where it fits), its own header. */
+        unsigned char ih[8], ipl[40];
+        size_t ilen = (size_t)(round % 40);
+        rr |= 1u << 31;
+        memcpy(ih, &tt, 4);
+        memcpy(ih + 4, &rr, 4);
+        for (size_t j = 0; j < ilen; j++)
+            ipl[j] = pat(me, t, round, j + 8);
+        t0 = now_s();
+        while ((rc = mod->ops->sendi(mod, ep, ih, 8, ipl, ilen, 0, 0, TAG_MSG, NULL)) ==
+                   BM_ERR_OUT_OF_RESOURCE &&
+               now_s() - t0 < DEADLINE_S)
+            progress();
+        if (rc != BM_BTL_DONE)
+            atomic_fetch_add(&failures, 1);
     }
     free(buf);
     free(back);
@@ -230,8 +326,16 @@ static void progressing_barrier(void)
     pthread_join(t, NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1)
+        rounds = atoi(argv[1]);
+    if (argc > 2)
+        pause_ms = atoi(argv[2]);
+    if (rounds < 1 || rounds > ROUNDS_MAX) {
+        fprintf(stderr, "ofi_threads: ROUNDS must be 1 to %d\n", ROUNDS_MAX);
+        return 2;
+    }
     BM_CHECK_EQ_INT(bm_rte_init(), BM_OK);
     me = bm_rte_self()->rank;
     peer = 1 - me;
@@ -242,6 +346,8 @@ int main(void)
     struct bm_btl_init_args args = {.thread_level = 3 /* MPI_THREAD_MULTIPLE */};
     BM_CHECK_EQ_INT(bm_btl_base_open(&args), BM_OK);
     bm_btl_base_register_recv(TAG_MSG, on_msg, NULL);
+    bm_btl_base_register_recv(TAG_PAUSE, on_pause, NULL);
+    pthread_barrier_init(&pause_barrier, NULL, OFI_THREADS);
     BM_CHECK_EQ_INT(bm_rte_modex_fence(), BM_OK);
     BM_CHECK_EQ_INT(bm_btl_base_add_procs(2), BM_OK);
     struct bm_btl_peer *p = bm_btl_base_peer(peer);
@@ -290,20 +396,21 @@ int main(void)
     double last = now_s();
     for (;;) {
         int n = 0;
-        for (int t = 0; t < OFI_THREADS; t++)
-            for (int r = 0; r < ROUNDS; r++)
-                n += atomic_load(&got[t][r]) != 0;
+        for (int k = 0; k < 2; k++)
+            for (int t = 0; t < OFI_THREADS; t++)
+                for (int r = 0; r < rounds; r++)
+                    n += atomic_load(&got[k][t][r]) != 0;
         if (n != have) {
             have = n;
             last = now_s();
         }
-        if (n == OFI_THREADS * ROUNDS || now_s() - last > DEADLINE_S)
+        if (n == 2 * OFI_THREADS * rounds || now_s() - last > DEADLINE_S)
             break;
         progress();
     }
     BM_CHECK_EQ_INT(mod->ops->flush(mod, NULL), BM_OK);
     progressing_barrier();
-    printf("ofi_threads: rank %d: %d threads x %d rounds in %.2f s\n", me, OFI_THREADS, ROUNDS,
+    printf("ofi_threads: rank %d: %d threads x %d rounds in %.2f s\n", me, OFI_THREADS, rounds,
            now_s() - t0);
     int spread = 0;
     for (int i = 0; i < 64; i++)
@@ -312,21 +419,39 @@ int main(void)
                  "threads used %d of %d contexts", spread, om->nctx);
     BM_CHECK_EQ_INT(atomic_load(&failures), 0);
     BM_CHECK_EQ_INT(atomic_load(&bad_msgs), 0);
-    for (int t = 0; t < OFI_THREADS; t++)
-        for (int r = 0; r < ROUNDS; r++)
-            BM_CHECK_MSG(atomic_load(&got[t][r]) == 1, "message %d of thread %d arrived %d times",
-                         r, t, atomic_load(&got[t][r]));
+    for (int k = 0; k < 2; k++)
+        for (int t = 0; t < OFI_THREADS; t++)
+            for (int r = 0; r < rounds; r++)
+                BM_CHECK_MSG(atomic_load(&got[k][t][r]) == 1, "%s %d of thread %d arrived %d times",
+                             k ? "sendi message" : "message", r, t, atomic_load(&got[k][t][r]));
     /* What the peer's threads left in our window. */
     for (int t = 0; t < OFI_THREADS; t++) {
-        int round = ROUNDS - 1;
+        int round = rounds - 1;
         size_t l = 1 + (size_t)(round * 977 + t * 131) % SLOT;
         bool ok = true;
         for (size_t j = 0; j < l && ok; j++)
             ok = win[(size_t)t * SLOT + j] == pat(peer, t, round, j);
         BM_CHECK_MSG(ok, "slot of thread %d holds the wrong data", t);
-        BM_CHECK_EQ_INT(counters(win)[t], ROUNDS);
+        BM_CHECK_EQ_INT(counters(win)[t], (uint64_t)rounds);
     }
-    BM_CHECK_EQ_INT(counters(win)[OFI_THREADS], (uint64_t)OFI_THREADS * ROUNDS);
+    BM_CHECK_EQ_INT(counters(win)[OFI_THREADS], (uint64_t)OFI_THREADS * rounds);
+    /* No path may have been declared dead (the transport's own counters):
+     * with a pause, rank 0 must have probed the paused peer and taken its
+     * answer (a PONG after the pause) as proof of life. */
+    unsigned long long pings = atomic_load(&om->stats.pings);
+    unsigned long long pfail = atomic_load(&om->stats.path_failures);
+    printf("ofi_threads: rank %d: pings=%llu path_failures=%llu stalls=%llu pause_msgs=%d\n", me,
+           pings, pfail, (unsigned long long)atomic_load(&om->stats.stalls),
+           atomic_load(&pause_msgs));
+    BM_CHECK_EQ_INT(pfail, 0);
+    if (pause_ms > 0) {
+        BM_CHECK_EQ_INT(atomic_load(&pause_msgs), 1);
+        if (me == 0)
+            BM_CHECK_MSG(pings > 0,
+                         "no PING went to the peer paused for %d ms "
+                         "(BM_BTL_OFI_TIMEOUT must be below twice that)",
+                         pause_ms);
+    }
     mod->ops->deregister_mem(mod, win_handle);
     bm_btl_base_close();
     bm_rte_finalize();

@@ -276,14 +276,23 @@ struct bm_btl_ofi_endpoint {
      * prove delivery, and a send by inject has none, so a path is judged by
      * whether the peer answers. */
     atomic_int unanswered; /* we sent since we last heard from the peer */
-    uint64_t quiet_since;  /* when the watcher first saw unanswered (0: not yet) */
-    atomic_bool ping_out;  /* a PING awaits its PONG */
+    /* The watcher's own (one thread at a time, under watch_lock): */
+    uint64_t quiet_since; /* when it first saw the peer owe us an answer (0: not yet) */
+    uint64_t ping_at;     /* when its last PING left */
+    /* Shared with the PONG handler, which may run on another thread's
+     * progress (a context's queue) while the watcher runs: */
+    atomic_bool ping_out;      /* a PING awaits its PONG (set before the PING is posted) */
+    _Atomic uint32_t ping_seq; /* the number of the last PING */
+    atomic_bool ponged;        /* the PONG came: the watcher starts a fresh quiet period */
     /* fence_close: contexts (bit c) that injected to this peer; closing
      * sends a FENCE from each first (ofi_send.c) */
     _Atomic uint64_t injected;
-    uint64_t ping_at;
-    uint32_t ping_seq;
     _Atomic uint64_t probe_at; /* failed path: next probe (set by whoever fails it) */
+    /* A path failed inside an operation (another thread's, or the caller's
+     * own call): the error that its operations in flight complete with at
+     * the next progress (btl.h: no completion callback from inside an
+     * operation), 0 when none is pending. */
+    atomic_int fail_pending;
     /* delivery acknowledgements (ofi_ack.c), when the module uses them */
     struct bm_btl_ofi_stream *tx; /* [m->nctx], under each context's lock */
     _Atomic uint32_t *rx_seq;     /* [BM_OFI_MAX_CTX]: highest number seen per peer stream */
@@ -321,10 +330,13 @@ struct bm_btl_ofi_amo_table {
     X(amos_n, "of which atomics on several elements (atomic_op_n)")                                \
     X(acks_sent, "delivery acknowledgements sent on their own")                                    \
     X(acks_piggybacked, "delivery acknowledgements carried by messages")                           \
+    X(stalls, "operations the provider told to try again (its queues full)")                       \
     X(pings, "liveness probes sent")                                                               \
     X(path_failures, "paths declared failed")                                                      \
     X(path_recoveries, "failed paths taken back")                                                  \
     X(rdma_yields, "cores given to the provider's thread while RDMA/atomics were in flight")       \
+    X(fails_deferred, "failed paths whose operations completed at the next progress (the "         \
+                      "failure was found inside an operation)")                                    \
     X(ctx_overlaps, "contexts taken while another thread held another context (threads)")          \
     X(malformed, "messages dropped as malformed (wrong magic, tag or length)")
 
@@ -386,6 +398,7 @@ struct bm_btl_ofi_module {
     struct bm_btl_ofi_endpoint **eps; /* [job size] */
     atomic_int outstanding;           /* RDMA/atomics in flight on the module */
     atomic_int nfailed;               /* endpoints whose path is failed (probes due) */
+    atomic_bool fail_due;             /* an endpoint has fail_pending set */
     _Atomic uint64_t next_watch;      /* when the liveness watcher runs next */
     pthread_mutex_t watch_lock;       /* one thread runs the watcher (with threads) */
 };
@@ -457,8 +470,16 @@ bm_status_t bm_btl_ofi_del_procs(struct bm_btl_module *m, int nprocs, const int 
  * not a peer this module reaches. */
 struct bm_btl_ofi_endpoint *bm_btl_ofi_endpoint_get(struct bm_btl_ofi_module *m, int rank);
 /* Mark the path to ep failed: error callback first, then every operation in
- * flight to it completes with status. Idempotent. */
-void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const char *what);
+ * flight to it completes with status: at once when called from progress
+ * (in_progress), else at the next progress or flush (an operation that
+ * finds the path dead must not run completion callbacks inside itself:
+ * btl.h "Threads"; the PML's callbacks assume its progress lock).
+ * Idempotent. */
+void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const char *what,
+                              bool in_progress);
+/* Progress and flush: complete the operations of paths that failed inside
+ * an operation since (see endpoint_fail). */
+void bm_btl_ofi_endpoint_fail_run(struct bm_btl_ofi_module *m);
 /* The provider said "try again" for an operation to ep (after driving
  * ctx's progress): BM_ERR_OUT_OF_RESOURCE, or the path's error once it has
  * refused everything for BM_BTL_OFI_TIMEOUT (a dead peer behind rxm never
@@ -683,6 +704,11 @@ void bm_btl_ofi_ack_ep_fini(struct bm_btl_ofi_endpoint *ep);
  * tracked (ctx lock held), piggyback an owed acknowledgement. */
 void bm_btl_ofi_ack_hdr(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
                         struct bm_btl_ofi_hdr *h, bm_btl_tag_t tag, bool tracked);
+/* A message whose header ack_hdr filled was not posted (the provider said
+ * "try again", or refused it): the acknowledgement it would have carried is
+ * owed again. ack_hdr took it off the owed set, and a peer whose last
+ * tracked messages wait for it would otherwise never get it. */
+void bm_btl_ofi_ack_unsent(struct bm_btl_ofi_endpoint *ep, const struct bm_btl_ofi_hdr *h);
 /* A numbered fragment was posted (ctx lock held): wait for its acknowledgement. */
 void bm_btl_ofi_ack_track(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
                           struct bm_btl_ofi_frag *f);

@@ -117,6 +117,12 @@ void bm_btl_ofi_ack_hdr(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoi
     }
 }
 
+void bm_btl_ofi_ack_unsent(struct bm_btl_ofi_endpoint *ep, const struct bm_btl_ofi_hdr *h)
+{
+    if (h->flags & BM_BTL_OFI_HDR_F_ACK)
+        ack_owe(ep, h->ack_ctx);
+}
+
 void bm_btl_ofi_ack_track(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
                           struct bm_btl_ofi_frag *f)
 {
@@ -246,10 +252,12 @@ static void ack_send(struct bm_btl_ofi_endpoint *ep, unsigned stream)
     pkt.msg.ctl = BM_BTL_OFI_CTL_ACK;
     pkt.msg.ctx = (uint8_t)stream;
     pkt.msg.seq = atomic_load_explicit(&ep->rx_seq[stream], memory_order_relaxed);
-    if (bm_btl_ofi_send_inject(ctx, ep, &pkt, sizeof(pkt)) != BM_OK)
+    if (bm_btl_ofi_send_inject(ctx, ep, &pkt, sizeof(pkt)) != BM_OK) {
         ack_owe(ep, stream); /* again at the next flush */
-    else
+        bm_btl_ofi_ack_unsent(ep, &pkt.h);
+    } else {
         BM_OFI_COUNT(m, acks_sent);
+    }
 }
 
 static void ack_flush(struct bm_btl_ofi_module *m, bool force)

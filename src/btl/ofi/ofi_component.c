@@ -313,7 +313,7 @@ static int ofi_wait_arm(struct bm_btl_component *comp, int64_t *timeout_ns)
         int owed = m->nack_list;
         if (m->mt)
             pthread_mutex_unlock(&m->ack_lock);
-        if (owed > 0)
+        if (owed > 0 || atomic_load(&m->fail_due))
             return 1;
         struct fid *fids[BM_OFI_MAX_CTX];
         int n = 0;
@@ -453,6 +453,7 @@ static int ofi_component_progress(struct bm_btl_ofi_component *c)
     for (int i = 0; i < c->nmodules; i++) {
         struct bm_btl_ofi_module *m = c->modules[i];
         int got = 0;
+        bm_btl_ofi_endpoint_fail_run(m);
         for (int k = 0; k < m->nctx; k++)
             got += bm_btl_ofi_context_progress(&m->ctx[k]);
         n += got;

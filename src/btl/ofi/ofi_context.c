@@ -378,7 +378,7 @@ static void ctx_error(struct bm_btl_ofi_context *ctx)
         /* The request completes with the error first, then the path goes
          * down (which fails the rest of its operations). */
         req_dispatch(req, status, NULL, 0, 0);
-        bm_btl_ofi_endpoint_fail(ep, status, what);
+        bm_btl_ofi_endpoint_fail(ep, status, what, true);
         return;
     }
     bm_log_warn("%s: an operation to %s failed: %s (provider: %s)", ctx->m->super.name,
@@ -415,7 +415,7 @@ static void ctx_timeouts(struct bm_btl_ofi_context *ctx, uint64_t now)
                  "the network path to %s is presumed dead",
                  req_kind_name(kind), (double)age / 1e9, ctx->m->comp->cfg.timeout_ms,
                  victim->desc);
-        bm_btl_ofi_endpoint_fail(victim, BM_ERR_TIMEOUT, what);
+        bm_btl_ofi_endpoint_fail(victim, BM_ERR_TIMEOUT, what, true);
     }
 }
 

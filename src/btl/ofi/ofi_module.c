@@ -304,6 +304,8 @@ void bm_btl_ofi_module_close(struct bm_btl_ofi_module *m)
     if (m->fence_close)
         bm_btl_ofi_send_fences(m);
     m->closing = true;
+    if (m->eps && m->ctx)
+        bm_btl_ofi_endpoint_fail_run(m);
     /* 1. Let the provider give back what it holds: receives are cancelled,
      *    operations in flight get a bounded time to complete. */
     for (int i = 0; m->ctx && i < m->nctx; i++)
@@ -505,7 +507,32 @@ bm_status_t bm_btl_ofi_del_procs(struct bm_btl_module *mod, int nprocs, const in
 
 /* ---- failure and recovery -------------------------------------------------------------- */
 
-void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const char *what)
+/* Complete every operation in flight to ep with status (progress only). */
+static void endpoint_fail_ops(struct bm_btl_ofi_endpoint *ep, int status)
+{
+    struct bm_btl_ofi_module *m = ep->m;
+    for (int i = 0; i < m->nctx; i++)
+        bm_btl_ofi_context_fail_all(&m->ctx[i], ep, status);
+    bm_btl_ofi_ack_fail(ep, status);
+}
+
+void bm_btl_ofi_endpoint_fail_run(struct bm_btl_ofi_module *m)
+{
+    if (!atomic_load_explicit(&m->fail_due, memory_order_relaxed) ||
+        !atomic_exchange(&m->fail_due, false))
+        return;
+    for (int r = 0; r < m->comp->size; r++) {
+        struct bm_btl_ofi_endpoint *ep = __atomic_load_n(&m->eps[r], __ATOMIC_ACQUIRE);
+        int status = ep ? atomic_exchange(&ep->fail_pending, 0) : 0;
+        if (status) {
+            BM_OFI_COUNT(m, fails_deferred);
+            endpoint_fail_ops(ep, status);
+        }
+    }
+}
+
+void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const char *what,
+                              bool in_progress)
 {
     struct bm_btl_ofi_module *m = ep->m;
     if (!bm_status_is_link(status) && !bm_status_is_peer(status))
@@ -529,13 +556,19 @@ void bm_btl_ofi_endpoint_fail(struct bm_btl_ofi_endpoint *ep, int status, const 
         };
         m->super.error_cb(&m->super, &err, m->super.error_cbdata);
     }
-    for (int i = 0; i < m->nctx; i++)
-        bm_btl_ofi_context_fail_all(&m->ctx[i], ep, status);
-    bm_btl_ofi_ack_fail(ep, status);
+    if (in_progress) {
+        endpoint_fail_ops(ep, status);
+        return;
+    }
+    /* Inside an operation: its own callbacks and those of the operations
+     * other threads have in flight to ep run in progress. */
+    atomic_store(&ep->fail_pending, status);
+    atomic_store(&m->fail_due, true);
 }
 
 int bm_btl_ofi_endpoint_stalled(struct bm_btl_ofi_endpoint *ep, struct bm_btl_ofi_context *ctx)
 {
+    BM_OFI_COUNT(ep->m, stalls);
     /* Manual-progress providers free room only when driven. */
     bm_btl_ofi_context_drive(ctx);
     int timeout = ep->m->comp->cfg.timeout_ms;
@@ -556,7 +589,7 @@ int bm_btl_ofi_endpoint_stalled(struct bm_btl_ofi_endpoint *ep, struct bm_btl_of
              "the provider refused every operation to %s for %.1f s (BM_BTL_OFI_TIMEOUT=%d ms): "
              "the peer or the network path is presumed dead",
              ep->desc, (double)(now - since) / 1e9, timeout);
-    bm_btl_ofi_endpoint_fail(ep, BM_ERR_TIMEOUT, what);
+    bm_btl_ofi_endpoint_fail(ep, BM_ERR_TIMEOUT, what, false);
     return bm_btl_ofi_ep_failed(ep);
 }
 
@@ -569,7 +602,6 @@ static void endpoint_recovered(struct bm_btl_ofi_endpoint *ep)
     atomic_fetch_sub(&m->nfailed, 1);
     BM_OFI_COUNT(m, path_recoveries);
     ep->ping_out = false;
-    ep->quiet_since = 0;
     char what[160];
     snprintf(what, sizeof(what), "%s answered a probe", ep->desc);
     struct bm_btl_error err = {
@@ -594,14 +626,35 @@ void bm_btl_ofi_endpoint_ctl(struct bm_btl_ofi_endpoint *ep, const struct bm_btl
     case BM_BTL_OFI_CTL_FENCE:
         break; /* its completion at the sender was all it was for */
     case BM_BTL_OFI_CTL_PONG:
-        if (msg->seq != ep->ping_seq)
+        if (msg->seq != atomic_load(&ep->ping_seq))
             break; /* an old probe's answer */
-        ep->ping_out = false;
+        /* The watcher may run on another thread's progress right now: it
+         * reads ponged after ping_out (endpoint_watch). */
+        atomic_store(&ep->ponged, true);
+        atomic_store(&ep->ping_out, false);
         endpoint_recovered(ep);
         break;
     default:
         break;
     }
+}
+
+/* Send a PING (the watcher, under watch_lock). Marked out before it is
+ * posted: its PONG may be read on another thread before fi_send returns
+ * here, and must find it out (else the late mark would outlive the answer
+ * and fail a healthy path half a timeout later). */
+static bool endpoint_ping(struct bm_btl_ofi_endpoint *ep, uint64_t now)
+{
+    uint32_t seq = atomic_load_explicit(&ep->ping_seq, memory_order_relaxed) + 1;
+    atomic_store(&ep->ping_seq, seq);
+    ep->ping_at = now;
+    atomic_store(&ep->ping_out, true);
+    if (bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PING, seq) != BM_OK) {
+        atomic_store(&ep->ping_out, false);
+        return false;
+    }
+    BM_OFI_COUNT(ep->m, pings);
+    return true;
 }
 
 /* A failed path: a fresh address-vector entry (connection-based providers
@@ -627,11 +680,7 @@ static void endpoint_probe(struct bm_btl_ofi_endpoint *ep, uint64_t now)
         (void)fi_av_remove(m->av, &old, 1, 0);
     }
     pthread_mutex_unlock(&m->lock);
-    if (bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PING, ++ep->ping_seq) == BM_OK) {
-        ep->ping_out = true;
-        ep->ping_at = now;
-        BM_OFI_COUNT(m, pings);
-    }
+    (void)endpoint_ping(ep, now);
 }
 
 /* Do fragments sent to ep wait for its acknowledgement? (Each stream's
@@ -677,7 +726,21 @@ void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now)
         if (!ep)
             continue;
         if (bm_btl_ofi_ep_failed(ep)) {
+            ep->quiet_since = 0; /* a fresh quiet period once it recovers */
             endpoint_probe(ep, now);
+            continue;
+        }
+        /* The PONG handler may run on another thread meanwhile: ping_out
+         * first, then ponged, so that an answer is either seen here or
+         * left for the next pass with the PING still counted out. */
+        bool out = atomic_load(&ep->ping_out);
+        if (atomic_exchange(&ep->ponged, false)) {
+            /* The peer answered: we heard from it now. Without this, a
+             * path busy enough that every pass found something owed (a
+             * long stream: its acknowledgements always outstanding) was
+             * failed one timeout after its first quiet pass although every
+             * PING was answered. */
+            ep->quiet_since = 0;
             continue;
         }
         /* Waiting means: we sent since we last heard from the peer, or
@@ -687,19 +750,16 @@ void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now)
             atomic_load_explicit(&ep->unanswered, memory_order_relaxed) || endpoint_unacked(ep);
         if (half == 0 || !waiting) {
             ep->quiet_since = 0;
-            ep->ping_out = false;
+            if (out)
+                atomic_store(&ep->ping_out, false);
             continue;
         }
         if (!ep->quiet_since) {
             ep->quiet_since = now;
-        } else if (!ep->ping_out && now - ep->quiet_since < 2 * half) {
-            if (now - ep->quiet_since >= half &&
-                bm_btl_ofi_send_ctl(ep, BM_BTL_OFI_CTL_PING, ++ep->ping_seq) == BM_OK) {
-                ep->ping_out = true;
-                ep->ping_at = now;
-                BM_OFI_COUNT(m, pings);
-            }
-        } else if (!ep->ping_out || now - ep->ping_at >= half) {
+        } else if (!out && now - ep->quiet_since < 2 * half) {
+            if (now - ep->quiet_since >= half)
+                (void)endpoint_ping(ep, now);
+        } else if (!out || now - ep->ping_at >= half) {
             /* No answer to the probe, or the probe could not even be
              * posted (a dead peer's address refuses connections). */
             char what[256];
@@ -707,7 +767,7 @@ void bm_btl_ofi_endpoint_watch(struct bm_btl_ofi_module *m, uint64_t now)
                      "%s sent nothing back for %.1f s, not even an answer to a probe "
                      "(BM_BTL_OFI_TIMEOUT=%d ms): the peer or the network path is presumed dead",
                      ep->desc, (double)(now - ep->quiet_since) / 1e9, m->comp->cfg.timeout_ms);
-            bm_btl_ofi_endpoint_fail(ep, BM_ERR_TIMEOUT, what);
+            bm_btl_ofi_endpoint_fail(ep, BM_ERR_TIMEOUT, what, true);
         }
     }
 }

@@ -132,7 +132,7 @@ static int rdma_posted(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoin
     char msg[200];
     snprintf(msg, sizeof(msg), "%s to %s refused by the provider: %s", what, ep->desc,
              fi_strerror((int)-rc));
-    bm_btl_ofi_endpoint_fail(ep, BM_ERR_LINK_DOWN, msg);
+    bm_btl_ofi_endpoint_fail(ep, BM_ERR_LINK_DOWN, msg, false);
     return BM_ERR_LINK_DOWN;
 }
 
@@ -221,6 +221,7 @@ bm_status_t bm_btl_ofi_flush(struct bm_btl_module *mod, struct bm_btl_endpoint *
     struct bm_btl_ofi_endpoint *ep = (struct bm_btl_ofi_endpoint *)bep;
     atomic_int *count = ep ? &ep->outstanding : &m->outstanding;
     for (;;) {
+        bm_btl_ofi_endpoint_fail_run(m);
         for (int i = 0; i < m->nctx; i++)
             bm_btl_ofi_context_progress(&m->ctx[i]);
         if (atomic_load(count) == 0)
@@ -228,9 +229,14 @@ bm_status_t bm_btl_ofi_flush(struct bm_btl_module *mod, struct bm_btl_endpoint *
     }
     /* Callbacks of operations that completed inside the call wait in the
      * deferred queues: they must have run too. */
-    for (int i = 0; i < m->nctx; i++)
-        if (m->ctx[i].defer.head)
+    for (int i = 0; i < m->nctx; i++) {
+        /* Other threads queue under the context's lock. */
+        bm_btl_ofi_lock(&m->ctx[i]);
+        bool queued = m->ctx[i].defer.head != NULL;
+        bm_btl_ofi_unlock(&m->ctx[i]);
+        if (queued)
             bm_btl_ofi_context_progress(&m->ctx[i]);
+    }
     return ep ? bm_btl_ofi_ep_failed(ep) : BM_OK;
 }
 

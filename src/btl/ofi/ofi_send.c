@@ -254,7 +254,7 @@ static int ofi_send_fail(struct bm_btl_ofi_endpoint *ep, ssize_t rc, const char 
     int status = bm_btl_ofi_status_of((int)-rc);
     if (!bm_status_is_link(status))
         status = BM_ERR_LINK_DOWN;
-    bm_btl_ofi_endpoint_fail(ep, status, msg);
+    bm_btl_ofi_endpoint_fail(ep, status, msg, false);
     return status;
 }
 
@@ -294,6 +294,8 @@ int bm_btl_ofi_send(struct bm_btl_module *mod, struct bm_btl_endpoint *bep,
         ep->tx[ctx->index].tx_seq--; /* not sent: the number is given again */
     }
     bm_btl_ofi_unlock(ctx);
+    if (rc != 0)
+        bm_btl_ofi_ack_unsent(ep, &f->hdr);
     if (rc == 0) {
         bm_btl_ofi_endpoint_unstalled(ep);
         bm_btl_ofi_endpoint_sent(ep);
@@ -331,6 +333,8 @@ int bm_btl_ofi_sendi(struct bm_btl_module *mod, struct bm_btl_endpoint *bep, con
         bm_btl_ofi_ack_hdr(ctx, ep, h, tag, false);
         ssize_t rc = fi_inject(ctx->tx, buf, total, bm_btl_ofi_context_dest(ctx, ep));
         bm_btl_ofi_unlock(ctx);
+        if (rc != 0)
+            bm_btl_ofi_ack_unsent(ep, h);
         if (rc == 0) {
             injected(m, ctx, ep);
             bm_btl_ofi_endpoint_unstalled(ep);
@@ -438,6 +442,7 @@ static bm_status_t send_ctl_on(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi
         bm_btl_ofi_req_posted(ctx, &f->req);
     bm_btl_ofi_unlock(ctx);
     if (rc != 0) {
+        bm_btl_ofi_ack_unsent(ep, &f->hdr);
         frag_put(f);
         return BM_ERR_OUT_OF_RESOURCE;
     }
