@@ -66,12 +66,13 @@
 #define WAIT_SECONDARY_NS 1000000LL
 
 struct wait_config {
-    int mode;           /* enum bm_pml_wait_mode, or WAIT_AUTO */
-    bool thread;        /* BM_PML_PROGRESS_THREAD */
-    int thread_polls;   /* idle polls of the progress thread before it sleeps */
-    int thread_spin_us; /* ... and how long it polls on while a progress hook runs */
-    int spin_us;        /* auto under MPI_THREAD_MULTIPLE, CPU per rank: poll this long first */
-    int thread_nice;    /* the progress thread's nice value relative to the process's */
+    int mode;            /* enum bm_pml_wait_mode, or WAIT_AUTO */
+    bool thread;         /* BM_PML_PROGRESS_THREAD */
+    int thread_polls;    /* idle polls of the progress thread before it sleeps */
+    int thread_spin_us;  /* ... and how long it polls on while a progress hook runs */
+    int spin_us;         /* auto under MPI_THREAD_MULTIPLE, CPU per rank: poll this long first */
+    int thread_nice;     /* the progress thread's nice value relative to the process's */
+    int thread_slice_us; /* where ranks share cores: the program's scheduler slice */
 };
 
 #define WAIT_AUTO 0
@@ -104,12 +105,15 @@ static const struct bm_param wait_params[] = {
      "Idle polls of the progress thread before it sleeps (more: faster reaction after a "
      "quiet spell, more CPU).",
      offsetof(struct wait_config, thread_polls), 0},
-    {"BM_PML_PROGRESS_THREAD_SPIN_US", BM_PARAM_INT, "50", 0, 1000000, NULL,
+    {"BM_PML_PROGRESS_THREAD_SPIN_US", BM_PARAM_INT, "-1", -1, 1000000, NULL,
      "While a nonblocking collective (or another progress hook) is in flight, the progress "
      "thread polls on for this long (microseconds) after its last progress before it "
      "sleeps: every sleep costs a wake-up that must preempt the program's computation, and a "
      "collective is a chain of steps a few tens of microseconds apart (0: sleep after "
-     "BM_PML_PROGRESS_THREAD_POLLS idle polls).",
+     "BM_PML_PROGRESS_THREAD_POLLS idle polls). -1 (auto): 50 where the job's ranks have a "
+     "CPU each, 0 where they share cores (more ranks than CPUs, or BM_PML_IDLE_YIELD above "
+     "0): there the next step mostly waits for a rank that needs the very core the polling "
+     "thread holds.",
      offsetof(struct wait_config, thread_spin_us), 0},
     {"BM_PML_PROGRESS_THREAD_NICE", BM_PARAM_INT, "-20", -39, 39, NULL,
      "The progress thread's nice value relative to the thread that started MPI (-20, at "
@@ -121,6 +125,17 @@ static const struct bm_param wait_params[] = {
      "either the thread takes the lowest value it may, down to the process's. 0: leave it "
      "alone.",
      offsetof(struct wait_config, thread_nice), 0},
+    {"BM_PML_PROGRESS_THREAD_SLICE_US", BM_PARAM_INT, "100", 0, 100000, NULL,
+     "With the progress thread, where the job's ranks share cores (more ranks than CPUs on "
+     "the host, or BM_PML_IDLE_YIELD above 0): the scheduler time slice (microseconds, at "
+     "least 100; Linux 6.12 and later) of the thread that started MPI and of the threads it "
+     "starts after, so that ranks computing side by side take turns on a core within a "
+     "computation: a rank's progress thread cannot start a collective another rank has not "
+     "called yet, and with the kernel's slice (0.7-3 ms) the ranks that came second waited "
+     "for the whole computation of the first (1 MiB MPI_Iallreduce, 4 ranks on 2 cores: 0% "
+     "overlap; src/pml/README.md 'The progress thread'). Restored at MPI_Finalize. 0: leave "
+     "it alone.",
+     offsetof(struct wait_config, thread_slice_us), 0},
 };
 static const struct bm_param_table wait_table = {"pml", wait_params, BM_PARAM_COUNT(wait_params)};
 BM_PARAM_TABLE_REGISTER(wait_table);
@@ -157,6 +172,11 @@ static struct {
     atomic_int aside;
     atomic_ulong kicks;
     int starter_nice; /* the nice value of the thread that started the progress thread */
+    /* BM_PML_PROGRESS_THREAD_SLICE_US: the thread whose slice was set (0:
+     * none) and its slice before. */
+    pid_t slice_tid;
+    uint64_t slice_old;
+    atomic_ulong slice_ns; /* the slice set (BM_PML_STATS; kept after it is restored) */
 } wait_g = {
     .epfd = -1, .kick = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -232,6 +252,106 @@ bm_status_t bm_pml_wait_init(int thread_level, struct bm_btl_init_args *args)
 
 static void *progress_thread(void *arg);
 
+/* ---- the program's time slice where ranks share cores ---------------------------- */
+
+/* sched_setattr's argument (include/uapi/linux/sched/types.h; glibc has no
+ * wrapper before 2.41). For SCHED_OTHER, sched_runtime is the thread's
+ * EEVDF slice: Linux 6.12 and later take it and sched_getattr reports the
+ * slice in force, earlier kernels report 0. */
+struct wait_sched_attr {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+};
+
+#define WAIT_SCHED_RESET_ON_FORK 0x01 /* SCHED_FLAG_RESET_ON_FORK */
+
+static bool sched_attr_get(pid_t tid, struct wait_sched_attr *a)
+{
+    memset(a, 0, sizeof(*a));
+    return syscall(SYS_sched_getattr, tid, a, sizeof(*a), 0) == 0;
+}
+
+/* Give thread tid (SCHED_OTHER, attributes cur) the slice ns. The kernel
+ * skips an update that keeps the policy and the nice value (the slice is
+ * not compared), so the thread goes through SCHED_BATCH first, which any
+ * thread may enter and leave at its own nice value. */
+static bool sched_slice_put(pid_t tid, const struct wait_sched_attr *cur, uint64_t ns)
+{
+    struct wait_sched_attr a = *cur;
+    a.size = sizeof(a);
+    a.flags = cur->flags & WAIT_SCHED_RESET_ON_FORK;
+    a.policy = SCHED_BATCH;
+    a.runtime = 0;
+    if (syscall(SYS_sched_setattr, tid, &a, 0) != 0)
+        return false;
+    a.policy = SCHED_OTHER;
+    a.runtime = ns;
+    if (syscall(SYS_sched_setattr, tid, &a, 0) == 0)
+        return true;
+    a.runtime = 0;
+    (void)syscall(SYS_sched_setattr, tid, &a, 0); /* back to SCHED_OTHER at least */
+    return false;
+}
+
+/* Where the job's ranks share cores, with the progress thread: a rank's
+ * progress thread drives its own part of a nonblocking collective, but
+ * cannot start the parts of ranks that have not called it yet, and those
+ * wait for a core. With the kernel's slice (here 1.4 ms: 0.7 ms x (1 +
+ * log2 CPUs)) a rank that computes keeps its core for its whole
+ * computation whenever that is shorter than the slice: the wake-ups of
+ * the progress threads are points where the scheduler chooses again, but
+ * it chose the computing rank again as long as its slice ran (perf sched,
+ * bm_overlap 1 MiB MPI_Iallreduce, 4 ranks on 2 cores: the second rank of
+ * each core started the collective only when the first had finished
+ * computing, 0% overlap). With a slice of 100 us the computing rank gives
+ * way at the next such point once it has run 100 us, and the others start
+ * their part within ~100 us of the barrier (numbers: README.md "The
+ * progress thread"). Set on the thread that starts MPI, before the
+ * progress thread, which inherits it (as do threads the program starts
+ * later). */
+static void slice_start(void)
+{
+    if (!wait_g.cfg.thread || wait_g.cfg.thread_slice_us <= 0 || !bm_pml_idle_yields())
+        return;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    uint64_t want = (uint64_t)wait_g.cfg.thread_slice_us * 1000;
+    struct wait_sched_attr cur;
+    if (!sched_attr_get(tid, &cur) || cur.policy != SCHED_OTHER || cur.runtime == 0) {
+        bm_log_debug("progress thread: the program's time slice is left alone (policy %u, "
+                     "slice %llu ns: a kernel before 6.12 or a policy other than SCHED_OTHER)",
+                     cur.policy, (unsigned long long)cur.runtime);
+        return;
+    }
+    if (cur.runtime <= want)
+        return;
+    if (!sched_slice_put(tid, &cur, want)) {
+        bm_log_debug("progress thread: cannot set the time slice to %llu ns: %s",
+                     (unsigned long long)want, strerror(errno));
+        return;
+    }
+    wait_g.slice_tid = tid;
+    wait_g.slice_old = cur.runtime;
+    atomic_store_explicit(&wait_g.slice_ns, want, memory_order_relaxed);
+}
+
+/* Back to the slice before, unless the program changed its scheduling
+ * since. */
+static void slice_stop(void)
+{
+    struct wait_sched_attr cur;
+    pid_t tid = wait_g.slice_tid;
+    if (tid == 0)
+        return;
+    wait_g.slice_tid = 0;
+    if (sched_attr_get(tid, &cur) && cur.policy == SCHED_OTHER &&
+        cur.runtime == atomic_load_explicit(&wait_g.slice_ns, memory_order_relaxed))
+        (void)sched_slice_put(tid, &cur, wait_g.slice_old);
+}
+
 bm_status_t bm_pml_wait_start(void)
 {
     atomic_store(&wait_g.stop, false);
@@ -269,6 +389,7 @@ bm_status_t bm_pml_wait_start(void)
         wait_g.starter_nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
         if (wait_g.starter_nice == -1 && errno != 0)
             wait_g.starter_nice = 0;
+        slice_start();
         if (pthread_create(&wait_g.thread, NULL, progress_thread, NULL) != 0) {
             bm_log_error("cannot start the progress thread (BM_PML_PROGRESS_THREAD=1): %s",
                          strerror(errno));
@@ -290,6 +411,7 @@ void bm_pml_wait_stop(void)
         pthread_join(wait_g.thread, NULL);
         wait_g.thread_running = false;
     }
+    slice_stop();
 }
 
 void bm_pml_wait_fini(void)
@@ -390,11 +512,11 @@ size_t bm_pml_wait_report(char *buf, size_t len)
     int n = snprintf(buf, len,
                      "sleeps %lu (woken %lu, timed out %lu), condition waits %lu, "
                      "yields of a contended core %lu, of tests %lu, progress thread naps for "
-                     "the program %lu",
+                     "the program %lu, the program's time slice %lu us (0: the kernel's)",
                      atomic_load(&wait_g.sleeps), atomic_load(&wait_g.woken),
                      atomic_load(&wait_g.timed_out), atomic_load(&wait_g.secondary),
                      atomic_load(&wait_g.contended), atomic_load(&wait_g.test_yields),
-                     atomic_load(&wait_g.deferred));
+                     atomic_load(&wait_g.deferred), atomic_load(&wait_g.slice_ns) / 1000);
     return n < 0 ? 0 : (size_t)n;
 }
 
@@ -475,6 +597,15 @@ void bm_pml_wait_block(void)
     int64_t timeout = WAIT_CAP_NS, tt;
     if (bm_pml_hooks_active())
         timeout = WAIT_HOOK_NAP_NS;
+    /* The progress thread, where the program's slice was shortened (ranks
+     * share cores): while a collective is in flight, each wake-up is a
+     * point where the scheduler may give the core to another rank whose
+     * slice has not run out, which may be one that has yet to start its
+     * part; without one the computing rank kept the core up to the next
+     * tick (4 ms). */
+    uint64_t slice = atomic_load_explicit(&wait_g.slice_ns, memory_order_relaxed);
+    if (thread_self && slice && wait_g.slice_tid && bm_pml_hooks_active())
+        timeout = (int64_t)slice;
     if (bm_btl_base_wait_arm(&tt, WAIT_NAP_NS) > 0) {
         bm_pml_leave(t > 0);
         return;
@@ -787,7 +918,17 @@ static void *progress_thread(void *arg)
     if (wait_g.cfg.thread_nice != 0)
         thread_set_nice();
     int idle = 0;
-    uint64_t busy_at = 0, spin_ns = (uint64_t)wait_g.cfg.thread_spin_us * 1000;
+    /* Where ranks share cores, polling for the next step of a collective
+     * holds the core the rank that must take that step needs: 4 ranks on
+     * 2 cores, bm_overlap 1 MiB MPI_Iallreduce, two progress threads (nice
+     * -20) took turns polling on one core for 750 us while both computing
+     * ranks, one of them inside MPI_Iallreduce, waited (perf sched); residual
+     * per iteration 250 -> 190 us without the polling (README.md "The
+     * progress thread"). */
+    int spin_us = wait_g.cfg.thread_spin_us >= 0 ? wait_g.cfg.thread_spin_us
+                  : bm_pml_idle_yields()         ? 0
+                                                 : 50;
+    uint64_t busy_at = 0, spin_ns = (uint64_t)spin_us * 1000;
     thread_self = true;
     while (!atomic_load_explicit(&wait_g.stop, memory_order_relaxed)) {
         /* A thread of the program polled in a wait since this thread's

@@ -15,6 +15,12 @@
  *     tries: root in a container may lack CAP_SYS_NICE), a thread of the
  *     process other than the main one runs 20 below the main thread (at
  *     least -20); where it is not, none does.
+ *  5. the program's time slice (BM_PML_PROGRESS_THREAD_SLICE_US, 100 us by
+ *     default) where the ranks share cores (BM_PML_IDLE_YIELD above 0, as
+ *     ctest runs every MPI test): the main thread's slice is 100 us between
+ *     MPI_Init and MPI_Finalize and the kernel's again after; with -b (no
+ *     progress thread) it is never changed. Skipped on kernels that do not
+ *     report slices (before Linux 6.12).
  * Also runs with -b (no progress thread expected, BM_PML_WAIT_MODE=block):
  * a ping-pong whose waits sleep, checked for every byte, and a barrier that
  * rank 0 enters 100 ms late: the others' waits on the shared-memory
@@ -242,11 +248,26 @@ static void thread_nice(void)
                      want);
 }
 
+/* The calling thread's scheduler slice in ns: sched_getattr's
+ * sched_runtime (bytes 24-31 of struct sched_attr), the slice for
+ * SCHED_OTHER on Linux 6.12 and later, 0 before. */
+static unsigned long long thread_slice(void)
+{
+    uint64_t attr[7] = {0};
+    if (syscall(SYS_sched_getattr, 0, attr, sizeof(attr), 0) != 0)
+        return 0;
+    return (unsigned long long)attr[3];
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, provided;
     bool block_only = argc > 1 && strcmp(argv[1], "-b") == 0;
+    unsigned long long slice_before = thread_slice();
+    const char *iy = getenv("BM_PML_IDLE_YIELD");
+    bool share = iy && atoi(iy) > 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    unsigned long long slice_during = thread_slice();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (block_only) {
@@ -270,5 +291,17 @@ int main(int argc, char **argv)
         thread_nice();
     }
     MPI_Finalize();
+    bm_test_current = "program_slice";
+    if (slice_before == 0) {
+        if (rank == 0)
+            printf("mt_progress: program_slice skipped (the kernel reports no time slices)\n");
+    } else {
+        unsigned long long want =
+            !block_only && share && slice_before > 100000 ? 100000 : slice_before;
+        BM_CHECK_MSG(slice_during == want, "main thread's slice %llu ns in MPI, expected %llu",
+                     slice_during, want);
+        BM_CHECK_MSG(thread_slice() == slice_before, "slice %llu ns after MPI_Finalize, was %llu",
+                     thread_slice(), slice_before);
+    }
     return bm_test_summary("mt_progress");
 }
