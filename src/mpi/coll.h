@@ -53,8 +53,9 @@ enum bm_mpi_coll_kind {
     X(ALLTOALL_SM, "alltoall.sm")                                                                  \
     X(SM_COPY, "sm.copy")             /* any of the .sm ones, its data by single copy */           \
     X(SM_COPY_SPLIT, "sm.copy_split") /* a 2-rank reduce.sm whose work both ranks share */         \
-    X(SM_SLEEP, "sm.sleep")   /* a wait on a segment flag slept (BM_PML_WAIT_MODE=block) */        \
-    X(SM_LARGE, "sm.large")   /* any of the .sm ones, its data in the large area */                \
+    X(SM_SLEEP, "sm.sleep") /* a wait on a segment flag slept (BM_PML_WAIT_MODE=block) */          \
+    X(SM_SLEEP_WOKEN, "sm.sleep_woken") /* ... and a transport woke it before the flag came */     \
+    X(SM_LARGE, "sm.large")             /* any of the .sm ones, its data in the large area */      \
     X(SM_SHARES, "sm.shares") /* an allreduce.sm in the large area, combined in shares */          \
     X(SM_PIPE, "sm.pipe")     /* a bcast.sm in the large area, copied in and out in chunks */      \
     X(SM_PUSH, "sm.push")     /* an allgather.sm by single copy, blocks written by their owner */  \

@@ -122,6 +122,17 @@ bool bm_pml_idle_yields(void);
 bool bm_pml_wait_spins(void);
 bool bm_pml_wait_blocks(void);
 
+/* Where waits block (bm_pml_wait_blocks): sleep once in the kernel as an
+ * idle wait does, until a transport has work for this process (a message,
+ * a one-sided request), a kick, a transport's timer, or max_ns. For a
+ * layer above that waits on its own shared memory (the shared-memory
+ * collectives' flags): the process stays reachable by every transport
+ * while it sleeps, and whoever stores what it waits for wakes it with an
+ * active message (BM_PML_AM_COLL). Elsewhere a yield. Returns false when
+ * it slept until max_ns (or the transports' nearest timer), true when it
+ * ended sooner. */
+bool bm_pml_sleep(int64_t max_ns);
+
 /* True when the PML takes its locks: MPI_THREAD_MULTIPLE, or the progress
  * thread (BM_PML_PROGRESS_THREAD) calls it beside the program. */
 bool bm_pml_threaded(void);
@@ -292,8 +303,9 @@ bool bm_pml_peer_on_shm(int peer_world);
  * recognised and dropped. Sends copy the bytes (the caller may reuse its
  * buffers at once) and never fail: a message a transport cannot take now
  * is queued and retried by progress. */
-#define BM_PML_AM_OSC 0 /* one-sided communication (src/mpi/win_agent.c) */
-#define BM_PML_AM_IDS 2
+#define BM_PML_AM_OSC  0 /* one-sided communication (src/mpi/win_agent.c) */
+#define BM_PML_AM_COLL 1 /* wake-ups of the shared-memory collectives' sleepers (coll_sm.c) */
+#define BM_PML_AM_IDS  2
 
 /* msg is valid until the handler returns; it is 8-byte aligned. The
  * handler may send active messages and start PML operations, but must not

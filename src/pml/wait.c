@@ -490,8 +490,9 @@ void bm_pml_wait_others(long ns)
 
 /* ---- sleeping ------------------------------------------------------------------------ */
 
-/* Returns whether the kick was among the events. */
-static bool epoll_sleep(int64_t timeout_ns)
+/* Returns whether the kick was among the events; *woken: whether any
+ * event ended the sleep (else it timed out). */
+static bool epoll_sleep(int64_t timeout_ns, bool *woken)
 {
     struct epoll_event ev[8];
     struct timespec ts = {.tv_sec = timeout_ns / 1000000000LL,
@@ -501,6 +502,7 @@ static bool epoll_sleep(int64_t timeout_ns)
         n = epoll_wait(wait_g.epfd, ev, 8, (int)((timeout_ns + 999999) / 1000000));
     atomic_fetch_add_explicit(&wait_g.sleeps, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(n > 0 ? &wait_g.woken : &wait_g.timed_out, 1, memory_order_relaxed);
+    *woken = n > 0;
     for (int i = 0; i < n; i++)
         if (ev[i].data.fd == wait_g.kick)
             return true;
@@ -572,11 +574,25 @@ static bool thread_aside(void)
     return atomic_exchange_explicit(&wait_g.aside, 0, memory_order_relaxed) == 0;
 }
 
+static bool wait_block(int64_t cap_ns);
+
 void bm_pml_wait_block(void)
+{
+    (void)wait_block(WAIT_CAP_NS);
+}
+
+bool bm_pml_sleep(int64_t max_ns)
+{
+    return wait_block(max_ns < WAIT_CAP_NS ? max_ns : WAIT_CAP_NS);
+}
+
+/* Returns false when the sleep lasted its whole timeout, true when it
+ * ended sooner (or did not begin: work found, or another thread sleeping). */
+static bool wait_block(int64_t cap_ns)
 {
     if (wait_g.epfd < 0) {
         sched_yield();
-        return;
+        return true;
     }
     int t = bm_pml_try_enter();
     if (t < 0) {
@@ -584,7 +600,7 @@ void bm_pml_wait_block(void)
             thread_defer();
         else
             bm_pml_wait_others(WAIT_SECONDARY_NS);
-        return;
+        return true;
     }
     /* Work only polling finds, or the slot taken: do not sleep here. */
     if (bm_pml_g.ctl_head || bm_pml_g.pend_head || wait_g.sleeper_busy) {
@@ -592,10 +608,10 @@ void bm_pml_wait_block(void)
         bm_pml_leave(t > 0);
         if (busy)
             bm_pml_wait_others(WAIT_SECONDARY_NS);
-        return;
+        return true;
     }
-    int64_t timeout = WAIT_CAP_NS, tt;
-    if (bm_pml_hooks_active())
+    int64_t timeout = cap_ns, tt;
+    if (bm_pml_hooks_active() && timeout > WAIT_HOOK_NAP_NS)
         timeout = WAIT_HOOK_NAP_NS;
     /* The progress thread, where the program's slice was shortened (ranks
      * share cores): while a collective is in flight, each wake-up is a
@@ -604,11 +620,12 @@ void bm_pml_wait_block(void)
      * part; without one the computing rank kept the core up to the next
      * tick (4 ms). */
     uint64_t slice = atomic_load_explicit(&wait_g.slice_ns, memory_order_relaxed);
-    if (thread_self && slice && wait_g.slice_tid && bm_pml_hooks_active())
+    if (thread_self && slice && wait_g.slice_tid && bm_pml_hooks_active() &&
+        (int64_t)slice < timeout)
         timeout = (int64_t)slice;
     if (bm_btl_base_wait_arm(&tt, WAIT_NAP_NS) > 0) {
         bm_pml_leave(t > 0);
-        return;
+        return true;
     }
     if (tt >= 0 && tt < timeout)
         timeout = tt;
@@ -617,7 +634,8 @@ void bm_pml_wait_block(void)
     /* Sleep without the progress lock, unless an outer frame of this
      * thread holds it (a hook waiting): the others keep draining. */
     bm_pml_leave(t > 0);
-    bool kicked = epoll_sleep(timeout);
+    bool woken;
+    bool kicked = epoll_sleep(timeout, &woken);
     /* The progress thread kicked by a thread of the program (a
      * nonblocking collective starting, which kicks with the progress lock
      * held): nap before taking the lock back. Taking it first blocked the
@@ -642,6 +660,7 @@ void bm_pml_wait_block(void)
     bm_pml_wait_progressed();
     if (kicked && thread_self && !deferred)
         thread_defer();
+    return woken;
 }
 
 /* Spinning with BM_PML_IDLE_YIELD's auto setting on a host with a CPU per

@@ -22,10 +22,11 @@
  *     progress thread) it is never changed. Skipped on kernels that do not
  *     report slices (before Linux 6.12).
  * Also runs with -b (no progress thread expected, BM_PML_WAIT_MODE=block):
- * a ping-pong whose waits sleep, checked for every byte, and a barrier that
+ * a ping-pong whose waits sleep, checked for every byte; a barrier that
  * rank 0 enters 100 ms late: the others' waits on the shared-memory
  * barrier's flags sleep in the kernel (the counter sm.sleep goes up) and
- * use under half a core meanwhile. */
+ * use under half a core meanwhile; and one-sided epochs served by a rank
+ * asleep in a barrier (passive_target_asleep). */
 #include "bitmover.h"
 #include "bm_test.h"
 
@@ -191,6 +192,50 @@ static void blocking_barrier(int rank)
                  cpu * 1e3, wall * 1e3);
 }
 
+/* -b: one-sided requests reach a rank asleep in a shared-memory barrier.
+ * Rank 0 runs 100 lock/put/unlock epochs on rank 1's window (made with
+ * MPI_Win_create: the lock and unlock go to rank 1's agent, which runs
+ * only in rank 1's progress) while the other ranks wait in MPI_Barrier;
+ * every put must land, and rank 1's sleeps on the barrier's flags must
+ * have been ended by the requests (sm.sleep_woken), not by their 1 ms
+ * timeout: before, they slept on a futex only the flag's writer woke. */
+static void passive_target_asleep(int rank, int size)
+{
+    enum { N = 100 };
+    int buf[N];
+    MPI_Win win;
+    if (size < 2)
+        return;
+    for (int i = 0; i < N; i++)
+        buf[i] = -1;
+    MPI_Win_create(buf, sizeof(buf), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    unsigned long woken = bm_coll_alg_count("sm.sleep_woken");
+    unsigned long on_sm = bm_coll_alg_count("barrier.sm");
+    if (rank == 0) {
+        usleep(20000); /* rank 1 falls asleep in the barrier meanwhile */
+        for (int i = 0; i < N; i++) {
+            int v = 1000 + i;
+            MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
+            MPI_Put(&v, 1, MPI_INT, 1, i, 1, MPI_INT, win);
+            MPI_Win_unlock(1, win);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) {
+        MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+        for (int i = 0; i < N; i++)
+            BM_CHECK_EQ_INT(buf[i], 1000 + i);
+        MPI_Win_unlock(1, win);
+        if (bm_coll_alg_count("barrier.sm") > on_sm)
+            BM_CHECK_MSG(bm_coll_alg_count("sm.sleep_woken") > woken,
+                         "rank 1 served %d one-sided epochs from a shared-memory barrier but no "
+                         "request ended a sleep on its flags",
+                         N);
+    }
+    MPI_Win_free(&win);
+}
+
 /* The nice value of thread tid of this process (field 19 of its stat line),
  * or 100 when it cannot be read. */
 static int task_nice(const char *tid)
@@ -275,6 +320,8 @@ int main(int argc, char **argv)
         blocking_pingpong(rank);
         bm_test_current = "blocking_barrier";
         blocking_barrier(rank);
+        bm_test_current = "passive_target_asleep";
+        passive_target_asleep(rank, size);
     } else {
         /* The program asked for MPI_THREAD_SINGLE: the progress thread is
          * the library's own and changes nothing the program sees. */
