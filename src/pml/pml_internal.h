@@ -581,6 +581,12 @@ void bm_pml_send_cancel(struct bm_pml_request *req);
 bool bm_pml_rdma_rget_ok(struct bm_pml_request *req);
 /* Send the RGET; the send then waits for FIN (or an ACK when the receiver falls back). */
 void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh);
+/* Without the progress lock (send.c send_rndv_free): an RGET that needs no
+ * registration may read req; and its RGET by sendi on path (BM_BTL_DONE
+ * when it went; nothing is queued). */
+bool bm_pml_rdma_rget_free_ok(const struct bm_pml_request *req);
+int bm_pml_rdma_rget_sendi(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh,
+                           struct bm_btl_path *path);
 /* Release the registration an RGET send holds (when it completes). */
 void bm_pml_rdma_send_done(struct bm_pml_request *req);
 /* A posted receive matched an RGET; tail is the RGET header after its RNDV fields. */

@@ -46,6 +46,7 @@
 #include "util/log.h"
 
 #include "pml/pml_internal.h"
+#include "util/xproc.h"
 #include "util/clock.h"
 #include "util/params.h"
 
@@ -387,38 +388,73 @@ bool bm_pml_rdma_rget_ok(struct bm_pml_request *req)
     return path != NULL;
 }
 
-void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh)
+/* Without the progress lock (send.c send_rndv_free): a contiguous send
+ * that an RGET reads over a transport that needs no registration, so that
+ * deciding it changes nothing (bm_pml_rdma_rget_ok may register). */
+bool bm_pml_rdma_rget_free_ok(const struct bm_pml_request *req)
 {
-    struct {
-        struct bm_pml_hdr_rget hdr;
-        unsigned char layout[RGET_LAYOUT_MAX]; /* a non-contiguous sender's */
-    } h;
-    memset(&h.hdr, 0, sizeof(h.hdr));
-    h.hdr.rndv.match = *mh;
-    h.hdr.rndv.match.base.type = BM_PML_HDR_RGET;
-    h.hdr.rndv.msg_len = req->bytes;
-    h.hdr.rndv.sreq = bm_pml_request_id(req);
-    h.hdr.tail.remote_addr = (uint64_t)(uintptr_t)req->sbuf;
-    _Static_assert(offsetof(__typeof__(h), layout) == sizeof(struct bm_pml_hdr_rget),
+    size_t limit = rdma_params_get()->rget_limit;
+    if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank ||
+        req->conv.type)
+        return false;
+    struct bm_btl_path *path = rdma_path_reg(req->peer, BM_BTL_CAP_GET, req->bytes, false);
+    return path && !rdma_registers(path->module);
+}
+
+struct rget_msg {
+    struct bm_pml_hdr_rget hdr;
+    unsigned char layout[RGET_LAYOUT_MAX]; /* a non-contiguous sender's */
+};
+
+/* The RGET message of req into *h (req's FRAG range set: none unless the
+ * receiver falls back); its length. */
+static size_t rget_header(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh,
+                          struct rget_msg *h)
+{
+    memset(&h->hdr, 0, sizeof(h->hdr));
+    h->hdr.rndv.match = *mh;
+    h->hdr.rndv.match.base.type = BM_PML_HDR_RGET;
+    h->hdr.rndv.msg_len = req->bytes;
+    h->hdr.rndv.sreq = bm_pml_request_id(req);
+    h->hdr.tail.remote_addr = (uint64_t)(uintptr_t)req->sbuf;
+    _Static_assert(offsetof(__typeof__(*h), layout) == sizeof(struct bm_pml_hdr_rget),
                    "the layout follows the RGET header directly");
     if (req->conv.type) {
-        h.hdr.tail.remote_addr = (uint64_t)(uintptr_t)req->conv.base;
-        h.hdr.tail.flags = BM_PML_RGET_F_LAYOUT;
-        h.hdr.tail.handle_len =
-            (uint32_t)bm_util_dtype_encode(req->conv.type, h.layout, sizeof(h.layout));
+        h->hdr.tail.remote_addr = (uint64_t)(uintptr_t)req->conv.base;
+        h->hdr.tail.flags = BM_PML_RGET_F_LAYOUT;
+        h->hdr.tail.handle_len =
+            (uint32_t)bm_util_dtype_encode(req->conv.type, h->layout, sizeof(h->layout));
     } else if (req->rget_reg) {
         /* The receiver reads with this handle (bm_pml_rdma_rget_ok registered it). */
-        h.hdr.tail.flags = BM_PML_RGET_F_HANDLE;
-        h.hdr.tail.handle_len = (uint32_t)req->rget_mod->reg_handle_size;
-        memcpy(h.layout, req->rget_reg, req->rget_mod->reg_handle_size);
+        h->hdr.tail.flags = BM_PML_RGET_F_HANDLE;
+        h->hdr.tail.handle_len = (uint32_t)req->rget_mod->reg_handle_size;
+        memcpy(h->layout, req->rget_reg, req->rget_mod->reg_handle_size);
     }
     /* No FRAG unless the receiver falls back (its ACK then lowers frag_next). */
     req->first_len = 0;
     req->frag_next = req->bytes;
     req->frag_end = req->bytes;
+    return sizeof(struct bm_pml_hdr_rget) + h->hdr.tail.handle_len;
+}
+
+void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh)
+{
+    struct rget_msg h;
+    size_t len = rget_header(req, mh, &h);
     __atomic_fetch_add(&bm_pml_g.rget_sent, 1, __ATOMIC_RELAXED);
-    bm_pml_ctl_send(req->peer, BM_PML_BTL_TAG(BM_PML_HDR_RGET), &h,
-                    sizeof(struct bm_pml_hdr_rget) + h.hdr.tail.handle_len);
+    bm_pml_ctl_send(req->peer, BM_PML_BTL_TAG(BM_PML_HDR_RGET), &h, len);
+}
+
+int bm_pml_rdma_rget_sendi(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh,
+                           struct bm_btl_path *path)
+{
+    struct rget_msg h;
+    size_t len = rget_header(req, mh, &h);
+    int rc = bm_btl_sendi(path->module, path->endpoint, &h, len, NULL, 0, 0, BM_BTL_DES_F_PRIORITY,
+                          BM_PML_BTL_TAG(BM_PML_HDR_RGET), NULL);
+    if (rc == BM_BTL_DONE)
+        __atomic_fetch_add(&bm_pml_g.rget_sent, 1, __ATOMIC_RELAXED);
+    return rc;
 }
 
 /* Move [off, off + len) between local and remote in chunks the path takes;
@@ -769,6 +805,9 @@ void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
         return;
     }
     memcpy(&fin, d->seg[0].addr, sizeof(fin));
+    /* A sender that started its RGET without the progress lock wrote the
+     * request last before the RGET left (send.c send_rndv_free). */
+    bm_util_xproc_acquire();
     struct bm_pml_request *req = bm_pml_request_lookup(fin.req, BM_PML_REQ_SEND);
     if (!req) {
         /* a FIN naming a receive: the sender wrote what a PUT asked for */

@@ -320,7 +320,11 @@ static bm_status_t send_first(struct bm_pml_request *req)
         if (bm_pml_rdma_rget_ok(req)) {
             /* Single copy (rdma.c): the phase first, as FIN may come back inside the send. */
             req->sphase = BM_PML_SPHASE_WAIT_ACK;
+            if (__builtin_expect(bm_pml_g.mt, 0))
+                rndv_enter();
             bm_pml_rdma_rget_send(req, &mh);
+            if (__builtin_expect(bm_pml_g.mt, 0))
+                rndv_leave();
             return BM_OK;
         }
         bool whole;
@@ -752,13 +756,42 @@ static inline void send_kick_self(int dst_world)
 static void des_cb_rndv_free(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                              struct bm_btl_descriptor *des, int status);
 
+/* send_rndv_free's single copy: an RGET the receiver reads with no
+ * registration (sm), sent by sendi on the first eager path (the control
+ * queue, inflight and registrations are the drainer's: a refused sendi
+ * leaves the start to it). The RGET goes ahead of control messages queued
+ * to the peer (the queue's order is the drainer's): they belong to other
+ * messages, which their sequence numbers order. */
+static bool send_rget_free(struct bm_pml_request *req, struct bm_btl_peer *peer,
+                           struct bm_btl_path *path, const struct bm_pml_hdr_match *mh)
+{
+    if (!bm_pml_sendi_ok(peer, path->module) || !bm_pml_rdma_rget_free_ok(req))
+        return false;
+    req->rndv = true;
+    req->sphase = BM_PML_SPHASE_WAIT_ACK;
+    rndv_enter();
+    bm_util_xproc_release(); /* the FIN or ACK comes back through the peer */
+    int rc = bm_pml_rdma_rget_sendi(req, mh, path);
+    rndv_leave();
+    if (rc == BM_BTL_DONE) {
+        __atomic_fetch_add(&bm_pml_g.sends_rndv_free, 1, __ATOMIC_RELAXED);
+        return true;
+    }
+    req->rndv = false;
+    req->sphase = BM_PML_SPHASE_START;
+    req->first_len = 0;
+    req->frag_next = 0;
+    req->frag_end = req->bytes;
+    return false;
+}
+
 static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req)
 {
     if (req->conv.type || req->retransmit || req->peer == bm_pml_g.my_rank)
         return false;
     struct bm_btl_peer *peer = bm_btl_base_peer(req->peer);
     struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
-    if (!path || peer->rdma.count != 0 || path->module->component->mt_lock)
+    if (!path || path->module->component->mt_lock)
         return false;
     struct bm_btl_module *m = path->module;
     struct bm_pml_hdr_match mh = {.base = {.type = BM_PML_HDR_MATCH},
@@ -768,6 +801,8 @@ static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req)
                                   .seq = req->seq};
     if (req->mode != BM_PML_SEND_SYNCHRONOUS && sizeof(mh) + req->bytes <= m->eager_limit)
         return false;
+    if (peer->rdma.count != 0)
+        return send_rget_free(req, peer, path, &mh);
     bool whole;
     req->rndv = true;
     struct bm_btl_descriptor *des = rndv_prepare(req, path, &mh, &whole);

@@ -53,7 +53,8 @@ bm_add_mpi_test(mt_locks_tcp_np3 TARGET mt_locks NP 3 BTL self,tcp TIMEOUT 60 LA
 
 # Rendezvous starts without the progress lock: two threads of rank 0 inside
 # a rendezvous start at once (counted; the PML's test hook holds the first),
-# to different peers over tcp.
+# to different peers over tcp (RNDV) and sm (RGET).
 add_executable(mt_rndv ${mt_dir}/mt_rndv.c)
 target_link_libraries(mt_rndv PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 bm_add_mpi_test(mt_rndv_tcp_np3 TARGET mt_rndv NP 3 BTL self,tcp TIMEOUT 60 LABELS mpi mt tsan)
+bm_add_mpi_test(mt_rndv_np3 TARGET mt_rndv NP 3 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan ARGS rget)

@@ -10,8 +10,9 @@
  * must have gone without the progress lock (before, B's start was left to
  * A as a deferred start: the count stayed 1 and A waited out the 0.5 s).
  * Counted, not timed. Every byte is checked by the receivers; 4 rounds.
- * Run over self,tcp with 3 ranks (sm's rendezvous of this size is a
- * single-copy RGET, which still starts under the progress lock). */
+ * Run with 3 ranks over self,tcp (RNDV descriptors) and over self,sm with
+ * the argument "rget" (single-copy RGETs sent by sendi: every start must
+ * have been one). */
 #include "bm_test.h"
 #include "pml/pml_internal.h"
 
@@ -84,6 +85,7 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    bool rget = argc > 1 && strcmp(argv[1], "rget") == 0;
     bm_test_current = "set-up";
     BM_CHECK_MSG(provided == MPI_THREAD_MULTIPLE, "provided %d, not MPI_THREAD_MULTIPLE", provided);
     BM_CHECK_MSG(size == 3, "%d ranks, run with 3", size);
@@ -133,9 +135,14 @@ int main(int argc, char **argv)
             BM_CHECK_MSG(free_starts >= ROUNDS,
                          "%llu rendezvous started without the progress lock, expected >= %d",
                          (unsigned long long)free_starts, ROUNDS);
+            uint64_t rgets = __atomic_load_n(&bm_pml_g.rget_sent, __ATOMIC_RELAXED);
+            if (rget) /* sm: the starts were single-copy RGETs */
+                BM_CHECK_MSG(rgets >= 2 * ROUNDS, "%llu RGETs sent, expected >= %d",
+                             (unsigned long long)rgets, 2 * ROUNDS);
             printf("rank 0: %d of %d rounds had two threads in a rendezvous start at once "
-                   "(max %d); %llu started without the progress lock\n",
-                   rounds_two, ROUNDS, max_in, (unsigned long long)free_starts);
+                   "(max %d); %llu started without the progress lock; %llu RGETs\n",
+                   rounds_two, ROUNDS, max_in, (unsigned long long)free_starts,
+                   (unsigned long long)rgets);
         }
         MPI_Comm_free(&ca);
         MPI_Comm_free(&cb);
