@@ -6,7 +6,8 @@
  * (the script kills the peer, or black-holes the link, once both printed
  * "streaming"). Passes when the error callback fired once with a sentence
  * that names the peer, every send and put still in flight completed with an
- * error, flush returned, and nothing that arrived was corrupt. With
+ * error (never inside a send or put call, also when that call found the
+ * path dead), flush returned, and nothing that arrived was corrupt. With
  * "recover" (the script lifts the black hole), the path must then be
  * reported recovered and carry 16 more verified messages each way. */
 #define BM_LOG_SUBSYS "test/ofi"
@@ -39,6 +40,12 @@ static uint64_t peer_rkey[4];
 static int in_flight, ok, errs, puts_ok, puts_err;
 static uint64_t rx_msgs, rx_bad;
 static int err_reports, recoveries, done_from_peer;
+/* A completion callback must never run inside the operation call that the
+ * caller is in (btl.h "Threads"), also when that call finds the path dead:
+ * in_call is set around our send and put calls, called_inside counts
+ * callbacks that came in such a call. */
+static bool in_call;
+static int called_inside;
 static char err_what[1024];
 static double err_time, recover_time;
 static volatile sig_atomic_t got_term;
@@ -127,6 +134,7 @@ static void on_sent(struct bm_btl_module *mod, struct bm_btl_endpoint *e,
     (void)mod;
     (void)e;
     (void)des;
+    called_inside += in_call;
     in_flight--;
     if (status == BM_OK)
         ok++;
@@ -143,6 +151,7 @@ static void on_put(struct bm_btl_module *mod, struct bm_btl_endpoint *e, void *l
     (void)context;
     (void)cbdata;
     free(local_addr);
+    called_inside += in_call;
     in_flight--;
     if (status == BM_OK)
         puts_ok++;
@@ -161,7 +170,9 @@ static bool send_one(uint64_t seq)
         p[j] = pat(me, seq, j);
     d->cbfunc = on_sent;
     in_flight++;
+    in_call = true;
     int rc = m->ops->send(m, ep, d, TAG_DATA);
+    in_call = false;
     if (rc == BM_OK || rc == BM_BTL_DONE)
         return true;
     in_flight--;
@@ -177,8 +188,10 @@ static bool put_one(uint64_t seq)
     memset(buf, (int)(seq & 0xff), msg_len);
     uint64_t off = (seq * msg_len) % (WIN - msg_len);
     in_flight++;
+    in_call = true;
     int rc = m->ops->put(m, ep, buf, peer_win + off, NULL, (const void *)peer_rkey, msg_len,
                          BM_BTL_DES_F_ALWAYS_CALLBACK, 0, on_put, NULL, NULL);
+    in_call = false;
     if (rc == BM_OK)
         return true;
     in_flight--;
@@ -268,6 +281,8 @@ static void run_stream(bool recover)
     }
     BM_CHECK_MSG(err_reports == 1, "rank %d: %d error reports", me, err_reports);
     BM_CHECK_EQ_INT(in_flight, 0);
+    BM_CHECK_MSG(called_inside == 0, "rank %d: %d completion callbacks ran inside a send or put",
+                 me, called_inside);
     BM_CHECK(strstr(err_what, "rank") != NULL);
     BM_CHECK_EQ_INT(rx_bad, 0);
     if (recover && err_reports) {
