@@ -33,7 +33,7 @@ enum bm_pml_send_phase {
 #define BM_PML_DES_FLAGS (BM_BTL_DES_F_BTL_OWNED | BM_BTL_DES_F_ALWAYS_CALLBACK)
 /* A descriptor's context: the header type in the low 8 bits, the stripe
  * index + 1 above it (des_submit), or, for a direct send (no request), the
- * peer's world rank + 1 from this bit up. */
+ * peer's world rank + 1 from this bit up (its callback is des_cb_direct). */
 #define DIRECT_SHIFT 32
 _Static_assert(sizeof(uintptr_t) >= 8, "direct sends keep the peer in a descriptor's context");
 
@@ -908,6 +908,9 @@ bm_status_t bm_pml_isend(const void *buf, size_t bytes, int dst_world, uint32_t 
     return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, UINT64_MAX, req_out);
 }
 
+static void des_cb_direct(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                          struct bm_btl_descriptor *des, int status);
+
 /* Direct sends (MPI_THREAD_MULTIPLE; README "Threads"): a small standard
  * send to a peer whose eager path has no sendi but locks for itself
  * (BM_BTL_CAP_THREADS: tcp) goes as a descriptor the transport copies,
@@ -945,7 +948,7 @@ static __attribute__((noinline)) bool send_direct(const void *buf, size_t bytes,
         return false;
     }
     memcpy(des->seg[0].addr, &mh, sizeof(mh));
-    des->cbfunc = bm_pml_des_cb;
+    des->cbfunc = des_cb_direct; /* its own: bm_pml_des_cb checks for no direct send */
     des->cbdata = NULL;
     des->context = (void *)((uintptr_t)BM_PML_HDR_MATCH | (uintptr_t)(unsigned)(dst_world + 1)
                                                               << DIRECT_SHIFT);
@@ -1154,11 +1157,10 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
 /* The descriptor of a direct send (no request) came back: on an error, the
  * copy it holds is resent as a control message, as for an eager send that
  * completed from its copy (below). */
-static __attribute__((noinline)) void des_cb_direct(struct bm_btl_module *m,
-                                                    struct bm_btl_endpoint *ep,
-                                                    struct bm_btl_descriptor *des, int status,
-                                                    int peer)
+static void des_cb_direct(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                          struct bm_btl_descriptor *des, int status)
 {
+    int peer = (int)((uintptr_t)des->context >> DIRECT_SHIFT) - 1;
     __atomic_fetch_sub(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
     if (status < 0) {
         bm_pml_path_failed_ep(peer, m, ep, status);
@@ -1174,13 +1176,8 @@ static void des_cb_req(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
 void bm_pml_des_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                    struct bm_btl_descriptor *des, int status)
 {
-    uintptr_t ctx = (uintptr_t)des->context;
-    if (__builtin_expect(ctx >> DIRECT_SHIFT, 0)) {
-        des_cb_direct(m, ep, des, status, (int)(ctx >> DIRECT_SHIFT) - 1);
-        return;
-    }
     bm_pml_g.inflight--;
-    des_cb_req(m, ep, des, status, ctx);
+    des_cb_req(m, ep, des, status, (uintptr_t)des->context);
 }
 
 /* The RNDV of a rendezvous started without the progress lock (counted in
