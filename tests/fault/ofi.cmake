@@ -14,6 +14,8 @@
 #    addresses), with two contexts aliasing its one endpoint.
 #  - btl_conformance_ofi_np2_sockets: the sockets provider (its own progress
 #    thread): callers waiting for RDMA/atomics must have yielded to it.
+#  - ofi_fail_defer: a path failed inside an operation completes its
+#    operations in flight at the next progress, never inside the call.
 #  - ofi_mr_test: the registration cache and the userfaultfd monitor (hits,
 #    unions, handles, invalidation by munmap/madvise/mremap/free, eviction).
 #  - ofi_threads_np2: 4 threads per rank put, get, fetch-and-add and send at
@@ -53,6 +55,12 @@ set_tests_properties(ofi_mr_test PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT
 # that enforces them (no libfabric calls: the stand-in is the domain).
 bm_add_unit_test(ofi_mr_modes SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_mr_modes.c LABELS unit btl
     TIMEOUT 30)
+
+# A path that fails inside an operation completes its operations in flight
+# at the next progress, not inside that call (a module built by hand, no
+# provider).
+bm_add_unit_test(ofi_fail_defer SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_fail_defer.c
+    LABELS unit btl TIMEOUT 30)
 
 add_executable(ofi_threads ${CMAKE_CURRENT_LIST_DIR}/ofi_threads.c)
 target_link_libraries(ofi_threads PRIVATE bitmover_internal bm_test_harness)
