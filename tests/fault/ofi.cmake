@@ -16,6 +16,8 @@
 #    thread): callers waiting for RDMA/atomics must have yielded to it.
 #  - ofi_fail_defer: a path failed inside an operation completes its
 #    operations in flight at the next progress, never inside the call.
+#  - ofi_ack_refused: an acknowledgement a refused message was to carry
+#    stays owed.
 #  - ofi_mr_test: the registration cache and the userfaultfd monitor (hits,
 #    unions, handles, invalidation by munmap/madvise/mremap/free, eviction).
 #  - ofi_threads_np2: 4 threads per rank put, get, fetch-and-add and send at
@@ -60,6 +62,11 @@ bm_add_unit_test(ofi_mr_modes SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_mr_modes.c L
 # at the next progress, not inside that call (a module built by hand, no
 # provider).
 bm_add_unit_test(ofi_fail_defer SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_fail_defer.c
+    LABELS unit btl TIMEOUT 30)
+
+# An acknowledgement owed to a peer stays owed when the message that was to
+# carry it is refused by the provider (a stand-in endpoint).
+bm_add_unit_test(ofi_ack_refused SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_ack_refused.c
     LABELS unit btl TIMEOUT 30)
 
 add_executable(ofi_threads ${CMAKE_CURRENT_LIST_DIR}/ofi_threads.c)
