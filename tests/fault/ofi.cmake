@@ -18,6 +18,8 @@
 #    operations in flight at the next progress, never inside the call.
 #  - ofi_ack_refused: an acknowledgement a refused message was to carry
 #    stays owed.
+#  - ofi_watch_pong: a busy path whose PINGs are answered (also before the
+#    PING's post returns) is never failed; an unanswered one is.
 #  - ofi_mr_test: the registration cache and the userfaultfd monitor (hits,
 #    unions, handles, invalidation by munmap/madvise/mremap/free, eviction).
 #  - ofi_threads_np2: 4 threads per rank put, get, fetch-and-add and send at
@@ -67,6 +69,11 @@ bm_add_unit_test(ofi_fail_defer SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_fail_defer
 # An acknowledgement owed to a peer stays owed when the message that was to
 # carry it is refused by the provider (a stand-in endpoint).
 bm_add_unit_test(ofi_ack_refused SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_ack_refused.c
+    LABELS unit btl TIMEOUT 30)
+
+# The liveness watcher and the PONG, with chosen clock values (a stand-in
+# endpoint): busy paths that answer are never failed, silent ones are.
+bm_add_unit_test(ofi_watch_pong SOURCES ${CMAKE_CURRENT_LIST_DIR}/ofi_watch_pong.c
     LABELS unit btl TIMEOUT 30)
 
 add_executable(ofi_threads ${CMAKE_CURRENT_LIST_DIR}/ofi_threads.c)

@@ -10,12 +10,8 @@
  * with the acknowledgement in its header, leave it owed; a send the
  * stand-in takes carries it and clears it. */
 #define BM_LOG_SUBSYS "test/ofi"
-#include "bm_test.h"
-#include "btl/ofi/ofi.h"
+#include "ofi_standin.h"
 
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,21 +58,12 @@ static ssize_t fake_inject(struct fid_ep *ep, const void *buf, size_t len, fi_ad
     return answer;
 }
 
-static ssize_t fake_cq_read(struct fid_cq *cq, void *buf, size_t count)
-{
-    (void)cq;
-    (void)buf;
-    (void)count;
-    return -FI_EAGAIN;
-}
-
 static struct fi_ops_msg fake_msg = {
     .size = sizeof(struct fi_ops_msg),
     .send = fake_send,
     .sendv = fake_sendv,
     .inject = fake_inject,
 };
-static struct fi_ops_cq fake_cq_ops = {.size = sizeof(struct fi_ops_cq), .read = fake_cq_read};
 
 static int errors_reported;
 static void on_error(struct bm_btl_module *mod, const struct bm_btl_error *err, void *cbdata)
@@ -101,95 +88,73 @@ static bool carried(void)
 
 int main(void)
 {
-    static struct bm_btl_ofi_component comp;
-    static struct bm_btl_ofi_module m;
-    static struct bm_btl_ofi_context ctx;
-    static struct bm_btl_ofi_endpoint peer;
-    static struct bm_btl_ofi_endpoint *eps[2] = {NULL, &peer};
-    struct fid_ep fake_ep = {.msg = &fake_msg};
-    struct fid_cq fake_cq = {.ops = &fake_cq_ops};
-    comp.size = 2;
-    comp.rank = 0;
-    comp.cfg.eager_limit = 4096;
-    comp.cfg.max_send_size = 65536;
-    m.comp = &comp;
-    snprintf(m.super.name, sizeof(m.super.name), "ofi:stand-in");
-    m.super.error_cb = on_error;
-    m.acks = true;
-    m.inject_size = 64;
-    m.ctx = &ctx;
-    m.nctx = 1;
-    m.eps = eps;
-    m.ack_list = calloc(2, sizeof(*m.ack_list));
-    pthread_mutex_init(&m.ack_lock, NULL);
-    ctx.m = &m;
-    ctx.tx = ctx.rx = &fake_ep;
-    ctx.cq = &fake_cq;
-    bm_util_list_init(&ctx.inflight);
-    BM_CHECK_EQ_INT(bm_btl_ofi_fpool_init(&ctx), BM_OK);
-    peer.m = &m;
-    peer.rank = 1;
-    peer.peer_nrx = 1;
-    BM_CHECK_EQ_INT(bm_btl_ofi_ack_ep_init(&peer), BM_OK);
-    struct bm_btl_endpoint *bep = (struct bm_btl_endpoint *)&peer;
+    static struct ofi_standin s;
+    ofi_standin_init(&s, &fake_msg, on_error);
+    struct bm_btl_ofi_module *m = &s.m;
+    struct bm_btl_ofi_endpoint *peer = &s.peer;
+    m->acks = true;
+    m->ack_list = calloc(2, sizeof(*m->ack_list));
+    pthread_mutex_init(&m->ack_lock, NULL);
+    BM_CHECK_EQ_INT(bm_btl_ofi_ack_ep_init(peer), BM_OK);
+    struct bm_btl_endpoint *bep = (struct bm_btl_endpoint *)peer;
 
     /* Message 5 of the peer's stream 0 arrived: we owe its acknowledgement. */
     struct bm_btl_ofi_hdr h = {.magic = BM_BTL_OFI_HDR_MAGIC, .src_rank = 1, .seq = 5, .ctx = 0};
-    bm_btl_ofi_ack_received(&peer, &h);
-    BM_CHECK(owed(&peer));
+    bm_btl_ofi_ack_received(peer, &h);
+    BM_CHECK(owed(peer));
 
     /* A descriptor send told "try again". */
-    struct bm_btl_descriptor *d = bm_btl_ofi_alloc(&m.super, bep, 0, 100, 0);
+    struct bm_btl_descriptor *d = bm_btl_ofi_alloc(&m->super, bep, 0, 100, 0);
     BM_CHECK(d != NULL);
-    int rc = bm_btl_ofi_send(&m.super, bep, d, BM_BTL_TAG_TEST);
+    int rc = bm_btl_ofi_send(&m->super, bep, d, BM_BTL_TAG_TEST);
     BM_CHECK_EQ_INT(rc, BM_ERR_OUT_OF_RESOURCE);
     BM_CHECK_MSG(offered == 1 && carried(), "the refused send did not carry the acknowledgement");
-    BM_CHECK_MSG(owed(&peer), "the acknowledgement a refused send carried is lost");
-    bm_btl_ofi_free(&m.super, d);
+    BM_CHECK_MSG(owed(peer), "the acknowledgement a refused send carried is lost");
+    bm_btl_ofi_free(&m->super, d);
 
     /* A sendi: inject refused, then its descriptor fallback refused. */
     offered = 0;
     char small[8] = {0};
-    rc =
-        bm_btl_ofi_sendi(&m.super, bep, small, sizeof(small), NULL, 0, 0, 0, BM_BTL_TAG_TEST, NULL);
+    rc = bm_btl_ofi_sendi(&m->super, bep, small, sizeof(small), NULL, 0, 0, 0, BM_BTL_TAG_TEST,
+                          NULL);
     BM_CHECK_EQ_INT(rc, BM_ERR_OUT_OF_RESOURCE);
     BM_CHECK_EQ_INT(offered, 2);
     BM_CHECK(carried());
-    BM_CHECK_MSG(owed(&peer), "the acknowledgement a refused sendi carried is lost");
+    BM_CHECK_MSG(owed(peer), "the acknowledgement a refused sendi carried is lost");
 
     /* A transport message (a PING of the liveness watcher) refused. */
     offered = 0;
-    BM_CHECK(bm_btl_ofi_send_ctl(&peer, BM_BTL_OFI_CTL_PING, 1) != BM_OK);
+    BM_CHECK(bm_btl_ofi_send_ctl(peer, BM_BTL_OFI_CTL_PING, 1) != BM_OK);
     BM_CHECK(offered == 1 && carried());
-    BM_CHECK_MSG(owed(&peer), "the acknowledgement a refused PING carried is lost");
+    BM_CHECK_MSG(owed(peer), "the acknowledgement a refused PING carried is lost");
 
     /* A refusal for good (not "try again") owes it again too. */
     answer = -FI_EIO;
     offered = 0;
-    d = bm_btl_ofi_alloc(&m.super, bep, 0, 100, 0);
+    d = bm_btl_ofi_alloc(&m->super, bep, 0, 100, 0);
     BM_CHECK(d != NULL);
-    rc = bm_btl_ofi_send(&m.super, bep, d, BM_BTL_TAG_TEST);
+    rc = bm_btl_ofi_send(&m->super, bep, d, BM_BTL_TAG_TEST);
     BM_CHECK(rc != BM_OK);
     BM_CHECK(offered == 1 && carried());
-    BM_CHECK(atomic_load(&peer.ack_due) & 1);
+    BM_CHECK(atomic_load(&peer->ack_due) & 1);
     BM_CHECK_EQ_INT(errors_reported, 1);
-    bm_btl_ofi_free(&m.super, d);
-    bm_btl_ofi_endpoint_fail_run(&m);
+    bm_btl_ofi_free(&m->super, d);
+    bm_btl_ofi_endpoint_fail_run(m);
 
     /* Taken: the message carries it and nothing is owed any more. */
     answer = 0;
-    atomic_store(&peer.fail_status, 0);
+    atomic_store(&peer->fail_status, 0);
     offered = 0;
-    d = bm_btl_ofi_alloc(&m.super, bep, 0, 100, 0);
+    d = bm_btl_ofi_alloc(&m->super, bep, 0, 100, 0);
     BM_CHECK(d != NULL);
-    rc = bm_btl_ofi_send(&m.super, bep, d, BM_BTL_TAG_TEST);
+    rc = bm_btl_ofi_send(&m->super, bep, d, BM_BTL_TAG_TEST);
     BM_CHECK_EQ_INT(rc, BM_OK);
     BM_CHECK(offered == 1 && carried());
-    BM_CHECK_EQ_INT(atomic_load(&peer.ack_due) & 1, 0);
+    BM_CHECK_EQ_INT(atomic_load(&peer->ack_due) & 1, 0);
 
-    bm_btl_ofi_ack_ep_fini(&peer);
-    bm_btl_ofi_fpool_fini(&ctx);
-    free(m.ack_list);
-    pthread_mutex_destroy(&m.ack_lock);
+    bm_btl_ofi_ack_ep_fini(peer);
+    ofi_standin_fini(&s);
+    free(m->ack_list);
+    pthread_mutex_destroy(&m->ack_lock);
     return bm_test_summary("ofi_ack_refused");
 }

@@ -13,11 +13,8 @@
  * deferred run completes the failing peer's put with the error, once, and
  * leaves the other's alone; a failure found in progress completes at once. */
 #define BM_LOG_SUBSYS "test/ofi"
-#include "bm_test.h"
-#include "btl/ofi/ofi.h"
+#include "ofi_standin.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int errors_reported, completions, last_status;
@@ -62,64 +59,50 @@ static void put_in_flight(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_req 
 
 int main(void)
 {
-    struct bm_btl_ofi_component comp;
-    struct bm_btl_ofi_module m;
-    struct bm_btl_ofi_context ctx;
-    struct bm_btl_ofi_endpoint ep[2];
-    struct bm_btl_ofi_endpoint *eps[2] = {&ep[0], &ep[1]};
-    memset(&comp, 0, sizeof(comp));
-    memset(&m, 0, sizeof(m));
-    memset(&ctx, 0, sizeof(ctx));
-    memset(ep, 0, sizeof(ep));
-    comp.size = 2;
-    comp.cfg.probe_ms = 1000;
-    m.comp = &comp;
-    snprintf(m.super.name, sizeof(m.super.name), "ofi:stand-in");
-    m.super.error_cb = on_error;
-    m.ctx = &ctx;
-    m.nctx = 1;
-    m.eps = eps;
-    ctx.m = &m;
-    bm_util_list_init(&ctx.inflight);
-    for (int i = 0; i < 2; i++) {
-        ep[i].m = &m;
-        ep[i].rank = i;
-    }
+    static struct ofi_standin s;
+    ofi_standin_init(&s, NULL, on_error);
+    struct bm_btl_ofi_module *m = &s.m;
+    /* Two peers: rank 1, and rank 0 standing in for another one. */
+    static struct bm_btl_ofi_endpoint other;
+    other.m = m;
+    s.eps[0] = &other;
+    struct bm_btl_ofi_endpoint *ep[2] = {&s.peer, &other};
+    struct bm_btl_ofi_context *ctx = &s.ctx;
     struct bm_btl_ofi_req r0, r1;
-    put_in_flight(&ctx, &r0, &ep[0]);
-    put_in_flight(&ctx, &r1, &ep[1]);
+    put_in_flight(ctx, &r0, ep[0]);
+    put_in_flight(ctx, &r1, ep[1]);
 
     /* Found inside an operation: reported, nothing completed yet. */
     in_op = true;
-    bm_btl_ofi_endpoint_fail(&ep[0], BM_ERR_LINK_DOWN, "stand-in: refused", false);
+    bm_btl_ofi_endpoint_fail(ep[0], BM_ERR_LINK_DOWN, "stand-in: refused", false);
     in_op = false;
     BM_CHECK_EQ_INT(errors_reported, 1);
-    BM_CHECK_EQ_INT(bm_btl_ofi_ep_failed(&ep[0]), BM_ERR_LINK_DOWN);
+    BM_CHECK_EQ_INT(bm_btl_ofi_ep_failed(ep[0]), BM_ERR_LINK_DOWN);
     BM_CHECK_MSG(completions == 0 && completed_inside == 0,
                  "%d completion callbacks ran inside the failing operation", completed_inside);
-    BM_CHECK_EQ_INT(atomic_load(&m.fail_due), 1);
+    BM_CHECK_EQ_INT(atomic_load(&m->fail_due), 1);
     /* A second failure of the same path (another thread) changes nothing. */
-    bm_btl_ofi_endpoint_fail(&ep[0], BM_ERR_TIMEOUT, "stand-in: again", false);
+    bm_btl_ofi_endpoint_fail(ep[0], BM_ERR_TIMEOUT, "stand-in: again", false);
     BM_CHECK_EQ_INT(errors_reported, 1);
 
     /* Progress: the failing peer's put completes with the error, once. */
-    bm_btl_ofi_endpoint_fail_run(&m);
+    bm_btl_ofi_endpoint_fail_run(m);
     BM_CHECK_EQ_INT(completions, 1);
     BM_CHECK_EQ_INT(last_status, BM_ERR_LINK_DOWN);
-    BM_CHECK_EQ_INT(atomic_load(&ep[0].outstanding), 0);
-    BM_CHECK_EQ_INT(atomic_load(&ep[1].outstanding), 1);
-    BM_CHECK_EQ_INT(atomic_load(&m.stats.fails_deferred), 1);
-    BM_CHECK_EQ_INT(atomic_load(&m.fail_due), 0);
-    bm_btl_ofi_endpoint_fail_run(&m);
+    BM_CHECK_EQ_INT(atomic_load(&ep[0]->outstanding), 0);
+    BM_CHECK_EQ_INT(atomic_load(&ep[1]->outstanding), 1);
+    BM_CHECK_EQ_INT(atomic_load(&m->stats.fails_deferred), 1);
+    BM_CHECK_EQ_INT(atomic_load(&m->fail_due), 0);
+    bm_btl_ofi_endpoint_fail_run(m);
     BM_CHECK_EQ_INT(completions, 1);
 
     /* Found in progress (a completion error, the watcher): at once. */
-    bm_btl_ofi_endpoint_fail(&ep[1], BM_ERR_TIMEOUT, "stand-in: no answer", true);
+    bm_btl_ofi_endpoint_fail(ep[1], BM_ERR_TIMEOUT, "stand-in: no answer", true);
     BM_CHECK_EQ_INT(errors_reported, 2);
     BM_CHECK_EQ_INT(completions, 2);
-    BM_CHECK(last_status != BM_OK && last_status == bm_btl_ofi_ep_failed(&ep[1]));
-    BM_CHECK_EQ_INT(atomic_load(&m.fail_due), 0);
-    BM_CHECK_EQ_INT(atomic_load(&m.stats.fails_deferred), 1);
-    BM_CHECK_EQ_INT(atomic_load(&m.stats.path_failures), 2);
+    BM_CHECK(last_status != BM_OK && last_status == bm_btl_ofi_ep_failed(ep[1]));
+    BM_CHECK_EQ_INT(atomic_load(&m->fail_due), 0);
+    BM_CHECK_EQ_INT(atomic_load(&m->stats.fails_deferred), 1);
+    BM_CHECK_EQ_INT(atomic_load(&m->stats.path_failures), 2);
     return bm_test_summary("ofi_fail_defer");
 }
