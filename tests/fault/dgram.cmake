@@ -28,6 +28,14 @@ bm_add_mpi_test(dgram_fault_stray TARGET dgram_fault NP 2 BTL self,dgram LABELS 
 bm_add_mpi_test(dgram_fault_busy TARGET dgram_fault NP 2 BTL self,dgram LABELS fault
     TIMEOUT 60 ARGS busy 2500 ENV BM_BTL_DGRAM_FAIL_MS=1000)
 set_tests_properties(dgram_fault_busy PROPERTIES FAIL_REGULAR_EXPRESSION "warning:|FAIL")
+if(BM_HAVE_OFI)
+    # The same on the libfabric wire: its responder answers from the live
+    # socket itself, and the asking side has the live port in its address
+    # vectors (dgram_live.c).
+    bm_add_mpi_test(dgram_fault_busy_ofi TARGET dgram_fault NP 2 BTL self,dgram LABELS fault
+        TIMEOUT 60 ARGS busy 2500 ENV BM_BTL_DGRAM_FAIL_MS=1000 BM_BTL_DGRAM_WIRE=ofi)
+    set_tests_properties(dgram_fault_busy_ofi PROPERTIES FAIL_REGULAR_EXPRESSION "warning:|FAIL")
+endif()
 bm_add_mpi_test(dgram_fault_stream_lossy TARGET dgram_fault NP 2 BTL self,dgram LABELS fault
     TIMEOUT 180 ARGS stream 1000
     ENV BM_BTL_DGRAM_DROP=0.1 BM_BTL_DGRAM_DUP=0.05 BM_BTL_DGRAM_REORDER=0.05

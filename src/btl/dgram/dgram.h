@@ -378,12 +378,13 @@ struct bm_btl_dgram_endpoint {
      * the oldest segment; its responder thread answers even while the peer
      * computes outside the library. A peer that answered within the last
      * live window is busy, not unreachable: no failure is declared. */
-    struct sockaddr_in to_live; /* the peer module's live port (sin_port 0: none) */
-    uint32_t live_nonce;        /* of the pings since the last ACK progress */
-    uint64_t live_ping_ns;      /* last ping sent */
-    uint64_t live_ns;           /* last answer received */
-    bool live_due;              /* a retransmit timeout asks for a ping */
-    bool sent_once;             /* counted in module->nsending */
+    struct sockaddr_in to_live;       /* the peer module's live port (sin_port 0: none) */
+    uint64_t wire_live[BM_DGRAM_NCH]; /* the wire's handle for to_live, per channel */
+    uint32_t live_nonce;              /* of the pings since the last ACK progress */
+    uint64_t live_ping_ns;            /* last ping sent */
+    uint64_t live_ns;                 /* last answer received */
+    bool live_due;                    /* a retransmit timeout asks for a ping */
+    bool sent_once;                   /* counted in module->nsending */
     /* connectivity check at first contact: a small and a full-size ping */
     uint8_t check; /* BM_DGRAM_CHECK_* */
     bool check_small_ok, check_big_ok;
@@ -592,7 +593,7 @@ void bm_btl_dgram_local_error(struct bm_btl_dgram_module *m, int ch, const struc
 void bm_btl_dgram_local_errors(struct bm_btl_dgram_module *m);
 void bm_btl_dgram_endpoint_recovered(struct bm_btl_dgram_endpoint *ep);
 void bm_btl_dgram_endpoint_check_health(struct bm_btl_dgram_endpoint *ep);
-/* dgram_live.c: the liveness responder of a module (udp wire only): open
+/* dgram_live.c: the liveness responder of a module (both wires): open
  * binds the live socket and publishes its port (addr.port_live), start
  * runs the thread (at the first endpoint: the module's key is final then),
  * close stops and joins it and closes the socket. */
@@ -675,8 +676,8 @@ void bm_btl_dgram_post(struct bm_btl_dgram_module *m, int ch,
 void bm_btl_dgram_flush_channel(struct bm_btl_dgram_module *m, int ch);
 void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce,
                             size_t size);
-void bm_btl_dgram_send_ping_to(struct bm_btl_dgram_endpoint *ep, const struct sockaddr_in *to,
-                               uint32_t nonce, size_t size);
+/* A PING to the peer's liveness responder (to_live, wire_live[]). */
+void bm_btl_dgram_send_ping_live(struct bm_btl_dgram_endpoint *ep, uint32_t nonce, size_t size);
 
 /* dgram_ack.c */
 void bm_btl_dgram_ack_fill(struct bm_btl_dgram_endpoint *ep, struct bm_dgram_hdr *h);

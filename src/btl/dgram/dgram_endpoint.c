@@ -35,9 +35,9 @@ static void endpoint_set_partner(struct bm_btl_dgram_endpoint *ep,
         ep->to[c].sin_port = ports[c];
         ep->mtu[c] = mtus[c] < m->ch[c].mtu ? mtus[c] : m->ch[c].mtu;
     }
-    /* the peer's liveness responder, reachable only with plain UDP */
+    /* the peer's liveness responder (the wire's peer_add gives its handles) */
     memset(&ep->to_live, 0, sizeof(ep->to_live));
-    if (m->wire == &bm_btl_dgram_wire_udp && pa->port_live) {
+    if (pa->port_live) {
         ep->to_live = ep->to[BM_DGRAM_CH_PRIO];
         ep->to_live.sin_port = pa->port_live;
     }
@@ -324,9 +324,9 @@ void bm_btl_dgram_endpoint_check_health(struct bm_btl_dgram_endpoint *ep)
                  n, cause, knob, (unsigned long long)silent_ms);
     else
         snprintf(why, sizeof(why),
-                 "%llu %s (%s); the peer has no liveness responder (libfabric wire or "
-                 "BM_BTL_DGRAM_LIVENESS=0), so a peer that computes that long without MPI "
-                 "calls looks the same",
+                 "%llu %s (%s); the peer has no liveness responder (BM_BTL_DGRAM_LIVENESS=0 "
+                 "there, or no live port could be opened), so a peer that computes that "
+                 "long without MPI calls looks the same",
                  n, cause, knob);
     bm_btl_dgram_endpoint_fail(ep, why);
 }
@@ -367,10 +367,9 @@ static void check_send(struct bm_btl_dgram_endpoint *ep)
         /* the same to the peer's liveness responder (dgram_live.c): a peer
          * that computes right after its first message answers from there */
         if (!ep->check_small_ok)
-            bm_btl_dgram_send_ping_to(ep, &ep->to_live, ep->check_nonce, 0);
+            bm_btl_dgram_send_ping_live(ep, ep->check_nonce, 0);
         if (!ep->check_big_ok)
-            bm_btl_dgram_send_ping_to(ep, &ep->to_live, ep->check_nonce + 1,
-                                      ep->mtu[BM_DGRAM_CH_DATA]);
+            bm_btl_dgram_send_ping_live(ep, ep->check_nonce + 1, ep->mtu[BM_DGRAM_CH_DATA]);
     }
     ep->check_tries++;
     ep->check_next_ns = bm_btl_dgram_now() + (uint64_t)ep->module->cfg.check_ms * 1000000u;

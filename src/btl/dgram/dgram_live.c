@@ -6,10 +6,14 @@
  * after ~0.65 s (12 timeouts from the 250 us floor) and took it back ~2 s
  * after the peer returned. TCP has no such problem because the peer's
  * kernel ACKs data the application has not read. This file gives dgram the
- * same witness: every module of the udp wire has a third socket (the live
- * port, published in the modex) read by a thread of its own that answers
- * each authenticated PING there with an ALIVE (dgram_proto.h), sent from the
- * module's priority socket, whatever the process is doing. The thread only
+ * same witness: every module has a plain UDP socket (the live port,
+ * published in the modex) read by a thread of its own that answers each
+ * authenticated PING there with an ALIVE (dgram_proto.h), whatever the
+ * process is doing: from the module's priority socket on the udp wire, from
+ * the live socket itself on the libfabric wire (whose endpoints belong to
+ * the provider and are not for a second thread; the asking side puts the
+ * live address in its address vectors, so the provider takes the answer
+ * from there, and alive_recv accepts either source). The thread only
  * reads the socket and a copy of the module's key and identity taken at
  * start: it never touches the module's state, so it needs no lock.
  *
@@ -52,7 +56,7 @@
 struct bm_btl_dgram_live {
     int fd;       /* the live socket (bound to the module's address) */
     int stop_fd;  /* eventfd: close asks the thread to end */
-    int reply_fd; /* the module's priority socket: answers leave from it */
+    int reply_fd; /* answers leave from it: the priority socket (udp wire) or fd */
     bool running;
     pthread_t thread;
     bool auth, checksum;
@@ -172,7 +176,8 @@ bm_status_t bm_btl_dgram_live_start(struct bm_btl_dgram_module *m)
     l->job_key = m->job_key;
     memcpy(l->key, m->mac_key, sizeof(l->key));
     memcpy(l->nh_key, m->nh_key, sizeof(l->nh_key));
-    l->reply_fd = m->ch[BM_DGRAM_CH_PRIO].fd;
+    /* the libfabric wire's channels have no socket of ours to send from */
+    l->reply_fd = m->wire == &bm_btl_dgram_wire_udp ? m->ch[BM_DGRAM_CH_PRIO].fd : l->fd;
     atomic_store_explicit(&l->main_ns, bm_btl_dgram_now(), memory_order_relaxed);
     l->stop_fd = eventfd(0, EFD_CLOEXEC);
     /* the thread takes no signals: they stay the application's */
@@ -241,7 +246,7 @@ void bm_btl_dgram_live_ping(struct bm_btl_dgram_endpoint *ep)
     }
     ep->live_ping_ns = m->now_ns;
     m->stats.live_pings++;
-    bm_btl_dgram_send_ping_to(ep, &ep->to_live, ep->live_nonce, ep->mtu[BM_DGRAM_CH_DATA]);
+    bm_btl_dgram_send_ping_live(ep, ep->live_nonce, ep->mtu[BM_DGRAM_CH_DATA]);
 }
 
 /* An answer says the peer lives and how long ago it last ran its progress

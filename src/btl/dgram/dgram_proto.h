@@ -29,16 +29,16 @@
  * no MAC while authentication is on. Replayed genuine datagrams carry old
  * sequence numbers or sessions and are dropped as duplicates or stale.
  *
- * Liveness (dgram_live.c): each module of the udp wire has a third socket,
- * the live port, read only by a thread of its own. A PING sent there (MAC
- * under the receiving module's key, as any datagram) is answered by that
- * thread at once with an ALIVE, sent from the module's priority socket,
- * whether or not the process is inside the library: the answer shows that
- * the path carries datagrams and that the peer process lives, as a TCP
- * peer's kernel shows with its ACKs while the application computes. The
- * thread knows only its own module's key, so an ALIVE's MAC is under the
- * answering module's key, which the pinging side holds as the key it sends
- * with. */
+ * Liveness (dgram_live.c): each module has a plain UDP socket, the live
+ * port, read only by a thread of its own. A PING sent there (MAC under the
+ * receiving module's key, as any datagram) is answered by that thread at
+ * once with an ALIVE, sent from the module's priority socket (udp wire) or
+ * from the live port (libfabric wire), whether or not the process is
+ * inside the library: the answer shows that the path carries datagrams and
+ * that the peer process lives, as a TCP peer's kernel shows with its ACKs
+ * while the application computes. The thread knows only its own module's
+ * key, so an ALIVE's MAC is under the answering module's key, which the
+ * pinging side holds as the key it sends with. */
 #ifndef BM_BTL_DGRAM_PROTO_H
 #define BM_BTL_DGRAM_PROTO_H
 

@@ -567,16 +567,29 @@ static struct bm_btl_dgram_endpoint *sender_endpoint(struct bm_btl_dgram_module 
     return ep;
 }
 
+/* Whether a datagram comes from ep's partner module's live port. */
+static bool from_live_port(const struct bm_btl_dgram_module *m,
+                           const struct bm_btl_dgram_endpoint *ep, const struct bm_dgram_hdr *h,
+                           const struct sockaddr_in *from)
+{
+    return ep->to_live.sin_port && from->sin_port == ep->to_live.sin_port &&
+           from->sin_addr.s_addr == ep->to_live.sin_addr.s_addr &&
+           h->src_module == ep->peer_index && h->dst_module == m->addr.index;
+}
+
 /* An ALIVE: the answer of a peer's liveness responder (dgram_live.c) to our
- * PING at its live port. It comes from the peer's priority socket to
- * whichever of ours sent the PING, and its MAC is under the peer module's
- * key (the one we send with), not ours. */
+ * PING at its live port. It comes to whichever of our sockets sent the PING,
+ * from the peer's priority socket (udp wire) or from its live port itself
+ * (libfabric wire), and its MAC is under the peer module's key (the one we
+ * send with), not ours. */
 static void alive_recv(struct bm_btl_dgram_module *m, const struct bm_btl_dgram_pkt *pkt,
                        const void *buf, size_t len, const struct sockaddr_in *from)
 {
     struct bm_dgram_hdr h;
     memcpy(&h, pkt->hdr, sizeof(h));
-    struct bm_btl_dgram_endpoint *ep = sender_endpoint(m, &h, BM_DGRAM_CH_PRIO, from);
+    struct bm_btl_dgram_endpoint *ep = h.sender < (uint32_t)m->neps ? m->eps[h.sender] : NULL;
+    if (!ep || !from_live_port(m, ep, &h, from))
+        ep = sender_endpoint(m, &h, BM_DGRAM_CH_PRIO, from);
     if (!ep)
         return;
     if (h.flags & BM_DGRAM_F_MAC) {

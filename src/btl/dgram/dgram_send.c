@@ -573,7 +573,7 @@ bm_status_t bm_btl_dgram_flush(struct bm_btl_module *bm, struct bm_btl_endpoint 
 
 /* A PING or PONG of size bytes (padded), to the peer's channel or to to. */
 static void ping_send(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce, size_t size,
-                      const struct sockaddr_in *to)
+                      bool live)
 {
     struct bm_btl_dgram_module *m = ep->module;
     static const uint8_t zeros[BM_DGRAM_MAX_DATAGRAM];
@@ -593,9 +593,10 @@ static void ping_send(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce
     c->frag_size = (uint32_t)pad;
     h->payload_len = (uint16_t)pad;
     bm_btl_dgram_post(m, ch, ep, buf, hlen, zeros, pad);
-    if (to) { /* the slot just queued: same socket, another destination */
+    if (live) { /* the slot just queued: same socket, the peer's live port */
         struct bm_btl_dgram_txslot *slot = &m->ch[ch].tx[m->ch[ch].tx_count - 1];
-        slot->to = to;
+        slot->to = &ep->to_live;
+        slot->to_wire = ep->wire_live[ch];
         slot->gso_ok = false;
     }
     bm_btl_dgram_flush_channel(m, ch);
@@ -603,14 +604,13 @@ static void ping_send(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce
 
 void bm_btl_dgram_send_ping(struct bm_btl_dgram_endpoint *ep, int type, uint32_t nonce, size_t size)
 {
-    ping_send(ep, type, nonce, size, NULL);
+    ping_send(ep, type, nonce, size, false);
 }
 
 /* A PING to another port of the peer's address (its live port: dgram_live.c). */
-void bm_btl_dgram_send_ping_to(struct bm_btl_dgram_endpoint *ep, const struct sockaddr_in *to,
-                               uint32_t nonce, size_t size)
+void bm_btl_dgram_send_ping_live(struct bm_btl_dgram_endpoint *ep, uint32_t nonce, size_t size)
 {
-    ping_send(ep, BM_DGRAM_T_PING, nonce, size, to);
+    ping_send(ep, BM_DGRAM_T_PING, nonce, size, true);
 }
 
 /* ---- entry points: the module lock (MPI_THREAD_MULTIPLE only) ---------- */

@@ -47,6 +47,7 @@ struct ofi_state {
 
 static void ofi_close(struct bm_btl_dgram_module *m)
 {
+    bm_btl_dgram_live_close(m);
     struct ofi_state *st = m->ch[0].wire_state;
     if (!st)
         return;
@@ -193,33 +194,49 @@ static bm_status_t ofi_open(struct bm_btl_dgram_module *m)
     }
     m->addr.port_prio = m->ch[BM_DGRAM_CH_PRIO].port;
     m->addr.port_data = m->ch[BM_DGRAM_CH_DATA].port;
+    /* a plain UDP socket on the same address: the liveness responder */
+    return bm_btl_dgram_live_open(m);
+}
+
+/* Put one address in channel c's address vector; *fa its handle. */
+static bm_status_t ofi_av_add(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep,
+                              int c, const struct sockaddr_in *to, uint64_t *fa_out)
+{
+    struct ofi_state *st = m->ch[0].wire_state;
+    struct ofi_chan *oc = &st->ch[c];
+    fi_addr_t fa;
+    if (fi_av_insert(oc->av, to, 1, &fa, 0, NULL) != 1) {
+        bm_log_error("%s: cannot add %s to the libfabric address vector", m->super.name,
+                     ep->peer_desc);
+        return BM_ERR_UNREACHABLE;
+    }
+    if (fa >= oc->cap) {
+        size_t n = fa + 16;
+        struct sockaddr_in *p = realloc(oc->peers, n * sizeof(*p));
+        if (!p)
+            return BM_ERR_NO_MEMORY;
+        memset(p + oc->cap, 0, (n - oc->cap) * sizeof(*p));
+        oc->peers = p;
+        oc->cap = n;
+    }
+    oc->peers[fa] = *to;
+    if (fa >= oc->npeers)
+        oc->npeers = fa + 1;
+    *fa_out = fa;
     return BM_OK;
 }
 
+/* The peer's two channels, and its live port on both of ours: a PING to the
+ * live port may leave from either (by size), and the provider hands us the
+ * ALIVE, which comes from the live port, only from an address it knows. */
 static bm_status_t ofi_peer_add(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoint *ep)
 {
-    struct ofi_state *st = m->ch[0].wire_state;
     for (int c = 0; c < BM_DGRAM_NCH; c++) {
-        struct ofi_chan *oc = &st->ch[c];
-        fi_addr_t fa;
-        if (fi_av_insert(oc->av, &ep->to[c], 1, &fa, 0, NULL) != 1) {
-            bm_log_error("%s: cannot add %s to the libfabric address vector", m->super.name,
-                         ep->peer_desc);
-            return BM_ERR_UNREACHABLE;
-        }
-        if (fa >= oc->cap) {
-            size_t n = fa + 16;
-            struct sockaddr_in *p = realloc(oc->peers, n * sizeof(*p));
-            if (!p)
-                return BM_ERR_NO_MEMORY;
-            memset(p + oc->cap, 0, (n - oc->cap) * sizeof(*p));
-            oc->peers = p;
-            oc->cap = n;
-        }
-        oc->peers[fa] = ep->to[c];
-        if (fa >= oc->npeers)
-            oc->npeers = fa + 1;
-        ep->wire_addr[c] = fa;
+        bm_status_t rc = ofi_av_add(m, ep, c, &ep->to[c], &ep->wire_addr[c]);
+        if (rc == BM_OK && ep->to_live.sin_port)
+            rc = ofi_av_add(m, ep, c, &ep->to_live, &ep->wire_live[c]);
+        if (rc != BM_OK)
+            return rc;
     }
     return BM_OK;
 }
