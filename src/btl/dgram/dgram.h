@@ -95,6 +95,9 @@ struct bm_btl_dgram_config {
     X(recv_packets, "valid datagrams received")                                                    \
     X(recv_delivered, "fragments delivered to the upper layer")                                    \
     X(recv_placed, "chunked fragments placed straight into the upper layer's memory")              \
+    X(recv_direct, "chunks received by the kernel straight into a placed fragment's memory")       \
+    X(recv_direct_rejected, "of those, chunks that failed their check (their bytes then wait for " \
+                            "the genuine chunk)")                                                  \
     X(recv_dup, "duplicate receives dropped")                                                      \
     X(recv_old, "receives older than the window (lost ACK) dropped")                               \
     X(recv_out_of_window, "receives beyond the window dropped")                                    \
@@ -275,6 +278,17 @@ struct bm_btl_dgram_frag {
  * placed (btl.h "Receive placement", iov not NULL), its first hdr_len
  * bytes into buf and the rest straight into the niov pieces that the
  * tag's place callback named. */
+/* Most separate verified ranges a placed fragment keeps (in-order
+ * arrival keeps one); beyond them its chunks take the receive ring. */
+#define BM_DGRAM_VER_MAX 8
+/* Datagrams read one by one (peeked) after a placed fragment began without
+ * another beginning or a chunk received in place: a stream's next fragment
+ * comes within them, a stream that ended costs at most this many. */
+#define BM_DGRAM_DIRECT_CREDIT 64
+/* Smallest data-channel datagram (to the fragment's sender) for which chunks
+ * are received in place: two system calls per datagram must buy a copy of
+ * at least this much. */
+#define BM_DGRAM_DIRECT_MTU_MIN 32768u
 struct bm_btl_dgram_reasm {
     struct bm_util_list_node link;
     uint32_t frag_id;
@@ -284,6 +298,18 @@ struct bm_btl_dgram_reasm {
     struct bm_btl_iov *iov;
     uint32_t niov;
     uint32_t hdr_len;
+    /* A placed fragment's verified ranges (fragment offsets [lo, hi), sorted,
+     * merged): the chunks that passed the MAC and sequence checks. A chunk
+     * is received straight into the caller's memory (udp wire,
+     * bm_btl_dgram_direct_target) only where it overlaps none of them, so a
+     * datagram that then fails its check leaves its bytes only where no
+     * verified byte was: the genuine chunk overwrites them later, and the
+     * fragment completes only when every byte was verified (received). */
+    bool direct; /* placed, from a peer whose datagrams are worth receiving in place */
+    uint32_t nver;
+    struct {
+        uint32_t lo, hi;
+    } ver[BM_DGRAM_VER_MAX];
 };
 /* Most pieces a placed fragment may be written to. */
 #define BM_DGRAM_PLACE_IOV 64
@@ -493,6 +519,12 @@ struct bm_btl_dgram_module {
     uint64_t next_reg_key;
     uint64_t now_ns;                /* cached clock of the current progress call */
     bool in_poll;                   /* delivering a receive batch */
+    uint32_t placed_active;         /* placed fragments under way whose chunks the
+                                     * udp wire receives in place (reasm.direct) */
+    uint32_t direct_credit;         /* datagrams the udp wire still reads one by one
+                                     * after the last placed chunk: the first chunk of
+                                     * a stream's next fragment must not come in a batch
+                                     * that holds its other chunks (dgram_wire_udp.c) */
     bool data_busy;                 /* the last poll of the data channel received something */
     bool data_skipped;              /* the last pass did not poll the data channel */
     uint32_t rcv_ooo_total;         /* the endpoints' rcv_ooo summed: 0 when no ACK shows a hole */
@@ -732,6 +764,18 @@ bm_status_t bm_btl_dgram_parse(const void *buf, size_t len, struct bm_btl_dgram_
                                size_t *bad_out);
 void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
                               const struct sockaddr_in *from);
+/* The same for a datagram of len bytes whose header is at buf and whose
+ * payload was received at payload (the address direct_target gave). */
+void bm_btl_dgram_recv_packet_at(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
+                                 const void *payload, const struct sockaddr_in *from);
+/* Where the payload of a waiting datagram (its first `got` bytes peeked at
+ * hdr, len in all) may be received straight into a placed fragment's
+ * memory: a chunk of a fragment being placed, from its endpoint's partner,
+ * that lies in one piece of the caller's memory and overlaps none of the
+ * fragment's verified ranges. NULL: receive it into the ring. *hlen_out:
+ * the header's length. */
+void *bm_btl_dgram_direct_target(struct bm_btl_dgram_module *m, int ch, const void *hdr, size_t got,
+                                 size_t len, const struct sockaddr_in *from, size_t *hlen_out);
 uint32_t bm_btl_dgram_checksum(const void *buf, size_t len);
 /* The checksum of a followed by b, as if contiguous (alen a multiple of 8). */
 uint32_t bm_btl_dgram_checksum2(const void *a, size_t alen, const void *b, size_t blen);

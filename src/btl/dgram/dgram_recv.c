@@ -30,8 +30,10 @@ uint32_t bm_btl_dgram_checksum(const void *buf, size_t len)
     return bm_btl_dgram_checksum2(buf, len, NULL, 0);
 }
 
-bm_status_t bm_btl_dgram_parse(const void *buf, size_t len, struct bm_btl_dgram_pkt *pkt_out,
-                               size_t *bad_out)
+/* bm_btl_dgram_parse of a datagram whose payload was received elsewhere
+ * (payload non-NULL: the header is at buf, len counts both). */
+static bm_status_t parse_at(const void *buf, size_t len, const uint8_t *payload,
+                            struct bm_btl_dgram_pkt *pkt_out, size_t *bad_out)
 {
     const uint8_t *p = buf;
     if (len < sizeof(struct bm_dgram_hdr)) {
@@ -56,7 +58,7 @@ bm_status_t bm_btl_dgram_parse(const void *buf, size_t len, struct bm_btl_dgram_
         uint8_t hc[BM_DGRAM_MAX_HDR];
         memcpy(hc, p, hlen);
         memset(hc + offsetof(struct bm_dgram_hdr, checksum), 0, sizeof(h.checksum));
-        uint32_t sum = bm_btl_dgram_checksum2(hc, hlen, p + hlen, len - hlen);
+        uint32_t sum = bm_btl_dgram_checksum2(hc, hlen, payload ? payload : p + hlen, len - hlen);
         if ((sum ? sum : 1) != h.checksum) {
             *bad_out = BAD(bad_checksum);
             return BM_ERR_PROTOCOL;
@@ -64,7 +66,7 @@ bm_status_t bm_btl_dgram_parse(const void *buf, size_t len, struct bm_btl_dgram_
     }
     struct bm_btl_dgram_pkt pkt = {0};
     pkt.hdr = (const struct bm_dgram_hdr *)p;
-    pkt.payload = p + hlen;
+    pkt.payload = payload ? payload : p + hlen;
     pkt.payload_len = len - hlen;
     if (h.type == BM_DGRAM_T_REPAIR) {
         if (pkt.payload_len) {
@@ -93,6 +95,12 @@ bm_status_t bm_btl_dgram_parse(const void *buf, size_t len, struct bm_btl_dgram_
     }
     *pkt_out = pkt;
     return BM_OK;
+}
+
+bm_status_t bm_btl_dgram_parse(const void *buf, size_t len, struct bm_btl_dgram_pkt *pkt_out,
+                               size_t *bad_out)
+{
+    return parse_at(buf, len, NULL, pkt_out, bad_out);
 }
 
 static inline void count_bad(struct bm_btl_dgram_module *m, size_t field)
@@ -238,8 +246,11 @@ void bm_btl_dgram_reasm_drop_all(struct bm_btl_dgram_endpoint *ep, bool notify)
     struct bm_util_list_node *n;
     while ((n = bm_util_list_pop_front(&ep->reasm))) {
         struct bm_btl_dgram_reasm *ra = bm_util_container_of(n, struct bm_btl_dgram_reasm, link);
-        if (ra->iov && notify)
-            placed_deliver(ep->module, ep, ra, false);
+        if (ra->iov) {
+            ep->module->placed_active -= ra->direct;
+            if (notify)
+                placed_deliver(ep->module, ep, ra, false);
+        }
         free(ra);
     }
 }
@@ -263,7 +274,9 @@ static void placed_copy(struct bm_btl_dgram_reasm *ra, size_t off, const uint8_t
         }
         size_t k = ra->iov[i].len - off < n ? ra->iov[i].len - off : n;
         uint8_t *dst = (uint8_t *)(uintptr_t)ra->iov[i].addr + off;
-        if (ra->size >= BM_DGRAM_PLACE_STREAM_MIN)
+        if (dst == src)
+            ; /* received in place (bm_btl_dgram_direct_target) */
+        else if (ra->size >= BM_DGRAM_PLACE_STREAM_MIN)
             bm_util_copy_stream_unfenced(dst, src, k); /* fenced before delivery */
         else
             memcpy(dst, src, k);
@@ -306,8 +319,49 @@ static struct bm_btl_dgram_reasm *placed_start(struct bm_btl_dgram_module *m,
         return NULL;
     }
     ra->hdr_len = (uint32_t)hl;
+    ra->nver = 0;
     m->stats.recv_placed++;
+    /* In place only from a peer of large datagrams (the loopback's 65000
+     * bytes): below, the peek and the receive of its own that each datagram
+     * then costs outweigh the copy it saves. */
+    ra->direct = ep->mtu[BM_DGRAM_CH_DATA] >= BM_DGRAM_DIRECT_MTU_MIN;
+    if (ra->direct) {
+        m->placed_active++;
+        m->direct_credit = BM_DGRAM_DIRECT_CREDIT;
+    }
     return ra;
+}
+
+/* Record [lo, hi) of a placed fragment as verified (merged, sorted). A
+ * range that would need a ninth entry marks the list full (nver past the
+ * end; widening a neighbour would claim unverified bytes): from then on
+ * bm_btl_dgram_direct_target refuses every chunk of the fragment. */
+static void ver_add(struct bm_btl_dgram_reasm *ra, uint32_t lo, uint32_t hi)
+{
+    uint32_t i = 0;
+    while (i < ra->nver && ra->ver[i].hi < lo)
+        i++;
+    if (i < ra->nver && ra->ver[i].lo <= hi) { /* touches ver[i]: merge */
+        if (lo < ra->ver[i].lo)
+            ra->ver[i].lo = lo;
+        if (hi > ra->ver[i].hi)
+            ra->ver[i].hi = hi;
+        while (i + 1 < ra->nver && ra->ver[i + 1].lo <= ra->ver[i].hi) {
+            if (ra->ver[i + 1].hi > ra->ver[i].hi)
+                ra->ver[i].hi = ra->ver[i + 1].hi;
+            memmove(&ra->ver[i + 1], &ra->ver[i + 2], (ra->nver - i - 2) * sizeof(ra->ver[0]));
+            ra->nver--;
+        }
+        return;
+    }
+    if (ra->nver == BM_DGRAM_VER_MAX) {
+        ra->nver = BM_DGRAM_VER_MAX + 1; /* full: no more direct receives */
+        return;
+    }
+    memmove(&ra->ver[i + 1], &ra->ver[i], (ra->nver - i) * sizeof(ra->ver[0]));
+    ra->ver[i].lo = lo;
+    ra->ver[i].hi = hi;
+    ra->nver++;
 }
 
 /* A chunk of a fragment larger than a datagram: reassemble (or place),
@@ -340,21 +394,71 @@ static bool recv_chunk(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoi
         return true;
     }
     if (pkt->payload_len) {
-        if (ra->iov)
+        if (ra->iov) {
             placed_copy(ra, c->offset, pkt->payload, pkt->payload_len);
-        else
+            if (ra->nver <= BM_DGRAM_VER_MAX)
+                ver_add(ra, c->offset, c->offset + (uint32_t)pkt->payload_len);
+        } else {
             memcpy(ra->buf + c->offset, pkt->payload, pkt->payload_len);
+        }
     }
     ra->received += (uint32_t)pkt->payload_len;
     if (ra->received >= ra->size) {
         bm_util_list_remove(&ra->link);
-        if (ra->iov)
+        if (ra->iov) {
+            m->placed_active -= ra->direct;
             placed_deliver(m, ep, ra, true);
-        else
+        } else {
             deliver(m, ep, ra->tag, ra->buf, ra->size);
+        }
         free(ra);
     }
     return true;
+}
+
+/* Chunks smaller than this are not worth a peek and a receive of their
+ * own: they take the receive ring. */
+#define BM_DGRAM_DIRECT_MIN 4096u
+
+void *bm_btl_dgram_direct_target(struct bm_btl_dgram_module *m, int ch, const void *hdr, size_t got,
+                                 size_t len, const struct sockaddr_in *from, size_t *hlen_out)
+{
+    struct bm_dgram_hdr h;
+    if (got < sizeof(h))
+        return NULL;
+    memcpy(&h, hdr, sizeof(h));
+    size_t hlen = bm_dgram_hdr_len(BM_DGRAM_T_CHUNK);
+    if (h.magic != BM_DGRAM_MAGIC || h.version != BM_DGRAM_VERSION || h.type != BM_DGRAM_T_CHUNK ||
+        got < hlen || len < hlen + BM_DGRAM_DIRECT_MIN || h.payload_len != len - hlen ||
+        h.sender >= (uint32_t)m->neps)
+        return NULL;
+    struct bm_btl_dgram_endpoint *ep = m->eps[h.sender];
+    if (!ep || h.src_module != ep->peer_index || h.dst_module != m->addr.index ||
+        from->sin_addr.s_addr != ep->to[ch].sin_addr.s_addr ||
+        from->sin_port != ep->to[ch].sin_port)
+        return NULL;
+    struct bm_dgram_chunk c;
+    memcpy(&c, (const uint8_t *)hdr + sizeof(h), sizeof(c));
+    const struct bm_btl_dgram_reasm *ra = reasm_find(ep, c.frag_id);
+    uint64_t lo = c.offset, hi = lo + (len - hlen);
+    if (!ra || !ra->iov || !ra->direct || ra->size != c.frag_size || ra->tag != h.tag ||
+        lo < ra->hdr_len || hi > ra->size || ra->nver > BM_DGRAM_VER_MAX)
+        return NULL;
+    for (uint32_t i = 0; i < ra->nver; i++)
+        if (lo < ra->ver[i].hi && ra->ver[i].lo < hi)
+            return NULL; /* verified bytes there: never written before a check */
+    uint64_t off = lo - ra->hdr_len;
+    for (uint32_t i = 0; i < ra->niov; i++) {
+        if (off >= ra->iov[i].len) {
+            off -= ra->iov[i].len;
+            continue;
+        }
+        if (off + (hi - lo) > ra->iov[i].len)
+            return NULL; /* spans two pieces: the MAC wants one payload */
+        *hlen_out = hlen;
+        return (uint8_t *)(uintptr_t)ra->iov[i].addr + off;
+    }
+    return NULL;
 }
 
 /* Emulated PUT: write the payload into registered memory. */
@@ -530,8 +634,8 @@ static void recv_sequenced(struct bm_btl_dgram_module *m, struct bm_btl_dgram_en
 /* The datagram's MAC (dgram_proto.h, dgram_mac.c) under our key: the
  * whole header with its MAC and checksum fields read as zeros, then the
  * payload. Framing was checked (hlen is the type's header length). */
-bool bm_btl_dgram_mac_check(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
-                            const void *buf, size_t len)
+static bool mac_check_at(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
+                         const void *buf, size_t len, const uint8_t *payload)
 {
     uint8_t hc[BM_DGRAM_MAX_HDR];
     struct bm_dgram_hdr h;
@@ -542,12 +646,14 @@ bool bm_btl_dgram_mac_check(const uint8_t key[16], const uint64_t nh_key[BM_DGRA
     h.checksum = 0;
     memcpy(hc, &h, sizeof(h));
     memcpy(hc + sizeof(h), (const uint8_t *)buf + sizeof(h), hlen - sizeof(h));
-    return bm_btl_dgram_mac(key, nh_key, hc, hlen, (const uint8_t *)buf + hlen, len - hlen) == want;
+    return bm_btl_dgram_mac(key, nh_key, hc, hlen, payload ? payload : (const uint8_t *)buf + hlen,
+                            len - hlen) == want;
 }
 
-static bool mac_ok(const struct bm_btl_dgram_module *m, const void *buf, size_t len)
+bool bm_btl_dgram_mac_check(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
+                            const void *buf, size_t len)
 {
-    return bm_btl_dgram_mac_check(m->mac_key, m->nh_key, buf, len);
+    return mac_check_at(key, nh_key, buf, len, NULL);
 }
 
 /* The endpoint of the datagram's sender when its rank, modules and source
@@ -607,12 +713,12 @@ static void alive_recv(struct bm_btl_dgram_module *m, const struct bm_btl_dgram_
         bm_btl_dgram_live_answer(ep, c.frag_id, c.frag_size);
 }
 
-void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
-                              const struct sockaddr_in *from)
+void bm_btl_dgram_recv_packet_at(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
+                                 const void *payload, const struct sockaddr_in *from)
 {
     struct bm_btl_dgram_pkt pkt;
     size_t bad;
-    if (bm_btl_dgram_parse(buf, len, &pkt, &bad) != BM_OK) {
+    if (parse_at(buf, len, payload, &pkt, &bad) != BM_OK) {
         count_bad(m, bad);
         return;
     }
@@ -624,7 +730,7 @@ void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void 
         return;
     }
     if (h.flags & BM_DGRAM_F_MAC) {
-        if (!mac_ok(m, buf, len)) {
+        if (!mac_check_at(m->mac_key, m->nh_key, buf, len, payload)) {
             m->stats.bad_mac++;
             return;
         }
@@ -674,4 +780,10 @@ void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void 
         recv_sequenced(m, ep, &pkt);
         break;
     }
+}
+
+void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
+                              const struct sockaddr_in *from)
+{
+    bm_btl_dgram_recv_packet_at(m, ch, buf, len, NULL, from);
 }

@@ -309,6 +309,74 @@ static int udp_flush(struct bm_btl_dgram_module *m, int c)
     return (int)n;
 }
 
+/* While fragments are being placed (receive placement, btl.h): datagrams
+ * one at a time, each header peeked first, so that a chunk of a placed
+ * fragment is received straight into the caller's memory (header into the
+ * ring, payload into place: bm_btl_dgram_direct_target says where and
+ * whether that is safe) instead of into the ring and copied from there.
+ * Two system calls per datagram instead of one per batch, against a copy
+ * of up to 64 KB less. */
+static int udp_poll_direct(struct bm_btl_dgram_module *m, int c)
+{
+    struct bm_btl_dgram_channel *ch = &m->ch[c];
+    struct udp_chan_state *st = ch->wire_state;
+    uint8_t *ring = st->rx_iov[0].iov_base;
+    int n = 0;
+    m->in_poll = true;
+    while ((unsigned)n < ch->rx_max && (m->placed_active || m->direct_credit)) {
+        struct sockaddr_in from;
+        struct iovec iov[2] = {{ring, BM_DGRAM_MAX_HDR}, {NULL, 0}};
+        struct msghdr mh = {
+            .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = iov, .msg_iovlen = 1};
+        ssize_t len = recvmsg(ch->fd, &mh, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+        if (len < 0)
+            break;
+        size_t hlen = 0;
+        void *dst =
+            (size_t)len <= ch->mtu && mh.msg_namelen == sizeof(from)
+                ? bm_btl_dgram_direct_target(
+                      m, c, ring, (size_t)len < BM_DGRAM_MAX_HDR ? (size_t)len : BM_DGRAM_MAX_HDR,
+                      (size_t)len, &from, &hlen)
+                : NULL;
+        if (dst) {
+            iov[0].iov_len = hlen;
+            iov[1].iov_base = dst;
+            iov[1].iov_len = (size_t)len - hlen;
+            mh.msg_iovlen = 2;
+        } else {
+            iov[0].iov_len = ch->mtu;
+        }
+        mh.msg_namelen = sizeof(from);
+        mh.msg_flags = 0;
+        ssize_t got = recvmsg(ch->fd, &mh, MSG_DONTWAIT);
+        if (got < 0)
+            break;
+        n++;
+        if ((mh.msg_flags & MSG_TRUNC) || mh.msg_namelen != sizeof(from)) {
+            m->stats.bad_short++;
+            continue;
+        }
+        if (!dst && m->direct_credit)
+            m->direct_credit--;
+        if (dst && got == len) {
+            m->stats.recv_direct++;
+            uint64_t bad = m->stats.bad_mac + m->stats.bad_checksum + m->stats.bad_job;
+            bm_btl_dgram_recv_packet_at(m, c, ring, (size_t)got, dst, &from);
+            if (m->stats.bad_mac + m->stats.bad_checksum + m->stats.bad_job != bad)
+                m->stats.recv_direct_rejected++;
+        } else if (!dst) {
+            bm_btl_dgram_recv_packet(m, c, ring, (size_t)got, &from);
+        } else {
+            m->stats.bad_short++; /* not the datagram peeked at: cannot be */
+        }
+    }
+    m->in_poll = false;
+    /* the ring's first header was not touched; the rest of a burst (or the
+     * next poll) goes through recvmmsg again */
+    st->rx_busy = n > 0;
+    return n;
+}
+
 static int udp_poll(struct bm_btl_dgram_module *m, int c)
 {
     struct bm_btl_dgram_channel *ch = &m->ch[c];
@@ -317,6 +385,11 @@ static int udp_poll(struct bm_btl_dgram_module *m, int c)
      * that is being delivered. */
     if (m->in_poll)
         return 0;
+    if ((m->placed_active || m->direct_credit) && c == BM_DGRAM_CH_DATA) {
+        int n = udp_poll_direct(m, c);
+        if (n == (int)ch->rx_max || m->placed_active || m->direct_credit)
+            return n;
+    }
     /* Only the headers of datagrams received last time were changed by the
      * kernel (name length, flags): most polls find nothing, and setting up
      * all rx_max headers before each of them was a large part of the
