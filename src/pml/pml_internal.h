@@ -363,6 +363,10 @@ struct bm_pml_state {
      * (send.c: only a sliver would have been left for a FRAG), for tests
      * (atomic). */
     uint64_t rndv_whole;
+    /* RNDVs of contiguous messages that carried less than an eager frame's
+     * worth so that FRAGs the transport places take the rest (send.c
+     * rndv_head), for tests (atomic). */
+    uint64_t rndv_head_cut;
     /* FRAGs packed while their RNDV waited for its ACK and sent as packed
      * (send.c, BM_PML_PACK_AHEAD), and those freed unsent (the ACK asked
      * for another range or another path was chosen), for tests (atomic). */

@@ -192,6 +192,30 @@ static __attribute__((noinline)) int sendi_packed(struct bm_pml_request *req,
 }
 
 static void pack_ahead(struct bm_pml_request *req);
+static size_t frag_max(const struct bm_pml_request *req, const struct bm_btl_module *m, bool iov);
+
+/* The bytes a RNDV of a contiguous message carries over a transport that
+ * places FRAG payloads (BM_BTL_CAP_RECV_PLACE: tcp reads them straight into
+ * the receive buffer), when first (what it would carry otherwise) leaves
+ * FRAGs to send: only what the FRAGs cannot take in the number of them the
+ * message needs anyway (a message of 1 MiB over tcp: 24 bytes, then one
+ * FRAG of 1 MiB - 24; 128 KiB: none, one FRAG). The RNDV's bytes are copied
+ * on both sides (into the transport's buffer, out of the connection's)
+ * and must all arrive before the receiver can answer; FRAG bytes that the
+ * transport places are copied by neither side. MPICH's UCX rendezvous
+ * likewise sends its request without data. */
+static size_t rndv_head(const struct bm_pml_request *req, const struct bm_btl_module *m,
+                        size_t first)
+{
+    if (req->conv.type || !(m->caps & BM_BTL_CAP_RECV_PLACE) || first >= req->bytes)
+        return first;
+    size_t fmax = frag_max(req, m, false);
+    if (fmax == 0)
+        return first;
+    size_t n = (req->bytes - first + fmax - 1) / fmax;
+    size_t head = req->bytes > n * fmax ? req->bytes - n * fmax : 0;
+    return head < first ? head : first;
+}
 
 void (*bm_pml_test_rndv_hook)(int inside);
 
@@ -216,7 +240,7 @@ static __attribute__((noinline)) void rndv_leave(void)
 }
 
 /* The RNDV descriptor of req on path (its header after mh, the first
- * bytes of the message); req->first_len and frag_next set. *whole: it
+ * bytes of the message: rndv_head); req->first_len and frag_next set. *whole: it
  * carries all of a message just over the eager limit. NULL: no buffer. */
 static struct bm_btl_descriptor *rndv_prepare(struct bm_pml_request *req,
                                               const struct bm_btl_path *path,
@@ -236,14 +260,19 @@ static struct bm_btl_descriptor *rndv_prepare(struct bm_pml_request *req,
      * counts the header) would leave a sliver for one FRAG, sent only
      * after the ACK: a round trip more for a few bytes. The RNDV carries
      * all of it then (the transport may still take less). */
+    size_t full = first;
     if (first == room && req->bytes - first <= room / BM_PML_RNDV_SLIVER_DIV)
         first = req->bytes;
+    else
+        first = rndv_head(req, m, first);
     size_t size = first;
     struct bm_btl_descriptor *des = frag_prepare(req, m, path->endpoint, 0, sizeof(rh), &size);
     if (!des)
         return NULL;
     memcpy(des->seg[0].addr, &rh, sizeof(rh));
     *whole = size > room && size == req->bytes;
+    if (first < full)
+        __atomic_fetch_add(&bm_pml_g.rndv_head_cut, 1, __ATOMIC_RELAXED);
     req->first_len = size;
     req->frag_next = size;
     return des;

@@ -14,8 +14,10 @@
  * go whole in their RNDV (pml/send.c: no FRAG for the sliver left), and a
  * 72 KiB one that is past that slack and takes a FRAG: rank 0 checks that
  * exactly the first three went whole. Last a window of 8 messages of 1 MiB
- * in flight at once: rank 1 checks that at least 95% of their FRAG bytes
- * were placed. */
+ * in flight at once: rank 0 checks that their RNDVs and the 72 KiB one
+ * carried only what the FRAGs could not take (pml/send.c rndv_head: 24
+ * bytes of 1 MiB, none of 72 KiB), rank 1 that at least 95% of the
+ * window's bytes were placed. */
 #include "bm_test.h"
 #include "pml/pml_internal.h"
 
@@ -68,8 +70,8 @@ static size_t window(void)
         free(want);
     }
     free(b);
-    /* the RNDV carries what fits an eager frame (pml/send.c), FRAGs the rest */
-    return (size_t)WIN * (WLEN - (64u << 10) + sizeof(struct bm_pml_hdr_rndv));
+    /* the RNDV carries 24 bytes (pml/send.c rndv_head), one FRAG the rest */
+    return (size_t)WIN * WLEN;
 }
 
 /* One message of (count, type) from rank 0 to rank 1, received as
@@ -173,7 +175,7 @@ int main(int argc, char **argv)
     uint64_t nc = bm_pml_g.placed_frags - frags0 - contig;
 
     /* just past the eager limit: whole in the RNDV, gaps and truncation checked as above */
-    uint64_t whole0 = bm_pml_g.rndv_whole;
+    uint64_t whole0 = bm_pml_g.rndv_whole, cut0 = bm_pml_g.rndv_head_cut;
     MPI_Datatype v64;
     MPI_Type_vector(128, 64, 128, MPI_DOUBLE, &v64); /* 64 KiB of data in 128 */
     MPI_Type_commit(&v64);
@@ -200,6 +202,14 @@ int main(int argc, char **argv)
                      "%llu of the 3 messages of 64 KiB sent whole in their RNDV "
                      "(and none of 72 KiB)",
                      (unsigned long long)whole);
+        /* the 72 KiB message and the window's 8 of 1 MiB; not the ones sent
+         * whole, nor the 3 MiB ones sent before cut0 */
+        uint64_t cut = bm_pml_g.rndv_head_cut - cut0;
+        printf("rank 0: RNDVs that left their bytes to placed FRAGs: %llu\n",
+               (unsigned long long)cut);
+        BM_CHECK_MSG(cut == 1 + WIN,
+                     "%llu of the %d RNDVs of 72 KiB and 1 MiB left their bytes to the FRAGs",
+                     (unsigned long long)cut, 1 + WIN);
     }
     if (rank == 1) {
         printf("rank 1: FRAGs placed: %llu of contiguous receives, %llu of non-contiguous ones; "
@@ -212,10 +222,10 @@ int main(int argc, char **argv)
                      (unsigned long long)contig);
         BM_CHECK_MSG(nc >= 5, "only %llu non-contiguous FRAGs received by placement",
                      (unsigned long long)nc);
-        printf("rank 1: window of %d x %u B: %llu of the %zu FRAG bytes placed\n", WIN, WLEN,
+        printf("rank 1: window of %d x %u B: %llu of its %zu bytes placed\n", WIN, WLEN,
                (unsigned long long)wplaced, wfrag);
         BM_CHECK_MSG(wplaced * 100 >= (uint64_t)wfrag * 95,
-                     "a window of %d messages of %u bytes: only %llu of %zu FRAG bytes placed", WIN,
+                     "a window of %d messages of %u bytes: only %llu of its %zu bytes placed", WIN,
                      WLEN, (unsigned long long)wplaced, wfrag);
         BM_CHECK_MSG(bm_pml_g.placed_aborted == 0, "%llu placements lost on a healthy link",
                      (unsigned long long)bm_pml_g.placed_aborted);
