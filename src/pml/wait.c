@@ -266,6 +266,8 @@ struct wait_sched_attr {
     uint64_t runtime, deadline, period;
     uint32_t util_min, util_max;
 };
+_Static_assert(sizeof(struct wait_sched_attr) == 56,
+               "the kernel's struct sched_attr, SCHED_ATTR_SIZE_VER1 (its size field)");
 
 #define WAIT_SCHED_RESET_ON_FORK 0x01 /* SCHED_FLAG_RESET_ON_FORK */
 
@@ -292,8 +294,10 @@ static bool sched_slice_put(pid_t tid, const struct wait_sched_attr *cur, uint64
     a.runtime = ns;
     if (syscall(SYS_sched_setattr, tid, &a, 0) == 0)
         return true;
+    int err = errno; /* the caller reports why the slice was refused */
     a.runtime = 0;
     (void)syscall(SYS_sched_setattr, tid, &a, 0); /* back to SCHED_OTHER at least */
+    errno = err;
     return false;
 }
 
