@@ -770,18 +770,6 @@ static inline void send_kick_self(int dst_world)
     send_kick_self_mt(dst_world, bm_pml_g.mt);
 }
 
-/* Rendezvous starts without the progress lock (MPI_THREAD_MULTIPLE;
- * README "Threads"). A thread that finds the progress lock taken starts a
- * contiguous rendezvous itself instead of leaving it to the lock's holder,
- * when nothing of the start needs that lock: its first eager path on a
- * transport that locks for itself, no single-copy path (RGET registers and
- * queues a control message), not to itself. Until the
- * RNDV is handed to the transport the request is this thread's alone
- * (nobody can name it yet); after that it touches the request no more:
- * the descriptor's callback and the ACK find it from the drainer, under
- * the progress lock, as for any send. So two threads start rendezvous
- * sends to different peers at once. False when it did not go (the caller
- * defers it; nothing of it is left). */
 static void des_cb_rndv_free(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                              struct bm_btl_descriptor *des, int status);
 
@@ -814,6 +802,19 @@ static bool send_rget_free(struct bm_pml_request *req, struct bm_btl_peer *peer,
     return false;
 }
 
+/* Rendezvous starts without the progress lock (MPI_THREAD_MULTIPLE;
+ * README "Threads"). A thread that finds the progress lock taken starts a
+ * contiguous rendezvous itself instead of leaving it to the lock's holder,
+ * when nothing of the start needs that lock: its first eager path on a
+ * transport that locks for itself, not to itself, and where the peer has
+ * a single-copy path, an RGET that needs no registration (send_rget_free;
+ * one that registers is deferred). Until the
+ * RNDV is handed to the transport the request is this thread's alone
+ * (nobody can name it yet); after that it touches the request no more:
+ * the descriptor's callback and the ACK find it from the drainer, under
+ * the progress lock, as for any send. So two threads start rendezvous
+ * sends to different peers at once. False when it did not go (the caller
+ * defers it; nothing of it is left). */
 static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req)
 {
     if (req->conv.type || req->retransmit || req->peer == bm_pml_g.my_rank)
