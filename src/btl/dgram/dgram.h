@@ -274,10 +274,6 @@ struct bm_btl_dgram_frag {
     struct bm_btl_dgram_seg small; /* the one segment of a small fragment */
 };
 
-/* A large fragment being received in chunks: into buf (size bytes), or,
- * placed (btl.h "Receive placement", iov not NULL), its first hdr_len
- * bytes into buf and the rest straight into the niov pieces that the
- * tag's place callback named. */
 /* Most separate verified ranges a placed fragment keeps (in-order
  * arrival keeps one); beyond them its chunks take the receive ring. */
 #define BM_DGRAM_VER_MAX 8
@@ -289,6 +285,10 @@ struct bm_btl_dgram_frag {
  * are received in place: two system calls per datagram must buy a copy of
  * at least this much. */
 #define BM_DGRAM_DIRECT_MTU_MIN 32768u
+/* A large fragment being received in chunks: into buf (size bytes), or,
+ * placed (btl.h "Receive placement", iov not NULL), its first hdr_len
+ * bytes into buf and the rest straight into the niov pieces that the
+ * tag's place callback named. */
 struct bm_btl_dgram_reasm {
     struct bm_util_list_node link;
     uint32_t frag_id;
