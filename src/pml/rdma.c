@@ -60,17 +60,21 @@ struct rdma_params {
     size_t rget_limit;
     size_t piece_min;
     int put_share;
+    size_t put_min;
     int choice;   /* enum rdma_choice_mode */
     int retry_ms; /* auto: re-measure the way not taken after this long */
     int fail;     /* enum rdma_fail */
 };
 
 static const struct bm_param rdma_params[] = {
-    {"BM_PML_RGET_LIMIT", BM_PARAM_SIZE, "64k", 0, 0, NULL,
-     "Messages of at least this many bytes (and at least the transport's "
-     "min_rdma_pipeline_size) go by single copy (RGET: the receiver reads, the sender writes "
-     "its PUT share) when the peer is reached by a transport with single-copy get and put "
-     "(sm with process_vm_readv). 0 disables it: every rendezvous is copied through the "
+    {"BM_PML_RGET_LIMIT", BM_PARAM_SIZE, "4k", 0, 0, NULL,
+     "Rendezvous messages of at least this many bytes (and at least the transport's "
+     "min_rdma_pipeline_size: sm 4 KiB, ofi 64 KiB, dgram 256 KiB) go by single copy (RGET: "
+     "the receiver reads, from BM_PML_RGET_PUT_MIN the sender writes its PUT share) when the "
+     "peer is reached by a transport with single-copy get and put (sm with process_vm_readv). "
+     "Over sm that is every message past the eager limit: the RNDV's fragments cost a round "
+     "trip more (8 KiB ping-pong 2.2 us by fragments, 1.15 by RGET; Open MPI's vader reads "
+     "from its eager limit too). 0 disables it: every rendezvous is copied through the "
      "transport's fragments.",
      offsetof(struct rdma_params, rget_limit), 0},
     {"BM_PML_RGET_PIECE_MIN", BM_PARAM_SIZE, "16k", 1, 1LL << 40, NULL,
@@ -85,6 +89,12 @@ static const struct bm_param rdma_params[] = {
      "reads the rest, so that both processes copy at once (not on a host with more ranks "
      "than cores). 0: the receiver reads it all.",
      offsetof(struct rdma_params, put_share), 0},
+    {"BM_PML_RGET_PUT_MIN", BM_PARAM_SIZE, "24k", 0, 1LL << 40, NULL,
+     "Smaller RGET messages are read wholly by the receiver (no PUT share): below this the "
+     "PUT and its FIN, a round trip more before the receive completes, cost more than the "
+     "copy they share (sm, 2 ranks, block minima: 16 KiB ping-pong 1.40 us read alone vs 1.74 "
+     "with the share; from 24 KiB the share wins in bandwidth, 17.5 vs 9.8 GB/s).",
+     offsetof(struct rdma_params, put_min), 0},
     {"BM_PML_RGET_CHOICE", BM_PARAM_ENUM, "read", 0, 0, "read|copy|auto",
      "How a receiver takes an RGET message: read = single copy (with the sender's PUT share); "
      "copy = ask for fragments (copy-in/copy-out); auto = whichever moved more bytes per "
@@ -635,14 +645,16 @@ static void rget_get_cb(struct bm_btl_module *m, struct bm_btl_endpoint *ep, voi
 
 /* How much of fit the sender is asked to write: the share, to the nearest
  * whole page, and only when both parts are worth a single-copy operation,
- * and none on a host with more ranks than cores: there is no idle core for
- * the sender to copy on, and the receiver's FIN would wait for the
- * sender's next time slice (8 ranks on 2 cores, alltoall of 256 KiB-1 MiB
- * blocks, nice -20, 5 interleaved rounds: 882-4799 us without the share
- * against 1204-5597 with it; Open MPI 923-4904). */
+ * none below BM_PML_RGET_PUT_MIN (the PUT's round trip costs more than the
+ * copy it shares), and none on a host with more ranks than cores: there is
+ * no idle core for the sender to copy on, and the receiver's FIN would wait
+ * for the sender's next time slice (8 ranks on 2 cores, alltoall of 256
+ * KiB-1 MiB blocks, nice -20, 5 interleaved rounds: 882-4799 us without the
+ * share against 1204-5597 with it; Open MPI 923-4904). */
 static size_t rget_put_len(int peer_world, size_t fit)
 {
-    size_t share = bm_pml_g.oversubscribed ? 0 : (size_t)rdma_params_get()->put_share;
+    const struct rdma_params *p = rdma_params_get();
+    size_t share = bm_pml_g.oversubscribed || fit < p->put_min ? 0 : (size_t)p->put_share;
     size_t len = (fit / 100 * share + fit % 100 * share / 100 + 2048) & ~(size_t)4095;
     struct bm_btl_path *path = rdma_path(peer_world, BM_BTL_CAP_PUT, len);
     if (len == 0 || len > fit || !path || fit - len < path->module->min_rdma_pipeline_size)

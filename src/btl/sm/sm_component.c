@@ -84,9 +84,11 @@ static const struct bm_param sm_params[] = {
      "take no /dev/shm space, so memory does not grow with N x N for idle pairs (Open MPI's "
      "vader waits for 16 messages too).",
      offsetof(struct sm_params, c.fbox_after), 0},
-    {"BM_BTL_SM_SINGLE_COPY_MIN", BM_PARAM_SIZE, "32k", 0, 0, NULL,
+    {"BM_BTL_SM_SINGLE_COPY_MIN", BM_PARAM_SIZE, "4k", 0, 0, NULL,
      "Messages smaller than this are copied through shared memory even when single copy is "
-     "possible (tells the PML where its RDMA protocols start).",
+     "possible (tells the PML where its RDMA protocols start). 4 KiB: every rendezvous past "
+     "the eager limit is read (2 ranks, block minima: 8-48 KiB ping-pong 1.15-2.5 us by "
+     "single copy against 2.2-7.3 us through fragments).",
      offsetof(struct sm_params, single_copy_min), 0},
 };
 static const struct bm_param_table sm_table = {"btl/sm", sm_params, BM_PARAM_COUNT(sm_params)};
