@@ -46,10 +46,11 @@ struct bm_btl_dgram_config {
     int max_resends;         /* retransmissions per progress call */
     int ack_delay_us;        /* delay before a standalone ACK */
     int rto_init_us, rto_min_us, rto_max_us; /* retransmit timeout: start, floor, ceiling */
-    int fail_timeouts; /* consecutive timeouts of the oldest segment: path failed */
-    int fail_ms;       /* time with data outstanding and no ACK progress: path failed */
-    int probe_ms;      /* interval of probes on a failed path */
-    bool liveness;     /* answer liveness pings from a thread; ask a silent peer's */
+    int fail_timeouts;  /* consecutive timeouts of the oldest segment: path failed */
+    int fail_ms;        /* time with data outstanding and no ACK progress: path failed */
+    int probe_ms;       /* interval of probes on a failed path */
+    bool liveness;      /* answer liveness pings from a thread; ask a silent peer's */
+    bool recv_in_place; /* udp wire: chunks of placed fragments received in place */
     size_t eager_limit;
     size_t max_send_size;
     bool thread_multiple; /* set by init: take the module lock on every entry */

@@ -78,11 +78,17 @@ static const struct bm_param dgram_params[] = {
      "Time with data outstanding and no ACK progress after which the path is declared failed.",
      CFG(fail_ms), 0},
     {"BM_BTL_DGRAM_LIVENESS", BM_PARAM_BOOL, "1", 0, 0, NULL,
-     "Answer liveness pings from a thread of each module (udp wire) and ping a peer that "
+     "Answer liveness pings from a thread of each module (both wires) and ping a peer that "
      "leaves data un-ACKed: a peer that answers is computing, not unreachable, and its path "
      "is not declared failed however long it stays silent (README \"Busy peers\"). Off: "
      "BM_BTL_DGRAM_FAIL_TIMEOUTS / FAIL_MS alone decide, as before.",
      CFG(liveness), 0},
+    {"BM_BTL_DGRAM_RECV_IN_PLACE", BM_PARAM_BOOL, "1", 0, 0, NULL,
+     "Receive the chunks of a placed fragment (the PML's rendezvous data) straight into the "
+     "receive buffer on the udp wire, from peers of datagrams of 32 KiB or more (the "
+     "loopback): a peek and a receive per datagram instead of a batch into the ring and a "
+     "copy (README \"Chunks received in place\"). Off: ring and copy, as before.",
+     CFG(recv_in_place), 0},
     {"BM_BTL_DGRAM_PROBE_MS", BM_PARAM_INT, "500", 1, 3600000, NULL,
      "Interval of probes sent on a failed path to find out when it works again.", CFG(probe_ms), 0},
     {"BM_BTL_DGRAM_CHECK_TRIES", BM_PARAM_INT, "10", 1, 1000, NULL,

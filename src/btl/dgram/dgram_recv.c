@@ -324,7 +324,7 @@ static struct bm_btl_dgram_reasm *placed_start(struct bm_btl_dgram_module *m,
     /* In place only from a peer of large datagrams (the loopback's 65000
      * bytes): below, the peek and the receive of its own that each datagram
      * then costs outweigh the copy it saves. */
-    ra->direct = ep->mtu[BM_DGRAM_CH_DATA] >= BM_DGRAM_DIRECT_MTU_MIN;
+    ra->direct = m->cfg.recv_in_place && ep->mtu[BM_DGRAM_CH_DATA] >= BM_DGRAM_DIRECT_MTU_MIN;
     if (ra->direct) {
         m->placed_active++;
         m->direct_credit = BM_DGRAM_DIRECT_CREDIT;
