@@ -123,6 +123,10 @@ static inline void *bm_btl_sm_fbox_reserve(struct bm_btl_sm_fbox_tx *tx, uint32_
 /* Units ahead of the next message whose line the sender asks to own
  * (write prefetch) as it publishes a message. */
 #define BM_BTL_SM_FBOX_AHEAD 4u
+/* Units past the next message whose line a receiver in a stream asks for
+ * (bm_btl_sm_fbox_deliver): median per 8-byte message in windows of 64, 2
+ * units 48.8 ns, 4 39.7, 8 37.1 (none 64.6). */
+#define BM_BTL_SM_FBOX_RX_AHEAD 8u
 
 /* Publish the reserved message: len bytes at offset off (as given to
  * reserve), for receive callback tag. Then ask for the line
