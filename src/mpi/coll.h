@@ -54,8 +54,9 @@ enum bm_mpi_coll_kind {
     X(SM_COPY, "sm.copy")             /* any of the .sm ones, its data by single copy */           \
     X(SM_COPY_SPLIT, "sm.copy_split") /* a 2-rank reduce.sm whose work both ranks share */         \
     X(SM_SLEEP, "sm.sleep") /* a wait on a segment flag slept (BM_PML_WAIT_MODE=block) */          \
-    X(SM_SLEEP_WOKEN, "sm.sleep_woken") /* ... and a transport woke it before the flag came */     \
-    X(SM_LARGE, "sm.large")             /* any of the .sm ones, its data in the large area */      \
+    X(SM_SLEEP_WOKEN,                                                                              \
+      "sm.sleep_woken")       /* ... and it ended (woken or work found) before the flag */         \
+    X(SM_LARGE, "sm.large")   /* any of the .sm ones, its data in the large area */                \
     X(SM_SHARES, "sm.shares") /* an allreduce.sm in the large area, combined in shares */          \
     X(SM_PIPE, "sm.pipe")     /* a bcast.sm in the large area, copied in and out in chunks */      \
     X(SM_PUSH, "sm.push")     /* an allgather.sm by single copy, blocks written by their owner */  \
@@ -210,6 +211,10 @@ bool bm_coll_sm_large_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, size_t b
  * reader on the root's CPU copies from the area, one elsewhere reads the
  * root's buffer by single copy. */
 enum bm_coll_sm_how { BM_COLL_SM_SLOTS, BM_COLL_SM_COPY, BM_COLL_SM_LARGE, BM_COLL_SM_NEAR };
+/* The most ranks BM_COLL_SM_NEAR serves: the root's flag line holds a take
+ * word per reader (coll_sm.c), and the selection (coll_select.c) must not
+ * pick it for more ranks than that. */
+#define BM_COLL_SM_NEAR_RANKS 4
 /* Run a blocking barrier, bcast, reduce, allreduce (contiguous types),
  * gather, scatter, allgather or alltoall (uniform blocks, any types) whose
  * data fits the capacity, or with copy (bm_coll_sm_can_copy; not for a

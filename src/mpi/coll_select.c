@@ -902,7 +902,7 @@ static size_t sm_bytes(MPI_Comm comm, const struct bm_mpi_coll_args *a)
     }
 }
 
-/* Where ranks share cores, a broadcast on at most CROWDED_BCAST_COPY_RANKS
+/* Where ranks share cores, a broadcast on at most BM_COLL_SM_NEAR_RANKS
  * ranks of BM_MPI_COLL_SM_CROWDED_BCAST_COPY to _MAX bytes goes both ways
  * (BM_COLL_SM_NEAR, coll_sm.c's bcast_near): the root copies its data into
  * the large area and offers its buffer; a reader on the root's CPU copies
@@ -936,13 +936,12 @@ static size_t sm_bytes(MPI_Comm comm, const struct bm_mpi_coll_args *a)
  * host's readers before the leaders' phase (one A/B at 2 hosts x 2 ranks,
  * 32-64 KiB, 18-35 us against 10-17, but the first run after Open MPI's is
  * slower in every round there: not conclusive, kept as it was). */
-#define CROWDED_BCAST_COPY_RANKS 4
 
 static bool crowded_bcast_copy(const struct bm_mpi_coll_args *a, int p, size_t bytes)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     size_t min = c->sm_crowded_bcast_copy;
-    return a->kind == BM_COLL_BCAST && p <= CROWDED_BCAST_COPY_RANKS && min > 0 && bytes >= min &&
+    return a->kind == BM_COLL_BCAST && p <= BM_COLL_SM_NEAR_RANKS && min > 0 && bytes >= min &&
            bytes <= c->sm_crowded_bcast_max && bm_pml_oversubscribed();
 }
 

@@ -501,8 +501,15 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
     sm->rings = bm_pml_wait_blocks();
     if (sm->rings) {
         sm->world = malloc((size_t)comm->size * sizeof(*sm->world));
-        if (!sm->world)
-            sm->rings = false; /* this rank polls (and yields) instead of sleeping */
+        if (!sm->world) {
+            /* This rank polls (and yields) instead of sleeping, and cannot
+             * wake the others: their sleeps on its flags last SLEEP_MAX_NS. */
+            sm->rings = false;
+            bm_log_warn("communicator %s: no memory for the collective segment's wake-up "
+                        "table: rank %d will not wake ranks that sleep on its flags (each such "
+                        "wait lasts up to 1 ms); free memory or leave BM_PML_WAIT_MODE unset",
+                        bm_mpi_comm_label(comm), comm->rank);
+        }
         for (int r = 0; sm->world && r < comm->size; r++)
             sm->world[r] = bm_mpi_comm_world_rank(comm, r);
         bm_pml_am_register(BM_PML_AM_COLL, wake_am, NULL);
@@ -1335,13 +1342,11 @@ static void wait_offer(struct bm_coll_sm *sm, uint64_t k, int r)
 }
 
 /* Whether reader r reads root's buffer in operation k: in the root's flag
- * line after the offer, a word per rank (at most NEAR_RANKS), 2k + 1 when
+ * line after the offer, a word per rank (at most BM_COLL_SM_NEAR_RANKS), 2k + 1 when
  * the reader took the buffer, 2k when the root, published, closed it (the
  * reader then copies from the area), less for neither yet. The root waits
  * only for readers that took its buffer; one that has not yet started
  * when the root publishes does not keep it. */
-#define NEAR_RANKS 4
-
 static _Atomic uint64_t *take_of(const struct bm_coll_sm *sm, uint64_t k, int root, int r)
 {
     return (_Atomic uint64_t *)(void *)((char *)flag_of(sm, k, root) +
@@ -1357,9 +1362,9 @@ static void bcast_near(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
 
     if (sm->me == root) {
         may_write(sm, k);
-        for (int r = 0; r < sm->n && r < NEAR_RANKS; r++)
+        for (int r = 0; r < sm->n && r < BM_COLL_SM_NEAR_RANKS; r++)
             atomic_store_explicit(take_of(sm, k, root, r), 0, memory_order_relaxed);
-        offer[0] = dt->contiguous && sm->n <= NEAR_RANKS ? (uint64_t)(uintptr_t)buf : 0;
+        offer[0] = dt->contiguous && sm->n <= BM_COLL_SM_NEAR_RANKS ? (uint64_t)(uintptr_t)buf : 0;
         offer[1] = (uint64_t)sched_getcpu();
         bm_util_xproc_release();
         atomic_store_explicit(progress_of(sm, k, root), progress_word(k, 0), memory_order_release);
@@ -1375,7 +1380,7 @@ static void bcast_near(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
         }
         publish(sm, k);
         finish(sm, k);
-        for (int r = 0; r < sm->n && r < NEAR_RANKS; r++) {
+        for (int r = 0; r < sm->n && r < BM_COLL_SM_NEAR_RANKS; r++) {
             uint64_t v = 0;
             if (r != root && !atomic_compare_exchange_strong(take_of(sm, k, root, r), &v, 2 * k))
                 await_done(sm, k, r); /* it took the buffer (v == 2k + 1) */

@@ -227,6 +227,12 @@ static void passive_target_asleep(int rank, int size)
         for (int i = 0; i < N; i++)
             BM_CHECK_EQ_INT(buf[i], 1000 + i);
         MPI_Win_unlock(1, win);
+        /* Where the job forced the shared-memory barrier it must have run:
+         * else this check would pass without testing the wake-up. */
+        const char *alg = getenv("BM_MPI_COLL_BARRIER_ALG");
+        if (alg && strcmp(alg, "sm") == 0)
+            BM_CHECK_MSG(bm_coll_alg_count("barrier.sm") > on_sm,
+                         "BM_MPI_COLL_BARRIER_ALG=sm but no barrier ran on shared memory");
         if (bm_coll_alg_count("barrier.sm") > on_sm)
             BM_CHECK_MSG(bm_coll_alg_count("sm.sleep_woken") > woken,
                          "rank 1 served %d one-sided epochs from a shared-memory barrier but no "
