@@ -430,12 +430,14 @@ bool bm_pml_rdma_rget_ok(struct bm_pml_request *req)
 
 /* Without the progress lock (send.c send_rndv_free): a contiguous send
  * that an RGET reads over a transport that needs no registration, so that
- * deciding it changes nothing (bm_pml_rdma_rget_ok may register). */
+ * deciding it changes nothing (bm_pml_rdma_rget_ok may register). Not one
+ * under BM_PML_RGET_PUT_MIN: rget_alone's record of the last such RGET to
+ * a peer is the lock holder's, so those are deferred to it. */
 bool bm_pml_rdma_rget_free_ok(const struct bm_pml_request *req)
 {
     size_t limit = rdma_params_get()->rget_limit;
-    if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank ||
-        req->conv.type)
+    if (limit == 0 || req->bytes < limit || req->bytes < rdma_params_get()->put_min ||
+        req->retransmit || req->peer == bm_pml_g.my_rank || req->conv.type)
         return false;
     struct bm_btl_path *path = rdma_path_reg(req->peer, BM_BTL_CAP_GET, req->bytes, false);
     return path && !rdma_registers(path->module);
