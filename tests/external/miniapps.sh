@@ -171,7 +171,11 @@ answer() {
         elif echo "$a" | grep 'Result=' | grep -qv 'PASSED'; then
             echo "FAIL: $(echo "$a" | grep 'Result=' | grep -v PASSED | head -1)"
         else
-            echo "PASSED, residual mean $(echo "$a" | grep -m1 'Scaled residual mean' | cut -d= -f2)"
+            # The scaled residual is at rounding level (1e-25 at 4 ranks)
+            # and its last digits follow the reductions' sum order, as
+            # miniFE's below: HPCG's own checks decide, and its size.
+            echo "PASSED, residual mean $(echo "$a" | grep -m1 'Scaled residual mean' |
+                cut -d= -f2 | awk '{print ($1 < 1e-12) ? "< 1e-12" : $1}')"
         fi
         ;;
     minife)
@@ -189,7 +193,7 @@ answer() {
         if grep -q 'difference too large' "$log"; then
             echo "FAIL: $(grep -m1 'difference too large' "$log")"
         else
-            a=$(grep -E 'Total blocks :|total blocks split' "$log" | tr -s ' ' | tr '\n' ' ')
+            a=$(grep -E 'Total blocks +:|total blocks split' "$log" | tr -s ' ' | tr '\n' ' ')
             [ -n "$a" ] && echo "$a" || echo "FAIL: no summary"
         fi
         ;;
