@@ -44,7 +44,7 @@ endif()
 # some chunks received in place must have failed their MAC (their bytes are
 # overwritten by the resend; the message completes only when all verified).
 bm_add_mpi_test(dgram_direct TARGET dgram_direct NP 2 BTL self,dgram LABELS fault
-    TIMEOUT 60 ENV BM_BTL_DGRAM_CORRUPT=0.03 BM_BTL_DGRAM_SEED=21)
+    TIMEOUT 60 ENV BM_BTL_DGRAM_RECV_IN_PLACE=1 BM_BTL_DGRAM_CORRUPT=0.03 BM_BTL_DGRAM_SEED=21)
 bm_add_mpi_test(dgram_fault_stream_lossy TARGET dgram_fault NP 2 BTL self,dgram LABELS fault
     TIMEOUT 180 ARGS stream 1000
     ENV BM_BTL_DGRAM_DROP=0.1 BM_BTL_DGRAM_DUP=0.05 BM_BTL_DGRAM_REORDER=0.05
