@@ -188,8 +188,6 @@ struct bm_btl_tcp_conn {
     bool ack_urgent;   /* a frame asked for an acknowledgement at once (relaxed atomic) */
     int ack_age;       /* progress calls the owed acknowledgement has waited */
     struct bm_btl_tcp_conn *ack_next;
-    bool cork_listed; /* on the component's cork list */
-    struct bm_btl_tcp_conn *cork_next;
     struct bm_btl_tcp_frag *ctl; /* the ACK/FIN frame of this connection */
     bool peer_fin;               /* the peer said goodbye */
     /* progress seen by the liveness check (tcp_live.c): TCP_INFO's byte
@@ -297,13 +295,6 @@ struct bm_btl_tcp_component {
     struct bm_util_list timers;    /* connections with a deadline */
     struct bm_util_list anon;      /* accepted sockets not yet identified (also on timers) */
     struct bm_btl_tcp_conn *ack_list;
-    /* Without MPI_THREAD_MULTIPLE, a send made inside progress (the layer
-     * above answering what arrived: rendezvous ACKs, FRAGs, DONEs) is
-     * queued on its connection and written with the others when the parse
-     * ends (bm_btl_tcp_frag_uncork): one sendmsg for a batch. */
-    int cork;
-    struct bm_btl_tcp_conn *cork_list;
-    uint64_t corked_frames; /* frames that waited for the batch (for tests) */
     /* send failures to report at the end of progress; senders push with
      * a compare-and-swap (they hold their endpoint's lock, not ours) */
     _Atomic(struct bm_btl_tcp_conn *) dead_list;
@@ -501,8 +492,6 @@ bool bm_btl_tcp_frag_flush(struct bm_btl_tcp_conn *c);
 void bm_btl_tcp_frag_acked(struct bm_btl_tcp_conn *c, uint32_t ack);
 /* Send pending standalone acknowledgements. */
 void bm_btl_tcp_frag_flush_acks(struct bm_btl_tcp_component *comp);
-/* Write what sends queued on the cork list while progress parsed. */
-void bm_btl_tcp_frag_uncork(struct bm_btl_tcp_component *comp);
 /* Queue a FIN (finalize). */
 void bm_btl_tcp_frag_queue_fin(struct bm_btl_tcp_conn *c);
 /* Complete every fragment of a connection's queues with status. */

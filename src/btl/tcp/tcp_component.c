@@ -282,7 +282,6 @@ static inline __attribute__((always_inline)) int tcp_progress(struct bm_btl_tcp_
      * one recv instead of epoll_wait + recv. */
     struct bm_btl_tcp_conn *hot = c->hot;
     int n = 0;
-    c->cork++; /* sends the callbacks make wait for the end of the parse (tcp.h) */
     if (hot && c->nconnected == 1 && hot->state == BM_BTL_TCP_CONN_CONNECTED && hot->fd >= 0 &&
         !__atomic_load_n(&hot->dead, __ATOMIC_RELAXED) &&
         ++c->hot_passes % TCP_HOT_EPOLL_EVERY != 0) {
@@ -306,9 +305,6 @@ static inline __attribute__((always_inline)) int tcp_progress(struct bm_btl_tcp_
         else
             bm_btl_tcp_conn_event(ev[i].data.ptr, ev[i].events);
     }
-    c->cork--;
-    if (c->cork_list) /* also in a nested progress call: its caller may wait for them */
-        bm_btl_tcp_frag_uncork(c);
     if (!bm_util_list_empty(&c->timers))
         bm_btl_tcp_conn_timers(c, bm_btl_tcp_now_ns());
     if (atomic_load_explicit(&c->dead_list, memory_order_relaxed))

@@ -136,18 +136,12 @@ void bm_btl_tcp_endpoint_destroy(struct bm_btl_tcp_endpoint *ep, int status)
         bm_btl_tcp_conn_close_fd(c);
         bm_btl_tcp_frag_fail_all(c, status);
     }
-    /* Connections may still sit on the ack, cork and dead lists: unlink them. */
+    /* Connections may still sit on the ack and dead lists: unlink them. */
     for (struct bm_btl_tcp_conn **pp = &comp->ack_list; *pp;) {
         if ((*pp)->ep == ep)
             *pp = (*pp)->ack_next;
         else
             pp = &(*pp)->ack_next;
-    }
-    for (struct bm_btl_tcp_conn **pp = &comp->cork_list; *pp;) {
-        if ((*pp)->ep == ep)
-            *pp = (*pp)->cork_next;
-        else
-            pp = &(*pp)->cork_next;
     }
     /* (No sender pushes now: every link is closed, the endpoint not fast.) */
     struct bm_btl_tcp_conn *dead = atomic_exchange(&comp->dead_list, NULL), *keep = NULL;

@@ -664,31 +664,10 @@ int bm_btl_tcp_send(struct bm_btl_module *m, struct bm_btl_endpoint *bep,
     if (c->state == BM_BTL_TCP_CONN_IDLE) {
         for (int i = 0; i < ep->nlinks; i++)
             bm_btl_tcp_endpoint_connect(ep, &ep->links[i]);
-    } else if (c->state == BM_BTL_TCP_CONN_CONNECTED) {
-        struct bm_btl_tcp_component *comp = c->comp;
-        if (comp->cork > 0) {
-            /* inside progress: written with the rest of the batch */
-            comp->corked_frames++;
-            if (was_empty && !c->cork_listed) {
-                c->cork_listed = true;
-                c->cork_next = comp->cork_list;
-                comp->cork_list = c;
-            }
-        } else if (was_empty) {
-            bm_btl_tcp_frag_flush(c); /* a failure is reported by the next progress */
-        }
-    }
-    return BM_OK;
-}
-
-void bm_btl_tcp_frag_uncork(struct bm_btl_tcp_component *comp)
-{
-    while (comp->cork_list) {
-        struct bm_btl_tcp_conn *c = comp->cork_list;
-        comp->cork_list = c->cork_next;
-        c->cork_listed = false;
+    } else if (c->state == BM_BTL_TCP_CONN_CONNECTED && was_empty) {
         bm_btl_tcp_frag_flush(c); /* a failure is reported by the next progress */
     }
+    return BM_OK;
 }
 
 /* ---- acknowledgements and FIN -------------------------------------------------------- */
