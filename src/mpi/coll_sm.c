@@ -824,6 +824,39 @@ static size_t wait_more(struct bm_coll_sm *sm, uint64_t k, int r, size_t got, si
     }
 }
 
+/* The root's side of a pipelined broadcast through the area data of
+ * operation k: copy (or pack) buf a chunk at a time, announcing each chunk
+ * in the root's progress word so readers start before the whole is in. */
+static void pipe_fill(struct bm_coll_sm *sm, uint64_t k, int root, char *data, const void *buf,
+                      int count, MPI_Datatype dt)
+{
+    size_t bytes = (size_t)count * dt->size, chunk = pipe_chunk(sm);
+    for (size_t off = 0; off < bytes; off += chunk) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        if (dt->contiguous)
+            memcpy(data + off, (const char *)buf + off, n);
+        else
+            bm_mpi_type_pack(dt, buf, (size_t)count, off, data + off, n);
+        if (off + n < bytes)
+            atomic_store_explicit(progress_of(sm, k, root), progress_word(k, off + n),
+                                  memory_order_release);
+    }
+}
+
+/* A reader's side of pipe_fill: copy (or unpack) each chunk as it comes. */
+static void pipe_drain(struct bm_coll_sm *sm, uint64_t k, int root, const char *data, void *buf,
+                       int count, MPI_Datatype dt)
+{
+    size_t bytes = (size_t)count * dt->size;
+    for (size_t got = 0, avail; got < bytes; got = avail) {
+        avail = wait_more(sm, k, root, got, bytes);
+        if (dt->contiguous)
+            memcpy((char *)buf + got, data + got, avail - got);
+        else
+            bm_mpi_type_unpack(dt, buf, (size_t)count, got, data + got, avail - got);
+    }
+}
+
 static void bcast(struct bm_coll_sm *sm, void *buf, int count, MPI_Datatype dt, int root)
 {
     uint64_t k = ++sm->op;
@@ -842,26 +875,11 @@ static void bcast(struct bm_coll_sm *sm, void *buf, int count, MPI_Datatype dt, 
         }
     } else if (sm->me == root) {
         may_write(sm, k);
-        for (size_t off = 0; off < bytes; off += chunk) {
-            size_t n = bytes - off < chunk ? bytes - off : chunk;
-            if (dt->contiguous)
-                memcpy(data + off, (const char *)buf + off, n);
-            else
-                bm_mpi_type_pack(dt, buf, (size_t)count, off, data + off, n);
-            if (off + n < bytes)
-                atomic_store_explicit(progress_of(sm, k, root), progress_word(k, off + n),
-                                      memory_order_release);
-        }
+        pipe_fill(sm, k, root, data, buf, count, dt);
         bm_mpi_coll_count_alg(BM_COLL_BCAST, BM_ALG_SM_PIPE);
         publish(sm, k);
     } else {
-        for (size_t got = 0, avail; got < bytes; got = avail) {
-            avail = wait_more(sm, k, root, got, bytes);
-            if (dt->contiguous)
-                memcpy((char *)buf + got, data + got, avail - got);
-            else
-                bm_mpi_type_unpack(dt, buf, (size_t)count, got, data + got, avail - got);
-        }
+        pipe_drain(sm, k, root, data, buf, count, dt);
     }
     finish(sm, k);
 }
@@ -1357,7 +1375,6 @@ static void bcast_near(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
 {
     struct bm_coll_sm *sm = c->sm;
     uint64_t k = c->k, *offer = offer_of(sm, k, root);
-    size_t bytes = (size_t)count * dt->size, chunk = pipe_chunk(sm);
     char *data = data_of(sm, k, root);
 
     if (sm->me == root) {
@@ -1368,16 +1385,7 @@ static void bcast_near(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
         offer[1] = (uint64_t)sched_getcpu();
         bm_util_xproc_release();
         atomic_store_explicit(progress_of(sm, k, root), progress_word(k, 0), memory_order_release);
-        for (size_t off = 0; off < bytes; off += chunk) {
-            size_t n = bytes - off < chunk ? bytes - off : chunk;
-            if (dt->contiguous)
-                memcpy(data + off, (const char *)buf + off, n);
-            else
-                bm_mpi_type_pack(dt, buf, (size_t)count, off, data + off, n);
-            if (off + n < bytes)
-                atomic_store_explicit(progress_of(sm, k, root), progress_word(k, off + n),
-                                      memory_order_release);
-        }
+        pipe_fill(sm, k, root, data, buf, count, dt);
         publish(sm, k);
         finish(sm, k);
         for (int r = 0; r < sm->n && r < BM_COLL_SM_NEAR_RANKS; r++) {
@@ -1396,13 +1404,7 @@ static void bcast_near(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
         pull_block(c, root, addr, buf, 0, count, dt);
     } else {
         bm_mpi_coll_count_alg(-1, near ? BM_ALG_SM_NEAR : BM_ALG_SM_LATE);
-        for (size_t got = 0, avail; got < bytes; got = avail) {
-            avail = wait_more(sm, k, root, got, bytes);
-            if (dt->contiguous)
-                memcpy((char *)buf + got, data + got, avail - got);
-            else
-                bm_mpi_type_unpack(dt, buf, (size_t)count, got, data + got, avail - got);
-        }
+        pipe_drain(sm, k, root, data, buf, count, dt);
     }
     finish(sm, k);
 }
