@@ -334,6 +334,11 @@ add_executable(coll_crowded ${api_dir}/coll_crowded.c)
 target_link_libraries(coll_crowded PRIVATE bitmover bm_test_harness)
 bm_add_mpi_test(coll_crowded NP 3 TARGET coll_crowded BTL self,sm TIMEOUT 60 LABELS mpi coll)
 
+# Every rank touches every page of the collective segment when it is made.
+add_executable(coll_prefault ${api_dir}/coll_prefault.c)
+target_link_libraries(coll_prefault PRIVATE bitmover bm_test_harness)
+bm_add_mpi_test(coll_prefault NP 2 TARGET coll_prefault BTL self,sm TIMEOUT 60 LABELS mpi coll)
+
 # The PML's idle policy: yield only when the job oversubscribes its host.
 bm_scaled_timeout(t 120)
 add_test(NAME pml_idle_yield COMMAND ${api_dir}/pml_idle_yield.sh $<TARGET_FILE:bmrun>
