@@ -1043,11 +1043,72 @@ static int hier_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char 
     return l->hier;
 }
 
+/* The fast path of blocking calls: on a communicator whose segment is up
+ * and that has no hierarchy, a call whose data fits a slot and is below
+ * BM_MPI_COLL_SM_COPY_MIN goes to the slots whenever its kind's choice
+ * parameter allows the segment's algorithm (what hier_alg and sm_alg
+ * decide, every call alike, from settings read once and from the
+ * segment's and hierarchy's states, which do not change once known): a
+ * table look-up instead of those decisions. 2 ranks, an 8 B bcast's root:
+ * about 600 -> 475 instructions per call (callgrind, 6000 calls), its
+ * flag stored that much earlier (the reader waits for it): bm_coll, 7
+ * interleaved rounds, medians, with and without the fast path, bcast
+ * 8-1024 B 0.149-0.259 us against 0.158-0.300, scatter 0.154-0.260
+ * against 0.165-0.292 (MPICH 0.185-0.388 in the same rounds). fast_setup
+ * fills the table once both states are known (fast_state 1; a
+ * communicator without a segment asks again at each call, a few loads). */
+static void fast_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc)
+{
+    const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
+
+    /* Both states pass through "off" while being set up (the set-up's own
+     * collectives run without them): only "on" is final here. */
+    if (cc->sm_state != 1 || cc->hier_state == 1 ||
+        (comm->size >= 3 && c->hier && cc->hier_state != 2))
+        return;
+    for (int k = 0; k < BM_COLL_KIND_COUNT; k++)
+        cc->fast_alg[k] = -1;
+    for (size_t i = 0; i < sizeof(local_algs) / sizeof(local_algs[0]); i++) {
+        const struct local_algs *l = &local_algs[i];
+        int forced = *(const int *)((const char *)c + l->forced);
+        if (forced == BM_SEL_AUTO || forced == l->nchoices - 1)
+            cc->fast_alg[l->kind] = (short)l->sm;
+    }
+    cc->fast_max = c->sm_slot;
+    if (c->sm_copy_min > 0 && c->sm_copy_min - 1 < cc->fast_max)
+        cc->fast_max = c->sm_copy_min - 1;
+    cc->fast_state = 1;
+    bm_mpi_coll_count_alg(-1, BM_ALG_SM_FAST);
+}
+
+/* The segment's algorithm for a on the fast path, or -1. */
+static int fast_alg(MPI_Comm comm, const struct bm_mpi_coll_comm *cc,
+                    const struct bm_mpi_coll_args *a)
+{
+    int alg;
+
+    if (a->kind <= 0 || a->kind >= BM_COLL_KIND_COUNT || (alg = cc->fast_alg[a->kind]) < 0)
+        return -1;
+    return sm_bytes(comm, a) <= cc->fast_max ? alg : -1;
+}
+
 int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn)
 {
     struct bm_mpi_sched *s;
-    int rc, alg = hier_alg(comm, a, fn);
+    struct bm_mpi_coll_comm *fc = comm->coll;
+    int rc, alg;
 
+    if (fc != NULL) {
+        if (fc->fast_state == 0)
+            fast_setup(comm, fc);
+        if (fc->fast_state == 1 && fc->hier_state != 1 && (alg = fast_alg(comm, fc, a)) >= 0) {
+            struct bm_mpi_coll_args b = *a;
+            b.sbuf = bm_coll_side_base(a->sbuf, bm_mpi_coll_stype(a));
+            b.rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
+            return bm_coll_sm_run(comm, fc, &b, alg, BM_COLL_SM_SLOTS, fn);
+        }
+    }
+    alg = hier_alg(comm, a, fn);
     if (alg >= 0)
         return bm_coll_hier_run(comm, bm_mpi_coll_comm(comm), a, alg, fn);
     enum bm_coll_sm_how how = BM_COLL_SM_SLOTS;

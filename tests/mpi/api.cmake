@@ -315,8 +315,9 @@ foreach(set a b c d e f)
             # ranks on cores of their own (the PML's automatic idle policy
             # instead of the harness's yielding) and no single copy: bcasts
             # and scatters of 512 bytes and more (here 8800) take turns
-            # between two areas of the root's slot
-            string(REPLACE "barrier.sm," "barrier.sm,sm.areas," env "${env}")
+            # between two areas of the root's slot; small blocking calls
+            # take the fast path (coll_select.c)
+            string(REPLACE "barrier.sm," "barrier.sm,sm.areas,sm.fast," env "${env}")
             list(APPEND env BM_PML_IDLE_YIELD=-1 BM_MPI_COLL_SM_COPY_MIN=0)
         endif()
         if(set STREQUAL "e" AND np EQUAL 2)
