@@ -751,9 +751,15 @@ static void barrier(struct bm_coll_sm *sm)
  * barrier each (load 20, boosted, 2-3 interleaved rounds), reader before
  * -> after (the root 0.06-0.08 us either way): bcast 512 B 0.28-0.35 ->
  * 0.23-0.27 us, 1 KiB 0.49-0.52 -> 0.33, 2 KiB 0.77-0.93 -> 0.44, 4 KiB
- * 0.99 -> 0.62 (MPICH 2 KiB: root 0.26-0.30, reader 0.53-0.69). Not where
- * ranks share cores (the wait yields the core at once; those paths were
- * tuned without it). */
+ * 0.99 -> 0.62 (MPICH 2 KiB: root 0.26-0.30, reader 0.53-0.69). The
+ * writers of allgather and alltoall slots do the same (every rank writes
+ * its slot, and the others read it): bm_coll, 7 interleaved rounds, load
+ * 26-27, boosted, medians, without -> with: allgather 512 B 0.346 ->
+ * 0.269 us, 1 KiB 0.602 -> 0.404, 2 KiB 0.883 -> 0.615, 4 KiB 1.257 ->
+ * 0.802 (MPICH 1.261: the quiet runs' 0.95x point); alltoall 512 B 0.320
+ * -> 0.270, 1 KiB 0.519 -> 0.364, 2 KiB 0.763 -> 0.604 (MPICH 0.80-1.10).
+ * Not where ranks share cores (the wait yields the core at once; those
+ * paths were tuned without it). */
 #define AREA_MIN 512
 
 /* The bytes between the two areas' starts, or 0: one place (data_of). */
@@ -1023,7 +1029,7 @@ static void gather(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
  * ranks, blocks up to 48 bytes cost one line transfer instead of two). */
 static char *block_in_slot(const struct bm_coll_sm *sm, uint64_t k, int w, int r, size_t b)
 {
-    return data_of(sm, k, w) + (size_t)((r - w - 1 + sm->n) % sm->n) * b;
+    return area_of(sm, k, w, (size_t)sm->n * b) + (size_t)((r - w - 1 + sm->n) % sm->n) * b;
 }
 
 /* Where rank r finds its block of a scatter: in the root's slot when all
@@ -1086,7 +1092,8 @@ static void scatter(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
 static void allgather(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
 {
     uint64_t k = ++sm->op;
-    char *mine = data_of(sm, k, sm->me);
+    size_t b = (size_t)a->rcount * a->rtype->size;
+    char *mine = area_of(sm, k, sm->me, b);
 
     may_write(sm, k);
     if (a->sbuf == MPI_IN_PLACE)
@@ -1094,12 +1101,13 @@ static void allgather(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
     else
         block_put(mine, a->sbuf, 0, a->scount, a->stype);
     publish(sm, k);
+    claim_next(sm, k, b);
     if (a->sbuf != MPI_IN_PLACE)
         block_get(a->rbuf, sm->me, a->rcount, a->rtype, mine);
     for (int i = 1; i < sm->n; i++) {
         int r = (sm->me + i) % sm->n;
         wait_flag(sm, k, r); /* not wait_flag_data: 64-128 B lost 20-25% */
-        block_get(a->rbuf, r, a->rcount, a->rtype, data_of(sm, k, r));
+        block_get(a->rbuf, r, a->rcount, a->rtype, area_of(sm, k, r, b));
     }
     finish(sm, k);
 }
@@ -1119,6 +1127,7 @@ static void alltoall(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
         block_put(block_in_slot(sm, k, me, r, b), sbuf, r, scount, stype);
     }
     publish(sm, k);
+    claim_next(sm, k, (size_t)sm->n * b);
     if (!in_place)
         block_copy(a->rbuf, me, a->rcount, a->rtype, sbuf, me, scount, stype,
                    block_in_slot(sm, k, me, me, b));
