@@ -557,6 +557,15 @@ struct bm_btl_ops {
     /* Release everything of c and c itself. Outstanding descriptors and
      * RDMA operations are completed with an error first. */
     void (*finalize)(struct bm_btl_component *c);
+    /* Optional (NULL: nothing is ever owed). How many sends c holds that
+     * its peers have not acknowledged yet, still-queued ones included, on
+     * paths that have not failed: descriptors not yet called back, and
+     * the transport's own messages that no descriptor tracks (dgram's
+     * answers to a peer's GET). A transport that closed with one of them
+     * lost on the wire would never resend it: MPI_Finalize progresses
+     * until this is 0 before its fence (bm_btl_base_unacked). Cheap:
+     * called between progress calls. */
+    int (*unacked)(struct bm_btl_component *c);
     /* BM_BTL_CAP_WAIT (the contract's "Sleeping"). A descriptor that
      * poll/epoll report readable, level-triggered, while an armed c may
      * have work; the same for the life of c. -1: none (c's work can only
@@ -1015,6 +1024,9 @@ void bm_btl_base_wait_disarm(void);
  * when m advertises only capabilities of its ops->caps, otherwise
  * BM_ERR_BAD_PARAM and why names the module and the operation. */
 bm_status_t bm_btl_base_check_module(const struct bm_btl_module *m, char *why, size_t whylen);
+/* The open components' ops->unacked summed: sends their peers have not
+ * acknowledged yet (MPI_Finalize drains them before its fence). */
+int bm_btl_base_unacked(void);
 /* Flush, del_procs and finalize everything. */
 void bm_btl_base_close(void);
 /* The modules of the open transports that reach some peer (add_procs ran),

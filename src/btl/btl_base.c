@@ -1215,6 +1215,22 @@ int bm_btl_base_progress(void)
     return n;
 }
 
+int bm_btl_base_unacked(void)
+{
+    int n = 0;
+    for (int i = 0; base.open && i < bm_btl_registry_count; i++) {
+        struct btl_base_component *c = &base.comps[i];
+        if (!c->inst || !c->ops->unacked)
+            continue;
+        if (c->inst->mt_lock)
+            bm_util_lock_take(c->inst->mt_lock);
+        n += c->ops->unacked(c->inst);
+        if (c->inst->mt_lock)
+            bm_util_lock_give(c->inst->mt_lock);
+    }
+    return n;
+}
+
 /* ---- close --------------------------------------------------------------------- */
 
 static void btl_base_free_list(struct bm_btl_path_list *l)

@@ -167,6 +167,9 @@ int PMPI_Finalize(void)
         return rc;
     /* collective state first: its internal communicators still talk to the PML */
     bm_mpi_coll_finalize();
+    /* The barrier completed over whichever transport carries it; sends of
+     * other paths may still wait for an acknowledgement: drain, then fence. */
+    bm_pml_quiesce();
     bm_pml_finalize();
     bm_mpi_request_cache_fini();
     bm_mpi_comm_finalize();

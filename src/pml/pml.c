@@ -336,6 +336,62 @@ static bool pml_owes_peers(void)
  * BM_BTL_DGRAM_ACK_DELAY_US, 50 us by default): progress this long more. */
 #define PML_EXIT_LINGER_NS 2000000ull
 
+/* MPI_Finalize's quiesce (bm_pml_quiesce). The drain gives up after this
+ * long (a peer that stopped without failing its paths); the transports'
+ * failure rules end it much sooner when a peer is really gone. */
+#define PML_QUIESCE_DRAIN_MAX_NS (60ull * 1000000000ull)
+
+static struct bm_pml_quiesce_stats pml_quiesce_last;
+
+static void pml_quiesce_progress(void *arg)
+{
+    struct bm_pml_quiesce_stats *q = arg;
+    int n = bm_pml_progress();
+    q->fence_work += (uint64_t)n;
+    if (n == 0)
+        sched_yield(); /* the ranks still draining may share this core */
+}
+
+void bm_pml_quiesce(void)
+{
+    if (!bm_pml_g.initialized)
+        return;
+    struct bm_pml_quiesce_stats *q = &pml_quiesce_last;
+    memset(q, 0, sizeof(*q));
+    bm_pml_wait_stop();
+    uint64_t t0 = bm_util_clock_now_ns(), now = t0;
+    q->owed_start = bm_pml_g.inflight;
+    while (pml_owes_peers())
+        bm_pml_progress();
+    int n = bm_btl_base_unacked();
+    q->unacked_start = n;
+    while (n > 0 && now - t0 < PML_QUIESCE_DRAIN_MAX_NS) {
+        bm_pml_progress();
+        n = bm_btl_base_unacked();
+        now = bm_util_clock_now_ns();
+    }
+    q->unacked_end = n;
+    now = bm_util_clock_now_ns();
+    q->drain_ns = now - t0;
+    if (n > 0)
+        bm_log_warn("rank %d (host %s): %d sends still unacknowledged by their peers after %llu s "
+                    "in MPI_Finalize; closing anyway (those peers may report a failed path)",
+                    bm_rte_self()->rank, bm_rte_self()->hostname, n,
+                    (unsigned long long)(PML_QUIESCE_DRAIN_MAX_NS / 1000000000ull));
+    bm_status_t rc = bm_rte_barrier_progress(pml_quiesce_progress, q);
+    q->fenced = rc == BM_OK;
+    q->fence_ns = bm_util_clock_now_ns() - now;
+    if (rc != BM_OK)
+        bm_log_warn("rank %d (host %s): the job-wide fence of MPI_Finalize failed (%s); closing "
+                    "the transports without it",
+                    bm_rte_self()->rank, bm_rte_self()->hostname, bm_status_str(rc));
+}
+
+void bm_pml_quiesce_stats(struct bm_pml_quiesce_stats *out)
+{
+    *out = pml_quiesce_last;
+}
+
 bool bm_pml_exit_drain(void)
 {
     if (!bm_pml_g.initialized)
@@ -345,11 +401,11 @@ bool bm_pml_exit_drain(void)
     bm_pml_wait_stop();
     uint64_t now = bm_util_clock_now_ns();
     uint64_t end = now + (uint64_t)bm_pml_g.cfg.exit_drain_ms * 1000000ull;
-    while (pml_owes_peers() && now < end) {
+    while ((pml_owes_peers() || bm_btl_base_unacked() > 0) && now < end) {
         bm_pml_progress();
         now = bm_util_clock_now_ns();
     }
-    bool drained = !pml_owes_peers();
+    bool drained = !pml_owes_peers() && bm_btl_base_unacked() == 0;
     for (uint64_t linger = now + PML_EXIT_LINGER_NS; now < linger; now = bm_util_clock_now_ns())
         bm_pml_progress();
     return drained;

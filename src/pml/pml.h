@@ -71,13 +71,38 @@ struct bm_pml_message; /* a message taken off the unexpected queue by improbe */
  * Call after bm_rte_init. thread_level is the MPI_THREAD_* level granted. */
 bm_status_t bm_pml_init(int thread_level);
 
+/* MPI_Finalize, on every process, before bm_pml_finalize: complete what
+ * the PML owes (over dgram a descriptor completes at its ACK), then
+ * progress until the transports hold no send of their own that the peer
+ * has not acknowledged (bm_btl_base_unacked: dgram's answers to a peer's
+ * GET), then a job-wide fence through the runtime
+ * during which this process keeps progressing (bm_rte_barrier_progress),
+ * so that a peer still draining (its last ACK from us was lost) gets its
+ * resend answered. After it, no process needs anything from another, and
+ * each may close its transports. Open MPI's ompi_mpi_finalize progresses
+ * during a nonblocking PMIx fence for the same reason (usnic). */
+void bm_pml_quiesce(void);
+/* What the last bm_pml_quiesce did; valid after bm_pml_finalize too (tests). */
+struct bm_pml_quiesce_stats {
+    int owed_start;      /* the PML's descriptors not yet completed by their transport when
+                          * it began (over dgram: sends not yet acknowledged) */
+    int unacked_start;   /* the transports' own unacknowledged sends after those completed */
+    int unacked_end;     /* when the drain ended: 0 unless it gave up */
+    uint64_t drain_ns;   /* the drain (both) */
+    uint64_t fence_ns;   /* the fence */
+    uint64_t fence_work; /* what progress found meanwhile (datagrams, completions...) */
+    bool fenced;         /* the fence completed */
+};
+void bm_pml_quiesce_stats(struct bm_pml_quiesce_stats *out);
+
 /* Complete every outstanding transfer (including freed active requests and
  * queued control messages), then close the transports. Receives still posted
  * are dropped. */
 void bm_pml_finalize(void);
 
 /* The process is exiting without bm_pml_finalize (MPI_Finalize never
- * called): progress until nothing is owed to a peer, for at most
+ * called): progress until nothing is owed to a peer and the transports
+ * hold no unacknowledged send (bm_btl_base_unacked), for at most
  * BM_PML_EXIT_DRAIN_MS, then a little longer for the transports' delayed
  * acknowledgements. The transports stay open (another thread may still be
  * inside the library). False when something was still owed at the limit,

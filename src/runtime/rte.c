@@ -12,6 +12,7 @@
 #include "util/params.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -311,6 +312,46 @@ bm_status_t bm_rte_modex_get(int rank, const char *key, const void **data_out, s
 bm_status_t bm_rte_barrier(void)
 {
     return bm_rte_modex_fence();
+}
+
+struct rte_fence_job {
+    bm_status_t rc;
+    int done; /* atomic: rc is set */
+};
+
+static void *rte_fence_main(void *arg)
+{
+    struct rte_fence_job *job = arg;
+    job->rc = bm_rte_barrier();
+    __atomic_store_n(&job->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+bm_status_t bm_rte_barrier_progress(void (*progress)(void *arg), void *arg)
+{
+    if (!rte_ops)
+        return BM_ERR_NOT_AVAILABLE;
+    if (!progress || rte_proc.size <= 1)
+        return bm_rte_barrier();
+    struct rte_fence_job job = {.rc = BM_OK, .done = 0};
+    pthread_t t;
+    /* Signals stay with the application's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = pthread_create(&t, NULL, rte_fence_main, &job);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0) {
+        bm_log_warn("rank %d: no thread for the finalize fence (%s): fencing without "
+                    "progress; a peer waiting for a lost acknowledgement may report a "
+                    "failed path",
+                    rte_proc.rank, strerror(err));
+        return bm_rte_barrier();
+    }
+    while (!__atomic_load_n(&job.done, __ATOMIC_ACQUIRE))
+        progress(arg);
+    pthread_join(t, NULL);
+    return job.rc;
 }
 
 void bm_rte_abort(int exit_code, const char *message)

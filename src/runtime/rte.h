@@ -121,6 +121,15 @@ bm_status_t bm_rte_modex_fence(void);
 bm_status_t bm_rte_modex_get(int rank, const char *key, const void **data_out, size_t *len_out);
 /* A fence with no data: a job-wide barrier through the launcher (slow; start-up only). */
 bm_status_t bm_rte_barrier(void);
+/* bm_rte_barrier, during which progress(arg) is called over and over by
+ * the calling thread until every process of the job has entered it (the
+ * fence itself runs in a helper thread: a backend's fence blocks). For
+ * MPI_Finalize: a process waiting there must keep answering its peers'
+ * transports (dgram resends whose ACK was lost), as Open MPI's finalize
+ * progresses during its nonblocking PMIx fence. progress must not call the
+ * runtime (a modex get may wait for the fence's end). Collective, like
+ * bm_rte_barrier. */
+bm_status_t bm_rte_barrier_progress(void (*progress)(void *arg), void *arg);
 
 /* End the whole job with this exit code and message. Never returns. */
 void bm_rte_abort(int exit_code, const char *message) __attribute__((noreturn));

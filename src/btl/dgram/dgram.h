@@ -509,7 +509,11 @@ struct bm_btl_dgram_module {
 
     struct bm_btl_dgram_stats stats;
     uint64_t stats_next_ns;
-    uint64_t rng;        /* fault injection */
+    uint64_t rng; /* fault injection */
+    /* Test hook (bm_btl_dgram_inject_drop_next): the next inject_next_n
+     * datagrams of type inject_next_type are dropped on the send path. */
+    uint32_t inject_next_n;
+    uint8_t inject_next_type;
     uint8_t *inject_buf; /* corrupted copies: 2 * tx_max datagrams (allocated on first use) */
     struct bm_btl_dgram_txslot *inject_tmp;
     uint8_t *held; /* reorder injection: one datagram held back */
@@ -595,6 +599,13 @@ bm_status_t bm_btl_dgram_path_stats(struct bm_btl_module *bm, struct bm_btl_endp
  * random one, which is then not published. Before the address is. */
 void bm_btl_dgram_module_use_job_key(struct bm_btl_dgram_module *m, const uint8_t key[16]);
 int bm_btl_dgram_module_progress(struct bm_btl_dgram_module *m);
+/* Sends of m its peers have not acknowledged yet (segments in flight and
+ * fragments still queued), on paths that work: the unacked operation. */
+int bm_btl_dgram_module_unacked(struct bm_btl_dgram_module *m);
+/* For tests: drop the next n datagrams of type (BM_DGRAM_T_*) that m sends,
+ * counted in injected_drop; a loss placed at a chosen moment (the last ACK
+ * or message before MPI_Finalize). n 0 cancels. */
+void bm_btl_dgram_inject_drop_next(struct bm_btl_dgram_module *m, unsigned type, uint32_t n);
 
 /* dgram_wait.c (btl.h "Sleeping"): > 0 when m has work now; else 0 and
  * *due_out the cheap-clock time of its nearest timer (UINT64_MAX: none). */

@@ -349,6 +349,15 @@ static int dgram_progress(struct bm_btl_component *comp)
     return n;
 }
 
+static int dgram_unacked(struct bm_btl_component *comp)
+{
+    struct bm_btl_dgram_component *d = (struct bm_btl_dgram_component *)comp;
+    int n = 0;
+    for (int i = 0; i < d->nmods; i++)
+        n += bm_btl_dgram_module_unacked(d->mods[i]);
+    return n;
+}
+
 static void dgram_finalize(struct bm_btl_component *comp)
 {
     struct bm_btl_dgram_component *d = (struct bm_btl_dgram_component *)comp;
@@ -760,6 +769,7 @@ const struct bm_btl_ops bm_btl_dgram_ops = {
     .wait_arm = dgram_wait_arm,
     .wait_disarm = dgram_wait_disarm,
     .finalize = dgram_finalize,
+    .unacked = dgram_unacked,
     .add_procs = dgram_add_procs,
     .del_procs = dgram_del_procs,
     .alloc = bm_btl_dgram_alloc,

@@ -465,6 +465,19 @@ void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m)
     free(m);
 }
 
+int bm_btl_dgram_module_unacked(struct bm_btl_dgram_module *m)
+{
+    int n = 0;
+    bm_btl_dgram_lock(m);
+    for (int i = 0; i < m->neps; i++) {
+        const struct bm_btl_dgram_endpoint *ep = m->eps[i];
+        if (ep && ep->state == BM_DGRAM_EP_OK)
+            n += (uint16_t)(ep->snd_next - ep->snd_una) + !bm_util_queue_empty(&ep->sendq);
+    }
+    bm_btl_dgram_unlock(m);
+    return n;
+}
+
 /* One progress pass: receive first (ACKs open windows and free segments),
  * then timers, then sends in the notes' order, then statistics. */
 static int bm_btl_dgram_module_progress_unlocked(struct bm_btl_dgram_module *m)

@@ -77,6 +77,13 @@ static void inject_faults(struct bm_btl_dgram_module *m, int c)
     unsigned n = 0, ncorrupt = 0;
     for (unsigned i = 0; i < ch->tx_count; i++) {
         struct bm_btl_dgram_txslot *s = &ch->tx[i];
+        if (m->inject_next_n &&
+            ((const struct bm_dgram_hdr *)(s->whole ? s->whole : s->hdr))->type ==
+                m->inject_next_type) {
+            m->inject_next_n--;
+            m->stats.injected_drop++;
+            continue;
+        }
         if (cfg->drop_above && s->hdr_len + s->payload_len > cfg->drop_above) {
             m->stats.injected_drop_big++;
             continue;
@@ -135,7 +142,7 @@ void bm_btl_dgram_flush_channel(struct bm_btl_dgram_module *m, int c)
     const struct bm_btl_dgram_config *cfg = &m->cfg;
     bool held_here = m->held_len && m->held_ch == c;
     if (cfg->drop > 0 || cfg->dup > 0 || cfg->reorder > 0 || cfg->corrupt > 0 || cfg->drop_above ||
-        held_here) {
+        held_here || m->inject_next_n) {
         size_t before = m->held_len;
         inject_faults(m, c);
         m->wire->flush(m, c);
@@ -144,6 +151,14 @@ void bm_btl_dgram_flush_channel(struct bm_btl_dgram_module *m, int c)
         return;
     }
     m->wire->flush(m, c);
+}
+
+void bm_btl_dgram_inject_drop_next(struct bm_btl_dgram_module *m, unsigned type, uint32_t n)
+{
+    bm_btl_dgram_lock(m);
+    m->inject_next_type = (uint8_t)type;
+    m->inject_next_n = n;
+    bm_btl_dgram_unlock(m);
 }
 
 static void fill_base(struct bm_btl_dgram_endpoint *ep, struct bm_dgram_hdr *h, unsigned type)
