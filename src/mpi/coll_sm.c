@@ -1548,22 +1548,60 @@ static void reduce_copy(struct copy_op *c, const void *in, void *out, int count,
         await_done(sm, c->k, root);
 }
 
+/* A single-copy gather: every other rank publishes its block's address
+ * (packed in scratch if its type is not contiguous) and, where the root's
+ * receive side is contiguous (the root publishes where each block goes),
+ * writes its block into the root's buffer itself (the transport's put:
+ * process_vm_writev) while the root copies its own block, and leaves; the
+ * root waits for its done line. Where either side cannot, the root reads
+ * the block as before. 2 ranks, bm_coll, 7 interleaved rounds (load 29-36,
+ * boosted), medians, root reads -> others write: 16 KiB 1.56-1.58 -> 1.16-
+ * 1.24 us, 32 KiB 2.44-2.46 -> 1.82-1.85, 64 KiB 4.13-4.32 -> 2.91-2.98
+ * (Open MPI 4.6-5.1, MPICH 4.6-4.8: the quiet runs' 0.92x row): the two
+ * copies run on two cores at once instead of one after the other on the
+ * root's. (A reduce's sender writing into the root's output lost badly:
+ * there the root combines what lands, here it only waits.) */
 static void gather_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
 {
     struct bm_coll_sm *sm = c->sm;
-    int root = a->root;
+    int root = a->root, me = sm->me, n = sm->n;
 
-    if (sm->me != root) {
-        may_write(sm, c->k);
+    may_write(sm, c->k);
+    if (me != root) {
+        const uint64_t *mine = addrs_of(sm, c->k, me), *theirs = addrs_of(sm, c->k, root);
         post_blocks(c, a->sbuf, 0, 1, a->scount, a->stype);
         publish(sm, c->k);
+        wait_flag(sm, c->k, root);
+        if (theirs[me] != 0 && mine[0] != 0) {
+            push(c, root, theirs[me], (void *)(uintptr_t)mine[0],
+                 (size_t)a->scount * a->stype->size);
+            bm_mpi_coll_count_alg(BM_COLL_GATHER, BM_ALG_SM_PUSH);
+            finish(sm, c->k);
+            return;
+        }
         finish(sm, c->k);
-        await_done(sm, c->k, root);
+        await_done(sm, c->k, root); /* the root reads this rank's block */
         return;
     }
+    /* entry w: where rank w writes its block (0: the root reads it) */
+    uint64_t *addrs = addrs_of(sm, c->k, me);
+    for (int w = 0; w < n; w++)
+        addrs[w] = a->rtype->contiguous && w != me
+                       ? (uint64_t)(uintptr_t)a->rbuf +
+                             (uint64_t)((ptrdiff_t)w * a->rcount * a->rtype->extent)
+                       : 0;
+    publish(sm, c->k);
     if (a->sbuf != MPI_IN_PLACE)
         own_copy(c, a->rbuf, root, a->rcount, a->rtype, a->sbuf, 0, a->scount, a->stype);
-    pull_each(c, a, root, 1, false);
+    for (int i = 1; i < n; i++) {
+        int r = (root + i) % n;
+        const uint64_t *theirs = addrs_of(sm, c->k, r);
+        wait_flag(sm, c->k, r);
+        if (addrs[r] != 0 && theirs[0] != 0)
+            await_done(sm, c->k, r); /* it wrote its block here */
+        else
+            pull_block(c, r, theirs[0], a->rbuf, r, a->rcount, a->rtype);
+    }
     finish(sm, c->k);
 }
 
