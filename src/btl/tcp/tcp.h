@@ -25,8 +25,9 @@
 struct bm_btl_tcp_config {
     const char *if_include; /* interface names or CIDR networks, comma-separated */
     const char *if_exclude;
-    int links;             /* connections per peer per module */
-    size_t sndbuf, rcvbuf; /* SO_SNDBUF / SO_RCVBUF; 0 keeps the kernel's autotuning */
+    int links;              /* connections per peer per module */
+    size_t sndbuf, rcvbuf;  /* SO_SNDBUF / SO_RCVBUF; 0 keeps the kernel's autotuning */
+    const char *congestion; /* TCP_CONGESTION: "auto", "default" or an algorithm's name */
     size_t eager_limit;
     size_t max_send_size;     /* largest frame payload */
     int connect_timeout_ms;   /* TCP connect of one interface pair (kernel level) */
@@ -309,6 +310,7 @@ struct bm_btl_tcp_component {
     unsigned hot_passes;
     struct bm_btl_iov *place_iov; /* [BM_BTL_IOV_MAX]: scratch of place calls */
     uint64_t placed_frames;       /* frames received by placement (bm_info, tests) */
+    bool congestion_told;         /* BM_BTL_TCP_CONGESTION refused: said once */
     int completions;              /* counted by progress */
     int test_drops;               /* frames of cfg.test_drop_tag received so far (testing) */
     int nretry;                   /* endpoints with retry set */

@@ -46,6 +46,13 @@ static const struct bm_param tcp_params[] = {
     {"BM_BTL_TCP_RCVBUF", BM_PARAM_SIZE, "0", 0, 1LL << 30, NULL,
      "Socket receive buffer size (SO_RCVBUF). 0 keeps the kernel's automatic tuning.",
      TCP_CFG(rcvbuf), 0},
+    {"BM_BTL_TCP_CONGESTION", BM_PARAM_STRING, "auto", 0, 0, NULL,
+     "TCP congestion control of the transport's connections (TCP_CONGESTION). auto: reno on "
+     "loopback links, where nothing is congested (the kernel's default, often bbr, paces and "
+     "costs about twice the CPU per byte there), the kernel's default elsewhere; default: the "
+     "kernel's default everywhere; a name (cubic, bbr, reno): that algorithm on every link "
+     "(unprivileged processes may set only those in net.ipv4.tcp_allowed_congestion_control).",
+     TCP_CFG(congestion), 0},
     {"BM_BTL_TCP_EAGER_LIMIT", BM_PARAM_SIZE, "64k", 1024, 16LL << 20, NULL,
      "Largest message sent eagerly (PML header included); larger ones use the rendezvous "
      "protocol.",
