@@ -7,6 +7,9 @@
  *           one double of gap after each
  *   struct  count elements of MPI_Type_create_struct {int; double; int}
  *           (C struct layout: 16 bytes of data in 24, two runs per element)
+ *   contig  MPI_Type_contiguous of doubles: no gaps, the yardstick of what
+ *           the same method measures when nothing needs packing (not one of
+ *           bench/compare's kinds; run by hand next to a non-contiguous one)
  * The size is the data moved (packed bytes); the memory a message spans is
  * larger (twice for vec1 and vec64). -P sends the same data the way a
  * program without derived types would: MPI_Pack into a contiguous buffer,
@@ -32,8 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_VEC1, K_VEC64, K_INDEXED, K_STRUCT };
-static const char *const kind_names[] = {"vec1", "vec64", "indexed", "struct"};
+enum kind { K_VEC1, K_VEC64, K_INDEXED, K_STRUCT, K_CONTIG, K_COUNT };
+static const char *const kind_names[] = {"vec1", "vec64", "indexed", "struct", "contig"};
 
 struct rec { /* the struct kind's element */
     int a;
@@ -125,6 +128,13 @@ static void msg_make(struct msg *m, enum kind k, size_t size)
         m->span = cnt * sizeof(struct rec);
         break;
     }
+    case K_CONTIG:
+        MPI_Type_contiguous((int)n, MPI_DOUBLE, &m->type);
+        runs_add(m, 0, 8 * n);
+        m->span = 8 * n;
+        break;
+    case K_COUNT:
+        break;
     }
     MPI_Type_commit(&m->type);
     for (size_t i = 0; i < m->nruns; i++)
@@ -229,13 +239,14 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
             int found = 0;
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < K_COUNT; k++)
                 if (strcmp(argv[i + 1], kind_names[k]) == 0) {
                     kind = (enum kind)k;
                     found = 1;
                 }
             if (!found) {
-                fprintf(stderr, "bm_dtype: unknown kind %s (vec1, vec64, indexed, struct)\n",
+                fprintf(stderr,
+                        "bm_dtype: unknown kind %s (vec1, vec64, indexed, struct, contig)\n",
                         argv[i + 1]);
                 return 2;
             }
