@@ -379,7 +379,8 @@ struct bm_btl_ofi_module {
     size_t min_multi_recv; /* FI_OPT_MIN_MULTI_RECV: a buffer is released below this room */
     bool closing;          /* finalize: receive buffers are not posted again */
     bool acks;             /* our own delivery acknowledgements (socket providers) */
-    atomic_bool had_failures; /* a path failed at some point (finalize messages) */
+    atomic_bool had_failures;                 /* a path failed at some point (finalize messages) */
+    struct bm_btl_ofi_module *left_open_next; /* close left it open (ofi_module.c) */
     struct bm_btl_ofi_stats stats;
     pthread_mutex_t ack_lock;              /* the list below, with threads */
     struct bm_btl_ofi_endpoint **ack_list; /* endpoints that owe acknowledgements */
@@ -460,6 +461,8 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
                                    const struct fi_info *info, int near,
                                    struct bm_btl_ofi_module **module_out);
 void bm_btl_ofi_module_close(struct bm_btl_ofi_module *m);
+/* Modules that close left open (ofi_module.c "Left open"): their number. */
+int bm_btl_ofi_modules_left_open(void);
 bm_status_t bm_btl_ofi_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
                                  struct bm_btl_endpoint **endpoints_out,
                                  struct bm_util_bitmap *reachable);
@@ -541,8 +544,8 @@ void bm_btl_ofi_req_posted(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_req
 void bm_btl_ofi_context_fail_all(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoint *ep,
                                  int status);
 /* Cancel the posted receives and read completions until the provider gave
- * everything back (or timeout_ms passed). */
-void bm_btl_ofi_context_drain(struct bm_btl_ofi_context *ctx, int timeout_ms);
+ * everything back (or timeout_ms passed). False when it did not. */
+bool bm_btl_ofi_context_drain(struct bm_btl_ofi_context *ctx, int timeout_ms);
 /* Map a libfabric error (positive FI_E*) to a status. */
 int bm_btl_ofi_status_of(int fi_err);
 

@@ -525,7 +525,7 @@ void bm_btl_ofi_context_fail_all(struct bm_btl_ofi_context *ctx, struct bm_btl_o
     }
 }
 
-void bm_btl_ofi_context_drain(struct bm_btl_ofi_context *ctx, int timeout_ms)
+bool bm_btl_ofi_context_drain(struct bm_btl_ofi_context *ctx, int timeout_ms)
 {
     /* Cancel the posted receives: the provider must give their buffers back
      * before we free them. */
@@ -537,8 +537,10 @@ void bm_btl_ofi_context_drain(struct bm_btl_ofi_context *ctx, int timeout_ms)
         bool busy = bm_btl_ofi_ninflight(ctx) > 0;
         for (int i = 0; i < ctx->nrbufs && !busy; i++)
             busy = ctx->rbufs[i].posted;
-        if (!busy || bm_util_clock_ns() > deadline)
-            break;
+        if (!busy)
+            return true;
+        if (bm_util_clock_ns() > deadline)
+            return false;
         bm_btl_ofi_context_progress(ctx);
     }
 }

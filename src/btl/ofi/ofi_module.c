@@ -293,6 +293,64 @@ err:
     return st;
 }
 
+/* ---- left open ----------------------------------------------------------------------
+ *
+ * libfabric's tcp provider before 1.18.0 (Debian 12 ships 1.17.0) keeps an
+ * RMA read's response at the head of its read queue while the response's
+ * data is being received. Closing that connection's endpoint then (or
+ * disabling it) completes the read twice: once from the queue, and once as
+ * the receive in progress, after the first completion freed the entry and
+ * zeroed its context. rxm, closing its connections inside fi_close of our
+ * endpoint, takes that second completion (an error, FI_ECANCELED) and reads
+ * its NULL context: SIGSEGV in fi_close (the CI's ofi_netns_failover, 1 run
+ * in 38 here: the black-holed rail cut an rxm rendezvous read in the middle
+ * of its response). Fixed upstream in 1.18.0 (commit a74ea0fcd, "prov/tcp:
+ * Suspicion of bug where RX entry is freed twice"). Nothing in libfabric's
+ * interface finishes or cancels such a read, so a module that may have one
+ * (a path failed, or operations or posted receives the drain at close could
+ * not get back: reads by rxm's own rendezvous are invisible to us) is left
+ * open on those versions: endpoint, queues, registrations, address vector,
+ * domain, fabric and our memory stay as they are, on a list that keeps them
+ * reachable, until the process ends. That is safe only where no provider
+ * thread runs: rxm over tcp with manual progress (ours) makes no call unless
+ * we do, and we make none on a closed module. Where a provider thread runs
+ * (automatic progress forced with FI_OFI_RXM_DATA_AUTO_PROGRESS), closing
+ * is the lesser risk. Counted by bm_btl_ofi_modules_left_open (tests). */
+static pthread_mutex_t left_open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bm_btl_ofi_module *left_open;
+static int nleft_open;
+
+int bm_btl_ofi_modules_left_open(void)
+{
+    pthread_mutex_lock(&left_open_lock);
+    int n = nleft_open;
+    pthread_mutex_unlock(&left_open_lock);
+    return n;
+}
+
+/* Would closing m's endpoint now risk the tcp provider's double completion? */
+static bool close_risks_read_fault(const struct bm_btl_ofi_module *m, bool drained)
+{
+    if (fi_version() >= FI_VERSION(1, 18) || !bm_btl_ofi_provider_match("tcp", m->prov_name) ||
+        !m->manual)
+        return false;
+    return !drained || atomic_load(&m->had_failures);
+}
+
+static void leave_open(struct bm_btl_ofi_module *m, bool drained)
+{
+    bm_log_debug("%s: left open at close (%s): libfabric %u.%u's tcp provider may hold an RMA read "
+                 "whose response was cut off, and closing would complete it twice (fixed in "
+                 "libfabric 1.18.0)",
+                 m->super.name, drained ? "a path failed" : "operations still in flight",
+                 FI_MAJOR(fi_version()), FI_MINOR(fi_version()));
+    pthread_mutex_lock(&left_open_lock);
+    m->left_open_next = left_open;
+    left_open = m;
+    nleft_open++;
+    pthread_mutex_unlock(&left_open_lock);
+}
+
 void bm_btl_ofi_module_close(struct bm_btl_ofi_module *m)
 {
     if (!m)
@@ -308,9 +366,14 @@ void bm_btl_ofi_module_close(struct bm_btl_ofi_module *m)
         bm_btl_ofi_endpoint_fail_run(m);
     /* 1. Let the provider give back what it holds: receives are cancelled,
      *    operations in flight get a bounded time to complete. */
+    bool drained = true;
     for (int i = 0; m->ctx && i < m->nctx; i++)
-        if (m->ctx[i].cq)
-            bm_btl_ofi_context_drain(&m->ctx[i], 1000);
+        if (m->ctx[i].cq && !bm_btl_ofi_context_drain(&m->ctx[i], 1000))
+            drained = false;
+    if (m->ep && close_risks_read_fault(m, drained)) {
+        leave_open(m, drained);
+        return;
+    }
     /* 2. Endpoints: once closed, no provider thread (sockets runs its own
      *    progress thread) touches our contexts or buffers again. */
     for (int i = 0; m->ctx && i < m->nctx; i++)
