@@ -342,10 +342,10 @@ bm_status_t bm_rte_barrier_progress(void (*progress)(void *arg), void *arg)
     int err = pthread_create(&t, NULL, rte_fence_main, &job);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err != 0) {
-        bm_log_warn("rank %d: no thread for the finalize fence (%s): fencing without "
-                    "progress; a peer waiting for a lost acknowledgement may report a "
-                    "failed path",
-                    rte_proc.rank, strerror(err));
+        bm_log_warn("rank %d (host %s): no thread for the finalize fence (%s): fencing "
+                    "without progress; a peer waiting for a lost acknowledgement may report a "
+                    "failed path (raise the process's thread limit: ulimit -u)",
+                    rte_proc.rank, rte_proc.hostname, strerror(err));
         return bm_rte_barrier();
     }
     while (!__atomic_load_n(&job.done, __ATOMIC_ACQUIRE))
