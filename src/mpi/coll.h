@@ -64,6 +64,8 @@ enum bm_mpi_coll_kind {
     X(SM_NEAR, "sm.near")     /* a crowded bcast.sm reader on the root's CPU: copied the area */   \
     X(SM_LATE, "sm.late")     /* one elsewhere, after the root had published: copied the area */   \
     X(SM_FAST, "sm.fast")     /* a communicator whose small blocking calls take the fast path */   \
+    X(SCHED_HANDOFF,                                                                               \
+      "sched.handoff") /* a nonblocking schedule's first round left to the progress thread */      \
     X(BARRIER_HIER, "barrier.hier")                                                                \
     X(BCAST_HIER, "bcast.hier")                                                                    \
     X(REDUCE_HIER, "reduce.hier")                                                                  \

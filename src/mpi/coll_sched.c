@@ -308,7 +308,7 @@ struct bm_mpi_sched_exec {
     MPI_Op op;
     char *buf[BM_SCHED_NBUF];
     uint32_t tag;
-    int round;   /* the round in progress (== s->nrounds: finished) */
+    int round;   /* the round in progress (== s->nrounds: finished; -1: left to the hook) */
     int nreq;    /* requests of the round in progress */
     int err;     /* MPI error class of a failure, else MPI_SUCCESS */
     bool done;   /* finished, successfully or not */
@@ -699,6 +699,15 @@ static int exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, v
     e->nreq = 0;
     if (s->nrounds == 0) {
         e->done = true;
+    } else if (bm_pml_progress_handoff()) {
+        /* The progress thread starts round 0 (bm_pml_progress_handoff):
+         * exec_advance goes from round -1 with no requests to round 0. */
+        e->round = -1;
+        e->busy = false;
+        bm_mpi_coll_count_alg(s->kind, BM_ALG_SCHED_HANDOFF);
+        bm_pml_progress_kick();
+        *e_out = e;
+        return MPI_SUCCESS;
     } else if (round_start(e) != MPI_SUCCESS) {
         round_abandon(e);
         e->done = true;

@@ -158,6 +158,17 @@ bool bm_pml_wait_blocks(void);
  * ended sooner. */
 bool bm_pml_sleep(int64_t max_ns);
 
+/* Should a nonblocking call leave the work of starting (the first round of
+ * a collective's schedule) to the progress thread, queue it for a progress
+ * hook and kick (bm_pml_progress_kick)? True where the progress thread
+ * (BM_PML_PROGRESS_THREAD) runs and the job's ranks share cores
+ * (bm_pml_idle_yields), unless BM_PML_PROGRESS_THREAD_HANDOFF=0. Valid after
+ * bm_pml_init. */
+bool bm_pml_progress_handoff(void);
+
+/* Wake the progress thread (and a sleeping waiter): new work for a hook. */
+void bm_pml_progress_kick(void);
+
 /* True when the PML takes its locks: MPI_THREAD_MULTIPLE, or the progress
  * thread (BM_PML_PROGRESS_THREAD) calls it beside the program. */
 bool bm_pml_threaded(void);

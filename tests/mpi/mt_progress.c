@@ -6,7 +6,10 @@
  *     of rank 1 advances the protocol (the ACK, the get, the FIN). Bounded
  *     by a 30 s deadline; every byte checked after.
  *  2. a nonblocking collective started before computing completes while
- *     the program computes (checked with MPI_Test once, after).
+ *     the program computes (checked with MPI_Test once, after); where the
+ *     ranks share cores (BM_PML_IDLE_YIELD above 0, as ctest runs every MPI
+ *     test) the call left its first round to the progress thread (counter
+ *     sched.handoff, BM_PML_PROGRESS_THREAD_HANDOFF), elsewhere it did not.
  *  3. idle cost: every rank sleeps 2 s outside MPI; the process's CPU time
  *     over that second (the progress thread's, the main thread sleeps) must
  *     stay under 1% of a core.
@@ -105,11 +108,27 @@ static void async_transfer(int rank)
     free(buf);
 }
 
-static void async_collective(int rank, int size)
+/* BM_PML_PROGRESS_THREAD_HANDOFF as the library reads it (default on). */
+static bool handoff_on(void)
+{
+    const char *v = getenv("BM_PML_PROGRESS_THREAD_HANDOFF");
+    return !v || (strcmp(v, "0") != 0 && strcmp(v, "off") != 0 && strcmp(v, "false") != 0 &&
+                  strcmp(v, "no") != 0);
+}
+
+static void async_collective(int rank, int size, bool share)
 {
     long mine = rank + 1, sum = 0;
     MPI_Request r;
+    unsigned long handoffs = bm_coll_alg_count("sched.handoff");
     MPI_Iallreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &r);
+    /* Where ranks share cores the call left the first round to the
+     * progress thread (BM_PML_PROGRESS_THREAD_HANDOFF), elsewhere it
+     * started it itself. */
+    unsigned long want_handoffs = handoffs + (share && handoff_on() ? 1 : 0);
+    BM_CHECK_MSG(bm_coll_alg_count("sched.handoff") == want_handoffs,
+                 "sched.handoff %lu after MPI_Iallreduce, expected %lu",
+                 bm_coll_alg_count("sched.handoff"), want_handoffs);
     /* Compute until the result shows up (or 30 s), without calling MPI. */
     volatile long *res = &sum;
     long want = (long)size * (size + 1) / 2;
@@ -335,7 +354,7 @@ int main(int argc, char **argv)
         bm_test_current = "async_transfer";
         async_transfer(rank);
         bm_test_current = "async_collective";
-        async_collective(rank, size);
+        async_collective(rank, size, share);
         bm_test_current = "idle_cost";
         idle_cost(rank);
         bm_test_current = "blocking_pingpong";
