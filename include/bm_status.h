@@ -31,6 +31,12 @@ extern "C" {
     X(ERR_ACCESS, -15, "permission denied")                                                        \
     X(ERR_TYPE_MISMATCH, -16,                                                                      \
       "type mismatch: the message ends partway through a basic element of the receive datatype")   \
+    X(ERR_FAULT, -17,                                                                              \
+      "buffer not accessible: part of it is not mapped in this process (does the count run past "  \
+      "the end of the buffer?)")                                                                   \
+    X(ERR_PEER_FAULT, -18,                                                                         \
+      "the peer's buffer is not accessible: part of it is not mapped in the peer's process (does " \
+      "the peer's count run past the end of its buffer?)")                                         \
     X(ERR_UNREACHABLE, -100, "peer not reachable over this transport")                             \
     X(ERR_LINK_DOWN, -101, "transport link to the peer failed")                                    \
     X(ERR_CONN_REFUSED, -102, "connection refused by the peer")                                    \

@@ -205,6 +205,9 @@ int bm_mpi_class_of_status(int status)
         return MPI_ERR_UNSUPPORTED_OPERATION;
     case BM_ERR_ACCESS:
         return MPI_ERR_ACCESS;
+    case BM_ERR_FAULT:
+    case BM_ERR_PEER_FAULT:
+        return MPI_ERR_BUFFER;
     case BM_ERR_PROTOCOL:
         return MPI_ERR_INTERN;
     default:

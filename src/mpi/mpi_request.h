@@ -170,6 +170,12 @@ int bm_mpi_p2p_check(const char *fn, MPI_Comm comm, const void *buf, int count, 
                      int peer, int tag, bool recv);
 /* Report a PML failure of what ("send", "receive") with peer. */
 int bm_mpi_p2p_pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const char *what, int peer);
+/* What failed when a PML status is BM_ERR_FAULT or BM_ERR_PEER_FAULT (a
+ * buffer not mapped, found by a single-copy transfer), into what: the
+ * operation (recv or send), the peer, the tag and the buffer, buf and
+ * bytes long (the PML's status.count on such a failure). */
+void bm_mpi_p2p_fault_text(char *what, size_t len, bool recv, int peer, int tag, const void *buf,
+                           size_t bytes, int st);
 /* Report a truncated receive into capacity bytes. */
 int bm_mpi_p2p_truncate_error(MPI_Comm comm, const char *fn, const struct bm_pml_status *ps,
                               size_t capacity);

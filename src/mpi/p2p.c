@@ -14,6 +14,7 @@
 #include "pml/pml.h"
 #include "util/dtype.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,36 @@ int bm_mpi_p2p_pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const ch
 {
     return bm_mpi_error(comm, bm_mpi_class_of_status(st), fn, "%s (peer rank %d) failed: %s", what,
                         peer, bm_status_str(st));
+}
+
+void bm_mpi_p2p_fault_text(char *what, size_t len, bool recv, int peer, int tag, const void *buf,
+                           size_t bytes, int st)
+{
+    const char *op = recv ? "receive" : "send";
+    if (st == BM_ERR_FAULT)
+        snprintf(what, len,
+                 "%s of %zu bytes %s rank %d (tag %d) failed: its buffer [%p, %p) is not "
+                 "accessible, part of it is not mapped in this process%s (does the count run "
+                 "past the end of the buffer?)",
+                 op, bytes, recv ? "from" : "to", peer, tag, buf,
+                 (const void *)((const char *)buf + bytes),
+                 recv ? " or is bitmover's shared memory" : "");
+    else
+        snprintf(what, len,
+                 "%s of %zu bytes %s rank %d (tag %d) at %p failed: rank %d's %s buffer is not "
+                 "accessible, part of it is not mapped in rank %d's process%s (does its count "
+                 "run past the end of its buffer?)",
+                 op, bytes, recv ? "from" : "to", peer, tag, buf, peer, recv ? "send" : "receive",
+                 peer, recv ? "" : " or is bitmover's shared memory");
+}
+
+static __attribute__((noinline, cold)) int p2p_fault_error(MPI_Comm comm, const char *fn, bool recv,
+                                                           int peer, int tag, const void *buf,
+                                                           size_t bytes, bm_status_t st)
+{
+    char what[BM_MPI_REQ_WHAT_MAX];
+    bm_mpi_p2p_fault_text(what, sizeof(what), recv, peer, tag, buf, bytes, st);
+    return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "%s", what);
 }
 
 int bm_mpi_p2p_truncate_error(MPI_Comm comm, const char *fn, const struct bm_pml_status *ps,
@@ -464,7 +495,12 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
             st = (bm_status_t)ps.error;
         }
     }
-    return st == BM_OK ? MPI_SUCCESS : bm_mpi_p2p_pml_error(comm, st, fn, "send", dest);
+    if (st == BM_OK)
+        return MPI_SUCCESS;
+    if (st == BM_ERR_FAULT || st == BM_ERR_PEER_FAULT)
+        return p2p_fault_error(comm, fn, false, dest, tag, buf,
+                               bm_mpi_type_packed_bytes(dt, (size_t)count), st);
+    return bm_mpi_p2p_pml_error(comm, st, fn, "send", dest);
 }
 
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
@@ -514,11 +550,13 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
     bm_pml_request_free(req);
     if (status)
         bm_mpi_status_from_pml(status, &ps);
+    if (__builtin_expect(ps.error == BM_OK, 1))
+        return MPI_SUCCESS;
     if (ps.error == BM_ERR_TRUNCATE)
         return bm_mpi_p2p_truncate_error(comm, fn, &ps, bytes);
-    if (ps.error != BM_OK)
-        return bm_mpi_p2p_pml_error(comm, ps.error, fn, "receive", ps.source);
-    return MPI_SUCCESS;
+    if (ps.error == BM_ERR_FAULT || ps.error == BM_ERR_PEER_FAULT)
+        return p2p_fault_error(comm, fn, true, ps.source, ps.tag, buf, ps.count, ps.error);
+    return bm_mpi_p2p_pml_error(comm, ps.error, fn, "receive", ps.source);
 }
 BM_MPI_ALIAS(Recv);
 

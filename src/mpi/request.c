@@ -174,7 +174,12 @@ static int p2p_status_of(MPI_Request r, const struct bm_pml_status *ps, MPI_Stat
     st->bm_cancelled = ps->cancelled;
     if (ps->error == BM_OK)
         return MPI_SUCCESS;
-    if (ps->error == BM_ERR_TRUNCATE)
+    if (ps->error == BM_ERR_FAULT || ps->error == BM_ERR_PEER_FAULT)
+        bm_mpi_p2p_fault_text(what, what_len, r->kind == BM_MPI_REQ_RECV,
+                              r->kind == BM_MPI_REQ_RECV ? ps->source : r->peer,
+                              r->kind == BM_MPI_REQ_RECV ? ps->tag : r->tag, r->buf, ps->count,
+                              ps->error);
+    else if (ps->error == BM_ERR_TRUNCATE)
         snprintf(what, what_len,
                  "the message from rank %d with tag %d is longer than the receive "
                  "buffer; only the first %zu bytes were received",

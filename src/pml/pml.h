@@ -57,7 +57,8 @@ struct bm_pml_status {
     int source;     /* sender's rank in the communicator */
     int tag;        /* the message's tag */
     int error;      /* BM_OK, BM_ERR_TRUNCATE (buffer too small), BM_ERR_CANCELED... */
-    size_t count;   /* bytes delivered into the buffer (probe: the message's length) */
+    size_t count;   /* bytes delivered into the buffer (probe: the message's length; after
+                     * BM_ERR_FAULT or BM_ERR_PEER_FAULT, a buffer not mapped: its length) */
     bool cancelled; /* the receive was cancelled before it matched */
 };
 

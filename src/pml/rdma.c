@@ -49,6 +49,7 @@
 #include "util/xproc.h"
 #include "util/clock.h"
 #include "util/params.h"
+#include "util/shmseg.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,7 @@ struct bm_pml_rget {
     int8_t cls;                    /* size class, for the auto choice */
     bool quiet;                    /* fragments chosen, not a failure: nothing to say */
     int status;                    /* first failure of a get, or BM_OK */
+    uint64_t remote_addr;          /* the sender's buffer, contiguous (0: pieces), for errors */
 };
 
 static const struct rdma_params *rdma_params_get(void)
@@ -625,6 +627,62 @@ static void rget_fall_back(struct bm_pml_rget *op, bool failed)
     bm_pml_ctl_send(op->peer_world, BM_PML_BTL_TAG(BM_PML_HDR_ACK), &ack, sizeof(ack));
 }
 
+static bool rdma_fault(int status)
+{
+    return status == BM_ERR_FAULT || status == BM_ERR_PEER_FAULT;
+}
+
+/* A fault as the other side sees it: our buffer is the peer's. */
+static int rdma_fault_flip(int status)
+{
+    return status == BM_ERR_FAULT ? BM_ERR_PEER_FAULT : BM_ERR_FAULT;
+}
+
+/* A single-copy read or the sender's PUT met a buffer that is not mapped
+ * (status: BM_ERR_PEER_FAULT, the sender's; BM_ERR_FAULT, ours). No fall
+ * back to fragments: the sender's copy would fault at the same address and
+ * die of SIGSEGV (what Open MPI's ob1+vader does: vader's failed
+ * process_vm_readv makes ob1 ask for fragments); a receive buffer that
+ * runs into another mapping would be overwritten. Both requests fail with
+ * MPI_ERR_BUFFER (the FIN carries the status as the sender sees it), and
+ * each side says which buffer, over which range. */
+static __attribute__((noinline, cold)) void rget_fault(struct bm_pml_rget *op, int status)
+{
+    struct bm_pml_request *req = op->req;
+    if (req->conv.type || (status == BM_ERR_PEER_FAULT && op->remote_addr == 0)) /* pieces */
+        bm_log_error("receive of %zu bytes from rank %d (tag %d) failed: %s (non-contiguous "
+                     "layout; %s)",
+                     op->fit, op->peer_world, op->match.tag, bm_status_str(status),
+                     status == BM_ERR_PEER_FAULT ? "the sender's buffer" : "the receive buffer");
+    else if (status == BM_ERR_PEER_FAULT)
+        bm_log_error("receive of %zu bytes from rank %d (tag %d) failed: rank %d's send buffer "
+                     "[0x%llx, 0x%llx) is not readable, part of it is not mapped in rank %d's "
+                     "process (does the send's count run past the end of its buffer?)",
+                     op->fit, op->peer_world, op->match.tag, op->peer_world,
+                     (unsigned long long)op->remote_addr,
+                     (unsigned long long)(op->remote_addr + op->fit), op->peer_world);
+    else
+        bm_log_error("receive of %zu bytes from rank %d (tag %d) failed: the receive buffer "
+                     "[%p, %p) is not writable, part of it is not mapped in this process or is "
+                     "bitmover's shared memory (does the receive's count run past the end of its "
+                     "buffer?)",
+                     op->fit, op->peer_world, op->match.tag, (void *)req->rbuf,
+                     (void *)(req->rbuf + op->fit));
+    req->status.error = status;
+    req->status.count = op->fit; /* the message's length, for the error text */
+    struct bm_pml_hdr_fin fin = {
+        .match = op->match,
+        .status = rdma_fault_flip(status),
+        .req = op->sreq,
+        .offset = 0,
+        .length = op->fit,
+    };
+    fin.match.base.type = BM_PML_HDR_FIN;
+    fin.match.base.flags = 0;
+    bm_pml_recv_done(req);
+    bm_pml_ctl_send(op->peer_world, BM_PML_BTL_TAG(BM_PML_HDR_FIN), &fin, sizeof(fin));
+}
+
 /* Go on once the gets are done and the sender's FIN for a PUT is back:
  * complete and send FIN, or fall back to FRAGs for what is missing. */
 static void rget_step(struct bm_pml_rget *op)
@@ -633,6 +691,12 @@ static void rget_step(struct bm_pml_rget *op)
         return;
     struct bm_pml_request *req = op->req;
     req->rget = NULL;
+    if (__builtin_expect(rdma_fault(op->status), 0)) {
+        choice_count(op->cls, WAY_READ, -1);
+        rget_fault(op, op->status);
+        free(op);
+        return;
+    }
     if (op->status == BM_OK && op->get_len > 0) {
         __atomic_fetch_add(&bm_pml_g.rget_read_bytes, op->get_len, __ATOMIC_RELAXED);
         req->arrived += bm_pml_recv_ranges_add(req, 0, op->get_len);
@@ -758,6 +822,15 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
     op->issuing = true;
     op->cls = (int8_t)rdma_class(fit);
     req->rget = op;
+    if (!req->conv.type && fit > 0 && bm_util_shm_private_overlaps(req->rbuf, fit)) {
+        /* The count runs past the buffer into the library's shared memory:
+         * writing there would corrupt every process's messages. */
+        op->status = BM_ERR_FAULT;
+        op->issuing = false;
+        choice_count(op->cls, WAY_READ, 1);
+        rget_step(op);
+        return;
+    }
     /* A sender that registered its buffer sent the handle: the path must be
      * one that needs it (the first such, as the sender chose). */
     const struct bm_btl_reg_handle *rhandle = NULL;
@@ -813,6 +886,7 @@ void bm_pml_rdma_rget_matched(struct bm_pml_request *req, int peer_world, int sr
         };
         bm_pml_ctl_send(peer_world, BM_PML_BTL_TAG(BM_PML_HDR_PUT), &ph, sizeof(ph));
     }
+    op->remote_addr = t.remote_addr;
     op->status = rdma_move(path, false, req->rbuf, t.remote_addr,
                            rdma_registers(path->module) ? rhandle : NULL, op->get_len, rget_get_cb,
                            op, &op->pending);
@@ -835,8 +909,29 @@ static void rget_put_fin(struct bm_pml_request *req, const struct bm_pml_hdr_fin
         choice_bytes(op->cls, WAY_READ, op->fit - op->get_len);
     } else {
         op->put = RGET_PUT_FAILED;
+        if (rdma_fault(fin->status) && op->status == BM_OK)
+            op->status = rdma_fault_flip(fin->status);
     }
     rget_step(op);
+}
+
+/* rget_fault at the receiver: the send fails the same way. */
+static __attribute__((noinline, cold)) void send_fault(struct bm_pml_request *req, int peer,
+                                                       int status)
+{
+    if (status == BM_ERR_FAULT)
+        bm_log_error("send of %zu bytes to rank %d (tag %d) failed: the send buffer [%p, %p) "
+                     "is not readable, part of it is not mapped in this process (does the "
+                     "count run past the end of the buffer?)",
+                     req->bytes, peer, req->tag, (void *)req->sbuf,
+                     (void *)(req->sbuf + req->bytes));
+    else
+        bm_log_error("send of %zu bytes to rank %d (tag %d) failed: rank %d's receive buffer "
+                     "is not writable, part of it is not mapped in rank %d's process or is "
+                     "bitmover's shared memory",
+                     req->bytes, peer, req->tag, peer, peer);
+    req->status.error = status;
+    req->status.count = req->bytes; /* the message's length, for the error text */
 }
 
 void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
@@ -867,6 +962,8 @@ void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
         bm_log_debug("dropped a FIN from rank %d for no send in progress (duplicate?)", d->peer);
         return;
     }
+    if (__builtin_expect(rdma_fault(fin.status), 0))
+        send_fault(req, d->peer, fin.status);
     /* The receiver has what it wanted: an ACK that asks for nothing more. */
     struct bm_pml_hdr_ack ack = {
         .base = {.type = BM_PML_HDR_ACK},

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,6 +36,72 @@ static void track(const char *name, bool add)
         }
     }
     pthread_mutex_unlock(&shmseg_lock);
+}
+
+void *bm_util_shm_map_guarded(int fd, size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *res =
+        mmap(NULL, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (res == MAP_FAILED)
+        return MAP_FAILED;
+    void *addr = mmap(res + page, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    if (addr == MAP_FAILED) {
+        int e = errno;
+        munmap(res, len + 2 * page);
+        errno = e;
+    }
+    return addr;
+}
+
+void bm_util_shm_unmap_guarded(void *addr, size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    munmap((unsigned char *)addr - page, len + 2 * page);
+}
+
+/* bm_util_shm_private's ranges: written under shmseg_lock, read without;
+ * an empty slot has hi == 0. */
+#define SHM_PRIVATE_MAX 256
+static struct {
+    _Atomic uintptr_t lo, hi;
+} shm_private[SHM_PRIVATE_MAX];
+static _Atomic int shm_private_n; /* slots ever used */
+
+void bm_util_shm_private(const void *addr, size_t len, bool add)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)addr - page, hi = (uintptr_t)addr + len + page;
+    pthread_mutex_lock(&shmseg_lock);
+    int n = atomic_load_explicit(&shm_private_n, memory_order_relaxed);
+    for (int i = 0; i < SHM_PRIVATE_MAX; i++) {
+        uintptr_t h = atomic_load_explicit(&shm_private[i].hi, memory_order_relaxed);
+        if (add && h == 0) {
+            atomic_store_explicit(&shm_private[i].lo, lo, memory_order_relaxed);
+            atomic_store_explicit(&shm_private[i].hi, hi, memory_order_release);
+            if (i >= n)
+                atomic_store_explicit(&shm_private_n, i + 1, memory_order_release);
+            break;
+        }
+        if (!add && h == hi &&
+            atomic_load_explicit(&shm_private[i].lo, memory_order_relaxed) == lo) {
+            atomic_store_explicit(&shm_private[i].hi, 0, memory_order_release);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&shmseg_lock);
+}
+
+bool bm_util_shm_private_overlaps(const void *addr, size_t len)
+{
+    uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+    int n = atomic_load_explicit(&shm_private_n, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        uintptr_t h = atomic_load_explicit(&shm_private[i].hi, memory_order_acquire);
+        if (h > lo && atomic_load_explicit(&shm_private[i].lo, memory_order_relaxed) < hi)
+            return true;
+    }
+    return false;
 }
 
 void bm_util_shmseg_cleanup(void)
@@ -108,7 +176,7 @@ bm_status_t bm_util_shmseg_create_holed(struct bm_util_shmseg *seg, const char *
         close(fd);
         goto err_unlink;
     }
-    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *addr = bm_util_shm_map_guarded(fd, len);
     close(fd);
     if (addr == MAP_FAILED) {
         bm_log_error("cannot map shared-memory file /dev/shm%s (%zu bytes): %s", name, len,
@@ -149,7 +217,7 @@ bm_status_t bm_util_shmseg_attach(struct bm_util_shmseg *seg, const char *name, 
         close(fd);
         return BM_ERR_SYSTEM;
     }
-    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *addr = bm_util_shm_map_guarded(fd, len);
     close(fd);
     if (addr == MAP_FAILED) {
         bm_log_error("cannot map shared-memory file /dev/shm%s (%zu bytes): %s", name, len,
@@ -180,7 +248,7 @@ void bm_util_shmseg_detach(struct bm_util_shmseg *seg)
     if (seg->owner)
         bm_util_shmseg_unlink(seg);
     if (seg->addr)
-        munmap(seg->addr, seg->size);
+        bm_util_shm_unmap_guarded(seg->addr, seg->size);
     seg->addr = NULL;
     seg->size = 0;
 }

@@ -64,6 +64,28 @@ void bm_util_shmseg_unlink(struct bm_util_shmseg *seg);
 /* Unmap the segment; the creator also removes its name when still there. */
 void bm_util_shmseg_detach(struct bm_util_shmseg *seg);
 
+/* Map len bytes (a multiple of the page size) of shared-memory file fd,
+ * read-write, between two inaccessible pages. Later mappings (large
+ * mallocs among them) go below earlier ones, so a program that writes past
+ * the end of a buffer placed just below a segment faults on the guard page
+ * (a SIGSEGV, or EFAULT from a kernel copy such as process_vm_readv)
+ * instead of overwriting the segment, which would hang or mislead every
+ * process sharing it. MAP_FAILED with errno set on failure. Every segment
+ * of this module is mapped so; sm maps its peers' segments with it too. */
+void *bm_util_shm_map_guarded(int fd, size_t len);
+/* Unmap what bm_util_shm_map_guarded mapped at addr, guards included. */
+void bm_util_shm_unmap_guarded(void *addr, size_t len);
+
+/* The library's own segments (the sm transport's, its peers' included),
+ * guards included: a user buffer must never overlap one. add records
+ * [addr, addr + len) (mapped by bm_util_shm_map_guarded), !add forgets it.
+ * overlaps is cheap (no lock, one pass over at most 256 ranges), for
+ * checks on a rendezvous path: a receive whose count runs past its buffer
+ * into a segment fails instead of overwriting it, even where a transfer
+ * starts past the guard page (the sender's share of a single copy). */
+void bm_util_shm_private(const void *addr, size_t len, bool add);
+bool bm_util_shm_private_overlaps(const void *addr, size_t len);
+
 /* Remove every name this process created and did not remove yet. For exit
  * and abort handlers: it calls only shm_unlink and touches no heap. */
 void bm_util_shmseg_cleanup(void);

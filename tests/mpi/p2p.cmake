@@ -35,6 +35,17 @@ bm_p2p_test(p2p_waits NP 2 3 4 8 SCARCE_NP 4)
 bm_p2p_test(p2p_grequest NP 2 3)
 bm_p2p_test(p2p_mprobe NP 2 3 SCARCE_NP 3)
 bm_p2p_test(p2p_cancel NP 2 3)
+bm_p2p_test(p2p_fault NP 2)
+# The same mistake under MPI_ERRORS_ARE_FATAL: the job ends with a text that
+# names the call, the rank, the peer and the buffer's range (either side may
+# report first).
+bm_scaled_timeout(t 60)
+math(EXPR bmrun_t "${t} - 10")
+add_test(NAME p2p_fault_fatal COMMAND ${CMAKE_CURRENT_LIST_DIR}/api_expect_fail.sh
+    "MPI_Wait on rank [01] \\(host [^)]+\\): MPI_ERR_BUFFER: (send of 8192 bytes to rank 1 \\(tag 7\\) failed: its buffer \\[0x[0-9a-f]+, 0x[0-9a-f]+\\) is not accessible|receive of 8192 bytes from rank 0 \\(tag 7\\) at 0x[0-9a-f]+ failed: rank 0's send buffer is not accessible)"
+    $<TARGET_FILE:bmrun> -n 2 --timeout ${bmrun_t} $<TARGET_FILE:p2p_fault> fatal)
+set_tests_properties(p2p_fault_fatal PROPERTIES TIMEOUT ${t} LABELS "mpi;p2p"
+    ENVIRONMENT "BM_BTL=self,sm")
 target_link_libraries(p2p_grequest PRIVATE Threads::Threads)
 
 # Failover: two network namespaces joined by two rails, one black-holed

@@ -58,6 +58,32 @@ static int sm_rdma_done(struct bm_btl_sm_module *sm, struct bm_btl_endpoint *ep,
     return rc;
 }
 
+/* process_vm_readv/writev say EFAULT whichever side is not mapped: read
+ * one byte at the peer's address where the transfer stopped to tell which.
+ * BM_ERR_PEER_FAULT when the peer's range is not readable there (a send
+ * whose count runs past the end of its buffer), else BM_ERR_FAULT (ours:
+ * a receive buffer that ends before its count does, or a peer range that
+ * is readable but not writable). */
+static int sm_cma_fault(struct bm_btl_sm_endpoint *ep, uint64_t remote_addr)
+{
+    unsigned char byte;
+    struct iovec local = {&byte, 1};
+    struct iovec remote = {(void *)(uintptr_t)remote_addr, 1};
+    return process_vm_readv(ep->pid, &local, 1, &remote, 1, 0) == 1 ? BM_ERR_FAULT
+                                                                    : BM_ERR_PEER_FAULT;
+}
+
+/* How a failed transfer ends: the peer's process gone, a buffer not mapped
+ * (on either side), or the link. */
+static int sm_cma_failed(struct bm_btl_sm_endpoint *ep, int err, uint64_t remote_addr)
+{
+    if (err == ESRCH) {
+        sm_rdma_peer_gone(ep);
+        return BM_ERR_PEER_GONE;
+    }
+    return err == EFAULT ? sm_cma_fault(ep, remote_addr) : BM_ERR_LINK_DOWN;
+}
+
 /* Move size bytes, looping over partial transfers (the kernel may stop at
  * a page boundary). */
 static int sm_cma_move(struct bm_btl_sm_endpoint *ep, void *local_addr, uint64_t remote_addr,
@@ -73,15 +99,18 @@ static int sm_cma_move(struct bm_btl_sm_endpoint *ep, void *local_addr, uint64_t
             continue;
         if (n <= 0) {
             int err = n < 0 ? errno : EFAULT;
-            bm_log_ratelimited(
-                BM_LOG_ERROR, "%s of %zu bytes at 0x%llx in rank %d (pid %d) failed: %s",
-                write ? "process_vm_writev" : "process_vm_readv", size - done,
-                (unsigned long long)(remote_addr + done), ep->rank, (int)ep->pid, strerror(err));
-            if (err == ESRCH) {
-                sm_rdma_peer_gone(ep);
-                return BM_ERR_PEER_GONE;
-            }
-            return err == EFAULT ? BM_ERR_BAD_PARAM : BM_ERR_LINK_DOWN;
+            int rc = sm_cma_failed(ep, err, remote_addr + done);
+            bm_log_ratelimited(BM_LOG_ERROR,
+                               "%s of %zu bytes between 0x%llx here and 0x%llx in rank %d (pid "
+                               "%d) stopped after %zu bytes: %s%s",
+                               write ? "process_vm_writev" : "process_vm_readv", size,
+                               (unsigned long long)(uintptr_t)local_addr,
+                               (unsigned long long)remote_addr, ep->rank, (int)ep->pid, done,
+                               strerror(err),
+                               rc == BM_ERR_PEER_FAULT ? " (not mapped in the peer)"
+                               : rc == BM_ERR_FAULT    ? " (not mapped here)"
+                                                       : "");
+            return rc;
         }
         done += (size_t)n;
     }
@@ -178,15 +207,16 @@ int bm_btl_sm_getv(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
             continue;
         if (n <= 0) {
             int err = n < 0 ? errno : EFAULT;
+            int rc = sm_cma_failed(e, err, nr > 0 ? (uint64_t)(uintptr_t)r->iov_base : 0);
             bm_log_ratelimited(BM_LOG_ERROR,
                                "process_vm_readv of %zu bytes in %lu pieces from rank %d (pid %d) "
-                               "failed: %s",
-                               total - done, nr, e->rank, (int)e->pid, strerror(err));
-            if (err == ESRCH) {
-                sm_rdma_peer_gone(e);
-                return BM_ERR_PEER_GONE;
-            }
-            return err == EFAULT ? BM_ERR_BAD_PARAM : BM_ERR_LINK_DOWN;
+                               "stopped after %zu bytes: %s%s",
+                               total, (unsigned long)nremote, e->rank, (int)e->pid, done,
+                               strerror(err),
+                               rc == BM_ERR_PEER_FAULT ? " (not mapped in the peer)"
+                               : rc == BM_ERR_FAULT    ? " (not mapped here)"
+                                                       : "");
+            return rc;
         }
         done += (size_t)n;
         iov_advance(&l, &nl, (size_t)n);

@@ -121,6 +121,7 @@ static bm_status_t sm_segment_map_new(struct bm_btl_sm_module *sm, const struct 
                      self->hostname, size);
         return rc;
     }
+    bm_util_shm_private(sm->shm.addr, sm->shm.size, true);
     /* The runtime drops its handlers once they ran (at finalize), so
      * register with every segment; running the handler twice is harmless. */
     bm_rte_at_exit(sm_segment_unlink_at_exit, NULL);
@@ -252,7 +253,7 @@ static bm_status_t sm_segment_map_fd(struct bm_btl_sm_module *sm, int rank,
         close(fd);
         return BM_ERR_UNREACHABLE;
     }
-    void *seg = mmap(NULL, card->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *seg = bm_util_shm_map_guarded(fd, card->size);
     close(fd);
     if (seg == MAP_FAILED) {
         bm_log_error("cannot map rank %d's shared-memory file %s (%llu bytes): %s", rank, path,
@@ -264,9 +265,10 @@ static bm_status_t sm_segment_map_fd(struct bm_btl_sm_module *sm, int rank,
         bm_log_error("%s does not hold rank %d's sm segment of this job (version %u, "
                      "rank %d); not using sm to reach it",
                      path, rank, ctl->version, ctl->rank);
-        munmap(seg, card->size);
+        bm_util_shm_unmap_guarded(seg, card->size);
         return BM_ERR_UNREACHABLE;
     }
+    bm_util_shm_private(seg, card->size, true);
     ep->rank = rank;
     ep->pid = (pid_t)card->pid;
     ep->seg = seg;
@@ -290,8 +292,10 @@ static bm_status_t sm_segment_map_fd(struct bm_btl_sm_module *sm, int rank,
 
 void bm_btl_sm_segment_detach(struct bm_btl_sm_endpoint *ep)
 {
-    if (ep->seg)
-        munmap(ep->seg, ep->seg_size);
+    if (ep->seg) {
+        bm_util_shm_private(ep->seg, ep->seg_size, false);
+        bm_util_shm_unmap_guarded(ep->seg, ep->seg_size);
+    }
     ep->seg = NULL;
     ep->ctl = NULL;
 }
@@ -300,8 +304,10 @@ void bm_btl_sm_segment_destroy(struct bm_btl_sm_module *sm)
 {
     /* Unmaps, and removes the name unless the last peer already did (the
      * ENOENT of a name a peer removed is harmless). */
-    if (sm->shm.addr)
+    if (sm->shm.addr) {
+        bm_util_shm_private(sm->shm.addr, sm->shm.size, false);
         bm_util_shmseg_detach(&sm->shm);
+    }
     if (sm->seg_fd >= 0)
         close(sm->seg_fd);
     sm->seg_fd = -1;
