@@ -63,7 +63,7 @@ enum bm_mpi_coll_kind {
     X(SM_AREAS, "sm.areas")   /* a bcast/scatter/allgather/alltoall.sm in one of two areas */      \
     X(SM_NEAR, "sm.near")     /* a crowded bcast.sm reader on the root's CPU: copied the area */   \
     X(SM_LATE, "sm.late")     /* one elsewhere, after the root had published: copied the area */   \
-    X(SM_FAST, "sm.fast")     /* a communicator whose small blocking calls take the fast path */   \
+    X(SM_FAST, "sm.fast")     /* a communicator whose small blocking calls took the fast path */   \
     X(SCHED_HANDOFF,                                                                               \
       "sched.handoff") /* a nonblocking schedule's first round left to the progress thread */      \
     X(BARRIER_HIER, "barrier.hier")                                                                \
@@ -182,8 +182,9 @@ struct bm_mpi_coll_comm {
     int hier_state;            /* hierarchy over hosts: 0 not tried yet, 1 on, 2 off */
     struct bm_coll_hier *hier; /* coll_hier.c */
     /* blocking calls' fast path (coll_select.c, fast_alg): 0 not known
-     * yet, 1 on; per kind the segment's algorithm (-1: none) for
-     * data of at most fast_max bytes per slot */
+     * yet, 1 on, 2 on and taken (counted in sm.fast); per kind the
+     * segment's algorithm (-1: none) for data of at most fast_max bytes
+     * per slot */
     int fast_state;
     short fast_alg[BM_COLL_KIND_COUNT];
     size_t fast_max;

@@ -1076,7 +1076,9 @@ static int hier_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char 
  * 8-1024 B 0.149-0.259 us against 0.158-0.300, scatter 0.154-0.260
  * against 0.165-0.292 (MPICH 0.185-0.388 in the same rounds). fast_setup
  * fills the table once both states are known (fast_state 1; a
- * communicator without a segment asks again at each call, a few loads). */
+ * communicator without a segment asks again at each call, a few loads);
+ * the first call that takes the fast path counts sm.fast (fast_state 2),
+ * so a test that requires sm.fast fails when no call took it. */
 static void fast_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
@@ -1098,7 +1100,6 @@ static void fast_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc)
     if (c->sm_copy_min > 0 && c->sm_copy_min - 1 < cc->fast_max)
         cc->fast_max = c->sm_copy_min - 1;
     cc->fast_state = 1;
-    bm_mpi_coll_count_alg(-1, BM_ALG_SM_FAST);
 }
 
 /* The segment's algorithm for a on the fast path, or -1. */
@@ -1121,8 +1122,12 @@ int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const 
     if (fc != NULL) {
         if (fc->fast_state == 0)
             fast_setup(comm, fc);
-        if (fc->fast_state == 1 && fc->hier_state != 1 && (alg = fast_alg(comm, fc, a)) >= 0) {
+        if (fc->fast_state >= 1 && fc->hier_state != 1 && (alg = fast_alg(comm, fc, a)) >= 0) {
             struct bm_mpi_coll_args b = *a;
+            if (fc->fast_state == 1) { /* sm.fast: a call took it (once per communicator) */
+                fc->fast_state = 2;
+                bm_mpi_coll_count_alg(-1, BM_ALG_SM_FAST);
+            }
             b.sbuf = bm_coll_side_base(a->sbuf, bm_mpi_coll_stype(a));
             b.rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
             return bm_coll_sm_run(comm, fc, &b, alg, BM_COLL_SM_SLOTS, fn);
