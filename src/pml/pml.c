@@ -180,6 +180,7 @@ static void pml_locks_fini(void)
     if (bm_pml_g.mt) {
         bm_util_lock_destroy(&bm_pml_g.drain);
         bm_pml_start_fini();
+        bm_pml_tx_fini();
     }
     bm_pml_g.mt = false;
 }
@@ -195,12 +196,15 @@ static void pml_stats_print(void)
     fprintf(stderr,
             "[pml stats] rank %d waiting: %s; sends started by the lock's holder %llu; direct "
             "sends %llu; rendezvous started without the progress lock %llu (at most %d "
-            "threads in a rendezvous start at once)\n",
+            "threads in a rendezvous start at once); FRAGs sent without the progress lock %llu "
+            "(at most %d threads in the per-peer FRAG path at once)\n",
             bm_pml_g.my_rank, line,
             (unsigned long long)__atomic_load_n(&bm_pml_g.sends_deferred, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&bm_pml_g.sends_direct, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&bm_pml_g.sends_rndv_free, __ATOMIC_RELAXED),
-            __atomic_load_n(&bm_pml_g.rndv_in_max, __ATOMIC_RELAXED));
+            __atomic_load_n(&bm_pml_g.rndv_in_max, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&bm_pml_g.tx_frags_free, __ATOMIC_RELAXED),
+            __atomic_load_n(&bm_pml_g.frag_in_max, __ATOMIC_RELAXED));
 }
 
 bm_status_t bm_pml_init(int thread_level)
@@ -223,9 +227,13 @@ bm_status_t bm_pml_init(int thread_level)
         static struct bm_util_lock_class drain_class = {.name = "progress"};
         bm_util_lock_init(&bm_pml_g.drain, &drain_class, false);
         bm_pml_start_init();
+        rc = bm_pml_tx_init();
+        if (rc != BM_OK)
+            return rc;
     }
     bm_pml_request_table_init();
     bm_pml_match_init();
+    bm_pml_rdma_params_load();
 
     rc = bm_btl_base_open(&args);
     if (rc != BM_OK) {
@@ -328,7 +336,8 @@ static bool pml_owes_peers(void)
 {
     return bm_pml_g.inflight > 0 || bm_pml_g.pend_head || bm_pml_g.ctl_head ||
            bm_pml_g.freed_active > 0 ||
-           __atomic_load_n(&bm_pml_g.inflight_direct, __ATOMIC_RELAXED) > 0;
+           __atomic_load_n(&bm_pml_g.inflight_direct, __ATOMIC_RELAXED) > 0 ||
+           __atomic_load_n(&bm_pml_g.tx_kicks, __ATOMIC_RELAXED) > 0;
 }
 
 /* After the PML owes nothing, the transports may still owe acknowledgements

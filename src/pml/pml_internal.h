@@ -146,7 +146,17 @@ struct bm_pml_request {
     uint8_t mode;   /* enum bm_pml_send_mode */
     uint8_t sphase; /* enum bm_pml_send_phase (send.c) */
     bool rndv;      /* RNDV protocol (else eager MATCH) */
+    /* Under MPI_THREAD_MULTIPLE: a rendezvous whose protocol state is its
+     * peer's, not the progress lock's (send.c "per-peer send state"); the
+     * tx_ flags below are read and written under its peer's lock
+     * (bm_pml_g.peer_tx), the kick list links through pend_next. All of
+     * them sit in padding: the fields zeroed per send did not grow. */
+    bool tx_peer;
     uint32_t seq;
+    bool tx_busy;                 /* a thread works on it (at most one at a time) */
+    bool tx_again;                /* an event changed it while busy: the worker looks again */
+    bool tx_drain;                /* it needs the progress lock's holder (a failure, its end) */
+    bool tx_queued;               /* on its peer's kick list */
     bm_pml_reqid_t rreq;          /* receiver's request once ACKed */
     size_t first_len;             /* payload bytes carried by the RNDV */
     size_t frag_next;             /* next byte to put in a FRAG */
@@ -165,6 +175,8 @@ struct bm_pml_request {
     struct bm_btl_module *rget_mod;
     struct bm_btl_reg_handle *rget_reg;
     bool rget_reg_owned;
+    uint8_t tx_pass;   /* the drainer's pass (low bits) when it was queued */
+    uint16_t tx_owner; /* the thread that started it (send.c tx_me) */
 
     /* recv (cleared only for receives) */
     char *rbuf;
@@ -388,7 +400,45 @@ struct bm_pml_state {
      * once (all atomic): for BM_PML_STATS and tests. */
     uint64_t sends_rndv_free;
     int rndv_in, rndv_in_max;
+    /* Under MPI_THREAD_MULTIPLE: per-peer send state (send.c "per-peer
+     * send state"): one lock and kick list per world rank; requests on the
+     * kick lists (atomic); the drainer's passes (atomic, for the kicks'
+     * age); FRAGs sent by a thread that did not hold the progress lock;
+     * threads inside the
+     * FRAG path now and the most seen at once (atomic; BM_PML_STATS,
+     * tests). */
+    struct bm_pml_peer_tx *peer_tx;
+    int tx_kicks;
+    unsigned tx_pass;
+    uint64_t tx_frags_free;
+    int frag_in, frag_in_max;
 };
+
+/* The send state of one peer under MPI_THREAD_MULTIPLE (send.c): a lock,
+ * level 2.5 of the lock order (README "Lock order") and a leaf: nothing is
+ * taken under it, no transport is called with it held; and the peer's
+ * requests that have work for whoever takes them (the kick list). */
+struct bm_pml_peer_tx {
+    struct bm_util_lock lock;
+    struct bm_pml_request *head, *tail;
+    int n;
+} __attribute__((aligned(64)));
+
+/* Per-peer send state: set up and torn down with the progress lock. */
+bm_status_t bm_pml_tx_init(void);
+void bm_pml_tx_fini(void);
+/* Run queued per-peer send work (MPI_THREAD_MULTIPLE, from progress; the
+ * caller holds no PML lock, or only the progress lock when drainer).
+ * drainer: this thread just drained (it takes its own work and work that
+ * waited a pass, and work that needs the progress lock: it takes it);
+ * otherwise only its own work or work that waited a pass. Returns what it
+ * did (> 0: something). */
+int bm_pml_tx_run(bool drainer);
+
+/* Test hook (NULL but in tests): called under MPI_THREAD_MULTIPLE by a
+ * thread entering the per-peer FRAG path (send.c tx_frags_enter) with the
+ * number of threads inside it then. */
+extern void (*bm_pml_test_frag_hook)(int inside);
 
 /* Test hook (NULL but in tests): called under MPI_THREAD_MULTIPLE by a
  * thread inside a rendezvous start with the number of threads inside it
@@ -585,6 +635,9 @@ void bm_pml_send_cancel(struct bm_pml_request *req);
 bool bm_pml_rdma_rget_ok(struct bm_pml_request *req);
 /* Send the RGET; the send then waits for FIN (or an ACK when the receiver falls back). */
 void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh);
+/* Load the single-copy parameters once, at init (they are read without the
+ * progress lock by the sends that start without it). */
+void bm_pml_rdma_params_load(void);
 /* Without the progress lock (send.c send_rndv_free): an RGET that needs no
  * registration may read req; and its RGET by sendi on path (BM_BTL_DONE
  * when it went; nothing is queued). */

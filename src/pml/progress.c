@@ -589,11 +589,15 @@ int bm_pml_progress_nowait(void)
          * for them. */
         if (!bm_util_lock_try(&bm_pml_g.drain)) {
             drain_missed = true;
-            return 0;
+            /* ... or sends FRAGs of its own sends meanwhile (per-peer
+             * send state, send.c), or of others' that waited a pass. */
+            return bm_pml_tx_run(false);
         }
         drain_held = 1;
         n = progress_pass();
+        n += bm_pml_tx_run(true); /* per-peer sends' work that needs the lock */
         drain_give();
+        n += bm_pml_tx_run(false);
         if (n > 0)
             bm_pml_wait_progressed();
         return n;

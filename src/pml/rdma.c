@@ -157,6 +157,13 @@ struct bm_pml_rget {
     uint64_t remote_addr;          /* the sender's buffer, contiguous (0: pieces), for errors */
 };
 
+static const struct rdma_params *rdma_params_get(void);
+
+void bm_pml_rdma_params_load(void)
+{
+    (void)rdma_params_get();
+}
+
 static const struct rdma_params *rdma_params_get(void)
 {
     if (!rdma_g.loaded) {

@@ -37,6 +37,78 @@ enum bm_pml_send_phase {
 #define DIRECT_SHIFT 32
 _Static_assert(sizeof(uintptr_t) >= 8, "direct sends keep the peer in a descriptor's context");
 
+/* ---- per-peer send state (MPI_THREAD_MULTIPLE; README "Threads") ----------
+ * A rendezvous started by its own thread without the progress lock
+ * (send_rndv_free) keeps its protocol state under its peer's lock
+ * (bm_pml_g.peer_tx[peer], req->tx_peer), not the progress lock's: the
+ * FRAGs after the ACK are sent by a thread that takes the request off
+ * the peer's kick list (its own thread first: tx_run), not by the drainer,
+ * so threads sending large or non-contiguous messages to different peers
+ * do not serialise. The peer's lock is a leaf: held only while a
+ * request's fields are read or changed, never across a transport call,
+ * so the drainer's callbacks, made under transport locks, may wait for
+ * it. At most one thread works on such a request at a time (tx_busy);
+ * an event the drainer meets meanwhile changes the fields it owns
+ * (outstanding, the ACK's, ranges to resend) under the lock and sets
+ * tx_again for the worker. Everything that needs the progress lock
+ * (sending the RNDV again, a failed path, the send's completion) is the
+ * drainer's: a worker without it queues the request with tx_drain. */
+static BM_PML_TLS uint16_t tx_me_id;
+static uint16_t tx_ids;
+
+/* This thread's number (1..65535, for the kick lists' owner preference). */
+static uint16_t tx_me(void)
+{
+    while (__builtin_expect(tx_me_id == 0, 0))
+        tx_me_id = __atomic_add_fetch(&tx_ids, 1, __ATOMIC_RELAXED);
+    return tx_me_id;
+}
+
+static inline struct bm_pml_peer_tx *tx_of(const struct bm_pml_request *req)
+{
+    return &bm_pml_g.peer_tx[req->peer];
+}
+
+static inline void tx_lock(const struct bm_pml_request *req)
+{
+    if (__builtin_expect(req->tx_peer, 0))
+        bm_util_lock_take(&tx_of(req)->lock);
+}
+
+static inline void tx_unlock(const struct bm_pml_request *req)
+{
+    if (__builtin_expect(req->tx_peer, 0))
+        bm_util_lock_give(&tx_of(req)->lock);
+}
+
+/* The striping counters of a peer (stripe.c) are its per-peer senders' and
+ * the drainer's: under MPI_THREAD_MULTIPLE they change under the peer's
+ * lock, for every send (peer_tx exists only then). */
+static inline void stripe_lock(int peer)
+{
+    if (__builtin_expect(bm_pml_g.peer_tx != NULL, 0))
+        bm_util_lock_take(&bm_pml_g.peer_tx[peer].lock);
+}
+
+static inline void stripe_unlock(int peer)
+{
+    if (__builtin_expect(bm_pml_g.peer_tx != NULL, 0))
+        bm_util_lock_give(&bm_pml_g.peer_tx[peer].lock);
+}
+
+/* A striped FRAG's descriptor came back with len payload bytes delivered
+ * (0 when lost): stripe.c's count, the caller holding the peer's lock
+ * when under MPI_THREAD_MULTIPLE. */
+static void stripe_des_done(int peer, uintptr_t ctx, const struct bm_btl_descriptor *des,
+                            int status)
+{
+    size_t len = 0;
+    for (uint32_t i = 0; i < des->seg_count; i++)
+        len += des->seg[i].len;
+    bm_pml_stripe_done(peer, (int)(ctx >> 8) - 1,
+                       status < 0 ? 0 : len - sizeof(struct bm_pml_hdr_frag));
+}
+
 /* Largest non-contiguous message packed on the stack for sendi. */
 #define BM_PML_PACK_STACK 4096
 
@@ -141,10 +213,22 @@ static void send_check_done(struct bm_pml_request *req)
 static void des_abandon(struct bm_pml_request *req, struct bm_btl_module *m,
                         struct bm_btl_descriptor *des)
 {
+    tx_lock(req);
     req->outstanding--;
-    bm_pml_g.inflight--;
+    tx_unlock(req);
+    if (req->tx_peer)
+        __atomic_fetch_sub(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    else
+        bm_pml_g.inflight--;
     bm_btl_free(m, des);
 }
+
+static void des_cb_tx(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                      struct bm_btl_descriptor *des, int status);
+
+/* A per-peer send's worker without the progress lock met a failed path:
+ * the drainer reports it and tries again (set by des_submit). */
+static BM_PML_TLS bool tx_failed_here;
 
 /* Hand a filled descriptor to the path. BM_OK when it left (the callback
  * will fire), BM_ERR_OUT_OF_RESOURCE when it must be retried later, a link
@@ -152,25 +236,54 @@ static void des_abandon(struct bm_pml_request *req, struct bm_btl_module *m,
  * or another refusal (the send fails). stripe: the path's send-list index
  * when the peer is striped adaptively (stripe.c), else -1; des->context
  * carries it above the header type. */
-static int des_submit(struct bm_pml_request *req, struct bm_btl_path *path,
-                      struct bm_btl_descriptor *des, uint8_t type, int stripe)
+static inline __attribute__((always_inline)) int
+des_submit_(struct bm_pml_request *req, struct bm_btl_path *path, struct bm_btl_descriptor *des,
+            uint8_t type, int stripe, bool maybe_tx)
 {
     des->cbfunc = bm_pml_des_cb;
     des->cbdata = req;
     des->context = (void *)((uintptr_t)type | (uintptr_t)(stripe + 1) << 8);
-    req->outstanding++;
-    bm_pml_g.inflight++;
-    if (stripe >= 0)
-        bm_pml_stripe_sent(req->peer, stripe);
+    if (maybe_tx && __builtin_expect(req->tx_peer, 0)) {
+        /* per-peer state: counted under the peer's lock, in the atomic count */
+        des->cbfunc = des_cb_tx;
+        tx_lock(req);
+        req->outstanding++;
+        if (stripe >= 0)
+            bm_pml_stripe_sent(req->peer, stripe);
+        tx_unlock(req);
+        __atomic_fetch_add(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    } else {
+        req->outstanding++;
+        bm_pml_g.inflight++;
+        if (stripe >= 0) {
+            stripe_lock(req->peer);
+            bm_pml_stripe_sent(req->peer, stripe);
+            stripe_unlock(req->peer);
+        }
+    }
     int rc = bm_btl_send(path->module, path->endpoint, des, BM_PML_BTL_TAG(type));
     if (rc >= 0)
         return BM_OK;
-    if (stripe >= 0)
+    if (stripe >= 0) {
+        stripe_lock(req->peer);
         bm_pml_stripe_done(req->peer, stripe, 0);
+        stripe_unlock(req->peer);
+    }
     des_abandon(req, path->module, des);
-    if (bm_status_is_link(rc) || bm_status_is_peer(rc))
+    if (bm_status_is_link(rc) || bm_status_is_peer(rc)) {
+        if (maybe_tx && req->tx_peer && !bm_pml_in_drain()) {
+            tx_failed_here = true; /* the drainer marks the path failed */
+            return BM_ERR_OUT_OF_RESOURCE;
+        }
         bm_pml_path_failed(req->peer, path, rc, "send failed");
+    }
     return rc;
+}
+
+static int des_submit(struct bm_pml_request *req, struct bm_btl_path *path,
+                      struct bm_btl_descriptor *des, uint8_t type, int stripe)
+{
+    return des_submit_(req, path, des, type, stripe, true);
 }
 
 /* After des_submit failed: true when another path should be tried. */
@@ -335,7 +448,8 @@ static bm_status_t send_first(struct bm_pml_request *req)
             req->sphase = BM_PML_SPHASE_SENT;
             /* In-place data is always in seg[1] (btl.h): one segment is a copy. */
             bool copied = !(m->caps & BM_BTL_CAP_SEND_INPLACE) || des->seg_count < 2;
-            int rc = des_submit(req, path, des, BM_PML_HDR_MATCH, -1);
+            /* never a per-peer send (those are rendezvous: force_rndv) */
+            int rc = des_submit_(req, path, des, BM_PML_HDR_MATCH, -1, false);
             if (rc == BM_OK) {
                 req->copied = copied;
                 return BM_OK;
@@ -397,7 +511,7 @@ static struct bm_btl_path *send_path(int dst, uint64_t **bytes_out)
         if (best >= 0 && l->paths[i].cls != l->paths[best].cls)
             break;
         double w = l->paths[i].weight > 0 ? l->paths[i].weight : 1.0;
-        double score = (double)sent[i] / w;
+        double score = (double)__atomic_load_n(&sent[i], __ATOMIC_RELAXED) / w;
         if (best < 0 || score < best_score) {
             best = i;
             best_score = score;
@@ -456,7 +570,9 @@ static bool frag_first(const struct bm_pml_request *req, const struct bm_btl_mod
 {
     return req->conv.type && !iov && at < bm_pml_g.cfg.pack_bounce &&
            bm_pml_g.cfg.pack_first_frag > sizeof(struct bm_pml_hdr_frag) &&
-           (m->caps & BM_BTL_CAP_SEND_FAR) && bm_pml_g.inflight <= req->outstanding;
+           (m->caps & BM_BTL_CAP_SEND_FAR) &&
+           (req->tx_peer ? __atomic_load_n(&bm_pml_g.inflight_direct, __ATOMIC_RELAXED)
+                         : bm_pml_g.inflight) <= req->outstanding;
 }
 
 /* The payload of the next FRAG, starting at offset at, when left bytes
@@ -503,11 +619,15 @@ static void pack_ahead(struct bm_pml_request *req)
     if (__atomic_load_n(&ahead_held, __ATOMIC_RELAXED) >= BM_PML_AHEAD_HELD)
         return;
     uint64_t *counter;
+    tx_lock(req); /* the weights (stripe.c), outstanding (frag_size) */
     struct bm_btl_path *path = send_path(req->peer, &counter);
-    if (!path || frag_iov_ok(req, path->module))
+    if (!path || frag_iov_ok(req, path->module)) {
+        tx_unlock(req);
         return;
+    }
     struct bm_btl_module *m = path->module;
     size_t size = frag_size(req, m, false, false, req->frag_next, req->bytes - req->frag_next);
+    tx_unlock(req);
     struct bm_btl_descriptor *des =
         frag_prepare(req, m, path->endpoint, req->frag_next, sizeof(struct bm_pml_hdr_frag), &size);
     if (!des)
@@ -547,16 +667,62 @@ static void pack_frag_count(size_t size)
         ;
 }
 
+void (*bm_pml_test_frag_hook)(int inside);
+
+/* Under MPI_THREAD_MULTIPLE: a thread enters or leaves the FRAG path (a
+ * per-peer send's worker, or the progress lock's holder): the count and
+ * its maximum are for BM_PML_STATS and tests/mpi/mt_frags.c, which holds
+ * one thread here through the hook. */
+static __attribute__((noinline)) void tx_frags_enter(void)
+{
+    int n = __atomic_add_fetch(&bm_pml_g.frag_in, 1, __ATOMIC_RELAXED);
+    int max = __atomic_load_n(&bm_pml_g.frag_in_max, __ATOMIC_RELAXED);
+    while (n > max && !__atomic_compare_exchange_n(&bm_pml_g.frag_in_max, &max, n, true,
+                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+    void (*hook)(int) = __atomic_load_n(&bm_pml_test_frag_hook, __ATOMIC_ACQUIRE);
+    if (hook)
+        hook(n);
+}
+
+static __attribute__((noinline)) void tx_frags_leave(void)
+{
+    __atomic_fetch_sub(&bm_pml_g.frag_in, 1, __ATOMIC_RELAXED);
+}
+
 /* Keep up to pipeline_depth FRAGs in flight: first the ranges lost with a
- * failed path, then the rest of the message in order. */
+ * failed path, then the rest of the message in order. A per-peer send
+ * (tx_peer) reads and changes its fields under its peer's lock, given back
+ * around every transport call; its worker is the only thread that moves
+ * frag_next or takes from the head of the resend list (callbacks only
+ * append to it, and lower outstanding). */
+static bm_status_t send_frags_in(struct bm_pml_request *req);
+
 static bm_status_t send_frags(struct bm_pml_request *req)
 {
+    if (__builtin_expect(!bm_pml_g.mt, 1))
+        return send_frags_in(req);
+    tx_frags_enter();
+    bm_status_t rc = send_frags_in(req);
+    tx_frags_leave();
+    return rc;
+}
+
+static bm_status_t send_frags_in(struct bm_pml_request *req)
+{
+    tx_lock(req);
     while ((req->resend || req->frag_next < req->frag_end) &&
            req->outstanding < bm_pml_g.cfg.pipeline_depth) {
         uint64_t *counter;
         struct bm_btl_path *path = send_path(req->peer, &counter);
-        if (!path)
+        if (!path) {
+            tx_unlock(req);
+            if (req->tx_peer && !bm_pml_in_drain()) {
+                tx_failed_here = true; /* held peers are the drainer's */
+                return BM_ERR_OUT_OF_RESOURCE;
+            }
             return bm_pml_peer_held(req->peer); /* waits until a path recovers */
+        }
         struct bm_btl_module *m = path->module;
         bool iov = frag_iov_ok(req, m);
         struct bm_pml_resend *rs = req->resend;
@@ -568,6 +734,7 @@ static bm_status_t send_frags(struct bm_pml_request *req)
             .rreq = req->rreq,
             .offset = at,
         };
+        tx_unlock(req);
         struct bm_btl_descriptor *des = NULL;
         if (__builtin_expect(req->ahead_des != NULL, 0))
             des = ahead_take(req, path, rs ? SIZE_MAX : at, size);
@@ -582,6 +749,7 @@ static bm_status_t send_frags(struct bm_pml_request *req)
         }
         memcpy(des->seg[0].addr, &fh, sizeof(fh));
         /* Account before the send: a callback may run inside it. */
+        tx_lock(req);
         if (rs) {
             rs->offset += size;
             rs->len -= size;
@@ -590,6 +758,7 @@ static bm_status_t send_frags(struct bm_pml_request *req)
         } else {
             req->frag_next += size;
         }
+        tx_unlock(req);
         /* A resend range used up here is freed after the send; remember
          * that before, since the failure path below must not read it. */
         bool rs_used_up = rs && rs->len == 0;
@@ -597,12 +766,19 @@ static bm_status_t send_frags(struct bm_pml_request *req)
         int rc = des_submit(req, path, des, BM_PML_HDR_FRAG, stripe);
         if (rs_used_up)
             free(rs);
+        tx_lock(req);
         if (rc == BM_OK) {
-            *counter += size;
+            /* path_bytes: read and written by senders to the peer under
+             * the progress lock and by its per-peer senders (an estimate:
+             * a lost update only shifts the weights' balance) */
+            __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + size,
+                             __ATOMIC_RELAXED);
             if (req->conv.type && !iov)
                 pack_frag_count(size);
             if (frag_first(req, m, iov, at))
                 __atomic_fetch_add(&bm_pml_g.pack_frags_first, 1, __ATOMIC_RELAXED);
+            if (__builtin_expect(req->tx_peer, 0) && !bm_pml_in_drain())
+                __atomic_fetch_add(&bm_pml_g.tx_frags_free, 1, __ATOMIC_RELAXED);
             continue;
         }
         /* not sent: give the range back */
@@ -620,11 +796,14 @@ static bm_status_t send_frags(struct bm_pml_request *req)
         } else {
             req->frag_next = at;
         }
-        if (!retry_other_path(rc))
+        if (!retry_other_path(rc)) {
+            tx_unlock(req);
             return rc;
+        }
     }
     if (req->frag_next >= req->frag_end && !req->resend)
         req->sphase = BM_PML_SPHASE_SENT;
+    tx_unlock(req);
     return BM_OK;
 }
 
@@ -696,6 +875,279 @@ static void send_kick(struct bm_pml_request *req)
         send_advance(req);
 }
 
+/* ---- per-peer send state: kick lists and workers ------------------------------ */
+
+/* FRAGs are wanted and the pipeline has room (peer lock held). */
+static bool tx_frag_work(const struct bm_pml_request *req)
+{
+    return req->sphase == BM_PML_SPHASE_FRAGS && (req->resend || req->frag_next < req->frag_end) &&
+           req->outstanding < bm_pml_g.cfg.pipeline_depth;
+}
+
+/* Wake the threads that may take a kick (a waiting owner may sleep). */
+static void tx_wake(void)
+{
+    bm_pml_wait_kick();
+}
+
+/* Put req on its peer's kick list (peer lock held, not busy); drain: for
+ * the progress lock's holder. Returns whether it was newly queued. */
+static bool tx_queue(struct bm_pml_request *req, bool drain)
+{
+    if (drain)
+        req->tx_drain = true;
+    if (req->tx_queued)
+        return false;
+    struct bm_pml_peer_tx *t = tx_of(req);
+    req->tx_queued = true;
+    req->tx_pass = (uint8_t)__atomic_load_n(&bm_pml_g.tx_pass, __ATOMIC_RELAXED);
+    req->pend_next = NULL;
+    if (t->tail)
+        t->tail->pend_next = req;
+    else
+        t->head = req;
+    t->tail = req;
+    __atomic_store_n(&t->n, t->n + 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&bm_pml_g.tx_kicks, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* Take req off its peer's kick list (peer lock held, req on it). */
+static void tx_unqueue(struct bm_pml_request *req)
+{
+    struct bm_pml_peer_tx *t = tx_of(req);
+    struct bm_pml_request **pp = &t->head, *prev = NULL;
+    while (*pp != req) {
+        prev = *pp;
+        pp = &(*pp)->pend_next;
+    }
+    *pp = req->pend_next;
+    if (t->tail == req)
+        t->tail = prev;
+    req->pend_next = NULL;
+    req->tx_queued = false;
+    __atomic_store_n(&t->n, t->n - 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&bm_pml_g.tx_kicks, 1, __ATOMIC_RELAXED);
+}
+
+static void tx_drain_work(struct bm_pml_request *req, bool frags);
+
+/* After the drainer changed req (progress lock and peer lock held; the
+ * peer lock is given back here): a busy worker looks again; otherwise the
+ * drainer sends the RNDV again itself, leaves FRAGs to whoever takes the
+ * kick (the send's own thread first), or completes the send. req may be
+ * gone on return. */
+static void tx_settle(struct bm_pml_request *req)
+{
+    if (req->tx_busy) {
+        if (req->sphase == BM_PML_SPHASE_START)
+            req->tx_drain = true;
+        req->tx_again = true;
+        tx_unlock(req);
+        return;
+    }
+    if (req->sphase == BM_PML_SPHASE_START || req->tx_drain) {
+        if (req->tx_queued)
+            tx_unqueue(req);
+        req->tx_drain = false;
+        req->tx_busy = true;
+        tx_unlock(req);
+        tx_drain_work(req, false);
+        return;
+    }
+    if (req->tx_queued) {
+        tx_unlock(req); /* whoever takes it decides */
+        return;
+    }
+    if (tx_frag_work(req)) {
+        tx_queue(req, false);
+        tx_unlock(req);
+        tx_wake();
+        return;
+    }
+    tx_unlock(req);
+    send_check_done(req);
+}
+
+/* The progress lock's holder works on req (tx_busy set by it, peer lock
+ * not held): sends the RNDV again when it must, FRAGs only when frags (a
+ * retry after a worker without the lock met a failed path or no path),
+ * reports failures; then settles it. */
+static void tx_drain_work(struct bm_pml_request *req, bool frags)
+{
+    req->nest++;
+    bm_status_t rc = BM_OK;
+    if (req->sphase == BM_PML_SPHASE_START)
+        rc = send_first(req);
+    if (rc == BM_OK && frags && req->sphase == BM_PML_SPHASE_FRAGS)
+        rc = send_frags(req);
+    req->nest--;
+    tx_lock(req);
+    req->tx_busy = false;
+    if (rc == BM_ERR_OUT_OF_RESOURCE) {
+        tx_queue(req, true); /* the drainer's next pass tries again */
+        tx_unlock(req);
+        return;
+    }
+    if (rc != BM_OK) {
+        bm_log_error("send of %zu bytes to rank %d (tag %d) failed: %s", req->bytes, req->peer,
+                     req->tag, bm_status_str(rc));
+        req->status.error = rc;
+        req->acked = true;
+        req->frag_end = req->frag_next;
+        req->resend = NULL;
+        req->sphase = BM_PML_SPHASE_SENT;
+    }
+    if (req->tx_again) {
+        req->tx_again = false;
+        if (req->tx_drain || req->sphase == BM_PML_SPHASE_START) {
+            tx_queue(req, true);
+            tx_unlock(req);
+            return;
+        }
+    }
+    tx_settle(req);
+}
+
+/* A thread that holds no progress lock works on req (peer lock held,
+ * tx_busy set, req off the kick list): sends the FRAGs it can, then
+ * leaves req idle, or queued for a worker (no room in the pipeline or
+ * the transport, tx_drain for the drainer: a failure, or nothing left but
+ * to complete it). The peer lock is given back. */
+static void tx_work(struct bm_pml_request *req)
+{
+    bool oor = false;
+    for (;;) {
+        req->tx_again = false;
+        if (req->tx_drain || req->sphase != BM_PML_SPHASE_FRAGS)
+            break;
+        tx_unlock(req);
+        tx_failed_here = false;
+        bm_status_t rc = send_frags(req);
+        bool failed = tx_failed_here;
+        tx_lock(req);
+        if (failed || (rc != BM_OK && rc != BM_ERR_OUT_OF_RESOURCE))
+            req->tx_drain = true;
+        else if (rc == BM_ERR_OUT_OF_RESOURCE)
+            oor = true;
+        if (!req->tx_again || oor)
+            break;
+    }
+    req->tx_busy = false;
+    bool queued = false;
+    if (req->tx_drain || (req->sphase == BM_PML_SPHASE_SENT && req->outstanding == 0))
+        queued = tx_queue(req, true); /* the send's end is the drainer's */
+    else if (oor || tx_frag_work(req))
+        queued = tx_queue(req, false);
+    tx_unlock(req);
+    if (queued)
+        tx_wake();
+}
+
+/* May this thread take req from a kick list now? Its own sends at once,
+ * others' once they waited a drainer's pass (their thread had the
+ * chance), and those for the drainer only with the progress lock. */
+static bool tx_takes(const struct bm_pml_request *req, bool drainer, uint8_t pass, uint16_t me)
+{
+    if (req->tx_drain)
+        return drainer;
+    if (drainer)
+        return false;
+    return req->tx_owner == me || req->tx_pass != pass;
+}
+
+int bm_pml_tx_run(bool drainer)
+{
+    if (__atomic_load_n(&bm_pml_g.tx_kicks, __ATOMIC_RELAXED) <= 0)
+        return 0;
+    if (drainer)
+        __atomic_store_n(&bm_pml_g.tx_pass, bm_pml_g.tx_pass + 1, __ATOMIC_RELAXED);
+    uint8_t pass = (uint8_t)__atomic_load_n(&bm_pml_g.tx_pass, __ATOMIC_RELAXED);
+    uint16_t me = tx_me();
+    int n = 0;
+    for (int p = 0; p < bm_pml_g.world_size; p++) {
+        struct bm_pml_peer_tx *t = &bm_pml_g.peer_tx[p];
+        if (__atomic_load_n(&t->n, __ATOMIC_RELAXED) == 0)
+            continue;
+        bm_util_lock_take(&t->lock);
+        /* Each entry once per call: a request queued again meanwhile
+         * waits for the next call (a transport out of resources is not
+         * retried in a loop). */
+        int budget = t->n;
+        struct bm_pml_request *req = t->head;
+        while (req && budget-- > 0) {
+            struct bm_pml_request *next = req->pend_next;
+            if (!tx_takes(req, drainer, pass, me)) {
+                req = next;
+                continue;
+            }
+            tx_unqueue(req);
+            req->tx_busy = true;
+            n++;
+            if (drainer) {
+                req->tx_drain = false;
+                bm_util_lock_give(&t->lock);
+                tx_drain_work(req, true);
+            } else {
+                tx_work(req);
+            }
+            bm_util_lock_take(&t->lock);
+            req = t->head; /* the list changed while the lock was given back */
+        }
+        bm_util_lock_give(&t->lock);
+    }
+    return n;
+}
+
+bm_status_t bm_pml_tx_init(void)
+{
+    static struct bm_util_lock_class tx_class = {.name = "peer send", .leaf = true};
+    bm_pml_g.peer_tx = aligned_alloc(64, (size_t)bm_pml_g.world_size * sizeof(*bm_pml_g.peer_tx));
+    if (!bm_pml_g.peer_tx)
+        return BM_ERR_NO_MEMORY;
+    memset(bm_pml_g.peer_tx, 0, (size_t)bm_pml_g.world_size * sizeof(*bm_pml_g.peer_tx));
+    for (int p = 0; p < bm_pml_g.world_size; p++)
+        bm_util_lock_init(&bm_pml_g.peer_tx[p].lock, &tx_class, false);
+    return BM_OK;
+}
+
+void bm_pml_tx_fini(void)
+{
+    if (!bm_pml_g.peer_tx)
+        return;
+    for (int p = 0; p < bm_pml_g.world_size; p++)
+        bm_util_lock_destroy(&bm_pml_g.peer_tx[p].lock);
+    free(bm_pml_g.peer_tx);
+    bm_pml_g.peer_tx = NULL;
+}
+
+/* A descriptor of a per-peer send came back (the drainer): its count and
+ * a lost FRAG's range change under the peer's lock, then tx_settle. */
+static void des_cb_tx(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                      struct bm_btl_descriptor *des, int status)
+{
+    struct bm_pml_request *req = des->cbdata;
+    uint8_t type = (uint8_t)(uintptr_t)des->context;
+    __atomic_fetch_sub(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    if (req->start_free && bm_pml_g.restart_timers)
+        bm_pml_restart_watch(req); /* its RNDV's callback, or the ACK's: the first */
+    if (status < 0)
+        bm_pml_path_failed_ep(req->peer, m, ep, status);
+    tx_lock(req);
+    req->outstanding--;
+    if ((uintptr_t)des->context >> 8)
+        stripe_des_done(req->peer, (uintptr_t)des->context, des, status);
+    if (status < 0) {
+        if (type == BM_PML_HDR_RNDV && !req->acked) {
+            req->retransmit = true;
+            req->sphase = BM_PML_SPHASE_START;
+        } else if (type == BM_PML_HDR_FRAG) {
+            frag_lost(req, des);
+        }
+    }
+    tx_settle(req);
+}
+
 void bm_pml_send_resend_range(struct bm_pml_request *req, size_t offset, size_t len)
 {
     resend_queue(req, offset, len);
@@ -706,6 +1158,13 @@ void bm_pml_send_rndv_again(struct bm_pml_request *req)
     bm_pml_g.rndv_resent++;
     bm_log_debug("no ACK from rank %d for a %zu-byte rendezvous (tag %d): sending its RNDV again",
                  req->peer, req->bytes, req->tag);
+    if (req->tx_peer) {
+        tx_lock(req);
+        req->retransmit = true;
+        req->sphase = BM_PML_SPHASE_START;
+        tx_settle(req);
+        return;
+    }
     req->retransmit = true;
     req->sphase = BM_PML_SPHASE_START;
     send_kick(req);
@@ -729,7 +1188,19 @@ void bm_pml_send_query(struct bm_pml_request *req)
     bm_pml_ctl_send(req->peer, BM_PML_BTL_TAG(BM_PML_HDR_RNDV), &rh, sizeof(rh));
 }
 
+static int watch_state(const struct bm_pml_request *req);
+
 int bm_pml_send_watch_state(const struct bm_pml_request *req)
+{
+    if (!req->tx_peer)
+        return watch_state(req);
+    tx_lock(req);
+    int w = req->tx_busy || req->tx_queued ? 0 : watch_state(req);
+    tx_unlock(req);
+    return w;
+}
+
+static int watch_state(const struct bm_pml_request *req)
 {
     if (req->pending || req->nest > 0 || req->outstanding > 0 || req->cancelling)
         return 0;
@@ -802,22 +1273,38 @@ static bool send_rget_free(struct bm_pml_request *req, struct bm_btl_peer *peer,
     return false;
 }
 
+/* Per-peer send state for a send to peer: under MPI_THREAD_MULTIPLE, when
+ * no transport on its send list is serialised by the base (every one
+ * locks for itself, so none calls back under a lock a sender takes). */
+static bool tx_ok(const struct bm_btl_peer *peer)
+{
+    if (!bm_pml_g.peer_tx)
+        return false;
+    for (int i = 0; i < peer->send.count; i++)
+        if (peer->send.paths[i].module->component->mt_lock)
+            return false;
+    return true;
+}
+
 /* Rendezvous starts without the progress lock (MPI_THREAD_MULTIPLE;
  * README "Threads"). A thread that finds the progress lock taken starts a
- * contiguous rendezvous itself instead of leaving it to the lock's holder,
+ * rendezvous itself instead of leaving it to the lock's holder,
  * when nothing of the start needs that lock: its first eager path on a
  * transport that locks for itself, not to itself, and where the peer has
  * a single-copy path, an RGET that needs no registration (send_rget_free;
- * one that registers is deferred). Until the
+ * one that registers, or a non-contiguous one, is deferred). Until the
  * RNDV is handed to the transport the request is this thread's alone
- * (nobody can name it yet); after that it touches the request no more:
- * the descriptor's callback and the ACK find it from the drainer, under
- * the progress lock, as for any send. So two threads start rendezvous
- * sends to different peers at once. False when it did not go (the caller
- * defers it; nothing of it is left). */
-static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req)
+ * (nobody can name it yet). Where the peer's send paths allow it (tx_ok)
+ * its state is then its peer's (per-peer send state, above): this thread
+ * packs ahead, and sends the FRAGs itself when the ACK came meanwhile;
+ * later ones go to whoever takes the kick the ACK leaves. Otherwise it
+ * touches the request no more: the descriptor's callback and the ACK find
+ * it from the drainer, under the progress lock, as for any send. So two
+ * threads start rendezvous sends to different peers at once. False when
+ * it did not go (the caller defers it; nothing of it is left). */
+static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req, bool tx_only)
 {
-    if (req->conv.type || req->retransmit || req->peer == bm_pml_g.my_rank)
+    if (req->retransmit || req->peer == bm_pml_g.my_rank)
         return false;
     struct bm_btl_peer *peer = bm_btl_base_peer(req->peer);
     struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
@@ -831,8 +1318,20 @@ static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req)
                                   .seq = req->seq};
     if (req->mode != BM_PML_SEND_SYNCHRONOUS && sizeof(mh) + req->bytes <= m->eager_limit)
         return false;
-    if (peer->rdma.count != 0)
-        return send_rget_free(req, peer, path, &mh);
+    bool tx = tx_ok(peer);
+    if (tx_only && !tx)
+        return false;
+    if (peer->rdma.count != 0) {
+        if (!req->conv.type && tx_only)
+            return false; /* an RGET: the lock's holder sends it as well */
+        if (!req->conv.type)
+            return send_rget_free(req, peer, path, &mh);
+        /* a non-contiguous RGET (getv; no registration decided for it) */
+        if (!tx || bm_pml_rdma_rget_ok(req))
+            return false;
+    }
+    if (req->conv.type && !tx)
+        return false;
     bool whole;
     req->rndv = true;
     struct bm_btl_descriptor *des = rndv_prepare(req, path, &mh, &whole);
@@ -848,6 +1347,15 @@ static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req)
     des->cbfunc = des_cb_rndv_free;
     des->cbdata = req;
     des->context = (void *)(uintptr_t)BM_PML_HDR_RNDV;
+    if (tx) {
+        des->cbfunc = des_cb_tx;
+        req->force_rndv = true; /* sent again, it stays a rendezvous */
+        req->tx_peer = true;
+        req->tx_owner = tx_me();
+        tx_lock(req);
+        req->tx_busy = true; /* this thread's until it lets go (tx_work) */
+        tx_unlock(req);
+    }
     __atomic_fetch_add(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
     rndv_enter();
     /* The ACK comes back through the peer (bm_pml_send_ack_cb acquires). */
@@ -858,11 +1366,29 @@ static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req)
         if (whole)
             __atomic_fetch_add(&bm_pml_g.rndv_whole, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&bm_pml_g.sends_rndv_free, 1, __ATOMIC_RELAXED);
+        if (tx) {
+            tx_lock(req);
+            bool acked = req->acked;
+            tx_unlock(req);
+            if (req->conv.type && !acked && req->frag_next < req->bytes &&
+                bm_pml_g.cfg.pack_ahead && !req->ahead_des)
+                pack_ahead(req);
+            tx_lock(req);
+            tx_work(req);
+        }
         return true;
     }
     /* Not taken: undone, and the deferred start sends it (and reports a
      * failed path) under the progress lock. */
     __atomic_fetch_sub(&bm_pml_g.inflight_direct, 1, __ATOMIC_RELAXED);
+    if (tx) {
+        tx_lock(req);
+        req->tx_busy = false;
+        tx_unlock(req);
+        req->tx_peer = false;
+        req->tx_owner = 0;
+        req->force_rndv = false;
+    }
     req->outstanding--;
     bm_btl_free(m, des);
     req->sphase = BM_PML_SPHASE_START;
@@ -912,10 +1438,18 @@ static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_
      * taken does not wait for the drainer's pass: the drainer starts the
      * send as it lets go (README "Threads", deferred starts). */
     int t = bm_pml_try_enter();
-    if (__builtin_expect(t < 0, 0)) {
-        if (!send_rndv_free(req))
-            bm_pml_start_defer(req);
-        return BM_OK;
+    if (__builtin_expect(t != 0, 0)) {
+        if (t < 0) {
+            if (!send_rndv_free(req, false))
+                bm_pml_start_defer(req);
+            return BM_OK;
+        }
+        /* Taken: a rendezvous whose state can be its peer's is started
+         * the same way all the same, so that its FRAGs are its thread's. */
+        if (send_rndv_free(req, true)) {
+            bm_pml_leave(true);
+            return BM_OK;
+        }
     }
     send_advance(req);
     bm_pml_leave(t > 0);
@@ -1133,6 +1667,33 @@ bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t c
     return (bm_status_t)st.error;
 }
 
+/* The ACK of a per-peer send (the drainer): its fields change under the
+ * peer's lock; the FRAGs it asks for are left to the kick's taker. */
+static void tx_ack(struct bm_pml_request *req, const struct bm_pml_hdr_ack *ah)
+{
+    tx_lock(req);
+    if (ah->base.flags & (BM_PML_HDR_F_RESTART | BM_PML_HDR_F_DONE)) {
+        bm_pml_restart_ack(req, ah); /* end to end (restart.c) */
+        tx_settle(req);
+        return;
+    }
+    if (req->acked) {
+        tx_unlock(req);
+        return; /* a duplicate after a path failure */
+    }
+    if (req->start_free && bm_pml_g.restart_timers)
+        bm_pml_restart_watch(req); /* before its RNDV's callback (send_rndv_free) */
+    req->acked = true;
+    req->rreq = ah->rreq;
+    req->need_done = req->watched && ah->offset < ah->length;
+    if (ah->offset < req->frag_next)
+        req->frag_next = ah->offset;
+    req->frag_end = ah->length;
+    if (req->sphase == BM_PML_SPHASE_WAIT_ACK)
+        req->sphase = req->frag_next < req->frag_end ? BM_PML_SPHASE_FRAGS : BM_PML_SPHASE_SENT;
+    tx_settle(req);
+}
+
 void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
 {
     (void)m;
@@ -1159,6 +1720,10 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
                            "dropped an ACK from rank %d naming no rendezvous in progress "
                            "(request %#llx)",
                            d->peer, (unsigned long long)ah.sreq);
+        return;
+    }
+    if (req->tx_peer) {
+        tx_ack(req, &ah);
         return;
     }
     if (ah.base.flags & (BM_PML_HDR_F_RESTART | BM_PML_HDR_F_DONE)) {
@@ -1236,11 +1801,9 @@ static inline __attribute__((always_inline)) void des_cb_req(struct bm_btl_modul
     req->outstanding--;
     if (ctx >> 8) {
         /* a striped FRAG: what its path delivered (stripe.c) */
-        size_t len = 0;
-        for (uint32_t i = 0; i < des->seg_count; i++)
-            len += des->seg[i].len;
-        bm_pml_stripe_done(req->peer, (int)(ctx >> 8) - 1,
-                           status < 0 ? 0 : len - sizeof(struct bm_pml_hdr_frag));
+        stripe_lock(req->peer);
+        stripe_des_done(req->peer, ctx, des, status);
+        stripe_unlock(req->peer);
     }
     if (req->state == BM_PML_REQ_COMPLETE) {
         /* An eager send already completed from its copy. If the copy was
@@ -1285,6 +1848,11 @@ static inline __attribute__((always_inline)) void des_cb_req(struct bm_btl_modul
 
 void bm_pml_send_cancel(struct bm_pml_request *req)
 {
+    /* A per-peer send is not cancelled (its descriptors and state are its
+     * peer's, not the lock holder's): it completes as if nothing had been
+     * asked, which MPI permits; Open MPI's ob1 cancels no send at all. */
+    if (req->tx_peer)
+        return;
     struct bm_pml_hdr_cancel ch = {
         .match = {.base = {.type = BM_PML_HDR_CANCEL},
                   .cid = req->cid,

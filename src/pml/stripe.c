@@ -64,11 +64,12 @@ BM_PARAM_TABLE_REGISTER(stripe_table);
 #define STRIPE_TICK_MASK 15u
 
 struct stripe_path {
-    uint64_t acked;      /* FRAG bytes completed this period */
-    uint64_t busy_ns;    /* time with FRAGs outstanding this period */
-    uint64_t busy_since; /* when outstanding last became positive */
-    int outstanding;     /* FRAG descriptors in flight */
-    bool have_stats;     /* last holds a reading */
+    uint64_t acked;                 /* FRAG bytes completed this period */
+    uint64_t busy_ns;               /* time with FRAGs outstanding this period */
+    uint64_t busy_since;            /* when outstanding last became positive */
+    int outstanding;                /* FRAG descriptors in flight */
+    uint64_t snap_acked, snap_busy; /* the period's, taken under the peer's lock */
+    bool have_stats;                /* last holds a reading */
     struct bm_btl_path_stats last;
     double score; /* this period's: rate x loss factor, -1 when not measured */
     double loss;  /* smoothed loss (resent / sent units) */
@@ -174,6 +175,21 @@ static double stripe_loss(struct stripe_path *p, const struct bm_btl_path *path)
     return p->loss;
 }
 
+/* Under MPI_THREAD_MULTIPLE the counters and weights of peer r are its
+ * per-peer senders' too (send.c): changed under the peer's lock, which is
+ * a leaf (the transports' statistics are read after it is given back). */
+static void stripe_peer_lock(int r)
+{
+    if (bm_pml_g.peer_tx)
+        bm_util_lock_take(&bm_pml_g.peer_tx[r].lock);
+}
+
+static void stripe_peer_unlock(int r)
+{
+    if (bm_pml_g.peer_tx)
+        bm_util_lock_give(&bm_pml_g.peer_tx[r].lock);
+}
+
 /* Recompute the weights of peer r's best working class. */
 static void stripe_peer(int r, uint64_t now)
 {
@@ -181,8 +197,20 @@ static void stripe_peer(int r, uint64_t now)
     struct bm_btl_path_list *l = &bm_btl_base_peer(r)->send;
     int n = pe->n < l->count ? pe->n : l->count;
     bool active = false;
+    stripe_peer_lock(r);
     for (int i = 0; i < n; i++)
         active |= pe->p[i].acked > 0 || pe->p[i].outstanding > 0;
+    for (int i = 0; active && i < n; i++) {
+        struct stripe_path *p = &pe->p[i];
+        p->snap_busy = p->busy_ns;
+        if (p->outstanding > 0) {
+            p->snap_busy += now - p->busy_since;
+            p->busy_since = now;
+        }
+        p->snap_acked = p->acked;
+        p->busy_ns = p->acked = 0;
+    }
+    stripe_peer_unlock(r);
     if (!active)
         return; /* no FRAG this period: nothing measured, nothing asked of the transports */
     int cls = -1, measured = 0;
@@ -192,13 +220,8 @@ static void stripe_peer(int r, uint64_t now)
     for (int i = 0; i < n; i++) {
         struct stripe_path *p = &pe->p[i];
         struct bm_btl_path *path = &l->paths[i];
-        uint64_t busy = p->busy_ns;
-        if (p->outstanding > 0) {
-            busy += now - p->busy_since;
-            p->busy_since = now;
-        }
-        uint64_t acked = p->acked;
-        p->busy_ns = p->acked = 0;
+        uint64_t busy = p->snap_busy;
+        uint64_t acked = p->snap_acked;
         p->score = -1;
         if (bm_pml_path_is_failed(path) || (cls >= 0 && path->cls != cls))
             continue;
@@ -219,6 +242,7 @@ static void stripe_peer(int r, uint64_t now)
     }
     if (measured < 2 || sum <= 0 || total <= 0)
         return; /* nothing to compare: the weights stay */
+    stripe_peer_lock(r);
     for (int i = 0; i < n; i++) {
         const struct stripe_path *p = &pe->p[i];
         struct bm_btl_path *path = &l->paths[i];
@@ -228,8 +252,9 @@ static void stripe_peer(int r, uint64_t now)
             path->weight = w > STRIPE_FLOOR * total ? w : STRIPE_FLOOR * total;
         }
         if (p->score >= 0 || (!bm_pml_path_is_failed(path) && path->cls == cls))
-            bm_pml_g.path_bytes[r][i] = 0;
+            __atomic_store_n(&bm_pml_g.path_bytes[r][i], 0, __ATOMIC_RELAXED);
     }
+    stripe_peer_unlock(r);
     bm_log_debug("striping to rank %d:%s weights now %.2f/%.2f (first two)", r, line,
                  l->paths[0].weight, l->paths[1].weight);
 }

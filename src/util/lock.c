@@ -8,6 +8,7 @@
 
 #include <linux/futex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +29,20 @@ static void class_register(struct bm_util_lock_class *cls)
 }
 
 _Thread_local __attribute__((tls_model("initial-exec"))) char bm_util_lock_self_;
+
+#ifndef NDEBUG
+_Thread_local __attribute__((tls_model("initial-exec")))
+const struct bm_util_lock *bm_util_lock_leaf_held_;
+
+void bm_util_lock_leaf_violation_(const struct bm_util_lock *l)
+{
+    fprintf(stderr,
+            "bitmover: lock order violated: '%s' taken while this thread holds '%s', a leaf "
+            "lock (nothing may be taken under it)\n",
+            l->cls->name, bm_util_lock_leaf_held_->cls->name);
+    abort();
+}
+#endif
 
 _Thread_local
     __attribute__((tls_model("initial-exec"))) struct bm_util_lock_trace *bm_util_lock_trace_;

@@ -26,6 +26,10 @@ struct bm_util_lock_class {
     _Atomic uint64_t contended; /* takes that had to wait, tries that failed */
     _Atomic(struct bm_util_lock_class *) next; /* registry (bm_util_lock_class_register) */
     atomic_bool registered;
+    /* A leaf: no lock may be taken while one of its locks is held. Checked
+     * in builds with assertions (not NDEBUG: dev, the sanitizers), where a
+     * take under a held leaf aborts naming both. */
+    bool leaf;
 };
 
 /* A futex word (0 free, 1 held, 2 held and a thread may be asleep on it,
@@ -93,6 +97,33 @@ extern _Thread_local
 void bm_util_lock_trace(struct bm_util_lock_trace *t);
 void bm_util_lock_trace_add_(const struct bm_util_lock *l);
 
+#ifndef NDEBUG
+/* The leaf lock this thread holds (NULL: none), and the check (lock.c). */
+extern _Thread_local __attribute__((tls_model("initial-exec")))
+const struct bm_util_lock *bm_util_lock_leaf_held_;
+void bm_util_lock_leaf_violation_(const struct bm_util_lock *l);
+static inline void bm_util_lock_leaf_check_(const struct bm_util_lock *l)
+{
+    if (__builtin_expect(bm_util_lock_leaf_held_ != NULL, 0))
+        bm_util_lock_leaf_violation_(l);
+}
+static inline void bm_util_lock_leaf_set_(const struct bm_util_lock *l, bool held)
+{
+    if (l->cls->leaf)
+        bm_util_lock_leaf_held_ = held ? l : NULL;
+}
+#else
+static inline void bm_util_lock_leaf_check_(const struct bm_util_lock *l)
+{
+    (void)l;
+}
+static inline void bm_util_lock_leaf_set_(const struct bm_util_lock *l, bool held)
+{
+    (void)l;
+    (void)held;
+}
+#endif
+
 /* An acquisition, counted with bm_util_lock_stats. */
 static inline void bm_util_lock_count_(struct bm_util_lock *l)
 {
@@ -117,11 +148,13 @@ static inline void bm_util_lock_take(struct bm_util_lock *l)
         bm_util_lock_count_(l);
         return;
     }
+    bm_util_lock_leaf_check_(l);
     if (__builtin_expect(!bm_util_lock_cas_(l), 0)) {
         atomic_fetch_add_explicit(&l->cls->contended, 1, memory_order_relaxed);
         bm_util_lock_wait_(l);
     }
     bm_util_lock_got_(l);
+    bm_util_lock_leaf_set_(l, true);
 }
 
 /* Take l if it is free; false (counted as contended) when another thread has it. */
@@ -132,11 +165,13 @@ static inline bool bm_util_lock_try(struct bm_util_lock *l)
         bm_util_lock_count_(l);
         return true;
     }
+    bm_util_lock_leaf_check_(l);
     if (!bm_util_lock_cas_(l)) {
         atomic_fetch_add_explicit(&l->cls->contended, 1, memory_order_relaxed);
         return false;
     }
     bm_util_lock_got_(l);
+    bm_util_lock_leaf_set_(l, true);
     return true;
 }
 
@@ -149,6 +184,7 @@ static inline void bm_util_lock_give(struct bm_util_lock *l)
         }
         atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
     }
+    bm_util_lock_leaf_set_(l, false);
     if (__builtin_expect(atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2, 0))
         bm_util_lock_wake_(l);
 }
@@ -160,6 +196,7 @@ static inline void bm_util_lock_give(struct bm_util_lock *l)
  * instruction as bm_util_lock_give; what it saves is the mfence after it. */
 static inline void bm_util_lock_give_sc(struct bm_util_lock *l)
 {
+    bm_util_lock_leaf_set_(l, false);
     if (__builtin_expect(atomic_exchange_explicit(&l->word, 0, memory_order_seq_cst) == 2, 0))
         bm_util_lock_wake_(l);
 }
