@@ -16,7 +16,7 @@ bm_add_mpi_test(mt_stress_np2_t8 TARGET mt_stress NP 2 BTL self,sm TIMEOUT 120
 # CPU cost over sm, tcp and dgram (ofi's is in tests/fault/ofi.cmake), each
 # sleeping on its own wait object; sleeping waits (BM_PML_WAIT_MODE=block).
 add_executable(mt_progress ${mt_dir}/mt_progress.c)
-target_link_libraries(mt_progress PRIVATE bitmover bm_test_harness Threads::Threads)
+target_link_libraries(mt_progress PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 bm_add_mpi_test(mt_progress_sm TARGET mt_progress NP 2 BTL self,sm TIMEOUT 120
     LABELS mpi mt ENV BM_PML_PROGRESS_THREAD=1)
 bm_add_mpi_test(mt_progress_tcp TARGET mt_progress NP 2 BTL self,tcp TIMEOUT 120
