@@ -986,7 +986,10 @@ static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, int p, size_t bytes
     if (c->sm_copy_min == 0 || bytes < c->sm_copy_min || bytes > c->sm_copy_max ||
         (!forced && a->kind != BM_COLL_SCATTER && !crowded_bcast_copy(a, p, bytes) && sharing))
         return false;
-    if (!forced && !sharing && bytes / 2 < c->sm_copy_min && slots_first(a->kind))
+    /* (only where the slots can hold the data: else single copy, not
+     * point-to-point, as before this rule) */
+    if (!forced && !sharing && bytes / 2 < c->sm_copy_min && bytes <= c->sm_slot &&
+        slots_first(a->kind))
         return false;
     switch (a->kind) {
     case BM_COLL_BARRIER:
