@@ -145,12 +145,6 @@ int bm_mpi_p2p_check(const char *fn, MPI_Comm comm, const void *buf, int count, 
     return MPI_SUCCESS;
 }
 
-int bm_mpi_p2p_pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const char *what, int peer)
-{
-    return bm_mpi_error(comm, bm_mpi_class_of_status(st), fn, "%s (peer rank %d) failed: %s", what,
-                        peer, bm_status_str(st));
-}
-
 void bm_mpi_p2p_fault_text(char *what, size_t len, bool recv, int peer, int tag, const void *buf,
                            size_t bytes, int st)
 {
@@ -179,6 +173,16 @@ static __attribute__((noinline, cold)) int p2p_fault_error(MPI_Comm comm, const 
     char what[BM_MPI_REQ_WHAT_MAX];
     bm_mpi_p2p_fault_text(what, sizeof(what), recv, peer, tag, buf, bytes, st);
     return bm_mpi_error(comm, MPI_ERR_BUFFER, fn, "%s", what);
+}
+
+int bm_mpi_p2p_pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const char *what, int peer)
+{
+    struct bm_pml_fault f;
+    if ((st == BM_ERR_FAULT || st == BM_ERR_PEER_FAULT) && bm_pml_last_fault(&f))
+        return p2p_fault_error(comm, fn, strcmp(what, "receive") == 0, peer, f.tag, f.buf, f.bytes,
+                               st);
+    return bm_mpi_error(comm, bm_mpi_class_of_status(st), fn, "%s (peer rank %d) failed: %s", what,
+                        peer, bm_status_str(st));
 }
 
 int bm_mpi_p2p_truncate_error(MPI_Comm comm, const char *fn, const struct bm_pml_status *ps,
@@ -495,12 +499,9 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
             st = (bm_status_t)ps.error;
         }
     }
-    if (st == BM_OK)
-        return MPI_SUCCESS;
-    if (st == BM_ERR_FAULT || st == BM_ERR_PEER_FAULT)
-        return p2p_fault_error(comm, fn, false, dest, tag, buf,
-                               bm_mpi_type_packed_bytes(dt, (size_t)count), st);
-    return bm_mpi_p2p_pml_error(comm, st, fn, "send", dest);
+    /* A fault's buffer and tag come from the PML (bm_pml_last_fault): kept
+     * here they would cost MPI_Send's success path three instructions. */
+    return st == BM_OK ? MPI_SUCCESS : bm_mpi_p2p_pml_error(comm, st, fn, "send", dest);
 }
 
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)

@@ -62,6 +62,16 @@ struct bm_pml_status {
     bool cancelled; /* the receive was cancelled before it matched */
 };
 
+/* The buffer of the last send whose single copy found it not mapped
+ * (status BM_ERR_FAULT or BM_ERR_PEER_FAULT), for an error text where the
+ * caller no longer holds it (MPI_Send). false when there was none. */
+struct bm_pml_fault {
+    const void *buf;
+    size_t bytes;
+    int tag;
+};
+bool bm_pml_last_fault(struct bm_pml_fault *out);
+
 struct bm_pml_request; /* opaque, owned by the PML */
 struct bm_util_dtype;  /* util/dtype.h */
 struct bm_pml_message; /* a message taken off the unexpected queue by improbe */

@@ -951,6 +951,17 @@ static void rget_put_fin(struct bm_pml_request *req, const struct bm_pml_hdr_fin
     rget_step(op);
 }
 
+static struct bm_pml_fault rdma_last_fault;
+static bool rdma_had_fault;
+
+/* The last one this process saw (under MPI_THREAD_MULTIPLE possibly
+ * another thread's: for an error text only). */
+bool bm_pml_last_fault(struct bm_pml_fault *out)
+{
+    *out = rdma_last_fault;
+    return rdma_had_fault;
+}
+
 /* rget_fault at the receiver: the send fails the same way. */
 static __attribute__((noinline, cold)) void send_fault(struct bm_pml_request *req, int peer,
                                                        int status)
@@ -968,6 +979,8 @@ static __attribute__((noinline, cold)) void send_fault(struct bm_pml_request *re
                      req->bytes, peer, req->tag, peer, peer);
     req->status.error = status;
     req->status.count = req->bytes; /* the message's length, for the error text */
+    rdma_last_fault = (struct bm_pml_fault){.buf = req->sbuf, .bytes = req->bytes, .tag = req->tag};
+    rdma_had_fault = true;
 }
 
 void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
