@@ -178,9 +178,11 @@ static __attribute__((noinline, cold)) int p2p_fault_error(MPI_Comm comm, const 
 int bm_mpi_p2p_pml_error(MPI_Comm comm, bm_status_t st, const char *fn, const char *what, int peer)
 {
     struct bm_pml_fault f;
-    if ((st == BM_ERR_FAULT || st == BM_ERR_PEER_FAULT) && bm_pml_last_fault(&f))
-        return p2p_fault_error(comm, fn, strcmp(what, "receive") == 0, peer, f.tag, f.buf, f.bytes,
-                               st);
+    /* Only a send's: bm_pml_last_fault records the sender side's faults
+     * (rdma.c send_fault), never a receive's own buffer. */
+    if ((st == BM_ERR_FAULT || st == BM_ERR_PEER_FAULT) && strcmp(what, "send") == 0 &&
+        bm_pml_last_fault(&f))
+        return p2p_fault_error(comm, fn, false, peer, f.tag, f.buf, f.bytes, st);
     return bm_mpi_error(comm, bm_mpi_class_of_status(st), fn, "%s (peer rank %d) failed: %s", what,
                         peer, bm_status_str(st));
 }
