@@ -96,6 +96,8 @@ enum bm_pml_req_state {
 };
 
 struct bm_pml_request {
+    /* index, gen, kind, state come first: the allocator clears what follows
+     * and changes these by atomic stores (request.c REQ_BODY_AT) */
     uint32_t index;  /* slot in the id table (fixed) */
     uint32_t gen;    /* generation of this use */
     uint8_t kind;    /* enum bm_pml_req_kind */

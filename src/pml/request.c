@@ -66,6 +66,15 @@ void bm_pml_request_table_init(void)
 
 /* The state as the owner sees it: completion is published with a release
  * store after the status is written, and read with an acquire load. */
+/* Where a request's cleared part begins: after index, gen, kind and state,
+ * which bm_pml_request_alloc writes one by one (see there). */
+#define REQ_BODY_AT offsetof(struct bm_pml_request, user_freed)
+_Static_assert(offsetof(struct bm_pml_request, index) < REQ_BODY_AT &&
+                   offsetof(struct bm_pml_request, gen) < REQ_BODY_AT &&
+                   offsetof(struct bm_pml_request, kind) < REQ_BODY_AT &&
+                   offsetof(struct bm_pml_request, state) < REQ_BODY_AT,
+               "the identity words come first in struct bm_pml_request");
+
 static inline uint8_t req_state(const struct bm_pml_request *req)
 {
     return __atomic_load_n(&req->state, __ATOMIC_ACQUIRE);
@@ -167,24 +176,28 @@ struct bm_pml_request *bm_pml_request_alloc(enum bm_pml_req_kind kind)
     struct bm_pml_request *req = request_pop();
     if (!req)
         return NULL;
-    uint32_t index = req->index;
     uint32_t gen = req->gen + 1;
     if (gen == 0)
         gen = 1;
     /* Only the common part and the kind's own part: the other kind's fields
-     * are never read. Vector stores inline, not "rep stos" (util/mem.h). */
-    const size_t send_at = offsetof(struct bm_pml_request, sbuf);
-    const size_t recv_at = offsetof(struct bm_pml_request, rbuf);
+     * are never read. Vector stores inline, not "rep stos" (util/mem.h).
+     * The identity words (index, gen, kind, state) are not cleared:
+     * bm_pml_request_lookup may read them at this moment from another
+     * thread, for an id that named this slot's last use (a late FIN or
+     * ACK, rdma.c's record of the last RGET to a peer), so they change
+     * only by atomic stores. */
+    char *body = (char *)req + REQ_BODY_AT;
+    const size_t send_at = offsetof(struct bm_pml_request, sbuf) - REQ_BODY_AT;
+    const size_t recv_at = offsetof(struct bm_pml_request, rbuf) - REQ_BODY_AT;
     if (kind == BM_PML_REQ_SEND) {
-        bm_util_zero_fixed(req, recv_at);
+        bm_util_zero_fixed(body, recv_at);
     } else {
-        bm_util_zero_fixed(req, send_at);
-        bm_util_zero_fixed((char *)req + recv_at, sizeof(*req) - recv_at);
+        bm_util_zero_fixed(body, send_at);
+        bm_util_zero_fixed(body + recv_at, sizeof(*req) - REQ_BODY_AT - recv_at);
         req->rget_class = -1;
     }
-    req->index = index;
-    req->gen = gen;
-    req->kind = (uint8_t)kind;
+    __atomic_store_n(&req->gen, gen, __ATOMIC_RELAXED);
+    __atomic_store_n(&req->kind, (uint8_t)kind, __ATOMIC_RELAXED);
     req_state_set(req, BM_PML_REQ_ACTIVE);
     return req;
 }
@@ -242,7 +255,9 @@ struct bm_pml_request *bm_pml_request_lookup(bm_pml_reqid_t id, enum bm_pml_req_
     struct bm_pml_request *req = NULL;
     if (index / BM_PML_REQ_CHUNK < req_nchunks) {
         req = &req_chunks[index / BM_PML_REQ_CHUNK][index % BM_PML_REQ_CHUNK];
-        if (req->gen != gen || req_state(req) != BM_PML_REQ_ACTIVE || req->kind != kind)
+        if (__atomic_load_n(&req->gen, __ATOMIC_RELAXED) != gen ||
+            req_state(req) != BM_PML_REQ_ACTIVE ||
+            __atomic_load_n(&req->kind, __ATOMIC_RELAXED) != kind)
             req = NULL;
     }
     bm_pml_unlock(&req_lock);
