@@ -332,22 +332,29 @@ static size_t rndv_head(const struct bm_pml_request *req, const struct bm_btl_mo
 
 void (*bm_pml_test_rndv_hook)(int inside);
 
-/* Under MPI_THREAD_MULTIPLE: a thread enters or leaves a rendezvous start
- * (locked or not): the count and its maximum are for BM_PML_STATS and
- * tests/mpi/mt_rndv.c, which holds one thread here through the hook. */
-static __attribute__((noinline)) void rndv_enter(void)
+/* A thread enters a path whose concurrency BM_PML_STATS and the mt tests
+ * measure: *in counts the threads inside, *in_max keeps their most, and a
+ * test's hook may hold the first one there until a second enters. */
+static __attribute__((noinline)) void path_enter(int *in, int *in_max, void (**hookp)(int))
 {
-    int n = __atomic_add_fetch(&bm_pml_g.rndv_in, 1, __ATOMIC_RELAXED);
-    int max = __atomic_load_n(&bm_pml_g.rndv_in_max, __ATOMIC_RELAXED);
-    while (n > max && !__atomic_compare_exchange_n(&bm_pml_g.rndv_in_max, &max, n, true,
-                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    int n = __atomic_add_fetch(in, 1, __ATOMIC_RELAXED);
+    int max = __atomic_load_n(in_max, __ATOMIC_RELAXED);
+    while (n > max &&
+           !__atomic_compare_exchange_n(in_max, &max, n, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
-    void (*hook)(int) = __atomic_load_n(&bm_pml_test_rndv_hook, __ATOMIC_ACQUIRE);
+    void (*hook)(int) = __atomic_load_n(hookp, __ATOMIC_ACQUIRE);
     if (hook)
         hook(n);
 }
 
-static __attribute__((noinline)) void rndv_leave(void)
+/* Under MPI_THREAD_MULTIPLE: a thread enters or leaves a rendezvous start
+ * (locked or not); tests/mpi/mt_rndv.c holds one thread here. */
+static inline void rndv_enter(void)
+{
+    path_enter(&bm_pml_g.rndv_in, &bm_pml_g.rndv_in_max, &bm_pml_test_rndv_hook);
+}
+
+static inline void rndv_leave(void)
 {
     __atomic_fetch_sub(&bm_pml_g.rndv_in, 1, __ATOMIC_RELAXED);
 }
@@ -670,22 +677,14 @@ static void pack_frag_count(size_t size)
 void (*bm_pml_test_frag_hook)(int inside);
 
 /* Under MPI_THREAD_MULTIPLE: a thread enters or leaves the FRAG path (a
- * per-peer send's worker, or the progress lock's holder): the count and
- * its maximum are for BM_PML_STATS and tests/mpi/mt_frags.c, which holds
- * one thread here through the hook. */
-static __attribute__((noinline)) void tx_frags_enter(void)
+ * per-peer send's worker, or the progress lock's holder);
+ * tests/mpi/mt_frags.c holds one thread here. */
+static inline void tx_frags_enter(void)
 {
-    int n = __atomic_add_fetch(&bm_pml_g.frag_in, 1, __ATOMIC_RELAXED);
-    int max = __atomic_load_n(&bm_pml_g.frag_in_max, __ATOMIC_RELAXED);
-    while (n > max && !__atomic_compare_exchange_n(&bm_pml_g.frag_in_max, &max, n, true,
-                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
-    void (*hook)(int) = __atomic_load_n(&bm_pml_test_frag_hook, __ATOMIC_ACQUIRE);
-    if (hook)
-        hook(n);
+    path_enter(&bm_pml_g.frag_in, &bm_pml_g.frag_in_max, &bm_pml_test_frag_hook);
 }
 
-static __attribute__((noinline)) void tx_frags_leave(void)
+static inline void tx_frags_leave(void)
 {
     __atomic_fetch_sub(&bm_pml_g.frag_in, 1, __ATOMIC_RELAXED);
 }
