@@ -60,10 +60,12 @@ enum bm_mpi_coll_kind {
     X(SM_SHARES, "sm.shares") /* an allreduce.sm in the large area, combined in shares */          \
     X(SM_PIPE, "sm.pipe")     /* a bcast.sm in the large area, copied in and out in chunks */      \
     X(SM_PUSH, "sm.push")     /* an allgather.sm by single copy, blocks written by their owner */  \
-    X(SM_AREAS, "sm.areas")   /* a bcast/scatter/allgather/alltoall.sm in one of two areas */      \
-    X(SM_NEAR, "sm.near")     /* a crowded bcast.sm reader on the root's CPU: copied the area */   \
-    X(SM_LATE, "sm.late")     /* one elsewhere, after the root had published: copied the area */   \
-    X(SM_FAST, "sm.fast")     /* a communicator whose small blocking calls took the fast path */   \
+    X(GATHER_PUSH,                                                                                 \
+      "gather.push") /* a gather.sm by single copy, a block written into the root's buffer */      \
+    X(SM_AREAS, "sm.areas") /* a bcast/scatter/allgather/alltoall.sm in one of two areas */        \
+    X(SM_NEAR, "sm.near")   /* a crowded bcast.sm reader on the root's CPU: copied the area */     \
+    X(SM_LATE, "sm.late")   /* one elsewhere, after the root had published: copied the area */     \
+    X(SM_FAST, "sm.fast")   /* a communicator whose small blocking calls took the fast path */     \
     X(SCHED_HANDOFF,                                                                               \
       "sched.handoff") /* a nonblocking schedule's first round left to the progress thread */      \
     X(BARRIER_HIER, "barrier.hier")                                                                \

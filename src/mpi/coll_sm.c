@@ -1553,8 +1553,8 @@ static void reduce_copy(struct copy_op *c, const void *in, void *out, int count,
  * receive side is contiguous (the root publishes where each block goes),
  * writes its block into the root's buffer itself (the transport's put:
  * process_vm_writev) while the root copies its own block, and leaves; the
- * root waits for its done line. Where either side cannot, the root reads
- * the block as before. 2 ranks, bm_coll, 7 interleaved rounds (load 29-36,
+ * root waits for its done line (counted as gather.push). Where either side
+ * cannot, the root reads the block as before. 2 ranks, bm_coll, 7 interleaved rounds (load 29-36,
  * boosted), medians, root reads -> others write: 16 KiB 1.56-1.58 -> 1.16-
  * 1.24 us, 32 KiB 2.44-2.46 -> 1.82-1.85, 64 KiB 4.13-4.32 -> 2.91-2.98
  * (Open MPI 4.6-5.1, MPICH 4.6-4.8: the quiet runs' 0.92x row): the two
@@ -1575,7 +1575,7 @@ static void gather_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
         if (theirs[me] != 0 && mine[0] != 0) {
             push(c, root, theirs[me], (void *)(uintptr_t)mine[0],
                  (size_t)a->scount * a->stype->size);
-            bm_mpi_coll_count_alg(BM_COLL_GATHER, BM_ALG_SM_PUSH);
+            bm_mpi_coll_count_alg(BM_COLL_GATHER, BM_ALG_GATHER_PUSH);
             finish(sm, c->k);
             return;
         }

@@ -275,7 +275,8 @@ set(coll_force_d
     "BM_TEST_COLL_EXPECT=barrier.sm,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
 # The shared-memory algorithms with all their data by single copy (the
 # readers' get from the writers' buffers: sm.copy; an allgather's owners
-# put their blocks into contiguous receive buffers: sm.push), whatever its
+# put their blocks into contiguous receive buffers: sm.push; a gather's
+# other ranks theirs into a contiguous root buffer: gather.push), whatever its
 # size, and at 2 ranks commutative reduces split between both ranks
 # (sm.copy_split). These launches also run the blocks of different layouts
 # (coll_check's test_mixed_types: a receiver that reads beside one that is
@@ -285,7 +286,7 @@ set(coll_force_e
     BM_MPI_COLL_REDUCE_ALG=sm
     BM_MPI_COLL_ALLREDUCE_ALG=sm BM_MPI_COLL_GATHER_ALG=sm BM_MPI_COLL_SCATTER_ALG=sm
     BM_MPI_COLL_ALLGATHER_ALG=sm BM_MPI_COLL_ALLTOALL_ALG=sm
-    "BM_TEST_COLL_EXPECT=sm.copy,sm.push,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
+    "BM_TEST_COLL_EXPECT=sm.copy,sm.push,gather.push,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
 # Ranks that share cores (BM_PML_IDLE_YIELD) move data larger than a slot
 # through the segment's large area (sm.large): slots of 256 bytes make most
 # calls large (allreduces combine in shares: sm.shares; bcasts are copied in
