@@ -246,6 +246,20 @@ def tables(res, points, stacks, loads):
         if label in loads:
             lines.append("Load average (1, 5, 15 minutes) at the start of this point: %s; at "
                          "its end: %s.\n" % loads[label])
+        if label == "2":
+            lines.append("At 2 ranks an alltoall (and an allgather) of 128 KiB and more is "
+                         "bound by copying: each rank copies its own block in memory and the "
+                         "other rank's block moves by single copy (process_vm_readv/writev), "
+                         "the same data movement as Open MPI's two-process alltoall over "
+                         "vader (strace: one process_vm_readv of the block and one memcpy "
+                         "per rank per call). The kernel's single copy costs 1.4-1.9x a "
+                         "memcpy of the same bytes here (it pins the other process's pages "
+                         "and copies page by page: 2 processes, memcpy + process_vm_readv "
+                         "184-192 us per call against 156-157 for two memcpys at 1 MiB, "
+                         "14.0 against 9.6 at 256 KiB), and a copy through shared memory "
+                         "needs two memcpys of the other rank's block: bitmover and the "
+                         "peers are at parity there (0.97-1.06x in the quiet runs of "
+                         "2026-11-29).\n")
         if hosts:
             lines.append("Between the namespaces every stack crosses the veth: bitmover by "
                          "tcp (shared memory within a namespace), Open MPI with btl self,tcp "
