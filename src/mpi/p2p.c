@@ -531,6 +531,26 @@ int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 }
 BM_MPI_ALIAS(Bsend);
 
+/* MPI_Recv of a non-contiguous (count, dt): the PML copies a small eager
+ * message of a type of large blocks into a bounce on this frame and this
+ * thread unpacks it once the receive completed (pml.h
+ * bm_pml_irecv_dt_defer). Out of line: the contiguous path keeps its frame. */
+static __attribute__((noinline)) bm_status_t recv_dt(void *buf, int count, MPI_Datatype dt,
+                                                     MPI_Comm comm, int src, int tag,
+                                                     struct bm_pml_status *ps)
+{
+    _Alignas(64) char bounce[BM_PML_RECV_DEFER_MAX];
+    struct bm_pml_request *req;
+    bm_status_t st =
+        bm_pml_irecv_dt_defer(buf, (size_t)count, dt->dt, comm->context_id, src, tag, bounce, &req);
+    if (st != BM_OK)
+        return st;
+    bm_pml_request_wait(req, ps);
+    bm_pml_recv_dt_finish(req);
+    bm_pml_request_free(req);
+    return BM_OK;
+}
+
 int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Status *status)
 {
@@ -544,13 +564,21 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
         return MPI_SUCCESS;
     }
     size_t bytes = bm_mpi_type_packed_bytes(datatype, (size_t)count);
-    struct bm_pml_request *req;
-    bm_status_t st = bm_mpi_p2p_irecv(buf, count, datatype, comm, source, tag, &req);
-    if (st != BM_OK)
-        return bm_mpi_p2p_pml_error(comm, st, fn, "receive", source);
     struct bm_pml_status ps;
-    bm_pml_request_wait(req, &ps);
-    bm_pml_request_free(req);
+    const char *at;
+    if (__builtin_expect(msg_contig(buf, count, datatype, &at), 1)) {
+        struct bm_pml_request *req;
+        bm_status_t st =
+            bm_pml_irecv((char *)(uintptr_t)at, bytes, comm->context_id, source, tag, &req);
+        if (st != BM_OK)
+            return bm_mpi_p2p_pml_error(comm, st, fn, "receive", source);
+        bm_pml_request_wait(req, &ps);
+        bm_pml_request_free(req);
+    } else {
+        bm_status_t st = recv_dt(buf, count, datatype, comm, source, tag, &ps);
+        if (st != BM_OK)
+            return bm_mpi_p2p_pml_error(comm, st, fn, "receive", source);
+    }
     if (status)
         bm_mpi_status_from_pml(status, &ps);
     if (__builtin_expect(ps.error == BM_OK, 1))

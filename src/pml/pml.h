@@ -242,6 +242,21 @@ bm_status_t bm_pml_irecv(void *buf, size_t capacity, uint32_t cid, int src, int 
 bm_status_t bm_pml_irecv_dt(void *buf, size_t count, struct bm_util_dtype *type, uint32_t cid,
                             int src, int tag, struct bm_pml_request **req_out);
 
+/* A blocking receive's bm_pml_irecv_dt (MPI_Recv): for a type whose
+ * contiguous runs average BM_UTIL_DTYPE_FAR_RUN_MIN bytes or more, an eager
+ * message of at most BM_PML_RECV_DEFER_MAX bytes is copied into bounce (the
+ * caller's, that large, alive until then) and unpacked by
+ * bm_pml_recv_dt_finish, which the caller runs once the request completed
+ * and before it frees it. Unpacking such a message's blocks straight out of
+ * the transport's buffer inside the receive callback measured slower than
+ * MPI_Recv of the packed bytes followed by MPI_Unpack (recv.c). Without
+ * MPI_THREAD_MULTIPLE the request borrows type (no reference taken) until
+ * bm_pml_recv_dt_finish, which the caller must run before freeing it. */
+#define BM_PML_RECV_DEFER_MAX 4096
+bm_status_t bm_pml_irecv_dt_defer(void *buf, size_t count, struct bm_util_dtype *type, uint32_t cid,
+                                  int src, int tag, void *bounce, struct bm_pml_request **req_out);
+void bm_pml_recv_dt_finish(struct bm_pml_request *req);
+
 /* Non-blocking check: true when the request has completed (status_out, when
  * not NULL, is then filled). Progresses once when it has not, as a test
  * (bm_pml_progress_test: may yield where ranks share cores). */

@@ -191,6 +191,13 @@ struct bm_pml_request {
      * "Receive placement"): the receive completes only when none is left,
      * so that no late byte lands in a buffer given back to the user. */
     uint32_t placing;
+    /* A blocking non-contiguous receive (pml.h bm_pml_irecv_dt_defer): the
+     * bytes of an eager MATCH copied into its caller's bounce, defer, to be
+     * unpacked once it completed (bm_pml_recv_dt_finish); NULL: unpacked on
+     * arrival. type_borrowed: conv.type holds no reference (recv.c). */
+    uint16_t defer_len;
+    bool type_borrowed;
+    char *defer;
     /* Byte ranges arrived, sorted and merged: a FRAG resent after a path
      * failure may duplicate one that did arrive and must not count twice.
      * In-order traffic keeps this at one range. */
@@ -354,7 +361,8 @@ struct bm_pml_state {
     uint64_t rget_sent;
     uint64_t rget_read_bytes;
     uint64_t rget_acked;
-    /* Non-contiguous messages, for tests (atomic): small ones packed on
+    /* Non-contiguous messages, for tests (atomic; stack_packs a plain add,
+     * an estimate under threads): small ones packed on
      * the stack for sendi, FRAGs packed and sent, the largest payload of
      * one, the bytes packed into transport buffers through a bounce
      * (util/dtype.h's pack_far), and the bytes unpacked on arrival with
@@ -364,6 +372,10 @@ struct bm_pml_state {
     uint64_t pack_frag_largest;
     uint64_t pack_bounced;
     uint64_t unpack_streamed;
+    /* Eager payloads of blocking non-contiguous receives unpacked after
+     * completion (recv.c bm_pml_recv_dt_finish; counted by the receiving
+     * thread with a plain load and store: an estimate under threads). */
+    uint64_t recv_deferred;
     /* Receive placement (recv.c), for tests (atomic): FRAGs a transport
      * read straight into the receive buffer, their payload bytes, and
      * placements lost on the way (ABORTED: the bytes are asked again). */

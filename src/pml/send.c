@@ -1631,7 +1631,11 @@ static bm_status_t send_dt(const void *buf, size_t count, struct bm_util_dtype *
         conv.total <= BM_PML_PACK_STACK && sendi_possible(dst_world)) {
         char packed[BM_PML_PACK_STACK];
         bm_util_dtype_conv_pack(&conv, 0, packed, conv.total);
-        __atomic_fetch_add(&bm_pml_g.stack_packs, 1, __ATOMIC_RELAXED);
+        /* a plain add (an estimate under threads): a locked one waits for
+         * the stores of the last receive to drain (recv.c irecv_dt) */
+        __atomic_store_n(&bm_pml_g.stack_packs,
+                         __atomic_load_n(&bm_pml_g.stack_packs, __ATOMIC_RELAXED) + 1,
+                         __ATOMIC_RELAXED);
         if (send_inline(packed, conv.total, dst_world, cid, src_rank, tag, &seq, bm_pml_g.mt))
             return BM_OK;
     }

@@ -17,8 +17,11 @@
  * each message's last FRAG taking the sliver after it rather than leaving
  * it a FRAG of its own. Small vectors (2 KiB) are packed on
  * the stack for the transport's inline send over sm, and not over tcp,
- * which has none (its descriptor path packs them once). Linked with the
- * library's internals to read the counters. */
+ * which has none (its descriptor path packs them once). Small vectors of
+ * 512-byte blocks received with MPI_Recv are copied into the receive's
+ * bounce and unpacked after it completed (pml.h bm_pml_irecv_dt_defer),
+ * a truncated one too; those of 8-byte blocks are unpacked on arrival.
+ * Linked with the library's internals to read the counters. */
 #include "bm_test.h"
 #include "pml/pml_internal.h"
 
@@ -177,10 +180,55 @@ int main(int argc, char **argv)
     }
     /* small vectors: 256 doubles every other one */
     uint64_t stack_before = bm_pml_g.stack_packs;
+    uint64_t deferred0 = bm_pml_g.recv_deferred;
     for (int i = 0; i < 4; i++)
         one(256, 1, 1, 1, 200 + i);
+    uint64_t stack_after = bm_pml_g.stack_packs;
+    if (rank == 1) /* runs of one double: unpacked on arrival */
+        BM_CHECK_MSG(bm_pml_g.recv_deferred == deferred0,
+                     "%llu small vectors of 8-byte blocks had their unpack deferred",
+                     (unsigned long long)(bm_pml_g.recv_deferred - deferred0));
+    /* small vectors of 64-double blocks (2 KiB, eager): MPI_Recv copies
+     * each into its bounce and unpacks it once the receive completed
+     * (pml.h bm_pml_irecv_dt_defer); then one truncated to 2 of its 4
+     * blocks, the rest of the buffer untouched */
+    deferred0 = bm_pml_g.recv_deferred;
+    for (int i = 0; i < 4; i++)
+        one(4, 64, 1, 1, 300 + i);
     if (rank == 0) {
-        uint64_t stack = bm_pml_g.stack_packs - stack_before;
+        MPI_Datatype v;
+        MPI_Type_vector(4, 64, 128, MPI_DOUBLE, &v);
+        MPI_Type_commit(&v);
+        double *b = malloc(512 * sizeof(double));
+        for (int i = 0; i < 512; i++)
+            b[i] = i;
+        MPI_Send(b, 1, v, 1, 310, MPI_COMM_WORLD);
+        free(b);
+        MPI_Type_free(&v);
+    } else if (rank == 1) {
+        MPI_Datatype v;
+        MPI_Type_vector(2, 64, 128, MPI_DOUBLE, &v);
+        MPI_Type_commit(&v);
+        double *b = malloc(512 * sizeof(double));
+        for (int i = 0; i < 512; i++)
+            b[i] = -1;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        BM_CHECK_EQ_INT(MPI_Recv(b, 1, v, 0, 310, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                        MPI_ERR_TRUNCATE);
+        int bad = 0;
+        for (int i = 0; i < 512; i++)
+            if (b[i] != ((i % 128) < 64 && i < 256 ? i : -1))
+                bad++;
+        BM_CHECK_MSG(bad == 0, "truncated 2 KiB vector receive: %d doubles wrong", bad);
+        free(b);
+        MPI_Type_free(&v);
+        uint64_t deferred = bm_pml_g.recv_deferred - deferred0;
+        BM_CHECK_MSG(deferred == 5,
+                     "%llu of 5 small vectors of 512-byte blocks unpacked after completion",
+                     (unsigned long long)deferred);
+    }
+    if (rank == 0) {
+        uint64_t stack = stack_after - stack_before;
         if (packed)
             BM_CHECK_MSG(stack == 0, "%llu small vectors packed on the stack for tcp (no sendi)",
                          (unsigned long long)stack);
