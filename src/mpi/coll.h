@@ -60,6 +60,8 @@ enum bm_mpi_coll_kind {
     X(SM_SHARES, "sm.shares") /* an allreduce.sm in the large area, combined in shares */          \
     X(SM_PIPE, "sm.pipe")     /* a bcast.sm in the large area, copied in and out in chunks */      \
     X(SM_PUSH, "sm.push")     /* an allgather.sm by single copy, blocks written by their owner */  \
+    X(BCAST_SPLIT, "bcast.split") /* a 2-rank single-copy bcast.sm: the root wrote half, the       \
+                                     reader read half */                                           \
     X(GATHER_PUSH,                                                                                 \
       "gather.push") /* a gather.sm by single copy, a block written into the root's buffer */      \
     X(SM_AREAS, "sm.areas") /* a bcast/scatter/allgather/alltoall.sm in one of two areas */        \
@@ -141,6 +143,7 @@ struct bm_mpi_coll_config {
     size_t sm_copy_min, sm_copy_max; /* data per slot the segment moves by single copy */
     size_t sm_copy_rooted_max;       /* the same for bcast, gather */
     size_t sm_reduce_split_min;      /* 2-rank single-copy reduce: both ranks combine */
+    size_t sm_bcast_split_min;       /* 2-rank single-copy bcast: both ranks copy */
     size_t sm_large_max;             /* the large area of ranks sharing cores, all slots */
     size_t sm_large_alltoall;        /* alltoall blocks from this x ranks: not there */
     size_t sm_crowded_bcast_copy;    /* ranks sharing cores, <= 4 ranks: bcast copy from here */

@@ -277,12 +277,13 @@ set(coll_force_d
 # readers' get from the writers' buffers: sm.copy; an allgather's owners
 # put their blocks into contiguous receive buffers: sm.push; a gather's
 # other ranks theirs into a contiguous root buffer: gather.push), whatever its
-# size, and at 2 ranks commutative reduces split between both ranks
-# (sm.copy_split). These launches also run the blocks of different layouts
-# (coll_check's test_mixed_types: a receiver that reads beside one that is
-# written to).
+# size, and at 2 ranks commutative reduces and broadcasts split between
+# both ranks (sm.copy_split, bcast.split). These launches also run the
+# blocks of different layouts (coll_check's test_mixed_types: a receiver
+# that reads beside one that is written to).
 set(coll_force_e
-    BM_MPI_COLL_SM_COPY_MIN=1 BM_MPI_COLL_SM_REDUCE_SPLIT_MIN=1 BM_MPI_COLL_BCAST_ALG=sm
+    BM_MPI_COLL_SM_COPY_MIN=1 BM_MPI_COLL_SM_REDUCE_SPLIT_MIN=1 BM_MPI_COLL_SM_BCAST_SPLIT_MIN=1
+    BM_MPI_COLL_BCAST_ALG=sm
     BM_MPI_COLL_REDUCE_ALG=sm
     BM_MPI_COLL_ALLREDUCE_ALG=sm BM_MPI_COLL_GATHER_ALG=sm BM_MPI_COLL_SCATTER_ALG=sm
     BM_MPI_COLL_ALLGATHER_ALG=sm BM_MPI_COLL_ALLTOALL_ALG=sm
@@ -322,8 +323,9 @@ foreach(set a b c d e f)
             list(APPEND env BM_PML_IDLE_YIELD=-1 BM_MPI_COLL_SM_COPY_MIN=0)
         endif()
         if(set STREQUAL "e" AND np EQUAL 2)
-            # a commutative 2-rank reduce shares its work between the ranks
-            string(REPLACE "sm.copy," "sm.copy,sm.copy_split," env "${env}")
+            # a commutative 2-rank reduce shares its work between the ranks,
+            # and so does a broadcast (the root writes half: bcast.split)
+            string(REPLACE "sm.copy," "sm.copy,sm.copy_split,bcast.split," env "${env}")
         endif()
         bm_add_mpi_test(coll_check_${set}_np${np} TARGET coll_check NP ${np} BTL self,sm
             TIMEOUT 180 LABELS mpi coll ARGS --quick ENV ${env})
