@@ -29,6 +29,8 @@
  * bm_bench_pair_iters): the threads of a rank meet here. */
 static pthread_barrier_t pairs_start;
 static double pairs_t0; /* when they left it (bm_bench_pairs_t0) */
+static int pairs_rank;  /* this rank */
+static int pairs_meet;  /* ranks rank 0's serial thread meets there (-P: pairs) */
 
 static void usage(const char *name, int kind)
 {
@@ -36,8 +38,9 @@ static void usage(const char *name, int kind)
     if (threads) {
         fprintf(
             stderr,
-            "usage: %s [-p PAIRS] [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s [-t SECONDS]\n"
+            "usage: %s [-p PAIRS]%s [-m [MIN:]MAX] [-i ITERS] [-w WARMUP]%s [-t SECONDS]\n"
             "  -p  thread pairs, each on its own communicator (default 1, at most %d)\n"
+            "%s"
             "  -m  message sizes, powers of two from MIN to MAX bytes (MAX alone: that\n"
             "      one size); suffixes k, m, g (default 8)\n"
             "  -i  timed %s per pair at every size (default %d)\n"
@@ -46,7 +49,12 @@ static void usage(const char *name, int kind)
             "  -t  time budget per pair and size in seconds: a pair whose warm-up says\n"
             "      the full count would take longer runs fewer (at least 10), and the\n"
             "      line says how many (default 0 = off)\n",
-            name, windowed ? " [-W WINDOW]" : "", BM_BENCH_PAIRS_MAX,
+            name, (kind & BM_BENCH_PEERS) ? " [-P]" : "", windowed ? " [-W WINDOW]" : "",
+            BM_BENCH_PAIRS_MAX,
+            (kind & BM_BENCH_PEERS)
+                ? "  -P  pair t's second thread on rank 1 + t (needs PAIRS + 1 ranks; default:\n"
+                  "      all on rank 1): rank 0's threads each with a peer of their own\n"
+                : "",
             windowed ? "windows" : "iterations", windowed ? ITERS_THREADS_WINDOW : ITERS_THREADS,
             windowed ? "windows" : "iterations", windowed ? WARMUP_THREADS_WINDOW : WARMUP_THREADS,
             windowed ? "  -W  messages per window (default 64)\n" : "");
@@ -174,6 +182,8 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int kind, 
             bad = parse_long(v, 1, &p) || p > BM_BENCH_PAIRS_MAX;
             opts->pairs = (int)p;
             i++;
+        } else if (strcmp(a, "-P") == 0 && (kind & BM_BENCH_PEERS)) {
+            opts->peers = 1;
         } else if (strcmp(a, "-B") == 0 && v && windowed && !threads) {
             long b = 0;
             bad = parse_long(v, 1, &b) || b > 4096;
@@ -324,8 +334,12 @@ long bm_bench_pair_iters(const struct bm_bench_opts *opts, MPI_Comm comm, int pe
      * takes the start time for all (a thread that reads the clock itself
      * when it gets a core again would leave out the time it waited). */
     if (pthread_barrier_wait(&pairs_start) == PTHREAD_BARRIER_SERIAL_THREAD) {
-        MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, BM_BENCH_PAIR_TAG + 1, NULL, 0, MPI_BYTE, peer,
-                     BM_BENCH_PAIR_TAG + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        /* -P: rank 0 meets each of its pairs' ranks (1..pairs), they meet it */
+        for (int k = 0; k < (pairs_rank == 0 ? pairs_meet : 1); k++) {
+            int with = pairs_meet > 1 && pairs_rank == 0 ? 1 + k : peer;
+            MPI_Sendrecv(NULL, 0, MPI_BYTE, with, BM_BENCH_PAIR_TAG + 1, NULL, 0, MPI_BYTE, with,
+                         BM_BENCH_PAIR_TAG + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
         pairs_t0 = MPI_Wtime();
     }
     pthread_barrier_wait(&pairs_start);
@@ -472,13 +486,24 @@ int bm_bench_start(int *argc, char ***argv, const char *name, int kind,
             fprintf(stderr, "%s: needs at least 2 ranks (got %d)\n", name, *nprocs_out);
         rc = 2;
     }
+    if (rc == 0 && opts_out->peers && *nprocs_out < opts_out->pairs + 1) {
+        if (*rank_out == 0)
+            fprintf(stderr, "%s: -P with %d pairs needs %d ranks (got %d)\n", name, opts_out->pairs,
+                    opts_out->pairs + 1, *nprocs_out);
+        rc = 2;
+    }
     if (rc != 0) {
         MPI_Finalize();
         *exit_out = rc == 1 ? 0 : 2;
         return -1;
     }
-    if (kind & BM_BENCH_THREADS)
-        pthread_barrier_init(&pairs_start, NULL, (unsigned)opts_out->pairs);
+    if (kind & BM_BENCH_THREADS) {
+        /* -P: ranks 1..pairs run one thread each */
+        int threads = opts_out->peers && *rank_out > 0 ? 1 : opts_out->pairs;
+        pairs_rank = *rank_out;
+        pairs_meet = opts_out->peers ? opts_out->pairs : 1;
+        pthread_barrier_init(&pairs_start, NULL, (unsigned)threads);
+    }
     return 0;
 }
 

@@ -25,12 +25,15 @@
 /* Kinds of benchmark, OR-ed into the `kind` argument of bm_bench_start and
  * bm_bench_opts_parse (0: ping-pong). WINDOWED takes -W and -B and gets OSU
  * bw counts. THREADS (bm_mt_*) initialises with MPI_THREAD_MULTIPLE, takes
- * -p PAIRS, defaults to the one size 8 B (-m MAX alone also means one size),
+ * -p PAIRS (and -P: each pair's second thread on a rank of its own, rank
+ * 1 + t, so that rank 0's threads send to different peers), defaults to the
+ * one size 8 B (-m MAX alone also means one size),
  * runs the same counts at every size (iters_large = iters), takes -t as a
  * budget per pair (bm_bench_pair_iters) and has no -B or -T; with WINDOWED
  * its counts are 200 windows and 10 warm-up. */
 #define BM_BENCH_WINDOWED 1
 #define BM_BENCH_THREADS  2
+#define BM_BENCH_PEERS    4 /* THREADS: takes -P */
 
 /* Most thread pairs (-p) a THREADS benchmark runs. */
 #define BM_BENCH_PAIRS_MAX 64
@@ -48,6 +51,7 @@ struct bm_bench_opts {
     double budget;     /* seconds one size may take (0: fixed counts only) */
     double iter_limit; /* -T: end the sweep before a size whose one iteration would take longer */
     int pairs;         /* -p: thread pairs (THREADS benchmarks; 1 otherwise) */
+    int peers;         /* -P: pair t's other thread is on rank 1 + t (THREADS; 0: all on rank 1) */
 };
 
 /* The iteration counts rank 0 chose for one size, broadcast to every rank so
@@ -143,7 +147,8 @@ void bm_bench_compute(double us);
  * BM_BENCH_PAIR_TAG). Returns iters unchanged without a budget. Every
  * pair of both ranks returns at the same moment (the threads of a rank meet
  * at a barrier, one of them exchanges an empty message with tag
- * BM_BENCH_PAIR_TAG + 1 on MPI_COMM_WORLD with the peer rank), so that the
+ * BM_BENCH_PAIR_TAG + 1 on MPI_COMM_WORLD with the peer rank, with -P rank
+ * 0's with each of ranks 1..pairs), so that the
  * timed loops of all pairs start together and an aggregate over the pairs
  * is one of loops that ran at once. */
 #define BM_BENCH_PAIR_ITERS_MIN 10

@@ -6,6 +6,10 @@ Benchmarks (each one run per configuration and repeat, interleaved):
               communicator of its own; the mean half round trip of 8 B
   mt-mr-N     bm_mt_mr -p N: N thread pairs stream windows of 64 8-byte
               messages, each on its own communicator; aggregate messages/s
+  mt-bw-PN    bm_mt_mr -p N -P -m 1m: N threads of rank 0 each stream windows
+              of 8 messages of 1 MiB to a peer rank of their own (ranks 1..N:
+              rendezvous sends to different peers at once, the per-peer send
+              state); aggregate MB/s
   barrier-M   bm_barrier on 8 ranks (more than this machine's cores): a loop
               of MPI_Barrier; for bitmover once with BM_PML_WAIT_MODE=spin and
               once with block, for the peers as they are installed
@@ -17,8 +21,10 @@ oversubscribed barrier loop at least 3x faster with block than with spin.
 bench/compare imports this file; it only adds the table."""
 
 PAIRS = [1, 2, 4]
+PEER_PAIRS = [1, 2]
+PEER_SIZE = 1 << 20
 BENCHES = (["mt-lat-%d" % p for p in PAIRS] + ["mt-mr-%d" % p for p in PAIRS] +
-           ["barrier-spin", "barrier-block"])
+           ["mt-bw-P%d" % p for p in PEER_PAIRS] + ["barrier-spin", "barrier-block"])
 PROGRAMS = ["mt_latency", "mt_mr", "barrier"]
 BARRIER_RANKS = 8
 BARRIER_STEPS = 300
@@ -27,7 +33,7 @@ BARRIER_STEPS = 300
 def program_of(bench):
     if bench.startswith("mt-lat-"):
         return "mt_latency"
-    if bench.startswith("mt-mr-"):
+    if bench.startswith("mt-mr-") or bench.startswith("mt-bw-"):
         return "mt_mr"
     return "barrier"
 
@@ -60,10 +66,15 @@ def args(bench, opts):
     if bench.startswith("mt-mr-"):
         return ["-p", bench.split("-")[2], "-m", "8:8",
                 "-i", "500" if opts.quick else "2000"] + budget
+    if bench.startswith("mt-bw-P"):
+        return ["-p", bench[len("mt-bw-P"):], "-P", "-m", str(PEER_SIZE), "-W", "8",
+                "-i", "50" if opts.quick else "200"] + budget
     return ["-i", str(BARRIER_STEPS)]
 
 
 def ranks(bench):
+    if bench.startswith("mt-bw-P"):
+        return 1 + int(bench[len("mt-bw-P"):])
     return BARRIER_RANKS if bench.startswith("barrier-") else 2
 
 
@@ -77,11 +88,14 @@ def _value(summary, cfg, bench):
     t = summary.get(cfg.name, {}).get(bench)
     if not t:
         return None
-    key = 8 if not bench.startswith("barrier-") else BARRIER_RANKS
+    key = BARRIER_RANKS if bench.startswith("barrier-") else \
+        PEER_SIZE if bench.startswith("mt-bw-") else 8
     if key not in t:
         return None
     if bench.startswith("mt-mr-"):
         return t[key][0] / 1e6
+    if bench.startswith("mt-bw-"):
+        return t[key][0] * PEER_SIZE / 1e6
     if bench.startswith("barrier-"):
         return t[key][1]
     return t[key][0]
@@ -97,9 +111,10 @@ def make_tables(configs, summary, errors, opts, peers_of):
         return ""
     heads = (["lat %d pair%s" % (p, "s" if p > 1 else "") for p in PAIRS] +
              ["rate %d pair%s" % (p, "s" if p > 1 else "") for p in PAIRS] +
+             ["1 MiB to %d peer%s" % (p, "s" if p > 1 else "") for p in PEER_PAIRS] +
              ["barrier spin", "barrier block"])
     benches = ["mt-lat-%d" % p for p in PAIRS] + ["mt-mr-%d" % p for p in PAIRS] + \
-        ["barrier-spin", "barrier-block"]
+        ["mt-bw-P%d" % p for p in PEER_PAIRS] + ["barrier-spin", "barrier-block"]
     out = ["| configuration | " + " | ".join(heads) + " |", "|" + "---|" * (len(heads) + 1)]
     for cfg in rows:
         cells = []
@@ -116,7 +131,9 @@ def make_tables(configs, summary, errors, opts, peers_of):
         out.append("| %s | %s |" % (cfg.title, " | ".join(cells)))
     out.append("")
     out.append("Latency: mean half round trip of 8 B over the pairs, us. Rate: million 8-byte "
-               "messages per second, all pairs together (window 64). Barrier: us per step of an "
+               "messages per second, all pairs together (window 64). 1 MiB to N peers: MB/s of "
+               "rank 0's N threads together, each streaming windows of 8 messages of 1 MiB to a "
+               "rank of its own (bm_mt_mr -P). Barrier: us per step of an "
                "MPI_Barrier loop on %d ranks (peers: as installed, in the block column; "
                "bitmover: BM_PML_WAIT_MODE=spin and block). Each thread pair's timed loop "
                "is capped at %g s (bm_mt_* -t: a stack slower than that runs fewer "
@@ -152,6 +169,13 @@ def make_tables(configs, summary, errors, opts, peers_of):
                 text += ", %.2fx the best peer (goal >= 1x: %s)" % (
                     mrp / pb, "met" if mrp >= pb else "not met")
             parts.append(text)
+        bw1, bw2 = _value(summary, bm, "mt-bw-P1"), _value(summary, bm, "mt-bw-P2")
+        if bw1 and bw2 is not None:
+            text = "1 MiB from 2 threads to 2 peers %.2fx one thread to one peer" % (bw2 / bw1)
+            pb = best("mt-bw-P2", False)
+            if pb:
+                text += ", %.2fx the best peer" % (bw2 / pb)
+            parts.append(text + " (no goal in the issue: the per-peer send state's scaling)")
         spin, block = _value(summary, bm, "barrier-spin"), _value(summary, bm, "barrier-block")
         if block is not None and spin is not None:
             r = spin / block

@@ -10,8 +10,11 @@
  * that it is the span in which the pairs ran at once (with a time budget, -t, a pair whose warm-up
  * says the full count would take longer runs fewer windows; the line shows the fewest a pair ran).
  * With -p 1, 2 and 4 it shows whether pairs that share nothing but the process scale or serialise
- * on a lock. Every window slot's data is checked after the timed loop. Options and MPI_Init_thread
- * come from bench_common.c (BM_BENCH_THREADS | BM_BENCH_WINDOWED). MPI
+ * on a lock. With -P pair t's receiving thread is the one thread of rank
+ * 1 + t, so rank 0's threads each stream to a peer of their own (with a
+ * large -m: several threads' rendezvous sends to different peers at once,
+ * the per-peer send state of issue 18). Every window slot's data is checked after the timed loop.
+ * Options and MPI_Init_thread come from bench_common.c (BM_BENCH_THREADS | BM_BENCH_WINDOWED). MPI
  * standard and POSIX threads only: builds unchanged with bmcc, mpicc.openmpi
  * and mpicc.mpich. */
 #include "bench_common.h"
@@ -25,7 +28,7 @@
 #define MAX_PAIRS  BM_BENCH_PAIRS_MAX
 #define MAX_WINDOW 1024
 
-static int rank, pairs = 1, window = 64;
+static int rank, pairs = 1, window = 64, peers;
 static long iters, warmup;
 static MPI_Comm comms[MAX_PAIRS];
 static double secs[MAX_PAIRS];
@@ -63,30 +66,31 @@ static void *pair_main(void *arg)
         memset(buf, 0, stride * (size_t)window);
     }
     MPI_Comm c = comms[t];
+    int far = rank > 0 ? 0 : peers ? 1 + t : 1; /* the pair's other rank */
     double t0 = MPI_Wtime();
     long n = warmup;
     for (int phase = 0; phase < 2; phase++) {
         for (long it = 0; it < n; it++) {
             if (rank == 0) {
                 for (int s = 0; s < window; s++)
-                    MPI_Isend(buf + (size_t)s * stride, (int)size, MPI_CHAR, 1, 10, c, &reqs[s]);
+                    MPI_Isend(buf + (size_t)s * stride, (int)size, MPI_CHAR, far, 10, c, &reqs[s]);
                 MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
-                MPI_Recv(&ack, 1, MPI_INT, 1, 11, c, MPI_STATUS_IGNORE);
+                MPI_Recv(&ack, 1, MPI_INT, far, 11, c, MPI_STATUS_IGNORE);
             } else {
                 for (int s = 0; s < window; s++)
-                    MPI_Irecv(buf + (size_t)s * stride, (int)size, MPI_CHAR, 0, 10, c, &reqs[s]);
+                    MPI_Irecv(buf + (size_t)s * stride, (int)size, MPI_CHAR, far, 10, c, &reqs[s]);
                 MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
-                MPI_Send(&ack, 1, MPI_INT, 0, 11, c);
+                MPI_Send(&ack, 1, MPI_INT, far, 11, c);
             }
         }
         if (phase == 0) {
-            n = bm_bench_pair_iters(&opts, c, 1 - rank, MPI_Wtime() - t0, warmup, iters);
+            n = bm_bench_pair_iters(&opts, c, far, MPI_Wtime() - t0, warmup, iters);
             t0 = bm_bench_pairs_t0();
         }
     }
     secs[t] = MPI_Wtime() - t0;
     ran[t] = n;
-    if (rank == 1)
+    if (rank > 0)
         for (int s = 0; s < window && !bad[t]; s++)
             for (size_t i = 0; i < size; i++)
                 if (buf[(size_t)s * stride + i] != pattern(i, s, t)) {
@@ -100,8 +104,9 @@ static void *pair_main(void *arg)
 int main(int argc, char **argv)
 {
     int nprocs, exit_code, rc = 0;
-    if (bm_bench_start(&argc, &argv, "bm_mt_mr", BM_BENCH_THREADS | BM_BENCH_WINDOWED, &opts, &rank,
-                       &nprocs, &exit_code) != 0)
+    if (bm_bench_start(&argc, &argv, "bm_mt_mr",
+                       BM_BENCH_THREADS | BM_BENCH_WINDOWED | BM_BENCH_PEERS, &opts, &rank, &nprocs,
+                       &exit_code) != 0)
         return exit_code;
     if (opts.window > MAX_WINDOW) {
         if (rank == 0)
@@ -111,6 +116,7 @@ int main(int argc, char **argv)
         return 2;
     }
     pairs = opts.pairs;
+    peers = opts.peers;
     window = opts.window;
     iters = opts.iters;
     warmup = opts.warmup;
@@ -121,13 +127,19 @@ int main(int argc, char **argv)
         printf("# bm_mt_mr: message rate, %d thread pair%s (MPI_THREAD_MULTIPLE), window %d\n",
                pairs, pairs == 1 ? "" : "s", window);
         printf("# ranks %d, windows %ld per pair, warm-up %ld", nprocs, iters, warmup);
+        if (peers)
+            printf(", pair t's receiver on rank 1 + t (-P)");
         if (opts.budget > 0)
             printf(", time budget %.3g s per pair and size", opts.budget);
-        printf("\n# size(B)  rate(messages/s)  per pair(messages/s)  windows(fewest of a pair)\n");
+        printf("\n# size(B)  rate(messages/s)  per pair(messages/s)  windows(fewest of a pair)  "
+               "MB/s(all pairs)\n");
     }
     for (size_t size = min_size; size <= max_size; size = size ? size * 2 : 1) {
         MPI_Barrier(MPI_COMM_WORLD);
-        if (rank < 2) {
+        if (peers && rank > 0 && rank <= pairs) {
+            struct job job = {rank - 1, size};
+            pair_main(&job);
+        } else if (rank == 0 || (rank == 1 && !peers)) {
             pthread_t th[MAX_PAIRS];
             struct job jobs[MAX_PAIRS];
             for (int t = 0; t < pairs; t++) {
@@ -142,8 +154,8 @@ int main(int argc, char **argv)
         int mybad = 0, anybad = 0;
         double slowest = 0, msgs = 0;
         long fewest = iters;
-        for (int t = 0; t < pairs && rank < 2; t++) {
-            mybad |= bad[t];
+        for (int t = 0; t < pairs; t++) {
+            mybad |= bad[t]; /* 0 for pairs not this rank's */
             msgs += (double)window * (double)ran[t];
             if (ran[t] < fewest)
                 fewest = ran[t];
@@ -158,8 +170,8 @@ int main(int argc, char **argv)
             break;
         }
         if (rank == 0) {
-            printf("%-10zu %14.0f %14.0f %14ld\n", size, msgs / slowest, msgs / slowest / pairs,
-                   fewest);
+            printf("%-10zu %14.0f %14.0f %14ld %14.1f\n", size, msgs / slowest,
+                   msgs / slowest / pairs, fewest, msgs * (double)size / slowest / 1e6);
             fflush(stdout);
         }
         if (size == max_size)

@@ -652,10 +652,11 @@ void bm_pml_rdma_rget_send(struct bm_pml_request *req, const struct bm_pml_hdr_m
 /* Load the single-copy parameters once, at init (they are read without the
  * progress lock by the sends that start without it). */
 void bm_pml_rdma_params_load(void);
-/* Without the progress lock (send.c send_rndv_free): an RGET that needs no
- * registration may read req; and its RGET by sendi on path (BM_BTL_DONE
- * when it went; nothing is queued). */
-bool bm_pml_rdma_rget_free_ok(const struct bm_pml_request *req);
+/* Without the progress lock (send.c send_rndv_free): an RGET may read req
+ * (getv of a non-contiguous layout; a registering transport's get, the
+ * buffer registered now; sm's get from BM_PML_RGET_PUT_MIN); and its RGET
+ * by sendi on path (BM_BTL_DONE when it went; nothing is queued). */
+bool bm_pml_rdma_rget_free_ok(struct bm_pml_request *req);
 int bm_pml_rdma_rget_sendi(struct bm_pml_request *req, const struct bm_pml_hdr_match *mh,
                            struct bm_btl_path *path);
 /* Release the registration an RGET send holds (when it completes). */

@@ -132,7 +132,7 @@ void bm_pml_start_defer(struct bm_pml_request *req)
 
 void bm_pml_start_init(void)
 {
-    static struct bm_util_lock_class startq_class = {.name = "deferred starts"};
+    static struct bm_util_lock_class startq_class = {.name = "deferred starts", .leaf = true};
     bm_util_lock_init(&startq.lock, &startq_class, false);
 }
 

@@ -444,19 +444,24 @@ static bool rget_crossing(int peer)
     return l && l->big && bm_pml_request_lookup(l->big, BM_PML_REQ_SEND);
 }
 
+/* The receiver reads the pieces of this non-contiguous layout: only a
+ * transport with getv, large pieces, and a layout small enough to describe.
+ * Reads nothing the progress lock guards. */
+static bool rget_getv_ok(const struct bm_pml_request *req)
+{
+    unsigned char scratch[RGET_LAYOUT_MAX];
+    return pieces_large(&req->conv) &&
+           bm_util_dtype_encode(req->conv.type, scratch, sizeof(scratch)) > 0 &&
+           rdma_path(req->peer, BM_BTL_CAP_GETV, req->bytes) != NULL;
+}
+
 bool bm_pml_rdma_rget_ok(struct bm_pml_request *req)
 {
     size_t limit = rdma_params_get()->rget_limit;
     if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank)
         return false;
-    if (req->conv.type) {
-        /* The receiver reads the pieces of this layout: only a transport
-         * with getv, large pieces, and a layout small enough to describe. */
-        unsigned char scratch[RGET_LAYOUT_MAX];
-        return pieces_large(&req->conv) &&
-               bm_util_dtype_encode(req->conv.type, scratch, sizeof(scratch)) > 0 &&
-               rdma_path(req->peer, BM_BTL_CAP_GETV, req->bytes) != NULL;
-    }
+    if (req->conv.type)
+        return rget_getv_ok(req);
     struct bm_btl_path *path = rdma_path_reg(req->peer, BM_BTL_CAP_GET, req->bytes, true);
     if (path && rdma_registers(path->module))
         return rget_register(req, path);
@@ -464,19 +469,30 @@ bool bm_pml_rdma_rget_ok(struct bm_pml_request *req)
     return path != NULL && rget_alone(req);
 }
 
-/* Without the progress lock (send.c send_rndv_free): a contiguous send
- * that an RGET reads over a transport that needs no registration, so that
- * deciding it changes nothing (bm_pml_rdma_rget_ok may register). Not one
- * under BM_PML_RGET_PUT_MIN: rget_alone's record of the last such RGET to
- * a peer is the lock holder's, so those are deferred to it. */
-bool bm_pml_rdma_rget_free_ok(const struct bm_pml_request *req)
+/* Without the progress lock (send.c send_rndv_free): may an RGET read req,
+ * decided with nothing the lock guards? A non-contiguous send whose pieces
+ * the receiver reads by getv (a decision on the layout and the path list
+ * alone, as bm_pml_rdma_rget_ok's); a contiguous one over a transport that
+ * registers (ofi), registering the buffer now (the base's MPI_Alloc_mem
+ * table and the transports' registration caches have locks of their own);
+ * one over a transport that needs no registration (sm) from
+ * BM_PML_RGET_PUT_MIN only: rget_alone's record of the last smaller RGET to
+ * a peer is the lock holder's, so those are deferred to it. A registration
+ * made here stays with req when the RGET does not go (its deferred start
+ * keeps it, bm_pml_rdma_send_done releases it). */
+bool bm_pml_rdma_rget_free_ok(struct bm_pml_request *req)
 {
     size_t limit = rdma_params_get()->rget_limit;
-    if (limit == 0 || req->bytes < limit || req->bytes < rdma_params_get()->put_min ||
-        req->retransmit || req->peer == bm_pml_g.my_rank || req->conv.type)
+    if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank)
         return false;
-    struct bm_btl_path *path = rdma_path_reg(req->peer, BM_BTL_CAP_GET, req->bytes, false);
-    return path && !rdma_registers(path->module);
+    if (req->conv.type)
+        return rget_getv_ok(req);
+    struct bm_btl_path *path = rdma_path_reg(req->peer, BM_BTL_CAP_GET, req->bytes, true);
+    if (!path)
+        return false;
+    if (rdma_registers(path->module))
+        return rget_register(req, path);
+    return req->bytes >= rdma_params_get()->put_min;
 }
 
 struct rget_msg {

@@ -22,7 +22,7 @@ static uint32_t req_nchunks;
 static struct bm_pml_request *req_free;
 /* Under MPI_THREAD_MULTIPLE: guards the three above (allocation, release,
  * and lookups by id, which read the chunk table). */
-static struct bm_util_lock_class req_lock_class = {.name = "requests"};
+static struct bm_util_lock_class req_lock_class = {.name = "requests", .leaf = true};
 static struct bm_util_lock req_lock;
 static bool req_lock_ready;
 

@@ -1243,16 +1243,19 @@ static inline void send_kick_self(int dst_world)
 static void des_cb_rndv_free(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                              struct bm_btl_descriptor *des, int status);
 
-/* send_rndv_free's single copy: an RGET the receiver reads with no
- * registration (sm), sent by sendi on the first eager path (the control
- * queue, inflight and registrations are the drainer's: a refused sendi
- * leaves the start to it). The RGET goes ahead of control messages queued
- * to the peer (the queue's order is the drainer's): they belong to other
- * messages, which their sequence numbers order. */
+/* send_rndv_free's single copy: an RGET (bm_pml_rdma_rget_free_ok: sm's
+ * get, a registering transport's get with the buffer registered by this
+ * thread, or a non-contiguous layout's getv), sent by sendi on the first
+ * eager path (the control queue and inflight are the drainer's: a refused
+ * sendi leaves the start to it). The RGET goes ahead of control messages
+ * queued to the peer (the queue's order is the drainer's): they belong to
+ * other messages, which their sequence numbers order. decided: the caller
+ * already asked bm_pml_rdma_rget_free_ok (true). */
 static bool send_rget_free(struct bm_pml_request *req, struct bm_btl_peer *peer,
-                           struct bm_btl_path *path, const struct bm_pml_hdr_match *mh)
+                           struct bm_btl_path *path, const struct bm_pml_hdr_match *mh,
+                           bool decided)
 {
-    if (!bm_pml_sendi_ok(peer, path->module) || !bm_pml_rdma_rget_free_ok(req))
+    if (!bm_pml_sendi_ok(peer, path->module) || (!decided && !bm_pml_rdma_rget_free_ok(req)))
         return false;
     req->rndv = true;
     req->sphase = BM_PML_SPHASE_WAIT_ACK;
@@ -1290,8 +1293,9 @@ static bool tx_ok(const struct bm_btl_peer *peer)
  * rendezvous itself instead of leaving it to the lock's holder,
  * when nothing of the start needs that lock: its first eager path on a
  * transport that locks for itself, not to itself, and where the peer has
- * a single-copy path, an RGET that needs no registration (send_rget_free;
- * one that registers, or a non-contiguous one, is deferred). Until the
+ * a single-copy path, an RGET (send_rget_free: sm's get, a registering
+ * transport's get, a non-contiguous layout's getv; sm's contiguous RGETs
+ * under BM_PML_RGET_PUT_MIN are deferred). Until the
  * RNDV is handed to the transport the request is this thread's alone
  * (nobody can name it yet). Where the peer's send paths allow it (tx_ok)
  * its state is then its peer's (per-peer send state, above): this thread
@@ -1324,10 +1328,11 @@ static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req,
         if (!req->conv.type && tx_only)
             return false; /* an RGET: the lock's holder sends it as well */
         if (!req->conv.type)
-            return send_rget_free(req, peer, path, &mh);
-        /* a non-contiguous RGET (getv; no registration decided for it) */
-        if (!tx || bm_pml_rdma_rget_ok(req))
-            return false;
+            return send_rget_free(req, peer, path, &mh, false);
+        /* non-contiguous: an RGET where the receiver reads its pieces (getv),
+         * else packed FRAGs (below) */
+        if (bm_pml_rdma_rget_free_ok(req))
+            return !tx_only && send_rget_free(req, peer, path, &mh, true);
     }
     if (req->conv.type && !tx)
         return false;

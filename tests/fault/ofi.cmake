@@ -151,6 +151,21 @@ if(TARGET mt_stress)
         TIMEOUT 120 ARGS -t 4 -i 10 ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp)
 endif()
 
+# Rendezvous starts without the progress lock over ofi (tests/mpi/mt_rndv.c):
+# two threads' RGETs to different peers, each registering its own buffer,
+# must be inside their starts at once (counted, not timed).
+if(TARGET mt_rndv)
+    bm_add_mpi_test(mt_rndv_ofi_np3 TARGET mt_rndv NP 3 BTL self,ofi LABELS mpi mt btl tsan
+        TIMEOUT 120 ARGS rget ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp)
+endif()
+# ... and their FRAGs (tests/mpi/mt_frags.c; a non-contiguous type of small
+# blocks, packed FRAGs under the per-peer send state): two threads inside the
+# FRAG path at once for two peers, FRAGs sent without the progress lock.
+if(TARGET mt_frags)
+    bm_add_mpi_test(mt_frags_ofi_np3 TARGET mt_frags NP 3 BTL self,ofi LABELS mpi mt btl tsan
+        TIMEOUT 120 ARGS vector ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp)
+endif()
+
 # 1 MiB messages both ways at once as 512 KiB fragments through few
 # multi-receive buffers (tests/fault/ofi_bibw.c, every byte verified): no
 # message may be dropped as malformed on either rank (before the fix, a

@@ -38,7 +38,8 @@ bm_add_mpi_test(mt_spin_block_block_np2 TARGET mt_spin_block NP 2 BTL self,sm TI
 # progress lock taken returns at once and is started by the lock's holder.
 add_executable(mt_defer ${mt_dir}/mt_defer.c)
 target_link_libraries(mt_defer PRIVATE bitmover_internal bm_test_harness Threads::Threads)
-bm_add_mpi_test(mt_defer_np2 TARGET mt_defer NP 2 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan)
+bm_add_mpi_test(mt_defer_np2 TARGET mt_defer NP 2 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan
+    ENV BM_PML_RGET_PUT_MIN=1m)
 
 # Per-context and per-peer locking: two threads' small sends to different
 # peers (or on different communicators) take no common lock, counted with
@@ -53,11 +54,13 @@ bm_add_mpi_test(mt_locks_tcp_np3 TARGET mt_locks NP 3 BTL self,tcp TIMEOUT 60 LA
 
 # Rendezvous starts without the progress lock: two threads of rank 0 inside
 # a rendezvous start at once (counted; the PML's test hook holds the first),
-# to different peers over tcp (RNDV) and sm (RGET).
+# to different peers over tcp (RNDV), sm (RGET; getv: RGETs of a non-contiguous
+# layout) and ofi (tests/fault/ofi.cmake: RGETs that register).
 add_executable(mt_rndv ${mt_dir}/mt_rndv.c)
 target_link_libraries(mt_rndv PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 bm_add_mpi_test(mt_rndv_tcp_np3 TARGET mt_rndv NP 3 BTL self,tcp TIMEOUT 60 LABELS mpi mt tsan)
 bm_add_mpi_test(mt_rndv_np3 TARGET mt_rndv NP 3 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan ARGS rget)
+bm_add_mpi_test(mt_rndv_getv_np3 TARGET mt_rndv NP 3 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan ARGS getv)
 add_executable(mt_frags ${mt_dir}/mt_frags.c)
 target_link_libraries(mt_frags PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 bm_add_mpi_test(mt_frags_tcp_np3 TARGET mt_frags NP 3 BTL self,tcp TIMEOUT 60 LABELS mpi mt tsan)

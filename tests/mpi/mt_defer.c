@@ -2,10 +2,13 @@
  * "Threads"): a thread whose send needs the progress lock (a rendezvous,
  * above the sendi limit) and finds it taken does not wait for it; it
  * leaves the start to the thread that holds the lock, which starts it as
- * it lets go (a contiguous rendezvous that needs nothing of the lock is
- * started by its own thread instead: mt_rndv.c; this one is non-contiguous,
- * two blocks with a gap). Rank 0's main thread holds the progress lock inside a
- * progress hook until its second thread's MPI_Isend of 256 KiB has
+ * it lets go (a rendezvous that needs nothing of the lock is started by
+ * its own thread instead: mt_rndv.c, mt_frags.c; this one is an sm RGET
+ * under BM_PML_RGET_PUT_MIN, set to 1 MiB for the test, whose choice reads
+ * the lock holder's record of the last such RGET to the peer; before the
+ * getv RGETs started without the lock, the test sent a non-contiguous
+ * message of two 128 KiB blocks, which now starts by its own thread). Rank 0's main thread holds
+ * the progress lock inside a progress hook until its second thread's MPI_Isend of 256 KiB has
  * returned (so that send cannot have waited for the lock), then lets go;
  * the send must have been deferred (the PML's counter) and must arrive
  * whole at rank 1, every byte checked. Repeated 20 times, each of which
@@ -42,18 +45,12 @@ static int hold_hook(void *arg)
     return 1;
 }
 
-/* Two blocks of BIG / 2 bytes with a gap: a non-contiguous rendezvous,
- * which its own thread may not start without the progress lock (a
- * contiguous one may: tests/mpi/mt_rndv.c), so it is deferred. */
-#define GAP 64
-static MPI_Datatype split;
-
 static void *sender(void *arg)
 {
     MPI_Request *r = arg;
     while (!atomic_load(&in_hook))
         ;
-    MPI_Isend(sbuf, 1, split, dest, 9, MPI_COMM_WORLD, r);
+    MPI_Isend(sbuf, BIG, MPI_CHAR, dest, 9, MPI_COMM_WORLD, r);
     atomic_store(&sent, 1);
     return NULL;
 }
@@ -67,10 +64,8 @@ int main(int argc, char **argv)
     bm_test_current = "set-up";
     BM_CHECK_EQ_INT(provided, MPI_THREAD_MULTIPLE);
     BM_CHECK_EQ_INT(size, 2);
-    sbuf = malloc(BIG + GAP);
+    sbuf = malloc(BIG);
     char *rbuf = malloc(BIG);
-    MPI_Type_vector(2, BIG / 2, BIG / 2 + GAP, MPI_CHAR, &split);
-    MPI_Type_commit(&split);
     BM_CHECK(sbuf && rbuf);
     if (!sbuf || !rbuf || size != 2) {
         MPI_Finalize();
@@ -85,9 +80,7 @@ int main(int argc, char **argv)
         dest = self ? 0 : 1;
         if (rank == 0) {
             MPI_Request rr = MPI_REQUEST_NULL, sr = MPI_REQUEST_NULL;
-            bm_test_fill(rbuf, BIG, round); /* the message's bytes, split around the gap */
-            memcpy(sbuf, rbuf, BIG / 2);
-            memcpy(sbuf + BIG / 2 + GAP, rbuf + BIG / 2, BIG / 2);
+            bm_test_fill(sbuf, BIG, round);
             memset(rbuf, 0, BIG);
             if (self)
                 MPI_Irecv(rbuf, BIG, MPI_CHAR, 0, 9, MPI_COMM_WORLD, &rr);
@@ -123,7 +116,6 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         BM_CHECK_EQ_INT(bm_pml_progress_unregister(hold_hook, NULL), BM_OK);
-    MPI_Type_free(&split);
     free(sbuf);
     free(rbuf);
     MPI_Finalize();

@@ -11,7 +11,16 @@
  *      they may share are the peer's send lock (class "sm endpoint").
  *   3. The receivers of 1 (ranks 1 and 2, one thread each): their MPI_Recv
  *      calls drain (the progress lock) but take no "sm module" lock: sm's
- *      receive side calls back under no module-wide lock.
+ *      receive side calls back under no module-wide lock. A receiver's own
+ *      sends may legitimately take it: when its acknowledgement found rank
+ *      0's fast-box ring full it went through the FIFO, and taking that
+ *      fragment back (and the idle check of peers holding fragments) is the
+ *      sender's bookkeeping under the module lock. So each traced receive
+ *      starts with none of the receiver's fragments out (sm's in_flight,
+ *      driven home by untraced MPI_Iprobe calls first) and must end so (it
+ *      sends nothing): whatever "sm module" lock it takes is the receive
+ *      side's, whatever the timing (one malloc arena, MALLOC_ARENA_MAX=1,
+ *      sent acknowledgements through the FIFO in 4 of 5 runs).
  * Each set must hold a context lock and the peer's send lock (else the
  * trace saw nothing, or the transport did not lock per endpoint). Windows
  * of 16 messages, acknowledged by the receiver, keep the fast boxes from
@@ -27,6 +36,8 @@
  * a descriptor with no request and no progress lock, src/pml/README.md
  * "Threads"), and 3. checks only that the receives drained. */
 #include "bm_test.h"
+#include "btl/btl.h"
+#include "btl/sm/sm.h"
 #include "util/lock.h"
 
 #include <mpi.h>
@@ -75,22 +86,51 @@ static void *send_main(void *arg)
 struct rjob {
     int t;
     MPI_Comm comm;
-    bool trace; /* record the locks of the receives (phase 1) */
+    bool trace;       /* record the locks of the receives (phase 1) */
+    int sent_in_recv; /* traced receives that left a fragment of ours out */
     struct bm_util_lock_trace tr;
     const struct bm_util_lock *locks[MAXLOCK];
 };
+
+/* This process's sm module (the one reaching rank 0), or NULL (tcp). */
+static struct bm_btl_sm_module *sm_module(void)
+{
+    struct bm_btl_path_list *l = &bm_btl_base_peer(0)->send;
+    for (int i = 0; i < l->count; i++)
+        if (strcmp(l->paths[i].module->name, "sm") == 0)
+            return (struct bm_btl_sm_module *)l->paths[i].module;
+    return NULL;
+}
+
+/* sm fragments of this process pushed to peers and not yet taken back. */
+static int sm_out(const struct bm_btl_sm_module *sm)
+{
+    return sm ? __atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED) : 0;
+}
 
 static void *recv_main(void *arg)
 {
     struct rjob *r = arg;
     r->tr = (struct bm_util_lock_trace){.locks = r->locks, .cap = MAXLOCK};
+    struct bm_btl_sm_module *sm = r->trace && sm_receivers ? sm_module() : NULL;
+    BM_CHECK_MSG(!r->trace || !sm_receivers || sm, "rank 0 is not reached over sm");
     for (int w = 0; w < WARM + WINDOWS; w++) {
         for (int s = 0; s < WIN; s++) {
             int msg[2] = {-1, -1};
-            if (r->trace && w >= WARM)
+            bool traced = r->trace && w >= WARM;
+            if (traced) {
+                /* our fragments home first (their return is our sends'
+                 * bookkeeping), untraced */
+                while (sm_out(sm) > 0) {
+                    int flag;
+                    MPI_Iprobe(0, 99, r->comm, &flag, MPI_STATUS_IGNORE);
+                }
                 bm_util_lock_trace(&r->tr);
+            }
             MPI_Recv(msg, 2, MPI_INT, 0, 5, r->comm, MPI_STATUS_IGNORE);
             bm_util_lock_trace(NULL);
+            if (traced && sm_out(sm) > 0)
+                r->sent_in_recv++;
             if (msg[0] != w * WIN + s || msg[1] != r->t)
                 __atomic_fetch_add(&bad_msgs, 1, __ATOMIC_RELAXED);
         }
@@ -146,10 +186,10 @@ static void check_job(const struct job *j)
 /* Rank 1 or 2 received from the fast boxes in phase 1: its MPI_Recv calls
  * ran the progress engine (the PML's progress lock) and sm's receive side,
  * which must take no module-wide lock (src/btl/sm/README.md "Threads": it
- * delivers and calls back under none). Rank 0's fragments of the set-up
- * are home after the warm-up, and nothing went through the FIFO since
- * (whose returns take the fragment pool's lock), so any "sm module" lock
- * here is progress taking it. */
+ * delivers and calls back under none). Each traced receive started with
+ * no fragment of ours out and sent none (recv_main), so no return of ours
+ * and no idle check of peers holding fragments ran in it: any "sm module"
+ * lock here is the receive side taking it. */
 static void check_receiver(const struct rjob *r)
 {
     bool progress = false, module = false;
@@ -158,6 +198,10 @@ static void check_receiver(const struct rjob *r)
         module |= strcmp(r->locks[i]->cls->name, "sm module") == 0;
     }
     BM_CHECK_MSG(!r->tr.overflow, "receiver took more than %d distinct locks", MAXLOCK);
+    BM_CHECK_MSG(r->sent_in_recv == 0,
+                 "%d traced receives sent an sm fragment through the FIFO themselves: the "
+                 "module lock below may be their own sends' bookkeeping",
+                 r->sent_in_recv);
     BM_CHECK_MSG(progress,
                  "the receives never took the progress lock (%zu locks traced): they did not "
                  "drain, so the check below proves nothing",
