@@ -158,10 +158,12 @@ static const struct bm_param coll_params[] = {
      "collectives use the point-to-point algorithms.",
      offsetof(struct bm_mpi_coll_config, sm_copy_max), 0},
     {"BM_MPI_COLL_SM_COPY_ROOTED_MAX", BM_PARAM_SIZE, "64k", 0, 1LL << 40, NULL,
-     "Largest data per slot that shared-memory broadcasts move by single copy: above it the "
-     "point-to-point path, where the sender's put and the receiver's get share each "
-     "transfer, is faster (2 ranks, 128 KiB-1 MiB; gathers, whose other ranks write their "
-     "blocks into the root's buffer, and scatters have no such limit).",
+     "Largest data per slot that shared-memory broadcasts on more than 2 ranks move by single "
+     "copy: above it the point-to-point path, where the sender's put and the receiver's get "
+     "share each transfer, is faster (measured on 2 ranks, 128 KiB-1 MiB, before the split "
+     "copy; on 2 ranks broadcasts split from BM_MPI_COLL_SM_BCAST_SPLIT_MIN have no such "
+     "limit, nor have gathers, whose other ranks write their blocks into the root's buffer, "
+     "and scatters).",
      offsetof(struct bm_mpi_coll_config, sm_copy_rooted_max), 0},
     {"BM_MPI_COLL_SM_REDUCE_SPLIT_MIN", BM_PARAM_SIZE, "512k", 0, 1LL << 40, NULL,
      "Commutative reductions to a root on 2 ranks moved by single copy of at least this "
@@ -974,7 +976,12 @@ static bool slots_first(int kind)
  * from BM_MPI_COLL_SM_COPY_MIN to _MAX, not for a barrier, nor an in-place
  * allreduce or alltoall (the ranks would overwrite what the others read),
  * nor reductions of elements larger than a staging chunk, nor broadcasts
- * above BM_MPI_COLL_SM_COPY_ROOTED_MAX (gathers, since c88fa47 written
+ * above BM_MPI_COLL_SM_COPY_ROOTED_MAX except split ones on 2 ranks (the
+ * root writes half: 2 ranks, bm_coll, 9 interleaved rounds, medians,
+ * point-to-point -> split single copy: 128 KiB 4.63 -> 3.93 us, 256 KiB
+ * 7.37 -> 6.31, 512 KiB 13.0 -> 12.2, 1 MiB 26.3 -> 23.4; Open MPI 6.0,
+ * 11.1, 21.6, 92; an earlier 7-round run 4.52 -> 3.84, 6.96 -> 6.23, 12.3
+ * -> 12.7, 25.0 -> 23.7) (gathers, since c88fa47 written
  * into the root's buffer by the other ranks while the root copies its
  * own block, beat the point-to-point path at every size: 2 ranks, bm_coll,
  * 7 interleaved rounds, medians, point-to-point -> single copy: 128 KiB
@@ -1006,7 +1013,9 @@ static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, int p, size_t bytes
     case BM_COLL_BARRIER:
         return false;
     case BM_COLL_BCAST:
-        return bytes <= c->sm_copy_rooted_max || (!forced && crowded_bcast_copy(a, p, bytes));
+        return bytes <= c->sm_copy_rooted_max ||
+               (p == 2 && c->sm_bcast_split_min > 0 && bytes >= c->sm_bcast_split_min) ||
+               (!forced && crowded_bcast_copy(a, p, bytes));
     case BM_COLL_ALLTOALL:
         return !in_place;
     case BM_COLL_ALLREDUCE:

@@ -343,12 +343,14 @@ add_executable(coll_prefault ${api_dir}/coll_prefault.c)
 target_link_libraries(coll_prefault PRIVATE bitmover bm_test_harness)
 bm_add_mpi_test(coll_prefault NP 2 TARGET coll_prefault BTL self,sm TIMEOUT 60 LABELS mpi coll)
 
-# A large gather on ranks with cores of their own (the PML's automatic idle
-# policy, not the harness's yielding) goes by single copy, the other ranks
-# writing into the root's buffer (gather.push), at 64 KiB + 1 to 1 MiB.
-add_executable(coll_gather_push ${api_dir}/coll_gather_push.c)
-target_link_libraries(coll_gather_push PRIVATE bitmover bm_test_harness)
-bm_add_mpi_test(coll_gather_push NP 2 TARGET coll_gather_push BTL self,sm TIMEOUT 60
+# Large gathers and broadcasts on 2 ranks with cores of their own (the PML's
+# automatic idle policy, not the harness's yielding) go by single copy, the
+# gather's other rank writing into the root's buffer (gather.push), the
+# broadcast's root writing half into the reader's (bcast.split), at 64 KiB
+# + 1 to 1 MiB.
+add_executable(coll_copy_large ${api_dir}/coll_copy_large.c)
+target_link_libraries(coll_copy_large PRIVATE bitmover bm_test_harness)
+bm_add_mpi_test(coll_copy_large NP 2 TARGET coll_copy_large BTL self,sm TIMEOUT 60
     LABELS mpi coll ENV BM_PML_IDLE_YIELD=-1)
 
 # The PML's idle policy: yield only when the job oversubscribes its host.
