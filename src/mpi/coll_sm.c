@@ -697,6 +697,14 @@ static void block_copy(void *dbase, int di, int dcount, MPI_Datatype dtype, cons
     }
 }
 
+/* Whether block_copy between these types needs its go-between (neither
+ * side contiguous): the callers work out where it is only then (a root's
+ * scatter of 64 B: 865 -> 777 instructions per call, callgrind). */
+static bool copy_needs_tmp(MPI_Datatype dtype, MPI_Datatype stype)
+{
+    return !dtype->contiguous && !stype->contiguous;
+}
+
 /* Every rank publishes its arrival and waits for everyone's. When ranks
  * share cores, rank 0 alone waits for everyone and the others wait only
  * until rank 0 has seen everyone (its done line): rank 0 leaves first, so a
@@ -1104,7 +1112,8 @@ static void scatter(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
         may_write(sm, k);
         if (own_first)
             block_copy(a->rbuf, 0, a->rcount, a->rtype, a->sbuf, root, a->scount, a->stype,
-                       scatter_block(sm, k, root, root, b));
+                       copy_needs_tmp(a->rtype, a->stype) ? scatter_block(sm, k, root, root, b)
+                                                          : NULL);
         for (int i = 1; i < sm->n; i++) {
             int r = (root + i) % sm->n;
             block_put(scatter_block(sm, k, root, r, b), a->sbuf, r, a->scount, a->stype);
@@ -1114,7 +1123,8 @@ static void scatter(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
             claim_next(sm, k, (size_t)sm->n * b);
         if (a->rbuf != MPI_IN_PLACE && !own_first)
             block_copy(a->rbuf, 0, a->rcount, a->rtype, a->sbuf, root, a->scount, a->stype,
-                       scatter_block(sm, k, root, root, b));
+                       copy_needs_tmp(a->rtype, a->stype) ? scatter_block(sm, k, root, root, b)
+                                                          : NULL);
     } else {
         size_t b = (size_t)a->rcount * a->rtype->size;
         const char *blk = scatter_block(sm, k, root, sm->me, b);
@@ -1165,7 +1175,7 @@ static void alltoall(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
     claim_next(sm, k, (size_t)sm->n * b);
     if (!in_place)
         block_copy(a->rbuf, me, a->rcount, a->rtype, sbuf, me, scount, stype,
-                   block_in_slot(sm, k, me, me, b));
+                   copy_needs_tmp(a->rtype, stype) ? block_in_slot(sm, k, me, me, b) : NULL);
     for (int i = 1; i < sm->n; i++) {
         int r = (me - i + sm->n) % sm->n;
         wait_flag_data(sm, k, r, block_in_slot(sm, k, r, me, b), b);
