@@ -113,7 +113,6 @@ static void *recv_main(void *arg)
     struct rjob *r = arg;
     r->tr = (struct bm_util_lock_trace){.locks = r->locks, .cap = MAXLOCK};
     struct bm_btl_sm_module *sm = r->trace && sm_receivers ? sm_module() : NULL;
-    BM_CHECK_MSG(!r->trace || !sm_receivers || sm, "rank 0 is not reached over sm");
     for (int w = 0; w < WARM + WINDOWS; w++) {
         for (int s = 0; s < WIN; s++) {
             int msg[2] = {-1, -1};
@@ -197,6 +196,7 @@ static void check_receiver(const struct rjob *r)
         progress |= strcmp(r->locks[i]->cls->name, "progress") == 0;
         module |= strcmp(r->locks[i]->cls->name, "sm module") == 0;
     }
+    BM_CHECK_MSG(!sm_receivers || sm_module(), "rank 0 is not reached over sm");
     BM_CHECK_MSG(!r->tr.overflow, "receiver took more than %d distinct locks", MAXLOCK);
     BM_CHECK_MSG(r->sent_in_recv == 0,
                  "%d traced receives sent an sm fragment through the FIFO themselves: the "
