@@ -9,17 +9,17 @@
  * bcast.split). Gathers and broadcasts of 64 KiB + 1 byte, 256 KiB and
  * 1 MiB from each root: every byte must arrive where it belongs, and every
  * rank must count one gather.push per gather it sent and one bcast.split
- * per broadcast it was the root of (on a host with fewer CPUs than ranks
- * the ranks share cores and single copy is off: the counts are then not
- * required). */
+ * per broadcast it was the root of (where the ranks' affinity masks hold
+ * fewer CPUs than ranks, they share cores and single copy is off: the
+ * counts are then not required). */
 #include "bm_test.h"
 
 #include <bitmover.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 int main(int argc, char **argv)
 {
@@ -72,11 +72,18 @@ int main(int argc, char **argv)
     }
     unsigned long pushed = bm_coll_alg_count("gather.push") - push0,
                   split = bm_coll_alg_count("bcast.split") - split0;
-    if (sysconf(_SC_NPROCESSORS_ONLN) < size) {
+    /* the PML's rule: ranks share cores when the union of their affinity
+     * masks has fewer CPUs than there are ranks */
+    cpu_set_t cpus, all;
+    CPU_ZERO(&cpus);
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
+        CPU_ZERO(&cpus);
+    MPI_Allreduce(&cpus, &all, (int)sizeof(cpus), MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+    if (CPU_COUNT(&all) < size) {
         if (rank == 0)
-            printf("coll_copy_large: %ld CPUs for %d ranks: gather.push, bcast.split not "
+            printf("coll_copy_large: %d CPUs for %d ranks: gather.push, bcast.split not "
                    "required\n",
-                   sysconf(_SC_NPROCESSORS_ONLN), size);
+                   CPU_COUNT(&all), size);
     } else {
         BM_CHECK_MSG(pushed == (unsigned long)mine,
                      "rank %d: gather.push counted %lu of %d gathers it sent (of %d calls)", rank,
