@@ -49,11 +49,13 @@ static void usage(const char *name, int kind)
             "  -t  time budget per pair and size in seconds: a pair whose warm-up says\n"
             "      the full count would take longer runs fewer (at least 10), and the\n"
             "      line says how many (default 0 = off)\n",
-            name, (kind & BM_BENCH_PEERS) ? " [-P]" : "", windowed ? " [-W WINDOW]" : "",
+            name, (kind & BM_BENCH_PEERS) ? " [-P] [-v]" : "", windowed ? " [-W WINDOW]" : "",
             BM_BENCH_PAIRS_MAX,
             (kind & BM_BENCH_PEERS)
                 ? "  -P  pair t's second thread on rank 1 + t (needs PAIRS + 1 ranks; default:\n"
                   "      all on rank 1): rank 0's threads each with a peer of their own\n"
+                  "  -v  senders send a vector of 8-byte blocks 16 bytes apart (sizes: multiples\n"
+                  "      of 8; received contiguous)\n"
                 : "",
             windowed ? "windows" : "iterations", windowed ? ITERS_THREADS_WINDOW : ITERS_THREADS,
             windowed ? "windows" : "iterations", windowed ? WARMUP_THREADS_WINDOW : WARMUP_THREADS,
@@ -184,6 +186,8 @@ int bm_bench_opts_parse(struct bm_bench_opts *opts, const char *name, int kind, 
             i++;
         } else if (strcmp(a, "-P") == 0 && (kind & BM_BENCH_PEERS)) {
             opts->peers = 1;
+        } else if (strcmp(a, "-v") == 0 && (kind & BM_BENCH_PEERS)) {
+            opts->vector = 1;
         } else if (strcmp(a, "-B") == 0 && v && windowed && !threads) {
             long b = 0;
             bad = parse_long(v, 1, &b) || b > 4096;

@@ -33,7 +33,7 @@
  * its counts are 200 windows and 10 warm-up. */
 #define BM_BENCH_WINDOWED 1
 #define BM_BENCH_THREADS  2
-#define BM_BENCH_PEERS    4 /* THREADS: takes -P */
+#define BM_BENCH_PEERS    4 /* THREADS: takes -P and -v */
 
 /* Most thread pairs (-p) a THREADS benchmark runs. */
 #define BM_BENCH_PAIRS_MAX 64
@@ -52,6 +52,7 @@ struct bm_bench_opts {
     double iter_limit; /* -T: end the sweep before a size whose one iteration would take longer */
     int pairs;         /* -p: thread pairs (THREADS benchmarks; 1 otherwise) */
     int peers;         /* -P: pair t's other thread is on rank 1 + t (THREADS; 0: all on rank 1) */
+    int vector;        /* -v: sent as a vector of 8-byte blocks (PEERS kinds: bm_mt_mr) */
 };
 
 /* The iteration counts rank 0 chose for one size, broadcast to every rank so

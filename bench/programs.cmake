@@ -75,7 +75,7 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
             ARGS -p 2 -m 0:64k -i 50 -w 5 -t 0.2)
         bm_add_mpi_test(bench_mt_mr_smoke TARGET bm_mt_mr NP 2 LABELS bench TIMEOUT 60
             ARGS -p 2 -m 1:8k -i 5 -w 1 -t 0.2)
-        # -P: rank 0's two threads each stream 256 KiB to a rank of their own
+        # -P -v: rank 0's two threads each stream 256 KiB vectors to a rank of their own
         # (exit 0: every byte checked); with BM_PML_STATS the lock counters
         # (acquired/contended per class, the progress lock among them) must
         # be printed at finalize (tests/fault/ofi_expect.sh: exit status and
@@ -86,7 +86,7 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
             COMMAND sh ${PROJECT_SOURCE_DIR}/tests/fault/ofi_expect.sh
                 "^\\[pml stats\\] rank 0 locks acquired/contended: .*progress [0-9]+/[0-9]+"
                 $<TARGET_FILE:bmrun> -n 3 --timeout ${bmrun_t} $<TARGET_FILE:bm_mt_mr>
-                -p 2 -P -m 256k -W 4 -i 5 -w 1 -t 0.2)
+                -p 2 -P -v -m 256k -W 4 -i 5 -w 1 -t 0.2)
         set_tests_properties(bench_mt_mr_peers_smoke PROPERTIES TIMEOUT ${t} LABELS bench
             ENVIRONMENT "BM_PML_IDLE_YIELD=64;BM_PML_STATS=1")
         foreach(k rndv put)
