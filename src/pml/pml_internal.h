@@ -31,7 +31,7 @@ struct bm_pml_config {
     size_t frag_size_max;   /* cap on FRAG payload (0: the path's max_send_size) */
     size_t pack_frag_size;  /* cap on a packed (non-contiguous) FRAG, header included (0: none) */
     size_t iov_block_min;   /* least average block moved in place by the transport (0: never) */
-    size_t pack_bounce;     /* fragments starting this early in a message pack through a bounce */
+    size_t pack_bounce;     /* messages this small pack through a bounce; first_frag: how early */
     int pack_ahead;         /* pack a rendezvous's first FRAG while its RNDV waits for the ACK */
     size_t pack_first_frag; /* cap on the packed FRAGs a receiver waits for first (shared memory) */
     size_t stream_copy_min; /* messages this large are copied out with streaming stores */

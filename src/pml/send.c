@@ -136,10 +136,15 @@ static struct bm_btl_descriptor *frag_prepare(struct bm_pml_request *req, struct
     struct bm_btl_descriptor *des = bm_btl_alloc(m, ep, 0, reserve + n, BM_PML_DES_FLAGS);
     if (!des)
         return NULL;
-    /* The first fragments, which the receiver waits for, through a
-     * bounce when the blocks are large (BM_PML_PACK_BOUNCE). */
+    /* The fragments of a message of at most BM_PML_PACK_BOUNCE bytes,
+     * which the receiver waits for, through a bounce when the blocks are
+     * large. In a larger message they cost more than they save (sm vec64
+     * ping-pong p10 at load 32, bounce on -> off for the first 64 KiB: 128
+     * KiB 12.4 -> 11.7 us, 256 KiB 20.7-21.0 -> 19.3-19.6, 512 KiB
+     * 38.8-39.1 -> 36.8-37.1; 16/32/64 KiB 3.5/5.3-5.4/8.1-8.2 with it,
+     * 5.0-5.4/7.6-7.8/9.0-9.2 without). */
     char *to = (char *)des->seg[0].addr + reserve;
-    if (at < bm_pml_g.cfg.pack_bounce && (m->caps & BM_BTL_CAP_SEND_FAR) &&
+    if (req->bytes <= bm_pml_g.cfg.pack_bounce && (m->caps & BM_BTL_CAP_SEND_FAR) &&
         bm_util_dtype_conv_far_bounce(&req->conv)) {
         bm_util_dtype_conv_pack_far(&req->conv, at, to, n);
         __atomic_fetch_add(&bm_pml_g.pack_bounced, n, __ATOMIC_RELAXED);
