@@ -985,6 +985,10 @@ bm_status_t bm_btl_base_open(const struct bm_btl_init_args *args);
 bm_status_t bm_btl_base_add_procs(int nprocs);
 /* The transport set of a peer (valid after add_procs). */
 struct bm_btl_peer *bm_btl_base_peer(int rank);
+/* The host name of a peer's process, read from the modex at add_procs (NULL
+ * when it published none). Asks nothing of the runtime: usable while
+ * MPI_Finalize fences (rte.h bm_rte_barrier_progress). */
+const char *bm_btl_base_peer_host(int rank);
 /* Register a receive callback for a tag on every module. */
 void bm_btl_base_register_recv(bm_btl_tag_t tag, bm_btl_recv_cb_fn cb, void *cbdata);
 /* Register a place callback for a tag whose fragments start with hdr_len

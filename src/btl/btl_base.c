@@ -117,6 +117,10 @@ static struct {
     int nprocs;
     int *ranks;
     struct bm_btl_peer *peers;
+    /* Every rank's host name (BTL_BASE_HOST_KEY, owned by the runtime),
+     * read at add_procs: the failure messages name hosts while MPI_Finalize
+     * fences, when the runtime must not be asked (rte.h). NULL: unknown. */
+    const char **hosts;
     /* Progress functions of the active components: the only thing the hot
      * progress loop looks at. Sized for every component at open, so it
      * never needs to grow later (and a failure to allocate it fails open). */
@@ -858,14 +862,50 @@ static bm_status_t btl_base_build_list(struct bm_btl_path_list *l, const int *ke
     return BM_OK;
 }
 
+/* base.hosts: one modex read per node (its first rank's entry; the
+ * others share it), none for this process's own node. */
+static bm_status_t btl_base_hosts_load(int nprocs)
+{
+    const struct bm_rte_proc *self = bm_rte_self();
+    int nnodes = self->num_nodes > 0 ? self->num_nodes : 1;
+    base.hosts = calloc((size_t)nprocs, sizeof(*base.hosts));
+    const char **node_host = calloc((size_t)nnodes, sizeof(*node_host));
+    if (!base.hosts || !node_host) {
+        free(node_host);
+        return BM_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < nprocs; r++) {
+        int node = bm_rte_node_of(r);
+        bool known = node >= 0 && node < nnodes;
+        if (r == self->rank || node == self->node) {
+            base.hosts[r] = self->hostname;
+            continue;
+        }
+        if (known && node_host[node]) {
+            base.hosts[r] = node_host[node];
+            continue;
+        }
+        const void *data = NULL;
+        size_t len = 0;
+        if (bm_rte_modex_get(r, BTL_BASE_HOST_KEY, &data, &len) == BM_OK && len > 0 &&
+            memchr(data, '\0', len))
+            base.hosts[r] = data;
+        if (known)
+            node_host[node] = base.hosts[r];
+    }
+    free(node_host);
+    return BM_OK;
+}
+
+const char *bm_btl_base_peer_host(int rank)
+{
+    return base.hosts && rank >= 0 && rank < base.nprocs ? base.hosts[rank] : NULL;
+}
+
 static const char *btl_base_peer_host(int rank)
 {
-    const void *data = NULL;
-    size_t len = 0;
-    if (bm_rte_modex_get(rank, BTL_BASE_HOST_KEY, &data, &len) == BM_OK && len > 0 &&
-        memchr(data, '\0', len))
-        return data;
-    return "an unknown host";
+    const char *h = bm_btl_base_peer_host(rank);
+    return h ? h : "an unknown host";
 }
 
 static void btl_base_report_unreachable(const int *lost, int nlost)
@@ -1018,6 +1058,9 @@ bm_status_t bm_btl_base_add_procs(int nprocs)
         goto out;
     for (int r = 0; r < nprocs; r++)
         base.ranks[r] = r;
+    rc = btl_base_hosts_load(nprocs);
+    if (rc != BM_OK)
+        goto out;
 
     rc = btl_base_add_to_modules(nprocs);
     if (rc != BM_OK)
@@ -1285,6 +1328,7 @@ void bm_btl_base_close(void)
     }
     free(base.peers);
     free(base.ranks);
+    free(base.hosts);
     free(base.mods);
     free(base.comps);
     free(base.progress);

@@ -92,14 +92,12 @@ void bm_pml_failover_fini(void)
     memset(&fo, 0, sizeof(fo));
 }
 
+/* From the transports' table, not the modex: the failure reports run in
+ * MPI_Finalize's fence too, where the runtime must not be asked (rte.h). */
 static const char *peer_host(int rank)
 {
-    const void *data = NULL;
-    size_t len = 0;
-    if (bm_rte_modex_get(rank, "btl.host", &data, &len) == BM_OK && len > 0 &&
-        memchr(data, '\0', len))
-        return data;
-    return "unknown host";
+    const char *h = bm_btl_base_peer_host(rank);
+    return h ? h : "unknown host";
 }
 
 /* Mark every path of (m, ep) (all of m's paths to the peer when ep is NULL)

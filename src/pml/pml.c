@@ -357,6 +357,7 @@ static void pml_quiesce_progress(void *arg)
 {
     struct bm_pml_quiesce_stats *q = arg;
     int n = bm_pml_progress();
+    q->fence_passes++;
     q->fence_work += (uint64_t)n;
     if (n == 0)
         sched_yield(); /* the ranks still draining may share this core */
@@ -388,7 +389,7 @@ void bm_pml_quiesce(void)
                     "in MPI_Finalize; closing anyway (those peers may report a failed path)",
                     bm_rte_self()->rank, bm_rte_self()->hostname, n,
                     (unsigned long long)(PML_QUIESCE_DRAIN_MAX_NS / 1000000000ull));
-    bm_status_t rc = bm_rte_barrier_progress(pml_quiesce_progress, q);
+    bm_status_t rc = bm_rte_barrier_progress(pml_quiesce_progress, NULL, q);
     q->fenced = rc == BM_OK;
     q->fence_ns = bm_util_clock_now_ns() - now;
     if (rc != BM_OK)

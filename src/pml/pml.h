@@ -93,16 +93,18 @@ bm_status_t bm_pml_init(int thread_level);
  * each may close its transports. Open MPI's ompi_mpi_finalize progresses
  * during a nonblocking PMIx fence for the same reason (usnic). */
 void bm_pml_quiesce(void);
-/* What the last bm_pml_quiesce did; valid after bm_pml_finalize too (tests). */
+/* What the last bm_pml_quiesce did (so far, when read during it: a progress
+ * hook); valid after bm_pml_finalize too (tests). */
 struct bm_pml_quiesce_stats {
-    int owed_start;      /* the PML's descriptors not yet completed by their transport when
-                          * it began (over dgram: sends not yet acknowledged) */
-    int unacked_start;   /* the transports' own unacknowledged sends after those completed */
-    int unacked_end;     /* when the drain ended: 0 unless it gave up */
-    uint64_t drain_ns;   /* the drain (both) */
-    uint64_t fence_ns;   /* the fence */
-    uint64_t fence_work; /* what progress found meanwhile (datagrams, completions...) */
-    bool fenced;         /* the fence completed */
+    int owed_start;        /* the PML's descriptors not yet completed by their transport when
+                            * it began (over dgram: sends not yet acknowledged) */
+    int unacked_start;     /* the transports' own unacknowledged sends after those completed */
+    int unacked_end;       /* when the drain ended: 0 unless it gave up */
+    uint64_t drain_ns;     /* the drain (both) */
+    uint64_t fence_ns;     /* the fence */
+    uint64_t fence_work;   /* what progress found meanwhile (datagrams, completions...) */
+    uint64_t fence_passes; /* progress passes during the fence */
+    bool fenced;           /* the fence completed */
 };
 void bm_pml_quiesce_stats(struct bm_pml_quiesce_stats *out);
 

@@ -98,6 +98,9 @@ static struct bm_rte_proc rte_proc;
 static struct bm_rte_config rte_config;
 static struct rte_exit_fn *rte_exit_fns;
 static size_t rte_nexit, rte_exit_cap;
+/* Atomic: a bm_rte_barrier_progress is under way (its fence runs in a helper
+ * thread), so a modex get must not wait for the launcher. */
+static int rte_fence_progress;
 
 const struct bm_rte_config *bm_rte_config_get(void)
 {
@@ -306,6 +309,8 @@ bm_status_t bm_rte_modex_get(int rank, const char *key, const void **data_out, s
         return rc;
     if (rank < 0 || rank >= rte_proc.size)
         return BM_ERR_BAD_PARAM;
+    if (rte_ops->get_local && __atomic_load_n(&rte_fence_progress, __ATOMIC_ACQUIRE))
+        return rte_ops->get_local(rank, key, data_out, len_out);
     return rte_ops->get(rank, key, data_out, len_out);
 }
 
@@ -317,23 +322,27 @@ bm_status_t bm_rte_barrier(void)
 struct rte_fence_job {
     bm_status_t rc;
     int done; /* atomic: rc is set */
+    void (*wake)(void *arg);
+    void *arg;
 };
 
 static void *rte_fence_main(void *arg)
 {
     struct rte_fence_job *job = arg;
     job->rc = bm_rte_barrier();
-    __atomic_store_n(&job->done, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&job->done, 1, __ATOMIC_SEQ_CST);
+    if (job->wake)
+        job->wake(job->arg);
     return NULL;
 }
 
-bm_status_t bm_rte_barrier_progress(void (*progress)(void *arg), void *arg)
+bm_status_t bm_rte_barrier_progress(void (*progress)(void *arg), void (*wake)(void *arg), void *arg)
 {
     if (!rte_ops)
         return BM_ERR_NOT_AVAILABLE;
     if (!progress || rte_proc.size <= 1)
         return bm_rte_barrier();
-    struct rte_fence_job job = {.rc = BM_OK, .done = 0};
+    struct rte_fence_job job = {.rc = BM_OK, .done = 0, .wake = wake, .arg = arg};
     pthread_t t;
     /* Signals stay with the application's threads. */
     sigset_t all, old;
@@ -348,9 +357,11 @@ bm_status_t bm_rte_barrier_progress(void (*progress)(void *arg), void *arg)
                     rte_proc.rank, rte_proc.hostname, strerror(err));
         return bm_rte_barrier();
     }
+    __atomic_store_n(&rte_fence_progress, 1, __ATOMIC_RELEASE);
     while (!__atomic_load_n(&job.done, __ATOMIC_ACQUIRE))
         progress(arg);
     pthread_join(t, NULL);
+    __atomic_store_n(&rte_fence_progress, 0, __ATOMIC_RELEASE);
     return job.rc;
 }
 

@@ -79,6 +79,12 @@ struct bm_rte_backend_ops {
     bm_status_t (*fence)(void);
     /* On success *data_out stays valid until finalize (owned by the backend). */
     bm_status_t (*get)(int rank, const char *key, const void **data_out, size_t *len_out);
+    /* get without waiting for the launcher, used during bm_rte_barrier_progress:
+     * BM_ERR_BUSY when the entry is not here and only the launcher (busy with
+     * the fence) could answer. NULL when get never waits for a fence (bmrun:
+     * every entry is here after the first fence; PMIx: its fence holds no
+     * lock a get takes; singleton). */
+    bm_status_t (*get_local)(int rank, const char *key, const void **data_out, size_t *len_out);
     /* Tell the launcher the job must end; message for the user. Does not return. */
     void (*abort)(int exit_code, const char *message) __attribute__((noreturn));
     /* Node index of any rank; valid after init (may be filled at the first
@@ -118,6 +124,11 @@ bm_status_t bm_rte_modex_put(const char *key, const void *data, size_t len);
 bm_status_t bm_rte_modex_commit(void);
 /* Collective: every process of the job must call it the same number of times. */
 bm_status_t bm_rte_modex_fence(void);
+/* A peer's entry. Never waits for a fence that another thread is in when the
+ * entry is already in this process (bmrun: always after the first fence;
+ * PMI: once read). While bm_rte_barrier_progress runs, an entry that only
+ * the launcher could give (PMI's first read of it) answers BM_ERR_BUSY at
+ * once: ask again after the fence. */
 bm_status_t bm_rte_modex_get(int rank, const char *key, const void **data_out, size_t *len_out);
 /* A fence with no data: a job-wide barrier through the launcher (slow; start-up only). */
 bm_status_t bm_rte_barrier(void);
@@ -126,10 +137,15 @@ bm_status_t bm_rte_barrier(void);
  * fence itself runs in a helper thread: a backend's fence blocks). For
  * MPI_Finalize: a process waiting there must keep answering its peers'
  * transports (dgram resends whose ACK was lost), as Open MPI's finalize
- * progresses during its nonblocking PMIx fence. progress must not call the
- * runtime (a modex get may wait for the fence's end). Collective, like
- * bm_rte_barrier. */
-bm_status_t bm_rte_barrier_progress(void (*progress)(void *arg), void *arg);
+ * progresses during its nonblocking PMIx fence. progress may read the
+ * modex (bm_rte_modex_get never waits for this fence: BM_ERR_BUSY for an
+ * entry only the launcher has), bm_rte_self and bm_rte_node_of; it must not
+ * put, fence or barrier. progress sleeps or yields itself when it finds
+ * nothing (this loop does not); wake(arg), when not NULL, is called from
+ * the helper thread once the fence is over, to end such a sleep.
+ * Collective, like bm_rte_barrier. */
+bm_status_t bm_rte_barrier_progress(void (*progress)(void *arg), void (*wake)(void *arg),
+                                    void *arg);
 
 /* End the whole job with this exit code and message. Never returns. */
 void bm_rte_abort(int exit_code, const char *message) __attribute__((noreturn));

@@ -7,6 +7,7 @@
 
 #include "runtime/rte.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,10 @@ bm_status_t bm_rte_store_put(struct bm_rte_store *st, int rank, const char *key,
                              const void *val, size_t vallen);
 bm_status_t bm_rte_store_get(const struct bm_rte_store *st, int rank, const char *key,
                              const void **val_out, size_t *len_out);
+/* bm_rte_store_get with *lock held (a backend's store lock, apart from the
+ * lock its fence holds); BM_ERR_NOT_AVAILABLE once *st is NULL (finalized). */
+bm_status_t bm_rte_store_get_locked(pthread_mutex_t *lock, struct bm_rte_store *const *st, int rank,
+                                    const char *key, const void **val_out, size_t *len_out);
 
 /* Before telling a foreign launcher to abort: flush stdio and wait, at most
  * max_ms, until whoever reads this process's stdout and stderr pipes has

@@ -5,7 +5,14 @@
  * Puts are buffered locally and sent with the next fence; the fence reply
  * carries every rank's entries of that epoch, so gets are local lookups
  * afterwards. Start-up exchanges are small (a few addresses per rank), which
- * is why a full collection beats one round trip per get. */
+ * is why a full collection beats one round trip per get.
+ *
+ * Two locks: lock serialises the conversation with bmrun (the connection,
+ * the pending puts, the epoch) and is held across a whole fence; store_lock
+ * guards only the store, taken for each lookup and while a fence reply is
+ * copied in. A get therefore never waits for a fence in progress: MPI_Finalize
+ * progresses its transports during its fence (bm_rte_barrier_progress), and
+ * a path failure reported then asks for the peer's host name. */
 #define BM_LOG_SUBSYS "runtime"
 #include "runtime/rte_backend.h"
 #include "runtime/rte_proto.h"
@@ -23,7 +30,8 @@
 #include <unistd.h>
 
 static struct {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;       /* the connection, pending, epoch */
+    pthread_mutex_t store_lock; /* store (leaf: nothing is taken under it) */
     int fd;
     int rank, size;
     uint32_t epoch;
@@ -32,7 +40,7 @@ static struct {
     uint8_t *pending; /* encoded entries not yet sent */
     size_t pending_len, pending_cap;
     char kvs[1024];
-} bmr = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+} bmr = {.lock = PTHREAD_MUTEX_INITIALIZER, .store_lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static int bmrun_detect(void)
 {
@@ -179,8 +187,10 @@ static void bmrun_finalize(void)
     }
     free(bmr.node_of);
     bmr.node_of = NULL;
+    pthread_mutex_lock(&bmr.store_lock);
     bm_rte_store_free(bmr.store);
     bmr.store = NULL;
+    pthread_mutex_unlock(&bmr.store_lock);
     free(bmr.pending);
     bmr.pending = NULL;
     bmr.pending_len = bmr.pending_cap = 0;
@@ -211,7 +221,9 @@ static bm_status_t bmrun_put(const char *key, const void *data, size_t len)
     bmr.pending_len += bm_rte_proto_kv_encode(bmr.pending + bmr.pending_len, (uint32_t)bmr.rank,
                                               key, keylen, data, len);
     /* Our own entry is visible to ourselves at once, as with the singleton. */
+    pthread_mutex_lock(&bmr.store_lock);
     rc = bm_rte_store_put(bmr.store, bmr.rank, key, keylen, data, len);
+    pthread_mutex_unlock(&bmr.store_lock);
 out:
     pthread_mutex_unlock(&bmr.lock);
     return rc;
@@ -244,6 +256,7 @@ static bm_status_t bmrun_fence_locked(void)
         }
         size_t off = 0;
         struct bm_rte_kv_view kv;
+        pthread_mutex_lock(&bmr.store_lock);
         while ((rc = bm_rte_proto_kv_next(payload, h.len, &off, &kv)) == BM_OK) {
             if ((int)kv.rank == bmr.rank || kv.rank >= (uint32_t)bmr.size)
                 continue;
@@ -251,6 +264,7 @@ static bm_status_t bmrun_fence_locked(void)
             if (rc != BM_OK)
                 break;
         }
+        pthread_mutex_unlock(&bmr.store_lock);
         free(payload);
         if (rc == BM_ERR_NOT_FOUND)
             return BM_OK;
@@ -272,12 +286,10 @@ static bm_status_t bmrun_fence(void)
     return rc;
 }
 
+/* Never waits for a fence (store_lock only): see the file's opening. */
 static bm_status_t bmrun_get(int rank, const char *key, const void **data_out, size_t *len_out)
 {
-    pthread_mutex_lock(&bmr.lock);
-    bm_status_t rc = bm_rte_store_get(bmr.store, rank, key, data_out, len_out);
-    pthread_mutex_unlock(&bmr.lock);
-    return rc;
+    return bm_rte_store_get_locked(&bmr.store_lock, &bmr.store, rank, key, data_out, len_out);
 }
 
 __attribute__((noreturn)) static void bmrun_abort(int exit_code, const char *message)

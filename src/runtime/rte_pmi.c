@@ -12,7 +12,14 @@
  * continues under "bm<rank>.<key>.1", ".2", ... The fence is the
  * launcher's barrier. A get asks the launcher on first use (one round trip
  * per piece) and keeps the answer, so a process pays only for the peers it
- * actually needs: O(peers used), never all-to-all at start-up. */
+ * actually needs: O(peers used), never all-to-all at start-up.
+ *
+ * Two locks: lock serialises the launcher connection (PMI is one request at
+ * a time) and is held across a whole fence; cache_lock guards only the
+ * cache. A get of an entry already here never waits for a fence in
+ * progress; one that needs the launcher waits for it, except inside
+ * bm_rte_barrier_progress (get_local: BM_ERR_BUSY at once, ask again after
+ * the fence), where MPI_Finalize's transports keep progressing. */
 #define BM_LOG_SUBSYS "runtime/pmi"
 #include "runtime/rte_backend.h"
 #include "runtime/rte_pmi_wire.h"
@@ -27,12 +34,14 @@
 #define PMI_KEY_PREFIX_MAX 24 /* "bm" + rank + "." + ".<piece>" */
 
 static struct {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;       /* conn (held across a fence) */
+    pthread_mutex_t cache_lock; /* cache (leaf: nothing is taken under it) */
     struct bm_rte_pmi_conn conn;
     int rank, size;
     int *node_of;
     struct bm_rte_store *cache; /* own entries and peers' entries fetched so far */
-} pmi = {.lock = PTHREAD_MUTEX_INITIALIZER, .conn = {.fd = -1}};
+} pmi = {
+    .lock = PTHREAD_MUTEX_INITIALIZER, .cache_lock = PTHREAD_MUTEX_INITIALIZER, .conn = {.fd = -1}};
 
 static int pmi_detect(void)
 {
@@ -161,9 +170,24 @@ static void pmi_finalize(void)
     bm_rte_pmi_close(&pmi.conn);
     free(pmi.node_of);
     pmi.node_of = NULL;
+    pthread_mutex_lock(&pmi.cache_lock);
     bm_rte_store_free(pmi.cache);
     pmi.cache = NULL;
+    pthread_mutex_unlock(&pmi.cache_lock);
     pthread_mutex_unlock(&pmi.lock);
+}
+
+static bm_status_t pmi_cache_put(int rank, const char *key, const void *data, size_t len)
+{
+    pthread_mutex_lock(&pmi.cache_lock);
+    bm_status_t rc = bm_rte_store_put(pmi.cache, rank, key, strlen(key), data, len);
+    pthread_mutex_unlock(&pmi.cache_lock);
+    return rc;
+}
+
+static bm_status_t pmi_cache_get(int rank, const char *key, const void **data_out, size_t *len_out)
+{
+    return bm_rte_store_get_locked(&pmi.cache_lock, &pmi.cache, rank, key, data_out, len_out);
 }
 
 /* Text room for one piece: the launcher's value limit less the "N." prefix. */
@@ -208,7 +232,7 @@ static bm_status_t pmi_put_locked(const char *key, const void *data, size_t len)
     free(val);
     /* Our own entry is visible to ourselves at once, as with the other backends. */
     if (rc == BM_OK)
-        rc = bm_rte_store_put(pmi.cache, pmi.rank, key, strlen(key), data, len);
+        rc = pmi_cache_put(pmi.rank, key, data, len);
     return rc;
 }
 
@@ -284,7 +308,7 @@ static bm_status_t pmi_fetch_locked(int rank, const char *key)
     }
     free(text);
     if (rc == BM_OK)
-        rc = bm_rte_store_put(pmi.cache, rank, key, strlen(key), bin, blen);
+        rc = pmi_cache_put(rank, key, bin, blen);
     else if (rc == BM_ERR_PROTOCOL)
         bm_log_error("rank %d's modex entry '%s' in the launcher's PMI key-value space is "
                      "damaged",
@@ -295,15 +319,27 @@ static bm_status_t pmi_fetch_locked(int rank, const char *key)
 
 static bm_status_t pmi_get(int rank, const char *key, const void **data_out, size_t *len_out)
 {
+    bm_status_t rc = pmi_cache_get(rank, key, data_out, len_out);
+    if (rc != BM_ERR_NOT_FOUND || rank == pmi.rank)
+        return rc;
     pthread_mutex_lock(&pmi.lock);
-    bm_status_t rc = bm_rte_store_get(pmi.cache, rank, key, data_out, len_out);
-    if (rc == BM_ERR_NOT_FOUND && rank != pmi.rank && pmi.conn.fd >= 0) {
+    /* Another thread may have fetched it while this one waited. */
+    rc = pmi_cache_get(rank, key, data_out, len_out);
+    if (rc == BM_ERR_NOT_FOUND && pmi.conn.fd >= 0) {
         rc = pmi_fetch_locked(rank, key);
         if (rc == BM_OK)
-            rc = bm_rte_store_get(pmi.cache, rank, key, data_out, len_out);
+            rc = pmi_cache_get(rank, key, data_out, len_out);
     }
     pthread_mutex_unlock(&pmi.lock);
     return rc;
+}
+
+/* The cache alone: a peer's entry not fetched yet would need the launcher,
+ * which may be inside a fence for as long as the slowest rank takes. */
+static bm_status_t pmi_get_local(int rank, const char *key, const void **data_out, size_t *len_out)
+{
+    bm_status_t rc = pmi_cache_get(rank, key, data_out, len_out);
+    return rc == BM_ERR_NOT_FOUND && rank != pmi.rank ? BM_ERR_BUSY : rc;
 }
 
 __attribute__((noreturn)) static void pmi_abort(int exit_code, const char *message)
@@ -334,6 +370,7 @@ const struct bm_rte_backend_ops bm_rte_pmi_ops = {
     .commit = pmi_commit,
     .fence = pmi_fence,
     .get = pmi_get,
+    .get_local = pmi_get_local,
     .abort = pmi_abort,
     .node_of = pmi_node_of,
 };

@@ -74,7 +74,9 @@ bm_status_t bm_rte_pmi_open(struct bm_rte_pmi_conn *c, int version);
  * or newline; at most vallen_max bytes). */
 bm_status_t bm_rte_pmi_put(struct bm_rte_pmi_conn *c, const char *key, const char *value);
 /* Collective over the job: returns once every process has entered; what
- * was put before is then visible to every get. */
+ * was put before is then visible to every get. Under PMI-2 a kvs-fence
+ * followed by a kvs-get of a key nobody puts (hydra's kvs-fence does not
+ * wait; its gets do). */
 bm_status_t bm_rte_pmi_fence(struct bm_rte_pmi_conn *c);
 /* Look a key up; BM_ERR_NOT_FOUND when nobody put it. value_out has len bytes. */
 bm_status_t bm_rte_pmi_get(struct bm_rte_pmi_conn *c, const char *key, char *value_out, size_t len);

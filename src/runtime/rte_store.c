@@ -111,3 +111,13 @@ bm_status_t bm_rte_store_get(const struct bm_rte_store *st, int rank, const char
     *len_out = e->vallen;
     return BM_OK;
 }
+
+bm_status_t bm_rte_store_get_locked(pthread_mutex_t *lock, struct bm_rte_store *const *st, int rank,
+                                    const char *key, const void **val_out, size_t *len_out)
+{
+    pthread_mutex_lock(lock);
+    bm_status_t rc =
+        *st ? bm_rte_store_get(*st, rank, key, val_out, len_out) : BM_ERR_NOT_AVAILABLE;
+    pthread_mutex_unlock(lock);
+    return rc;
+}

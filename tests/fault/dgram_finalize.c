@@ -11,7 +11,20 @@
  * first ACKs are lost too: without progress in the fence, rank 0 waited
  * for an ACK that never came). Checks: MPI_Finalize returns within 10 s on
  * both ranks (a few ms normally), rank 0's drain began with an
- * unacknowledged send and ended with none, and both fences completed. */
+ * unacknowledged send and ended with none, and both fences completed.
+ *
+ * Argument "pathfail": the same, and at a progress pass of rank 1's fence
+ * (not its first) that received a resend (a progress hook: rank 0 waits
+ * for the ACK) its dgram path to rank 0 is reported failed
+ * to the PML, as the transport reports a failure (the module's error
+ * callback). The PML's failover then writes its warnings, which name rank
+ * 0's host: that lookup asked the modex, and under bmrun (or PMI) the get
+ * waited for the fence, so rank 1 stopped progressing while rank 0 still
+ * waited for its ACKs; rank 0 ended its drain only by failing its own path
+ * (BM_BTL_DGRAM_FAIL_TIMEOUTS/FAIL_MS, seconds) and the fence then ended.
+ * Checks besides the above: the report returned within 1 s, rank 1 still
+ * progressed during its fence after it, and rank 0's dgram declared no
+ * path failed. */
 #include "bm_test.h"
 #include "btl/btl.h"
 #include "btl/dgram/dgram.h"
@@ -21,6 +34,60 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+
+/* pathfail, rank 1: the failure report, at the first pass of its fence. */
+static struct {
+    struct bm_btl_module *m;
+    struct bm_btl_endpoint *ep;
+    bool done;
+    uint64_t report_ns; /* how long the PML took to handle the report */
+    uint64_t passes_at; /* fence passes and work when it returned */
+    uint64_t work_at;
+    uint64_t work_seen; /* fence work at the hook's last call */
+} pf;
+
+static int pathfail_hook(void *arg)
+{
+    (void)arg;
+    struct bm_pml_quiesce_stats q;
+    bm_pml_quiesce_stats(&q);
+    /* A pass of the fence after its first that received something (a
+     * resend of rank 0's whose ACK is owed): by then the fence's helper
+     * thread is in the launcher's fence, and rank 0 still waits for this
+     * process. */
+    uint64_t seen = pf.work_seen;
+    pf.work_seen = q.fence_work;
+    if (pf.done || q.fence_passes < 2 || q.fence_work == seen)
+        return 0;
+    pf.done = true;
+    struct bm_btl_error err = {.kind = BM_BTL_ERROR_PEER,
+                               .endpoint = pf.ep,
+                               .peer = 0,
+                               .status = BM_ERR_LINK_DOWN,
+                               .what = "reported failed by the test dgram_finalize_pathfail"};
+    uint64_t t = bm_util_clock_now_ns();
+    pf.m->error_cb(pf.m, &err, pf.m->error_cbdata);
+    pf.report_ns = bm_util_clock_now_ns() - t;
+    bm_pml_quiesce_stats(&q);
+    pf.passes_at = q.fence_passes;
+    pf.work_at = q.fence_work;
+    return 0;
+}
+
+/* pathfail, rank 0: its dgram statistics as long as the module exists
+ * (until its quiesce ends; the transports close after it). */
+static struct bm_btl_dgram_module *watch_dm;
+static struct bm_btl_dgram_stats watch_stats;
+
+static int watch_hook(void *arg)
+{
+    (void)arg;
+    struct bm_pml_quiesce_stats q;
+    bm_pml_quiesce_stats(&q);
+    if (q.fence_ns == 0)
+        bm_btl_dgram_stats_get(watch_dm, &watch_stats);
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -34,11 +101,15 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+    bool pathfail = argc > 1 && strcmp(argv[1], "pathfail") == 0;
     struct bm_btl_peer *peer = bm_btl_base_peer(1 - rank);
     struct bm_btl_dgram_module *dm = NULL;
     for (int i = 0; peer && i < peer->send.count; i++)
-        if (strcmp(peer->send.paths[i].module->ops->name, "dgram") == 0)
+        if (strcmp(peer->send.paths[i].module->ops->name, "dgram") == 0) {
             dm = (struct bm_btl_dgram_module *)peer->send.paths[i].module;
+            pf.m = peer->send.paths[i].module;
+            pf.ep = peer->send.paths[i].endpoint;
+        }
     BM_CHECK_MSG(dm != NULL, "dgram does not reach rank %d (set BM_BTL=self,dgram)", 1 - rank);
     if (!dm) {
         MPI_Finalize();
@@ -62,6 +133,12 @@ int main(int argc, char **argv)
         bm_btl_dgram_inject_drop_next(dm, BM_DGRAM_T_FRAG, 1);
     else
         bm_btl_dgram_inject_drop_next(dm, BM_DGRAM_T_ACK, 3);
+    if (pathfail && rank == 1)
+        bm_pml_progress_register(pathfail_hook, NULL);
+    if (pathfail && rank == 0) {
+        watch_dm = dm;
+        bm_pml_progress_register(watch_hook, NULL);
+    }
     uint64_t t0 = bm_util_clock_now_ns();
     MPI_Finalize();
     double ms = (double)(bm_util_clock_now_ns() - t0) / 1e6;
@@ -83,5 +160,27 @@ int main(int argc, char **argv)
         BM_CHECK_MSG(q.fence_work >= 1,
                      "rank 1 received nothing during its fence: rank 0's resends (whose ACKs "
                      "it lost) were answered elsewhere, the fence's progress was not tested");
+    if (pathfail && rank == 1) {
+        printf("rank 1: path failure reported at fence pass %llu, handled in %.3f ms; after it "
+               "%llu more passes found %llu events\n",
+               (unsigned long long)pf.passes_at, (double)pf.report_ns / 1e6,
+               (unsigned long long)(q.fence_passes - pf.passes_at),
+               (unsigned long long)(q.fence_work - pf.work_at));
+        BM_CHECK_MSG(pf.done, "rank 1: the path failure was never reported in its fence");
+        BM_CHECK_MSG(pf.report_ns < 1000000000u,
+                     "rank 1: handling a path failure in the fence took %.0f ms: the failover "
+                     "waited for the runtime (a modex get under the fence)",
+                     (double)pf.report_ns / 1e6);
+        BM_CHECK_MSG(q.fence_passes > pf.passes_at,
+                     "rank 1 made no progress pass in its fence after the path failure report: "
+                     "it stopped progressing while rank 0 still needed its ACK");
+    }
+    if (pathfail && rank == 0) {
+        printf("rank 0: dgram paths declared failed %llu\n",
+               (unsigned long long)watch_stats.path_failures);
+        BM_CHECK_MSG(
+            watch_stats.path_failures == 0,
+            "rank 0 declared its dgram path failed: rank 1 stopped answering in its fence");
+    }
     return bm_test_summary("dgram_finalize");
 }

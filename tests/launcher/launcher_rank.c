@@ -9,6 +9,11 @@
  *   spam LINES        print LINES numbered lines on stdout and on stderr
  *   files MODE        create job files in /dev/shm and /tmp, then exit 0 (MODE ok)
  *                     or die by SIGKILL on rank 0 (MODE kill)
+ *   late R            rank R sleeps 200 ms, leaves a mark (a job file), then fences
+ *                     twice (bm_rte_barrier, bm_rte_barrier_progress); every other
+ *                     rank fences and then must find the mark: a fence that returns
+ *                     before every rank entered it (hydra's PMI-2 kvs-fence alone)
+ *                     fails here
  *   badsecret         rank 0 talks to the key-value service with a wrong secret and
  *                     checks that it is disconnected without data (and, when
  *                     BM_RUN_HELLO_TIMEOUT is set, that a silent connection is
@@ -126,6 +131,57 @@ static int do_files(const char *mode)
     return 0;
 }
 
+static void late_progress(void *arg)
+{
+    (*(unsigned long *)arg)++;
+    usleep(100);
+}
+
+/* Every rank but r must leave both fences after r entered them. */
+static int do_late(int r)
+{
+    char name[128], path[160];
+    const struct bm_rte_proc *me = bm_rte_self();
+    bm_rte_job_name("late", name, sizeof(name));
+    snprintf(path, sizeof(path), "/tmp/%s", name);
+    unsigned long calls = 0;
+    for (int round = 0; round < 2; round++) {
+        if (me->rank == r) {
+            usleep(200000);
+            char mark[200];
+            snprintf(mark, sizeof(mark), "%s.%d", path, round);
+            int fd = open(mark, O_CREAT | O_WRONLY, 0600);
+            if (fd < 0)
+                return fail("create the mark in /tmp");
+            close(fd);
+        }
+        bm_status_t rc =
+            round == 0 ? bm_rte_barrier() : bm_rte_barrier_progress(late_progress, NULL, &calls);
+        if (rc != BM_OK)
+            return fail("fence");
+        char mark[200];
+        snprintf(mark, sizeof(mark), "%s.%d", path, round);
+        if (access(mark, F_OK) != 0) {
+            fprintf(stderr,
+                    "launcher_rank %d: FAILED: fence %d returned before rank %d entered it\n",
+                    me->rank, round, r);
+            return 1;
+        }
+    }
+    if (bm_rte_barrier() != BM_OK)
+        return fail("last fence");
+    if (me->rank == r) {
+        char mark[200];
+        for (int round = 0; round < 2; round++) {
+            snprintf(mark, sizeof(mark), "%s.%d", path, round);
+            unlink(mark);
+        }
+    }
+    printf("rank %d: both fences waited for rank %d (%s)\n", me->rank, r,
+           me->rank == r || calls > 0 ? "progressed" : "NO progress calls");
+    return me->rank == r || calls > 0 ? 0 : fail("no progress call during the fence");
+}
+
 /* Talk to the service with a wrong secret: it must close the connection
  * without sending anything. Also a first message that is not a hello. */
 static int probe(const uint8_t *secret, int first_type)
@@ -228,6 +284,8 @@ int main(int argc, char **argv)
         rc = do_files(argc > 2 ? argv[2] : "ok");
     else if (strcmp(mode, "badsecret") == 0)
         rc = do_badsecret();
+    else if (strcmp(mode, "late") == 0)
+        rc = do_late(a);
     else {
         fprintf(stderr, "launcher_rank: unknown mode %s\n", mode);
         rc = 2;

@@ -176,7 +176,8 @@ struct bm_btl_tcp_conn {
     struct bm_btl_tcp_conn *dead_next;
     uint8_t hs[sizeof(struct bm_btl_tcp_hs)];
     size_t hs_len;
-    char peer_str[64]; /* remote address:port for messages */
+    long long hs_until_ns; /* accepted: its HELLO is answered by then or it is closed */
+    char peer_str[64];     /* remote address:port for messages */
     char local_str[64];
     /* sending */
     struct bm_util_queue sendq; /* frags not completely written, in order */
@@ -390,7 +391,9 @@ void bm_btl_tcp_module_destroy(struct bm_btl_tcp_module *m);
 /* The module's address of this family, or NULL. */
 const struct bm_btl_tcp_ifaddr *bm_btl_tcp_module_addr(const struct bm_btl_tcp_module *m,
                                                        int family);
-/* Parse a peer's modex record and pair interfaces (once per peer). */
+/* Parse a peer's modex record and pair interfaces (once per peer). NULL for
+ * a rank out of range, and while the runtime cannot give the record yet
+ * (BM_ERR_BUSY: MPI_Finalize's fence under PMI; ask again later). */
 struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(struct bm_btl_tcp_component *comp, int rank);
 bm_status_t bm_btl_tcp_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
                                  struct bm_btl_endpoint **endpoints_out,

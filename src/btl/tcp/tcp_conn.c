@@ -470,8 +470,9 @@ void bm_btl_tcp_conn_accept(struct bm_btl_tcp_listener *l)
         tcp_set_sockopts(comp, fd, l->module->iface.loopback);
         tcp_conn_epoll(c, EPOLLIN);
         bm_util_list_push_back(&comp->anon, &c->qnode_anon);
-        tcp_timer_set(c,
-                      bm_btl_tcp_now_ns() + (long long)comp->cfg.handshake_timeout_ms * 1000000LL);
+        c->hs_until_ns =
+            bm_btl_tcp_now_ns() + (long long)comp->cfg.handshake_timeout_ms * 1000000LL;
+        tcp_timer_set(c, c->hs_until_ns);
     }
 }
 
@@ -579,6 +580,18 @@ static void tcp_anon_on_hello(struct bm_btl_tcp_conn *c)
         bad = "first message is not a HELLO";
     int rank = (int)ntohl((uint32_t)hs->src_rank);
     struct bm_btl_tcp_peer *p = bad ? NULL : bm_btl_tcp_module_peer(comp, rank);
+    if (!bad && !p) {
+        /* The runtime cannot give this peer's record now (its launcher is
+         * in MPI_Finalize's fence, rte.h): the HELLO waits and is looked at
+         * again every millisecond, within the handshake timeout. */
+        long long now = bm_btl_tcp_now_ns();
+        if (now < c->hs_until_ns) {
+            tcp_timer_set(c, now + 1000000LL < c->hs_until_ns ? now + 1000000LL : c->hs_until_ns);
+            return;
+        }
+        bad = "the launcher could not give the sender's tcp address record within "
+              "BM_BTL_TCP_HANDSHAKE_TIMEOUT (busy with MPI_Finalize's fence)";
+    }
     if (!bad && (!p || !p->have_tcp))
         bad = "the claimed sender rank published no tcp address";
     unsigned more;
@@ -729,6 +742,11 @@ void bm_btl_tcp_conn_timers(struct bm_btl_tcp_component *comp, long long now)
             bm_btl_tcp_endpoint_drop_pair(c->ep, c, ETIMEDOUT, why);
             return; /* the list may have changed under us: start over next time */
         case BM_BTL_TCP_CONN_ACCEPTING: {
+            if (c->hs_len == sizeof(c->hs)) {
+                /* A HELLO waiting for its sender's record (tcp_anon_on_hello). */
+                tcp_anon_on_hello(c);
+                return; /* the list may have changed under us */
+            }
             unsigned more;
             if (tcp_stray_warn(comp, c->peer_str, &more))
                 bm_log_warn("connection from %s to %s (%s) sent no handshake within %d ms; "

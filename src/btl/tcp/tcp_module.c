@@ -263,10 +263,13 @@ struct bm_btl_tcp_peer *bm_btl_tcp_module_peer(struct bm_btl_tcp_component *c, i
     struct bm_btl_tcp_peer *p = &c->peers[rank];
     if (p->loaded)
         return p;
-    p->loaded = true;
     const void *data;
     size_t len;
-    if (bm_btl_rte_modex_get(rte, rank, "btl.tcp", &data, &len) != BM_OK)
+    bm_status_t rc = bm_btl_rte_modex_get(rte, rank, "btl.tcp", &data, &len);
+    if (rc == BM_ERR_BUSY)
+        return NULL; /* not loaded: asked again later */
+    p->loaded = true;
+    if (rc != BM_OK)
         return p;
     const struct bm_btl_tcp_modex_hdr *h = data;
     if (len < sizeof(*h) || ntohl(h->magic) != BM_BTL_TCP_MODEX_MAGIC ||
