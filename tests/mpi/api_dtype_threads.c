@@ -4,8 +4,10 @@
  * thread), send and receive with them (eager, rendezvous, single-copy
  * sizes) and free them while the other threads still use types built on
  * the same nodes, and duplicate one shared committed type with an
- * attribute. Rank 0 thread t talks to rank 1 thread t by tag. Every value
- * received is checked. Also run by the ThreadSanitizer build (label tsan). */
+ * attribute; and receive small vectors of 512-byte blocks with MPI_Recv,
+ * whose bytes a blocking receive unpacks after completion. Rank 0 thread t
+ * talks to rank 1 thread t by tag. Every value received is checked. Also
+ * run by the ThreadSanitizer build (label tsan). */
 #include "bm_test.h"
 
 #include <mpi.h>
@@ -49,6 +51,28 @@ static void *worker(void *arg)
                 if (b[i] != 2 * i + t)
                     atomic_fetch_add(&bad, 1);
         }
+        /* a small vector of 64-double blocks received with its type: MPI_Recv
+         * copies the eager bytes into its bounce (possibly in another
+         * thread's progress) and unpacks them once the receive completed
+         * (pml.h bm_pml_irecv_dt_defer) */
+        MPI_Datatype w64;
+        MPI_Type_vector(4, 64, 128, MPI_DOUBLE, &w64);
+        MPI_Type_commit(&w64);
+        double *w = malloc(512 * sizeof(double));
+        if (rank == 0) {
+            for (int i = 0; i < 512; i++)
+                w[i] = i + t;
+            MPI_Send(w, 1, w64, peer, tag + 500, MPI_COMM_WORLD);
+        } else {
+            for (int i = 0; i < 512; i++)
+                w[i] = -1;
+            MPI_Recv(w, 1, w64, peer, tag + 500, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int i = 0; i < 512; i++)
+                if (w[i] != (i % 128 < 64 ? i + t : -1))
+                    atomic_fetch_add(&bad, 1);
+        }
+        free(w);
+        MPI_Type_free(&w64);
         /* free in another order than built, while other threads use
          * siblings of these types */
         MPI_Type_free(&s);
