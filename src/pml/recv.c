@@ -11,6 +11,7 @@
 #include "util/mem.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,6 +157,9 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
 }
 
 static size_t ranges_add(struct bm_pml_request *req, size_t start, size_t end);
+
+/* A deferred payload's length is kept in the request's uint16_t defer_len. */
+_Static_assert(BM_PML_RECV_DEFER_MAX <= UINT16_MAX, "a deferred payload's length fits defer_len");
 
 /* The first n bytes of a message, which came with its match (MATCH, RNDV),
  * into a non-contiguous receive: unpacked now, or copied into the bounce of

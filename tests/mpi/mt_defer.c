@@ -3,12 +3,11 @@
  * above the sendi limit) and finds it taken does not wait for it; it
  * leaves the start to the thread that holds the lock, which starts it as
  * it lets go (a rendezvous that needs nothing of the lock is started by
- * its own thread instead: mt_rndv.c, mt_frags.c; this one is an sm RGET
- * under BM_PML_RGET_PUT_MIN, set to 1 MiB for the test, whose choice reads
- * the lock holder's record of the last such RGET to the peer; before the
- * getv RGETs started without the lock, the test sent a non-contiguous
- * message of two 128 KiB blocks, which now starts by its own thread). Rank 0's main thread holds
- * the progress lock inside a progress hook until its second thread's MPI_Isend of 256 KiB has
+ * its own thread instead: mt_rndv.c, mt_frags.c). This one is an sm RGET
+ * under BM_PML_RGET_PUT_MIN, set to 1 MiB for the test: its choice reads
+ * the lock holder's record of the last such RGET to the peer (pml/rdma.c
+ * rget_alone). Rank 0's main thread holds the progress lock inside a
+ * progress hook until its second thread's MPI_Isend of 256 KiB has
  * returned (so that send cannot have waited for the lock), then lets go;
  * the send must have been deferred (the PML's counter) and must arrive
  * whole at rank 1, every byte checked. Repeated 20 times, each of which
