@@ -1204,6 +1204,7 @@ struct copy_op {
     uint64_t k;
     int err;      /* the first failure (bm_status_t), or BM_OK */
     int err_rank; /* whose memory it concerned */
+    bool err_put; /* the failure was a write into err_rank's memory (a push) */
     char *scratch;
     size_t scratch_bytes;
     bool finished; /* this rank's done line says k (finish_once) */
@@ -1249,6 +1250,7 @@ static void move(struct copy_op *c, int r, void *dst, uint64_t src, size_t bytes
         if (rc == BM_OK) /* started: complete it */
             rc = bm_pml_rma_flush(p) == BM_OK ? BM_BTL_DONE : BM_ERR_LINK_DOWN;
         if (rc != BM_BTL_DONE) {
+            c->err_put = put && c->err == BM_OK;
             copy_fail(c, rc, r);
             return;
         }
@@ -1821,9 +1823,10 @@ static int run_copy(MPI_Comm comm, struct bm_coll_sm *sm, const struct bm_mpi_co
         bm_mpi_scratch_put(c.scratch, c.scratch_bytes);
     if (c.err != BM_OK)
         return bm_mpi_error(comm, MPI_ERR_OTHER, fn,
-                            "reading collective data from rank %d of %s by single copy failed "
+                            "%s collective data %s rank %d of %s by single copy failed "
                             "(%s); set BM_MPI_COLL_SM_COPY_MIN=0 to keep such data on the "
                             "point-to-point path",
+                            c.err_put ? "writing" : "reading", c.err_put ? "into" : "from",
                             c.err_rank, bm_mpi_comm_label(comm), bm_status_str(c.err));
     return MPI_SUCCESS;
 }
