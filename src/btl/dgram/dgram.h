@@ -761,7 +761,9 @@ struct bm_btl_dgram_pkt {
 };
 /* dgram_mac.c: the datagram MAC (hash-then-PRF: NH over the payload in
  * BM_DGRAM_NH_BLOCK-byte blocks, SipHash-2-4 over the header and the block
- * results) and the expansion of a module key into its NH key. */
+ * results; NH over header and payload together when both fit one block and
+ * the payload is not empty, SipHash over that result and the length) and the
+ * expansion of a module key into its NH key. */
 void bm_btl_dgram_mac_expand(const uint8_t key[16], uint64_t nh_key[BM_DGRAM_NH_WORDS]);
 uint64_t bm_btl_dgram_mac(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
                           const void *hdr, size_t hdr_len, const void *payload, size_t len);

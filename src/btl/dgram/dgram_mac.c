@@ -12,8 +12,8 @@
  * on the test machine; SipHash over every byte: 0.3 GB/s, which cut the
  * transport's bandwidth by more than half). The NH key is expanded from the
  * 16-byte module key with SipHash in counter mode, with inputs that no
- * datagram MAC can have (19 bytes; a MAC's input starts with a header of 40
- * bytes or more). */
+ * datagram MAC can have (19 bytes; a MAC's input is 24 bytes, mac_small,
+ * or starts with a header of 40 bytes or more). */
 #include "btl/dgram/dgram.h"
 #include "util/siphash.h"
 
@@ -51,7 +51,8 @@ static inline uint64_t load64(const uint8_t *p)
  * chunk follows it in memory. */
 #define NH_PREFETCH 2048
 
-static void nh_block(const uint64_t *k, const uint8_t *p, size_t n, uint64_t out[2])
+static inline __attribute__((always_inline)) void nh_block(const uint64_t *k, const uint8_t *p,
+                                                           size_t n, uint64_t out[2])
 {
     unsigned __int128 a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     size_t i = 0;
@@ -85,9 +86,37 @@ static void nh_block(const uint64_t *k, const uint8_t *p, size_t n, uint64_t out
     out[1] = (uint64_t)(a0 >> 64);
 }
 
+/* A datagram with a payload whose header and payload fit one NH block (a
+ * small FRAG: the 8-byte message's 48 bytes) is hashed whole by NH, and SipHash
+ * takes only the 16-byte result and the length (3 words and the final one:
+ * 12 SipRounds, where the header's 5-9 words, the block result's 2 and the
+ * final one took 20-28). Same
+ * bound: two different messages of one length collide under NH with
+ * probability at most 2^-64, different lengths differ in the PRF's input,
+ * and the PRF's inputs here (24 bytes) have a length that no input of the
+ * general form (header of 40 bytes or more, then block results) or of the
+ * key expansion (19 bytes) has, so the forms cannot be confused. Measured
+ * (callgrind, 40-byte header): 517 -> 355 instructions per MAC of an 8-byte
+ * payload, 642 -> 555 at 256 bytes; an empty payload (ACKs, PINGs) keeps
+ * the general form, which is as cheap there (354 against 375). */
+static uint64_t mac_small(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
+                          const void *hdr, size_t hdr_len, const void *payload, size_t len)
+{
+    uint8_t m[BM_DGRAM_NH_BLOCK];
+    memcpy(m, hdr, hdr_len);
+    if (len)
+        memcpy(m + hdr_len, payload, len);
+    uint64_t in[3];
+    nh_block(nh_key, m, hdr_len + len, in);
+    in[2] = (uint64_t)(hdr_len + len);
+    return bm_util_siphash24(key, in, sizeof(in));
+}
+
 uint64_t bm_btl_dgram_mac(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
                           const void *hdr, size_t hdr_len, const void *payload, size_t len)
 {
+    if (len && hdr_len + len <= BM_DGRAM_NH_BLOCK)
+        return mac_small(key, nh_key, hdr, hdr_len, payload, len);
     struct bm_util_siphash h;
     bm_util_siphash24_init(&h, key);
     bm_util_siphash24_update(&h, hdr, hdr_len);

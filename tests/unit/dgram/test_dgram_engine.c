@@ -738,27 +738,47 @@ static void test_parse(void)
 
 /* The MAC (dgram_mac.c) against a plain reading of its definition: NH with
  * one running 128-bit sum per 512-byte block (the last 16-byte piece
- * zero-padded), SipHash-2-4 over the header and the block results. The
+ * zero-padded), SipHash-2-4 over the header and the block results; when a
+ * payload and its header fit one block, SipHash over NH of both and the
+ * length (lengths 1-440 with the largest header below run that form). The
  * transport computes NH with several accumulators for speed; this catches
  * any length or alignment where that would change a MAC on the wire. */
+static void nh_reference(const uint64_t *nh, const uint8_t *p, size_t n, uint64_t d[2])
+{
+    unsigned __int128 acc = 0;
+    for (size_t i = 0; i < n; i += 16) {
+        uint8_t t[16] = {0};
+        memcpy(t, p + i, n - i < 16 ? n - i : 16);
+        uint64_t a, b;
+        memcpy(&a, t, 8);
+        memcpy(&b, t + 8, 8);
+        acc += (unsigned __int128)(a + nh[i / 8]) * (b + nh[i / 8 + 1]);
+    }
+    d[0] = (uint64_t)acc;
+    d[1] = (uint64_t)(acc >> 64);
+}
+
 static uint64_t mac_reference(const uint8_t key[16], const uint64_t *nh, const uint8_t *hdr,
                               size_t hlen, const uint8_t *p, size_t len)
 {
+    if (len && hlen + len <= BM_DGRAM_NH_BLOCK) {
+        /* the small form: NH over header and payload as one block, then
+         * SipHash-2-4 over its result and the length */
+        uint8_t m[BM_DGRAM_NH_BLOCK];
+        memcpy(m, hdr, hlen);
+        memcpy(m + hlen, p, len);
+        uint64_t in[3];
+        nh_reference(nh, m, hlen + len, in);
+        in[2] = hlen + len;
+        return bm_util_siphash24(key, in, sizeof(in));
+    }
     struct bm_util_siphash h;
     bm_util_siphash24_init(&h, key);
     bm_util_siphash24_update(&h, hdr, hlen);
     for (size_t o = 0; o < len; o += BM_DGRAM_NH_BLOCK) {
         size_t n = len - o < BM_DGRAM_NH_BLOCK ? len - o : BM_DGRAM_NH_BLOCK;
-        unsigned __int128 acc = 0;
-        for (size_t i = 0; i < n; i += 16) {
-            uint8_t t[16] = {0};
-            memcpy(t, p + o + i, n - i < 16 ? n - i : 16);
-            uint64_t a, b;
-            memcpy(&a, t, 8);
-            memcpy(&b, t + 8, 8);
-            acc += (unsigned __int128)(a + nh[i / 8]) * (b + nh[i / 8 + 1]);
-        }
-        uint64_t d[2] = {(uint64_t)acc, (uint64_t)(acc >> 64)};
+        uint64_t d[2];
+        nh_reference(nh, p + o, n, d);
         bm_util_siphash24_update(&h, d, sizeof(d));
     }
     return bm_util_siphash24_final(&h);
@@ -793,6 +813,25 @@ static void test_mac(void)
     }
     BM_CHECK_EQ_INT(equal, checked);
     BM_CHECK(checked > 300);
+    /* the small form too, with the 40-byte header of a FRAG, and it depends
+     * on every header and payload byte and on the length */
+    for (size_t len = 0; len <= 32; len++) {
+        uint64_t m = bm_btl_dgram_mac(key, nh, hdr, 40, buf, len);
+        BM_CHECK(m == mac_reference(key, nh, hdr, 40, buf, len));
+        for (size_t i = 0; i < 40 + len; i++) {
+            uint8_t *b = i < 40 ? &hdr[i] : &buf[i - 40];
+            *b ^= 0x10;
+            BM_CHECK(bm_btl_dgram_mac(key, nh, hdr, 40, buf, len) != m);
+            *b ^= 0x10;
+        }
+        if (len > 0 && buf[len - 1] == 0) /* a zero byte more is another message */
+            BM_CHECK(bm_btl_dgram_mac(key, nh, hdr, 40, buf, len - 1) != m);
+    }
+    {
+        uint8_t z[16] = {0};
+        BM_CHECK(bm_btl_dgram_mac(key, nh, hdr, 40, z, 8) !=
+                 bm_btl_dgram_mac(key, nh, hdr, 40, z, 16));
+    }
     /* and it depends on every payload byte */
     uint64_t m0 = bm_btl_dgram_mac(key, nh, hdr, sizeof(hdr), buf, cap);
     buf[cap - 1] ^= 1;
