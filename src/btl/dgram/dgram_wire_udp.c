@@ -170,6 +170,7 @@ static bm_status_t udp_open(struct bm_btl_dgram_module *m)
  * calls, whose interceptors check the buffers and model the sockets. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define udp_recvmsg      recvmsg
+#define udp_recvfrom     recvfrom
 #define udp_recvmmsg     recvmmsg
 #define udp_sendto       sendto
 #define udp_sendmmsg_raw sendmmsg
@@ -177,6 +178,11 @@ static bm_status_t udp_open(struct bm_btl_dgram_module *m)
 static inline ssize_t udp_recvmsg(int fd, struct msghdr *mh, int flags)
 {
     return syscall(SYS_recvmsg, fd, mh, flags);
+}
+static inline ssize_t udp_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+                                   socklen_t *fromlen)
+{
+    return syscall(SYS_recvfrom, fd, buf, len, flags, from, fromlen);
 }
 static inline int udp_recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, void *timeout)
 {
@@ -437,19 +443,29 @@ static int udp_poll(struct bm_btl_dgram_module *m, int c)
         st->rx_msgs[i].msg_hdr.msg_namelen = sizeof(st->rx_from[i]);
     }
     st->rx_dirty = 0;
-    /* After an empty poll, one datagram with recvmsg: when one is waiting
+    /* After an empty poll, one datagram with recvfrom: when one is waiting
      * (a ping-pong's message) the kernel does not look for a second one, and
      * the next poll takes the rest of a burst with recvmmsg. Loopback,
      * medians of 20000 with one 48-byte datagram waiting: recvmmsg of 32
-     * 362 ns, recvmsg 285 ns; empty, both about 145 ns. */
+     * 362 ns, recvmsg 285 ns; empty, both about 145 ns. recvfrom takes no
+     * message header and no iovec from user memory (the kernel's
+     * import_ubuf): best of 2000 blocks of 200 calls, 157 -> 125 ns empty,
+     * 284 -> 230 ns with a 48-byte datagram waiting. MSG_TRUNC makes it
+     * return the datagram's real length, so truncation shows as a length
+     * beyond the buffer. */
     int r;
     if (st->rx_busy) {
         r = udp_recvmmsg(ch->fd, st->rx_msgs, ch->rx_max, MSG_DONTWAIT, NULL);
     } else {
-        ssize_t got = udp_recvmsg(ch->fd, &st->rx_msgs[0].msg_hdr, MSG_DONTWAIT);
+        socklen_t fl = sizeof(st->rx_from[0]);
+        ssize_t got =
+            udp_recvfrom(ch->fd, st->rx_iov[0].iov_base, st->rx_iov[0].iov_len,
+                         MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&st->rx_from[0], &fl);
         r = got >= 0 ? 1 : -1;
-        if (got >= 0)
+        if (got >= 0) {
             st->rx_msgs[0].msg_len = (unsigned)got;
+            st->rx_msgs[0].msg_hdr.msg_flags = (size_t)got > st->rx_iov[0].iov_len ? MSG_TRUNC : 0;
+        }
     }
     st->rx_busy = r > 0;
     st->rx_dirty = r > 0 ? (unsigned)r : 1;
