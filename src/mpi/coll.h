@@ -87,6 +87,7 @@ enum bm_mpi_coll_kind {
     X(ALLREDUCE_RECURSIVE_DOUBLING, "allreduce.recursive_doubling")                                \
     X(ALLREDUCE_RABENSEIFNER, "allreduce.rabenseifner")                                            \
     X(ALLREDUCE_RING, "allreduce.ring")                                                            \
+    X(ALLREDUCE_DIRECT, "allreduce.direct")                                                        \
     X(GATHER_LINEAR, "gather.linear")                                                              \
     X(GATHER_BINOMIAL, "gather.binomial")                                                          \
     X(SCATTER_LINEAR, "scatter.linear")                                                            \
@@ -122,7 +123,7 @@ struct bm_mpi_coll_config {
     int barrier_alg;        /* auto|dissemination|sm */
     int bcast_alg;          /* auto|binomial|scatter_allgather|pipeline|sm */
     int reduce_alg;         /* auto|binomial|rabenseifner|pipeline|sm */
-    int allreduce_alg;      /* auto|recursive_doubling|rabenseifner|ring|sm */
+    int allreduce_alg;      /* auto|recursive_doubling|rabenseifner|ring|direct|sm */
     int gather_alg;         /* auto|linear|binomial|sm */
     int scatter_alg;        /* auto|linear|binomial|sm */
     int allgather_alg;      /* auto|ring|recursive_doubling|bruck|sm */
@@ -167,6 +168,7 @@ struct bm_mpi_coll_args {
     const MPI_Aint *sdispls_b, *rdispls_b; /* Neighbor_alltoallw: displacements in bytes */
     MPI_Op op;
     int root;
+    bool background; /* the nonblocking and persistent forms (coll_request.c) */
 };
 
 /* The type of the send side (reductions: the datatype, which both sides

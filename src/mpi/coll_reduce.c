@@ -16,6 +16,9 @@
  *   - allreduce.ring: reduce-scatter and allgather around a ring, p - 1 steps
  *     each, every link busy: large commutative ones on many ranks that are
  *     not a power of two.
+ *   - allreduce.direct: each rank takes its block from every peer at once,
+ *     combines it, and gives it to every peer at once: two rounds whatever
+ *     the ranks: large commutative ones on a crowded host.
  *   - reduce_scatter.halving / .ring: the same two reduce-scatters with the
  *     caller's blocks; reduce_scatter.reduce_scatterv: a reduction to rank 0
  *     then a scatter (any operation).
@@ -462,6 +465,47 @@ static void allreduce_ring(struct bm_mpi_sched *s, MPI_Comm comm, const struct b
 #undef BS
 }
 
+/* Every rank owns block `rank` (blocks of bm_coll_block_start over p). One
+ * round: each rank sends every peer that peer's block of its vector and
+ * receives its own block from every peer into scratch; the next combines
+ * them into its block of the output, then sends that block to every peer
+ * and receives theirs. The data of Rabenseifner's algorithm (2 (p - 1) / p
+ * of the vector per rank) in two dependent rounds instead of 2 log2 p,
+ * with p - 1 transfers of each rank in flight at once. Scratch: p - 1
+ * blocks. */
+static void allreduce_direct(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_red *r)
+{
+    size_t e = r->esize, count = (size_t)r->count;
+    int p = comm->size, rank = comm->rank;
+    size_t maxblk = (count + (size_t)p - 1) / (size_t)p;
+    struct loc in = at(r->sbuf, r->soff), out = at(r->dbuf, r->doff);
+    struct loc tmp = at(BM_SCHED_TMP, (ptrdiff_t)r->tmp);
+
+#define BS(b) bm_coll_block_start(b, count, p)
+#define BN(b) (bm_coll_block_start((b) + 1, count, p) - BS(b))
+    bm_mpi_sched_tmp(s, r->tmp + (size_t)(p - 1) * maxblk * e);
+    /* step k: to rank + k, from rank - k (no rank is everyone's first) */
+    for (int k = 1; k < p; k++) {
+        int to = (rank + k) % p, from = (rank - k + p) % p;
+        recv(s, from, plus(tmp, (ptrdiff_t)((size_t)(k - 1) * maxblk * e)), BN(rank) * e);
+        send(s, to, plus(in, (ptrdiff_t)(BS(to) * e)), BN(to) * e);
+    }
+    bm_mpi_sched_round(s);
+    copy(s, plus(in, (ptrdiff_t)(BS(rank) * e)), plus(out, (ptrdiff_t)(BS(rank) * e)),
+         BN(rank) * e);
+    for (int k = 1; k < p; k++)
+        reduce(s, plus(tmp, (ptrdiff_t)((size_t)(k - 1) * maxblk * e)),
+               plus(out, (ptrdiff_t)(BS(rank) * e)), BN(rank));
+    for (int k = 1; k < p; k++) {
+        int to = (rank + k) % p, from = (rank - k + p) % p;
+        recv(s, from, plus(out, (ptrdiff_t)(BS(from) * e)), BN(from) * e);
+        send(s, to, plus(out, (ptrdiff_t)(BS(rank) * e)), BN(rank) * e);
+    }
+    bm_mpi_sched_round(s);
+#undef BN
+#undef BS
+}
+
 void bm_coll_build_allreduce(struct bm_mpi_sched *s, MPI_Comm comm, const struct bm_coll_red *r,
                              int alg)
 {
@@ -473,6 +517,8 @@ void bm_coll_build_allreduce(struct bm_mpi_sched *s, MPI_Comm comm, const struct
         allreduce_rabenseifner(s, comm, r);
     else if (alg == BM_ALG_ALLREDUCE_RING)
         allreduce_ring(s, comm, r);
+    else if (alg == BM_ALG_ALLREDUCE_DIRECT)
+        allreduce_direct(s, comm, r);
     else
         allreduce_doubling(s, comm, r);
 }

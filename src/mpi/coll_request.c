@@ -117,11 +117,13 @@ static int coll_req_make(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Re
                          struct coll_req **c_out, const char *fn)
 {
     struct bm_mpi_sched *s;
+    struct bm_mpi_coll_args bg = *a;
     int rc;
 
     if (request == NULL)
         return bm_mpi_error(comm, MPI_ERR_REQUEST, fn, "NULL request pointer");
-    if ((rc = bm_mpi_coll_schedule(comm, a, &s, fn)) != MPI_SUCCESS)
+    bg.background = true;
+    if ((rc = bm_mpi_coll_schedule(comm, &bg, &s, fn)) != MPI_SUCCESS)
         return rc;
     if ((*c_out = coll_req_new(comm, s, a, fn)) == NULL) {
         bm_mpi_sched_release(s);

@@ -298,6 +298,10 @@ set(coll_force_e
 set(coll_force_f
     BM_PML_IDLE_YIELD=64 BM_MPI_COLL_SM_SLOT=256 BM_MPI_COLL_SM_LARGE_MAX=96k
     "BM_TEST_COLL_EXPECT=sm.large,sm.shares,sm.copy,sm.pipe,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
+# Allreduces in two rounds whatever the ranks (each rank's block from
+# every peer, then to every peer): the nonblocking forms' choice on a
+# crowded host, forced here for every form.
+set(coll_force_g BM_MPI_COLL_ALLREDUCE_ALG=direct "BM_TEST_COLL_EXPECT=allreduce.direct")
 # Each forced set at a power of two and two other sizes, the sets together
 # covering 2 to 9 ranks (the automatic runs cover 1 to 9 each).
 set(coll_nps_a 3 7 8)
@@ -306,7 +310,8 @@ set(coll_nps_c 4 6 9)
 set(coll_nps_d 2 3 8)
 set(coll_nps_e 2 3)
 set(coll_nps_f 3 4)
-foreach(set a b c d e f)
+set(coll_nps_g 3 4)
+foreach(set a b c d e f g)
     foreach(np ${coll_nps_${set}})
         set(env ${coll_force_${set}})
         if(set STREQUAL "b" AND (np EQUAL 2 OR np EQUAL 8))
