@@ -459,10 +459,15 @@ static int choose(MPI_Comm comm, const struct bm_mpi_coll_args *a)
          * MiB MPI_Iallreduce, 4 ranks on 2 cores with the progress thread,
          * interleaved A/Bs at load 13-30: overlap 63-72% -> 75-82%, medians
          * of per-iteration times 48-61% -> 87-95%; with 16 MPI_Test calls
-         * at 8 ranks 73-80% -> 84-91%). Blocking calls keep their choice
-         * (the segment serves them up to its large area). */
+         * at 8 ranks 73-80% -> 84-91%). Not with the progress thread above
+         * 4 ranks: at 8 the collective alone took longer (pure 3.3-3.5 ->
+         * 3.8-5.2 ms in three A/Bs, overlap unchanged; not analysed: 14
+         * transfers in flight per rank instead of 2). Blocking calls
+         * keep their choice (the segment serves them up to its large
+         * area). */
         if (rc.commutative && a->rcount >= p && bytes >= c->allreduce_large)
-            alg = a->background && crowded(comm)                  ? BM_ALG_ALLREDUCE_DIRECT
+            alg = a->background && crowded(comm) && (p <= 4 || !bm_pml_progress_handoff())
+                      ? BM_ALG_ALLREDUCE_DIRECT
                   : !is_pof2(p) && bytes >= c->allreduce_ring_min ? BM_ALG_ALLREDUCE_RING
                                                                   : BM_ALG_ALLREDUCE_RABENSEIFNER;
         return forced_or(c->allreduce_alg, allreduce_algs, alg, red_ok, &rc);
