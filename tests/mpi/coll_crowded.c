@@ -10,11 +10,12 @@
  * root's CPU through the large area (sm.near) and a reader on another CPU
  * by single copy from the root's buffer (sm.copy) or, when it starts after
  * the root has published, through the area (sm.late); a reader that starts
- * after the root's call returned must not be waited for. Ranks 0 and 1 bind
- * themselves to one CPU before MPI_Init, rank 2 to another where the
- * machine has one (else to the same, and its part is not required), so
- * the host is oversubscribed wherever the test runs. The data of every
- * call is checked. */
+ * after the root's call returned must not be waited for. Last, a
+ * nonblocking allreduce of 64 KiB must take allreduce.direct (two rounds),
+ * a blocking one not. Ranks 0 and 1 bind themselves to one CPU before
+ * MPI_Init, rank 2 to another where the machine has one (else to the same,
+ * and its part is not required), so the host is oversubscribed wherever the
+ * test runs. The data of every call is checked. */
 #include "bm_test.h"
 
 #include <bitmover.h>
@@ -161,6 +162,36 @@ int main(int argc, char **argv)
                      "rank 2 (%s) after the root had returned: read the area as a late reader "
                      "%lu times, as one on the root's CPU %lu times",
                      apart ? "another CPU" : "the root's CPU", late, near);
+
+    /* A nonblocking allreduce of a large vector takes the two rounds of
+     * allreduce.direct (each round waits for the peers' turns on the
+     * cores); the blocking one keeps its choice. */
+    bm_test_current = "large allreduces on an oversubscribed host";
+    float *fs = (float *)s, *fr = (float *)r;
+    int n = BLOCK / (int)sizeof(float);
+    for (int form = 0; form < 2; form++) {
+        unsigned long direct = bm_coll_alg_count("allreduce.direct");
+        for (int i = 0; i < n; i++)
+            fs[i] = (float)(rank + i % 7), fr[i] = -1;
+        if (form == 0) {
+            MPI_Request q;
+            BM_CHECK_EQ_INT(MPI_Iallreduce(fs, fr, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &q),
+                            MPI_SUCCESS);
+            BM_CHECK_EQ_INT(MPI_Wait(&q, MPI_STATUS_IGNORE), MPI_SUCCESS);
+        } else {
+            BM_CHECK_EQ_INT(MPI_Allreduce(fs, fr, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                            MPI_SUCCESS);
+        }
+        int wrong_f = 0;
+        for (int i = 0; i < n; i++)
+            wrong_f += fr[i] != (float)(size * (size - 1) / 2 + size * (i % 7));
+        BM_CHECK_MSG(wrong_f == 0, "%s: %d elements wrong",
+                     form ? "MPI_Allreduce" : "MPI_Iallreduce", wrong_f);
+        direct = bm_coll_alg_count("allreduce.direct") - direct;
+        BM_CHECK_MSG(direct == (form == 0 ? 1ul : 0ul),
+                     "rank %d: %s of 64 KiB ran allreduce.direct %lu times, expected %d", rank,
+                     form ? "MPI_Allreduce" : "MPI_Iallreduce", direct, form == 0);
+    }
     free(s);
     free(r);
     MPI_Finalize();
