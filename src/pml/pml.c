@@ -351,16 +351,38 @@ static bool pml_owes_peers(void)
  * failure rules end it much sooner when a peer is really gone. */
 #define PML_QUIESCE_DRAIN_MAX_NS (60ull * 1000000000ull)
 
+/* The longest sleep of an idle pass in the fence: what a peer's resend
+ * waits for an answer at most when this process's transports cannot wake
+ * it (sm without doorbells), and how late the fence's end is seen when its
+ * wake-up comes just before the sleep. */
+#define PML_FENCE_NAP_NS 1000000LL
+
 static struct bm_pml_quiesce_stats pml_quiesce_last;
+static bool pml_fence_sleeps;
 
 static void pml_quiesce_progress(void *arg)
 {
     struct bm_pml_quiesce_stats *q = arg;
-    int n = bm_pml_progress();
+    int n = bm_pml_progress_nowait();
     q->fence_passes++;
     q->fence_work += (uint64_t)n;
-    if (n == 0)
-        sched_yield(); /* the ranks still draining may share this core */
+    if (n > 0)
+        return;
+    if (pml_fence_sleeps) {
+        /* The ranks still draining may need this core: sleep until a
+         * transport has work, the fence ends (pml_quiesce_wake) or 1 ms. */
+        bm_pml_sleep(PML_FENCE_NAP_NS);
+        q->fence_sleeps++;
+    } else {
+        sched_yield();
+    }
+}
+
+/* The fence's helper thread, when every rank has entered it. */
+static void pml_quiesce_wake(void *arg)
+{
+    (void)arg;
+    bm_pml_wait_kick();
 }
 
 void bm_pml_quiesce(void)
@@ -372,12 +394,14 @@ void bm_pml_quiesce(void)
     bm_pml_wait_stop();
     uint64_t t0 = bm_util_clock_now_ns(), now = t0;
     q->owed_start = bm_pml_g.inflight;
+    /* Waits like MPI_Wait (the wait mode's yields or sleeps after idle
+     * polls): what is owed needs the peers, which may share this core. */
     while (pml_owes_peers())
-        bm_pml_progress();
+        bm_pml_progress_wait();
     int n = bm_btl_base_unacked();
     q->unacked_start = n;
     while (n > 0 && now - t0 < PML_QUIESCE_DRAIN_MAX_NS) {
-        bm_pml_progress();
+        bm_pml_progress_wait();
         n = bm_btl_base_unacked();
         now = bm_util_clock_now_ns();
     }
@@ -389,7 +413,10 @@ void bm_pml_quiesce(void)
                     "in MPI_Finalize; closing anyway (those peers may report a failed path)",
                     bm_rte_self()->rank, bm_rte_self()->hostname, n,
                     (unsigned long long)(PML_QUIESCE_DRAIN_MAX_NS / 1000000000ull));
-    bm_status_t rc = bm_rte_barrier_progress(pml_quiesce_progress, NULL, q);
+    /* Ranks that share cores sleep in the fence, as their waits do; the
+     * others spin on as their waits do (the fence's end is seen at once). */
+    pml_fence_sleeps = (bm_pml_idle_yields() || bm_pml_wait_blocks()) && bm_pml_wait_sleep_setup();
+    bm_status_t rc = bm_rte_barrier_progress(pml_quiesce_progress, pml_quiesce_wake, q);
     q->fenced = rc == BM_OK;
     q->fence_ns = bm_util_clock_now_ns() - now;
     if (rc != BM_OK)

@@ -91,7 +91,11 @@ bm_status_t bm_pml_init(int thread_level);
  * so that a peer still draining (its last ACK from us was lost) gets its
  * resend answered. After it, no process needs anything from another, and
  * each may close its transports. Open MPI's ompi_mpi_finalize progresses
- * during a nonblocking PMIx fence for the same reason (usnic). */
+ * during a nonblocking PMIx fence for the same reason (usnic). The drain
+ * waits as MPI_Wait does (the wait mode's yields or sleeps); where ranks
+ * share cores (bm_pml_idle_yields, or the block wait mode) an idle pass of
+ * the fence sleeps until a transport has work, the fence ends or 1 ms
+ * passes, elsewhere it yields. */
 void bm_pml_quiesce(void);
 /* What the last bm_pml_quiesce did (so far, when read during it: a progress
  * hook); valid after bm_pml_finalize too (tests). */
@@ -104,6 +108,7 @@ struct bm_pml_quiesce_stats {
     uint64_t fence_ns;     /* the fence */
     uint64_t fence_work;   /* what progress found meanwhile (datagrams, completions...) */
     uint64_t fence_passes; /* progress passes during the fence */
+    uint64_t fence_sleeps; /* idle passes followed by a sleep (ranks share cores), not a yield */
     bool fenced;           /* the fence completed */
 };
 void bm_pml_quiesce_stats(struct bm_pml_quiesce_stats *out);

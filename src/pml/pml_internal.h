@@ -706,6 +706,9 @@ bm_status_t bm_pml_wait_init(int thread_level, struct bm_btl_init_args *args);
 bm_status_t bm_pml_wait_start(void);
 /* Stop the progress thread (finalize, before the last drain). */
 void bm_pml_wait_stop(void);
+/* Set up what bm_pml_sleep sleeps in where the wait mode did not
+ * (MPI_Finalize's fence); false when it cannot (bm_pml_sleep yields). */
+bool bm_pml_wait_sleep_setup(void);
 void bm_pml_wait_fini(void);
 /* Sleep until a transport or another thread has something (block mode, the
  * progress thread). */

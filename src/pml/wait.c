@@ -366,6 +366,38 @@ static void slice_stop(void)
         (void)sched_slice_put(tid, &cur, wait_g.slice_old);
 }
 
+/* The epoll set a sleeper waits in: the transports' wait descriptors and
+ * the kick. On failure nothing is left set up, *what says which step
+ * failed and errno why. */
+static bm_status_t wait_epoll_setup(const char **what)
+{
+    wait_g.epfd = epoll_create1(EPOLL_CLOEXEC);
+    wait_g.kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    *what = "epoll/eventfd";
+    if (wait_g.epfd >= 0 && wait_g.kick >= 0) {
+        int fds[64];
+        int n = bm_btl_base_wait_fds(fds, 63);
+        fds[n++] = wait_g.kick;
+        int i = 0;
+        for (; i < n; i++) {
+            struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+            if (epoll_ctl(wait_g.epfd, EPOLL_CTL_ADD, fds[i], &ev) != 0)
+                break;
+        }
+        if (i == n)
+            return BM_OK;
+        *what = "waiting on a transport's descriptor";
+    }
+    int err = errno;
+    if (wait_g.epfd >= 0)
+        close(wait_g.epfd);
+    if (wait_g.kick >= 0)
+        close(wait_g.kick);
+    wait_g.epfd = wait_g.kick = -1;
+    errno = err;
+    return BM_ERR_SYSTEM;
+}
+
 bm_status_t bm_pml_wait_start(void)
 {
     atomic_store(&wait_g.stop, false);
@@ -380,23 +412,12 @@ bm_status_t bm_pml_wait_start(void)
                          : 0;
     if (bm_pml_g.wait_mode != BM_PML_WAIT_BLOCK && !wait_g.cfg.thread)
         return BM_OK;
-    wait_g.epfd = epoll_create1(EPOLL_CLOEXEC);
-    wait_g.kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wait_g.epfd < 0 || wait_g.kick < 0) {
-        bm_log_error("cannot set up sleeping (epoll/eventfd: %s); unset BM_PML_WAIT_MODE=block "
-                     "and BM_PML_PROGRESS_THREAD",
-                     strerror(errno));
+    const char *what;
+    if (wait_epoll_setup(&what) != BM_OK) {
+        bm_log_error("cannot set up sleeping (%s: %s); unset BM_PML_WAIT_MODE=block and "
+                     "BM_PML_PROGRESS_THREAD",
+                     what, strerror(errno));
         return BM_ERR_SYSTEM;
-    }
-    int fds[64];
-    int n = bm_btl_base_wait_fds(fds, 63);
-    fds[n++] = wait_g.kick;
-    for (int i = 0; i < n; i++) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
-        if (epoll_ctl(wait_g.epfd, EPOLL_CTL_ADD, fds[i], &ev) != 0) {
-            bm_log_error("cannot wait on a transport's descriptor: %s", strerror(errno));
-            return BM_ERR_SYSTEM;
-        }
     }
     if (wait_g.cfg.thread) {
         errno = 0;
@@ -412,6 +433,18 @@ bm_status_t bm_pml_wait_start(void)
         wait_g.thread_running = true;
     }
     return BM_OK;
+}
+
+bool bm_pml_wait_sleep_setup(void)
+{
+    const char *what;
+    if (wait_g.epfd >= 0)
+        return true;
+    if (wait_epoll_setup(&what) == BM_OK)
+        return true;
+    bm_log_debug("cannot set up sleeping for MPI_Finalize's fence (%s: %s): it yields instead",
+                 what, strerror(errno));
+    return false;
 }
 
 void bm_pml_wait_stop(void)
