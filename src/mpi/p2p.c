@@ -497,6 +497,8 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
         if (st == BM_OK && req) {
             struct bm_pml_status ps;
             bm_pml_request_wait(req, &ps);
+            if (ps.error != BM_OK)
+                bm_pml_fault_claim(req);
             bm_pml_request_free(req);
             st = (bm_status_t)ps.error;
         }

@@ -64,7 +64,11 @@ struct bm_pml_status {
 
 /* The buffer of the last send whose single copy found it not mapped
  * (status BM_ERR_FAULT or BM_ERR_PEER_FAULT), for an error text where the
- * caller no longer holds it (MPI_Send). false when there was none. */
+ * caller no longer holds it (MPI_Send). false when there was none. The
+ * record is read once (this call clears it), and a blocking send that ends
+ * with a fault status claims it before it frees its request
+ * (bm_pml_fault_claim): a record made for another request is dropped, so
+ * a send is never described with an earlier send's buffer. */
 struct bm_pml_fault {
     const void *buf;
     size_t bytes;
@@ -72,8 +76,9 @@ struct bm_pml_fault {
 };
 bool bm_pml_last_fault(struct bm_pml_fault *out);
 
-struct bm_pml_request; /* opaque, owned by the PML */
-struct bm_util_dtype;  /* util/dtype.h */
+struct bm_pml_request;                                     /* opaque, owned by the PML */
+void bm_pml_fault_claim(const struct bm_pml_request *req); /* above: bm_pml_last_fault */
+struct bm_util_dtype;                                      /* util/dtype.h */
 struct bm_pml_message; /* a message taken off the unexpected queue by improbe */
 
 /* Start the PML: open the transports (bm_btl_base_open), exchange their

@@ -967,15 +967,25 @@ static void rget_put_fin(struct bm_pml_request *req, const struct bm_pml_hdr_fin
     rget_step(op);
 }
 
+/* The last send fault this process saw, with the id of the send it was
+ * recorded for (under MPI_THREAD_MULTIPLE possibly another thread's: for
+ * an error text only). Read once: bm_pml_last_fault takes it. */
 static struct bm_pml_fault rdma_last_fault;
+static bm_pml_reqid_t rdma_fault_req;
 static bool rdma_had_fault;
 
-/* The last one this process saw (under MPI_THREAD_MULTIPLE possibly
- * another thread's: for an error text only). */
 bool bm_pml_last_fault(struct bm_pml_fault *out)
 {
     *out = rdma_last_fault;
-    return rdma_had_fault;
+    bool had = rdma_had_fault;
+    rdma_had_fault = false;
+    return had;
+}
+
+void bm_pml_fault_claim(const struct bm_pml_request *req)
+{
+    if (rdma_had_fault && rdma_fault_req != bm_pml_request_id(req))
+        rdma_had_fault = false;
 }
 
 /* rget_fault at the receiver: the send fails the same way. */
@@ -996,6 +1006,7 @@ static __attribute__((noinline, cold)) void send_fault(struct bm_pml_request *re
     req->status.error = status;
     req->status.count = req->bytes; /* the message's length, for the error text */
     rdma_last_fault = (struct bm_pml_fault){.buf = req->sbuf, .bytes = req->bytes, .tag = req->tag};
+    rdma_fault_req = bm_pml_request_id(req);
     rdma_had_fault = true;
 }
 

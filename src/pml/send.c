@@ -1676,6 +1676,8 @@ bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t c
         return rc;
     struct bm_pml_status st;
     bm_pml_request_wait(req, &st);
+    if (__builtin_expect(st.error != BM_OK, 0))
+        bm_pml_fault_claim(req);
     bm_pml_request_free(req);
     return (bm_status_t)st.error;
 }
