@@ -185,6 +185,9 @@ typedef uint8_t bm_btl_tag_t;
 /* ---- return value ----------------------------------------------------- */
 
 #define BM_BTL_DONE 1 /* completed inline */
+/* recv_take's answers besides a byte count (see there). */
+#define BM_BTL_TAKE_NONE  (-1) /* nothing from that peer yet */
+#define BM_BTL_TAKE_OTHER (-2) /* another message is next: progress delivers it */
 
 /* ---- capabilities (module->caps) -------------------------------------- */
 
@@ -623,6 +626,21 @@ struct bm_btl_ops {
     int (*sendi)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
                  size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
                  uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
+    /* Optional (NULL: absent). A receive straight from the transport, for
+     * a caller that waits for exactly one message from ep and may call
+     * progress (btl.h "Threads": one caller at a time, never from inside
+     * a receive callback of m). When the message that progress would
+     * deliver next from ep is already here, has receive callback tag tag,
+     * is one segment whose first key_len bytes equal key and whose
+     * remaining bytes fit in cap: copy those to buf, consume the message
+     * as a delivery would (no callback is made), and return their count.
+     * BM_BTL_TAKE_NONE when nothing from ep is here; BM_BTL_TAKE_OTHER
+     * when anything else is next (the caller lets progress deliver it), or
+     * the module cannot take now (a failed endpoint, a delivery under
+     * way, MPI_THREAD_MULTIPLE). Nothing is consumed unless a count is
+     * returned. */
+    int64_t (*recv_take)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, bm_btl_tag_t tag,
+                         const void *key, size_t key_len, void *buf, size_t cap);
 
     /* Module: RDMA and atomics. The parameters, as the contract at the top
      * of this file says in full:
@@ -797,6 +815,17 @@ static inline int bm_btl_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *
 {
     bm_btl_enter(m);
     int r = m->ops->sendi(m, ep, hdr, hdr_len, payload, payload_len, order, flags, tag, des_out);
+    bm_btl_leave(m);
+    return r;
+}
+/* The one message a caller waits for, straight from the transport (only
+ * when m->ops->recv_take is set). */
+static inline int64_t bm_btl_recv_take(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
+                                       bm_btl_tag_t tag, const void *key, size_t key_len, void *buf,
+                                       size_t cap)
+{
+    bm_btl_enter(m);
+    int64_t r = m->ops->recv_take(m, ep, tag, key, key_len, buf, cap);
     bm_btl_leave(m);
     return r;
 }

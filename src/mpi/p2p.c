@@ -568,19 +568,14 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
     size_t bytes = bm_mpi_type_packed_bytes(datatype, (size_t)count);
     struct bm_pml_status ps;
     const char *at;
-    if (__builtin_expect(msg_contig(buf, count, datatype, &at), 1)) {
-        struct bm_pml_request *req;
-        bm_status_t st =
-            bm_pml_irecv((char *)(uintptr_t)at, bytes, comm->context_id, source, tag, &req);
-        if (st != BM_OK)
-            return bm_mpi_p2p_pml_error(comm, st, fn, "receive", source);
-        bm_pml_request_wait(req, &ps);
-        bm_pml_request_free(req);
-    } else {
-        bm_status_t st = recv_dt(buf, count, datatype, comm, source, tag, &ps);
-        if (st != BM_OK)
-            return bm_mpi_p2p_pml_error(comm, st, fn, "receive", source);
-    }
+    bm_status_t st;
+    if (__builtin_expect(msg_contig(buf, count, datatype, &at), 1))
+        st = bm_pml_recv_blocking((char *)(uintptr_t)at, bytes, comm->context_id, source, tag,
+                                  source >= 0 ? bm_mpi_comm_peer_world(comm, source) : -1, &ps);
+    else
+        st = recv_dt(buf, count, datatype, comm, source, tag, &ps);
+    if (st != BM_OK)
+        return bm_mpi_p2p_pml_error(comm, st, fn, "receive", source);
     if (status)
         bm_mpi_status_from_pml(status, &ps);
     if (__builtin_expect(ps.error == BM_OK, 1))

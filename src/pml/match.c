@@ -645,6 +645,25 @@ void bm_pml_match_incoming_split(int peer_world, const void *hdr, size_t hdr_len
         bm_pml_ctx_unlock(ctx);
 }
 
+bool bm_pml_match_take_seq(struct bm_pml_request *req, uint32_t *seq_out)
+{
+    struct bm_pml_ctx *ctx = req->ctx;
+    if (!ctx || ctx->nposted != 1 || req->peer < 0)
+        return false;
+    struct bm_pml_srcstate *st = ctx_src(ctx, req->peer);
+    if (st->held)
+        return false;
+    *seq_out = st->expected;
+    return true;
+}
+
+void bm_pml_match_taken(struct bm_pml_request *req)
+{
+    struct bm_pml_ctx *ctx = req->ctx;
+    ctx->srcs[req->peer].expected++;
+    posted_remove(ctx, req);
+}
+
 static void post_queue(struct bm_pml_ctx *ctx, struct bm_pml_request *req)
 {
     req->post_seq = ++ctx->post_counter;

@@ -249,6 +249,14 @@ bm_status_t bm_pml_isend_or_done_dt(const void *buf, size_t count, struct bm_uti
 bm_status_t bm_pml_irecv(void *buf, size_t capacity, uint32_t cid, int src, int tag,
                          struct bm_pml_request **req_out);
 
+/* bm_pml_irecv, wait and free in one call (a blocking receive), the
+ * result in *status_out (BM_OK unless the receive could not be posted).
+ * src_world: the world rank of src, or -1 (any source, or not known):
+ * with it, the receive may take its message from the transport directly
+ * (recv.c, BM_PML_RECV_TAKE). */
+bm_status_t bm_pml_recv_blocking(void *buf, size_t capacity, uint32_t cid, int src, int tag,
+                                 int src_world, struct bm_pml_status *status_out);
+
 /* The same into count elements of type at buf (capacity: their packed
  * bytes; truncation and status.count are in packed bytes). */
 bm_status_t bm_pml_irecv_dt(void *buf, size_t count, struct bm_util_dtype *type, uint32_t cid,

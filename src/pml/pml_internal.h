@@ -39,6 +39,7 @@ struct bm_pml_config {
                                decided at init from the oversubscription of the host) */
     int stats;              /* BM_PML_STATS: print lock counters at finalize */
     int exit_drain_ms;      /* BM_PML_EXIT_DRAIN_MS: exit without MPI_Finalize */
+    int recv_take;          /* BM_PML_RECV_TAKE: transport looks per progress pass (0: off) */
 };
 
 /* ---- match queues ----------------------------------------------------------
@@ -393,6 +394,9 @@ struct bm_pml_state {
      * worth so that FRAGs the transport places take the rest (send.c
      * rndv_head), for tests (atomic). */
     uint64_t rndv_head_cut;
+    /* Blocking receives whose message the transport handed over directly
+     * (recv.c bm_pml_recv_blocking, BM_PML_RECV_TAKE), for tests. */
+    uint64_t recv_taken;
     /* FRAGs packed while their RNDV waited for its ACK and sent as packed
      * (send.c, BM_PML_PACK_AHEAD), and those freed unsent (the ACK asked
      * for another range or another path was chosen), for tests (atomic). */
@@ -543,6 +547,14 @@ uint32_t bm_pml_ctx_next_seq(struct bm_pml_ctx *ctx, int dst_world);
 uint32_t bm_pml_match_next_seq(uint32_t cid, int dst_world);
 /* A MATCH or RNDV fragment arrived (whole fragment in one contiguous buffer). */
 void bm_pml_match_incoming(int peer_world, const void *frag, size_t len);
+/* A blocking receive that takes its message from the transport itself
+ * (recv.c, BM_PML_RECV_TAKE), single-threaded: true when req is the one
+ * receive posted in its context, with a source and nothing held from it,
+ * with the sequence number the next message from that source carries in
+ * *seq_out. Then, once such a message was taken, bm_pml_match_taken
+ * unposts req and counts the message as matched. */
+bool bm_pml_match_take_seq(struct bm_pml_request *req, uint32_t *seq_out);
+void bm_pml_match_taken(struct bm_pml_request *req);
 /* The same, as a header segment of exactly the header's size plus the payload. */
 void bm_pml_match_incoming_split(int peer_world, const void *hdr, size_t hdr_len, const void *data,
                                  size_t data_len);

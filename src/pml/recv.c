@@ -156,6 +156,75 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
     return st.error == BM_OK ? BM_OK : (bm_status_t)st.error;
 }
 
+/* A blocking receive taking its message from the transport (btl.h
+ * recv_take): req is posted as usual, and while it is the only receive
+ * posted on its communicator and nothing from its source is held early,
+ * the source's first eager path is asked BM_PML_RECV_TAKE times between
+ * progress passes whether the next message from that source is a MATCH
+ * with req's context, source, tag and the sequence number due: the
+ * transport copies its payload into the buffer and consumes it, and req
+ * completes as if that MATCH had matched it (it would have: it is the
+ * next message from the source, and req the only receive it could meet).
+ * This skips the receive descriptor, the callback and the match queues'
+ * lookup on the path from an arrival to the program's answer. Anything
+ * else (another tag or a larger message first, a rendezvous, a message
+ * from another path or peer) is left to progress, which matches it the
+ * usual way; so is req itself when progress met its message first. The
+ * request stays posted throughout, so nothing else changes: probes,
+ * failover and the order of matching see a posted receive. */
+static __attribute__((noinline)) void recv_take_wait(struct bm_pml_request *req, int src_world)
+{
+    int looks = bm_pml_g.cfg.recv_take;
+    struct bm_btl_path *path = NULL;
+    struct bm_pml_hdr_match key = {
+        .base = {.type = BM_PML_HDR_MATCH}, .cid = req->cid, .src = req->peer, .tag = req->tag};
+    bool stale = true; /* path and key.seq to be looked up (again) */
+    while (!bm_pml_request_done(req)) {
+        if (stale) {
+            /* Again after anything else happened: a pass that did work
+             * may have matched from that source, failed the path, or
+             * posted more. */
+            path = bm_pml_path_first(&bm_btl_base_peer(src_world)->eager);
+            if (!path || !path->module->ops->recv_take || !bm_pml_match_take_seq(req, &key.seq))
+                return;
+            stale = false;
+        }
+        for (int i = 0; i < looks; i++) {
+            int64_t n =
+                bm_btl_recv_take(path->module, path->endpoint, BM_PML_BTL_TAG(BM_PML_HDR_MATCH),
+                                 &key, sizeof(key), req->rbuf, req->capacity);
+            if (n >= 0) {
+                bm_pml_match_taken(req);
+                bm_pml_recv_status_set(req, src_world, key.src, key.tag, (uint64_t)n);
+                bm_pml_request_complete(req);
+                bm_pml_g.recv_taken++;
+                return;
+            }
+            if (n == BM_BTL_TAKE_OTHER) {
+                stale = true;
+                break;
+            }
+        }
+        if (bm_pml_progress_wait() > 0)
+            stale = true;
+    }
+}
+
+bm_status_t bm_pml_recv_blocking(void *buf, size_t capacity, uint32_t cid, int src, int tag,
+                                 int src_world, struct bm_pml_status *status_out)
+{
+    struct bm_pml_request *req;
+    bm_status_t rc = bm_pml_irecv(buf, capacity, cid, src, tag, &req);
+    if (rc != BM_OK)
+        return rc;
+    if (src_world >= 0 && tag >= 0 && bm_pml_g.st && bm_pml_g.cfg.recv_take > 0)
+        recv_take_wait(req, src_world);
+    while (!bm_pml_request_done(req))
+        bm_pml_progress_wait();
+    bm_pml_request_finish(req, status_out); /* status and release in one call */
+    return BM_OK;
+}
+
 static size_t ranges_add(struct bm_pml_request *req, size_t start, size_t end);
 
 /* A deferred payload's length is kept in the request's uint16_t defer_len. */

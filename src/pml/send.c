@@ -1587,13 +1587,14 @@ isend_or_done_any(const void *buf, size_t bytes, int dst_world, uint32_t cid, in
     return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, seq, req_out);
 }
 
-bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, uint32_t cid,
-                                 int src_rank, int tag, enum bm_pml_send_mode mode,
-                                 struct bm_pml_request **req_out)
+/* bm_pml_isend_or_done, *req_out already NULL: inline in it and in
+ * bm_pml_send (MPI_Send's one call into the PML). bm_pml_g.st: initialized
+ * and not MPI_THREAD_MULTIPLE, the one flag this path checks (in place of
+ * initialized). */
+static inline __attribute__((always_inline)) bm_status_t
+isend_or_done(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank, int tag,
+              enum bm_pml_send_mode mode, struct bm_pml_request **req_out)
 {
-    *req_out = NULL;
-    /* bm_pml_g.st: initialized and not MPI_THREAD_MULTIPLE, the one flag
-     * this path checks (in place of initialized). */
     if (__builtin_expect(!bm_pml_g.st, 0))
         return isend_or_done_any(buf, bytes, dst_world, cid, src_rank, tag, mode, req_out);
     bm_status_t rc = send_check_args(buf, bytes, dst_world, src_rank, tag);
@@ -1604,6 +1605,14 @@ bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, u
         send_inline(buf, bytes, dst_world, cid, src_rank, tag, &seq, false))
         return BM_OK;
     return send_new(buf, bytes, NULL, dst_world, cid, src_rank, tag, mode, seq, req_out);
+}
+
+bm_status_t bm_pml_isend_or_done(const void *buf, size_t bytes, int dst_world, uint32_t cid,
+                                 int src_rank, int tag, enum bm_pml_send_mode mode,
+                                 struct bm_pml_request **req_out)
+{
+    *req_out = NULL;
+    return isend_or_done(buf, bytes, dst_world, cid, src_rank, tag, mode, req_out);
 }
 
 /* The peer's eager path takes sendi: worth packing a small message on the
@@ -1670,8 +1679,8 @@ bm_status_t bm_pml_isend_or_done_dt(const void *buf, size_t count, struct bm_uti
 bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t cid, int src_rank,
                         int tag, enum bm_pml_send_mode mode)
 {
-    struct bm_pml_request *req;
-    bm_status_t rc = bm_pml_isend_or_done(buf, bytes, dst_world, cid, src_rank, tag, mode, &req);
+    struct bm_pml_request *req = NULL;
+    bm_status_t rc = isend_or_done(buf, bytes, dst_world, cid, src_rank, tag, mode, &req);
     if (rc != BM_OK || !req)
         return rc;
     struct bm_pml_status st;

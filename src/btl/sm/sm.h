@@ -304,6 +304,9 @@ int bm_btl_sm_fbox_poll(struct bm_btl_sm_module *sm, int budget);
 /* Deliver up to budget messages of ep's ring (without hints, sm_progress
  * calls this for each connected ring whose next word is ready). */
 int bm_btl_sm_fbox_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int budget);
+/* recv_take (btl.h): ep's next ring message copied straight to buf. */
+int64_t bm_btl_sm_recv_take(struct bm_btl_module *m, struct bm_btl_endpoint *ep, bm_btl_tag_t tag,
+                            const void *key, size_t key_len, void *buf, size_t cap);
 /* Deliver everything in ep's fast box now (before a FIFO fragment from ep,
  * which was sent after it). */
 int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);

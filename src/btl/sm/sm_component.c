@@ -809,6 +809,7 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .prepare_src = sm_op_prepare_src,
     .send = sm_op_send,
     .sendi = bm_btl_sm_sendi,
+    .recv_take = bm_btl_sm_recv_take,
     .put = bm_btl_sm_put,
     .get = bm_btl_sm_get,
     .getv = bm_btl_sm_getv,
