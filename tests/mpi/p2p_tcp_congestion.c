@@ -8,6 +8,10 @@
  *   p2p_tcp_congestion auto     at least one such socket runs reno
  *   p2p_tcp_congestion default  none runs reno
  *
+ * A second argument names the parameter in the messages (default
+ * BM_BTL_TCP_CONGESTION; tests/fault/ofi.cmake runs the program over
+ * self,ofi on the loopback domain with BM_BTL_OFI_CONGESTION).
+ *
  * Both tell nothing when the kernel's default is reno already: the test
  * then exits 77 (skipped). */
 #include <mpi.h>
@@ -85,6 +89,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *mode = argc > 1 ? argv[1] : "auto";
+    const char *var = argc > 2 ? argv[2] : "BM_BTL_TCP_CONGESTION";
     char def[32] = {0};
     FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
     if (!f || !fgets(def, sizeof(def), f)) {
@@ -126,12 +131,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "rank %d: cannot list /proc/self/fd\n", rank);
         fail = 1;
     } else if (strcmp(mode, "auto") == 0 && reno < 1) {
-        fprintf(stderr, "rank %d: BM_BTL_TCP_CONGESTION=auto left no loopback link on reno\n",
-                rank);
+        fprintf(stderr, "rank %d: %s=auto left no loopback link on reno\n", rank, var);
         fail = 1;
     } else if (strcmp(mode, "default") == 0 && reno != 0) {
-        fprintf(stderr, "rank %d: BM_BTL_TCP_CONGESTION=default, yet %d socket(s) run reno\n", rank,
-                reno);
+        fprintf(stderr, "rank %d: %s=default, yet %d socket(s) run reno\n", rank, var, reno);
         fail = 1;
     }
     int any = 0;

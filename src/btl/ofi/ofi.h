@@ -69,6 +69,7 @@ struct bm_btl_ofi_config {
     int acks;             /* BM_OFI_ACKS_*: our own delivery acknowledgements */
     bool stats;           /* print the counters at finalize */
     int max_modules;      /* domains opened at most */
+    const char *congestion; /* BM_BTL_OFI_CONGESTION: auto, default or an algorithm's name */
 };
 
 /* ---- memory registration (ofi_mr.c) -------------------------------------- */
@@ -300,6 +301,11 @@ struct bm_btl_ofi_endpoint {
     atomic_bool ack_listed;       /* on the module's list of owed acknowledgements */
     atomic_int ack_wait;          /* progress calls the owed acknowledgement waited */
     char desc[96];                /* "rank 3 (host, domain eth0)" for messages */
+    /* ofi_sock.c: the peer's provider address when it is a socket address,
+     * and whether a message from the peer made us look for its sockets */
+    uint8_t sa[28];
+    uint8_t salen;
+    atomic_bool cc_seen;
 };
 
 /* The error that failed the path to ep, or 0 while it works. */
@@ -338,6 +344,7 @@ struct bm_btl_ofi_amo_table {
     X(fails_deferred, "failed paths whose operations completed at the next progress (the "         \
                       "failure was found inside an operation)")                                    \
     X(ctx_overlaps, "contexts taken while another thread held another context (threads)")          \
+    X(cc_set, "provider sockets given BM_BTL_OFI_CONGESTION's congestion control (ofi_sock.c)")    \
     X(malformed, "messages dropped as malformed (wrong magic, tag or length)")
 
 struct bm_btl_ofi_stats {
@@ -379,7 +386,10 @@ struct bm_btl_ofi_module {
     size_t min_multi_recv; /* FI_OPT_MIN_MULTI_RECV: a buffer is released below this room */
     bool closing;          /* finalize: receive buffers are not posted again */
     bool acks;             /* our own delivery acknowledgements (socket providers) */
-    atomic_bool had_failures;                 /* a path failed at some point (finalize messages) */
+    const char *cc; /* congestion control for the provider's sockets (ofi_sock.c), NULL none */
+    bool cc_loopback_only;    /* ... only on those whose both ends are this host (auto) */
+    bool cc_told;             /* the kernel refused a named algorithm: warned once */
+    atomic_bool had_failures; /* a path failed at some point (finalize messages) */
     struct bm_btl_ofi_module *left_open_next; /* close left it open (ofi_module.c) */
     struct bm_btl_ofi_stats stats;
     pthread_mutex_t ack_lock;              /* the list below, with threads */
@@ -403,6 +413,28 @@ struct bm_btl_ofi_module {
     _Atomic uint64_t next_watch;      /* when the liveness watcher runs next */
     pthread_mutex_t watch_lock;       /* one thread runs the watcher (with threads) */
 };
+
+/* ---- the provider's sockets (ofi_sock.c) ---------------------------------------- */
+
+/* Decides m->cc from BM_BTL_OFI_CONGESTION and the provider's address format
+ * (after fi_getname). */
+void bm_btl_ofi_sock_init(struct bm_btl_ofi_module *m);
+/* Keeps the peer's provider address for the walk below; a peer whose
+ * connection auto leaves alone (not on this host) is never walked for. */
+void bm_btl_ofi_sock_ep_init(struct bm_btl_ofi_endpoint *ep, const void *addr, size_t len);
+/* Gives the provider's connected sockets of the module m->cc (slow: walks
+ * /proc/self/fd); returns how many it changed. */
+int bm_btl_ofi_sock_scan(struct bm_btl_ofi_module *m, const struct bm_btl_ofi_endpoint *ep);
+
+/* A message from ep arrived: its connection exists now. The first one from
+ * each peer looks for the sockets once. */
+static inline void bm_btl_ofi_sock_heard(struct bm_btl_ofi_endpoint *ep)
+{
+    if (__builtin_expect(ep->m->cc != NULL, 0) &&
+        !atomic_load_explicit(&ep->cc_seen, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&ep->cc_seen, true, memory_order_relaxed))
+        bm_btl_ofi_sock_scan(ep->m, ep);
+}
 
 /* ---- the memory monitor (ofi_monitor.c) -------------------------------------- */
 

@@ -116,6 +116,13 @@ static const struct bm_param ofi_params[] = {
      "Print each module's counters (messages, RMA, atomics, acknowledgements, probes, path "
      "failures) at finalize, one line per module on stderr.",
      OFI_CFG(stats), 0},
+    {"BM_BTL_OFI_CONGESTION", BM_PARAM_STRING, "auto", 0, 0, NULL,
+     "TCP congestion control of a socket provider's connections (tcp under rxm, sockets), set "
+     "on them after the peer's first message (libfabric has no socket-option hook). auto: reno "
+     "on connections whose two ends are this host, where the kernel's default bbr paces and "
+     "costs about twice the CPU per byte (as BM_BTL_TCP_CONGESTION); default: never set; a "
+     "name (reno, cubic, bbr): that algorithm on every provider connection.",
+     OFI_CFG(congestion), 0},
     {"BM_BTL_OFI_MAX_MODULES", BM_PARAM_INT, "8", 1, 64, NULL,
      "Domains (NICs) opened at most, closest first.", OFI_CFG(max_modules), 0},
 };

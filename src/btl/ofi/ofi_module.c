@@ -271,6 +271,7 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
         st = mod_fail(m, "fi_getname", rc);
         goto err;
     }
+    bm_btl_ofi_sock_init(m);
     if ((st = bm_btl_ofi_mr_init(m)) != BM_OK)
         goto err;
     m->count_overlaps = m->mt && m->nctx > 1 && cfg->stats;
@@ -500,6 +501,7 @@ static struct bm_btl_ofi_endpoint *endpoint_create(struct bm_btl_ofi_module *m, 
         free(ep);
         return NULL;
     }
+    bm_btl_ofi_sock_ep_init(ep, addr, r->addrlen);
     int n = fi_av_insert(m->av, addr, 1, &ep->addr, 0, NULL);
     if (n != 1) {
         bm_btl_ofi_ack_ep_fini(ep);

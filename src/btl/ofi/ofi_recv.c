@@ -143,6 +143,7 @@ static void recv_deliver(struct bm_btl_ofi_context *ctx, const uint8_t *buf, siz
     if (ep) {
         bm_btl_ofi_endpoint_heard(ep);
         bm_btl_ofi_ack_received(ep, h);
+        bm_btl_ofi_sock_heard(ep);
     }
     if (h->tag == BM_BTL_TAG_BTL) {
         struct bm_btl_ofi_ctl_msg msg;
