@@ -103,7 +103,8 @@ static const struct bm_param pml_params[] = {
      "path failed. 0: exit at once.",
      offsetof(struct bm_pml_config, exit_drain_ms), 0},
     {"BM_PML_RECV_TAKE", BM_PARAM_INT, "16", 0, 1 << 20, NULL,
-     "A blocking receive of a contiguous buffer from one source with one tag, the only "
+     "A blocking receive of a contiguous buffer of at most 32 bytes from one source with one "
+     "tag, the only "
      "receive posted on its communicator, looks for its message in the transport this many "
      "times between progress passes (single-threaded processes; transports that offer it: sm's "
      "fast boxes), and when the next message from that source is the one it waits for, takes "
