@@ -228,12 +228,16 @@ typedef uint8_t bm_btl_tag_t;
  * provider's RMA read lands in the receive buffer, where fragments land in
  * posted buffers and are copied again). */
 #define BM_BTL_CAP_RNDV_GET 0x8000u
-_Static_assert((BM_BTL_CAP_RNDV_GET &
+/* recv_take: a caller waiting for one message may take it straight from
+ * the transport (see there). */
+#define BM_BTL_CAP_RECV_TAKE 0x40000u
+_Static_assert(((BM_BTL_CAP_RNDV_GET | BM_BTL_CAP_RECV_TAKE) &
                 (BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_PUT | BM_BTL_CAP_GET |
                  BM_BTL_CAP_ATOMIC_OPS | BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_INPLACE |
                  BM_BTL_CAP_ORDERED | BM_BTL_CAP_REG_MEM | BM_BTL_CAP_FAILOVER | BM_BTL_CAP_GETV |
                  BM_BTL_CAP_RECV_PLACE | BM_BTL_CAP_THREADS | BM_BTL_CAP_WAIT | BM_BTL_CAP_STATS |
-                 BM_BTL_CAP_SEND_IOV | BM_BTL_CAP_SEND_FAR)) == 0,
+                 BM_BTL_CAP_SEND_IOV | BM_BTL_CAP_SEND_FAR)) == 0 &&
+                   (BM_BTL_CAP_RNDV_GET & BM_BTL_CAP_RECV_TAKE) == 0,
                "capability bits are distinct");
 
 /* What a transport counts of its traffic to one peer (stats). Cumulative;
@@ -626,7 +630,7 @@ struct bm_btl_ops {
     int (*sendi)(struct bm_btl_module *m, struct bm_btl_endpoint *ep, const void *hdr,
                  size_t hdr_len, const void *payload, size_t payload_len, uint8_t order,
                  uint32_t flags, bm_btl_tag_t tag, struct bm_btl_descriptor **des_out);
-    /* Optional (NULL: absent). A receive straight from the transport, for
+    /* With BM_BTL_CAP_RECV_TAKE. A receive straight from the transport, for
      * a caller that waits for exactly one message from ep and may call
      * progress (btl.h "Threads": one caller at a time, never from inside
      * a receive callback of m). When the message that progress would
@@ -819,7 +823,7 @@ static inline int bm_btl_sendi(struct bm_btl_module *m, struct bm_btl_endpoint *
     return r;
 }
 /* The one message a caller waits for, straight from the transport (only
- * when m->ops->recv_take is set). */
+ * with BM_BTL_CAP_RECV_TAKE). */
 static inline int64_t bm_btl_recv_take(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                                        bm_btl_tag_t tag, const void *key, size_t key_len, void *buf,
                                        size_t cap)

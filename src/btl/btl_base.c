@@ -284,6 +284,7 @@ static const struct btl_base_need btl_base_needs[] = {
     BTL_NEED(BM_BTL_CAP_WAIT, wait_arm),
     BTL_NEED(BM_BTL_CAP_WAIT, wait_disarm),
     BTL_NEED(BM_BTL_CAP_STATS, stats),
+    BTL_NEED(BM_BTL_CAP_RECV_TAKE, recv_take),
 };
 
 /* The first capability bit of mask that caps has, by name, for messages. */

@@ -196,7 +196,8 @@ static __attribute__((noinline)) void recv_take_wait(struct bm_pml_request *req,
              * may have matched from that source, failed the path, or
              * posted more. */
             path = bm_pml_path_first(&bm_btl_base_peer(src_world)->eager);
-            if (!path || !path->module->ops->recv_take || !bm_pml_match_take_seq(req, &key.seq))
+            if (!path || !(path->module->caps & BM_BTL_CAP_RECV_TAKE) ||
+                !bm_pml_match_take_seq(req, &key.seq))
                 return;
             stale = false;
         }

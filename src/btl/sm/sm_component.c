@@ -310,7 +310,7 @@ static bm_status_t sm_module_create(struct bm_btl_sm_component *c,
     snprintf(m->name, sizeof(m->name), "sm");
     /* PUT and GET are added by add_procs once single copy is known to work. */
     m->caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED | BM_BTL_CAP_ATOMIC_OPS |
-              BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_FAR;
+              BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_SEND_FAR | BM_BTL_CAP_RECV_TAKE;
     m->atomic_flags = BM_BTL_ATOMIC_F_32BIT | BM_BTL_ATOMIC_F_GLOBAL | BM_BTL_ATOMIC_F_FLOAT;
     m->exclusivity = BM_BTL_EXCL_SM;
     m->latency = 1;
@@ -794,7 +794,7 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .params = &sm_table,
     .caps = BM_BTL_CAP_SEND | BM_BTL_CAP_SENDI | BM_BTL_CAP_ORDERED | BM_BTL_CAP_ATOMIC_OPS |
             BM_BTL_CAP_ATOMIC_FOPS | BM_BTL_CAP_GET | BM_BTL_CAP_GETV | BM_BTL_CAP_PUT |
-            BM_BTL_CAP_WAIT | BM_BTL_CAP_SEND_FAR | BM_BTL_CAP_THREADS,
+            BM_BTL_CAP_WAIT | BM_BTL_CAP_SEND_FAR | BM_BTL_CAP_THREADS | BM_BTL_CAP_RECV_TAKE,
     .query = sm_query,
     .init = sm_init,
     .progress = sm_progress,
