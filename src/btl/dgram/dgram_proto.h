@@ -21,8 +21,9 @@
  * over the whole header (extensions included, its job_key and checksum
  * fields read as zeros) followed by the NH hashes of the payload's 512-byte
  * blocks, or, when a non-empty payload and its header fit one block,
- * SipHash-2-4 over the NH hash of both and their length (dgram_mac.c), under the receiving module's 128-bit key (random,
- * from getrandom, published with its address in the modex, so known only to
+ * SipHash-2-4 over the NH hash of both and their length (dgram_mac.c),
+ * under the receiving module's 128-bit key (random, from getrandom,
+ * published with its address in the modex, so known only to
  * the job's processes: the launcher's key-value service admits only holders
  * of the job secret). Such a datagram has no checksum (0): the MAC detects
  * corruption as well. A receiver checks the MAC before the datagram touches
