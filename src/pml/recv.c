@@ -156,6 +156,17 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
     return st.error == BM_OK ? BM_OK : (bm_status_t)st.error;
 }
 
+/* Only receives of at most this many bytes wait this way. Larger ones
+ * measured slower (sm, block minima at load 7: 128 B 0.185 -> 0.237 us,
+ * 256 B 0.205 -> 0.256, 64 B 0.172 -> 0.181 when the look did not take
+ * it), also with one look per pass and with the take refused for messages
+ * of more than one fast-box unit: the waiting side's frequent looks at the
+ * line the sender is still filling (a message of several lines is
+ * published by a last store into its first line) seem to take that line
+ * back from the sender between its stores (not shown). 32 bytes of
+ * payload fit one 64-byte unit with sm's word and the MATCH header. */
+#define RECV_TAKE_CAP_MAX 32
+
 /* A blocking receive taking its message from the transport (btl.h
  * recv_take): req is posted as usual, and while it is the only receive
  * posted on its communicator and nothing from its source is held early,
@@ -172,17 +183,6 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
  * usual way; so is req itself when progress met its message first. The
  * request stays posted throughout, so nothing else changes: probes,
  * failover and the order of matching see a posted receive. */
-/* Only receives of at most this many bytes wait this way. Larger ones
- * measured slower (sm, block minima at load 7: 128 B 0.185 -> 0.237 us,
- * 256 B 0.205 -> 0.256, 64 B 0.172 -> 0.181 when the look did not take
- * it), also with one look per pass and with the take refused for messages
- * of more than one fast-box unit: the waiting side's frequent looks at the
- * line the sender is still filling (a message of several lines is
- * published by a last store into its first line) seem to take that line
- * back from the sender between its stores (not shown). 32 bytes of
- * payload fit one 64-byte unit with sm's word and the MATCH header. */
-#define RECV_TAKE_CAP_MAX 32
-
 static __attribute__((noinline)) void recv_take_wait(struct bm_pml_request *req, int src_world)
 {
     int looks = bm_pml_g.cfg.recv_take;
