@@ -51,6 +51,7 @@
 #include "util/params.h"
 #include "util/shmseg.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -969,23 +970,31 @@ static void rget_put_fin(struct bm_pml_request *req, const struct bm_pml_hdr_fin
 
 /* The last send fault this process saw, with the id of the send it was
  * recorded for (under MPI_THREAD_MULTIPLE possibly another thread's: for
- * an error text only). Read once: bm_pml_last_fault takes it. */
+ * an error text only). Read once: bm_pml_last_fault takes it. Whoever runs
+ * progress records it while the failed send's own thread reads it, so the
+ * three words change together under a mutex of their own: every use is on
+ * a failure path, and nothing is locked under it (a leaf, like peer send). */
+static pthread_mutex_t rdma_fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct bm_pml_fault rdma_last_fault;
 static bm_pml_reqid_t rdma_fault_req;
 static bool rdma_had_fault;
 
 bool bm_pml_last_fault(struct bm_pml_fault *out)
 {
+    pthread_mutex_lock(&rdma_fault_lock);
     *out = rdma_last_fault;
     bool had = rdma_had_fault;
     rdma_had_fault = false;
+    pthread_mutex_unlock(&rdma_fault_lock);
     return had;
 }
 
 void bm_pml_fault_claim(const struct bm_pml_request *req)
 {
+    pthread_mutex_lock(&rdma_fault_lock);
     if (rdma_had_fault && rdma_fault_req != bm_pml_request_id(req))
         rdma_had_fault = false;
+    pthread_mutex_unlock(&rdma_fault_lock);
 }
 
 /* rget_fault at the receiver: the send fails the same way. */
@@ -1005,9 +1014,11 @@ static __attribute__((noinline, cold)) void send_fault(struct bm_pml_request *re
                      req->bytes, peer, req->tag, peer, peer);
     req->status.error = status;
     req->status.count = req->bytes; /* the message's length, for the error text */
+    pthread_mutex_lock(&rdma_fault_lock);
     rdma_last_fault = (struct bm_pml_fault){.buf = req->sbuf, .bytes = req->bytes, .tag = req->tag};
     rdma_fault_req = bm_pml_request_id(req);
     rdma_had_fault = true;
+    pthread_mutex_unlock(&rdma_fault_lock);
 }
 
 void bm_pml_rdma_fin_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *d, void *cbdata)
