@@ -456,7 +456,15 @@ static bool rget_getv_ok(const struct bm_pml_request *req)
            rdma_path(req->peer, BM_BTL_CAP_GETV, req->bytes) != NULL;
 }
 
-bool bm_pml_rdma_rget_ok(struct bm_pml_request *req)
+/* Whether an RGET reads req (the shared decision of the two below). A
+ * non-contiguous send: the receiver reads its pieces by getv. A contiguous
+ * one over a transport that registers (ofi): registering the buffer now
+ * (the base's MPI_Alloc_mem table and the transports' registration caches
+ * have locks of their own). Over one that needs no registration (sm): the
+ * lock's holder applies rget_alone, whose record of the last small RGET
+ * to a peer is its own; without the progress lock only messages from
+ * BM_PML_RGET_PUT_MIN qualify, smaller ones are deferred to that holder. */
+static bool rget_decide(struct bm_pml_request *req, bool locked)
 {
     size_t limit = rdma_params_get()->rget_limit;
     if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank)
@@ -466,34 +474,24 @@ bool bm_pml_rdma_rget_ok(struct bm_pml_request *req)
     struct bm_btl_path *path = rdma_path_reg(req->peer, BM_BTL_CAP_GET, req->bytes, true);
     if (path && rdma_registers(path->module))
         return rget_register(req, path);
+    if (!locked)
+        return path != NULL && req->bytes >= rdma_params_get()->put_min;
     bm_pml_rdma_send_done(req);
     return path != NULL && rget_alone(req);
 }
 
+bool bm_pml_rdma_rget_ok(struct bm_pml_request *req)
+{
+    return rget_decide(req, true);
+}
+
 /* Without the progress lock (send.c send_rndv_free): may an RGET read req,
- * decided with nothing the lock guards? A non-contiguous send whose pieces
- * the receiver reads by getv (a decision on the layout and the path list
- * alone, as bm_pml_rdma_rget_ok's); a contiguous one over a transport that
- * registers (ofi), registering the buffer now (the base's MPI_Alloc_mem
- * table and the transports' registration caches have locks of their own);
- * one over a transport that needs no registration (sm) from
- * BM_PML_RGET_PUT_MIN only: rget_alone's record of the last smaller RGET to
- * a peer is the lock holder's, so those are deferred to it. A registration
- * made here stays with req when the RGET does not go (its deferred start
- * keeps it, bm_pml_rdma_send_done releases it). */
+ * decided with nothing the lock guards (rget_decide)? A registration made
+ * here stays with req when the RGET does not go (its deferred start keeps
+ * it, bm_pml_rdma_send_done releases it). */
 bool bm_pml_rdma_rget_free_ok(struct bm_pml_request *req)
 {
-    size_t limit = rdma_params_get()->rget_limit;
-    if (limit == 0 || req->bytes < limit || req->retransmit || req->peer == bm_pml_g.my_rank)
-        return false;
-    if (req->conv.type)
-        return rget_getv_ok(req);
-    struct bm_btl_path *path = rdma_path_reg(req->peer, BM_BTL_CAP_GET, req->bytes, true);
-    if (!path)
-        return false;
-    if (rdma_registers(path->module))
-        return rget_register(req, path);
-    return req->bytes >= rdma_params_get()->put_min;
+    return rget_decide(req, false);
 }
 
 struct rget_msg {
