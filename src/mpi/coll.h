@@ -242,6 +242,10 @@ enum bm_coll_sm_how { BM_COLL_SM_SLOTS, BM_COLL_SM_COPY, BM_COLL_SM_LARGE, BM_CO
 int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_mpi_coll_args *a,
                    int alg, enum bm_coll_sm_how how, const char *fn);
 void bm_coll_sm_free(struct bm_mpi_coll_comm *cc);
+/* Whether a single-copy broadcast of bytes on p ranks splits its copy
+ * between the ranks (BM_MPI_COLL_SM_BCAST_SPLIT_MIN, bcast.split): the
+ * selector's reason to copy beyond SM_COPY_ROOTED_MAX, and coll_sm.c's. */
+bool bm_coll_sm_bcast_splits(int p, size_t bytes);
 
 /* The state of comm (made on first use); NULL when out of memory. */
 struct bm_mpi_coll_comm *bm_mpi_coll_comm(MPI_Comm comm);

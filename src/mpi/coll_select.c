@@ -1035,8 +1035,7 @@ static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, int p, size_t bytes
     case BM_COLL_BARRIER:
         return false;
     case BM_COLL_BCAST:
-        return bytes <= c->sm_copy_rooted_max ||
-               (p == 2 && c->sm_bcast_split_min > 0 && bytes >= c->sm_bcast_split_min) ||
+        return bytes <= c->sm_copy_rooted_max || bm_coll_sm_bcast_splits(p, bytes) ||
                (!forced && crowded_bcast_copy(a, p, bytes));
     case BM_COLL_ALLTOALL:
         return !in_place;

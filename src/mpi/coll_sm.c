@@ -1025,15 +1025,15 @@ static void reduce(struct bm_coll_sm *sm, const void *in, void *out, int count, 
         int last = sm->n - 1;
         /* Only a reduce's root loads the data while polling: the
          * allreduce's simultaneous exchange gained nothing (64-128 B). */
-        size_t touch = root >= 0 ? bytes : 0;
+        size_t touch = root >= 0 ? bytes : 0, skip = line_skip(sm, bytes, bytes); /* small_of's */
         if (last != sm->me)
-            wait_flag_data(sm, k, last, small_of(sm, k, last, bytes), touch);
-        memcpy(out, reads_own_in && last == sm->me ? in : small_of(sm, k, last, bytes), bytes);
+            wait_flag_data(sm, k, last, data_of(sm, k, last) + skip, touch);
+        memcpy(out, reads_own_in && last == sm->me ? in : data_of(sm, k, last) + skip, bytes);
         for (int r = last - 1; r >= 0; r--) {
+            const char *src = reads_own_in && r == sm->me ? in : data_of(sm, k, r) + skip;
             if (r != sm->me)
-                wait_flag_data(sm, k, r, small_of(sm, k, r, bytes), touch);
-            bm_mpi_op_apply(op, reads_own_in && r == sm->me ? in : small_of(sm, k, r, bytes), out,
-                            count, dt);
+                wait_flag_data(sm, k, r, src, touch);
+            bm_mpi_op_apply(op, src, out, count, dt);
         }
     }
     finish(sm, k);
@@ -1056,11 +1056,12 @@ static void gather(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
             block_copy(a->rbuf, root, a->rcount, a->rtype, a->sbuf, 0, a->scount, a->stype,
                        data_of(sm, k, root));
         }
+        size_t b = (size_t)a->rcount * a->rtype->size, skip = line_skip(sm, b, b); /* small_of's */
         for (int i = 1; i < sm->n; i++) {
             int r = (root + i) % sm->n;
-            size_t b = (size_t)a->rcount * a->rtype->size;
-            wait_flag_data(sm, k, r, small_of(sm, k, r, b), b);
-            block_get(a->rbuf, r, a->rcount, a->rtype, small_of(sm, k, r, b));
+            const char *src = data_of(sm, k, r) + skip;
+            wait_flag_data(sm, k, r, src, b);
+            block_get(a->rbuf, r, a->rcount, a->rtype, src);
         }
     }
     finish(sm, k);
@@ -1371,6 +1372,12 @@ static void pull_each(struct copy_op *c, const struct bm_mpi_coll_args *a, int f
     }
 }
 
+bool bm_coll_sm_bcast_splits(int p, size_t bytes)
+{
+    size_t min = bm_mpi_coll_cfg()->sm_bcast_split_min;
+    return p == 2 && min > 0 && bytes >= min;
+}
+
 /* A single-copy broadcast on 2 ranks splits the copy: the reader, where
  * its side is contiguous, publishes its buffer's address with a flag of
  * its own, reads the first half of the root's data, and the root writes
@@ -1390,8 +1397,8 @@ static void pull_each(struct copy_op *c, const struct bm_mpi_coll_args *a, int f
 static void bcast_copy(struct copy_op *c, void *buf, int count, MPI_Datatype dt, int root)
 {
     struct bm_coll_sm *sm = c->sm;
-    size_t bytes = (size_t)count * dt->size, min = bm_mpi_coll_cfg()->sm_bcast_split_min,
-           half = sm->n == 2 && min > 0 && bytes >= min ? bytes / 2 : 0;
+    size_t bytes = (size_t)count * dt->size,
+           half = bm_coll_sm_bcast_splits(sm->n, bytes) ? bytes / 2 : 0;
 
     if (sm->me == root) {
         may_write(sm, c->k);
