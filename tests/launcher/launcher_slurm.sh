@@ -9,12 +9,14 @@
 #   srun -n 4 --mpi=pmi2       PMI-2 wire protocol (when this Slurm has pmi2)
 #   srun -n 2 --mpi=none       must fail with a message naming srun and --mpi
 #   MPI_Abort under PMIx       the job ends with the message
+#   launcher_rank late         under PMIx and PMI-2: a fence waits for the last
+#                              rank (the late rank's mark is seen by all)
 # Each job's ranks must name the backend and the path (PMI-2 on PMI_FD, PMIx
 # direct or collect modex) and get a correct allreduce.
 # Skips (77) only when the Slurm or munge packages are missing or the test is
 # not root (slurmd starts tasks as their user).
-# Usage: launcher_slurm.sh <launcher_mpi>
-MPIPROG=$1 RANK=unused
+# Usage: launcher_slurm.sh <launcher_mpi> <launcher_rank>
+MPIPROG=$1 RANK=$2
 . "$(dirname "$0")/lib.sh"
 
 for p in slurmctld slurmd srun sinfo munged; do
@@ -114,6 +116,15 @@ fi
 ok "single-node Slurm up ($CPUS CPUs, controller port $CTLD_PORT)"
 plugins=$(srun --mpi=list 2>&1)
 
+# A fence under this launcher waits for the last rank: rank 1 sleeps before it
+# fences, and every rank must report that both of its fences waited for it.
+expect_late() {
+    expect_rc "$1" 0
+    [ "$(grep -c 'both fences waited for rank 1 (progressed)$' "$T/$1.out")" -eq 3 ] &&
+        ok "$1: $2 fences waited for the last rank" ||
+        fail "$1: expected 3 'both fences waited' lines"
+}
+
 
 if echo "$plugins" | grep -q pmix; then
     run default timeout 60 srun -n 2 "$MPIPROG" "$TOKEN"
@@ -126,12 +137,16 @@ if echo "$plugins" | grep -q pmix; then
     if [ "$rc" -ne 0 ]; then ok "abort: exit code $rc (non-zero)"; else
         fail "abort: srun exited 0 after MPI_Abort"; fi
     expect_err abort '^bitmover: rank 1 aborting \(exit code 9\)'
+    run pmixlate timeout 60 srun -O -n 3 --mpi=pmix "$RANK" late 1 "$TOKEN"
+    expect_late pmixlate PMIx
 else
     fail "this Slurm has no pmix plugin (srun --mpi=list: $plugins)"
 fi
 if echo "$plugins" | grep -q pmi2; then
     run pmi2 timeout 60 srun -O -n 4 --mpi=pmi2 "$MPIPROG" "$TOKEN"
     check_job pmi2 pmi 4 "PMI-2 on PMI_FD"
+    run pmi2late timeout 60 srun -O -n 3 --mpi=pmi2 "$RANK" late 1 "$TOKEN"
+    expect_late pmi2late PMI-2
 else
     echo "note: this Slurm has no pmi2 plugin: PMI-2 run skipped"
 fi
