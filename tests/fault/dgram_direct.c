@@ -1,5 +1,5 @@
 /* Chunks received straight into the receive buffer (dgram_wire_udp.c
- * udp_poll_direct, dgram_recv.c bm_btl_dgram_direct_target), under injected
+ * udp_direct_batch, dgram_recv.c bm_btl_dgram_direct_predict), under injected
  * corruption (BM_BTL_DGRAM_CORRUPT, set by dgram.cmake): the kernel writes a
  * chunk's payload into the caller's memory before its MAC is checked, so a
  * corrupted chunk leaves wrong bytes there until the genuine one overwrites
@@ -8,8 +8,10 @@
  * per round, message and byte); rank 1 receives them into buffers filled
  * with 0xEE with a guard after each, and checks every byte and the guards.
  * Then rank 1 checks its dgram module's counters: chunks were received in
- * place, some of them failed their check (so the overwrite path ran), and
- * no placed fragment is left under way. */
+ * place, some of them failed their check (so the overwrite path ran), some
+ * datagrams came where another chunk was expected (the resends of the
+ * corrupted ones: their bytes were copied back from the caller's memory,
+ * the copy-back path ran), and no placed fragment is left under way. */
 #include "bm_test.h"
 #include "btl/btl.h"
 #include "btl/dgram/dgram.h"
@@ -82,15 +84,20 @@ int main(int argc, char **argv)
             struct bm_btl_dgram_stats s;
             bm_btl_dgram_stats_get(dm, &s);
             printf("rank 1: placed %llu fragments, %llu chunks received in place, %llu of them "
-                   "rejected by their check, %llu MACs wrong in all\n",
+                   "rejected by their check, %llu datagrams not the chunk expected there, %llu "
+                   "MACs wrong in all\n",
                    (unsigned long long)s.recv_placed, (unsigned long long)s.recv_direct,
-                   (unsigned long long)s.recv_direct_rejected, (unsigned long long)s.bad_mac);
+                   (unsigned long long)s.recv_direct_rejected,
+                   (unsigned long long)s.recv_direct_missed, (unsigned long long)s.bad_mac);
             BM_CHECK_MSG(s.recv_direct >= 8u * ROUNDS,
                          "only %llu chunks received in place: the direct path did not run",
                          (unsigned long long)s.recv_direct);
             BM_CHECK_MSG(s.recv_direct_rejected > 0,
                          "no chunk received in place failed its check: the overwrite of "
                          "unverified bytes was not exercised (BM_BTL_DGRAM_CORRUPT unset?)");
+            BM_CHECK_MSG(s.recv_direct_missed > 0,
+                         "no datagram came where another chunk was expected: the copy-back of "
+                         "a batch received in place was not exercised");
             BM_CHECK_EQ_INT((int)dm->placed_active, 0);
         }
     }

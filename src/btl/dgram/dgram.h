@@ -99,6 +99,10 @@ struct bm_btl_dgram_config {
     X(recv_direct, "chunks received by the kernel straight into a placed fragment's memory")       \
     X(recv_direct_rejected, "of those, chunks that failed their check (their bytes then wait for " \
                             "the genuine chunk)")                                                  \
+    X(recv_direct_missed, "datagrams received where the next chunk was expected that were not it " \
+                          "(copied back, then received as usual)")                                 \
+    X(recv_direct_lost, "chunks received in place whose bytes a chunk of the same batch had "      \
+                        "overwritten (dropped as lost)")                                           \
     X(recv_dup, "duplicate receives dropped")                                                      \
     X(recv_old, "receives older than the window (lost ACK) dropped")                               \
     X(recv_out_of_window, "receives beyond the window dropped")                                    \
@@ -278,13 +282,15 @@ struct bm_btl_dgram_frag {
 /* Most separate verified ranges a placed fragment keeps (in-order
  * arrival keeps one); beyond them its chunks take the receive ring. */
 #define BM_DGRAM_VER_MAX 8
-/* Datagrams read one by one (peeked) after a placed fragment began without
- * another beginning or a chunk received in place: a stream's next fragment
- * comes within them, a stream that ended costs at most this many. */
+/* Datagrams read one by one (into the ring, dgram_wire_udp.c) when no chunk
+ * of a fragment received in place is expected, after a placed fragment
+ * began: a stream's next fragment begins within them (its first chunk must
+ * not come in a batch with the chunks that follow it), a stream that ended
+ * costs at most this many. */
 #define BM_DGRAM_DIRECT_CREDIT 64
 /* Smallest data-channel datagram (to the fragment's sender) for which chunks
- * are received in place: two system calls per datagram must buy a copy of
- * at least this much. */
+ * are received in place: a fragment's first chunk is then read alone, and
+ * a network's 1472-byte datagrams would pay that for a small copy. */
 #define BM_DGRAM_DIRECT_MTU_MIN 32768u
 /* A large fragment being received in chunks: into buf (size bytes), or,
  * placed (btl.h "Receive placement", iov not NULL), its first hdr_len
@@ -306,7 +312,8 @@ struct bm_btl_dgram_reasm {
      * datagram that then fails its check leaves its bytes only where no
      * verified byte was: the genuine chunk overwrites them later, and the
      * fragment completes only when every byte was verified (received). */
-    bool direct; /* placed, from a peer whose datagrams are worth receiving in place */
+    bool direct;        /* placed, from a peer whose datagrams are worth receiving in place */
+    uint32_t chunk_len; /* the longest chunk after the header's so far (the sender's cut) */
     uint32_t nver;
     struct {
         uint32_t lo, hi;
@@ -522,14 +529,17 @@ struct bm_btl_dgram_module {
     struct sockaddr_in held_to;
     uint64_t held_to_wire;
     uint64_t next_reg_key;
-    uint64_t now_ns;                /* cached clock of the current progress call */
-    bool in_poll;                   /* delivering a receive batch */
-    uint32_t placed_active;         /* placed fragments under way whose chunks the
-                                     * udp wire receives in place (reasm.direct) */
-    uint32_t direct_credit;         /* datagrams the udp wire still reads one by one
-                                     * after the last placed chunk: the first chunk of
-                                     * a stream's next fragment must not come in a batch
-                                     * that holds its other chunks (dgram_wire_udp.c) */
+    uint64_t now_ns;        /* cached clock of the current progress call */
+    bool in_poll;           /* delivering a receive batch */
+    uint32_t placed_active; /* placed fragments under way whose chunks the
+                             * udp wire receives in place (reasm.direct) */
+    uint32_t direct_credit; /* datagrams the udp wire still reads one by one
+                             * after the last placed chunk: the first chunk of
+                             * a stream's next fragment must not come in a batch
+                             * that holds its other chunks (dgram_wire_udp.c) */
+    bool direct_hint;       /* direct_sender's fragment direct_frag is being received in
+                             * place: the udp wire receives its next chunks there */
+    uint32_t direct_sender, direct_frag;
     bool data_busy;                 /* the last poll of the data channel received something */
     bool data_skipped;              /* the last pass did not poll the data channel */
     uint32_t rcv_ooo_total;         /* the endpoints' rcv_ooo summed: 0 when no ACK shows a hole */
@@ -782,14 +792,25 @@ void bm_btl_dgram_recv_packet(struct bm_btl_dgram_module *m, int ch, const void 
  * payload was received at payload (the address direct_target gave). */
 void bm_btl_dgram_recv_packet_at(struct bm_btl_dgram_module *m, int ch, const void *buf, size_t len,
                                  const void *payload, const struct sockaddr_in *from);
-/* Where the payload of a waiting datagram (its first `got` bytes peeked at
- * hdr, len in all) may be received straight into a placed fragment's
- * memory: a chunk of a fragment being placed, from its endpoint's partner,
- * that lies in one piece of the caller's memory and overlaps none of the
- * fragment's verified ranges. NULL: receive it into the ring. *hlen_out:
+/* Where the payload of a datagram (its first `got` bytes at hdr, len in
+ * all) belongs if it is received straight into a placed fragment's memory:
+ * a chunk of a fragment being placed, from its endpoint's partner, that
+ * lies in one piece of the caller's memory and overlaps none of the
+ * fragment's verified ranges. NULL: it does not go in place. *hlen_out:
  * the header's length. */
 void *bm_btl_dgram_direct_target(struct bm_btl_dgram_module *m, int ch, const void *hdr, size_t got,
                                  size_t len, const struct sockaddr_in *from, size_t *hlen_out);
+/* One chunk expected next: its payload's place and length. */
+struct bm_btl_dgram_direct_slot {
+    uint8_t *dst;
+    size_t len;
+};
+/* The chunks that the fragment being received in place (direct_hint)
+ * expects next, in the order its sender cuts them, in one piece of the
+ * caller's memory each and beyond every verified byte: at most max, 0 when
+ * there is none. */
+unsigned bm_btl_dgram_direct_predict(struct bm_btl_dgram_module *m, int ch,
+                                     struct bm_btl_dgram_direct_slot *out, unsigned max);
 uint32_t bm_btl_dgram_checksum(const void *buf, size_t len);
 /* The checksum of a followed by b, as if contiguous (alen a multiple of 8). */
 uint32_t bm_btl_dgram_checksum2(const void *a, size_t alen, const void *b, size_t blen);

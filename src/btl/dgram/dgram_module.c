@@ -86,9 +86,10 @@ static const struct bm_param dgram_params[] = {
     {"BM_BTL_DGRAM_RECV_IN_PLACE", BM_PARAM_BOOL, "0", 0, 0, NULL,
      "Receive the chunks of a placed fragment (the PML's rendezvous data) straight into the "
      "receive buffer on the udp wire, from peers of datagrams of 32 KiB or more (the "
-     "loopback): a peek and a receive per datagram instead of a batch into the ring and a "
-     "copy. Quiet loopback: 128 KiB-4 MiB ping-pong 12-18% faster, but 1-4 MiB streams 5-14% "
-     "slower, hence off by default (README \"Chunks received in place\").",
+     "loopback): the chunks a fragment expects next in one batch, each payload into its "
+     "place, instead of a batch into the ring and a copy. Quiet loopback (first form, a "
+     "peek and a receive per datagram): 128 KiB-4 MiB ping-pong 12-18% faster, but 1-4 MiB "
+     "streams 5-14% slower, hence off by default (README \"Chunks received in place\").",
      CFG(recv_in_place), 0},
     {"BM_BTL_DGRAM_PROBE_MS", BM_PARAM_INT, "500", 1, 3600000, NULL,
      "Interval of probes sent on a failed path to find out when it works again.", CFG(probe_ms), 0},

@@ -320,10 +320,11 @@ static struct bm_btl_dgram_reasm *placed_start(struct bm_btl_dgram_module *m,
     }
     ra->hdr_len = (uint32_t)hl;
     ra->nver = 0;
+    ra->chunk_len = 0;
     m->stats.recv_placed++;
     /* In place only from a peer of large datagrams (the loopback's 65000
-     * bytes): below, the peek and the receive of its own that each datagram
-     * then costs outweigh the copy it saves. */
+     * bytes): below, the receive of its own that each fragment's first
+     * chunk then costs outweighs the copy it saves. */
     ra->direct = m->cfg.recv_in_place && ep->mtu[BM_DGRAM_CH_DATA] >= BM_DGRAM_DIRECT_MTU_MIN;
     if (ra->direct) {
         m->placed_active++;
@@ -398,6 +399,13 @@ static bool recv_chunk(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoi
             placed_copy(ra, c->offset, pkt->payload, pkt->payload_len);
             if (ra->nver <= BM_DGRAM_VER_MAX)
                 ver_add(ra, c->offset, c->offset + (uint32_t)pkt->payload_len);
+            if (c->offset >= ra->hdr_len && pkt->payload_len > ra->chunk_len)
+                ra->chunk_len = (uint32_t)pkt->payload_len;
+            if (ra->direct) { /* the udp wire expects its next chunks */
+                m->direct_hint = true;
+                m->direct_sender = h->sender;
+                m->direct_frag = ra->frag_id;
+            }
         } else {
             memcpy(ra->buf + c->offset, pkt->payload, pkt->payload_len);
         }
@@ -416,9 +424,57 @@ static bool recv_chunk(struct bm_btl_dgram_module *m, struct bm_btl_dgram_endpoi
     return true;
 }
 
-/* Chunks smaller than this are not worth a peek and a receive of their
- * own: they take the receive ring. */
-#define BM_DGRAM_DIRECT_MIN 4096u
+/* Where bytes [lo, lo + n) of a placed fragment lie in the caller's
+ * memory; NULL when they are (partly) the header's or span two pieces. */
+static uint8_t *placed_at(const struct bm_btl_dgram_reasm *ra, uint64_t lo, uint64_t n)
+{
+    if (lo < ra->hdr_len)
+        return NULL;
+    uint64_t off = lo - ra->hdr_len;
+    for (uint32_t i = 0; i < ra->niov; i++) {
+        if (off >= ra->iov[i].len) {
+            off -= ra->iov[i].len;
+            continue;
+        }
+        return off + n <= ra->iov[i].len ? (uint8_t *)(uintptr_t)ra->iov[i].addr + off : NULL;
+    }
+    return NULL;
+}
+
+unsigned bm_btl_dgram_direct_predict(struct bm_btl_dgram_module *m, int ch,
+                                     struct bm_btl_dgram_direct_slot *out, unsigned max)
+{
+    if (!m->direct_hint)
+        return 0;
+    struct bm_btl_dgram_endpoint *ep =
+        m->direct_sender < (uint32_t)m->neps ? m->eps[m->direct_sender] : NULL;
+    const struct bm_btl_dgram_reasm *ra = ep ? reasm_find(ep, m->direct_frag) : NULL;
+    size_t hlen = bm_dgram_hdr_len(BM_DGRAM_T_CHUNK);
+    if (!ra || !ra->iov || !ra->direct || ra->nver == 0 || ra->nver > BM_DGRAM_VER_MAX ||
+        m->ch[ch].mtu <= hlen || ep->mtu[BM_DGRAM_CH_DATA] <= hlen) {
+        m->direct_hint = false;
+        return 0;
+    }
+    /* in-order arrival is the rule (one FIFO socket): the chunks that follow
+     * the last verified range, as long as the sender cuts them (the longest
+     * chunk seen so far; before that, what our datagram size leaves) */
+    size_t len = ra->chunk_len ? ra->chunk_len : ep->mtu[BM_DGRAM_CH_DATA] - hlen;
+    if (len > m->ch[ch].mtu - hlen)
+        len = m->ch[ch].mtu - hlen;
+    uint64_t lo = ra->ver[ra->nver - 1].hi;
+    unsigned k = 0;
+    while (k < max && lo < ra->size) {
+        uint64_t n = ra->size - lo < len ? ra->size - lo : len;
+        uint8_t *dst = placed_at(ra, lo, n);
+        if (!dst)
+            break;
+        out[k].dst = dst;
+        out[k].len = (size_t)n;
+        k++;
+        lo += n;
+    }
+    return k;
+}
 
 void *bm_btl_dgram_direct_target(struct bm_btl_dgram_module *m, int ch, const void *hdr, size_t got,
                                  size_t len, const struct sockaddr_in *from, size_t *hlen_out)
@@ -429,8 +485,7 @@ void *bm_btl_dgram_direct_target(struct bm_btl_dgram_module *m, int ch, const vo
     memcpy(&h, hdr, sizeof(h));
     size_t hlen = bm_dgram_hdr_len(BM_DGRAM_T_CHUNK);
     if (h.magic != BM_DGRAM_MAGIC || h.version != BM_DGRAM_VERSION || h.type != BM_DGRAM_T_CHUNK ||
-        got < hlen || len < hlen + BM_DGRAM_DIRECT_MIN || h.payload_len != len - hlen ||
-        h.sender >= (uint32_t)m->neps)
+        got < hlen || len <= hlen || h.payload_len != len - hlen || h.sender >= (uint32_t)m->neps)
         return NULL;
     struct bm_btl_dgram_endpoint *ep = m->eps[h.sender];
     if (!ep || h.src_module != ep->peer_index || h.dst_module != m->addr.index ||
@@ -447,18 +502,8 @@ void *bm_btl_dgram_direct_target(struct bm_btl_dgram_module *m, int ch, const vo
     for (uint32_t i = 0; i < ra->nver; i++)
         if (lo < ra->ver[i].hi && ra->ver[i].lo < hi)
             return NULL; /* verified bytes there: never written before a check */
-    uint64_t off = lo - ra->hdr_len;
-    for (uint32_t i = 0; i < ra->niov; i++) {
-        if (off >= ra->iov[i].len) {
-            off -= ra->iov[i].len;
-            continue;
-        }
-        if (off + (hi - lo) > ra->iov[i].len)
-            return NULL; /* spans two pieces: the MAC wants one payload */
-        *hlen_out = hlen;
-        return (uint8_t *)(uintptr_t)ra->iov[i].addr + off;
-    }
-    return NULL;
+    *hlen_out = hlen;
+    return placed_at(ra, lo, hi - lo); /* NULL across two pieces: the MAC wants one payload */
 }
 
 /* Emulated PUT: write the payload into registered memory. */

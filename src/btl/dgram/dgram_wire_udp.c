@@ -33,6 +33,9 @@
  * 1% loss 65 / 94 / 117, 5% loss 55 / 39 / 89. */
 #define UDP_GSO_SEGS 16
 
+/* Most chunks received in place by one recvmmsg (udp_direct_batch). */
+#define UDP_DIRECT_BATCH 16
+
 struct udp_gso_cmsg {
     union {
         char buf[CMSG_SPACE(sizeof(uint16_t))];
@@ -49,7 +52,13 @@ struct udp_chan_state {
     struct iovec *rx_iov;
     struct sockaddr_in *rx_from;
     unsigned rx_dirty; /* headers the last recvmmsg wrote to (to be set up again) */
-    bool rx_busy;      /* the last poll received something */
+    /* chunks received in place (udp_direct_batch): UDP_DIRECT_BATCH of each */
+    struct mmsghdr *dx_msgs;
+    struct iovec *dx_iov; /* three per datagram */
+    uint8_t **dx_at;      /* where each datagram's payload is, in place (NULL: its ring slot) */
+    unsigned dx_k;        /* the next batch's size: 1 after a datagram that was not the chunk
+                           * expected (interleaved streams), doubled after a batch without one */
+    bool rx_busy;         /* the last poll received something */
 };
 
 static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
@@ -114,6 +123,14 @@ static bm_status_t udp_open_channel(struct bm_btl_dgram_module *m, int c)
     st->rx_msgs = calloc(ch->rx_max, sizeof(*st->rx_msgs));
     st->rx_iov = calloc(ch->rx_max, sizeof(*st->rx_iov));
     st->rx_from = calloc(ch->rx_max, sizeof(*st->rx_from));
+    if (c == BM_DGRAM_CH_DATA) {
+        st->dx_msgs = calloc(UDP_DIRECT_BATCH, sizeof(*st->dx_msgs));
+        st->dx_iov = calloc(3 * UDP_DIRECT_BATCH, sizeof(*st->dx_iov));
+        st->dx_at = calloc(UDP_DIRECT_BATCH, sizeof(*st->dx_at));
+        st->dx_k = UDP_DIRECT_BATCH;
+        if (!st->dx_msgs || !st->dx_iov || !st->dx_at)
+            return BM_ERR_NO_MEMORY;
+    }
     if (!st->tx_msgs || !st->tx_iov || !st->tx_cmsg || !st->rx_msgs || !st->rx_iov || !st->rx_from)
         return BM_ERR_NO_MEMORY;
     for (unsigned i = 0; i < ch->rx_max; i++) {
@@ -140,6 +157,9 @@ static void udp_close(struct bm_btl_dgram_module *m)
             free(st->rx_msgs);
             free(st->rx_iov);
             free(st->rx_from);
+            free(st->dx_msgs);
+            free(st->dx_iov);
+            free(st->dx_at);
             free(st);
         }
         ch->wire_state = NULL;
@@ -349,69 +369,127 @@ static int udp_flush(struct bm_btl_dgram_module *m, int c)
     return (int)n;
 }
 
-/* While fragments are being placed (receive placement, btl.h): datagrams
- * one at a time, each header peeked first, so that a chunk of a placed
- * fragment is received straight into the caller's memory (header into the
- * ring, payload into place: bm_btl_dgram_direct_target says where and
- * whether that is safe) instead of into the ring and copied from there.
- * Two system calls per datagram instead of one per batch, against a copy
- * of up to 64 KB less. */
+/* The chunks that a fragment received in place expects next
+ * (bm_btl_dgram_direct_predict), k of them, in one recvmmsg: datagram i
+ * gets three iovecs, the chunk header into ring slot i, the payload
+ * straight into the place expected for chunk i, anything longer into the
+ * rest of ring slot i. A datagram that is not the chunk expected there (a
+ * resend, another fragment's chunk, an ACK) has its bytes copied back into
+ * its ring slot before any datagram of the batch is processed, and goes
+ * the usual way: the places of the batch lie beyond every verified byte,
+ * so what the kernel wrote there is overwritten by the genuine chunks, and
+ * a fragment completes only once every byte was verified. */
+static int udp_direct_batch(struct bm_btl_dgram_module *m, int c,
+                            const struct bm_btl_dgram_direct_slot *sl, unsigned k)
+{
+    struct bm_btl_dgram_channel *ch = &m->ch[c];
+    struct udp_chan_state *st = ch->wire_state;
+    const size_t hlen = bm_dgram_hdr_len(BM_DGRAM_T_CHUNK);
+    for (unsigned i = 0; i < k; i++) {
+        uint8_t *ring = st->rx_iov[i].iov_base;
+        struct iovec *iov = &st->dx_iov[3 * i];
+        iov[0] = (struct iovec){ring, hlen};
+        iov[1] = (struct iovec){sl[i].dst, sl[i].len};
+        iov[2] = (struct iovec){ring + hlen + sl[i].len, ch->mtu - hlen - sl[i].len};
+        memset(&st->dx_msgs[i], 0, sizeof(st->dx_msgs[i]));
+        st->dx_msgs[i].msg_hdr.msg_name = &st->rx_from[i];
+        st->dx_msgs[i].msg_hdr.msg_namelen = sizeof(st->rx_from[i]);
+        st->dx_msgs[i].msg_hdr.msg_iov = iov;
+        st->dx_msgs[i].msg_hdr.msg_iovlen = 3;
+    }
+    int r = udp_recvmmsg(ch->fd, st->dx_msgs, k, MSG_DONTWAIT, NULL);
+    if (r <= 0)
+        return 0;
+    bool missed = false;
+    /* first every datagram that is not where it belongs back to its slot:
+     * processing writes verified chunks to their places, which may be the
+     * place another datagram of this batch was received at */
+    for (int i = 0; i < r; i++) {
+        const struct msghdr *mh = &st->dx_msgs[i].msg_hdr;
+        size_t got = st->dx_msgs[i].msg_len, hl = 0;
+        uint8_t *ring = st->rx_iov[i].iov_base;
+        st->dx_at[i] = NULL;
+        if ((mh->msg_flags & MSG_TRUNC) || mh->msg_namelen != sizeof(st->rx_from[i]))
+            continue;
+        if (got > hlen && got - hlen <= sl[i].len &&
+            bm_btl_dgram_direct_target(m, c, ring, hlen, got, &st->rx_from[i], &hl) == sl[i].dst &&
+            hl == hlen) {
+            st->dx_at[i] = sl[i].dst;
+            continue;
+        }
+        if (got > hlen)
+            memcpy(ring + hlen, sl[i].dst, got - hlen < sl[i].len ? got - hlen : sl[i].len);
+        m->stats.recv_direct_missed++;
+        missed = true;
+    }
+    st->dx_k = missed ? 1 : st->dx_k * 2 > UDP_DIRECT_BATCH ? UDP_DIRECT_BATCH : st->dx_k * 2;
+    for (int i = 0; i < r; i++) {
+        const struct msghdr *mh = &st->dx_msgs[i].msg_hdr;
+        size_t got = st->dx_msgs[i].msg_len, hl = 0;
+        uint8_t *ring = st->rx_iov[i].iov_base;
+        if ((mh->msg_flags & MSG_TRUNC) || mh->msg_namelen != sizeof(st->rx_from[i])) {
+            m->stats.bad_short++;
+            continue;
+        }
+        if (!st->dx_at[i]) {
+            bm_btl_dgram_recv_packet(m, c, ring, got, &st->rx_from[i]);
+            continue;
+        }
+        /* an earlier datagram of the batch verified bytes there: these are
+         * not this datagram's any more (a duplicate or a forgery) */
+        if (bm_btl_dgram_direct_target(m, c, ring, hlen, got, &st->rx_from[i], &hl) !=
+            st->dx_at[i]) {
+            m->stats.recv_direct_lost++;
+            continue;
+        }
+        m->stats.recv_direct++;
+        uint64_t bad = m->stats.bad_mac + m->stats.bad_checksum + m->stats.bad_job;
+        bm_btl_dgram_recv_packet_at(m, c, ring, got, st->dx_at[i], &st->rx_from[i]);
+        if (m->stats.bad_mac + m->stats.bad_checksum + m->stats.bad_job != bad)
+            m->stats.recv_direct_rejected++;
+    }
+    return r;
+}
+
+/* While fragments are being placed (receive placement, btl.h): the chunks
+ * a fragment expects next in one batch, received in place
+ * (udp_direct_batch); when none is expected (the next fragment has not
+ * begun), one datagram at a time into the ring, so that a fragment's first
+ * chunk never comes in a batch that holds the chunks that follow it. */
 static int udp_poll_direct(struct bm_btl_dgram_module *m, int c)
 {
     struct bm_btl_dgram_channel *ch = &m->ch[c];
     struct udp_chan_state *st = ch->wire_state;
-    uint8_t *ring = st->rx_iov[0].iov_base;
+    struct bm_btl_dgram_direct_slot sl[UDP_DIRECT_BATCH];
     int n = 0;
     m->in_poll = true;
     while ((unsigned)n < ch->rx_max && (m->placed_active || m->direct_credit)) {
-        struct sockaddr_in from;
-        struct iovec iov[2] = {{ring, BM_DGRAM_MAX_HDR}, {NULL, 0}};
-        struct msghdr mh = {
-            .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = iov, .msg_iovlen = 1};
-        ssize_t len = udp_recvmsg(ch->fd, &mh, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-        if (len < 0)
-            break;
-        size_t hlen = 0;
-        void *dst =
-            (size_t)len <= ch->mtu && mh.msg_namelen == sizeof(from)
-                ? bm_btl_dgram_direct_target(
-                      m, c, ring, (size_t)len < BM_DGRAM_MAX_HDR ? (size_t)len : BM_DGRAM_MAX_HDR,
-                      (size_t)len, &from, &hlen)
-                : NULL;
-        if (dst) {
-            iov[0].iov_len = hlen;
-            iov[1].iov_base = dst;
-            iov[1].iov_len = (size_t)len - hlen;
-            mh.msg_iovlen = 2;
-        } else {
-            iov[0].iov_len = ch->mtu;
+        unsigned want = ch->rx_max - (unsigned)n;
+        unsigned k = bm_btl_dgram_direct_predict(m, c, sl, want < st->dx_k ? want : st->dx_k);
+        if (k) {
+            int r = udp_direct_batch(m, c, sl, k);
+            n += r;
+            if (r < (int)k)
+                break;
+            continue;
         }
-        mh.msg_namelen = sizeof(from);
-        mh.msg_flags = 0;
-        ssize_t got = udp_recvmsg(ch->fd, &mh, MSG_DONTWAIT);
+        uint8_t *ring = st->rx_iov[0].iov_base;
+        socklen_t fl = sizeof(st->rx_from[0]);
+        ssize_t got = udp_recvfrom(ch->fd, ring, ch->mtu, MSG_DONTWAIT | MSG_TRUNC,
+                                   (struct sockaddr *)&st->rx_from[0], &fl);
         if (got < 0)
             break;
         n++;
-        if ((mh.msg_flags & MSG_TRUNC) || mh.msg_namelen != sizeof(from)) {
+        if ((size_t)got > ch->mtu || fl != sizeof(st->rx_from[0])) {
             m->stats.bad_short++;
             continue;
         }
-        if (!dst && m->direct_credit)
+        if (m->direct_credit)
             m->direct_credit--;
-        if (dst && got == len) {
-            m->stats.recv_direct++;
-            uint64_t bad = m->stats.bad_mac + m->stats.bad_checksum + m->stats.bad_job;
-            bm_btl_dgram_recv_packet_at(m, c, ring, (size_t)got, dst, &from);
-            if (m->stats.bad_mac + m->stats.bad_checksum + m->stats.bad_job != bad)
-                m->stats.recv_direct_rejected++;
-        } else if (!dst) {
-            bm_btl_dgram_recv_packet(m, c, ring, (size_t)got, &from);
-        } else {
-            m->stats.bad_short++; /* not the datagram peeked at: cannot be */
-        }
+        bm_btl_dgram_recv_packet(m, c, ring, (size_t)got, &st->rx_from[0]);
     }
     m->in_poll = false;
-    /* the ring's first header was not touched; the rest of a burst (or the
+    /* the ring's headers were not touched; the rest of a burst (or the
      * next poll) goes through recvmmsg again */
     st->rx_busy = n > 0;
     return n;
