@@ -151,6 +151,7 @@ struct bm_mpi_coll_config {
     size_t sm_crowded_bcast_max;     /* ... up to here */
     bool hier;                       /* hierarchical algorithms over hosts */
     size_t hier_halves_min;          /* hierarchical allreduce: two ranks per host from here */
+    int sm_test_put_fail;            /* testing: rank N - 1's single-copy puts fail (0: none) */
 };
 const struct bm_mpi_coll_config *bm_mpi_coll_cfg(void);
 

@@ -206,6 +206,12 @@ static const struct bm_param coll_params[] = {
      "against 55-547 through the area; 8 ranks: the area is faster up to its 128 KiB). 0: "
      "no limit.",
      offsetof(struct bm_mpi_coll_config, sm_large_alltoall), 0},
+    {"BM_MPI_COLL_SM_TEST_PUT_FAIL", BM_PARAM_INT, "0", 0, INT_MAX, NULL,
+     "For testing only: the single-copy writes into another rank's memory (the transport's "
+     "put) that rank N - 1 of a communicator makes in shared-memory collectives fail "
+     "(BM_ERR_LINK_DOWN, as a failed process_vm_writev), so that tests can check the ranks "
+     "whose data was to be written return an error. 0: none fail.",
+     offsetof(struct bm_mpi_coll_config, sm_test_put_fail), 0},
 };
 static const struct bm_param_table coll_table = {"mpi/coll", coll_params,
                                                  BM_PARAM_COUNT(coll_params)};

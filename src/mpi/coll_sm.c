@@ -141,6 +141,19 @@ static _Atomic uint64_t *done_of(const struct bm_coll_sm *sm, int r)
     return (_Atomic uint64_t *)(void *)(sm->done + (size_t)r * LINE);
 }
 
+/* Rank r's failure words for operations of k's parity, after its done
+ * word in the same line: the operation (k) when r's part of a single-copy
+ * operation failed, and the failure (bm_status_t). See "single copy". */
+static _Atomic uint64_t *fail_of(const struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    return done_of(sm, r) + 1 + (k & 1);
+}
+
+static _Atomic uint64_t *fail_why_of(const struct bm_coll_sm *sm, uint64_t k, int r)
+{
+    return done_of(sm, r) + 3 + (k & 1);
+}
+
 size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc)
 {
     return cc->sm_state == SM_ON ? cc->sm->slot - DATA_OFF : 0;
@@ -1198,7 +1211,23 @@ static void alltoall(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
  * packed into scratch memory first; a reader's is read into a staging
  * buffer and unpacked from there. Reductions read each other rank's input
  * a chunk at a time into a staging buffer and combine it into the output
- * in rank order, as the slot algorithm does. */
+ * in rank order, as the slot algorithm does.
+ *
+ * Where a rank writes into another's buffer instead (the transport's put:
+ * bcast.split's root, gather.push's senders, allgather's owners, the split
+ * reduce's other rank), the written rank learns of a failed write from the
+ * writer's failure word: a rank whose part of operation k failed stores k
+ * in the word of k's parity in its done line (and why, in the next), before
+ * its done line says k (copy_finish); a rank whose data another writes
+ * reads that word once the writer's done line says k (writer_check: the
+ * line it has just read, no extra transfer when nothing failed) and
+ * returns the writer's failure through the communicator's error handler.
+ * One word per parity: only the writer's failure in operation k + 2 can
+ * overwrite it, and k + 2 starts only once this rank's done line says k;
+ * where that comes before the check (allgather, bcast.split's reader, the
+ * split reduce's root), the writer would also have to finish k + 1 and
+ * fail again within the few instructions between.
+ * BM_MPI_COLL_SM_TEST_PUT_FAIL makes one rank's puts fail (tests). */
 
 struct copy_op {
     struct bm_coll_sm *sm;
@@ -1206,6 +1235,7 @@ struct copy_op {
     int err;      /* the first failure (bm_status_t), or BM_OK */
     int err_rank; /* whose memory it concerned */
     bool err_put; /* the failure was a write into err_rank's memory (a push) */
+    bool err_by;  /* the failure was err_rank's: its part (a write into this rank's buffer) */
     char *scratch;
     size_t scratch_bytes;
     bool finished; /* this rank's done line says k (finish_once) */
@@ -1269,7 +1299,38 @@ static void pull(struct copy_op *c, int r, void *dst, uint64_t src, size_t bytes
 /* Write bytes at local address from to address to of rank r. */
 static void push(struct copy_op *c, int r, uint64_t to, void *from, size_t bytes)
 {
+    if (bm_mpi_coll_cfg()->sm_test_put_fail == c->sm->me + 1 && c->err == BM_OK) {
+        c->err_put = true;
+        copy_fail(c, BM_ERR_LINK_DOWN, r);
+        return;
+    }
     move(c, r, from, to, bytes, true);
+}
+
+/* Store this rank's done line of the operation, after its failure words
+ * when its part failed (see "single copy" above). */
+static void copy_finish(struct copy_op *c)
+{
+    if (c->err != BM_OK) {
+        atomic_store_explicit(fail_why_of(c->sm, c->k, c->sm->me), (uint64_t)(int64_t)c->err,
+                              memory_order_relaxed);
+        atomic_store_explicit(fail_of(c->sm, c->k, c->sm->me), c->k, memory_order_relaxed);
+    }
+    finish(c->sm, c->k);
+}
+
+/* Rank r, whose done line of this operation this rank has seen, wrote
+ * into this rank's buffer: its failure is this rank's (the data is not all
+ * there). */
+static void writer_check(struct copy_op *c, int r)
+{
+    if (atomic_load_explicit(fail_of(c->sm, c->k, r), memory_order_relaxed) != c->k ||
+        c->err != BM_OK)
+        return;
+    c->err_by = true;
+    copy_fail(c,
+              (int)(int64_t)atomic_load_explicit(fail_why_of(c->sm, c->k, r), memory_order_relaxed),
+              r);
 }
 
 /* Read block i of a side (count elements of dt at base) from address src of
@@ -1413,7 +1474,7 @@ static void bcast_copy(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
                 bm_mpi_coll_count_alg(BM_COLL_BCAST, BM_ALG_BCAST_SPLIT);
             }
         }
-        finish(sm, c->k);
+        copy_finish(c);
         await_all(sm, c->k);
     } else if (half > 0) {
         uint64_t *mine = addrs_of(sm, c->k, sm->me);
@@ -1424,16 +1485,17 @@ static void bcast_copy(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
         uint64_t from = addrs_of(sm, c->k, root)[0];
         if (mine[0] != 0 && from != 0) {
             pull(c, root, buf, from, half);
-            finish(sm, c->k);
+            copy_finish(c);
             await_done(sm, c->k, root); /* the root wrote the second half */
+            writer_check(c, root);
         } else {
             pull_block(c, root, from, buf, 0, count, dt);
-            finish(sm, c->k);
+            copy_finish(c);
         }
     } else {
         wait_flag(sm, c->k, root);
         pull_block(c, root, addrs_of(sm, c->k, root)[0], buf, 0, count, dt);
-        finish(sm, c->k);
+        copy_finish(c);
     }
 }
 
@@ -1547,7 +1609,7 @@ static void bcast_near(struct copy_op *c, void *buf, int count, MPI_Datatype dt,
 static void finish_once(struct copy_op *c)
 {
     if (!c->finished) {
-        finish(c->sm, c->k);
+        copy_finish(c);
         c->finished = true;
     }
 }
@@ -1642,6 +1704,8 @@ static void reduce_copy(struct copy_op *c, const void *in, void *out, int count,
         await_all(sm, c->k);
     else if (me != root)
         await_done(sm, c->k, root);
+    if (split && me == root)
+        writer_check(c, 1 - me); /* it wrote the second half of the output */
 }
 
 /* A single-copy gather: every other rank publishes its block's address
@@ -1672,10 +1736,10 @@ static void gather_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
             push(c, root, theirs[me], (void *)(uintptr_t)mine[0],
                  (size_t)a->scount * a->stype->size);
             bm_mpi_coll_count_alg(BM_COLL_GATHER, BM_ALG_GATHER_PUSH);
-            finish(sm, c->k);
+            copy_finish(c);
             return;
         }
-        finish(sm, c->k);
+        copy_finish(c);
         await_done(sm, c->k, root); /* the root reads this rank's block */
         return;
     }
@@ -1693,12 +1757,14 @@ static void gather_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
         int r = (root + i) % n;
         const uint64_t *theirs = addrs_of(sm, c->k, r);
         wait_flag(sm, c->k, r);
-        if (addrs[r] != 0 && theirs[0] != 0)
+        if (addrs[r] != 0 && theirs[0] != 0) {
             await_done(sm, c->k, r); /* it wrote its block here */
-        else
+            writer_check(c, r);
+        } else {
             pull_block(c, r, theirs[0], a->rbuf, r, a->rcount, a->rtype);
+        }
     }
-    finish(sm, c->k);
+    copy_finish(c);
 }
 
 static void scatter_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
@@ -1712,12 +1778,12 @@ static void scatter_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
         publish(sm, c->k);
         if (a->rbuf != MPI_IN_PLACE)
             own_copy(c, a->rbuf, 0, a->rcount, a->rtype, a->sbuf, root, a->scount, a->stype);
-        finish(sm, c->k);
+        copy_finish(c);
         await_all(sm, c->k);
     } else {
         wait_flag(sm, c->k, root);
         pull_block(c, root, addrs_of(sm, c->k, root)[sm->me], a->rbuf, 0, a->rcount, a->rtype);
-        finish(sm, c->k);
+        copy_finish(c);
     }
 }
 
@@ -1735,8 +1801,8 @@ static void scatter_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
  * 1 MiB 183 -> 158 (195); 8-128 KiB within noise (9 rounds: 8 KiB 1.64 ->
  * 1.68, 16 KiB 2.24 -> 2.04). Alltoall gains nothing
  * that way (its own and its sent blocks differ: 1 MiB 197 / 227, 8-16 KiB
- * 5% slower) and keeps the reads. A put that fails is this rank's error:
- * the receiver does not learn of it (as with the split reduce's put). */
+ * 5% slower) and keeps the reads. A put that fails is the receiver's error
+ * too: it reads the owner's failure word (writer_check). */
 static void allgather_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
 {
     struct bm_coll_sm *sm = c->sm;
@@ -1775,8 +1841,14 @@ static void allgather_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
     }
     if (pushed)
         bm_mpi_coll_count_alg(BM_COLL_ALLGATHER, BM_ALG_SM_PUSH);
-    finish(sm, c->k);
+    copy_finish(c);
     await_all(sm, c->k);
+    /* the others wrote their blocks here, or failed (a failure of theirs
+     * this rank does not learn of otherwise: a read of theirs, or a put
+     * into a third rank, is reported too, as the operation's) */
+    for (int r = 0; r < n; r++)
+        if (r != me && addrs[1 + r] != 0)
+            writer_check(c, r);
 }
 
 /* Not in place (every rank would overwrite blocks the others still read). */
@@ -1790,7 +1862,7 @@ static void alltoall_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
     publish(sm, c->k);
     own_copy(c, a->rbuf, me, a->rcount, a->rtype, a->sbuf, me, a->scount, a->stype);
     pull_each(c, a, me, -1, true);
-    finish(sm, c->k);
+    copy_finish(c);
     await_all(sm, c->k);
 }
 
@@ -1828,6 +1900,12 @@ static int run_copy(MPI_Comm comm, struct bm_coll_sm *sm, const struct bm_mpi_co
     }
     if (c.scratch)
         bm_mpi_scratch_put(c.scratch, c.scratch_bytes);
+    if (c.err != BM_OK && c.err_by)
+        return bm_mpi_error(comm, MPI_ERR_OTHER, fn,
+                            "collective data that rank %d of %s writes into this rank by single "
+                            "copy is missing: its part failed (%s); set BM_MPI_COLL_SM_COPY_MIN=0 "
+                            "to keep such data on the point-to-point path",
+                            c.err_rank, bm_mpi_comm_label(comm), bm_status_str(c.err));
     if (c.err != BM_OK)
         return bm_mpi_error(comm, MPI_ERR_OTHER, fn,
                             "%s collective data %s rank %d of %s by single copy failed "

@@ -358,6 +358,16 @@ target_link_libraries(coll_copy_large PRIVATE bitmover bm_test_harness)
 bm_add_mpi_test(coll_copy_large NP 2 TARGET coll_copy_large BTL self,sm TIMEOUT 60
     LABELS mpi coll ENV BM_PML_IDLE_YIELD=-1)
 
+# A single-copy collective whose data a rank writes into another's buffer
+# (bcast.split, gather.push, allgather's sm.push, the split reduce) fails on
+# the rank written into when that write failed (BM_MPI_COLL_SM_TEST_PUT_FAIL=1:
+# rank 0's puts fail), and the segment stays usable.
+add_executable(coll_put_fail ${api_dir}/coll_put_fail.c)
+target_link_libraries(coll_put_fail PRIVATE bitmover bm_test_harness)
+bm_add_mpi_test(coll_put_fail NP 2 TARGET coll_put_fail BTL self,sm TIMEOUT 60
+    LABELS mpi coll ENV BM_MPI_COLL_SM_TEST_PUT_FAIL=1 BM_MPI_COLL_BCAST_ALG=sm
+    BM_MPI_COLL_GATHER_ALG=sm BM_MPI_COLL_ALLGATHER_ALG=sm BM_MPI_COLL_REDUCE_ALG=sm)
+
 # The PML's idle policy: yield only when the job oversubscribes its host.
 bm_scaled_timeout(t 120)
 add_test(NAME pml_idle_yield COMMAND ${api_dir}/pml_idle_yield.sh $<TARGET_FILE:bmrun>
