@@ -87,6 +87,13 @@ struct bm_coll_sm {
     /* the segment's last line: how many ranks sleep on a flag (block) */
     _Atomic uint32_t *sleepers;
     bool rings; /* BM_PML_WAIT_MODE=block: waits sleep, stores ring */
+    /* The PML's wait settings, fixed at MPI_Init, as the waits here use
+     * them (sm_setup): ranks share cores (sharing_cores), a wait gives its
+     * core away (sharing, not BM_PML_WAIT_MODE=spin), and the polls
+     * between two PML progress calls (a power of two). Looked up once
+     * instead of in every wait and call: two calls into the PML each. */
+    bool sharing, yields;
+    unsigned every;
     int *world; /* rings: the ranks' MPI_COMM_WORLD ranks (wake-ups go to them) */
     /* Single copy: per rank, the transport path whose get reads that
      * rank's memory (all ranks agreed that every one has one), and two
@@ -268,8 +275,8 @@ static inline __attribute__((always_inline)) void wait_for_lines(struct bm_coll_
 {
     unsigned polls = 0;
     /* BM_PML_WAIT_MODE=spin means spin, also here. */
-    bool over = sharing_cores() && !bm_pml_wait_spins();
-    unsigned every = sharing_cores() || sm->rings ? POLLS_PER_PROGRESS : POLLS_PER_PROGRESS_OWN;
+    bool over = sm->yields;
+    unsigned every = sm->every;
 
     while (atomic_load_explicit(f, memory_order_acquire) < k) {
         for (unsigned i = 0; i < lines; i++)
@@ -358,7 +365,7 @@ static void wait_flag_data(struct bm_coll_sm *sm, uint64_t k, int r, const void 
     uintptr_t first = (uintptr_t)f / 64 + 1, last = 0;
     unsigned lines = 0;
 
-    if (len > 0 && !sharing_cores()) {
+    if (len > 0 && !sm->sharing) {
         last = ((uintptr_t)p + len - 1) / 64;
         if ((uintptr_t)p / 64 > first)
             first = (uintptr_t)p / 64;
@@ -556,6 +563,9 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
             sm->world[r] = bm_mpi_comm_world_rank(comm, r);
         bm_pml_am_register(BM_PML_AM_COLL, wake_am, NULL);
     }
+    sm->sharing = sharing_cores();
+    sm->yields = sm->sharing && !bm_pml_wait_spins();
+    sm->every = sm->sharing || sm->rings ? POLLS_PER_PROGRESS : POLLS_PER_PROGRESS_OWN;
     sm->copy_ok = all_agree(comm, copy_paths(comm, sm), fn);
     cc->sm = sm;
     cc->sm_state = SM_ON;
@@ -739,7 +749,7 @@ static void barrier(struct bm_coll_sm *sm)
 
     may_write(sm, k);
     publish(sm, k);
-    if (sm->me != 0 && sharing_cores()) {
+    if (sm->me != 0 && sm->sharing) {
         wait_for(sm, done_of(sm, 0), k);
         bm_util_xproc_acquire();
         for (int r = 0; r < sm->n; r++)
@@ -788,8 +798,7 @@ static size_t area_step(const struct bm_coll_sm *sm, size_t bytes)
 {
     size_t step = (bytes + 63) / 64 * 64;
 
-    if (sm->in_large || bytes < AREA_MIN || sharing_cores() ||
-        (64 - DATA_OFF) + 2 * step > room_of(sm))
+    if (sm->in_large || bytes < AREA_MIN || sm->sharing || (64 - DATA_OFF) + 2 * step > room_of(sm))
         return 0;
     return step;
 }
@@ -885,7 +894,7 @@ static uint64_t progress_word(uint64_t k, size_t bytes)
 static size_t wait_more(struct bm_coll_sm *sm, uint64_t k, int r, size_t got, size_t bytes)
 {
     _Atomic uint64_t *f = flag_of(sm, k, r), *pr = progress_of(sm, k, r);
-    bool over = sharing_cores() && !bm_pml_wait_spins(), moving = false;
+    bool over = sm->yields, moving = false;
     unsigned polls = 0;
 
     for (;;) {
@@ -1122,7 +1131,7 @@ static void scatter(struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a)
     if (sm->me == root) {
         size_t b = (size_t)a->scount * a->stype->size;
         bool own_first =
-            a->rbuf != MPI_IN_PLACE && (size_t)(sm->n - 1) * b >= OWN_FIRST_MIN && !sharing_cores();
+            a->rbuf != MPI_IN_PLACE && (size_t)(sm->n - 1) * b >= OWN_FIRST_MIN && !sm->sharing;
         may_write(sm, k);
         if (own_first)
             block_copy(a->rbuf, 0, a->rcount, a->rtype, a->sbuf, root, a->scount, a->stype,
@@ -1539,7 +1548,7 @@ static uint64_t *offer_of(const struct bm_coll_sm *sm, uint64_t k, int r)
 static void wait_offer(struct bm_coll_sm *sm, uint64_t k, int r)
 {
     _Atomic uint64_t *f = flag_of(sm, k, r), *pr = progress_of(sm, k, r);
-    bool over = sharing_cores() && !bm_pml_wait_spins();
+    bool over = sm->yields;
     unsigned polls = 0;
 
     while (atomic_load_explicit(f, memory_order_acquire) < k &&
