@@ -188,6 +188,7 @@ struct bm_mpi_coll_comm {
     int sm_state;              /* shared-memory segment: 0 not tried yet, 1 on, 2 off */
     struct bm_coll_sm *sm;     /* coll_sm.c */
     int hier_state;            /* hierarchy over hosts: 0 not tried yet, 1 on, 2 off */
+    int one_host;              /* all ranks on one host: 0 not known yet, 1 yes, 2 no */
     struct bm_coll_hier *hier; /* coll_hier.c */
     /* blocking calls' fast path (coll_select.c, fast_alg): 0 not known
      * yet, 1 on, 2 on and taken (counted in sm.fast); per kind the

@@ -43,6 +43,7 @@
 #include "bitmover.h"
 #include "mpi/coll.h"
 #include "pml/pml.h"
+#include "runtime/rte.h"
 #include "util/params.h"
 
 #include <limits.h>
@@ -389,30 +390,34 @@ static const int scan_algs[] = {0, BM_ALG_SCAN_RECURSIVE_DOUBLING, BM_ALG_SCAN_L
  * cores, 256 KiB: bcast binomial 45 us, scatter + allgather 130; reduce
  * binomial 75, Rabenseifner 403), and an alltoall posts every transfer at
  * once rather than waiting out p - 1 pairwise steps (8 ranks, 32 KiB
- * blocks: linear 1.05 ms, pairwise 3.58). Every rank decides the same: they
- * share the host, and whether the communicator has a segment is agreed. */
-static bool crowded(MPI_Comm comm)
+ * blocks: linear 1.05 ms, pairwise 3.58). Every rank decides the same, and
+ * the same at every call: all ranks of the communicator on this host (the
+ * job's node map, the same on every rank) and the host oversubscribed
+ * (from every rank's CPUs: pml.c). Not from whether the communicator has
+ * its shared-memory segment yet, as it was: a nonblocking call cannot make
+ * it, so a program whose first collective was MPI_Iallreduce got
+ * rabenseifner, not allreduce.direct, and a blocking call the segment does
+ * not serve had to make it first. */
+static bool one_host(MPI_Comm comm)
 {
-    return comm->coll && bm_coll_sm_capacity(comm->coll) > 0 && bm_pml_oversubscribed();
+    int node = bm_rte_node_of(bm_mpi_comm_world_rank(comm, 0));
+    for (int r = 1; r < comm->size; r++)
+        if (bm_rte_node_of(bm_mpi_comm_world_rank(comm, r)) != node)
+            return false;
+    return true;
 }
 
-/* Kinds whose automatic choice asks crowded() (and so wants the segment
- * made, if it can be, before a blocking call that does not use it), on a
- * communicator that may have one. */
-static bool crowd_sensitive(MPI_Comm comm, int kind)
+static bool crowded(MPI_Comm comm)
 {
-    if (comm->inter || comm->size < 2 || bm_mpi_coll_cfg()->sm_slot == 0)
+    struct bm_mpi_coll_comm *cc;
+
+    if (comm->inter || comm->size < 2 || !bm_pml_oversubscribed())
         return false;
-    switch (kind) {
-    case BM_COLL_BCAST:
-    case BM_COLL_REDUCE:
-    case BM_COLL_ALLTOALL:
-    case BM_COLL_ALLTOALLV:
-    case BM_COLL_ALLTOALLW:
-        return true;
-    default:
-        return false;
-    }
+    if ((cc = bm_mpi_coll_comm(comm)) == NULL)
+        return one_host(comm);
+    if (cc->one_host == 0)
+        cc->one_host = one_host(comm) ? 1 : 2;
+    return cc->one_host == 1;
 }
 
 static int choose(MPI_Comm comm, const struct bm_mpi_coll_args *a)
@@ -468,11 +473,14 @@ static int choose(MPI_Comm comm, const struct bm_mpi_coll_args *a)
          * at 8 ranks 73-80% -> 84-91%). Not with the progress thread above
          * 4 ranks: at 8 the collective alone took longer (pure 3.3-3.5 ->
          * 3.8-5.2 ms in three A/Bs, overlap unchanged; not analysed: 14
-         * transfers in flight per rank instead of 2). Blocking calls
+         * transfers in flight per rank instead of 2). Whether a rank
+         * hands off is its own setting: the host's agreed view of it
+         * (bm_pml_host_handoff) decides, so that a job where only some
+         * ranks run the thread still picks one algorithm. Blocking calls
          * keep their choice (the segment serves them up to its large
          * area). */
         if (rc.commutative && a->rcount >= p && bytes >= c->allreduce_large)
-            alg = a->background && crowded(comm) && (p <= 4 || !bm_pml_progress_handoff())
+            alg = a->background && crowded(comm) && (p <= 4 || !bm_pml_host_handoff())
                       ? BM_ALG_ALLREDUCE_DIRECT
                   : !is_pof2(p) && bytes >= c->allreduce_ring_min ? BM_ALG_ALLREDUCE_RING
                                                                   : BM_ALG_ALLREDUCE_RABENSEIFNER;
@@ -1026,8 +1034,7 @@ static bool slots_first(int kind)
 static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, int p, size_t bytes, bool forced)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
-    bool in_place = a->sbuf == MPI_IN_PLACE,
-         sharing = bm_pml_oversubscribed() || bm_pml_idle_yields();
+    bool in_place = a->sbuf == MPI_IN_PLACE, sharing = bm_pml_host_shares_cores();
 
     if (c->sm_copy_min == 0 || bytes < c->sm_copy_min || bytes > c->sm_copy_max ||
         (!forced && a->kind != BM_COLL_SCATTER && !crowded_bcast_copy(a, p, bytes) && sharing))
@@ -1076,8 +1083,7 @@ static int sm_alg(MPI_Comm comm, const struct bm_mpi_coll_args *a, enum bm_coll_
         *how = forced == BM_SEL_AUTO && crowded_bcast_copy(a, comm->size, bytes) ? BM_COLL_SM_NEAR
                                                                                  : BM_COLL_SM_COPY;
     else if (bytes > c->sm_slot) {
-        if (bytes == SIZE_MAX || c->sm_large_max == 0 ||
-            !(bm_pml_oversubscribed() || bm_pml_idle_yields()))
+        if (bytes == SIZE_MAX || c->sm_large_max == 0 || !bm_pml_host_shares_cores())
             return -1;
         if (a->kind == BM_COLL_ALLTOALL && c->sm_large_alltoall > 0 && forced == BM_SEL_AUTO &&
             bytes / (size_t)comm->size >= c->sm_large_alltoall * (size_t)comm->size)
@@ -1199,7 +1205,7 @@ int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const 
             const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
             how = BM_COLL_SM_SLOTS;
             if (sm_bytes(comm, a) > c->sm_slot) {
-                ok = c->sm_large_max > 0 && (bm_pml_oversubscribed() || bm_pml_idle_yields());
+                ok = c->sm_large_max > 0 && bm_pml_host_shares_cores();
                 how = BM_COLL_SM_LARGE;
             }
         }
@@ -1211,15 +1217,6 @@ int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const 
             b.rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
             return bm_coll_sm_run(comm, cc, &b, alg, how, fn);
         }
-    } else if (crowd_sensitive(comm, a->kind)) {
-        /* The point-to-point choice below depends on whether the
-         * communicator is crowded, which needs the segment: a program
-         * whose first collective is one the segment does not serve (a
-         * large alltoall) would otherwise get the uncrowded algorithm.
-         * Every rank comes here alike (the same call, the same state). */
-        struct bm_mpi_coll_comm *cc = bm_mpi_coll_comm(comm);
-        if (cc && cc->sm_state == 0)
-            (void)bm_coll_sm_ready(comm, cc, fn);
     }
 
     if ((rc = bm_mpi_coll_schedule(comm, a, &s, fn)) != MPI_SUCCESS)

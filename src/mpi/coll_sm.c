@@ -168,10 +168,12 @@ size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc)
 
 /* Ranks share cores: the job oversubscribes this host, or was told to
  * yield when idle (BM_PML_IDLE_YIELD: namespaces standing for hosts share
- * the cores). */
+ * the cores). As every rank of the host sees it (bm_pml_host_shares_cores),
+ * not this rank's own setting: where the data goes (area_step) and how a
+ * barrier's ranks wait must be the same on every rank. */
 static bool sharing_cores(void)
 {
-    return bm_pml_oversubscribed() || bm_pml_idle_yields();
+    return bm_pml_host_shares_cores();
 }
 
 bool bm_coll_sm_can_copy(const struct bm_mpi_coll_comm *cc)

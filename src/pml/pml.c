@@ -161,6 +161,50 @@ static bool oversubscribed(void)
     return ncpu > 0 && nlocal > ncpu;
 }
 
+/* What each rank publishes of its waiting settings (host_agree). */
+#define SHARE_SPIN    0x1u /* BM_PML_WAIT_MODE=spin */
+#define SHARE_AUTO    0x2u /* BM_PML_IDLE_YIELD=auto (-1) */
+#define SHARE_YIELD   0x4u /* BM_PML_IDLE_YIELD above 0 */
+#define SHARE_HANDOFF 0x8u /* BM_PML_PROGRESS_THREAD=1 and _HANDOFF=1 */
+
+static void share_put(void)
+{
+    uint8_t bits = (uint8_t)((bm_pml_g.wait_mode == BM_PML_WAIT_SPIN ? SHARE_SPIN : 0) |
+                             (bm_pml_g.cfg.idle_yield < 0 ? SHARE_AUTO : 0) |
+                             (bm_pml_g.cfg.idle_yield > 0 ? SHARE_YIELD : 0) |
+                             (bm_pml_wait_handoff_set() ? SHARE_HANDOFF : 0));
+    (void)bm_rte_modex_put("pml.share", &bits, sizeof(bits));
+}
+
+/* After the fence and oversubscribed(): what every rank of this host
+ * decides alike from the settings its ranks published, where each rank's
+ * own may differ (one rank given BM_PML_IDLE_YIELD, or the progress thread,
+ * and not the others): whether the host's ranks share cores, and whether
+ * one of them hands nonblocking starts to its progress thread
+ * (bm_pml_host_shares_cores, _handoff). A rank whose word is missing counts
+ * as one with the defaults. */
+static void host_agree(void)
+{
+    int node = bm_rte_node_of(bm_pml_g.my_rank);
+    bool shares = bm_pml_g.oversubscribed, handoff = false;
+
+    for (int r = 0; r < bm_pml_g.world_size; r++) {
+        const void *data = NULL;
+        size_t len = 0;
+        unsigned bits = SHARE_AUTO;
+        if (bm_rte_node_of(r) != node)
+            continue;
+        if (bm_rte_modex_get(r, "pml.share", &data, &len) == BM_OK && len >= 1)
+            bits = *(const uint8_t *)data;
+        bool yields = !(bits & SHARE_SPIN) &&
+                      ((bits & SHARE_YIELD) || ((bits & SHARE_AUTO) && bm_pml_g.oversubscribed));
+        shares |= yields;
+        handoff |= yields && (bits & SHARE_HANDOFF);
+    }
+    bm_pml_g.host_shares = shares;
+    bm_pml_g.host_handoff = handoff;
+}
+
 /* Every peer needs a path whose limits can carry the PML's headers. */
 static bm_status_t check_paths(void)
 {
@@ -267,6 +311,7 @@ bm_status_t bm_pml_init(int thread_level)
     bm_pml_am_init();
     bm_btl_base_register_error(bm_pml_error_cb, NULL);
     cpus_put();
+    share_put();
 
     rc = bm_rte_modex_fence();
     if (rc != BM_OK) {
@@ -274,6 +319,7 @@ bm_status_t bm_pml_init(int thread_level)
         goto err_close;
     }
     bm_pml_g.oversubscribed = oversubscribed();
+    host_agree();
     bm_pml_g.spans_hosts = false;
     for (int r = 0; r < bm_pml_g.world_size; r++)
         bm_pml_g.spans_hosts |= bm_rte_node_of(r) != bm_rte_node_of(bm_pml_g.my_rank);

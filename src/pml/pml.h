@@ -189,6 +189,20 @@ bool bm_pml_sleep(int64_t max_ns);
  * bm_pml_init. */
 bool bm_pml_progress_handoff(void);
 
+/* The same two facts as every rank of this host sees them, for choices
+ * that the ranks of a communicator must make alike (which collective
+ * algorithm runs, where a shared-memory collective puts its data): each
+ * rank's BM_PML_IDLE_YIELD, BM_PML_WAIT_MODE, BM_PML_PROGRESS_THREAD and
+ * BM_PML_PROGRESS_THREAD_HANDOFF are its own, and may differ. Agreed at
+ * bm_pml_init from what each rank published in the modex:
+ * host_shares_cores: the host is oversubscribed, or some rank of it yields
+ * when idle (bm_pml_idle_yields as that rank resolves it);
+ * host_handoff: some rank of this host would hand off
+ * (bm_pml_progress_handoff, from its settings: whether its thread started
+ * is not asked). */
+bool bm_pml_host_shares_cores(void);
+bool bm_pml_host_handoff(void);
+
 /* Wake the progress thread (and a sleeping waiter): new work for a hook. */
 void bm_pml_progress_kick(void);
 

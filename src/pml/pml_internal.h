@@ -307,6 +307,11 @@ struct bm_pml_state {
     int wait_mode;       /* enum bm_pml_wait_mode, resolved */
     bool oversubscribed; /* more of the job's ranks on this host than CPUs (pml.c) */
     bool spans_hosts;    /* the job has ranks on other hosts (waits poll a network) */
+    /* Agreed by every rank of this host from what each published before
+     * the fence (pml.c host_agree): some rank of it yields when idle, or
+     * the host is oversubscribed; some rank of it hands nonblocking starts
+     * to its progress thread (bm_pml_host_shares_cores, _handoff). */
+    bool host_shares, host_handoff;
     /* BM_PML_IDLE_YIELD's auto setting chose never to yield: waits spin,
      * but watch for lost cores (wait.c bm_pml_wait_idle_watch). */
     bool idle_watch;
@@ -716,6 +721,10 @@ int bm_pml_idle_polls(void);
 bm_status_t bm_pml_wait_init(int thread_level, struct bm_btl_init_args *args);
 /* After the transports are connected: the epoll set, the progress thread. */
 bm_status_t bm_pml_wait_start(void);
+/* BM_PML_PROGRESS_THREAD and BM_PML_PROGRESS_THREAD_HANDOFF both on (as
+ * set: whether the thread started is not asked). Valid after
+ * bm_pml_wait_init. */
+bool bm_pml_wait_handoff_set(void);
 /* Stop the progress thread (finalize, before the last drain). */
 void bm_pml_wait_stop(void);
 /* Set up what bm_pml_sleep sleeps in where the wait mode did not

@@ -200,6 +200,16 @@ bool bm_pml_idle_yields(void)
     return bm_pml_g.wait_mode != BM_PML_WAIT_SPIN && bm_pml_g.cfg.idle_yield > 0;
 }
 
+bool bm_pml_host_shares_cores(void)
+{
+    return bm_pml_g.host_shares;
+}
+
+bool bm_pml_host_handoff(void)
+{
+    return bm_pml_g.host_handoff;
+}
+
 bool bm_pml_wait_spins(void)
 {
     return bm_pml_g.wait_mode == BM_PML_WAIT_SPIN;
@@ -509,6 +519,11 @@ void bm_pml_wait_kick(void)
 bool bm_pml_progress_handoff(void)
 {
     return wait_g.thread_running && wait_g.cfg.thread_handoff && bm_pml_idle_yields();
+}
+
+bool bm_pml_wait_handoff_set(void)
+{
+    return wait_g.cfg.thread && wait_g.cfg.thread_handoff;
 }
 
 void bm_pml_progress_kick(void)

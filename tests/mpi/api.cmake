@@ -343,6 +343,17 @@ add_executable(coll_crowded ${api_dir}/coll_crowded.c)
 target_link_libraries(coll_crowded PRIVATE bitmover bm_test_harness)
 bm_add_mpi_test(coll_crowded NP 3 TARGET coll_crowded BTL self,sm TIMEOUT 60 LABELS mpi coll)
 
+# The ranks choose one algorithm where what the choice reads differs between
+# them or has not happened yet: a first collective that is nonblocking, the
+# progress thread on some ranks only, one rank that never yields.
+add_executable(coll_agree ${api_dir}/coll_agree.c)
+target_link_libraries(coll_agree PRIVATE bitmover bm_test_harness)
+bm_add_mpi_test(coll_agree_np4 NP 4 TARGET coll_agree BTL self,sm TIMEOUT 60 LABELS mpi coll)
+bm_add_mpi_test(coll_agree_np8 NP 8 TARGET coll_agree BTL self,sm TIMEOUT 90 LABELS mpi coll
+    ARGS thread)
+bm_add_mpi_test(coll_agree_yield_np2 NP 2 TARGET coll_agree BTL self,sm TIMEOUT 60
+    LABELS mpi coll ARGS yield)
+
 # Every rank touches every page of the collective segment when it is made.
 add_executable(coll_prefault ${api_dir}/coll_prefault.c)
 target_link_libraries(coll_prefault PRIVATE bitmover bm_test_harness)
