@@ -78,13 +78,16 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/include/mpi.h)
         # -P -v: rank 0's two threads each stream 256 KiB vectors to a rank of their own
         # (exit 0: every byte checked); with BM_PML_STATS the lock counters
         # (acquired/contended per class, the progress lock among them) must
-        # be printed at finalize (tests/fault/ofi_expect.sh: exit status and
-        # a matching line)
+        # be printed at finalize, and rank 0 must have sent FRAGs without the
+        # progress lock (the per-peer send path ran; tests/fault/ofi_expect.sh:
+        # exit status and a matching line, one check inside the other)
         bm_scaled_timeout(t 60)
         math(EXPR bmrun_t "${t} - 5")
         add_test(NAME bench_mt_mr_peers_smoke
             COMMAND sh ${PROJECT_SOURCE_DIR}/tests/fault/ofi_expect.sh
                 "^\\[pml stats\\] rank 0 locks acquired/contended: .*progress [0-9]+/[0-9]+"
+                sh ${PROJECT_SOURCE_DIR}/tests/fault/ofi_expect.sh
+                "^\\[pml stats\\] rank 0 waiting: .*FRAGs sent without the progress lock [1-9]"
                 $<TARGET_FILE:bmrun> -n 3 --timeout ${bmrun_t} $<TARGET_FILE:bm_mt_mr>
                 -p 2 -P -v -m 256k -W 4 -i 5 -w 1 -t 0.2)
         set_tests_properties(bench_mt_mr_peers_smoke PROPERTIES TIMEOUT ${t} LABELS bench
