@@ -282,6 +282,14 @@ int bm_mpi_coll_nonblocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI
                             const char *fn);
 int bm_mpi_coll_persistent(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Info info,
                            MPI_Request *request, const char *fn);
+/* Whether the run of an active nonblocking or persistent collective
+ * request r is over, without advancing it, taking no lock and calling no
+ * MPI function (bm_mpi_sched_exec_done): when true, the result in the
+ * receive buffer may be read, also by a thread other than the one that
+ * advanced it (a progress thread). Tests use it to watch a collective
+ * progress outside MPI (tests/mpi/mt_progress.c). False for a request of
+ * another kind. */
+bool bm_mpi_coll_request_done(MPI_Request r);
 
 /* ---- helpers for builders ------------------------------------------------ */
 

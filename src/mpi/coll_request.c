@@ -94,6 +94,17 @@ static int coll_query(MPI_Request r, MPI_Status *status, char *what, size_t what
     return err;
 }
 
+static const struct bm_mpi_request_ops coll_nb_ops, coll_persistent_ops;
+
+bool bm_mpi_coll_request_done(MPI_Request r)
+{
+    if (r->ops != &coll_nb_ops && r->ops != &coll_persistent_ops)
+        return false; /* not a collective's request: nothing to watch */
+    const struct coll_req *c = r->state;
+
+    return c->e != NULL && bm_mpi_sched_exec_done(c->e);
+}
+
 static bool coll_release(MPI_Request r, int *err)
 {
     *err = MPI_SUCCESS;

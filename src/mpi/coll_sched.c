@@ -311,7 +311,7 @@ struct bm_mpi_sched_exec {
     int round;   /* the round in progress (== s->nrounds: finished; -1: left to the hook) */
     int nreq;    /* requests of the round in progress */
     int err;     /* MPI error class of a failure, else MPI_SUCCESS */
-    bool done;   /* finished, successfully or not */
+    bool done;   /* finished, successfully or not (written with exec_done_set) */
     bool busy;   /* being advanced (a nested progress call must not re-enter) */
     bool listed; /* on the background list */
     bool orphan; /* its owner freed it: release it when done */
@@ -323,6 +323,16 @@ struct bm_mpi_sched_exec {
     struct bm_pml_request *inline_reqs[INLINE_REQS];
     int inline_steps[INLINE_REQS];
 };
+
+/* done is written by whoever advances the run (under MPI_THREAD_MULTIPLE
+ * the progress lock's holder, the progress thread among them) and read
+ * under the same lock, except by bm_mpi_sched_exec_done, which looks
+ * without it: a release store after the run's last write into the
+ * caller's buffers, so that the acquire load there orders them. */
+static inline void exec_done_set(struct bm_mpi_sched_exec *e, bool v)
+{
+    __atomic_store_n(&e->done, v, __ATOMIC_RELEASE);
+}
 
 static int exec_fail(struct bm_mpi_sched_exec *e, int errclass, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -476,7 +486,7 @@ static void exec_bind(struct bm_mpi_sched_exec *e, struct bm_mpi_sched *s, MPI_C
     e->round = 0;
     e->nreq = 0;
     e->err = MPI_SUCCESS;
-    e->done = false;
+    exec_done_set(e, false);
     e->busy = false;
     e->listed = false;
     e->orphan = false;
@@ -629,14 +639,14 @@ static int exec_advance(struct bm_mpi_sched_exec *e)
         }
         e->nreq = 0;
         if (e->err || ++e->round >= e->s->nrounds) {
-            e->done = true;
+            exec_done_set(e, true);
             events++;
             break;
         }
         events++;
         if (round_start(e) != MPI_SUCCESS) {
             round_abandon(e);
-            e->done = true;
+            exec_done_set(e, true);
             break;
         }
     }
@@ -698,7 +708,7 @@ static int exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, v
     e->round = 0;
     e->nreq = 0;
     if (s->nrounds == 0) {
-        e->done = true;
+        exec_done_set(e, true);
     } else if (bm_pml_progress_handoff()) {
         /* The progress thread starts round 0 (bm_pml_progress_handoff):
          * exec_advance goes from round -1 with no requests to round 0. */
@@ -710,7 +720,7 @@ static int exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *sbuf, v
         return MPI_SUCCESS;
     } else if (round_start(e) != MPI_SUCCESS) {
         round_abandon(e);
-        e->done = true;
+        exec_done_set(e, true);
     }
     e->busy = false;
     if (e->done)
@@ -746,6 +756,11 @@ bool bm_mpi_sched_exec_test(struct bm_mpi_sched_exec *e, int *err_out, const cha
     }
     bm_pml_progress_unlock(taken);
     return done;
+}
+
+bool bm_mpi_sched_exec_done(const struct bm_mpi_sched_exec *e)
+{
+    return __atomic_load_n(&e->done, __ATOMIC_ACQUIRE);
 }
 
 void bm_mpi_sched_exec_free(struct bm_mpi_sched_exec *e)

@@ -169,6 +169,11 @@ int bm_mpi_sched_exec_start(struct bm_mpi_sched *s, MPI_Comm comm, const void *s
 /* Advance without blocking; true when the run is over (then *err_out is its
  * MPI error class and what a sentence describing a failure). */
 bool bm_mpi_sched_exec_test(struct bm_mpi_sched_exec *e, int *err_out, const char **what_out);
+/* Whether the run is over, without advancing it and without the progress
+ * lock: an acquire load that orders everything the run wrote (the result
+ * in the caller's buffers) before a true answer. For a thread that watches
+ * a run the progress thread advances (tests/mpi/mt_progress.c). */
+bool bm_mpi_sched_exec_done(const struct bm_mpi_sched_exec *e);
 /* Release a run; one still going is finished in the background first. */
 void bm_mpi_sched_exec_free(struct bm_mpi_sched_exec *e);
 
