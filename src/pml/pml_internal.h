@@ -464,6 +464,13 @@ int bm_pml_tx_run(bool drainer);
 extern void (*bm_pml_test_frag_hook)(int inside);
 
 /* Test hook (NULL but in tests): called under MPI_THREAD_MULTIPLE by a
+ * per-peer send's worker not holding the progress lock as it enters
+ * (enter true) and leaves (false) the FRAG path with the send's
+ * destination world rank; tests/mpi/mt_locks.c records the locks taken
+ * in between, per destination. */
+extern void (*bm_pml_test_frag_trace_hook)(int peer, bool enter);
+
+/* Test hook (NULL but in tests): called under MPI_THREAD_MULTIPLE by a
  * thread inside a rendezvous start with the number of threads inside it
  * then, before the RNDV goes to the transport. */
 extern void (*bm_pml_test_rndv_hook)(int inside);

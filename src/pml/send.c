@@ -702,12 +702,22 @@ static inline void tx_frags_leave(void)
  * append to it, and lower outstanding). */
 static bm_status_t send_frags_in(struct bm_pml_request *req);
 
+void (*bm_pml_test_frag_trace_hook)(int peer, bool enter);
+
 static bm_status_t send_frags(struct bm_pml_request *req)
 {
     if (__builtin_expect(!bm_pml_g.mt, 1))
         return send_frags_in(req);
     tx_frags_enter();
+    void (*trace)(int, bool) = __atomic_load_n(&bm_pml_test_frag_trace_hook, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(trace != NULL, 0) && (!req->tx_peer || bm_pml_in_drain()))
+        trace = NULL;
+    int peer = req->peer; /* the request may be gone after send_frags_in */
+    if (__builtin_expect(trace != NULL, 0))
+        trace(peer, true);
     bm_status_t rc = send_frags_in(req);
+    if (__builtin_expect(trace != NULL, 0))
+        trace(peer, false);
     tx_frags_leave();
     return rc;
 }

@@ -34,14 +34,21 @@
  * argument "tcp", over self,tcp: the peer's send lock is then the class
  * "tcp endpoint", the sends are the PML's direct sends (no sendi over tcp:
  * a descriptor with no request and no progress lock, src/pml/README.md
- * "Threads"), and 3. checks only that the receives drained. */
+ * "Threads"), 3. checks only that the receives drained, and 4. is not run.
+ *   4. (sm) FRAGs to different peers: the locks taken while sending packed
+ *      FRAGs to rank 1 and to rank 2 share none (run_frags; the sm module
+ *      lock was shared before sm's descriptor sends went lock-free). */
 #include "bm_test.h"
 #include "btl/btl.h"
 #include "btl/sm/sm.h"
+#include "pml/pml_internal.h"
 #include "util/lock.h"
 
 #include <mpi.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -92,14 +99,20 @@ struct rjob {
     const struct bm_util_lock *locks[MAXLOCK];
 };
 
-/* This process's sm module (the one reaching rank 0), or NULL (tcp). */
-static struct bm_btl_sm_module *sm_module(void)
+/* This process's sm module reaching peer, or NULL (tcp). */
+static struct bm_btl_sm_module *sm_module_to(int peer)
 {
-    struct bm_btl_path_list *l = &bm_btl_base_peer(0)->send;
+    struct bm_btl_path_list *l = &bm_btl_base_peer(peer)->send;
     for (int i = 0; i < l->count; i++)
         if (strcmp(l->paths[i].module->name, "sm") == 0)
             return (struct bm_btl_sm_module *)l->paths[i].module;
     return NULL;
+}
+
+/* The one reaching rank 0. */
+static struct bm_btl_sm_module *sm_module(void)
+{
+    return sm_module_to(0);
 }
 
 /* sm fragments of this process pushed to peers and not yet taken back. */
@@ -246,6 +259,152 @@ static void run_phase(int rank, int phase, MPI_Comm ca, MPI_Comm cb)
     }
 }
 
+/* Phase 3: FRAGs to different peers. Rank 0's two threads each send
+ * VEC_MSGS vectors of VEC_BYTES (8-byte blocks 16 bytes apart: packed
+ * FRAGs under the per-peer send state, no single copy) to a peer of their
+ * own, thread 0 to rank 1 on ca, thread 1 to rank 2 on cb. The PML's trace
+ * hook (bm_pml_test_frag_trace_hook) records the locks a worker without
+ * the progress lock takes inside the FRAG path, per destination (the
+ * worker of a send may be another thread: the trace follows the send).
+ * The two destinations' sets must share no lock: FRAGs to different
+ * peers are sent under different locks only, the peer's send lock and
+ * the transport's endpoint, not a module-wide one. Each set must hold
+ * the peer's send lock (else no FRAG went by the per-peer path). */
+#define VEC_BYTES (256 * 1024)
+#define VEC_MSGS  8
+static struct job frag_jobs[2]; /* by destination (rank 1, rank 2) */
+static atomic_int frag_entries[2];
+
+static void frag_trace(int peer, bool enter)
+{
+    if (peer < 1 || peer > 2)
+        return;
+    if (enter) {
+        atomic_fetch_add_explicit(&frag_entries[peer - 1], 1, memory_order_relaxed);
+        bm_util_lock_trace(&frag_jobs[peer - 1].tr);
+    } else {
+        bm_util_lock_trace(NULL);
+    }
+}
+
+static MPI_Datatype vec_type(void)
+{
+    MPI_Datatype t;
+    MPI_Type_vector(VEC_BYTES / 8, 8, 16, MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+    return t;
+}
+
+static void vec_fill(unsigned char *b, int peer, int m)
+{
+    for (size_t i = 0; i < 2 * VEC_BYTES; i++)
+        b[i] = (unsigned char)(i * 13 + (size_t)peer * 7 + (size_t)m);
+}
+
+static void *frag_send_main(void *arg)
+{
+    struct job *j = arg;
+    MPI_Datatype t = vec_type();
+    unsigned char *b = malloc(2 * VEC_BYTES);
+    if (!b)
+        abort(); /* no BM_CHECK here: the harness's counters are the main thread's */
+    pthread_barrier_wait(&go);
+    for (int m = 0; m < VEC_MSGS; m++) {
+        vec_fill(b, j->peer, m);
+        MPI_Send(b, 1, t, j->peer, 7, j->comm);
+    }
+    free(b);
+    MPI_Type_free(&t);
+    return NULL;
+}
+
+static void frag_recv(int rank, MPI_Comm comm)
+{
+    MPI_Datatype t = vec_type();
+    unsigned char *b = malloc(2 * VEC_BYTES), *want = malloc(2 * VEC_BYTES);
+    BM_CHECK(b != NULL && want != NULL);
+    for (int m = 0; b && want && m < VEC_MSGS; m++) {
+        memset(b, 0, 2 * VEC_BYTES);
+        MPI_Recv(b, 1, t, 0, 7, comm, MPI_STATUS_IGNORE);
+        vec_fill(want, rank, m);
+        size_t bad = 0;
+        for (size_t i = 0; i < 2 * VEC_BYTES; i += 16)
+            bad += memcmp(b + i, want + i, 8) != 0;
+        BM_CHECK_MSG(bad == 0, "message %d: %zu blocks wrong", m, bad);
+    }
+    free(b);
+    free(want);
+    MPI_Type_free(&t);
+}
+
+/* sm's fragments backed with memory so far (both classes): the pool grows
+ * under the module's lock when a class runs out. */
+static uint32_t sm_frags_ready(void)
+{
+    const struct bm_btl_sm_module *sm = sm_module_to(1);
+    return sm ? __atomic_load_n(&sm->frag_ready[0], __ATOMIC_RELAXED) +
+                    __atomic_load_n(&sm->frag_ready[1], __ATOMIC_RELAXED)
+              : 0;
+}
+
+/* Rank 0: one round of both threads' sends, traced or not. */
+static void frag_round(MPI_Comm ca, MPI_Comm cb, bool traced)
+{
+    struct job senders[2] = {{.t = 0, .peer = 1, .comm = ca}, {.t = 1, .peer = 2, .comm = cb}};
+    for (int p = 0; p < 2; p++) {
+        frag_jobs[p] = (struct job){.t = p};
+        frag_jobs[p].tr = (struct bm_util_lock_trace){.locks = frag_jobs[p].locks, .cap = MAXLOCK};
+        atomic_store(&frag_entries[p], 0);
+    }
+    if (traced)
+        __atomic_store_n(&bm_pml_test_frag_trace_hook, frag_trace, __ATOMIC_RELEASE);
+    pthread_t th;
+    pthread_barrier_init(&go, NULL, 2);
+    pthread_create(&th, NULL, frag_send_main, &senders[1]);
+    frag_send_main(&senders[0]);
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&go);
+    __atomic_store_n(&bm_pml_test_frag_trace_hook, NULL, __ATOMIC_RELEASE);
+}
+
+/* An untraced round first (the fragment pool grows to what two senders
+ * need, the rings and links are up), then traced rounds until one ran
+ * without the pool growing (a growth takes the module's lock, once per
+ * doubling: at most a few rounds). */
+#define FRAG_ROUNDS_MAX 8
+static void run_frags(int rank, MPI_Comm ca, MPI_Comm cb)
+{
+    int again = 1;
+    for (int r = 0; again; r++) {
+        if (rank != 0) {
+            frag_recv(rank, rank == 1 ? ca : cb);
+        } else {
+            uint32_t ready = sm_frags_ready();
+            frag_round(ca, cb, r > 0);
+            again = r == 0 || (sm_frags_ready() != ready && r < FRAG_ROUNDS_MAX);
+            if (r > 0 && again)
+                printf("rank 0: the sm fragment pool grew during traced round %d: again\n", r);
+        }
+        MPI_Bcast(&again, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
+    if (rank != 0)
+        return;
+    for (int p = 0; p < 2; p++) {
+        const struct job *j = &frag_jobs[p];
+        BM_CHECK_MSG(atomic_load(&frag_entries[p]) > 0 && has_class(j, "peer send"),
+                     "no FRAG to rank %d went by the per-peer path (%d entries traced, %zu "
+                     "locks): FRAGs sent under the progress lock",
+                     p + 1, atomic_load(&frag_entries[p]), j->tr.n);
+        BM_CHECK_MSG(!j->tr.overflow, "FRAGs to rank %d took more than %d distinct locks", p + 1,
+                     MAXLOCK);
+        for (size_t i = 0; i < j->tr.n; i++)
+            printf("rank 0: FRAGs to rank %d took a lock of class \"%s\" (%p)\n", p + 1,
+                   j->locks[i]->cls->name, (const void *)j->locks[i]);
+    }
+    int nallowed = 0;
+    BM_CHECK_EQ_INT(shared_locks(&frag_jobs[0], &frag_jobs[1], NULL, &nallowed), 0);
+}
+
 /* MPI_THREAD_MULTIPLE, 3 ranks and the lock trace, or false. */
 static bool start(int *argc, char ***argv, int *rank)
 {
@@ -276,6 +435,14 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         bm_test_current = "one peer, different communicators";
         run_phase(rank, 2, ca, cb);
+        /* Over sm only: tcp's FRAGs over two links are striped, and the
+         * striping reads tcp's statistics (stripe.c stripe_loss), which
+         * take tcp's component lock (src/pml/README.md "Threads"). */
+        if (sm_receivers) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            bm_test_current = "FRAGs to different peers";
+            run_frags(rank, ca, cb);
+        }
         BM_CHECK_EQ_INT(bad_msgs, 0);
         MPI_Comm_free(&ca);
         MPI_Comm_free(&cb);

@@ -150,6 +150,17 @@ struct bm_btl_sm_module {
     uint32_t frag_base[BM_BTL_SM_NCLASS];   /* index of each class's first fragment */
     uint32_t *free_stack[BM_BTL_SM_NCLASS]; /* indices of free fragments */
     uint32_t nfree[BM_BTL_SM_NCLASS];
+    /* Under MPI_THREAD_MULTIPLE the free fragments are not in free_stack but
+     * in a lock-free stack per class (Treiber's, sm_send.c): the head is a
+     * fragment's index + 1 (0: empty) in the low 32 bits and a count of
+     * changes in the high 32 (so that a head read before another thread
+     * took and gave back the same fragment fails its exchange), and
+     * free_next links each free fragment to the next (index + 1). So
+     * threads sending to different peers take and give back fragments
+     * without a lock. frag_ready grows under the module's lock and is
+     * read without it (relaxed atomics). */
+    _Atomic uint64_t free_head[BM_BTL_SM_NCLASS];
+    uint32_t *free_next;
     /* in_flight and nquarantined are written under the module's lock with
      * bm_btl_sm_count_add, so that progress may look at them without it
      * under MPI_THREAD_MULTIPLE (sm_progress_mt's idle check). */
@@ -207,16 +218,22 @@ static inline void bm_btl_sm_leave(struct bm_btl_sm_module *sm)
         bm_util_lock_give(&sm->lock);
 }
 
-/* ep->outstanding += d, under the module's lock (so writers never race);
- * atomic so that sendi's fast-box path may read it under the endpoint's
- * lock alone. Plain moves on x86. */
-static inline void bm_btl_sm_count_add(int *c, int d)
+/* *c += d for the counters that progress and sendi's fast-box path read
+ * without the module's lock (in_flight, nquarantined, ep->outstanding):
+ * relaxed atomic loads and stores (plain moves on x86) in a process with
+ * one thread in sm at a time; under MPI_THREAD_MULTIPLE (mt) an atomic
+ * add, since senders push fragments under no lock (bm_btl_sm_frag_push)
+ * while the thread in progress takes returned ones back. */
+static inline void bm_btl_sm_count_add(bool mt, int *c, int d)
 {
-    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
+    if (mt)
+        __atomic_fetch_add(c, d, __ATOMIC_RELAXED);
+    else
+        __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
 }
 static inline void bm_btl_sm_outstanding_add(struct bm_btl_sm_endpoint *ep, int d)
 {
-    bm_btl_sm_count_add(&ep->outstanding, d);
+    bm_btl_sm_count_add(ep->module->mt, &ep->outstanding, d);
 }
 
 /* Base address here of rank's segment, mapping it now (a fragment of a
@@ -279,15 +296,37 @@ int bm_btl_sm_sendi_fifo(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
                          const void *hdr, size_t hdr_len, const void *payload, size_t payload_len,
                          uint8_t order, uint32_t flags, bm_btl_tag_t tag,
                          struct bm_btl_descriptor **des_out);
-/* Take a free fragment able to carry size bytes; NULL when none is left. */
+/* Take a free fragment able to carry size bytes; NULL when none is left.
+ * Under MPI_THREAD_MULTIPLE without any lock held (the pool is lock-free;
+ * growing it takes the module's lock). */
 struct bm_btl_sm_frag *bm_btl_sm_frag_take(struct bm_btl_sm_module *sm, size_t size);
+/* MPI_THREAD_MULTIPLE: move the free fragments from free_stack to the
+ * lock-free stacks (once, after the module is made). */
+bm_status_t bm_btl_sm_pool_mt(struct bm_btl_sm_module *sm);
+/* Move class cls's fragments in free_stack to its lock-free stack (after
+ * bm_btl_sm_frags_grow under MPI_THREAD_MULTIPLE). */
+void bm_btl_sm_pool_move(struct bm_btl_sm_module *sm, int cls);
+/* Whether ep's segment is mapped and connected (its base published last,
+ * sm_ep_map), read without a lock; else map it under the module's lock
+ * (bm_btl_sm_ep_attach). For senders that hold no lock under
+ * MPI_THREAD_MULTIPLE. */
+bm_status_t bm_btl_sm_ep_attach_any(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
+/* A fragment sent to ep when ep was declared failed: take it out of
+ * flight and keep it from reuse a while, as bm_btl_sm_peer_failed does for
+ * those it finds (sm_peer.c; under the module's lock). */
+void bm_btl_sm_frag_quarantine(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f,
+                               struct bm_btl_sm_endpoint *ep);
 /* Back up to n more fragments of class cls with memory and put them in the
  * free stack; BM_ERR_OUT_OF_RESOURCE when none is left to make or /dev/shm
  * has no room (said once). */
 bm_status_t bm_btl_sm_frags_grow(struct bm_btl_sm_module *sm, int cls, uint32_t n);
-/* Append fragment f (len payload bytes) to dest's FIFO. */
-void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *dest,
-                         struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag, uint8_t hdr_flags);
+/* Append fragment f (len payload bytes) to dest's FIFO. BM_OK, or under
+ * MPI_THREAD_MULTIPLE BM_ERR_PEER_GONE when dest was declared failed
+ * meanwhile and the fragment was not completed for it (then it is out of
+ * flight, quarantined, and the caller still owns the descriptor). Under
+ * MPI_THREAD_MULTIPLE without any lock held, or the module's. */
+int bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *dest,
+                        struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag, uint8_t hdr_flags);
 /* Handle what arrived on our FIFO (at most budget fragments). */
 int bm_btl_sm_poll_fifo(struct bm_btl_sm_module *sm, int budget);
 /* The same under MPI_THREAD_MULTIPLE, called without the module's lock

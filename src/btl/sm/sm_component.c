@@ -157,7 +157,10 @@ bm_status_t bm_btl_sm_frags_grow(struct bm_btl_sm_module *sm, int c, uint32_t n)
     for (uint32_t i = 0; i < n; i++)
         st[n - 1 - i] = sm->frag_base[c] + first + i;
     sm->nfree[c] += n;
-    sm->frag_ready[c] = first + n;
+    /* read without the module's lock under MPI_THREAD_MULTIPLE (sm_send.c) */
+    __atomic_store_n(&sm->frag_ready[c], first + n, __ATOMIC_RELAXED);
+    if (sm->free_next)
+        bm_btl_sm_pool_move(sm, c); /* the lock-free pool (MPI_THREAD_MULTIPLE) */
     return BM_OK;
 }
 
@@ -193,6 +196,7 @@ static void sm_module_free(struct bm_btl_sm_module *sm)
     bm_btl_sm_bell_close(sm);
     for (int c = 0; c < BM_BTL_SM_NCLASS; c++)
         free(sm->free_stack[c]);
+    free(sm->free_next);
     free(sm->frags);
     free(sm->bases);
     free(sm->eps);
@@ -356,6 +360,12 @@ static bm_status_t sm_init(const struct bm_btl_init_args *args,
         static struct bm_util_lock_class sm_module_class = {.name = "sm module"};
         c->module->mt = args->thread_level >= BM_BTL_THREAD_MULTIPLE;
         bm_util_lock_init(&c->module->lock, &sm_module_class, true);
+        if (c->module->mt && (rc = bm_btl_sm_pool_mt(c->module)) != BM_OK) {
+            bm_btl_sm_segment_destroy(c->module);
+            sm_module_free(c->module);
+            free(c);
+            return rc;
+        }
         c->modules[0] = &c->module->super;
         c->super.count = 1;
     }
@@ -643,7 +653,7 @@ bm_status_t bm_btl_sm_ep_attach_slow(struct bm_btl_sm_module *sm, struct bm_btl_
                                   ? "its process is gone (ended before this process first used it)"
                                   : "its shared-memory segment cannot be mapped");
     else
-        ep->failed = true;
+        __atomic_store_n(&ep->failed, true, __ATOMIC_SEQ_CST); /* read by senders under no lock */
     return rc;
 }
 
@@ -680,10 +690,12 @@ static bm_status_t sm_del_procs(struct bm_btl_module *m, int nprocs, const int *
 
 /* ---- MPI_THREAD_MULTIPLE: the operations under the module's lock ------------- */
 
-/* Every operation but sendi (which locks per endpoint, sm_fbox.c) and the
+/* Every operation but sendi (which locks per endpoint, sm_fbox.c), the
  * single-copy get and put (which lock only around what they share,
- * sm_rdma.c) runs under the module's recursive lock when sm->mt, as the
- * base's component lock did before sm advertised BM_BTL_CAP_THREADS. */
+ * sm_rdma.c) and the descriptor sends (alloc, free, prepare_src, send:
+ * the fragment pool is lock-free and a push takes no lock, sm_send.c)
+ * runs under the module's recursive lock when sm->mt, as the base's
+ * component lock did before sm advertised BM_BTL_CAP_THREADS. */
 #define SM_OF(m) ((struct bm_btl_sm_module *)(m))
 
 static bm_status_t sm_op_add_procs(struct bm_btl_module *m, int nprocs, const int *ranks,
@@ -701,42 +713,6 @@ static bm_status_t sm_op_del_procs(struct bm_btl_module *m, int nprocs, const in
 {
     bm_btl_sm_enter(SM_OF(m));
     bm_status_t rc = sm_del_procs(m, nprocs, ranks, endpoints);
-    bm_btl_sm_leave(SM_OF(m));
-    return rc;
-}
-
-static struct bm_btl_descriptor *sm_op_alloc(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
-                                             uint8_t order, size_t size, uint32_t flags)
-{
-    bm_btl_sm_enter(SM_OF(m));
-    struct bm_btl_descriptor *d = bm_btl_sm_alloc(m, ep, order, size, flags);
-    bm_btl_sm_leave(SM_OF(m));
-    return d;
-}
-
-static void sm_op_free(struct bm_btl_module *m, struct bm_btl_descriptor *des)
-{
-    bm_btl_sm_enter(SM_OF(m));
-    bm_btl_sm_free(m, des);
-    bm_btl_sm_leave(SM_OF(m));
-}
-
-static struct bm_btl_descriptor *sm_op_prepare_src(struct bm_btl_module *m,
-                                                   struct bm_btl_endpoint *ep, const void *data,
-                                                   size_t reserve, size_t *size, uint8_t order,
-                                                   uint32_t flags)
-{
-    bm_btl_sm_enter(SM_OF(m));
-    struct bm_btl_descriptor *d = bm_btl_sm_prepare_src(m, ep, data, reserve, size, order, flags);
-    bm_btl_sm_leave(SM_OF(m));
-    return d;
-}
-
-static int sm_op_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
-                      struct bm_btl_descriptor *des, bm_btl_tag_t tag)
-{
-    bm_btl_sm_enter(SM_OF(m));
-    int rc = bm_btl_sm_send(m, ep, des, tag);
     bm_btl_sm_leave(SM_OF(m));
     return rc;
 }
@@ -804,10 +780,10 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .wait_disarm = sm_wait_disarm,
     .add_procs = sm_op_add_procs,
     .del_procs = sm_op_del_procs,
-    .alloc = sm_op_alloc,
-    .free = sm_op_free,
-    .prepare_src = sm_op_prepare_src,
-    .send = sm_op_send,
+    .alloc = bm_btl_sm_alloc,
+    .free = bm_btl_sm_free,
+    .prepare_src = bm_btl_sm_prepare_src,
+    .send = bm_btl_sm_send,
     .sendi = bm_btl_sm_sendi,
     .recv_take = bm_btl_sm_recv_take,
     .put = bm_btl_sm_put,

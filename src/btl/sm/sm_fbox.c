@@ -104,10 +104,11 @@ sm_ring_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const v
 
 /* Under MPI_THREAD_MULTIPLE (README "Threads"): the ring under the peer's
  * send lock alone, so that threads sending to different peers meet on no
- * lock and a sender does not wait for the thread in progress; the FIFO
- * under the module's lock (the fragment pool, the FIFO's bookkeeping),
- * taken after the peer's lock is given back (the order is module, then
- * endpoint). Each thread's messages keep their order: the ring is used
+ * lock and a sender does not wait for the thread in progress; the FIFO,
+ * after the peer's lock is given back, under none (the fragment pool is
+ * lock-free and the FIFO takes appends from any number of senders: since
+ * 2026-11-29, fifth session; it took the module's lock before). Each
+ * thread's messages keep their order: the ring is used
  * only while none of the FIFO fragments to that peer is out, and what this
  * thread pushed is counted before its next look. */
 static __attribute__((noinline)) int
@@ -121,11 +122,8 @@ sm_sendi_mt(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const vo
     bm_util_lock_give(&ep->lock);
     if (rc == BM_BTL_DONE)
         return rc;
-    bm_util_lock_take(&sm->lock);
-    rc = bm_btl_sm_sendi_fifo(sm, ep, hdr, hdr_len, payload, payload_len, order, flags, tag,
-                              des_out);
-    bm_util_lock_give(&sm->lock);
-    return rc;
+    return bm_btl_sm_sendi_fifo(sm, ep, hdr, hdr_len, payload, payload_len, order, flags, tag,
+                                des_out);
 }
 
 /* sendi: the ring when it can take the message, else a fragment through the

@@ -31,17 +31,43 @@
 
 #define SM_QUARANTINE_NS 1000000000ull
 
+/* f, sent to ep, is out of flight and kept from reuse until until. The
+ * fragment marks are written with atomics: under MPI_THREAD_MULTIPLE the
+ * pool hands out and senders push fragments under no lock while this runs
+ * under the module's. */
+static void frag_quarantine(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f,
+                            struct bm_btl_sm_endpoint *ep, uint64_t until)
+{
+    __atomic_store_n(&f->in_flight, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->dest, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->quarantine_until_ns, until, __ATOMIC_RELAXED);
+    bm_btl_sm_count_add(sm->mt, &sm->in_flight, -1);
+    bm_btl_sm_count_add(sm->mt, &sm->nquarantined, 1);
+    bm_btl_sm_outstanding_add(ep, -1);
+}
+
+void bm_btl_sm_frag_quarantine(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f,
+                               struct bm_btl_sm_endpoint *ep)
+{
+    frag_quarantine(sm, f, ep, bm_util_clock_now_ns() + SM_QUARANTINE_NS);
+}
+
 void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, int status,
                            const char *what)
 {
     if (ep->failed)
         return;
-    __atomic_store_n(&ep->failed, true, __ATOMIC_RELAXED);
+    /* Sequentially consistent: a sender that pushes under no lock under
+     * MPI_THREAD_MULTIPLE marks its fragment in flight and then reads this
+     * flag; this pass sets the flag and then reads every fragment's mark,
+     * so one of the two sees the other (sm_send.c frag_push_failed). */
+    __atomic_store_n(&ep->failed, true, __ATOMIC_SEQ_CST);
     struct bm_btl_module *m = &sm->super;
     char text[320];
     snprintf(text, sizeof(text),
              "sm: local peer rank %d (pid %d) on %s: %s; %d sends to it are cancelled", ep->rank,
-             (int)ep->pid, sm->self->hostname, what, ep->outstanding);
+             (int)ep->pid, sm->self->hostname, what,
+             __atomic_load_n(&ep->outstanding, __ATOMIC_RELAXED));
     struct bm_btl_error err = {
         .kind = BM_BTL_ERROR_PEER,
         .endpoint = (struct bm_btl_endpoint *)ep,
@@ -53,14 +79,10 @@ void bm_btl_sm_peer_failed(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
     uint64_t until = bm_util_clock_now_ns() + SM_QUARANTINE_NS;
     for (uint32_t i = 0; i < sm->nfrags; i++) {
         struct bm_btl_sm_frag *f = &sm->frags[i];
-        if (!f->in_flight || f->dest != ep)
+        if (!__atomic_load_n(&f->in_flight, __ATOMIC_SEQ_CST) ||
+            __atomic_load_n(&f->dest, __ATOMIC_RELAXED) != ep)
             continue;
-        f->in_flight = false;
-        f->dest = NULL;
-        f->quarantine_until_ns = until;
-        bm_btl_sm_count_add(&sm->in_flight, -1);
-        bm_btl_sm_count_add(&sm->nquarantined, 1);
-        bm_btl_sm_outstanding_add(ep, -1);
+        frag_quarantine(sm, f, ep, until);
         if (f->amo)
             bm_btl_sm_amo_finish(sm, f, ep, status);
         else if (!f->internal && f->des.cbfunc)
@@ -74,8 +96,8 @@ static void sm_quarantine_release(struct bm_btl_sm_module *sm, uint64_t now)
         struct bm_btl_sm_frag *f = &sm->frags[i];
         if (!f->quarantine_until_ns || f->quarantine_until_ns > now)
             continue;
-        f->quarantine_until_ns = 0;
-        bm_btl_sm_count_add(&sm->nquarantined, -1);
+        __atomic_store_n(&f->quarantine_until_ns, 0, __ATOMIC_RELAXED);
+        bm_btl_sm_count_add(sm->mt, &sm->nquarantined, -1);
         /* Back to the pool unless its owner still holds it (a caller-owned
          * descriptor not freed yet goes back when it is). */
         bool owned_by_us = f->internal || (f->des.flags & BM_BTL_DES_F_BTL_OWNED);
@@ -113,15 +135,17 @@ int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm)
     if (now < sm->next_peer_check_ns)
         return 0;
     sm->next_peer_check_ns = now + (uint64_t)sm->config.peer_check_ms * 1000000ull;
-    int before = sm->in_flight;
-    for (int r = 0; r < sm->nprocs && sm->in_flight > 0; r++) {
+    /* in_flight and outstanding: senders push under no lock under
+     * MPI_THREAD_MULTIPLE (atomic adds) */
+    int before = __atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED);
+    for (int r = 0; r < sm->nprocs && __atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED) > 0; r++) {
         struct bm_btl_sm_endpoint *ep = sm->eps[r];
-        if (!ep || ep->failed || ep->outstanding == 0)
+        if (!ep || ep->failed || __atomic_load_n(&ep->outstanding, __ATOMIC_RELAXED) == 0)
             continue;
         if (bm_btl_sm_process_ended(ep->pid))
             bm_btl_sm_peer_failed(sm, ep, BM_ERR_PEER_GONE, "its process is gone");
     }
     if (sm->nquarantined > 0)
         sm_quarantine_release(sm, now);
-    return before - sm->in_flight;
+    return before - __atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED);
 }

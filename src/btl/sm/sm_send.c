@@ -13,11 +13,85 @@
 #include "util/log.h"
 
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 static inline struct bm_btl_sm_module *sm_mod(struct bm_btl_module *m)
 {
     return (struct bm_btl_sm_module *)m;
+}
+
+/* ---- the lock-free pool (MPI_THREAD_MULTIPLE; sm.h free_head) ------------ */
+
+static void pool_push(struct bm_btl_sm_module *sm, int cls, uint32_t idx)
+{
+    uint64_t head = atomic_load_explicit(&sm->free_head[cls], memory_order_relaxed), next;
+    do {
+        __atomic_store_n(&sm->free_next[idx], (uint32_t)head, __ATOMIC_RELAXED);
+        next = ((head >> 32) + 1) << 32 | (idx + 1);
+    } while (!atomic_compare_exchange_weak_explicit(&sm->free_head[cls], &head, next,
+                                                    memory_order_release, memory_order_relaxed));
+}
+
+/* The index of a free fragment of class cls, or -1. A head whose fragment
+ * another thread took meanwhile has a newer count: the exchange fails and
+ * the stale free_next read is dropped. */
+static int64_t pool_pop(struct bm_btl_sm_module *sm, int cls)
+{
+    uint64_t head = atomic_load_explicit(&sm->free_head[cls], memory_order_acquire), next;
+    do {
+        uint32_t top = (uint32_t)head;
+        if (top == 0)
+            return -1;
+        next =
+            ((head >> 32) + 1) << 32 | __atomic_load_n(&sm->free_next[top - 1], __ATOMIC_RELAXED);
+    } while (!atomic_compare_exchange_weak_explicit(&sm->free_head[cls], &head, next,
+                                                    memory_order_acquire, memory_order_acquire));
+    return (int64_t)(uint32_t)head - 1;
+}
+
+void bm_btl_sm_pool_move(struct bm_btl_sm_module *sm, int cls)
+{
+    /* Pushed bottom first: the stack's order is kept (the first-touched
+     * fragments go out first). Fragments grown later go on top of those
+     * still free, the reverse of free_stack's order; which free fragment
+     * goes out first does not matter then. */
+    for (uint32_t i = 0; i < sm->nfree[cls]; i++)
+        pool_push(sm, cls, sm->free_stack[cls][i]);
+    sm->nfree[cls] = 0;
+}
+
+bm_status_t bm_btl_sm_pool_mt(struct bm_btl_sm_module *sm)
+{
+    sm->free_next = calloc(sm->nfrags, sizeof(*sm->free_next));
+    if (!sm->free_next)
+        return BM_ERR_NO_MEMORY;
+    for (int c = 0; c < BM_BTL_SM_NCLASS; c++) {
+        atomic_store_explicit(&sm->free_head[c], 0, memory_order_relaxed);
+        bm_btl_sm_pool_move(sm, c);
+    }
+    return BM_OK;
+}
+
+/* bm_btl_sm_frag_take under MPI_THREAD_MULTIPLE: no lock unless the class
+ * must grow (the module's lock, as every change of the segment's
+ * backing). */
+static int64_t frag_take_mt(struct bm_btl_sm_module *sm, int cls)
+{
+    int64_t idx = pool_pop(sm, cls);
+    if (idx < 0 &&
+        __atomic_load_n(&sm->frag_ready[cls], __ATOMIC_RELAXED) < sm->ctl->frag_count[cls]) {
+        bm_util_lock_take(&sm->lock);
+        idx = pool_pop(sm, cls); /* another thread may have grown it */
+        if (idx < 0 && sm->frag_ready[cls] < sm->ctl->frag_count[cls] &&
+            bm_btl_sm_frags_grow(sm, cls, sm->frag_ready[cls] ? sm->frag_ready[cls] : 1) == BM_OK)
+            idx = pool_pop(sm, cls);
+        bm_util_lock_give(&sm->lock);
+    }
+    if (idx < 0 && cls == BM_BTL_SM_CLASS_EAGER)
+        idx = pool_pop(sm, BM_BTL_SM_CLASS_MAX);
+    return idx;
 }
 
 struct bm_btl_sm_frag *bm_btl_sm_frag_take(struct bm_btl_sm_module *sm, size_t size)
@@ -29,6 +103,22 @@ struct bm_btl_sm_frag *bm_btl_sm_frag_take(struct bm_btl_sm_module *sm, size_t s
         cls = BM_BTL_SM_CLASS_MAX;
     else
         return NULL;
+    if (__builtin_expect(sm->mt, 0)) {
+        int64_t idx = frag_take_mt(sm, cls);
+        if (idx < 0)
+            return NULL;
+        struct bm_btl_sm_frag *f = &sm->frags[idx];
+        memset(&f->des, 0, sizeof(f->des));
+        f->des.module = &sm->super;
+        f->des.seg[0].addr = (unsigned char *)f->hdr + sizeof(*f->hdr);
+        f->des.seg_count = 1;
+        /* The peer check reads these of every fragment (sm_peer.c). */
+        __atomic_store_n(&f->dest, NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->in_flight, false, __ATOMIC_RELAXED);
+        f->internal = false;
+        f->amo = false;
+        return f;
+    }
     /* The pool grows (doubling) before a class counts as exhausted. */
     if (sm->nfree[cls] == 0 && sm->frag_ready[cls] < sm->ctl->frag_count[cls])
         bm_btl_sm_frags_grow(sm, cls, sm->frag_ready[cls] ? sm->frag_ready[cls] : 1);
@@ -52,11 +142,21 @@ struct bm_btl_sm_frag *bm_btl_sm_frag_take(struct bm_btl_sm_module *sm, size_t s
 static void sm_frag_put(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f)
 {
     /* A quarantined fragment goes back only when its time is up (sm_peer.c). */
-    if (f->quarantine_until_ns) {
-        f->freed_in_quarantine = true;
-        return;
+    if (__builtin_expect(__atomic_load_n(&f->quarantine_until_ns, __ATOMIC_RELAXED) != 0, 0)) {
+        /* Under MPI_THREAD_MULTIPLE the quarantine is the module lock's
+         * (a descriptor's owner frees it under no lock). */
+        bm_btl_sm_enter(sm);
+        if (f->quarantine_until_ns) {
+            f->freed_in_quarantine = true;
+            bm_btl_sm_leave(sm);
+            return;
+        }
+        bm_btl_sm_leave(sm);
     }
-    sm->free_stack[f->cls][sm->nfree[f->cls]++] = (uint32_t)(f - sm->frags);
+    if (__builtin_expect(sm->mt, 0))
+        pool_push(sm, f->cls, (uint32_t)(f - sm->frags));
+    else
+        sm->free_stack[f->cls][sm->nfree[f->cls]++] = (uint32_t)(f - sm->frags);
 }
 
 void bm_btl_sm_frag_release(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f)
@@ -101,21 +201,63 @@ struct bm_btl_descriptor *bm_btl_sm_prepare_src(struct bm_btl_module *m, struct 
     return des;
 }
 
-void bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *dest,
-                         struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag, uint8_t hdr_flags)
+/* Under MPI_THREAD_MULTIPLE: the fragment just pushed to dest met dest's
+ * failure. bm_btl_sm_peer_failed marks the peer failed and then looks at
+ * every fragment in flight, under the module's lock; the pusher marks its
+ * fragment in flight and then looks at the flag, under no lock (both
+ * sequentially consistent: one of the two sees the other). Seen here: the
+ * lock's holder finished its pass, so a fragment still in flight is one it
+ * missed, taken out of flight here and reported as a failed send. */
+static __attribute__((noinline)) int frag_push_failed(struct bm_btl_sm_module *sm,
+                                                      struct bm_btl_sm_endpoint *dest,
+                                                      struct bm_btl_sm_frag *f)
+{
+    int rc = BM_OK;
+    bm_util_lock_take(&sm->lock);
+    if (f->in_flight && f->dest == dest) {
+        bm_btl_sm_frag_quarantine(sm, f, dest);
+        rc = BM_ERR_PEER_GONE;
+    }
+    bm_util_lock_give(&sm->lock);
+    return rc;
+}
+
+int bm_btl_sm_frag_push(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *dest,
+                        struct bm_btl_sm_frag *f, size_t len, bm_btl_tag_t tag, uint8_t hdr_flags)
 {
     struct bm_btl_sm_frag_hdr *hdr = f->hdr;
     hdr->len = (uint32_t)len;
     hdr->tag = tag;
     hdr->flags = hdr_flags;
     hdr->src = sm->rank;
-    f->dest = dest;
-    f->in_flight = true;
+    bool mt = sm->mt;
+    if (__builtin_expect(mt, 0)) {
+        __atomic_store_n(&f->dest, dest, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->in_flight, true, __ATOMIC_SEQ_CST);
+    } else {
+        f->dest = dest;
+        f->in_flight = true;
+    }
     bm_btl_sm_outstanding_add(dest, 1);
-    bm_btl_sm_count_add(&sm->in_flight, 1);
+    bm_btl_sm_count_add(mt, &sm->in_flight, 1);
     bm_util_xproc_release();
     bm_btl_sm_fifo_push(&dest->ctl->fifo, hdr, f->rptr, bm_btl_sm_resolve, sm);
     bm_btl_sm_bell_check(sm, dest);
+    if (__builtin_expect(mt, 0) && __atomic_load_n(&dest->failed, __ATOMIC_SEQ_CST))
+        return frag_push_failed(sm, dest, f);
+    return BM_OK;
+}
+
+bm_status_t bm_btl_sm_ep_attach_any(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
+{
+    if (__builtin_expect(!sm->mt, 1))
+        return bm_btl_sm_ep_attach(sm, ep);
+    if (__builtin_expect(__atomic_load_n(&sm->bases[ep->rank], __ATOMIC_ACQUIRE) != NULL, 1))
+        return BM_OK;
+    bm_btl_sm_enter(sm);
+    bm_status_t rc = bm_btl_sm_ep_attach(sm, ep);
+    bm_btl_sm_leave(sm);
+    return rc;
 }
 
 int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
@@ -125,9 +267,9 @@ int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
     struct bm_btl_sm_frag *f = (struct bm_btl_sm_frag *)des;
     if (tag >= BM_BTL_TAG_MAX)
         return BM_ERR_BAD_PARAM;
-    if (((struct bm_btl_sm_endpoint *)ep)->failed)
+    if (__atomic_load_n(&((struct bm_btl_sm_endpoint *)ep)->failed, __ATOMIC_RELAXED))
         return BM_ERR_PEER_GONE;
-    bm_status_t rc = bm_btl_sm_ep_attach(sm, (struct bm_btl_sm_endpoint *)ep);
+    bm_status_t rc = bm_btl_sm_ep_attach_any(sm, (struct bm_btl_sm_endpoint *)ep);
     if (rc != BM_OK)
         return rc;
     size_t len = des->seg[0].len;
@@ -142,8 +284,7 @@ int bm_btl_sm_send(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
     if (len > f->cap)
         return BM_ERR_NOT_AVAILABLE;
     f->internal = false;
-    bm_btl_sm_frag_push(sm, (struct bm_btl_sm_endpoint *)ep, f, len, tag, 0);
-    return BM_OK;
+    return bm_btl_sm_frag_push(sm, (struct bm_btl_sm_endpoint *)ep, f, len, tag, 0);
 }
 
 /* sendi's path when the fast box cannot take the message (sm_fbox.c):
@@ -165,7 +306,7 @@ int bm_btl_sm_sendi_fifo(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
         return BM_ERR_NOT_AVAILABLE;
     /* A ring in use implies a mapped segment: the first message to a peer
      * comes this way. */
-    bm_status_t rc = bm_btl_sm_ep_attach(sm, ep);
+    bm_status_t rc = bm_btl_sm_ep_attach_any(sm, ep);
     if (rc != BM_OK)
         return rc;
     struct bm_btl_sm_frag *f = bm_btl_sm_frag_take(sm, len);
@@ -178,8 +319,8 @@ int bm_btl_sm_sendi_fifo(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint 
         memcpy(data + hdr_len, payload, payload_len);
     f->des.order = order;
     f->internal = true;
-    bm_btl_sm_frag_push(sm, ep, f, len, tag, 0);
-    return BM_BTL_DONE;
+    rc = bm_btl_sm_frag_push(sm, ep, f, len, tag, 0);
+    return rc == BM_OK ? BM_BTL_DONE : rc;
 }
 
 /* One of our fragments came back: the receiver is done with it. Under
@@ -197,7 +338,7 @@ sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_hdr *hdr, bo
         goto out;
     f->in_flight = false;
     f->dest = NULL;
-    bm_btl_sm_count_add(&sm->in_flight, -1);
+    bm_btl_sm_count_add(sm->mt, &sm->in_flight, -1); /* flush polls without mt, locked */
     if (dest)
         bm_btl_sm_outstanding_add(dest, -1);
     if (f->amo) {
@@ -220,13 +361,8 @@ sm_frag_returned(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag_hdr *hdr, bo
         bm_util_lock_give(&sm->lock);
     if (cb)
         cb(&sm->super, (struct bm_btl_endpoint *)dest, &f->des, BM_OK);
-    if (owned) {
-        if (mt)
-            bm_util_lock_take(&sm->lock);
-        sm_frag_put(sm, f);
-        if (mt)
-            bm_util_lock_give(&sm->lock);
-    }
+    if (owned)
+        sm_frag_put(sm, f); /* the pool is lock-free under mt */
     return;
 out:
     if (mt)
@@ -304,12 +440,13 @@ static inline __attribute__((always_inline)) int sm_poll_fifo(struct bm_btl_sm_m
         bm_util_xproc_acquire();
         struct bm_btl_sm_frag_hdr *hdr = bm_btl_sm_resolve(sm, p);
         /* Under MPI_THREAD_MULTIPLE one of our own fragments in our FIFO is
-         * one coming back (sm never sends to its own process): its header
-         * was written by the thread that sent it, under the module's lock,
-         * so it is read under that lock (sm_frag_returned). The fragment's
-         * way through the peer orders the two in fact (release and acquire
-         * in both FIFOs), but ThreadSanitizer cannot follow another
-         * process. */
+         * one coming back (sm never sends to its own process), told by the
+         * pointer's rank, not by the header's flags, which the thread that
+         * sent it wrote (under no lock: bm_btl_sm_frag_push). The
+         * fragment's way through the peer orders the two in fact (release
+         * and acquire in both FIFOs), but ThreadSanitizer cannot follow
+         * another process; sm_frag_returned reads only the fragment's
+         * index, written when the pool grew. */
         if (mt ? bm_btl_sm_rptr_rank(p) == sm->rank : (hdr->flags & BM_BTL_SM_FRAG_F_RETURN))
             sm_frag_returned(sm, hdr, mt);
         else
