@@ -1,6 +1,7 @@
 /* The congestion control of a socket provider's connections
  * (BM_BTL_OFI_CONGESTION), as the tcp transport sets it on its own links
- * (src/btl/tcp/README.md "Congestion control"): on loopback the kernel's
+ * (src/btl/tcp/README.md "Congestion control"; both read the setting and
+ * set the option with util/tcpcc.h): on loopback the kernel's
  * default here, bbr, paces and costs each side about twice the CPU per byte
  * of reno. libfabric offers no hook for socket options (no provider
  * variable, no fi_setopt for it), and the providers (tcp under rxm, sockets)
@@ -20,10 +21,10 @@
 #define BM_LOG_SUBSYS "btl/ofi"
 #include "btl/ofi/ofi.h"
 #include "util/log.h"
+#include "util/tcpcc.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -35,8 +36,8 @@ void bm_btl_ofi_sock_init(struct bm_btl_ofi_module *m)
 {
     const char *cc = m->comp->cfg.congestion;
     m->cc = NULL;
-    if (!cc || !*cc || strcmp(cc, "default") == 0)
-        return;
+    if (!bm_util_tcpcc_name(cc, true))
+        return; /* the kernel's default everywhere */
     uint32_t f = m->info->addr_format;
     if (f != FI_SOCKADDR && f != FI_SOCKADDR_IN && f != FI_SOCKADDR_IN6)
         return; /* not a socket provider (shm, a NIC) */
@@ -44,8 +45,8 @@ void bm_btl_ofi_sock_init(struct bm_btl_ofi_module *m)
     memcpy(&fam, m->addr, sizeof(fam));
     if (m->addrlen < sizeof(struct sockaddr_in) || (fam != AF_INET && fam != AF_INET6))
         return;
-    m->cc_loopback_only = strcmp(cc, "auto") == 0;
-    m->cc = m->cc_loopback_only ? "reno" : cc;
+    m->cc_loopback_only = bm_util_tcpcc_auto(cc);
+    m->cc = bm_util_tcpcc_name(cc, true);
 }
 
 /* Address and port of a socket address (v4 or v6) for comparison. */
@@ -159,7 +160,6 @@ int bm_btl_ofi_sock_scan(struct bm_btl_ofi_module *m, const struct bm_btl_ofi_en
     if (!d)
         return 0;
     int self_fd = dirfd(d), changed = 0, found = 0;
-    const size_t cclen = strlen(m->cc);
     struct dirent *e;
     while ((e = readdir(d))) {
         char *end;
@@ -179,15 +179,10 @@ int bm_btl_ofi_sock_scan(struct bm_btl_ofi_module *m, const struct bm_btl_ofi_en
         if (getsockopt((int)fd, IPPROTO_TCP, TCP_CONGESTION, cur, &cl) == 0 &&
             strncmp(cur, m->cc, sizeof(cur)) == 0)
             continue; /* set already (an earlier walk) */
-        if (setsockopt((int)fd, IPPROTO_TCP, TCP_CONGESTION, m->cc, (socklen_t)cclen) == 0) {
+        if (bm_util_tcpcc_set((int)fd, m->cc, m->comp->cfg.congestion, &m->cc_told,
+                              "BM_BTL_OFI_CONGESTION", m->comp->rank, "provider connections")) {
             changed++;
             BM_OFI_COUNT(m, cc_set);
-        } else if (!m->cc_loopback_only &&
-                   !__atomic_exchange_n(&m->cc_told, true, __ATOMIC_RELAXED)) {
-            bm_log_warn("%s: BM_BTL_OFI_CONGESTION=%s: the kernel refused it on rank %d's provider "
-                        "connections (%s); they keep the kernel's default. Name one of "
-                        "/proc/sys/net/ipv4/tcp_allowed_congestion_control, or load its module",
-                        m->super.name, m->cc, m->comp->rank, strerror(errno));
         }
     }
     closedir(d);

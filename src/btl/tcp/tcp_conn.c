@@ -13,6 +13,7 @@
 #include "btl/tcp/tcp.h"
 #include "util/log.h"
 #include "util/siphash.h"
+#include "util/tcpcc.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -91,38 +92,14 @@ static const char *tcp_hs_check(const struct bm_btl_tcp_component *c,
 /* ---- sockets ------------------------------------------------------------------ */
 
 /* The congestion control BM_BTL_TCP_CONGESTION names for a link of a
- * loopback module or not (NULL: the kernel's default). On loopback the
- * algorithm has nothing to control, but it still decides how the kernel
- * sends: with bbr (pacing) a raw 1 MiB stream over loopback costs each side
- * 0.15 ms of CPU per MiB, with reno or cubic 0.08 (README "Congestion
- * control"). reno for auto because it is built into every kernel and every
- * process may set it (net.ipv4.tcp_allowed_congestion_control always has
- * it), where cubic may be refused to unprivileged processes. */
-static const char *tcp_congestion(const struct bm_btl_tcp_config *cfg, bool loopback)
-{
-    const char *cc = cfg->congestion;
-    if (!cc || !*cc || strcmp(cc, "default") == 0)
-        return NULL;
-    if (strcmp(cc, "auto") == 0)
-        return loopback ? "reno" : NULL;
-    return cc;
-}
-
+ * loopback module or not (util/tcpcc.h says what each value means and why
+ * auto is reno on loopback; README "Congestion control"). */
 static void tcp_set_congestion(struct bm_btl_tcp_component *comp, int fd, bool loopback)
 {
-    const char *cc = tcp_congestion(&comp->cfg, loopback);
-    if (!cc)
-        return;
-    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) == 0)
-        return;
-    /* auto's reno cannot be refused but by a kernel without it: quietly
-     * the default then. A named one is the user's choice: say it once. */
-    if (strcmp(comp->cfg.congestion, "auto") != 0 &&
-        !__atomic_exchange_n(&comp->congestion_told, true, __ATOMIC_RELAXED))
-        bm_log_warn("BM_BTL_TCP_CONGESTION=%s: the kernel refused it on rank %d's tcp links (%s); "
-                    "they keep the kernel's default. Name one of "
-                    "/proc/sys/net/ipv4/tcp_allowed_congestion_control, or load its module",
-                    cc, comp->rank, strerror(errno));
+    const char *cc = bm_util_tcpcc_name(comp->cfg.congestion, loopback);
+    if (cc)
+        bm_util_tcpcc_set(fd, cc, comp->cfg.congestion, &comp->congestion_told,
+                          "BM_BTL_TCP_CONGESTION", comp->rank, "tcp links");
 }
 
 static void tcp_set_sockopts(struct bm_btl_tcp_component *comp, int fd, bool loopback)
