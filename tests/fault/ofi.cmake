@@ -36,6 +36,8 @@
 #    programs over ofi, which locks for itself (contexts used concurrently).
 #  - ofi_kill: a peer SIGKILLed mid-stream is reported through the error
 #    callback with the provider's reason, nothing hangs.
+#  - ofi_acks_same_host_{auto,on}: no delivery acknowledgements between
+#    ranks of one host under auto, some when asked for.
 #  - ofi_netns_*: two network-namespace hosts (root): MPI point-to-point
 #    and one-sided (osc: libfabric RMA checked by the counters) across them
 #    over ofi, and a black-holed rail reported by ofi's timeout
@@ -196,6 +198,26 @@ if(TARGET p2p_tcp_congestion)
             ENV BM_BTL_OFI_PROVIDER_INCLUDE=tcp BM_BTL_OFI_DOMAIN_INCLUDE=lo
                 BM_BTL_OFI_CONGESTION=${mode})
         set_tests_properties(ofi_congestion_${mode} PROPERTIES SKIP_RETURN_CODE 77)
+    endforeach()
+endif()
+
+# Delivery acknowledgements (src/btl/ofi/ofi_ack.c) between two ranks of one
+# host, whose provider connection goes through lo (tests/mpi/p2p_sizes.c
+# over self,ofi on tcp;ofi_rxm, every size both ways): auto numbers none of
+# the messages, so no rank sends or carries an acknowledgement; on numbers
+# every descriptor send, and each rank sends or carries some. Either fails
+# if the other rule ran (before 2026-11-29 #5 auto numbered these too).
+if(TARGET p2p_sizes)
+    bm_scaled_timeout(t 120)
+    math(EXPR bmrun_t "${t} - 5")
+    set(ofi_acks_auto "^\\[ofi stats\\] rank [01] ofi:tcp;ofi_rxm:.* sends=[1-9][0-9]* .* acks_sent=0 acks_piggybacked=0 ")
+    set(ofi_acks_on "^\\[ofi stats\\] rank [01] ofi:tcp;ofi_rxm:.* acks_(sent|piggybacked)=[1-9]")
+    foreach(mode auto on)
+        add_test(NAME ofi_acks_same_host_${mode}
+            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/ofi_expect.sh -c 2 "${ofi_acks_${mode}}"
+                $<TARGET_FILE:bmrun> -n 2 --timeout ${bmrun_t} $<TARGET_FILE:p2p_sizes>)
+        set_tests_properties(ofi_acks_same_host_${mode} PROPERTIES TIMEOUT ${t} LABELS "mpi;btl"
+            ENVIRONMENT "BM_BTL=self,ofi;BM_BTL_OFI_PROVIDER_INCLUDE=tcp;BM_BTL_OFI_ACKS=${mode};BM_BTL_OFI_STATS=1")
     endforeach()
 endif()
 

@@ -95,7 +95,7 @@ int main(void)
     m->acks = true;
     m->ack_list = calloc(2, sizeof(*m->ack_list));
     pthread_mutex_init(&m->ack_lock, NULL);
-    BM_CHECK_EQ_INT(bm_btl_ofi_ack_ep_init(peer), BM_OK);
+    BM_CHECK_EQ_INT(bm_btl_ofi_ack_ep_init(peer, false), BM_OK);
     struct bm_btl_endpoint *bep = (struct bm_btl_endpoint *)peer;
 
     /* Message 5 of the peer's stream 0 arrived: we owe its acknowledgement. */

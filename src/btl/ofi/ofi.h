@@ -295,7 +295,8 @@ struct bm_btl_ofi_endpoint {
      * operation), 0 when none is pending. */
     atomic_int fail_pending;
     /* delivery acknowledgements (ofi_ack.c), when the module uses them */
-    struct bm_btl_ofi_stream *tx; /* [m->nctx], under each context's lock */
+    struct bm_btl_ofi_stream *tx; /* [m->nctx], under each context's lock; NULL: our
+                                   * messages need no acknowledgement (same host) */
     _Atomic uint32_t *rx_seq;     /* [BM_OFI_MAX_CTX]: highest number seen per peer stream */
     _Atomic uint64_t ack_due;     /* peer streams whose acknowledgement is owed */
     atomic_bool ack_listed;       /* on the module's list of owed acknowledgements */
@@ -386,6 +387,7 @@ struct bm_btl_ofi_module {
     size_t min_multi_recv; /* FI_OPT_MIN_MULTI_RECV: a buffer is released below this room */
     bool closing;          /* finalize: receive buffers are not posted again */
     bool acks;             /* our own delivery acknowledgements (socket providers) */
+    bool acks_same_host;   /* ... also towards peers whose connection goes through lo (on) */
     const char *cc; /* congestion control for the provider's sockets (ofi_sock.c), NULL none */
     bool cc_loopback_only;    /* ... only on those whose both ends are this host (auto) */
     bool cc_told;             /* the kernel refused a named algorithm: warned once */
@@ -422,6 +424,10 @@ void bm_btl_ofi_sock_init(struct bm_btl_ofi_module *m);
 /* Keeps the peer's provider address for the walk below; a peer whose
  * connection auto leaves alone (not on this host) is never walked for. */
 void bm_btl_ofi_sock_ep_init(struct bm_btl_ofi_endpoint *ep, const void *addr, size_t len);
+/* The provider connection between m and the peer at provider address addr
+ * goes through this host's loopback device: both socket addresses, and the
+ * same IP address or both loopback ones. */
+bool bm_btl_ofi_sock_local(const struct bm_btl_ofi_module *m, const void *addr, size_t len);
 /* Gives the provider's connected sockets of the module m->cc (slow: walks
  * /proc/self/fd); returns how many it changed. */
 int bm_btl_ofi_sock_scan(struct bm_btl_ofi_module *m, const struct bm_btl_ofi_endpoint *ep);
@@ -732,8 +738,11 @@ int bm_btl_ofi_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
 
 /* ---- ofi_ack.c: delivery acknowledgements ---------------------------------------------- */
 
-/* Stream state of a new endpoint (nothing when the module uses no acks). */
-bm_status_t bm_btl_ofi_ack_ep_init(struct bm_btl_ofi_endpoint *ep);
+/* Stream state of a new endpoint (nothing when the module uses no acks).
+ * same_host: the peer runs on this node and our provider connection to it
+ * goes through lo; then, under BM_BTL_OFI_ACKS=auto, our messages to it are
+ * not numbered (no ep->tx) but its numbered ones are still acknowledged. */
+bm_status_t bm_btl_ofi_ack_ep_init(struct bm_btl_ofi_endpoint *ep, bool same_host);
 void bm_btl_ofi_ack_ep_fini(struct bm_btl_ofi_endpoint *ep);
 /* Fill the header of a message to ep leaving from ctx: number it when
  * tracked (ctx lock held), piggyback an owed acknowledgement. */

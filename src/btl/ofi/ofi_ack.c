@@ -23,7 +23,14 @@
  * peer may have some of them: the PML drops duplicates). Untracked
  * messages (sendi, transport messages) carry acknowledgements but need
  * none. Providers whose completions do prove delivery (NICs, shm) skip all
- * of this: the header fields stay zero. */
+ * of this: the header fields stay zero. So do, under auto, our messages to a
+ * peer on this node whose connection goes through lo (same IP address, or
+ * both loopback ones): the loss above needs a path that drops what the
+ * kernel took, and lo delivers into the peer's socket inside the send or
+ * keeps it queued on ours, where only the death of one of the two
+ * processes loses it (and then no other path could resend it either). Such
+ * a peer still acknowledges whatever numbered messages come to it, so the
+ * two sides need not decide alike. BM_BTL_OFI_ACKS=on numbers them too. */
 #define BM_LOG_SUBSYS "btl/ofi"
 #include "btl/ofi/ofi.h"
 #include "util/log.h"
@@ -49,14 +56,18 @@ static inline struct bm_btl_ofi_frag *frag_of_link(struct bm_util_list_node *n)
     return bm_util_container_of(n, struct bm_btl_ofi_frag, ack_link);
 }
 
-bm_status_t bm_btl_ofi_ack_ep_init(struct bm_btl_ofi_endpoint *ep)
+bm_status_t bm_btl_ofi_ack_ep_init(struct bm_btl_ofi_endpoint *ep, bool same_host)
 {
     struct bm_btl_ofi_module *m = ep->m;
     if (!m->acks)
         return BM_OK;
-    ep->tx = calloc((size_t)m->nctx, sizeof(*ep->tx));
     ep->rx_seq = calloc(BM_OFI_MAX_CTX, sizeof(*ep->rx_seq));
-    if (!ep->tx || !ep->rx_seq) {
+    if (!ep->rx_seq)
+        return BM_ERR_NO_MEMORY;
+    if (same_host && !m->acks_same_host)
+        return BM_OK; /* our messages to it go unnumbered (file comment) */
+    ep->tx = calloc((size_t)m->nctx, sizeof(*ep->tx));
+    if (!ep->tx) {
         bm_btl_ofi_ack_ep_fini(ep);
         return BM_ERR_NO_MEMORY;
     }
@@ -102,7 +113,7 @@ void bm_btl_ofi_ack_hdr(struct bm_btl_ofi_context *ctx, struct bm_btl_ofi_endpoi
     h->reserved2 = 0;
     if (!m->acks)
         return;
-    if (tracked)
+    if (tracked && ep->tx)
         h->seq = ++ep->tx[ctx->index].tx_seq;
     /* Piggyback one owed acknowledgement (the lowest stream that is due). */
     uint64_t due = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
@@ -187,7 +198,7 @@ void bm_btl_ofi_ack_apply(struct bm_btl_ofi_endpoint *ep, unsigned stream, uint3
 
 void bm_btl_ofi_ack_received(struct bm_btl_ofi_endpoint *ep, const struct bm_btl_ofi_hdr *h)
 {
-    if (!ep->tx)
+    if (!ep->rx_seq)
         return;
     if (h->flags & BM_BTL_OFI_HDR_F_ACK)
         bm_btl_ofi_ack_apply(ep, h->ack_ctx, h->ack);

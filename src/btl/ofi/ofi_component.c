@@ -110,7 +110,9 @@ static const struct bm_param ofi_params[] = {
      "Confirm the delivery of every message with our own acknowledgements (piggybacked on "
      "replies, else one short message per progress call) before reporting it sent. auto: for "
      "the socket providers across a network, whose completions do not prove delivery (a "
-     "message lost with a failed link would be lost for good: the PML could not resend it).",
+     "message lost with a failed link would be lost for good: the PML could not resend it), "
+     "except towards a peer on this host whose connection goes through lo. on: towards every "
+     "peer.",
      OFI_CFG(acks), 0},
     {"BM_BTL_OFI_STATS", BM_PARAM_BOOL, "0", 0, 0, NULL,
      "Print each module's counters (messages, RMA, atomics, acknowledgements, probes, path "

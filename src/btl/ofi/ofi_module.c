@@ -189,6 +189,7 @@ bm_status_t bm_btl_ofi_module_open(struct bm_btl_ofi_component *comp, int index,
      * delivery: the socket providers across a network (ofi_ack.c). */
     m->acks = cfg->acks == BM_OFI_ACKS_ON ||
               (cfg->acks == BM_OFI_ACKS_AUTO && m->software && !m->loopback);
+    m->acks_same_host = cfg->acks == BM_OFI_ACKS_ON;
     m->ack_list = calloc((size_t)comp->size, sizeof(*m->ack_list));
     if (!m->ack_list)
         goto err;
@@ -497,7 +498,11 @@ static struct bm_btl_ofi_endpoint *endpoint_create(struct bm_btl_ofi_module *m, 
              m->prov_name);
     if (ep->peer_nrx > 1 && (!m->sep || (1 << m->rx_ctx_bits) < ep->peer_nrx))
         ep->peer_nrx = 1; /* we cannot address its contexts: its first one takes everything */
-    if (bm_btl_ofi_ack_ep_init(ep) != BM_OK) {
+    /* A peer on this node whose connection goes through lo: nothing
+     * between the kernel and the peer's socket can be lost (ofi_ack.c). */
+    bool same_host = bm_btl_rte_node_of(m->comp->rte, rank) == m->comp->node &&
+                     bm_btl_ofi_sock_local(m, addr, r->addrlen);
+    if (bm_btl_ofi_ack_ep_init(ep, same_host) != BM_OK) {
         free(ep);
         return NULL;
     }

@@ -150,6 +150,13 @@ void bm_btl_ofi_sock_ep_init(struct bm_btl_ofi_endpoint *ep, const void *addr, s
     atomic_store_explicit(&ep->cc_seen, !walk, memory_order_relaxed);
 }
 
+bool bm_btl_ofi_sock_local(const struct bm_btl_ofi_module *m, const void *addr, size_t len)
+{
+    struct sa_key mine, peer;
+    return sa_key_of(m->addr, m->addrlen, &mine) && sa_key_of(addr, len, &peer) &&
+           local_route(&mine, &peer);
+}
+
 int bm_btl_ofi_sock_scan(struct bm_btl_ofi_module *m, const struct bm_btl_ofi_endpoint *ep)
 {
     struct sa_key mine, peer;
