@@ -657,6 +657,23 @@ bool bm_pml_match_take_seq(struct bm_pml_request *req, uint32_t *seq_out)
     return true;
 }
 
+bool bm_pml_match_take_early(uint32_t cid, int src, int tag, uint32_t *seq_out)
+{
+    struct bm_pml_ctx *ctx = ctx_get(cid);
+    if (ctx->nposted != 0)
+        return false;
+    struct bm_pml_srcstate *st = ctx_src(ctx, src);
+    if (st->held || find_unexpected(ctx, src, tag))
+        return false;
+    *seq_out = st->expected;
+    return true;
+}
+
+void bm_pml_match_taken_early(uint32_t cid, int src)
+{
+    ctx_get(cid)->srcs[src].expected++;
+}
+
 void bm_pml_match_taken(struct bm_pml_request *req)
 {
     struct bm_pml_ctx *ctx = req->ctx;

@@ -110,8 +110,10 @@ static const struct bm_param pml_params[] = {
      "fast boxes), and when the next message from that source is the one it waits for, takes "
      "it straight into its buffer instead of through the receive callback and the match "
      "queues (sm 8-byte ping-pong: about 200 fewer instructions per message on the path "
-     "from its arrival to the answer). Anything else is delivered by progress as usual. 0: "
-     "off.",
+     "from its arrival to the answer). Before it is posted at all, while nothing is posted on "
+     "its communicator and nothing of that source and tag waits unexpected, it looks 16 times "
+     "this many times without progress passes, and a message taken then needs no request. "
+     "Anything else is delivered by progress as usual. 0: off.",
      offsetof(struct bm_pml_config, recv_take), 0},
 };
 static const struct bm_param_table pml_table = {"pml", pml_params, BM_PARAM_COUNT(pml_params)};

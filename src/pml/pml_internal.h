@@ -402,6 +402,9 @@ struct bm_pml_state {
     /* Blocking receives whose message the transport handed over directly
      * (recv.c bm_pml_recv_blocking, BM_PML_RECV_TAKE), for tests. */
     uint64_t recv_taken;
+    /* Those of them taken before the receive was posted (recv.c
+     * recv_take_early), for tests. */
+    uint64_t recv_taken_early;
     /* FRAGs packed while their RNDV waited for its ACK and sent as packed
      * (send.c, BM_PML_PACK_AHEAD), and those freed unsent (the ACK asked
      * for another range or another path was chosen), for tests (atomic). */
@@ -567,6 +570,13 @@ void bm_pml_match_incoming(int peer_world, const void *frag, size_t len);
  * unposts req and counts the message as matched. */
 bool bm_pml_match_take_seq(struct bm_pml_request *req, uint32_t *seq_out);
 void bm_pml_match_taken(struct bm_pml_request *req);
+/* The same before a receive of (src, tag) on cid is posted at all
+ * (recv.c recv_take_early): true when no receive is posted in the
+ * context, nothing from src is held early and no message of (src, tag)
+ * waits unexpected (it would match first); bm_pml_match_taken_early then
+ * counts the taken message as matched. */
+bool bm_pml_match_take_early(uint32_t cid, int src, int tag, uint32_t *seq_out);
+void bm_pml_match_taken_early(uint32_t cid, int src);
 /* The same, as a header segment of exactly the header's size plus the payload. */
 void bm_pml_match_incoming_split(int peer_world, const void *hdr, size_t hdr_len, const void *data,
                                  size_t data_len);

@@ -6,13 +6,16 @@
  * a message with another tag ahead of the awaited one, a message longer
  * than the buffer (MPI_ERR_TRUNCATE), rendezvous sizes, zero bytes into a
  * NULL buffer, wildcard receives, and an earlier posted receive that the
- * same message matches first. Two ranks. */
+ * same message matches first. A message already in the fast box is taken
+ * before the receive is posted, but never ahead of one of the same source
+ * and tag already waiting unexpected. Two ranks. */
 #include "bm_test.h"
 #include "pml/pml_internal.h"
 
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, size;
 
@@ -51,6 +54,73 @@ static void test_pingpong(void)
                      (unsigned long long)taken);
     else
         BM_CHECK_MSG(taken > 0, "rank %d: none of 2000 blocking receives was taken from sm", rank);
+}
+
+/* A message that is in the fast box before the blocking receive is made
+ * is taken before anything is posted (recv_take_early): rank 1 sleeps,
+ * so no progress pass can have moved it elsewhere. Its data and status
+ * are checked; the early counter moves (stays 0 with the take off). A
+ * round where rank 0 was not scheduled in time to send during the sleep
+ * (a loaded host) is played again, up to 50 rounds. */
+static void test_early(void)
+{
+    const char *env = getenv("BM_PML_RECV_TAKE");
+    bool off = env && strcmp(env, "0") == 0;
+    int done = 0;
+    for (int round = 0; round < 50 && !done; round++) {
+        uint64_t v = 0x1122334455667788u + (uint64_t)round, got = 0;
+        if (rank == 0) {
+            MPI_Send(&v, 8, MPI_BYTE, 1, 13, MPI_COMM_WORLD);
+            MPI_Recv(&done, 1, MPI_INT, 1, 17, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            continue;
+        }
+        uint64_t before = bm_pml_g.recv_taken_early;
+        usleep(20000);
+        MPI_Status st;
+        MPI_Recv(&got, 8, MPI_BYTE, 0, 13, MPI_COMM_WORLD, &st);
+        uint64_t early = bm_pml_g.recv_taken_early - before;
+        int count = -1;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        BM_CHECK(got == v);
+        BM_CHECK_EQ_INT(count, 8);
+        BM_CHECK_EQ_INT(st.MPI_SOURCE, 0);
+        BM_CHECK_EQ_INT(st.MPI_TAG, 13);
+        if (off)
+            BM_CHECK_MSG(early == 0, "%llu receives taken early with BM_PML_RECV_TAKE=0",
+                         (unsigned long long)early);
+        done = off || early == 1;
+        MPI_Send(&done, 1, MPI_INT, 0, 17, MPI_COMM_WORLD);
+    }
+    if (rank == 1)
+        BM_CHECK_MSG(done, "a message waiting in the fast box was never taken before posting");
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* A message of the awaited source and tag already waiting unexpected
+ * matches before the next one in the fast box: rank 1's receive of tag 15
+ * leaves A (tag 14, ahead of it in the ring) to progress, which queues it
+ * unexpected; B (tag 14) then waits in the ring while rank 1 sleeps. The
+ * first receive of tag 14 must get A, not take B. */
+static void test_unexpected_first(void)
+{
+    int a = 41, b = 42, c = 43, go = 0, x = 0;
+    if (rank == 0) {
+        MPI_Send(&a, 1, MPI_INT, 1, 14, MPI_COMM_WORLD);
+        MPI_Send(&c, 1, MPI_INT, 1, 15, MPI_COMM_WORLD);
+        MPI_Recv(&go, 1, MPI_INT, 1, 16, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(&b, 1, MPI_INT, 1, 14, MPI_COMM_WORLD);
+    } else {
+        usleep(20000);
+        MPI_Recv(&x, 1, MPI_INT, 0, 15, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        BM_CHECK_EQ_INT(x, 43);
+        MPI_Send(&go, 1, MPI_INT, 0, 16, MPI_COMM_WORLD);
+        usleep(20000);
+        MPI_Recv(&x, 1, MPI_INT, 0, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        BM_CHECK_EQ_INT(x, 41);
+        MPI_Recv(&x, 1, MPI_INT, 0, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        BM_CHECK_EQ_INT(x, 42);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 /* Tag 1 is sent before tag 2; rank 1 waits for tag 2 first: the take
@@ -154,6 +224,8 @@ int main(int argc, char **argv)
     BM_CHECK_EQ_INT(size, 2);
     if (size == 2) {
         BM_RUN(test_pingpong);
+        BM_RUN(test_early);
+        BM_RUN(test_unexpected_first);
         BM_RUN(test_other_first);
         BM_RUN(test_truncate);
         BM_RUN(test_sizes_wildcards);

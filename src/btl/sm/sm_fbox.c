@@ -255,17 +255,22 @@ static __attribute__((noinline)) int64_t sm_take(struct bm_btl_sm_fbox_rx *rx, b
 }
 
 /* The look of a waiting receive: a few loads and branches when nothing is
- * there, the rest out of line (sm_take). */
+ * there, the rest out of line (sm_take). An empty ring with fragments in
+ * our FIFO answers OTHER: the message may be among them (a sender whose
+ * fragments were out, or whose ring is not backed yet), and progress
+ * delivers them; a caller that only looks would otherwise wait for its
+ * look budget with the message already here. */
 int64_t bm_btl_sm_recv_take(struct bm_btl_module *m, struct bm_btl_endpoint *bep, bm_btl_tag_t tag,
                             const void *key, size_t key_len, void *buf, size_t cap)
 {
+    struct bm_btl_sm_module *sm = (struct bm_btl_sm_module *)m;
     struct bm_btl_sm_endpoint *ep = (struct bm_btl_sm_endpoint *)bep;
     struct bm_btl_sm_fbox_rx *rx = &ep->rx;
-    if (__builtin_expect(
-            !ep->fbox || ((struct bm_btl_sm_module *)m)->mt || rx->depth != 0 || ep->failed, 0))
+    if (__builtin_expect(!ep->fbox || sm->mt || rx->depth != 0 || ep->failed, 0))
         return BM_BTL_TAKE_OTHER;
     if (!bm_btl_sm_fbox_ready(rx))
-        return BM_BTL_TAKE_NONE;
+        return bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader) ? BM_BTL_TAKE_OTHER
+                                                                 : BM_BTL_TAKE_NONE;
     return sm_take(rx, tag, key, key_len, buf, cap);
 }
 
