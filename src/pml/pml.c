@@ -115,6 +115,12 @@ static const struct bm_param pml_params[] = {
      "this many times without progress passes, and a message taken then needs no request. "
      "Anything else is delivered by progress as usual. 0: off.",
      offsetof(struct bm_pml_config, recv_take), 0},
+    {"BM_PML_RECV_TAKE_MAX", BM_PARAM_SIZE, "32", 0, 4096, NULL,
+     "Largest buffer (bytes) of a blocking receive that takes its message from the transport "
+     "(BM_PML_RECV_TAKE). 32 bytes of payload fit one sm fast-box unit with its word and the "
+     "MATCH header; 64-256 B measured slower with the take at load 7 (2026-11-29) and faster "
+     "at load 40 with the take before posting: for measuring on a quiet host.",
+     offsetof(struct bm_pml_config, recv_take_max), 0},
 };
 static const struct bm_param_table pml_table = {"pml", pml_params, BM_PARAM_COUNT(pml_params)};
 BM_PARAM_TABLE_REGISTER(pml_table);

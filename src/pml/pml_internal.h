@@ -40,6 +40,7 @@ struct bm_pml_config {
     int stats;              /* BM_PML_STATS: print lock counters at finalize */
     int exit_drain_ms;      /* BM_PML_EXIT_DRAIN_MS: exit without MPI_Finalize */
     int recv_take;          /* BM_PML_RECV_TAKE: transport looks per progress pass (0: off) */
+    size_t recv_take_max;   /* BM_PML_RECV_TAKE_MAX: largest receive buffer that takes */
 };
 
 /* ---- match queues ----------------------------------------------------------

@@ -156,16 +156,21 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
     return st.error == BM_OK ? BM_OK : (bm_status_t)st.error;
 }
 
-/* Only receives of at most this many bytes wait this way. Larger ones
- * measured slower (sm, block minima at load 7: 128 B 0.185 -> 0.237 us,
- * 256 B 0.205 -> 0.256, 64 B 0.172 -> 0.181 when the look did not take
- * it), also with one look per pass and with the take refused for messages
- * of more than one fast-box unit: the waiting side's frequent looks at the
- * line the sender is still filling (a message of several lines is
- * published by a last store into its first line) seem to take that line
- * back from the sender between its stores (not shown). 32 bytes of
- * payload fit one 64-byte unit with sm's word and the MATCH header. */
-#define RECV_TAKE_CAP_MAX 32
+/* Only receives of at most BM_PML_RECV_TAKE_MAX (32) bytes wait this way.
+ * Larger ones measured slower (sm, block minima at load 7: 128 B 0.185 ->
+ * 0.237 us, 256 B 0.205 -> 0.256, 64 B 0.172 -> 0.181 when the look did
+ * not take it), also with one look per pass and with the take refused for
+ * messages of more than one fast-box unit: the waiting side's frequent
+ * looks at the line the sender is still filling (a message of several
+ * lines is published by a last store into its first line) seem to take
+ * that line back from the sender between its stores (not shown). With the
+ * take before posting (recv_take_early) and the vCPUs' line transfers ~10x
+ * slower (load 40, BM_PML_WAIT_MODE=spin, rdtsc round trips, 3 interleaved
+ * rounds, lowest-decile means in ticks) a limit of 256 measured faster
+ * instead: 64 B 1847/1839/1853 -> 1578/1544/1517, 256 B 1870/1670/1576 ->
+ * 1611/1514/1522, 8 B unchanged. Which holds on a quiet host is open, so
+ * the limit is a parameter. 32 bytes of payload fit one 64-byte unit with
+ * sm's word and the MATCH header. */
 
 /* A blocking receive taking its message from the transport (btl.h
  * recv_take): req is posted as usual, and while it is the only receive
@@ -274,8 +279,8 @@ static __attribute__((noinline)) bool recv_take_early(void *buf, size_t capacity
 bm_status_t bm_pml_recv_blocking(void *buf, size_t capacity, uint32_t cid, int src, int tag,
                                  int src_world, struct bm_pml_status *status_out)
 {
-    bool take = src_world >= 0 && tag >= 0 && capacity <= RECV_TAKE_CAP_MAX && bm_pml_g.st &&
-                bm_pml_g.cfg.recv_take > 0;
+    bool take = src_world >= 0 && tag >= 0 && capacity <= bm_pml_g.cfg.recv_take_max &&
+                bm_pml_g.st && bm_pml_g.cfg.recv_take > 0;
     if (take && (buf || capacity == 0) &&
         recv_take_early(buf, capacity, cid, src, tag, src_world, status_out))
         return BM_OK;

@@ -59,41 +59,51 @@ static void test_pingpong(void)
 /* A message that is in the fast box before the blocking receive is made
  * is taken before anything is posted (recv_take_early): rank 1 sleeps,
  * so no progress pass can have moved it elsewhere. Its data and status
- * are checked; the early counter moves (stays 0 with the take off). A
- * round where rank 0 was not scheduled in time to send during the sleep
- * (a loaded host) is played again, up to 50 rounds. */
-static void test_early(void)
+ * are checked; the early counter moves by one when the take is on and the
+ * buffer within BM_PML_RECV_TAKE_MAX, and stays put otherwise. A round
+ * where rank 0 was not scheduled in time to send during the sleep (a
+ * loaded host) is played again, up to 50 rounds. */
+static void early_len(int len)
 {
     const char *env = getenv("BM_PML_RECV_TAKE");
-    bool off = env && strcmp(env, "0") == 0;
+    bool expect = !(env && strcmp(env, "0") == 0) && (size_t)len <= bm_pml_g.cfg.recv_take_max;
+    unsigned char msg[256], got[256];
     int done = 0;
     for (int round = 0; round < 50 && !done; round++) {
-        uint64_t v = 0x1122334455667788u + (uint64_t)round, got = 0;
+        bm_test_fill(msg, (size_t)len, round + len);
         if (rank == 0) {
-            MPI_Send(&v, 8, MPI_BYTE, 1, 13, MPI_COMM_WORLD);
+            MPI_Send(msg, len, MPI_BYTE, 1, 13, MPI_COMM_WORLD);
             MPI_Recv(&done, 1, MPI_INT, 1, 17, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             continue;
         }
         uint64_t before = bm_pml_g.recv_taken_early;
         usleep(20000);
         MPI_Status st;
-        MPI_Recv(&got, 8, MPI_BYTE, 0, 13, MPI_COMM_WORLD, &st);
+        memset(got, 0, sizeof(got));
+        MPI_Recv(got, len, MPI_BYTE, 0, 13, MPI_COMM_WORLD, &st);
         uint64_t early = bm_pml_g.recv_taken_early - before;
         int count = -1;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        BM_CHECK(got == v);
-        BM_CHECK_EQ_INT(count, 8);
+        BM_CHECK_EQ_INT(memcmp(got, msg, (size_t)len), 0);
+        BM_CHECK_EQ_INT(count, len);
         BM_CHECK_EQ_INT(st.MPI_SOURCE, 0);
         BM_CHECK_EQ_INT(st.MPI_TAG, 13);
-        if (off)
-            BM_CHECK_MSG(early == 0, "%llu receives taken early with BM_PML_RECV_TAKE=0",
-                         (unsigned long long)early);
-        done = off || early == 1;
+        if (!expect)
+            BM_CHECK_MSG(early == 0, "%d bytes: %llu receives taken early (take %s, limit %zu)",
+                         len, (unsigned long long)early, env ? env : "default",
+                         bm_pml_g.cfg.recv_take_max);
+        done = !expect || early == 1;
         MPI_Send(&done, 1, MPI_INT, 0, 17, MPI_COMM_WORLD);
     }
     if (rank == 1)
-        BM_CHECK_MSG(done, "a message waiting in the fast box was never taken before posting");
+        BM_CHECK_MSG(done, "%d bytes waiting in the fast box were never taken before posting", len);
     MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void test_early(void)
+{
+    early_len(8);
+    early_len(200);
 }
 
 /* A message of the awaited source and tag already waiting unexpected
