@@ -3,7 +3,7 @@
 # the physical-limit probes of bench/limits, which need no MPI. The MPI
 # programs and their smoke tests exist only once the MPI layer (include/mpi.h)
 # does, so this file never breaks the build before it lands.
-set(BM_BENCH_LIMITS shm_pingpong shm_ring_pingpong memcpy_bw cma_bw net_pingpong)
+set(BM_BENCH_LIMITS shm_pingpong shm_ring_pingpong memcpy_bw cma_bw cma_pieces net_pingpong)
 foreach(prog ${BM_BENCH_LIMITS})
     if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/limits/${prog}.c)
         add_executable(bm_limit_${prog} limits/${prog}.c)

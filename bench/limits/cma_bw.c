@@ -66,25 +66,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "cma_bw: cannot allocate 2 x %zu bytes\n", max);
         return 1;
     }
-    int ready[2];
-    if (pipe(ready) != 0) {
-        perror("cma_bw: pipe");
+    pid_t pid = bm_limits_fork_owner("cma_bw", src, max, 0x5a);
+    if (pid < 0)
         return 1;
-    }
-    pid_t pid = bm_limits_fork_pinned("cma_bw");
-    if (pid == 0) {
-        memset(src, 0x5a, max);
-        char c = 1;
-        if (write(ready[1], &c, 1) != 1)
-            _exit(1);
-        pause();
-        _exit(0);
-    }
-    char c;
-    if (read(ready[0], &c, 1) != 1) {
-        fprintf(stderr, "cma_bw: child did not start\n");
-        return 1;
-    }
     bm_limits_pin(0);
     memset(dst, 0, max);
     printf("# process_vm_readv from a child process, best of %d trials of %.2g s\n", TRIALS,

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +45,37 @@ static inline pid_t bm_limits_fork_pinned(const char *who)
     }
     if (pid == 0)
         bm_limits_pin(1);
+    return pid;
+}
+
+/* For the cross-memory probes: forks a child pinned to CPU 1 that fills
+ * the n bytes at buf with byte (so that those pages are its own, not shared
+ * with this process after the fork) and then waits to be killed; returns
+ * once it has, with its pid, or -1 (said on stderr with who's name). */
+static inline pid_t bm_limits_fork_owner(const char *who, unsigned char *buf, size_t n, int byte)
+{
+    int ready[2];
+    if (pipe(ready) != 0) {
+        fprintf(stderr, "%s: pipe failed\n", who);
+        return -1;
+    }
+    pid_t pid = bm_limits_fork_pinned(who);
+    if (pid == 0) {
+        memset(buf, byte, n);
+        char c = 1;
+        if (write(ready[1], &c, 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char c;
+    ssize_t got = read(ready[0], &c, 1);
+    close(ready[0]);
+    close(ready[1]);
+    if (got != 1) {
+        fprintf(stderr, "%s: child did not start\n", who);
+        return -1;
+    }
     return pid;
 }
 
