@@ -116,15 +116,6 @@ fi
 ok "single-node Slurm up ($CPUS CPUs, controller port $CTLD_PORT)"
 plugins=$(srun --mpi=list 2>&1)
 
-# A fence under this launcher waits for the last rank: rank 1 sleeps before it
-# fences, and every rank must report that both of its fences waited for it.
-expect_late() {
-    expect_rc "$1" 0
-    [ "$(grep -c 'both fences waited for rank 1 (progressed)$' "$T/$1.out")" -eq 3 ] &&
-        ok "$1: $2 fences waited for the last rank" ||
-        fail "$1: expected 3 'both fences waited' lines"
-}
-
 
 if echo "$plugins" | grep -q pmix; then
     run default timeout 60 srun -n 2 "$MPIPROG" "$TOKEN"

@@ -58,6 +58,15 @@ expect_rc() { # name want
     fi
 }
 
+# A launcher_rank "late 1" job of 3 ranks (name label): rank 1 sleeps before
+# each fence, so every rank must report that both of its fences waited for it.
+expect_late() {
+    expect_rc "$1" 0
+    [ "$(grep -c 'both fences waited for rank 1 (progressed)$' "$T/$1.out")" -eq 3 ] &&
+        ok "$1: $2 fences waited for the last rank" ||
+        fail "$1: expected 3 'both fences waited' lines"
+}
+
 # expect_stream NAME out|err REGEX: the run's stdout or stderr has a line matching REGEX
 expect_stream() {
     if grep -Eq -- "$3" "$T/$1.$2"; then
