@@ -1,10 +1,11 @@
 /* The crowded rule of the collective choice (src/mpi/coll_select.c): on a
  * host with more ranks than cores an alltoall of large blocks posts every
  * transfer at once (alltoall.linear) instead of exchanging pairwise, one
- * peer per step (alltoall.pairwise). The rule needs the communicator's
- * shared-memory segment, which the first collective makes; here the first
- * collective is itself such an alltoall (64 KiB blocks: too large for the
- * segment's large area where ranks share cores), which must already get
+ * peer per step (alltoall.pairwise). The rule asks only what every rank
+ * sees alike (all ranks on this host, the host oversubscribed: ff5c9e2),
+ * not whether the communicator's shared-memory segment exists yet; here the
+ * first collective is itself such an alltoall (64 KiB blocks: too large for
+ * the segment's large area where ranks share cores), which must already get
  * the linear algorithm. Then broadcasts of 64 KiB on these few ranks that
  * share cores (BM_MPI_COLL_SM_CROWDED_BCAST_COPY) must reach a reader on the
  * root's CPU through the large area (sm.near) and a reader on another CPU
