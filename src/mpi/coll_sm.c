@@ -166,15 +166,12 @@ size_t bm_coll_sm_capacity(const struct bm_mpi_coll_comm *cc)
     return cc->sm_state == SM_ON ? cc->sm->slot - DATA_OFF : 0;
 }
 
-/* Ranks share cores: the job oversubscribes this host, or was told to
- * yield when idle (BM_PML_IDLE_YIELD: namespaces standing for hosts share
- * the cores). As every rank of the host sees it (bm_pml_host_shares_cores),
- * not this rank's own setting: where the data goes (area_step) and how a
- * barrier's ranks wait must be the same on every rank. */
-static bool sharing_cores(void)
-{
-    return bm_pml_host_shares_cores();
-}
+/* Whether ranks share cores (the job oversubscribes this host, or a rank
+ * of it was told to yield when idle: namespaces standing for hosts share
+ * the cores) is asked of bm_pml_host_shares_cores, as every rank of the
+ * host sees it, never of this rank's own setting: where the data goes
+ * (area_step) and how a barrier's ranks wait must be the same on every
+ * rank. */
 
 bool bm_coll_sm_can_copy(const struct bm_mpi_coll_comm *cc)
 {
@@ -565,7 +562,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
             sm->world[r] = bm_mpi_comm_world_rank(comm, r);
         bm_pml_am_register(BM_PML_AM_COLL, wake_am, NULL);
     }
-    sm->sharing = sharing_cores();
+    sm->sharing = bm_pml_host_shares_cores();
     sm->yields = sm->sharing && !bm_pml_wait_spins();
     sm->every = sm->sharing || sm->rings ? POLLS_PER_PROGRESS : POLLS_PER_PROGRESS_OWN;
     sm->copy_ok = all_agree(comm, copy_paths(comm, sm), fn);
