@@ -29,12 +29,13 @@ static const struct bm_param pml_params[] = {
     {"BM_PML_FRAG_SIZE", BM_PARAM_SIZE, "0", 0, 1LL << 30, NULL,
      "Cap on the payload of one rendezvous fragment; 0 uses each transport's max_send_size.",
      offsetof(struct bm_pml_config, frag_size_max), 0},
-    {"BM_PML_PACK_FRAG_SIZE", BM_PARAM_SIZE, "64k", 0, 1LL << 30, NULL,
+    {"BM_PML_PACK_FRAG_SIZE", BM_PARAM_SIZE, "128k", 0, 1LL << 30, NULL,
      "Cap on a rendezvous fragment (header included) of a non-contiguous message, which is "
      "packed into a transport buffer: the receiver unpacks one fragment while the sender packs "
      "the next, and the buffer comes from the transport's pool (tcp keeps eager-sized ones, "
-     "64 KiB; larger ones are allocated per fragment). 0: only BM_PML_FRAG_SIZE and the "
-     "transport's max_send_size limit it. Contiguous messages are not affected.",
+     "64 KiB, and some of twice that size; larger ones are allocated per fragment). 0: only "
+     "BM_PML_FRAG_SIZE and the transport's max_send_size limit it. Contiguous messages are not "
+     "affected.",
      offsetof(struct bm_pml_config, pack_frag_size), 0},
     {"BM_PML_IOV_BLOCK_MIN", BM_PARAM_SIZE, "16k", 0, 1LL << 30, NULL,
      "Rendezvous fragments of a non-contiguous message whose type's blocks average at least "

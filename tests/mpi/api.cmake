@@ -76,8 +76,11 @@ bm_add_mpi_test(api_dtype_rget_frags_np2 TARGET api_dtype_rget NP 2 BTL self,sm 
 # (BM_PML_PACK_FRAG_SIZE) and the large blocks unpacked with streaming stores
 # (so without tcp's receive placement, which would read them into place, and
 # without sending the 32 KiB blocks in place, unpacked: BM_PML_IOV_BLOCK_MIN).
+# FRAGs of 64 KiB (not the default 128), whose arithmetic the test checks:
+# the 256 KiB messages end in a sliver the last FRAG takes.
 bm_add_mpi_test(api_dtype_packed_tcp_np2 TARGET api_dtype_rget NP 2 BTL self,tcp TIMEOUT 60
-    ENV BM_PML_STREAM_COPY_MIN=64k BM_BTL_TCP_RECV_PLACE=0 BM_PML_IOV_BLOCK_MIN=0 ARGS packed)
+    ENV BM_PML_STREAM_COPY_MIN=64k BM_BTL_TCP_RECV_PLACE=0 BM_PML_IOV_BLOCK_MIN=0
+    BM_PML_PACK_FRAG_SIZE=64k ARGS packed)
 # MPI_Alloc_mem's registration with the transports that need it (dgram, ofi)
 # and none with those that do not (sm); reads btl_mem.c's counters, so
 # linked with the library's internals.

@@ -7,8 +7,8 @@
  * BM_PML_RGET_PIECE_MIN). With argument "packed" (over tcp, which has no
  * getv, with BM_PML_STREAM_COPY_MIN=64k) it checks the fragment path
  * instead: rank 0 packed its vectors into FRAGs no larger than
- * BM_PML_PACK_FRAG_SIZE (64 KiB with the header), and rank 1 unpacked the
- * large blocks with streaming stores. With "frags" (sm), rank 0
+ * BM_PML_PACK_FRAG_SIZE (64 KiB with the header: its ctest entry sets it),
+ * and rank 1 unpacked the large blocks with streaming stores. With "frags" (sm), rank 0
  * packed the FRAGs of a vector of 64 KiB (at most BM_PML_PACK_BOUNCE
  * bytes; 32 KiB blocks) through the bounce buffer of util/dtype.h's
  * pack_far, and those of larger ones straight; with "packed" (tcp, whose buffers are not in shared

@@ -110,10 +110,11 @@ struct bm_btl_tcp_module {
     struct bm_btl_tcp_endpoint **eps; /* [job size], NULL until add_procs or a peer connects */
 };
 
-#define BM_BTL_TCP_FRAG_F_INTERNAL 0x1u /* ACK/FIN frame of a connection: no callback */
-#define BM_BTL_TCP_FRAG_F_POOLED   0x2u /* returns to the component's pool */
-#define BM_BTL_TCP_FRAG_F_QUEUED   0x4u /* on a send or unacknowledged queue */
-#define BM_BTL_TCP_FRAG_F_FREE     0x8u /* internal frame freed once written (FIN) */
+#define BM_BTL_TCP_FRAG_F_INTERNAL 0x1u  /* ACK/FIN frame of a connection: no callback */
+#define BM_BTL_TCP_FRAG_F_POOLED   0x2u  /* returns to the component's pool */
+#define BM_BTL_TCP_FRAG_F_QUEUED   0x4u  /* on a send or unacknowledged queue */
+#define BM_BTL_TCP_FRAG_F_FREE     0x8u  /* internal frame freed once written (FIN) */
+#define BM_BTL_TCP_FRAG_F_BIG      0x10u /* returns to the component's pool of large frames */
 
 /* Longest header of the layer above that receive placement keeps aside. */
 #define BM_BTL_TCP_PLACE_HDR_MAX 64
@@ -302,6 +303,8 @@ struct bm_btl_tcp_component {
     _Atomic(struct bm_btl_tcp_conn *) dead_list;
     struct bm_btl_tcp_frag *pool;
     int pool_count;
+    struct bm_btl_tcp_frag *pool_big; /* frames up to twice an eager one (tcp_frag.c) */
+    int pool_big_count;
     struct bm_btl_tcp_place_abort *place_aborts; /* to report at the end of progress */
     /* The one-connection fast path (tcp_component.c, progress): the
      * connection that last received bytes, the connected links counted by
