@@ -255,6 +255,8 @@ struct bm_btl_tcp_endpoint {
     struct bm_util_lock lock;
     struct bm_btl_tcp_frag *pool; /* MT: this peer's free fragments */
     int pool_count;
+    struct bm_btl_tcp_frag *pool_big; /* MT: this peer's free large ones */
+    int pool_big_count;
 };
 
 /* ---- peers' modex records, pairing (tcp_module.c) ---------------------------- */

@@ -51,8 +51,8 @@ static size_t tcp_pool_cap(const struct bm_btl_tcp_component *c)
  * in a second list of at most TCP_POOL_BIG_MAX (17 MiB): a window of 16
  * non-blocking sends has up to 8 FRAGs each in flight
  * (BM_PML_PIPELINE_DEPTH); with 16 kept the sender still took 57995
- * faults, with 128 17531. Single-threaded processes only: under
- * MPI_THREAD_MULTIPLE they are malloc'd as before. */
+ * faults, with 128 17531. Under MPI_THREAD_MULTIPLE each endpoint keeps
+ * TCP_EP_POOL_BIG_MAX of them (as many bytes as its eager ones). */
 #define TCP_POOL_BIG_MAX 128
 static size_t tcp_pool_big_cap(const struct bm_btl_tcp_component *c)
 {
@@ -62,7 +62,8 @@ static size_t tcp_pool_big_cap(const struct bm_btl_tcp_component *c)
 /* Under MPI_THREAD_MULTIPLE each endpoint keeps its own free fragments,
  * under its send lock (threads sending to different peers share no pool),
  * at most this many (the component's pool holds up to 1024). */
-#define TCP_EP_POOL_MAX 64
+#define TCP_EP_POOL_MAX     64
+#define TCP_EP_POOL_BIG_MAX 32
 
 /* Under MPI_THREAD_MULTIPLE: a fragment from the endpoint's own pool (or
  * a new one), remembering the endpoint for tcp_frag_put. */
@@ -71,24 +72,26 @@ tcp_frag_get_mt(struct bm_btl_tcp_component *c, struct bm_btl_tcp_endpoint *ep, 
 {
     struct bm_btl_tcp_frag *f = NULL;
     bool pooled = cap <= tcp_pool_cap(c);
-    if (pooled && ep) {
+    bool big = !pooled && cap <= tcp_pool_big_cap(c);
+    if ((pooled || big) && ep) {
         bm_util_lock_take(&ep->lock);
-        f = ep->pool;
+        struct bm_btl_tcp_frag **pool = pooled ? &ep->pool : &ep->pool_big;
+        f = *pool;
         if (f) {
-            ep->pool = f->pool_next;
-            ep->pool_count--;
+            *pool = f->pool_next;
+            --*(pooled ? &ep->pool_count : &ep->pool_big_count);
         }
         bm_util_lock_give(&ep->lock);
     }
-    if (pooled)
-        cap = tcp_pool_cap(c);
+    if (pooled || big)
+        cap = pooled ? tcp_pool_cap(c) : tcp_pool_big_cap(c);
     if (!f)
         f = malloc(sizeof(*f) + cap);
     if (!f)
         return NULL;
     memset(f, 0, sizeof(*f));
     f->cap = cap;
-    f->flags = pooled ? BM_BTL_TCP_FRAG_F_POOLED : 0;
+    f->flags = pooled ? BM_BTL_TCP_FRAG_F_POOLED : big ? BM_BTL_TCP_FRAG_F_BIG : 0;
     f->ep = ep;
     return f;
 }
@@ -141,13 +144,16 @@ static inline __attribute__((always_inline)) void tcp_frag_put(struct bm_btl_tcp
     f->xlen = 0;
     if (mt) {
         struct bm_btl_tcp_endpoint *ep = f->ep;
-        if (ep && (f->flags & BM_BTL_TCP_FRAG_F_POOLED)) {
+        if (ep && (f->flags & (BM_BTL_TCP_FRAG_F_POOLED | BM_BTL_TCP_FRAG_F_BIG))) {
+            bool big = (f->flags & BM_BTL_TCP_FRAG_F_BIG) != 0;
             bm_util_lock_take(&ep->lock);
-            bool keep = ep->pool_count < TCP_EP_POOL_MAX;
+            int *count = big ? &ep->pool_big_count : &ep->pool_count;
+            bool keep = *count < (big ? TCP_EP_POOL_BIG_MAX : TCP_EP_POOL_MAX);
             if (keep) {
-                f->pool_next = ep->pool;
-                ep->pool = f;
-                ep->pool_count++;
+                struct bm_btl_tcp_frag **pool = big ? &ep->pool_big : &ep->pool;
+                f->pool_next = *pool;
+                *pool = f;
+                ++*count;
             }
             bm_util_lock_give(&ep->lock);
             if (keep)
@@ -184,6 +190,7 @@ static void tcp_pool_free(struct bm_btl_tcp_frag **pool, int *count)
 void bm_btl_tcp_frag_pool_release_ep(struct bm_btl_tcp_endpoint *ep)
 {
     tcp_pool_free(&ep->pool, &ep->pool_count);
+    tcp_pool_free(&ep->pool_big, &ep->pool_big_count);
 }
 
 void bm_btl_tcp_frag_pool_release(struct bm_btl_tcp_component *c)
