@@ -81,6 +81,16 @@ bm_add_mpi_test(api_dtype_rget_frags_np2 TARGET api_dtype_rget NP 2 BTL self,sm 
 bm_add_mpi_test(api_dtype_packed_tcp_np2 TARGET api_dtype_rget NP 2 BTL self,tcp TIMEOUT 60
     ENV BM_PML_STREAM_COPY_MIN=64k BM_BTL_TCP_RECV_PLACE=0 BM_PML_IOV_BLOCK_MIN=0
     BM_PML_PACK_FRAG_SIZE=64k ARGS packed)
+# tcp keeps the PML's 128 KiB packed FRAGs in its pool of large buffers
+# (tcp_frag.c), the component's or, under MPI_THREAD_MULTIPLE, the endpoint's:
+# after a window of packed 1 MiB vectors the sender holds some.
+add_executable(tcp_pack_pool ${api_dir}/tcp_pack_pool.c)
+target_link_libraries(tcp_pack_pool PRIVATE bitmover_internal bm_test_harness)
+target_include_directories(tcp_pack_pool PRIVATE ${PROJECT_SOURCE_DIR}/src)
+bm_add_mpi_test(tcp_pack_pool_np2 TARGET tcp_pack_pool NP 2 BTL self,tcp TIMEOUT 60
+    LABELS mpi btl ENV BM_BTL_TCP_IF_INCLUDE=lo)
+bm_add_mpi_test(tcp_pack_pool_mt_np2 TARGET tcp_pack_pool NP 2 BTL self,tcp TIMEOUT 60
+    LABELS mpi btl ENV BM_BTL_TCP_IF_INCLUDE=lo ARGS mt)
 # MPI_Alloc_mem's registration with the transports that need it (dgram, ofi)
 # and none with those that do not (sm); reads btl_mem.c's counters, so
 # linked with the library's internals.
