@@ -257,9 +257,17 @@ int bm_bench_plan_size(const struct bm_bench_opts *opts, size_t size, size_t pre
                 iters = fit < 1 ? 1 : fit;
             /* When not even one warm-up iteration fits, the previous size
              * (which ran just before, over the same connections) is the
-             * warm-up; slow transports would otherwise spend minutes here. */
+             * warm-up; slow transports would otherwise spend minutes here.
+             * But one iteration stays when the size grew: its buffers
+             * reach memory no earlier size touched, and the kernel's first
+             * touch of a process's page can cost far more than the copy
+             * (under the PVM hypervisor of the test VMs, 2026-11-29:
+             * ~10 us a page, a raw TCP stream's first pass over 64
+             * buffers of 4 MiB 2.6-2.9 ms of sender CPU per MiB, later
+             * passes 0.15-0.24), which made every stack's 4 MiB window
+             * (warm-up 0 there) read 4-15x below its 2 MiB one. */
             if (fit_warm < warm)
-                warm = fit_warm;
+                warm = fit_warm < 1 && size > prev_size ? 1 : fit_warm;
         }
         if (opts->iter_limit > 0 && predicted > opts->iter_limit) {
             printf("# stopped before %zu B: one iteration would take about %.1f s (over -T "
