@@ -4,8 +4,10 @@
  * streaming bandwidth, with nothing but the
  * kernel's sockets in between. No MPI transport over the same wire can beat
  * these. One process is the server, the other the client; a TCP connection
- * carries the client's commands (and the TCP tests themselves), and a UDP
- * socket on the same address and port serves the UDP tests.
+ * carries the client's commands (and the TCP tests themselves, but for the
+ * w64 streams, which run on a second one with the kernel's automatic socket
+ * buffers), and a UDP socket on the same address and port serves the UDP
+ * tests.
  *
  *   net_pingpong                       fork a server on 127.0.0.1 (loopback)
  *   net_pingpong --server ADDR [PORT]  serve on ADDR (e.g. inside a namespace)
@@ -48,6 +50,13 @@ enum op {
  * page is faulted in (or read as the shared zero page) while timed. */
 #define STREAM_BUFS      64
 #define STREAM_W64_BYTES ((uint64_t)512 << 20)
+
+/* The w64 stream runs on a second connection, the data connection, whose
+ * socket buffers are left to the kernel's automatic tuning (no SO_SNDBUF or
+ * SO_RCVBUF, which would turn it off), as bitmover's tcp leaves them
+ * (BM_BTL_TCP_SNDBUF/RCVBUF 0), and Open MPI's tcp BTL (btl_tcp_sndbuf/
+ * rcvbuf 0) too: with reno, it is the stream the bitmover tcp figures are
+ * held against. The control connection keeps tune()'s fixed 4 MiB. */
 
 struct cmd {
     uint32_t op;
@@ -176,7 +185,7 @@ static int serve(const char *ip, int port, int ready_fd)
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 1) != 0)
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(lfd, 2) != 0)
         die("tcp listen");
     socklen_t sl = sizeof(sa);
     getsockname(lfd, (struct sockaddr *)&sa, &sl);
@@ -193,6 +202,10 @@ static int serve(const char *ip, int port, int ready_fd)
     if (cfd < 0)
         die("tcp accept");
     tune(cfd, 1);
+    int dfd = accept(lfd, NULL, NULL); /* the data connection: automatic buffers */
+    if (dfd < 0)
+        die("tcp accept (data connection)");
+    setsockopt(dfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     unsigned char *buf = malloc(1 << 20);
     for (;;) {
         struct cmd c;
@@ -219,7 +232,7 @@ static int serve(const char *ip, int port, int ready_fd)
             unsigned char *w = window_buffers(c.size);
             full_write(cfd, "r", 1); /* written: the client starts its clock */
             for (uint64_t i = 0; i < c.count; i++)
-                full_read(cfd, w + (size_t)(i % STREAM_BUFS) * c.size, c.size);
+                full_read(dfd, w + (size_t)(i % STREAM_BUFS) * c.size, c.size);
             full_write(cfd, "k", 1);
         } else if (c.op == OP_UDP_PINGPONG_SPIN) {
             /* Echo with non-blocking receives, the TCP connection looked at
@@ -277,6 +290,7 @@ static int serve(const char *ip, int port, int ready_fd)
         }
     }
     free(buf);
+    close(dfd);
     close(cfd);
     close(lfd);
     close(ufd);
@@ -317,8 +331,12 @@ static double tcp_stream(int cfd, unsigned char *buf, uint32_t size, uint64_t co
     return (double)size * (double)count / (bm_limits_now() - t0) / 1e6;
 }
 
+/* The client's data connection (automatic socket buffers). */
+static int data_fd = -1;
+
 /* The stream over STREAM_BUFS buffers of size bytes on each side (bm_bw's
- * footprint), STREAM_W64_BYTES in all. */
+ * footprint), STREAM_W64_BYTES in all, on the data connection; cfd carries
+ * the command and the markers. */
 static double tcp_stream_w64(int cfd, unsigned char *unused, uint32_t size, uint64_t count)
 {
     (void)unused;
@@ -330,24 +348,25 @@ static double tcp_stream_w64(int cfd, unsigned char *unused, uint32_t size, uint
     full_read(cfd, &k, 1);
     double t0 = bm_limits_now();
     for (uint64_t i = 0; i < n; i++)
-        full_write(cfd, w + (size_t)(i % STREAM_BUFS) * size, size);
+        full_write(data_fd, w + (size_t)(i % STREAM_BUFS) * size, size);
     full_read(cfd, &k, 1);
     return (double)size * (double)n / (bm_limits_now() - t0) / 1e6;
 }
 
 /* stream (tcp_stream or tcp_stream_w64) with congestion control cc on the
- * sending socket (the server's socket only acknowledges), the socket's own
- * one restored after. 0 when the kernel refuses cc. */
+ * sending socket sfd (the server's socket only acknowledges), the socket's
+ * own one restored after. 0 when the kernel refuses cc. */
 static double tcp_stream_cc(double (*stream)(int, unsigned char *, uint32_t, uint64_t), int cfd,
-                            unsigned char *buf, uint32_t size, uint64_t count, const char *cc)
+                            int sfd, unsigned char *buf, uint32_t size, uint64_t count,
+                            const char *cc)
 {
     char old[32] = {0};
     socklen_t ol = sizeof(old) - 1;
-    if (getsockopt(cfd, IPPROTO_TCP, TCP_CONGESTION, old, &ol) != 0 ||
-        setsockopt(cfd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) != 0)
+    if (getsockopt(sfd, IPPROTO_TCP, TCP_CONGESTION, old, &ol) != 0 ||
+        setsockopt(sfd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) != 0)
         return 0;
     double bw = stream(cfd, buf, size, count);
-    setsockopt(cfd, IPPROTO_TCP, TCP_CONGESTION, old, (socklen_t)strlen(old));
+    setsockopt(sfd, IPPROTO_TCP, TCP_CONGESTION, old, (socklen_t)strlen(old));
     return bw;
 }
 
@@ -430,6 +449,11 @@ static int client(const char *ip, int port, const char *label)
     if (cfd < 0)
         die("tcp connect to the server");
     tune(cfd, 1);
+    int one = 1;
+    data_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (data_fd < 0 || connect(data_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+        die("tcp connect (data connection)");
+    setsockopt(data_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     int ufd = socket(AF_INET, SOCK_DGRAM, 0);
     if (ufd < 0 || connect(ufd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
         die("udp connect");
@@ -445,10 +469,11 @@ static int client(const char *ip, int port, const char *label)
         udp_lat_spin = best_min(udp_pingpong(cfd, ufd, 2000, true), udp_lat_spin);
         tcp_bw = best_max(tcp_stream(cfd, buf, 1 << 20, 256), tcp_bw);
         tcp_bw_reno =
-            best_max(tcp_stream_cc(tcp_stream, cfd, buf, 1 << 20, 256, "reno"), tcp_bw_reno);
+            best_max(tcp_stream_cc(tcp_stream, cfd, cfd, buf, 1 << 20, 256, "reno"), tcp_bw_reno);
         for (int k = 0; k < 2; k++)
-            w64_reno[k] = best_max(tcp_stream_cc(tcp_stream_w64, cfd, buf, w64_size[k], 0, "reno"),
-                                   w64_reno[k]);
+            w64_reno[k] =
+                best_max(tcp_stream_cc(tcp_stream_w64, cfd, data_fd, buf, w64_size[k], 0, "reno"),
+                         w64_reno[k]);
         udp_bw_mtu = best_max(udp_stream(cfd, ufd, buf, 1472, 0.2), udp_bw_mtu);
         udp_bw_big = best_max(udp_stream(cfd, ufd, buf, 65000, 0.2), udp_bw_big);
     }
@@ -475,7 +500,8 @@ static int client(const char *ip, int port, const char *label)
         bm_limits_report(name, tcp_bw_reno, "MB/s");
     }
     /* ... and over bm_bw's footprint (64 buffers of 1 MiB or 4 MiB on each
-     * side, written in turn): the limit for its 1 MiB and 4 MiB rows. */
+     * side, written in turn) with automatic socket buffers, as bitmover's
+     * tcp runs: the limit for its 1 MiB and 4 MiB rows. */
     for (int k = 0; k < 2; k++) {
         if (w64_reno[k] <= 0)
             continue;
@@ -488,6 +514,7 @@ static int client(const char *ip, int port, const char *label)
     bm_limits_report(name, udp_bw_big, "MB/s");
     free(buf);
     close(ufd);
+    close(data_fd);
     close(cfd);
     return 0;
 }
