@@ -104,8 +104,8 @@ static const struct bm_param pml_params[] = {
      "path failed. 0: exit at once.",
      offsetof(struct bm_pml_config, exit_drain_ms), 0},
     {"BM_PML_RECV_TAKE", BM_PARAM_INT, "16", 0, 1 << 20, NULL,
-     "A blocking receive of a contiguous buffer of at most 32 bytes from one source with one "
-     "tag, the only "
+     "A blocking receive of a contiguous buffer of at most BM_PML_RECV_TAKE_MAX bytes from one "
+     "source with one tag, the only "
      "receive posted on its communicator, looks for its message in the transport this many "
      "times between progress passes (single-threaded processes; transports that offer it: sm's "
      "fast boxes), and when the next message from that source is the one it waits for, takes "
@@ -116,11 +116,11 @@ static const struct bm_param pml_params[] = {
      "this many times without progress passes, and a message taken then needs no request. "
      "Anything else is delivered by progress as usual. 0: off.",
      offsetof(struct bm_pml_config, recv_take), 0},
-    {"BM_PML_RECV_TAKE_MAX", BM_PARAM_SIZE, "32", 0, 4096, NULL,
+    {"BM_PML_RECV_TAKE_MAX", BM_PARAM_SIZE, "256", 0, 4096, NULL,
      "Largest buffer (bytes) of a blocking receive that takes its message from the transport "
-     "(BM_PML_RECV_TAKE). 32 bytes of payload fit one sm fast-box unit with its word and the "
-     "MATCH header; 64-256 B measured slower with the take at load 7 (2026-11-29) and faster "
-     "at load 40 with the take before posting: for measuring on a quiet host.",
+     "(BM_PML_RECV_TAKE). With the take before posting, 64-256 B ping-pongs measured faster "
+     "with 256 than with 32 (one sm fast-box unit's payload) in every interleaved round "
+     "(2026-11-29, src/pml/recv.c); 8 B unchanged.",
      offsetof(struct bm_pml_config, recv_take_max), 0},
 };
 static const struct bm_param_table pml_table = {"pml", pml_params, BM_PARAM_COUNT(pml_params)};

@@ -156,7 +156,7 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
     return st.error == BM_OK ? BM_OK : (bm_status_t)st.error;
 }
 
-/* Only receives of at most BM_PML_RECV_TAKE_MAX (32) bytes wait this way.
+/* Only receives of at most BM_PML_RECV_TAKE_MAX (256) bytes wait this way.
  * Larger ones measured slower (sm, block minima at load 7: 128 B 0.185 ->
  * 0.237 us, 256 B 0.205 -> 0.256, 64 B 0.172 -> 0.181 when the look did
  * not take it), also with one look per pass and with the take refused for
@@ -168,9 +168,15 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
  * slower (load 40, BM_PML_WAIT_MODE=spin, rdtsc round trips, 3 interleaved
  * rounds, lowest-decile means in ticks) a limit of 256 measured faster
  * instead: 64 B 1847/1839/1853 -> 1578/1544/1517, 256 B 1870/1670/1576 ->
- * 1611/1514/1522, 8 B unchanged. Which holds on a quiet host is open, so
- * the limit is a parameter. 32 bytes of payload fit one 64-byte unit with
- * sm's word and the MATCH header. */
+ * 1611/1514/1522, 8 B unchanged. Measured again (2026-11-29, sixth
+ * session, same VM, main's library with BM_PML_RECV_TAKE_MAX 32 and 256
+ * alternating, the default wait mode, rdtsc round trips, lowest-decile
+ * means in ticks, medians of the rounds): 8 B 1362 -> 1353, 64 B 1817 ->
+ * 1437, 128 B 1827 -> 1450, 256 B 1983 -> 1541 (5 rounds at load 30-40;
+ * 256 lower in each of the 15 pairs at 64-256 B, also in the round that
+ * ran in the VM's ~3x faster state: 530/570/584 -> 483/493/514). So the
+ * default is 256 (the parameter stays). 32 bytes of payload fit one
+ * 64-byte unit with sm's word and the MATCH header. */
 
 /* A blocking receive taking its message from the transport (btl.h
  * recv_take): req is posted as usual, and while it is the only receive

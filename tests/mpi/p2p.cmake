@@ -37,8 +37,9 @@ bm_p2p_test(p2p_mprobe NP 2 3 SCARCE_NP 3)
 bm_p2p_test(p2p_cancel NP 2 3)
 bm_p2p_test(p2p_fault NP 2)
 # Blocking receives taken from sm's fast boxes (BM_PML_RECV_TAKE), and the
-# same program with the take off: its counter must then stay 0; with
-# BM_PML_RECV_TAKE_MAX=256 a 200-byte receive takes too.
+# same program with the take off: its counter must then stay 0; a 200-byte
+# receive takes with the default limit (256) and not with
+# BM_PML_RECV_TAKE_MAX=32.
 # (It reads the PML's counter: linked with the library's internals.)
 add_executable(p2p_take ${p2p_dir}/p2p_take.c)
 target_link_libraries(p2p_take PRIVATE bitmover_internal bm_test_harness)
@@ -47,7 +48,7 @@ bm_add_mpi_test(p2p_take_np2 TARGET p2p_take NP 2 BTL self,sm TIMEOUT 60 LABELS 
 bm_add_mpi_test(p2p_take_off_np2 TARGET p2p_take NP 2 BTL self,sm TIMEOUT 60 LABELS mpi p2p
     ENV BM_PML_RECV_TAKE=0)
 bm_add_mpi_test(p2p_take_max_np2 TARGET p2p_take NP 2 BTL self,sm TIMEOUT 60 LABELS mpi p2p
-    ENV BM_PML_RECV_TAKE_MAX=256)
+    ENV BM_PML_RECV_TAKE_MAX=32)
 # The same mistake under MPI_ERRORS_ARE_FATAL: the job ends with a text that
 # names the call, the rank, the peer and the buffer's range (either side may
 # report first).
