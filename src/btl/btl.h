@@ -741,6 +741,14 @@ struct bm_btl_ops {
      * per peer (tcp: one getsockopt per connection); never calls back. */
     bm_status_t (*stats)(struct bm_btl_module *m, struct bm_btl_endpoint *ep,
                          struct bm_btl_path_stats *out);
+    /* Optional. Look now whether ep's peer is still there (sm: its process
+     * exists), for a layer that waits on the peer with nothing outstanding
+     * to it, which the transport's own watch does not cover (the
+     * shared-memory collectives' flags). A peer found gone is reported as
+     * any is (the error callback, BM_BTL_ERROR_PEER) and its status
+     * returned; BM_OK otherwise. A system call or two: for waits that call
+     * it now and then, never per poll. */
+    bm_status_t (*check)(struct bm_btl_module *m, struct bm_btl_endpoint *ep);
     /* Optional, with BM_BTL_CAP_THREADS: the table every module of this
      * transport points at under MPI_THREAD_MULTIPLE (the base sets m->ops
      * when it adds the module), whose module operations take the
@@ -965,6 +973,17 @@ static inline bm_status_t bm_btl_flush(struct bm_btl_module *m, struct bm_btl_en
 {
     bm_btl_enter(m);
     bm_status_t r = m->ops->flush(m, ep);
+    bm_btl_leave(m);
+    return r;
+}
+/* Whether ep's peer is still there (check; BM_OK where the transport has
+ * no such look). */
+static inline bm_status_t bm_btl_check(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
+{
+    if (!m->ops->check)
+        return BM_OK;
+    bm_btl_enter(m);
+    bm_status_t r = m->ops->check(m, ep);
     bm_btl_leave(m);
     return r;
 }

@@ -43,6 +43,7 @@
 #include "mpi/coll.h"
 #include "pml/pml.h"
 #include "runtime/rte.h"
+#include "util/clock.h"
 #include "util/mem.h"
 #include "util/shmseg.h"
 #include "util/xproc.h"
@@ -94,7 +95,13 @@ struct bm_coll_sm {
      * instead of in every wait and call: two calls into the PML each. */
     bool sharing, yields;
     unsigned every;
-    int *world; /* rings: the ranks' MPI_COMM_WORLD ranks (wake-ups go to them) */
+    int *world; /* the ranks' MPI_COMM_WORLD ranks (wake-ups, liveness checks) */
+    /* A rank found gone during a wait (peers_gone): its rank here and the
+     * status (BM_OK: none). Every wait then ends at once and every
+     * operation on the segment fails. */
+    int gone;
+    bm_status_t gone_why;
+    uint64_t live_next; /* when a long wait next looks at the peers (ns) */
     /* Single copy: per rank, the transport path whose get reads that
      * rank's memory (all ranks agreed that every one has one), and two
      * private staging buffers of COPY_TMP bytes (made at the first use). */
@@ -264,6 +271,47 @@ static void claim_lines(const char *p, unsigned lines)
  * flag's, at most this many, while it polls the flag (wait_flag_data). */
 #define TOUCH_LINES 3
 
+/* Liveness. A rank that dies before it stores a flag (killed, aborted,
+ * exited inside a collective) would leave every rank waiting on that flag
+ * forever: no transport watches it, as nothing is outstanding to it. A
+ * wait that has polled LIVE_POLLS times therefore asks the PML, at most
+ * every LIVE_NS, whether each other rank is still there
+ * (bm_pml_peer_check: sm looks whether its process exists). A rank found
+ * gone is a failed path: where it was the peer's last one the PML ends
+ * the job at once, naming both ranks and hosts, as it does for
+ * point-to-point traffic; otherwise (a standby transport still reaches
+ * it) the wait ends, every later wait ends at once, and the operation and
+ * every later one on the segment return the failure through the
+ * communicator's error handler (bm_coll_sm_run). A wait shorter than
+ * LIVE_POLLS polls pays nothing; a longer one a clock read per PML
+ * progress call. */
+#define LIVE_POLLS 4096
+#define LIVE_NS    100000000ull
+
+static __attribute__((noinline, cold)) bool peers_gone(struct bm_coll_sm *sm)
+{
+    uint64_t now = bm_util_clock_now_ns();
+
+    if (now < sm->live_next)
+        return false;
+    sm->live_next = now + LIVE_NS;
+    for (int r = 0; r < sm->n; r++) {
+        bm_status_t why;
+        if (r != sm->me && (why = bm_pml_peer_check(sm->world[r])) != BM_OK) {
+            sm->gone = r;
+            sm->gone_why = why;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether a wait that has polled polls times ends for a gone rank. */
+static inline bool wait_ends(struct bm_coll_sm *sm, unsigned polls)
+{
+    return __builtin_expect(sm->gone_why != BM_OK, 0) || (polls >= LIVE_POLLS && peers_gone(sm));
+}
+
 /* Wait until *f >= k, polling the PML now and then. While it polls, the
  * lines [touch, touch + lines * 64) are loaded too (lines <= TOUCH_LINES;
  * 0: none): the reader's data beyond the flag's line, which then comes with
@@ -286,6 +334,8 @@ static inline __attribute__((always_inline)) void wait_for_lines(struct bm_coll_
         }
         if ((++polls & (every - 1)) == 0) {
             bm_pml_progress();
+            if (wait_ends(sm, polls))
+                break;
             /* Block: sleep until the flag is set. Otherwise, more ranks
              * than cores on this host: the rank that sets the flag may be
              * waiting for this core. Give it away at once, as Open MPI's
@@ -531,12 +581,19 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
     for (int r = 0; r < comm->size && ok; r++)
         ok = bm_pml_peer_on_shm(bm_mpi_comm_world_rank(comm, r));
     sm = ok ? calloc(1, sizeof(*sm) + (size_t)comm->size * sizeof(uint64_t)) : NULL;
+    if (sm && !(sm->world = malloc((size_t)comm->size * sizeof(*sm->world)))) {
+        free(sm);
+        sm = NULL;
+    }
     if (!all_agree(comm, sm != NULL, fn)) {
+        if (sm)
+            free(sm->world);
         free(sm);
         return;
     }
     bytes = 2 * (size_t)comm->size * slot + ((size_t)comm->size + 1) * LINE;
     if (!make_segment(comm, "coll", bytes, &sm->seg, fn)) {
+        free(sm->world);
         free(sm);
         return;
     }
@@ -547,21 +604,12 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
     sm->done = (char *)sm->seg.addr + 2 * (size_t)comm->size * slot;
     sm->sleepers = (_Atomic uint32_t *)(void *)(sm->done + (size_t)comm->size * LINE);
     sm->rings = bm_pml_wait_blocks();
-    if (sm->rings) {
-        sm->world = malloc((size_t)comm->size * sizeof(*sm->world));
-        if (!sm->world) {
-            /* This rank polls (and yields) instead of sleeping, and cannot
-             * wake the others: their sleeps on its flags last SLEEP_MAX_NS. */
-            sm->rings = false;
-            bm_log_warn("communicator %s: no memory for the collective segment's wake-up "
-                        "table: rank %d will not wake ranks that sleep on its flags (each such "
-                        "wait lasts up to 1 ms); free memory or leave BM_PML_WAIT_MODE unset",
-                        bm_mpi_comm_label(comm), comm->rank);
-        }
-        for (int r = 0; sm->world && r < comm->size; r++)
-            sm->world[r] = bm_mpi_comm_world_rank(comm, r);
+    sm->gone = -1;
+    sm->gone_why = BM_OK;
+    for (int r = 0; r < comm->size; r++)
+        sm->world[r] = bm_mpi_comm_world_rank(comm, r);
+    if (sm->rings)
         bm_pml_am_register(BM_PML_AM_COLL, wake_am, NULL);
-    }
     sm->sharing = bm_pml_host_shares_cores();
     sm->yields = sm->sharing && !bm_pml_wait_spins();
     sm->every = sm->sharing || sm->rings ? POLLS_PER_PROGRESS : POLLS_PER_PROGRESS_OWN;
@@ -894,7 +942,7 @@ static size_t wait_more(struct bm_coll_sm *sm, uint64_t k, int r, size_t got, si
 {
     _Atomic uint64_t *f = flag_of(sm, k, r), *pr = progress_of(sm, k, r);
     bool over = sm->yields, moving = false;
-    unsigned polls = 0;
+    unsigned polls = 0, all = 0;
 
     for (;;) {
         if (atomic_load_explicit(f, memory_order_acquire) >= k) {
@@ -910,6 +958,8 @@ static size_t wait_more(struct bm_coll_sm *sm, uint64_t k, int r, size_t got, si
         }
         if (++polls % POLLS_PER_PROGRESS == 0) {
             bm_pml_progress();
+            if (wait_ends(sm, all += POLLS_PER_PROGRESS)) /* polls restarts at a yield */
+                return bytes; /* the data is not read: the operation fails */
             if (sm->rings && polls >= SLEEP_POLLS)
                 flag_sleep(sm, f, k);
             else if (over && (!moving || polls >= PIPE_SPIN)) {
@@ -1276,6 +1326,9 @@ static void move(struct copy_op *c, int r, void *dst, uint64_t src, size_t bytes
     const struct bm_pml_rma_path *p = &c->sm->paths[r];
     size_t lim = put ? p->module->put_limit : p->module->get_limit;
 
+    /* A rank is gone: the addresses in the slots may be stale ones. */
+    if (c->sm->gone_why != BM_OK)
+        copy_fail(c, c->sm->gone_why, c->sm->gone);
     while (bytes > 0 && c->err == BM_OK) {
         size_t n = bytes < lim ? bytes : lim;
         int rc = put ? bm_btl_put(p->module, p->endpoint, dst, src, NULL, NULL, n, 0, 0, NULL, NULL,
@@ -1554,6 +1607,8 @@ static void wait_offer(struct bm_coll_sm *sm, uint64_t k, int r)
            atomic_load_explicit(pr, memory_order_acquire) >> 32 != (uint32_t)k) {
         if (++polls % POLLS_PER_PROGRESS == 0) {
             bm_pml_progress();
+            if (wait_ends(sm, polls))
+                break;
             if (sm->rings && polls >= SLEEP_POLLS)
                 flag_sleep(sm, f, k);
             else if (over)
@@ -1874,6 +1929,20 @@ static void alltoall_copy(struct copy_op *c, const struct bm_mpi_coll_args *a)
     await_all(sm, c->k);
 }
 
+/* A rank of the segment was found gone (peers_gone): this operation and
+ * every later one fail. */
+static __attribute__((noinline, cold)) int sm_gone(MPI_Comm comm, const struct bm_coll_sm *sm,
+                                                   const char *fn)
+{
+    return bm_mpi_error(comm, MPI_ERR_OTHER, fn,
+                        "rank %d of %s (MPI_COMM_WORLD rank %d on %s) is gone (%s): it ended "
+                        "while the other ranks waited for it in a collective on shared memory; "
+                        "no collective on %s can complete",
+                        sm->gone, bm_mpi_comm_label(comm), sm->world[sm->gone],
+                        bm_rte_self()->hostname, bm_status_str(sm->gone_why),
+                        bm_mpi_comm_label(comm));
+}
+
 static int run_copy(MPI_Comm comm, struct bm_coll_sm *sm, const struct bm_mpi_coll_args *a,
                     bool near, const char *fn)
 {
@@ -1908,6 +1977,8 @@ static int run_copy(MPI_Comm comm, struct bm_coll_sm *sm, const struct bm_mpi_co
     }
     if (c.scratch)
         bm_mpi_scratch_put(c.scratch, c.scratch_bytes);
+    if (sm->gone_why != BM_OK)
+        return sm_gone(comm, sm, fn);
     if (c.err != BM_OK && c.err_by)
         return bm_mpi_error(comm, MPI_ERR_OTHER, fn,
                             "collective data that rank %d of %s writes into this rank by single "
@@ -1930,6 +2001,8 @@ int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_m
     struct bm_coll_sm *sm = cc->sm;
     const void *in = a->sbuf == MPI_IN_PLACE ? a->rbuf : a->sbuf;
 
+    if (__builtin_expect(sm->gone_why != BM_OK, 0))
+        return sm_gone(comm, sm, fn);
     bm_mpi_coll_count_alg(a->kind, alg);
     if (how == BM_COLL_SM_COPY) {
         bm_mpi_coll_count_alg(a->kind, BM_ALG_SM_COPY);
@@ -1972,5 +2045,7 @@ int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_m
         break;
     }
     sm->in_large = false;
+    if (__builtin_expect(sm->gone_why != BM_OK, 0))
+        return sm_gone(comm, sm, fn);
     return MPI_SUCCESS;
 }

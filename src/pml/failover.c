@@ -257,6 +257,25 @@ int bm_pml_peer_held(int peer_world)
     return BM_ERR_OUT_OF_RESOURCE;
 }
 
+bm_status_t bm_pml_peer_check(int peer_world)
+{
+    struct bm_btl_peer *peer;
+    bm_status_t rc = BM_OK;
+
+    if (peer_world < 0 || peer_world >= bm_pml_g.world_size ||
+        !(peer = bm_btl_base_peer(peer_world)))
+        return BM_OK;
+    /* the transport's report runs the PML's error callback */
+    bool taken = bm_pml_enter();
+    for (int i = 0; i < peer->eager.count && rc == BM_OK; i++) {
+        bm_status_t s = bm_btl_check(peer->eager.paths[i].module, peer->eager.paths[i].endpoint);
+        if (bm_status_is_peer(s))
+            rc = s;
+    }
+    bm_pml_leave(taken);
+    return rc;
+}
+
 bool bm_pml_peer_in_outage(int peer_world)
 {
     return fo.peers && fo.peers[peer_world].outage;

@@ -392,6 +392,17 @@ bm_status_t bm_pml_rma_flush(const struct bm_pml_rma_path *path);
  * may be placed in a segment both map. */
 bool bm_pml_peer_on_shm(int peer_world);
 
+/* Whether peer_world is gone: asks the transports of its paths to look now
+ * (btl.h check: sm looks whether its process still exists), for a wait on
+ * the peer that has nothing outstanding to it, which no transport watches
+ * otherwise (the shared-memory collectives' flags). BM_OK while no
+ * transport finds it gone, else the status (BM_ERR_PEER_GONE). A peer
+ * found gone is a failed path as any other: when it was the last one the
+ * job is aborted here, naming both ranks and hosts (failover.c). A system
+ * call or two per path: call it now and then in a long wait, not per
+ * poll. */
+bm_status_t bm_pml_peer_check(int peer_world);
+
 /* Active messages: bytes for a handler registered by a layer above, run
  * inside the receiver's bm_pml_progress (from any caller: an MPI wait, a
  * progress hook, a progress thread). Per (sender, receiver) they run in the

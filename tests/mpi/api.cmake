@@ -392,6 +392,22 @@ bm_add_mpi_test(coll_put_fail NP 2 TARGET coll_put_fail BTL self,sm TIMEOUT 60
     LABELS mpi coll ENV BM_MPI_COLL_SM_TEST_PUT_FAIL=1 BM_MPI_COLL_BCAST_ALG=sm
     BM_MPI_COLL_GATHER_ALG=sm BM_MPI_COLL_ALLGATHER_ALG=sm BM_MPI_COLL_REDUCE_ALG=sm)
 
+# A rank that ends inside a collective on the segment while the others wait
+# on its flag (nothing outstanding to it: no transport watches it): the
+# waits ask the PML whether it is still there, sm finds its process gone,
+# and the job ends within a second, aborted by the PML, which names both
+# ranks and hosts (a rank whose last path failed; the waiting ranks would
+# wait for ever without the look). coll_peer_gone.c says more.
+add_executable(coll_peer_gone ${api_dir}/coll_peer_gone.c)
+target_link_libraries(coll_peer_gone PRIVATE bitmover)
+bm_scaled_timeout(t 40)
+math(EXPR bmrun_t "${t} - 10")
+add_test(NAME coll_peer_gone COMMAND ${expect_fail}
+    "rank [02] \\([^)]+\\) lost its last transport to rank 1 \\([^)]+\\): sm \\(peer process is gone: sm: local peer rank 1 \\(pid [0-9]+\\) on [^:]+: its process is gone"
+    $<TARGET_FILE:bmrun> -n 3 --timeout ${bmrun_t} $<TARGET_FILE:coll_peer_gone>)
+set_tests_properties(coll_peer_gone PROPERTIES TIMEOUT ${t} LABELS "mpi;coll"
+    ENVIRONMENT "BM_BTL=self,sm;BM_PML_IDLE_YIELD=64;BM_MPI_COLL_BCAST_ALG=sm")
+
 # The PML's idle policy: yield only when the job oversubscribes its host.
 bm_scaled_timeout(t 120)
 add_test(NAME pml_idle_yield COMMAND ${api_dir}/pml_idle_yield.sh $<TARGET_FILE:bmrun>

@@ -372,6 +372,9 @@ bool bm_btl_sm_process_ended(pid_t pid);
  * looks for peers whose process is gone and releases quarantined fragments.
  * Returns the number of completions it caused. */
 int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm);
+/* btl.h check: whether ep's process still exists (looked at now; a dead
+ * one is reported as peer_check reports it). */
+bm_status_t bm_btl_sm_check(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep);
 /* Give a fragment back to the pool (sm_send.c). */
 void bm_btl_sm_frag_release(struct bm_btl_sm_module *sm, struct bm_btl_sm_frag *f);
 

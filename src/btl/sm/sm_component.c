@@ -763,6 +763,14 @@ static bm_status_t sm_op_flush(struct bm_btl_module *m, struct bm_btl_endpoint *
     return rc;
 }
 
+static bm_status_t sm_op_check(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
+{
+    bm_btl_sm_enter(SM_OF(m));
+    bm_status_t rc = bm_btl_sm_check(SM_OF(m), (struct bm_btl_sm_endpoint *)ep);
+    bm_btl_sm_leave(SM_OF(m));
+    return rc;
+}
+
 const struct bm_btl_ops bm_btl_sm_ops = {
     .name = "sm",
     .description = "shared memory between processes of one node (copy-in/copy-out fragments, "
@@ -795,4 +803,5 @@ const struct bm_btl_ops bm_btl_sm_ops = {
     .register_mem = bm_btl_defer_register_mem,
     .deregister_mem = bm_btl_defer_deregister_mem,
     .flush = sm_op_flush,
+    .check = sm_op_check,
 };

@@ -149,3 +149,12 @@ int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm)
         sm_quarantine_release(sm, now);
     return before - __atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED);
 }
+
+bm_status_t bm_btl_sm_check(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
+{
+    if (!ep)
+        return BM_OK;
+    if (!__atomic_load_n(&ep->failed, __ATOMIC_RELAXED) && bm_btl_sm_process_ended(ep->pid))
+        bm_btl_sm_peer_failed(sm, ep, BM_ERR_PEER_GONE, "its process is gone");
+    return __atomic_load_n(&ep->failed, __ATOMIC_RELAXED) ? BM_ERR_PEER_GONE : BM_OK;
+}
