@@ -87,7 +87,10 @@ struct bm_coll_sm {
     char *done;  /* [rank] lines */
     /* the segment's last line: how many ranks sleep on a flag (block) */
     _Atomic uint32_t *sleepers;
-    bool rings; /* BM_PML_WAIT_MODE=block: waits sleep, stores ring */
+    /* This rank's waits sleep (BM_PML_WAIT_MODE=block: its own choice), and
+     * stores ring: some rank of the communicator sleeps (agreed at set-up,
+     * so that a rank that does not sleep still wakes those that do). */
+    bool sleeps, rings;
     /* The PML's wait settings, fixed at MPI_Init, as the waits here use
      * them (sm_setup): ranks share cores (sharing_cores), a wait gives its
      * core away (sharing, not BM_PML_WAIT_MODE=spin), and the polls
@@ -187,7 +190,11 @@ bool bm_coll_sm_can_copy(const struct bm_mpi_coll_comm *cc)
 
 /* BM_PML_WAIT_MODE=block: a wait that polled SLEEP_POLLS times sleeps in
  * the kernel until the flag's writer stores it, at most SLEEP_MAX_NS (a
- * writer that does not ring: ranks started with another wait mode). It
+ * wake-up that did not come). Whether a rank sleeps is its own choice
+ * (its wait mode, MPI_THREAD_MULTIPLE under auto): the set-up agrees
+ * whether any rank of the communicator does, and then every rank's
+ * stores ring, also those of ranks that never sleep (mixed thread levels:
+ * a sleeper otherwise waited out its 1 ms for each of their flags). It
  * sleeps in the PML's sleep (bm_pml_sleep: epoll on the transports'
  * descriptors), not on a futex of its own: a rank asleep in a barrier must
  * still serve what its transports bring, the passive-target one-sided
@@ -342,7 +349,7 @@ static inline __attribute__((always_inline)) void wait_for_lines(struct bm_coll_
              * yield_when_idle does at every idle progress call (the PML's
              * own idle yield comes only after 64 idle calls, 1024 polls
              * here: 2.2x Open MPI's 4-rank barrier). */
-            if (sm->rings && polls >= SLEEP_POLLS)
+            if (sm->sleeps && polls >= SLEEP_POLLS)
                 flag_sleep(sm, f, k);
             else if (over)
                 sched_yield();
@@ -464,6 +471,19 @@ static bool all_agree(MPI_Comm comm, int mine, const char *fn)
     return all != 0;
 }
 
+/* The set-up's first agreement: whether every rank can (mine), and
+ * whether any rank's waits sleep (*any_sleeps: then every rank's stores
+ * ring, see flag_ring), in one allreduce. */
+static bool agree_setup(MPI_Comm comm, bool mine, bool *any_sleeps, const char *fn)
+{
+    int v[2] = {mine, !bm_pml_wait_blocks()};
+
+    if (bm_mpi_coll_allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, comm, fn) != MPI_SUCCESS)
+        return false;
+    *any_sleeps = v[1] == 0;
+    return v[0] != 0;
+}
+
 /* Whether this rank can read and write every other rank's memory with a
  * transport's get and put that need no registration (sm's
  * process_vm_readv/writev), and a slot holds
@@ -574,7 +594,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     struct bm_coll_sm *sm;
-    bool ok = comm->size >= 2 && !comm->inter && c->sm_slot > 0;
+    bool ok = comm->size >= 2 && !comm->inter && c->sm_slot > 0, rings = false;
     size_t slot = (c->sm_slot + DATA_OFF + LINE - 1) / LINE * LINE, bytes;
 
     cc->sm_state = SM_OFF;
@@ -585,7 +605,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
         free(sm);
         sm = NULL;
     }
-    if (!all_agree(comm, sm != NULL, fn)) {
+    if (!agree_setup(comm, sm != NULL, &rings, fn)) {
         if (sm)
             free(sm->world);
         free(sm);
@@ -603,7 +623,8 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
     sm->slots = sm->seg.addr;
     sm->done = (char *)sm->seg.addr + 2 * (size_t)comm->size * slot;
     sm->sleepers = (_Atomic uint32_t *)(void *)(sm->done + (size_t)comm->size * LINE);
-    sm->rings = bm_pml_wait_blocks();
+    sm->sleeps = bm_pml_wait_blocks();
+    sm->rings = rings;
     sm->gone = -1;
     sm->gone_why = BM_OK;
     for (int r = 0; r < comm->size; r++)
@@ -612,7 +633,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
         bm_pml_am_register(BM_PML_AM_COLL, wake_am, NULL);
     sm->sharing = bm_pml_host_shares_cores();
     sm->yields = sm->sharing && !bm_pml_wait_spins();
-    sm->every = sm->sharing || sm->rings ? POLLS_PER_PROGRESS : POLLS_PER_PROGRESS_OWN;
+    sm->every = sm->sharing || sm->sleeps ? POLLS_PER_PROGRESS : POLLS_PER_PROGRESS_OWN;
     sm->copy_ok = all_agree(comm, copy_paths(comm, sm), fn);
     cc->sm = sm;
     cc->sm_state = SM_ON;
@@ -960,7 +981,7 @@ static size_t wait_more(struct bm_coll_sm *sm, uint64_t k, int r, size_t got, si
             bm_pml_progress();
             if (wait_ends(sm, all += POLLS_PER_PROGRESS)) /* polls restarts at a yield */
                 return bytes; /* the data is not read: the operation fails */
-            if (sm->rings && polls >= SLEEP_POLLS)
+            if (sm->sleeps && polls >= SLEEP_POLLS)
                 flag_sleep(sm, f, k);
             else if (over && (!moving || polls >= PIPE_SPIN)) {
                 sched_yield();
@@ -1609,7 +1630,7 @@ static void wait_offer(struct bm_coll_sm *sm, uint64_t k, int r)
             bm_pml_progress();
             if (wait_ends(sm, polls))
                 break;
-            if (sm->rings && polls >= SLEEP_POLLS)
+            if (sm->sleeps && polls >= SLEEP_POLLS)
                 flag_sleep(sm, f, k);
             else if (over)
                 sched_yield();

@@ -408,6 +408,15 @@ add_test(NAME coll_peer_gone COMMAND ${expect_fail}
 set_tests_properties(coll_peer_gone PROPERTIES TIMEOUT ${t} LABELS "mpi;coll"
     ENVIRONMENT "BM_BTL=self,sm;BM_PML_IDLE_YIELD=64;BM_MPI_COLL_BCAST_ALG=sm")
 
+# Mixed wait modes on the segment: rank 0 sleeps in its waits
+# (MPI_THREAD_MULTIPLE, BM_PML_WAIT_SPIN_US=0), rank 1 does not; the set-up
+# agrees that some rank sleeps, so rank 1 rings rank 0 awake instead of
+# leaving it to its 1 ms timeout.
+add_executable(coll_wait_mixed ${api_dir}/coll_wait_mixed.c)
+target_link_libraries(coll_wait_mixed PRIVATE bitmover_internal bm_test_harness)
+bm_add_mpi_test(coll_wait_mixed NP 2 TARGET coll_wait_mixed BTL self,sm TIMEOUT 60
+    LABELS mpi coll ENV BM_PML_WAIT_SPIN_US=0 BM_MPI_COLL_BARRIER_ALG=sm)
+
 # The PML's idle policy: yield only when the job oversubscribes its host.
 bm_scaled_timeout(t 120)
 add_test(NAME pml_idle_yield COMMAND ${api_dir}/pml_idle_yield.sh $<TARGET_FILE:bmrun>
