@@ -2022,8 +2022,6 @@ int bm_coll_sm_run(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const struct bm_m
     struct bm_coll_sm *sm = cc->sm;
     const void *in = a->sbuf == MPI_IN_PLACE ? a->rbuf : a->sbuf;
 
-    if (__builtin_expect(sm->gone_why != BM_OK, 0))
-        return sm_gone(comm, sm, fn);
     bm_mpi_coll_count_alg(a->kind, alg);
     if (how == BM_COLL_SM_COPY) {
         bm_mpi_coll_count_alg(a->kind, BM_ALG_SM_COPY);
