@@ -276,8 +276,10 @@ void bm_mpi_coll_count_alg(int kind, int alg);
 int bm_mpi_coll_schedule(MPI_Comm comm, const struct bm_mpi_coll_args *a,
                          struct bm_mpi_sched **s_out, const char *fn);
 
-/* The three forms. */
-int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn);
+/* The three forms. The blocking one may change *a (the fast path moves its
+ * buffers to where their data starts instead of copying it: every caller
+ * passes a copy of its own that it does not use afterwards). */
+int bm_mpi_coll_blocking(MPI_Comm comm, struct bm_mpi_coll_args *a, const char *fn);
 int bm_mpi_coll_nonblocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Request *request,
                             const char *fn);
 int bm_mpi_coll_persistent(MPI_Comm comm, const struct bm_mpi_coll_args *a, MPI_Info info,

@@ -1179,7 +1179,7 @@ static int fast_alg(MPI_Comm comm, const struct bm_mpi_coll_comm *cc,
     return sm_bytes(comm, a) <= cc->fast_max ? alg : -1;
 }
 
-int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const char *fn)
+int bm_mpi_coll_blocking(MPI_Comm comm, struct bm_mpi_coll_args *a, const char *fn)
 {
     struct bm_mpi_sched *s;
     struct bm_mpi_coll_comm *fc = comm->coll;
@@ -1189,14 +1189,14 @@ int bm_mpi_coll_blocking(MPI_Comm comm, const struct bm_mpi_coll_args *a, const 
         if (fc->fast_state == 0)
             fast_setup(comm, fc);
         if (fc->fast_state >= 1 && fc->hier_state != 1 && (alg = fast_alg(comm, fc, a)) >= 0) {
-            struct bm_mpi_coll_args b = *a;
             if (fc->fast_state == 1) { /* sm.fast: a call took it (once per communicator) */
                 fc->fast_state = 2;
                 bm_mpi_coll_count_alg(-1, BM_ALG_SM_FAST);
             }
-            b.sbuf = bm_coll_side_base(a->sbuf, bm_mpi_coll_stype(a));
-            b.rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
-            return bm_coll_sm_run(comm, fc, &b, alg, BM_COLL_SM_SLOTS, fn);
+            /* in place: the caller's copy (see coll.h) */
+            a->sbuf = bm_coll_side_base(a->sbuf, bm_mpi_coll_stype(a));
+            a->rbuf = (void *)(uintptr_t)bm_coll_side_base(a->rbuf, a->rtype);
+            return bm_coll_sm_run(comm, fc, a, alg, BM_COLL_SM_SLOTS, fn);
         }
     }
     alg = hier_alg(comm, a, fn);
