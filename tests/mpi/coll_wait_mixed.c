@@ -6,9 +6,11 @@
  * some rank sleeps, so rank 1's stores ring the sleeper's doorbell (a wake-up
  * message) instead of leaving it to its 1 ms timeout. ROUNDS barriers, rank 1
  * arriving LATE_US late to each so that rank 0 falls asleep on its flag:
- * rank 0 must have slept (sm.sleep), and rank 1 must have sent a wake-up in
- * most rounds (its active messages to rank 0); without the agreement it
- * sends none. */
+ * rank 0 must have slept (sm.sleep), and rank 1 must have sent wake-ups (its
+ * active messages to rank 0: 18-20 of 20 rounds on an idle machine; one
+ * whose store comes while rank 0 polls between two sleeps sends none, and
+ * under ASan at load 30 one run of many had fewer than half, so the check
+ * asks for one); without the agreement it sends none at all. */
 #include "bm_test.h"
 
 #include <bitmover.h>
@@ -20,7 +22,7 @@
 #include "pml/pml.h"
 
 #define ROUNDS  20
-#define LATE_US 3000
+#define LATE_US 10000
 
 int main(int argc, char **argv)
 {
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
         BM_CHECK_MSG(bm_coll_alg_count("sm.sleep") > slept,
                      "rank 0 never slept on a flag in %d late barriers", ROUNDS);
     else
-        BM_CHECK_MSG(bm_pml_am_sent(0) - sent >= ROUNDS / 2,
+        BM_CHECK_MSG(bm_pml_am_sent(0) - sent >= 1,
                      "rank 1 woke the sleeping rank 0 in %u of %d barriers (it must ring)",
                      (unsigned)(bm_pml_am_sent(0) - sent), ROUNDS);
     MPI_Finalize();
