@@ -991,35 +991,6 @@ static bool crowded_bcast_copy(const struct bm_mpi_coll_args *a, int p, size_t b
            bytes <= c->sm_crowded_bcast_max && bm_pml_oversubscribed();
 }
 
-/* Where every rank has a core of its own, data that fits a slot stays in
- * the slots, whatever BM_MPI_COLL_SM_COPY_MIN says (unless the algorithm
- * is forced to sm): a single copy is a system call on each side of it
- * (process_vm_readv/writev) and a wait for the other rank's done line, and
- * on this virtual machine a system call costs ~1 us (getppid: 1.02 us,
- * minimum of 100000; process_vm_readv of 8 KiB 2.36 us minimum, of 32 KiB
- * 3.50, against 0.07 and 0.25 for memcpy), so copying in and out of the
- * slots wins up to the slot's 32 KiB. 2 ranks, bm_coll of main's release
- * build, 3 interleaved rounds (load 15-28, others' builds), single copy
- * (BM_MPI_COLL_SM_COPY_MIN at the size) -> slots (twice the size): 8 KiB
- * gather 95-160 -> 0.33-0.42 us, reduce 25-1120 -> 0.40-0.52, allreduce
- * 8.2-177 -> 1.03-1.07 (one 92), bcast and scatter 0.51-0.74 either way
- * (they kept the slots already); 16 KiB gather 3.8-4.2 (one 144) -> 0.49-
- * 0.51, reduce 4.6-5.4 -> 0.76 (one 400), allreduce 4.6-5.6 -> 1.85-1.87,
- * alltoall 5.1-6.8 -> 0.92-1.52, bcast 0.86-1.35 and allgather 1.54-2.20
- * either way; 32 KiB gather 4.2-5.1 (one 463) -> 0.90-0.92, reduce
- * 6.3-6.8 -> 1.36-1.44, allreduce 6.2-7.1 -> 3.5-4.0, allgather 2.5-3.1 ->
- * 2.6-2.9, scatter 1.39-1.85 -> 1.35-1.54. The quiet compare run of
- * 2026-11-29 had the 8 KiB rows at 2.89x (gather), 1.23x (reduce) and
- * 1.31x (allreduce) of the best peer by single copy. This rule against
- * main's, 5 interleaved rounds (load 28-35), best round of the ranks' mean:
- * gather 8 KiB 86 -> 0.69 us, 16 KiB 4.05 -> 1.05, 32 KiB 4.69 -> 1.77;
- * reduce 40 -> 0.74, 4.31 -> 1.23, 4.93 -> 2.32; allreduce 24.7 -> 1.93,
- * 5.12 -> 2.71, 6.32 -> 4.32; alltoall 8-16 KiB 48.9 -> 1.32, 5.07 ->
- * 1.66; bcast and scatter 16 KiB 3.56 -> 1.16, 4.00 -> 1.30; 4 KiB rows
- * and 8 KiB bcast, scatter within 5%. (Before, only the
- * collectives whose slots take turns between two areas, bcast, scatter,
- * allgather and alltoall, kept data of up to twice the threshold in the
- * slots: on an earlier machine single copy won the rest at 8 KiB.) */
 /* Whether a blocking call whose fullest slot holds bytes may move its data
  * by single copy (the segment must offer it too: bm_coll_sm_can_copy):
  * from BM_MPI_COLL_SM_COPY_MIN to _MAX, not for a barrier, nor an in-place
@@ -1052,8 +1023,14 @@ static bool sm_copy_wanted(const struct bm_mpi_coll_args *a, int p, size_t bytes
     if (c->sm_copy_min == 0 || bytes < c->sm_copy_min || bytes > c->sm_copy_max ||
         (!forced && a->kind != BM_COLL_SCATTER && !crowded_bcast_copy(a, p, bytes) && sharing))
         return false;
-    /* (only where the slots can hold the data: else single copy, not
-     * point-to-point, as before this rule) */
+    /* Where every rank has a core of its own, data that fits a slot stays
+     * in the slots unless forced: a single copy is a system call on each
+     * side (process_vm_readv/writev, ~1 us each on the test VM against
+     * 0.07 us for an 8 KiB memcpy) and a wait for the other's done line,
+     * so the slots win up to their 32 KiB (e03c308: 2 ranks, 8 KiB gather
+     * 86 -> 0.69 us, reduce 40 -> 0.74, allreduce 24.7 -> 1.93). So
+     * BM_MPI_COLL_SM_COPY_MIN acts only where ranks share cores or above
+     * a slot. */
     if (!forced && !sharing && bytes <= c->sm_slot)
         return false;
     switch (a->kind) {
