@@ -675,12 +675,26 @@ void bm_coll_sm_free(struct bm_mpi_coll_comm *cc)
  * nice -20, bcast 256 KiB: 11 us against 498 through the point-to-point
  * binomial tree and Open MPI's 45). It is a second segment of
  * [parity][rank] slots, made
- * collectively at the first call that needs it, with slots of 4 x
- * BM_MPI_COLL_SM_SLOT, doubled until they hold that call's data, and
- * made anew, larger, when a later call needs more, up to
- * BM_MPI_COLL_SM_LARGE_MAX bytes in all; larger data takes the
- * point-to-point algorithms. The operations and their flags are those of
- * the slots: only where data_of points changes. */
+ * collectively at the first call that needs it, at its full size:
+ * BM_MPI_COLL_SM_LARGE_MAX bytes in all (8 ranks: slots of 1 MiB); larger
+ * data takes the point-to-point algorithms. Where that cannot be made
+ * (/dev/shm full), slots of 4 x BM_MPI_COLL_SM_SLOT doubled until they
+ * hold the call's data, made anew when a later call needs more. The
+ * operations and their flags are those of the slots: only where data_of
+ * points changes.
+ *
+ * Full size at once, not grown as calls need (as before): a program whose
+ * sizes grow (bm_coll's sweep) made the area anew at 256 KiB, 512 KiB and
+ * 1 MiB, and with two CPU-bound processes on the cores the calls after a
+ * remake took seconds (4 ranks on 2 cores, two busy loops, bm_coll -m
+ * 256k:1m -t 0.15, 3 interleaved runs each, us per call: bcast 512 KiB
+ * 40393-673777 and 1 MiB 920044-1372879, against 24-12214 and 210-10076
+ * made at full size; allgather 1 MiB 1132708-1184577 against 3614-19029;
+ * Open MPI's yield-when-idle 22683-78801 in the same minutes). The ranks
+ * were off their cores for up to 2.5 s at a time (perf sched timehist:
+ * all of it runnable time lost to sched_yield, 88-95% of their context
+ * switches); made once, the calls before and after are alike. Why a
+ * remake leaves the ranks starved this long under EEVDF was not found. */
 bool bm_coll_sm_large_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, size_t bytes,
                             const char *fn)
 {
@@ -702,11 +716,23 @@ bool bm_coll_sm_large_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, size_t b
         return false; /* tried (agreed) and failed: do not ask again */
     /* Every rank is past the operations that used the old area (they all
      * took part in make_segment's collectives since), and the old area is
-     * only this rank's mapping. */
-    if (!make_segment(comm, "coll-large", 2 * (size_t)sm->n * slot, &seg, fn)) {
+     * only this rank's mapping. The full size first (above); every rank
+     * agreed on each attempt's outcome, so all try the same sizes. */
+    bool made = false;
+    if (!sm->large && !sm->large_refused) {
+        made = make_segment(comm, "coll-large", 2 * (size_t)sm->n * max, &seg, fn);
+        if (made)
+            slot = max;
+        else
+            sm->large_refused = max;
+    }
+    if (!made && slot < max &&
+        !make_segment(comm, "coll-large", 2 * (size_t)sm->n * slot, &seg, fn)) {
         sm->large_refused = slot;
         return false;
     }
+    if (!made && slot >= max)
+        return false;
     if (sm->large)
         bm_util_shmseg_detach(&sm->large_seg);
     sm->large_seg = seg;

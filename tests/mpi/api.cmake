@@ -304,10 +304,9 @@ set(coll_force_e
 # Ranks that share cores (BM_PML_IDLE_YIELD) move data larger than a slot
 # through the segment's large area (sm.large): slots of 256 bytes make most
 # calls large (allreduces combine in shares: sm.shares; bcasts are copied in
-# and out in chunks of a slot's data: sm.pipe), the area grows from
-# 1 KiB slots as the calls need, and with
-# at most 96 KiB in all (16 KiB slots at 3 ranks) the largest calls take the
-# point-to-point algorithms.
+# and out in chunks of a slot's data: sm.pipe), the area is made at its
+# full 96 KiB at the first call that needs it (16 KiB slots at 3 ranks), and
+# the largest calls take the point-to-point algorithms.
 set(coll_force_f
     BM_PML_IDLE_YIELD=64 BM_MPI_COLL_SM_SLOT=256 BM_MPI_COLL_SM_LARGE_MAX=96k
     "BM_TEST_COLL_EXPECT=sm.large,sm.shares,sm.copy,sm.pipe,bcast.sm,reduce.sm,allreduce.sm,gather.sm,scatter.sm,allgather.sm,alltoall.sm")
@@ -371,6 +370,13 @@ bm_add_mpi_test(coll_agree_yield_np2 NP 2 TARGET coll_agree BTL self,sm TIMEOUT 
 add_executable(coll_prefault ${api_dir}/coll_prefault.c)
 target_link_libraries(coll_prefault PRIVATE bitmover bm_test_harness)
 bm_add_mpi_test(coll_prefault NP 2 TARGET coll_prefault BTL self,sm TIMEOUT 60 LABELS mpi coll)
+
+# Where ranks share cores the large area is made once, at its full size, not
+# anew as the calls grow.
+add_executable(coll_large_once ${api_dir}/coll_large_once.c)
+target_link_libraries(coll_large_once PRIVATE bitmover bm_test_harness)
+bm_add_mpi_test(coll_large_once NP 3 TARGET coll_large_once BTL self,sm TIMEOUT 60
+    LABELS mpi coll ENV BM_PML_IDLE_YIELD=64 BM_MPI_COLL_SM_SLOT=256 BM_MPI_COLL_SM_LARGE_MAX=96k)
 
 # Large gathers and broadcasts on 2 ranks with cores of their own (the PML's
 # automatic idle policy, not the harness's yielding) go by single copy, the
