@@ -54,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -535,6 +536,14 @@ static void prefault(char *base, size_t bytes)
 {
     long page = sysconf(_SC_PAGESIZE);
 
+    /* The same in one call (Linux 5.14 and later): the kernel fills this
+     * rank's page tables without a fault per page. The large area (16 MiB:
+     * 4096 pages per rank) made coll_check at 9 ranks take 30k more page
+     * faults than its 2.3 MiB area before; a fault is a trap to the host
+     * here. Older kernels, or a failure (the pages stay as they are), get
+     * the page-by-page writes. */
+    if (madvise(base, bytes, MADV_POPULATE_WRITE) == 0)
+        return;
     if (page < (long)sizeof(uint64_t))
         page = 4096;
     for (size_t off = 0; off < bytes; off += (size_t)page)
