@@ -59,7 +59,7 @@ int main(int argc, char **argv)
     want = (want + page - 1) / page * page; /* mapped in whole pages */
     unsigned long large0 = bm_coll_alg_count("sm.large");
 
-    /* 1 KiB to the largest the area holds: 8 KiB-ish slots at 5 ranks */
+    /* 1 KiB to the largest the area holds: 16 KiB slots at 3 ranks (api.cmake) */
     for (size_t bytes = 1024; bytes <= slot; bytes *= 2) {
         int n = (int)(bytes / sizeof(int));
         int *in = malloc(bytes), *out = malloc(bytes);
