@@ -64,6 +64,11 @@ rails)
 droprail)
     drop_rail "$ra1" "$rb1"
     r2=$(rx "$rb2")
+    # The black hole is there before the job starts, so it also meets the
+    # launcher: host B's daemon and rank 1 try A's rail-1 address first
+    # (5 s each by default, 10 of the test's 13 s) before rail 2. A local
+    # veth answers a connect in the kernel, load or not: 1 s is plenty.
+    export BM_RUN_CONNECT_TIMEOUT=1 BM_RTE_CONNECT_TIMEOUT=1000
     run_job rails 32
     wait "$pid" || fail "the job failed with rail 1 black-holed"
     pid=
