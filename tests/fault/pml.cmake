@@ -3,8 +3,9 @@
 # p2p_failover stream (tests/mpi) verifying every message:
 #  - pml_netns_kinds: tcp black-holed while UDP passes: the stream moves to
 #    the standby dgram and back to tcp when tcp is let through.
-#  - pml_netns_outage: the rail black-holed for 20 s with a 60 s grace: the
-#    traffic is held and the job finishes intact.
+#  - pml_netns_outage: the rail black-holed until both ranks reported the
+#    outage and 4 s more, with a 60 s grace: the traffic is held and the job
+#    finishes intact.
 #  - pml_netns_abort: the rail black-holed for good with a 3 s grace: the
 #    job is aborted after the grace, naming the ranks, hosts and interfaces.
 #  - pml_netns_lossy: tcp alone with 20% of its segments dropped: no path
