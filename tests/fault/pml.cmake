@@ -11,7 +11,8 @@
 #  - pml_netns_lossy: tcp alone with 20% of its segments dropped: no path
 #    declared failed (detection by progress), every byte verified.
 #  - pml_netns_linkdown: the local link set down: tcp and dgram fail their
-#    paths within 0.5 s; the link comes back, the job finishes intact.
+#    paths at once (the local error, within 1.2 s: before their timeouts);
+#    the link comes back, the job finishes intact.
 # Skipped (77) without root.
 if(NOT TARGET bmrun OR NOT TARGET p2p_failover)
     return()
