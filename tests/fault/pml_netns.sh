@@ -207,7 +207,10 @@ linkdown)
     # "failed at once" (the local error: interface state for tcp, ENETUNREACH
     # for dgram), and within 1.2 s, before either timeout could have fired
     # (BM_BTL_DGRAM_FAIL_MS 1.5 s, BM_BTL_TCP_FAIL_MS 2 s).
-    tail --pid=$$ -n 0 -F "$out" 2>/dev/null |
+    # tail starts at the byte offset the output has now, not at its end when
+    # tail gets to open it (-n 0): a tail that started late would skip the
+    # lines (at worst it stamps them late, which errs towards failing).
+    tail --pid=$$ -c +$(($(stat -c %s "$out") + 1)) -F "$out" 2>/dev/null |
         while IFS= read -r l; do echo "${EPOCHREALTIME/./} $l"; done >"$out.stamped" &
     stamper=$!
     bm_netns_at_exit 'kill "$stamper" 2>/dev/null'
