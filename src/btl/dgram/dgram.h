@@ -65,10 +65,13 @@ struct bm_btl_dgram_config {
     int seed;          /* fault injection seed (0: from pid and time) */
 };
 
-/* Bytes of payload per NH block of the datagram MAC, and the NH key's
- * 64-bit words (dgram_mac.c). */
-#define BM_DGRAM_NH_BLOCK 512
-#define BM_DGRAM_NH_WORDS (BM_DGRAM_NH_BLOCK / 8)
+/* Bytes of payload per NH block of the datagram MAC, the NH key's 64-bit
+ * words (a block's worth and one more: the second NH pass reads the key
+ * shifted by 8 bytes), and the largest header + payload that the small
+ * form hashes as one piece (dgram_mac.c). */
+#define BM_DGRAM_NH_BLOCK 2048
+#define BM_DGRAM_NH_WORDS (BM_DGRAM_NH_BLOCK / 8 + 1)
+#define BM_DGRAM_NH_SMALL 512
 
 /* prepare_src references the caller's data from this size on (eager
  * sends, all below it, are copied: the PML completes them at once). */
@@ -771,10 +774,15 @@ struct bm_btl_dgram_pkt {
 };
 /* dgram_mac.c: the datagram MAC (hash-then-PRF: NH over the payload in
  * BM_DGRAM_NH_BLOCK-byte blocks, SipHash-2-4 over the header and the block
- * results; NH over header and payload together when both fit one block and
- * the payload is not empty, SipHash over that result and the length) and the
+ * results; NH over header and payload together when both fit
+ * BM_DGRAM_NH_SMALL bytes and the payload is not empty, SipHash over that
+ * result and the length) and the
  * expansion of a module key into its NH key. */
 void bm_btl_dgram_mac_expand(const uint8_t key[16], uint64_t nh_key[BM_DGRAM_NH_WORDS]);
+/* Which NH code computes the MACs: 0 the portable one, 1 SSE2, 2 AVX2,
+ * 3 AVX-512 (the same values; tests compare them). Returns false, changing
+ * nothing, when this CPU or build lacks it; -1 goes back to the best one. */
+bool bm_btl_dgram_mac_use(int impl);
 uint64_t bm_btl_dgram_mac(const uint8_t key[16], const uint64_t nh_key[BM_DGRAM_NH_WORDS],
                           const void *hdr, size_t hdr_len, const void *payload, size_t len);
 /* dgram_recv.c: whether a framed datagram's MAC is right under this key. */

@@ -54,7 +54,7 @@
 #endif
 
 #define BM_DGRAM_MAGIC   0xB7D6u /* first two bytes of every datagram */
-#define BM_DGRAM_VERSION 1u      /* bumped on any incompatible change */
+#define BM_DGRAM_VERSION 2u      /* bumped on any incompatible change (2: the MAC's NH^T) */
 
 /* Packet types (bm_dgram_hdr.type). */
 enum bm_dgram_type {
