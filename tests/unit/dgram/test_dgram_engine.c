@@ -825,6 +825,17 @@ static void test_mac(void)
                          mac_reference(key, nh, hdr, sizeof(hdr), buf + align, len);
             }
         }
+        /* and around each block boundary (the sweep's steps miss them):
+         * a block less one byte, exactly k blocks, and k blocks plus 1-7 */
+        for (size_t k = 1; k <= 3; k++) {
+            for (size_t len = k * BM_DGRAM_NH_BLOCK - 1; len <= k * BM_DGRAM_NH_BLOCK + 7; len++) {
+                for (size_t align = 0; align < 8; align += 3) {
+                    checked++;
+                    equal += bm_btl_dgram_mac(key, nh, hdr, sizeof(hdr), buf + align, len) ==
+                             mac_reference(key, nh, hdr, sizeof(hdr), buf + align, len);
+                }
+            }
+        }
         BM_CHECK_EQ_INT(equal, checked);
         BM_CHECK(checked > 300);
     }
