@@ -545,6 +545,10 @@ static inline void bm_pml_request_complete(struct bm_pml_request *req)
 void bm_pml_request_des_returned(struct bm_pml_request *req);
 /* The request an id names, when it is active and of that kind; else NULL. */
 struct bm_pml_request *bm_pml_request_lookup(bm_pml_reqid_t id, enum bm_pml_req_kind kind);
+/* Whether an id names an active request of that kind, read without the
+ * request table's lock (a thread without the progress lock; the answer may
+ * be stale by the time it returns). */
+bool bm_pml_request_active(bm_pml_reqid_t id, enum bm_pml_req_kind kind);
 static inline bm_pml_reqid_t bm_pml_request_id(const struct bm_pml_request *req)
 {
     return ((uint64_t)req->gen << 32) | req->index;

@@ -159,10 +159,13 @@ struct bm_pml_rget {
 };
 
 static const struct rdma_params *rdma_params_get(void);
+static struct rget_last *rget_last(int peer);
 
 void bm_pml_rdma_params_load(void)
 {
     (void)rdma_params_get();
+    if (bm_pml_g.world_size > 0)
+        (void)rget_last(0); /* the per-peer records, before any thread sends */
 }
 
 static const struct rdma_params *rdma_params_get(void)
@@ -414,20 +417,38 @@ static struct rget_last *rget_last(int peer)
     return &rdma_g.last[peer];
 }
 
-static bool rget_alone(const struct bm_pml_request *req)
+/* Under MPI_THREAD_MULTIPLE the record of the last small RGET to a peer is
+ * also read and set by threads that start their RGET without the progress
+ * lock (bm_pml_rdma_rget_free_ok): one atomic word per peer, set by
+ * compare-and-swap there (two threads that both find the last one done
+ * race for it, and the loser takes fragments, as a stream would), and
+ * whether that last one is still in flight is read from the request table
+ * without its lock (bm_pml_request_active). The table is made at init
+ * (bm_pml_rdma_params_load), before any thread sends. */
+static bool rget_alone(const struct bm_pml_request *req, bool locked)
 {
-    struct rget_last *l = rget_last(req->peer);
+    struct rget_last *l =
+        locked ? rget_last(req->peer)
+               : (rdma_g.last_n == bm_pml_g.world_size ? &rdma_g.last[req->peer] : NULL);
     bm_pml_reqid_t id = bm_pml_request_id(req);
     if (!l)
-        return true;
+        return locked;
     if (req->bytes >= rdma_params_get()->put_min) {
-        l->big = id; /* for rget_crossing */
+        if (locked)
+            l->big = id; /* for rget_crossing */
         return true;
     }
-    if (l->small && l->small != id && bm_pml_request_lookup(l->small, BM_PML_REQ_SEND))
+    bm_pml_reqid_t last = __atomic_load_n(&l->small, __ATOMIC_RELAXED);
+    if (last && last != id &&
+        (locked ? bm_pml_request_lookup(last, BM_PML_REQ_SEND) != NULL
+                : bm_pml_request_active(last, BM_PML_REQ_SEND)))
         return false;
-    l->small = id;
-    return true;
+    if (locked) {
+        __atomic_store_n(&l->small, id, __ATOMIC_RELAXED);
+        return true;
+    }
+    return __atomic_compare_exchange_n(&l->small, &last, id, false, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED);
 }
 
 /* Is an RGET of ours of at least BM_PML_RGET_PUT_MIN to peer in progress?
@@ -460,10 +481,9 @@ static bool rget_getv_ok(const struct bm_pml_request *req)
  * non-contiguous send: the receiver reads its pieces by getv. A contiguous
  * one over a transport that registers (ofi): registering the buffer now
  * (the base's MPI_Alloc_mem table and the transports' registration caches
- * have locks of their own). Over one that needs no registration (sm): the
- * lock's holder applies rget_alone, whose record of the last small RGET
- * to a peer is its own; without the progress lock only messages from
- * BM_PML_RGET_PUT_MIN qualify, smaller ones are deferred to that holder. */
+ * have locks of their own). Over one that needs no registration (sm):
+ * rget_alone, whose record of the last small RGET to a peer is an atomic
+ * word that a thread without the progress lock sets by compare-and-swap. */
 static bool rget_decide(struct bm_pml_request *req, bool locked)
 {
     size_t limit = rdma_params_get()->rget_limit;
@@ -474,10 +494,9 @@ static bool rget_decide(struct bm_pml_request *req, bool locked)
     struct bm_btl_path *path = rdma_path_reg(req->peer, BM_BTL_CAP_GET, req->bytes, true);
     if (path && rdma_registers(path->module))
         return rget_register(req, path);
-    if (!locked)
-        return path != NULL && req->bytes >= rdma_params_get()->put_min;
-    bm_pml_rdma_send_done(req);
-    return path != NULL && rget_alone(req);
+    if (locked)
+        bm_pml_rdma_send_done(req);
+    return path != NULL && rget_alone(req, locked);
 }
 
 bool bm_pml_rdma_rget_ok(struct bm_pml_request *req)

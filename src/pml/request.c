@@ -17,7 +17,15 @@
 
 #define BM_PML_REQ_CHUNK 256
 
-static struct bm_pml_request **req_chunks;
+/* The chunk table. It grows by a copy twice its size; a replaced one stays
+ * allocated until fini (older), since bm_pml_request_active reads the table
+ * without the lock and may still hold it. */
+struct req_tab {
+    struct req_tab *older;
+    uint32_t cap;
+    struct bm_pml_request *chunk[];
+};
+static struct req_tab *req_tab;
 static uint32_t req_nchunks;
 static struct bm_pml_request *req_free;
 /* Under MPI_THREAD_MULTIPLE: guards the three above (allocation, release,
@@ -86,20 +94,28 @@ static inline void req_state_set(struct bm_pml_request *req, uint8_t state)
 
 static bool request_grow(void)
 {
-    struct bm_pml_request **chunks = realloc(req_chunks, (req_nchunks + 1) * sizeof(*req_chunks));
-    if (!chunks)
-        return false;
-    req_chunks = chunks;
+    if (!req_tab || req_nchunks == req_tab->cap) {
+        uint32_t cap = req_tab ? 2 * req_tab->cap : 16;
+        struct req_tab *t = malloc(sizeof(*t) + cap * sizeof(t->chunk[0]));
+        if (!t)
+            return false;
+        t->older = req_tab;
+        t->cap = cap;
+        if (req_tab)
+            memcpy(t->chunk, req_tab->chunk, req_nchunks * sizeof(t->chunk[0]));
+        __atomic_store_n(&req_tab, t, __ATOMIC_RELEASE);
+    }
     struct bm_pml_request *c = calloc(BM_PML_REQ_CHUNK, sizeof(*c));
     if (!c)
         return false;
-    req_chunks[req_nchunks] = c;
+    req_tab->chunk[req_nchunks] = c;
     for (int i = BM_PML_REQ_CHUNK - 1; i >= 0; i--) {
         c[i].index = req_nchunks * BM_PML_REQ_CHUNK + (uint32_t)i;
         c[i].pend_next = req_free;
         req_free = &c[i];
     }
-    req_nchunks++;
+    /* published after the chunk (bm_pml_request_active) */
+    __atomic_store_n(&req_nchunks, req_nchunks + 1, __ATOMIC_RELEASE);
     return true;
 }
 
@@ -254,7 +270,7 @@ struct bm_pml_request *bm_pml_request_lookup(bm_pml_reqid_t id, enum bm_pml_req_
     bm_pml_lock(&req_lock);
     struct bm_pml_request *req = NULL;
     if (index / BM_PML_REQ_CHUNK < req_nchunks) {
-        req = &req_chunks[index / BM_PML_REQ_CHUNK][index % BM_PML_REQ_CHUNK];
+        req = &req_tab->chunk[index / BM_PML_REQ_CHUNK][index % BM_PML_REQ_CHUNK];
         if (__atomic_load_n(&req->gen, __ATOMIC_RELAXED) != gen ||
             req_state(req) != BM_PML_REQ_ACTIVE ||
             __atomic_load_n(&req->kind, __ATOMIC_RELAXED) != kind)
@@ -264,12 +280,29 @@ struct bm_pml_request *bm_pml_request_lookup(bm_pml_reqid_t id, enum bm_pml_req_
     return req;
 }
 
+bool bm_pml_request_active(bm_pml_reqid_t id, enum bm_pml_req_kind kind)
+{
+    uint32_t index = (uint32_t)id;
+    uint32_t gen = (uint32_t)(id >> 32);
+    if (index / BM_PML_REQ_CHUNK >= __atomic_load_n(&req_nchunks, __ATOMIC_ACQUIRE))
+        return false;
+    const struct req_tab *t = __atomic_load_n(&req_tab, __ATOMIC_ACQUIRE);
+    const struct bm_pml_request *req =
+        &t->chunk[index / BM_PML_REQ_CHUNK][index % BM_PML_REQ_CHUNK];
+    return __atomic_load_n(&req->gen, __ATOMIC_RELAXED) == gen &&
+           req_state(req) == BM_PML_REQ_ACTIVE &&
+           __atomic_load_n(&req->kind, __ATOMIC_RELAXED) == kind;
+}
+
 void bm_pml_request_table_fini(void)
 {
     for (uint32_t i = 0; i < req_nchunks; i++)
-        free(req_chunks[i]);
-    free(req_chunks);
-    req_chunks = NULL;
+        free(req_tab->chunk[i]);
+    while (req_tab) {
+        struct req_tab *older = req_tab->older;
+        free(req_tab);
+        req_tab = older;
+    }
     req_nchunks = 0;
     req_free = NULL;
     /* Every thread's cache held slots of the chunks just freed. */

@@ -1310,7 +1310,8 @@ static bool tx_ok(const struct bm_btl_peer *peer)
  * transport that locks for itself, not to itself, and where the peer has
  * a single-copy path, an RGET (send_rget_free: sm's get, a registering
  * transport's get, a non-contiguous layout's getv; sm's contiguous RGETs
- * under BM_PML_RGET_PUT_MIN are deferred). Until the
+ * under BM_PML_RGET_PUT_MIN only while the peer's last one is done, rdma.c
+ * rget_alone, and are deferred otherwise). Until the
  * RNDV is handed to the transport the request is this thread's alone
  * (nobody can name it yet). Where the peer's send paths allow it (tx_ok)
  * its state is then its peer's (per-peer send state, above): this thread

@@ -61,6 +61,10 @@ target_link_libraries(mt_rndv PRIVATE bitmover_internal bm_test_harness Threads:
 bm_add_mpi_test(mt_rndv_tcp_np3 TARGET mt_rndv NP 3 BTL self,tcp TIMEOUT 60 LABELS mpi mt tsan)
 bm_add_mpi_test(mt_rndv_np3 TARGET mt_rndv NP 3 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan ARGS rget)
 bm_add_mpi_test(mt_rndv_getv_np3 TARGET mt_rndv NP 3 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan ARGS getv)
+# sm RGETs under BM_PML_RGET_PUT_MIN (rdma.c rget_alone's per-peer record, an
+# atomic word): they were deferred to the progress lock's holder.
+bm_add_mpi_test(mt_rndv_small_np3 TARGET mt_rndv NP 3 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan
+    ARGS rget ENV BM_PML_RGET_PUT_MIN=1m)
 add_executable(mt_frags ${mt_dir}/mt_frags.c)
 target_link_libraries(mt_frags PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 bm_add_mpi_test(mt_frags_tcp_np3 TARGET mt_frags NP 3 BTL self,tcp TIMEOUT 60 LABELS mpi mt tsan)
