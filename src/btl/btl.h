@@ -142,7 +142,9 @@
  *     sm, with a send lock per endpoint for sendi's fast boxes and a
  *     recursive module lock for the rest, src/btl/sm/README.md "Threads";
  *     tcp, with a send lock per endpoint and a recursive component lock,
- *     src/btl/tcp/README.md "Threads"; self leaves it to the base). Its
+ *     src/btl/tcp/README.md "Threads"; self, with one endpoint lock that
+ *     progress never holds across a callback, src/btl/self/README.md
+ *     "Threads"). Its
  *     operations are called from several threads at
  *     once, also while progress runs; progress, flush, wait_arm and
  *     wait_disarm are called by one thread at a time, the one that holds

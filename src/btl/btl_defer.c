@@ -31,6 +31,18 @@ void bm_btl_defer_push(struct bm_btl_defer_queue *q, struct bm_btl_module *m,
     q->tail = e;
 }
 
+void bm_btl_defer_splice(struct bm_btl_defer_queue *dst, struct bm_btl_defer_queue *src)
+{
+    if (!src->head)
+        return;
+    if (dst->tail)
+        dst->tail->next = src->head;
+    else
+        __atomic_store_n(&dst->head, src->head, __ATOMIC_RELAXED);
+    dst->tail = src->tail;
+    *src = (struct bm_btl_defer_queue){0};
+}
+
 int bm_btl_defer_run(struct bm_btl_defer_queue *q, struct bm_btl_module *m, int status)
 {
     int n = 0;

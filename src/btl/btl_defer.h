@@ -25,6 +25,11 @@ void bm_btl_defer_push(struct bm_btl_defer_queue *q, struct bm_btl_module *m,
  * Callbacks queued by those callbacks run in the same call. */
 int bm_btl_defer_run(struct bm_btl_defer_queue *q, struct bm_btl_module *m, int status);
 
+/* Append src's entries to dst and empty src. dst's head is stored
+ * atomically (relaxed): a transport that locks for itself splices under its
+ * lock while its progress looks at the head without it (self). */
+void bm_btl_defer_splice(struct bm_btl_defer_queue *dst, struct bm_btl_defer_queue *src);
+
 /* BM_BTL_DONE after queuing the callback when flags ask for one: the tail
  * of every inline-completing RDMA operation. */
 static inline int bm_btl_defer_complete(struct bm_btl_defer_queue *q, struct bm_btl_module *m,

@@ -37,7 +37,16 @@
  * "Threads"), 3. checks only that the receives drained, and 4. is not run.
  *   4. (sm) FRAGs to different peers: the locks taken while sending packed
  *      FRAGs to rank 1 and to rank 2 share none (run_frags; the sm module
- *      lock was shared before sm's descriptor sends went lock-free). */
+ *      lock was shared before sm's descriptor sends went lock-free).
+ *   5. Sends to itself: rank 0's thread 0 sends to rank 0 while thread 1
+ *      sends to rank 1 and drains waiting for its acknowledgements
+ *      (run_self). Neither may take a lock of class "transport": the
+ *      base's lock of a transport it serialises, which self was until
+ *      2026-11-29 (its sends then waited for the drainer's whole pass
+ *      over self's deliveries, callbacks included). They may share self's
+ *      endpoint lock (the drainer gives delivered fragments back under
+ *      it; a leaf, so dev builds abort if a callback ran under it) and a
+ *      context lock (the drainer matches thread 0's messages). */
 #include "bm_test.h"
 #include "btl/btl.h"
 #include "btl/sm/sm.h"
@@ -405,6 +414,93 @@ static void run_frags(int rank, MPI_Comm ca, MPI_Comm cb)
     BM_CHECK_EQ_INT(shared_locks(&frag_jobs[0], &frag_jobs[1], NULL, &nallowed), 0);
 }
 
+/* Phase 5: thread 0 of rank 0 sends WIN messages to itself (traced) and
+ * receives them (untraced), WINDOWS times; thread 1 sends to rank 1 and
+ * waits for its acknowledgement, both traced. */
+static void *self_send_main(void *arg)
+{
+    struct job *j = arg;
+    j->tr = (struct bm_util_lock_trace){.locks = j->locks, .cap = MAXLOCK};
+    pthread_barrier_wait(&go);
+    for (int w = 0; w < WINDOWS; w++) {
+        for (int s = 0; s < WIN; s++) {
+            int msg[2] = {w * WIN + s, j->t};
+            bm_util_lock_trace(&j->tr);
+            MPI_Send(msg, 2, MPI_INT, 0, 8, j->comm);
+            bm_util_lock_trace(NULL);
+        }
+        for (int s = 0; s < WIN; s++) {
+            int msg[2] = {-1, -1};
+            MPI_Recv(msg, 2, MPI_INT, 0, 8, j->comm, MPI_STATUS_IGNORE);
+            if (msg[0] != w * WIN + s || msg[1] != j->t)
+                __atomic_fetch_add(&bad_msgs, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return NULL;
+}
+
+static void *peer_send_main(void *arg)
+{
+    struct job *j = arg;
+    j->tr = (struct bm_util_lock_trace){.locks = j->locks, .cap = MAXLOCK};
+    pthread_barrier_wait(&go);
+    for (int w = 0; w < WARM + WINDOWS; w++) {
+        bm_util_lock_trace(&j->tr);
+        for (int s = 0; s < WIN; s++) {
+            int msg[2] = {w * WIN + s, j->t};
+            MPI_Send(msg, 2, MPI_INT, j->peer, 5, j->comm);
+        }
+        int ack;
+        MPI_Recv(&ack, 1, MPI_INT, j->peer, 6, j->comm, MPI_STATUS_IGNORE);
+        bm_util_lock_trace(NULL);
+    }
+    return NULL;
+}
+
+static void run_self(int rank, MPI_Comm ca, MPI_Comm cb)
+{
+    if (rank == 1) {
+        struct rjob r = {.t = 1, .comm = cb};
+        recv_main(&r);
+    }
+    if (rank != 0)
+        return;
+    struct job jobs[2] = {{.t = 0, .peer = 0, .comm = ca}, {.t = 1, .peer = 1, .comm = cb}};
+    pthread_t th;
+    pthread_barrier_init(&go, NULL, 2);
+    pthread_create(&th, NULL, peer_send_main, &jobs[1]);
+    self_send_main(&jobs[0]);
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&go);
+    BM_CHECK_MSG(has_class(&jobs[0], "context") && has_class(&jobs[0], "self endpoint"),
+                 "the sends to itself took no context lock or no self endpoint lock (%zu locks)",
+                 jobs[0].tr.n);
+    bool drained = false;
+    for (size_t i = 0; i < jobs[1].tr.n; i++)
+        drained |= strcmp(jobs[1].locks[i]->cls->name, "progress") == 0;
+    BM_CHECK_MSG(drained, "thread 1 never took the progress lock (%zu locks): it did not drain",
+                 jobs[1].tr.n);
+    for (int t = 0; t < 2; t++) {
+        BM_CHECK_MSG(!jobs[t].tr.overflow, "thread %d took more than %d distinct locks", t,
+                     MAXLOCK);
+        BM_CHECK_MSG(!has_class(&jobs[t], "transport"),
+                     "thread %d took a transport lock of the base: self is serialised by the base "
+                     "(its sends wait for the drainer's callbacks)",
+                     t);
+        for (size_t i = 0; i < jobs[t].tr.n; i++)
+            printf("rank 0: thread %d (%s) took a lock of class \"%s\" (%p)\n", t,
+                   t == 0 ? "to itself" : "to rank 1", jobs[t].locks[i]->cls->name,
+                   (const void *)jobs[t].locks[i]);
+    }
+    for (size_t i = 0; i < jobs[0].tr.n; i++)
+        for (size_t k = 0; k < jobs[1].tr.n; k++) {
+            const char *cls = jobs[0].locks[i]->cls->name;
+            BM_CHECK_MSG(jobs[0].locks[i] != jobs[1].locks[k] || strcmp(cls, "context") == 0 ||
+                             strcmp(cls, "self endpoint") == 0,
+                         "the sends to itself and the drainer shared a lock of class \"%s\"", cls);
+        }
+}
+
 /* MPI_THREAD_MULTIPLE, 3 ranks and the lock trace, or false. */
 static bool start(int *argc, char ***argv, int *rank)
 {
@@ -443,6 +539,9 @@ int main(int argc, char **argv)
             bm_test_current = "FRAGs to different peers";
             run_frags(rank, ca, cb);
         }
+        MPI_Barrier(MPI_COMM_WORLD);
+        bm_test_current = "sends to itself";
+        run_self(rank, ca, cb);
         BM_CHECK_EQ_INT(bad_msgs, 0);
         MPI_Comm_free(&ca);
         MPI_Comm_free(&cb);

@@ -7,6 +7,7 @@
 
 #include "btl/btl.h"
 #include "btl/btl_defer.h"
+#include "util/lock.h"
 
 #include <stdalign.h>
 #include <stdbool.h>
@@ -52,6 +53,13 @@ struct bm_btl_self_module {
     int nfree[BM_BTL_SELF_NCLASS];
     struct bm_btl_self_frag *queue_head, *queue_tail; /* sent, not yet delivered */
     struct bm_btl_defer_queue rdma_done;              /* callbacks of finished put/get/atomics */
+    /* MPI_THREAD_MULTIPLE (README "Threads"): the one endpoint's lock, a
+     * leaf, held only while a fragment is taken or given back and while the
+     * queue or rdma_done gains an entry or is taken whole; never across a
+     * callback. The empty checks of progress and wait_arm read the heads
+     * without it (relaxed; whatever they miss, the next pass sees). */
+    bool mt;
+    struct bm_util_lock lock;
 };
 
 /* An instance of the transport: one module. */

@@ -4,7 +4,10 @@
  * (BM_BTL_DES_F_ALWAYS_CALLBACK), it runs from the next progress or flush
  * call, never inside the call that started the operation, the same
  * re-entrancy rule as self's sends. No registration is needed
- * (reg_handle_size 0); register_mem is btl_defer's handle that carries nothing. */
+ * (reg_handle_size 0); register_mem is btl_defer's handle that carries nothing.
+ * Under MPI_THREAD_MULTIPLE the operations run in any thread at once (the
+ * atomics are the CPU's); only the queue of callbacks takes the endpoint's
+ * lock (README "Threads"). */
 #define BM_LOG_SUBSYS "btl/self"
 #include "btl/btl_atomic.h"
 #include "btl/self/self.h"
@@ -17,8 +20,21 @@ static int self_rdma_complete(struct bm_btl_module *m, uint32_t flags, bm_btl_rd
                               void *context, void *cbdata)
 {
     struct bm_btl_self_module *sm = (struct bm_btl_self_module *)m;
-    return bm_btl_defer_complete(&sm->rdma_done, m, (struct bm_btl_endpoint *)&sm->endpoint, flags,
-                                 cb, local_addr, local_handle, context, cbdata);
+    if (!sm->mt)
+        return bm_btl_defer_complete(&sm->rdma_done, m, (struct bm_btl_endpoint *)&sm->endpoint,
+                                     flags, cb, local_addr, local_handle, context, cbdata);
+    /* MPI_THREAD_MULTIPLE: queued apart (a push that finds no memory calls
+     * back at once, which must not happen under the leaf lock), then
+     * appended under the lock */
+    struct bm_btl_defer_queue one = {0};
+    int rc = bm_btl_defer_complete(&one, m, (struct bm_btl_endpoint *)&sm->endpoint, flags, cb,
+                                   local_addr, local_handle, context, cbdata);
+    if (one.head) {
+        bm_util_lock_take(&sm->lock);
+        bm_btl_defer_splice(&sm->rdma_done, &one);
+        bm_util_lock_give(&sm->lock);
+    }
+    return rc;
 }
 
 int bm_btl_self_put(struct bm_btl_module *m, struct bm_btl_endpoint *ep, void *local_addr,
@@ -98,6 +114,20 @@ int bm_btl_self_atomic_cswap(struct bm_btl_module *m, struct bm_btl_endpoint *ep
 bm_status_t bm_btl_self_flush(struct bm_btl_module *m, struct bm_btl_endpoint *ep)
 {
     (void)ep;
-    bm_btl_defer_run(&((struct bm_btl_self_module *)m)->rdma_done, m, BM_OK);
-    return BM_OK;
+    struct bm_btl_self_module *sm = (struct bm_btl_self_module *)m;
+    if (!sm->mt) {
+        bm_btl_defer_run(&sm->rdma_done, m, BM_OK);
+        return BM_OK;
+    }
+    /* taken whole under the lock, called back without it, until none is left */
+    for (;;) {
+        bm_util_lock_take(&sm->lock);
+        struct bm_btl_defer_queue q = sm->rdma_done;
+        __atomic_store_n(&sm->rdma_done.head, NULL, __ATOMIC_RELAXED);
+        sm->rdma_done.tail = NULL;
+        bm_util_lock_give(&sm->lock);
+        if (!q.head)
+            return BM_OK;
+        bm_btl_defer_run(&q, m, BM_OK);
+    }
 }
