@@ -576,11 +576,15 @@ static unsigned ahead_held;
  * this side packs the next (pml.c has the measurements). Only while this
  * request is all this process has in flight: behind other transfers the
  * receiver has work anyway, and the smaller fragments only cost (sm, 16
- * vectors of 64 KiB per window: 5-8% less bandwidth). */
+ * vectors of 64 KiB per window: 5-8% less bandwidth). Only in messages of
+ * at most BM_PML_PACK_BOUNCE bytes: in larger ones the receiver soon has
+ * later FRAGs to unpack anyway, and the cut only added FRAGs (README,
+ * "Small first fragments"). */
 static bool frag_first(const struct bm_pml_request *req, const struct bm_btl_module *m, bool iov,
                        size_t at)
 {
     return req->conv.type && !iov && at < bm_pml_g.cfg.pack_bounce &&
+           req->bytes <= bm_pml_g.cfg.pack_bounce &&
            bm_pml_g.cfg.pack_first_frag > sizeof(struct bm_pml_hdr_frag) &&
            (m->caps & BM_BTL_CAP_SEND_FAR) &&
            (req->tx_peer ? __atomic_load_n(&bm_pml_g.inflight_direct, __ATOMIC_RELAXED)
