@@ -69,6 +69,7 @@ struct bm_btl_sm_endpoint {
     int outstanding;
     int amo_pending;    /* of those, atomic requests (flush waits for them) */
     bool failed;        /* its process is gone: sends fail with BM_ERR_PEER_GONE (atomic stores) */
+    bool pid_unseen;    /* its pid was not there at start-up (another PID namespace): no look */
     int local_rank;     /* its index on the node */
     bool fbox;          /* both segments have rings: its ring to us is watched */
     bool fbox_tx;       /* our ring in its segment is backed by memory: send there */

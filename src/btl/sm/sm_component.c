@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -602,6 +603,10 @@ static bm_status_t sm_add_procs(struct bm_btl_module *m, int nprocs, const int *
         bm_util_lock_init(&ep->lock, &sm_ep_class, false);
         ep->rank = r;
         ep->pid = (pid_t)card.pid;
+        /* It is alive (it published its card): a pid not found now is in
+         * another PID namespace (segments mapped by name), and whether
+         * that pid exists later says nothing about it (bm_btl_sm_check). */
+        ep->pid_unseen = kill(ep->pid, 0) != 0 && errno == ESRCH;
         ep->local_rank = card.local_rank;
         ep->card = data;
         /* Single copy is allowed or refused by the kernel for the whole

@@ -140,7 +140,8 @@ int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm)
     int before = __atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED);
     for (int r = 0; r < sm->nprocs && __atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED) > 0; r++) {
         struct bm_btl_sm_endpoint *ep = sm->eps[r];
-        if (!ep || ep->failed || __atomic_load_n(&ep->outstanding, __ATOMIC_RELAXED) == 0)
+        if (!ep || ep->failed || ep->pid_unseen ||
+            __atomic_load_n(&ep->outstanding, __ATOMIC_RELAXED) == 0)
             continue;
         if (bm_btl_sm_process_ended(ep->pid))
             bm_btl_sm_peer_failed(sm, ep, BM_ERR_PEER_GONE, "its process is gone");
@@ -154,7 +155,8 @@ bm_status_t bm_btl_sm_check(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoi
 {
     if (!ep)
         return BM_OK;
-    if (!__atomic_load_n(&ep->failed, __ATOMIC_RELAXED) && bm_btl_sm_process_ended(ep->pid))
+    if (!__atomic_load_n(&ep->failed, __ATOMIC_RELAXED) && !ep->pid_unseen &&
+        bm_btl_sm_process_ended(ep->pid))
         bm_btl_sm_peer_failed(sm, ep, BM_ERR_PEER_GONE, "its process is gone");
     return __atomic_load_n(&ep->failed, __ATOMIC_RELAXED) ? BM_ERR_PEER_GONE : BM_OK;
 }
