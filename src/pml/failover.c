@@ -72,6 +72,13 @@ static struct {
     int npeers;
 } fo;
 
+/* The peers bm_pml_peers_check looks at: those with a path whose
+ * transport can look (btl.h check), made at the first look. */
+static struct {
+    int *v, n;
+    bool made;
+} looked;
+
 bm_status_t bm_pml_failover_init(void)
 {
     bm_status_t rc = bm_util_params_load(&failover_table, &fo.p);
@@ -90,6 +97,8 @@ void bm_pml_failover_fini(void)
         free(fo.peers[r].why);
     free(fo.peers);
     memset(&fo, 0, sizeof(fo));
+    free(looked.v);
+    memset(&looked, 0, sizeof(looked));
 }
 
 /* From the transports' table, not the modex: the failure reports run in
@@ -169,18 +178,29 @@ static const char *class_name(int peer_world, int cls)
     return "?";
 }
 
-static __attribute__((noreturn)) void abort_unreachable(int peer_world, const char *lead)
+/* status: the last failure (a peer error: the process is gone, and the
+ * advice is about that process, not about links). */
+static __attribute__((noreturn)) void abort_unreachable(int peer_world, const char *lead,
+                                                        int status)
 {
     char failed[3072], msg[4096];
     describe_failed(peer_world, failed, sizeof(failed));
-    snprintf(msg, sizeof(msg),
-             "rank %d (%s) %s rank %d (%s): %s. The job cannot continue. Check the links or "
-             "devices named above%s.",
-             bm_pml_g.my_rank, bm_rte_self()->hostname, lead, peer_world, peer_host(peer_world),
-             failed,
-             fo.p.grace_s > 0 ? "; BM_PML_PATH_GRACE sets how long a job waits for a path to "
-                                "recover"
-                              : ", or allow more transports with BM_BTL");
+    if (bm_status_is_peer(status))
+        snprintf(msg, sizeof(msg),
+                 "rank %d (%s) %s rank %d (%s): %s. The job cannot continue: rank %d ended "
+                 "before MPI_Finalize (killed, crashed, or exited without it) while rank %d "
+                 "depended on it; its own output, exit status or core file says why.",
+                 bm_pml_g.my_rank, bm_rte_self()->hostname, lead, peer_world, peer_host(peer_world),
+                 failed, peer_world, bm_pml_g.my_rank);
+    else
+        snprintf(msg, sizeof(msg),
+                 "rank %d (%s) %s rank %d (%s): %s. The job cannot continue. Check the links or "
+                 "devices named above%s.",
+                 bm_pml_g.my_rank, bm_rte_self()->hostname, lead, peer_world, peer_host(peer_world),
+                 failed,
+                 fo.p.grace_s > 0 ? "; BM_PML_PATH_GRACE sets how long a job waits for a path "
+                                    "to recover"
+                                  : ", or allow more transports with BM_BTL");
     bm_log_error("%s", msg);
     bm_rte_abort(1, msg);
     abort(); /* not reached: bm_rte_abort does not return */
@@ -209,7 +229,7 @@ static void peer_update(int peer_world, int status)
     int cls = best_class(peer_world);
     if (cls < 0) {
         if (fo.p.grace_s == 0 || bm_status_is_peer(status))
-            abort_unreachable(peer_world, "lost its last transport to");
+            abort_unreachable(peer_world, "lost its last transport to", status);
         if (!fp->outage) {
             uint64_t now = bm_util_clock_now_ns();
             fp->outage = true;
@@ -276,6 +296,30 @@ bm_status_t bm_pml_peer_check(int peer_world)
     return rc;
 }
 
+static void looked_make(void)
+{
+    looked.made = true;
+    looked.v = malloc((size_t)bm_pml_g.world_size * sizeof(*looked.v));
+    for (int r = 0; looked.v && r < bm_pml_g.world_size; r++) {
+        struct bm_btl_peer *peer = r == bm_pml_g.my_rank ? NULL : bm_btl_base_peer(r);
+        for (int i = 0; peer && i < peer->eager.count; i++)
+            if (peer->eager.paths[i].module->ops->check) {
+                looked.v[looked.n++] = r;
+                break;
+            }
+    }
+}
+
+void bm_pml_peers_check(void)
+{
+    if (!bm_pml_g.initialized)
+        return;
+    if (!looked.made)
+        looked_make();
+    for (int i = 0; i < looked.n; i++)
+        bm_pml_peer_check(looked.v[i]);
+}
+
 bool bm_pml_peer_in_outage(int peer_world)
 {
     return fo.peers && fo.peers[peer_world].outage;
@@ -292,7 +336,7 @@ int bm_pml_failover_progress(void)
             char lead[160];
             snprintf(lead, sizeof(lead),
                      "has had no working transport for %d s (BM_PML_PATH_GRACE) to", fo.p.grace_s);
-            abort_unreachable(r, lead);
+            abort_unreachable(r, lead, BM_ERR_UNREACHABLE);
         }
         if (now >= fp->next_report)
             outage_report(r, now);

@@ -301,8 +301,9 @@ struct bm_pml_state {
     /* Initialized and not mt: the progress calls take their single-threaded
      * path (progress.c), decided by this one flag per call. It counts idle
      * polls and calls the wait mode's idle step (wait.c) every
-     * st_wait_limit of them in a wait, every st_test_limit in a test
-     * (INT_MAX: never). */
+     * st_wait_limit of them in a wait (4096 where the mode has no step:
+     * the step also looks whether the local peers live, wait.c
+     * "Liveness"), every st_test_limit in a test (INT_MAX: never). */
     bool st;
     int st_wait_limit, st_test_limit;
     int wait_mode;       /* enum bm_pml_wait_mode, resolved */
@@ -773,7 +774,8 @@ int bm_pml_wait_poll(void);
  * began its clock for the yield (the caller clears it when a poll does
  * something). */
 void bm_pml_wait_idle_st(bool *marked);
-/* The idle step's limit for the resolved mode (INT_MAX: none). */
+/* The idle step's limit for the resolved mode (4096 where the mode has
+ * none: the step then only looks at the peers). */
 int bm_pml_wait_idle_st_limit(void);
 /* Sleeps in the kernel so far, and how long a wait polls before it sleeps
  * (0: right after the idle polls): for BM_PML_STATS and
@@ -830,6 +832,10 @@ int bm_pml_peer_held(int peer_world);
 bool bm_pml_peer_in_outage(int peer_world);
 /* While bm_pml_g.noutage > 0: the grace deadlines and the minute reports. */
 int bm_pml_failover_progress(void);
+/* Look now whether each peer a transport can look at (btl.h check: sm's
+ * local peers) is still there (bm_pml_peer_check): for the waits' idle
+ * step (wait.c, "Liveness"). A gone one ends the job. */
+void bm_pml_peers_check(void);
 /* restart.c: end-to-end recovery of rendezvous (README "End-to-end recovery") */
 bm_status_t bm_pml_restart_init(void);
 /* Put a request on the watch list / take it off (request completion does). */

@@ -838,22 +838,65 @@ unsigned long bm_pml_wait_timed_yields(void)
     return atomic_load_explicit(&wait_g.timed, memory_order_relaxed);
 }
 
+/* Liveness. A wait on a peer that has nothing outstanding to it (a
+ * receive, a probe, a synchronous send whose message was delivered) is
+ * watched by no transport: a peer on this host that ended without a word
+ * (_exit, a crash or a kill under a launcher that does not end the job)
+ * left it waiting for ever. So the waits' idle step (after LIVE_POLLS idle
+ * polls, or the wait mode's fewer before a yield or sleep) asks the
+ * transports, at most every LIVE_NS, whether the peers they can look at
+ * are still there (bm_pml_peers_check: sm looks whether each local peer's
+ * process exists, a few system calls each). All of them, not only the
+ * peers of the request waited for: a wait here does not know which
+ * requests its caller waits for (MPI_Waitall, a probe, a one-sided or
+ * nonblocking collective's wait all come through this step), a wildcard
+ * receive depends on every peer of its communicator anyway, and no rank
+ * can have ended cleanly while this one waits outside MPI_Finalize (its
+ * barrier and fence hold every rank until all have entered it; the fence
+ * and what follows do not come here). A gone peer was the last path to
+ * it (sm has no standby), so the PML ends the job naming both ranks and
+ * hosts (failover.c), as Open MPI and MPICH end a job for a dead rank
+ * without ULFM. A wait with work to do, or shorter than the idle step,
+ * pays nothing. */
+#define LIVE_POLLS 4096
+#define LIVE_NS    100000000ull
+
+static _Atomic uint64_t live_next;
+
+static __attribute__((noinline, cold)) void wait_live(void)
+{
+    uint64_t now = bm_util_clock_now_ns();
+    if (now < atomic_load_explicit(&live_next, memory_order_relaxed))
+        return;
+    atomic_store_explicit(&live_next, now + LIVE_NS, memory_order_relaxed);
+    bm_pml_peers_check();
+}
+
 int bm_pml_wait_idle_st_limit(void)
 {
     switch (bm_pml_g.wait_mode) {
     case BM_PML_WAIT_YIELD:
         if (bm_pml_g.cfg.idle_yield > 0)
             return bm_pml_g.spans_hosts ? 1 : bm_pml_g.cfg.idle_yield;
-        return bm_pml_g.idle_watch ? 64 : INT_MAX;
+        return bm_pml_g.idle_watch ? 64 : LIVE_POLLS; /* LIVE_POLLS: only the look */
     case BM_PML_WAIT_BLOCK:
         return bm_pml_idle_polls();
     default:
-        return INT_MAX;
+        return LIVE_POLLS; /* the idle step only looks at the peers */
     }
 }
 
 void bm_pml_wait_idle_st(bool *marked)
 {
+    /* Idle polls since the last liveness step: it comes every LIVE_POLLS
+     * (or every step, when the mode's steps are further apart), and before
+     * every sleep (a sleep may last WAIT_CAP_NS). */
+    static int live_polls;
+    live_polls += bm_pml_g.st_wait_limit;
+    if (live_polls >= LIVE_POLLS || bm_pml_g.wait_mode == BM_PML_WAIT_BLOCK) {
+        live_polls = 0;
+        wait_live();
+    }
     switch (bm_pml_g.wait_mode) {
     case BM_PML_WAIT_YIELD:
         if (bm_pml_g.cfg.idle_yield > 0 && bm_pml_g.spans_hosts)
@@ -928,7 +971,7 @@ static bool wait_spun(uint64_t *from)
 
 int bm_pml_wait_poll(void)
 {
-    static BM_PML_TLS int idle;
+    static BM_PML_TLS int idle, live_idle;
     static BM_PML_TLS bool marked;
     static BM_PML_TLS uint64_t spin_from;
     if (wait_g.thread_running)
@@ -942,6 +985,10 @@ int bm_pml_wait_poll(void)
     }
     if (bm_pml_g.mt && bm_pml_progress_missed())
         return 0;
+    if (++live_idle >= LIVE_POLLS) {
+        live_idle = 0;
+        wait_live();
+    }
     switch (bm_pml_g.wait_mode) {
     case BM_PML_WAIT_SPIN:
         bm_pml_progress_idle_mt();
@@ -964,9 +1011,10 @@ int bm_pml_wait_poll(void)
     case BM_PML_WAIT_BLOCK:
         if (++idle >= bm_pml_idle_polls()) {
             idle = 0;
-            if (wait_spun(&spin_from))
+            if (wait_spun(&spin_from)) {
+                wait_live(); /* a sleep may last WAIT_CAP_NS */
                 bm_pml_wait_block();
-            else
+            } else
                 sched_yield(); /* threads of the program may want the core */
         }
         break;

@@ -414,6 +414,30 @@ add_test(NAME coll_peer_gone COMMAND ${expect_fail}
 set_tests_properties(coll_peer_gone PROPERTIES TIMEOUT ${t} LABELS "mpi;coll"
     ENVIRONMENT "BM_BTL=self,sm;BM_PML_IDLE_YIELD=64;BM_MPI_COLL_BCAST_ALG=sm")
 
+# Point-to-point waits on a local rank that ended with nothing outstanding
+# to it (no transport watches it): the waits' idle step asks sm whether the
+# local peers still exist, and the PML ends the job naming both ranks and
+# hosts within a second (without the look: bmrun's timeout). One wait of
+# each kind of progress path: a blocking MPI_Recv in the default wait mode,
+# a wildcard receive (3 ranks) in the block mode (the look before each
+# sleep), a probe under the progress thread (the MPI_THREAD_MULTIPLE wait).
+# p2p_peer_gone.c says more.
+add_executable(p2p_peer_gone ${api_dir}/p2p_peer_gone.c)
+target_link_libraries(p2p_peer_gone PRIVATE bitmover)
+bm_scaled_timeout(t 40)
+math(EXPR bmrun_t "${t} - 10")
+foreach(v "recv;2;BM_PML_IDLE_YIELD=-1" "any;3;BM_PML_WAIT_MODE=block"
+        "probe;2;BM_PML_PROGRESS_THREAD=1")
+    list(GET v 0 op)
+    list(GET v 1 np)
+    list(GET v 2 env)
+    add_test(NAME p2p_peer_gone_${op} COMMAND ${expect_fail}
+        "rank [02] \\([^)]+\\) lost its last transport to rank 1 \\([^)]+\\): sm \\(peer process is gone: sm: local peer rank 1 \\(pid [0-9]+\\) on [^:]+: its process is gone[^)]*\\)\\. The job cannot continue: rank 1 ended before MPI_Finalize"
+        $<TARGET_FILE:bmrun> -n ${np} --timeout ${bmrun_t} $<TARGET_FILE:p2p_peer_gone> ${op})
+    set_tests_properties(p2p_peer_gone_${op} PROPERTIES TIMEOUT ${t} LABELS "mpi;p2p"
+        ENVIRONMENT "BM_BTL=self,sm;${env}")
+endforeach()
+
 # Mixed wait modes on the segment: rank 0 sleeps in its waits
 # (MPI_THREAD_MULTIPLE, BM_PML_WAIT_SPIN_US=0), rank 1 does not; the set-up
 # agrees that some rank sleeps, so rank 1 rings rank 0 awake instead of
