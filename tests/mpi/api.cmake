@@ -401,7 +401,7 @@ bm_add_mpi_test(coll_put_fail NP 2 TARGET coll_put_fail BTL self,sm TIMEOUT 60
 # A rank that ends inside a collective on the segment while the others wait
 # on its flag (nothing outstanding to it: no transport watches it): the
 # waits ask the PML whether it is still there, sm finds its process gone,
-# and the job ends within a second, aborted by the PML, which names both
+# and the job ends 1-1.5 s later (sm's grace), aborted by the PML, which names both
 # ranks and hosts (a rank whose last path failed; the waiting ranks would
 # wait for ever without the look). coll_peer_gone.c says more.
 add_executable(coll_peer_gone ${api_dir}/coll_peer_gone.c)
@@ -417,7 +417,8 @@ set_tests_properties(coll_peer_gone PROPERTIES TIMEOUT ${t} LABELS "mpi;coll"
 # Point-to-point waits on a local rank that ended with nothing outstanding
 # to it (no transport watches it): the waits' idle step asks sm whether the
 # local peers still exist, and the PML ends the job naming both ranks and
-# hosts within a second (without the look: bmrun's timeout). One wait of
+# hosts 1-1.5 s after the death (sm's grace; without the look: bmrun's
+# timeout). One wait of
 # each kind of progress path: a blocking MPI_Recv in the default wait mode,
 # a wildcard receive (3 ranks) in the block mode (the look before each
 # sleep), a probe under the progress thread (the MPI_THREAD_MULTIPLE wait).

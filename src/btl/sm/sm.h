@@ -85,6 +85,7 @@ struct bm_btl_sm_endpoint {
     struct sockaddr_un bell;     /* its doorbell (sm_bell.c) */
     socklen_t bell_len;          /* 0: unknown */
     bool bell_ring;              /* it may sleep: look at its flag after each send */
+    uint64_t ended_ns;           /* when a check first found its process ended (0: not yet) */
     /* Its ring in our segment, last and on a cache line of its own (the
      * struct's size is a multiple of 64): under MPI_THREAD_MULTIPLE the
      * thread in progress writes rx while other threads write tx and the

@@ -151,12 +151,26 @@ int bm_btl_sm_peer_check(struct bm_btl_sm_module *sm)
     return before - __atomic_load_n(&sm->in_flight, __ATOMIC_RELAXED);
 }
 
+/* A peer that a check finds ended is reported only by a check
+ * SM_CHECK_GRACE_NS or more after the first one that found it so: the
+ * checks are the waits' (the collectives', the PML's idle ones), which
+ * need not be quick, and a launcher that ends the job says first what
+ * happened (bmrun holds a non-zero exit or an MPI_Abort 0.5 s for a signal
+ * death it should report instead, then stops every rank; a signal death at
+ * once) without every survivor adding an abort of its own. */
+#define SM_CHECK_GRACE_NS 1000000000ull
+
 bm_status_t bm_btl_sm_check(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)
 {
     if (!ep)
         return BM_OK;
     if (!__atomic_load_n(&ep->failed, __ATOMIC_RELAXED) && !ep->pid_unseen &&
-        bm_btl_sm_process_ended(ep->pid))
-        bm_btl_sm_peer_failed(sm, ep, BM_ERR_PEER_GONE, "its process is gone");
+        bm_btl_sm_process_ended(ep->pid)) {
+        uint64_t now = bm_util_clock_now_ns();
+        if (!ep->ended_ns)
+            ep->ended_ns = now;
+        else if (now - ep->ended_ns >= SM_CHECK_GRACE_NS)
+            bm_btl_sm_peer_failed(sm, ep, BM_ERR_PEER_GONE, "its process is gone");
+    }
     return __atomic_load_n(&ep->failed, __ATOMIC_RELAXED) ? BM_ERR_PEER_GONE : BM_OK;
 }
