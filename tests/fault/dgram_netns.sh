@@ -180,7 +180,7 @@ repair)
     grep -q "unreachable on every" "$T/repair.err" && bad "a rank was declared unreachable"
     for side in "$A $VA2" "$B $VB2"; do
         set -- $side
-        rx=$(ip netns exec $1 cat /sys/class/net/$2/statistics/rx_bytes)
+        rx=$(bm_netns_rx $1 $2)
         echo "rail 2 ($2) received $rx bytes"
         [ "$rx" -gt 33554432 ] || bad "rail 2 ($2) received only $rx bytes: traffic did not move"
     done

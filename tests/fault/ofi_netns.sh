@@ -44,7 +44,7 @@ bm_netns_hosts 2
 A=${BM_NETNS[0]} B=${BM_NETNS[1]}
 bm_netns_rail 0 1 10.250.1
 ra1=$BM_NETNS_DEV_A rb1=$BM_NETNS_DEV_B
-rx() { ip netns exec "$B" cat "/sys/class/net/$1/statistics/rx_bytes"; }
+rx() { bm_netns_rx "$B" "$1"; }
 reports() { cat "$out".0 "$out".1 2>/dev/null; }
 wait_streaming() {
     for _ in $(seq 1 300); do
@@ -110,15 +110,11 @@ failover | recover)
         "$prog" >"$out" 2>&1 &
     pid=$!
     wait_streaming
-    # Both transports carry the stream (at least 100 kB each within 10 s).
-    r1=$(rx "$rb1") r2=$(rx "$rb2") d1=0 d2=0
-    for _ in $(seq 1 100); do
-        d1=$(($(rx "$rb1") - r1)) d2=$(($(rx "$rb2") - r2))
-        [ "$d1" -gt 100000 ] && [ "$d2" -gt 100000 ] && break
-        sleep 0.1
-    done
-    echo "before the fault: rail 1 (ofi) carried $d1 bytes, rail 2 (tcp) $d2"
-    [ "$d1" -gt 100000 ] && [ "$d2" -gt 100000 ] || fail "the stream did not use both transports"
+    # Both transports carry the stream (at least 100 kB each).
+    bm_netns_rx_wait -p "$pid" "$B" "$rb1:100000" "$rb2:100000"
+    ok=$?
+    echo "before the fault: rail 1 (ofi) carried ${BM_NETNS_RX[0]} bytes, rail 2 (tcp) ${BM_NETNS_RX[1]}"
+    [ $ok = 0 ] || fail "the stream did not use both transports"
     # The black hole spares the launcher's own connections.
     bm_netns_spare_launcher "$A"
     bm_netns_drop -A "$ra1:$A $rb1:$B"
@@ -133,16 +129,11 @@ failover | recover)
         fail "ofi did not report the black-holed rail within 20 s"
     echo "ofi reported the failure $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s after the black hole"
     # The PML resends what the failed path held, then the stream goes on
-    # over tcp: at least 1 MB on rail 2 within 20 s (a busy machine is slow).
-    r2=$(rx "$rb2") d2=0
-    for _ in $(seq 1 200); do
-        d2=$(($(rx "$rb2") - r2))
-        [ "$d2" -gt 1000000 ] && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "after the failure: rail 2 (tcp) carried $d2 bytes"
-    [ "$d2" -gt 1000000 ] || fail "the stream did not continue on tcp"
+    # over tcp: at least 1 MB on rail 2.
+    bm_netns_rx_wait -p "$pid" "$B" "$rb2:1000000"
+    ok=$?
+    echo "after the failure: rail 2 (tcp) carried ${BM_NETNS_RX[0]} bytes"
+    [ $ok = 0 ] || fail "the stream did not continue on tcp"
     if [ "$scenario" = recover ]; then
         bm_netns_drop -D "$ra1:$A $rb1:$B"
         echo "rail 1 restored"
@@ -153,15 +144,11 @@ failover | recover)
         done
         grep -q "ofi.* reaches rank [01] again" "$out" ||
             fail "ofi did not report the path recovered within 20 s"
-        r1=$(rx "$rb1") d1=0
-        for _ in $(seq 1 200); do
-            d1=$(($(rx "$rb1") - r1))
-            [ "$d1" -gt 1000000 ] && break
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        echo "after the recovery: rail 1 (ofi) carried $d1 bytes"
-        [ "$d1" -gt 1000000 ] || fail "the recovered ofi path was not used again within 20 s"
+        # Rail 1 carries 1 MB again before tcp has carried 100 MB alone.
+        bm_netns_rx_wait -p "$pid" -u "$rb2:100000000" "$B" "$rb1:1000000"
+        ok=$?
+        echo "after the recovery: rail 1 (ofi) carried ${BM_NETNS_RX[0]} bytes, rail 2 (tcp) $BM_NETNS_RX_U"
+        [ $ok = 0 ] || fail "the recovered ofi path was not used again"
     fi
     touch "$stop"
     wait "$pid"

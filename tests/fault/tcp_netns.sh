@@ -34,7 +34,7 @@ ra1=$BM_NETNS_DEV_A rb1=$BM_NETNS_DEV_B
 bm_netns_rail 0 1 10.250.2
 ra2=$BM_NETNS_DEV_A rb2=$BM_NETNS_DEV_B
 
-rx() { ip netns exec "$B" cat "/sys/class/net/$1/statistics/rx_bytes"; }
+rx() { bm_netns_rx "$B" "$1"; }
 drop_rail() { bm_netns_drop -A "$1:$A $2:$B"; } # drop_rail <A-side dev> <B-side dev>
 undrop_all() {
     ip netns exec "$A" iptables -F INPUT

@@ -13,6 +13,9 @@
 #   bm_netns_spare_launcher "${BM_NETNS[0]}" # once bmrun listens there
 #   bm_netns_drop -A "$ra1:${BM_NETNS[0]} $rb1:${BM_NETNS[1]}" # black hole
 #   bm_netns_drop -D "$ra1:..." ...           # and its end (same arguments)
+#   bm_netns_rx "${BM_NETNS[1]}" "$rb1"       # bytes received on rb1 so far
+#   bm_netns_rx_wait -p "$pid" -u "$rb2:50000000" "${BM_NETNS[1]}" "$rb1:100000"
+#                       # until rb1 got 100 kB more (0), or rb2 50 MB / the job ended (1)
 #
 # At exit (trap EXIT, installed when sourced) the commands given to
 # bm_netns_at_exit run in order, then every process still inside the
@@ -127,6 +130,57 @@ bm_netns_spare_launcher() {
     BM_NETNS_SPARED=$(ip netns exec "$1" ss -Hltnp 2>/dev/null | grep bmrun | awk '{print $4}' |
         sed 's/.*://' | sort -u | tr '\n' ' ')
     BM_NETNS_SPARED=${BM_NETNS_SPARED% }
+}
+
+# bm_netns_rx NS DEV: the bytes DEV (in namespace NS) has received so far,
+# from its interface counter.
+bm_netns_rx() {
+    ip netns exec "$1" cat "/sys/class/net/$2/statistics/rx_bytes"
+}
+
+# bm_netns_rx_wait [-p PID] [-u DEV:BYTES] [-t TENTHS] NS DEV:BYTES...: wait
+# until every DEV (in namespace NS) has received more than its BYTES since
+# the call; return 0 then. Bounded by events: it gives up (returns 1) once
+# process PID (the job) has ended, or once the -u device has received more
+# than its BYTES (the traffic went on elsewhere without reaching the awaited
+# devices: the stream's own progress is the bound, however slow a loaded
+# machine makes it). -t (tenths of a second, default 600) is only the last
+# resort for a stream that stalled altogether. Leaves each awaited device's
+# growth in BM_NETNS_RX (an array, in the order given) and the -u device's
+# in BM_NETNS_RX_U.
+bm_netns_rx_wait() {
+    local pid= until= tenths=600 ns OPTIND=1 o i n all
+    while getopts p:u:t: o; do
+        case $o in
+        p) pid=$OPTARG ;;
+        u) until=$OPTARG ;;
+        t) tenths=$OPTARG ;;
+        *) return 2 ;;
+        esac
+    done
+    shift $((OPTIND - 1))
+    ns=$1
+    shift
+    local devs=() want=() base=() ubase=
+    for i in "$@"; do
+        devs+=("${i%%:*}") want+=("${i##*:}")
+        base+=("$(bm_netns_rx "$ns" "${i%%:*}")")
+    done
+    [ -z "$until" ] || ubase=$(bm_netns_rx "$ns" "${until%%:*}")
+    BM_NETNS_RX=() BM_NETNS_RX_U=0
+    for ((n = 0; ; n++)); do
+        all=1
+        for i in "${!devs[@]}"; do
+            BM_NETNS_RX[i]=$(($(bm_netns_rx "$ns" "${devs[i]}") - base[i]))
+            [ "${BM_NETNS_RX[i]}" -gt "${want[i]}" ] || all=0
+        done
+        [ -z "$until" ] || BM_NETNS_RX_U=$(($(bm_netns_rx "$ns" "${until%%:*}") - ubase))
+        [ $all = 1 ] && return 0
+        [ -n "$until" ] && [ "$BM_NETNS_RX_U" -gt "${until##*:}" ] && return 1
+        [ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 1
+        [ "$n" -lt "$tenths" ] || return 1
+        sleep 0.1
+    done
 }
 
 # bm_netns_drop -A|-D "DEV:NS ..." [MATCH...]: on each end DEV in namespace

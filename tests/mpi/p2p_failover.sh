@@ -55,13 +55,12 @@ for _ in $(seq 1 300); do
 done
 [ "$(reports | grep -c '^streaming$')" = 2 ] || fail "the ranks never started streaming"
 # Before the fault both rails carry the stream (rendezvous fragments are
-# striped over the send paths by bandwidth weight).
-rx() { ip netns exec "$B" cat "/sys/class/net/$1/statistics/rx_bytes"; }
-r1=$(rx "$rb1") r2=$(rx "$rb2")
-sleep 1
-d1=$(($(rx "$rb1") - r1)) d2=$(($(rx "$rb2") - r2))
-echo "before the fault, in one second: rail 1 carried $d1 bytes, rail 2 $d2 bytes"
-[ "$d1" -gt 100000 ] && [ "$d2" -gt 100000 ] || fail "the stream did not use both rails"
+# striped over the send paths by bandwidth weight): 100 kB each, whatever
+# the time it takes on a loaded machine.
+bm_netns_rx_wait -p "$pid" "$B" "$rb1:100000" "$rb2:100000"
+ok=$?
+echo "before the fault: rail 1 carried ${BM_NETNS_RX[0]} bytes, rail 2 ${BM_NETNS_RX[1]} bytes"
+[ $ok = 0 ] || fail "the stream did not use both rails"
 # The launcher's connections (controller <-> daemon, ranks <-> key-value
 # service) must survive: keep the controller's service ports open.
 bm_netns_spare_launcher "$A"
@@ -69,51 +68,45 @@ rules() { bm_netns_drop "$1" "$ra1:$A $rb1:$B"; } # rules -A|-D: the black hole 
 rules -A
 echo "rail 1 black-holed (launcher ports kept: ${BM_NETNS_SPARED:-none})"
 failed="can no longer reach rank\|continuing on the remaining transports"
-for _ in $(seq 1 200); do
+for _ in $(seq 1 600); do
     grep -q "$failed" "$out" && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
 done
-grep -q "$failed" "$out" || fail "the failure of rail 1 was not reported within 20 s"
+grep -q "$failed" "$out" || fail "the failure of rail 1 was not reported"
 if [ "$mode" != recover ]; then
-    # The stream goes on over rail 2 after the failure (1 MB within 20 s),
-    # with what rail 1 lost resent: then the job may stop.
-    r2=$(rx "$rb2") d2=0
-    for _ in $(seq 1 200); do
-        d2=$(($(rx "$rb2") - r2))
-        [ "$d2" -gt 1000000 ] && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "after the failure: rail 2 carried $d2 bytes"
-    [ "$d2" -gt 1000000 ] || fail "the stream did not go on over rail 2"
+    # The stream goes on over rail 2 after the failure (1 MB), with what
+    # rail 1 lost resent: then the job may stop.
+    bm_netns_rx_wait -p "$pid" "$B" "$rb2:1000000"
+    ok=$?
+    echo "after the failure: rail 2 carried ${BM_NETNS_RX[0]} bytes"
+    [ $ok = 0 ] || fail "the stream did not go on over rail 2"
 else
     rules -D
     echo "rail 1 restored"
-    for _ in $(seq 1 100); do
+    # The probes of the failed path (BM_BTL_DGRAM_PROBE_MS, tcp's
+    # reconnects) find it working again: bounded by the job, which streams
+    # until the stop file, not by a guess of how long a loaded machine takes
+    # (this wait and the next were 10 s each; at load 30-48 the test failed
+    # 3 of 3 in one of them while the stream went on).
+    for _ in $(seq 1 600); do
         grep -q "reaches rank [01] again" "$out" && break
-        sleep 0.1
-    done
-    grep -q "reaches rank [01] again" "$out" || fail "the recovery of rail 1 was not reported within 10 s"
-    # When only one side's transport declared the rail failed (and dropped
-    # what it was receiving on it), the PML restarts what may have been
-    # lost at once (pml/restart.c, LOST; checked by p2p_restart_lost*), not
-    # after BM_PML_RESTART_MS (1 s). The window is up to 10 s (until rail 1
-    # has carried 100 kB), not one second: a clean clone's CI at 0ed169d
-    # (ASan, beside other tests) saw both rails carry 0 bytes in the first
-    # second after the recovery (1 run; 16 of 16 alone passed): the peer's
-    # transport may still hold what it sent on the failed rail until its
-    # own retransmission, which the window must cover.
-    r1=$(rx "$rb1") r2=$(rx "$rb2") d1=0
-    for _ in $(seq 1 100); do
-        d1=$(($(rx "$rb1") - r1))
-        [ "$d1" -gt 100000 ] && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
-    d2=$(($(rx "$rb2") - r2))
-    echo "after the recovery: rail 1 carried $d1 bytes, rail 2 $d2 bytes"
-    [ "$d1" -gt 100000 ] || fail "the recovered rail was not used again within 10 s"
+    grep -q "reaches rank [01] again" "$out" || fail "the recovery of rail 1 was not reported"
+    # When only one side's transport declared the rail failed (and dropped
+    # what it was receiving on it), the PML restarts what may have been
+    # lost at once (pml/restart.c, LOST; checked by p2p_restart_lost*), not
+    # after BM_PML_RESTART_MS (1 s). The peer's transport may still hold
+    # what it sent on the failed rail until its own retransmission (a clean
+    # clone's CI at 0ed169d saw both rails carry 0 bytes in the first second
+    # after the recovery): rail 1 must carry 100 kB before rail 2 alone has
+    # carried 50 MB (it carries about as much as rail 2 once used again).
+    bm_netns_rx_wait -p "$pid" -u "$rb2:50000000" "$B" "$rb1:100000"
+    ok=$?
+    echo "after the recovery: rail 1 carried ${BM_NETNS_RX[0]} bytes, rail 2 $BM_NETNS_RX_U bytes"
+    [ $ok = 0 ] || fail "the recovered rail was not used again"
 fi
 touch "$stop"
 wait "$pid"
