@@ -6,7 +6,10 @@
 #   make install PREFIX=/opt/bitmover
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
-CTEST_JOBS ?= 2
+# ctest's -j is the total number of tests at once: BM_TEST_CPUS (the cores)
+# tests that compute, plus tests labelled "waits" beside them (see
+# cmake/BmHelpers.cmake: the build's resource spec gives ctest the cores).
+CTEST_JOBS ?= $(shell echo $$(($(JOBS) + 2)))
 # No test is retried: a test that fails under load is a bug to make robust
 # (bounded by work, not by luck), and a retry would hide races from the
 # sanitizer run. The one exception is a test labelled "retry" (none today):

@@ -71,8 +71,27 @@ function(bm_add_mpi_test name)
         ENVIRONMENT "${env}")
 endfunction()
 
+# Test scheduling on few cores. Most tests compute (their ranks spin, copy,
+# verify): ctest must not run more of them at once than there are cores, or
+# every one of them slows down. A few mostly wait (a launcher being started
+# and torn down, a timer to expire, a sleep): those carry the label "waits"
+# and run beside the others. Each test without that label takes one slot of
+# the resource "cpus", of which the build's resource spec file (written
+# here; ctest reads it from the build tree through CTEST_RESOURCE_SPEC_FILE)
+# has BM_TEST_CPUS (default: the number of cores); ctest's -j is then the
+# total, waiters included (the Makefile's CTEST_JOBS). Without the spec file
+# (ctest --resource-spec-file "" or an older setup) the groups are ignored
+# and -j alone decides, as before.
+cmake_host_system_information(RESULT bm_ncores QUERY NUMBER_OF_LOGICAL_CORES)
+set(BM_TEST_CPUS ${bm_ncores} CACHE STRING "Tests that compute run at most this many at once (ctest resource \"cpus\")")
+file(WRITE ${CMAKE_BINARY_DIR}/ctest-resources.json
+    "{\"version\": {\"major\": 1, \"minor\": 0},\n \"local\": [{\"cpus\": [{\"id\": \"0\", \"slots\": ${BM_TEST_CPUS}}]}]}\n")
+set(CTEST_RESOURCE_SPEC_FILE ${CMAKE_BINARY_DIR}/ctest-resources.json)
+
 # bm_tests_defaults(): run at the end of each test directory
 #   cmake_language(DEFER CALL bm_tests_defaults)
+# Every test of the directory that is not labelled "waits" and has no
+# resource groups of its own takes one "cpus" slot (above).
 # Every test gets FI_OFI_RXM_MSG_RX_SIZE=256. libfabric's rxm posts that many
 # bounce buffers of 16 KiB (FI_OFI_RXM_BUFFER_SIZE) on its shared receive
 # context at fi_enable,
@@ -87,6 +106,11 @@ endfunction()
 function(bm_tests_defaults)
     get_property(tests DIRECTORY PROPERTY TESTS)
     foreach(t IN LISTS tests)
+        get_test_property(${t} LABELS labels)
+        get_test_property(${t} RESOURCE_GROUPS groups)
+        if(NOT groups AND NOT "waits" IN_LIST labels)
+            set_tests_properties(${t} PROPERTIES RESOURCE_GROUPS "cpus:1")
+        endif()
         get_test_property(${t} ENVIRONMENT env)
         if(NOT env MATCHES "FI_OFI_RXM_MSG_RX_SIZE=")
             set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT FI_OFI_RXM_MSG_RX_SIZE=256)
