@@ -1327,7 +1327,7 @@ static bool tx_ok(const struct bm_btl_peer *peer)
  * it did not go (the caller defers it; nothing of it is left). */
 static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req, bool tx_only)
 {
-    if (req->retransmit || req->peer == bm_pml_g.my_rank)
+    if (req->retransmit)
         return false;
     struct bm_btl_peer *peer = bm_btl_base_peer(req->peer);
     struct bm_btl_path *path = bm_pml_path_first(&peer->eager);
@@ -1344,7 +1344,10 @@ static __attribute__((noinline)) bool send_rndv_free(struct bm_pml_request *req,
     bool tx = tx_ok(peer);
     if (tx_only && !tx)
         return false;
-    if (peer->rdma.count != 0) {
+    /* To itself: RNDV and FRAGs (no RGET to itself, rdma.c rget_decide),
+     * self locking for itself (one leaf endpoint lock, no callback from
+     * inside a send). */
+    if (peer->rdma.count != 0 && req->peer != bm_pml_g.my_rank) {
         if (!req->conv.type && tx_only)
             return false; /* an RGET: the lock's holder sends it as well */
         if (!req->conv.type)
@@ -1466,12 +1469,15 @@ static bm_status_t send_new(const void *buf, size_t bytes, const struct bm_util_
         if (t < 0) {
             if (!send_rndv_free(req, false))
                 bm_pml_start_defer(req);
+            else
+                send_kick_self(dst_world);
             return BM_OK;
         }
         /* Taken: a rendezvous whose state can be its peer's is started
          * the same way all the same, so that its FRAGs are its thread's. */
         if (send_rndv_free(req, true)) {
             bm_pml_leave(true);
+            send_kick_self(dst_world);
             return BM_OK;
         }
     }
