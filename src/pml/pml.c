@@ -263,14 +263,28 @@ static void pml_stats_print(void)
             "[pml stats] rank %d waiting: %s; sends started by the lock's holder %llu; direct "
             "sends %llu; rendezvous started without the progress lock %llu (at most %d "
             "threads in a rendezvous start at once); FRAGs sent without the progress lock %llu "
-            "(at most %d threads in the per-peer FRAG path at once)\n",
+            "(at most %d threads in the per-peer FRAG path at once); per-peer sends completed "
+            "without the progress lock %llu, freed without it %llu\n",
             bm_pml_g.my_rank, line,
             (unsigned long long)__atomic_load_n(&bm_pml_g.sends_deferred, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&bm_pml_g.sends_direct, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&bm_pml_g.sends_rndv_free, __ATOMIC_RELAXED),
             __atomic_load_n(&bm_pml_g.rndv_in_max, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&bm_pml_g.tx_frags_free, __ATOMIC_RELAXED),
-            __atomic_load_n(&bm_pml_g.frag_in_max, __ATOMIC_RELAXED));
+            __atomic_load_n(&bm_pml_g.frag_in_max, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&bm_pml_g.tx_done_free, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&bm_pml_g.tx_freed_free, __ATOMIC_RELAXED));
+    if (bm_pml_g.restart_timers)
+        fprintf(stderr,
+                "[pml stats] rank %d restarts: timers fired %llu, ranges asked %llu, served %llu, "
+                "RNDVs resent %llu, queries %llu; timers reset by the peer's progress %llu; "
+                "FRAGs dropped for a receive a restart finished %llu\n",
+                bm_pml_g.my_rank, (unsigned long long)bm_pml_g.restart_timeouts,
+                (unsigned long long)bm_pml_g.restarts_asked,
+                (unsigned long long)bm_pml_g.restarts_served,
+                (unsigned long long)bm_pml_g.rndv_resent, (unsigned long long)bm_pml_g.rndv_queries,
+                (unsigned long long)bm_pml_g.restart_peer_resets,
+                (unsigned long long)bm_pml_g.restart_dup_frags);
 }
 
 bm_status_t bm_pml_init(int thread_level)
@@ -392,6 +406,7 @@ err_close:
     bm_pml_g.ctl_pending = NULL;
     bm_pml_failover_fini();
     bm_pml_stripe_fini();
+    bm_pml_restart_fini();
     bm_btl_base_close();
     pml_locks_fini();
     return rc;
@@ -403,7 +418,7 @@ err_close:
 static bool pml_owes_peers(void)
 {
     return bm_pml_g.inflight > 0 || bm_pml_g.pend_head || bm_pml_g.ctl_head ||
-           bm_pml_g.freed_active > 0 ||
+           __atomic_load_n(&bm_pml_g.freed_active, __ATOMIC_RELAXED) > 0 ||
            __atomic_load_n(&bm_pml_g.inflight_direct, __ATOMIC_RELAXED) > 0 ||
            __atomic_load_n(&bm_pml_g.tx_kicks, __ATOMIC_RELAXED) > 0;
 }
@@ -543,6 +558,7 @@ void bm_pml_finalize(void)
     bm_pml_g.ctl_pending = NULL;
     bm_pml_failover_fini();
     bm_pml_stripe_fini();
+    bm_pml_restart_fini();
 }
 
 /* ---- probes ------------------------------------------------------------------- */

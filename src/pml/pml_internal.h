@@ -130,7 +130,8 @@ struct bm_pml_request {
     uint8_t tries;   /* timeouts so far (each doubles the next, to 8x) */
     bool lost;       /* a path it may have used failed: act now (restart.c) */
     bool start_free; /* send: its RNDV left without the progress lock (watched from the drainer) */
-    uint32_t restart_seq;              /* recv: restarts asked; send: newest one served */
+    uint16_t watch_heard; /* the peer's arrival count (restart.c heard) when last looked at */
+    uint32_t restart_seq; /* recv: restarts asked; send: newest one served */
     struct bm_pml_request *watch_next; /* the watch list */
     struct bm_pml_request *watch_prev; /* ... */
     uint64_t watch_ns;                 /* when progress was last seen */
@@ -181,6 +182,10 @@ struct bm_pml_request {
     bool rget_reg_owned;
     uint8_t tx_pass;   /* the drainer's pass (low bits) when it was queued */
     uint16_t tx_owner; /* the thread that started it (send.c tx_me) */
+    /* A per-peer send's restart timer fired (restart.c, under the peer's
+     * lock): 1 send the RNDV again, 2 ask for the DONE; carried out by the
+     * progress lock's holder from the kick list (send.c tx_drain_work). */
+    uint8_t tx_timer;
 
     /* recv (cleared only for receives) */
     char *rbuf;
@@ -360,6 +365,16 @@ struct bm_pml_state {
     uint64_t restarts_fast;
     uint64_t rndv_fast;
     uint64_t restart_timeouts;
+    /* Timers reset because the peer sent something while the request's own
+     * bytes waited behind (restart.c), and FRAGs dropped quietly because a
+     * restart had already completed their receive (recv.c), for tests. */
+    uint64_t restart_peer_resets;
+    uint64_t restart_dup_frags;
+    /* Per world rank while the timers run (restart.c): FRAGs and ACKs heard
+     * from it, counted by the drainer (bm_pml_restart_heard), so that a
+     * receive waiting behind its peer's other messages is not timed out
+     * while the peer's bytes flow. NULL without timers. */
+    uint16_t *restart_heard;
     /* Non-contiguous messages received with one copy (getv), for tests (atomic). */
     uint64_t rget_pieces_msgs;
     /* RGETs (rdma.c), for tests that must tell the single copy from its
@@ -439,6 +454,10 @@ struct bm_pml_state {
     int tx_kicks;
     unsigned tx_pass;
     uint64_t tx_frags_free;
+    /* per-peer sends completed by a thread without the progress lock, and
+     * freed by their owner without it (atomic; BM_PML_STATS, tests) */
+    uint64_t tx_done_free;
+    uint64_t tx_freed_free;
     int frag_in, frag_in_max;
 };
 
@@ -450,6 +469,11 @@ struct bm_pml_peer_tx {
     struct bm_util_lock lock;
     struct bm_pml_request *head, *tail;
     int n;
+    /* The restart watch list of the peer's per-peer sends (restart.c),
+     * under the lock, so that such a send completes (and leaves it) in
+     * whichever thread finds it done; those of them marked lost. */
+    int nlost;
+    struct bm_pml_request *watch;
 } __attribute__((aligned(64)));
 
 /* Per-peer send state: set up and torn down with the progress lock. */
@@ -544,6 +568,9 @@ static inline void bm_pml_request_complete(struct bm_pml_request *req)
 /* A descriptor of a completed request came back: release it when it was
  * the last one and the owner freed the request. */
 void bm_pml_request_des_returned(struct bm_pml_request *req);
+/* Give a request back to the table (its owner freed it and nothing refers
+ * to it any more): any thread, no PML lock needed. */
+void bm_pml_request_release(struct bm_pml_request *req);
 /* The request an id names, when it is active and of that kind; else NULL. */
 struct bm_pml_request *bm_pml_request_lookup(bm_pml_reqid_t id, enum bm_pml_req_kind kind);
 /* Whether an id names an active request of that kind, read without the
@@ -838,9 +865,25 @@ int bm_pml_failover_progress(void);
 void bm_pml_peers_check(void);
 /* restart.c: end-to-end recovery of rendezvous (README "End-to-end recovery") */
 bm_status_t bm_pml_restart_init(void);
-/* Put a request on the watch list / take it off (request completion does). */
+void bm_pml_restart_fini(void);
+/* A FRAG or an ACK arrived from peer_world (the drainer): its requests'
+ * timers see the peer making progress. */
+static inline void bm_pml_restart_heard(int peer_world)
+{
+    if (__builtin_expect(bm_pml_g.restart_heard != NULL, 0))
+        bm_pml_g.restart_heard[peer_world]++;
+}
+/* Receiver: whether a FRAG naming rreq from peer_world belongs to a
+ * receive that a restart completed lately (a duplicate: counted, dropped
+ * quietly). */
+bool bm_pml_restart_dup_frag(int peer_world, bm_pml_reqid_t rreq);
+/* Put a request on the watch list / take it off (request completion does).
+ * A per-peer send (req->tx_peer) goes on its peer's list, under its peer's
+ * lock: bm_pml_restart_watch takes it, the _locked forms need it held. */
 void bm_pml_restart_watch(struct bm_pml_request *req);
 void bm_pml_restart_unwatch(struct bm_pml_request *req);
+void bm_pml_restart_watch_locked(struct bm_pml_request *req);
+void bm_pml_restart_unwatch_locked(struct bm_pml_request *req);
 /* While bm_pml_g.nwatch > 0 and the timers run: time out what stalled. */
 int bm_pml_restart_progress(void);
 /* A path to peer_world failed on this side (failover.c, with the progress
@@ -864,8 +907,17 @@ void bm_pml_restart_dup_rndv(int peer_world, const struct bm_pml_hdr_rndv *rh);
 /* Sender: an ACK with F_RESTART or F_DONE (send.c passes them on). */
 void bm_pml_restart_ack(struct bm_pml_request *req, const struct bm_pml_hdr_ack *ah);
 /* Sender: what a watched send waits for: 0 nothing (it is moving), 1 an
- * ACK for its RNDV, 2 the receiver's DONE (send.c). */
+ * ACK for its RNDV, 2 the receiver's DONE (send.c). _locked: a per-peer
+ * send, its peer's lock held. */
 int bm_pml_send_watch_state(const struct bm_pml_request *req);
+int bm_pml_send_watch_state_locked(const struct bm_pml_request *req);
+/* Sender: a per-peer send's timer fired (its peer's lock held, waits from
+ * bm_pml_send_watch_state_locked, not 0): queue it for the progress lock's
+ * holder, which sends the RNDV again (1) or asks for the DONE (2). */
+void bm_pml_send_tx_timer_locked(struct bm_pml_request *req, int waits);
+/* The owner frees a per-peer send (request.c): under its peer's lock, not
+ * the progress lock. */
+void bm_pml_send_tx_free(struct bm_pml_request *req);
 /* Sender: queue [offset, offset + len) to be sent again (send.c; the
  * caller advances the send). */
 void bm_pml_send_resend_range(struct bm_pml_request *req, size_t offset, size_t len);

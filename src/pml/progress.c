@@ -480,7 +480,7 @@ static inline __attribute__((always_inline)) int progress_pass(void)
         n += retry_queued();
     if (__builtin_expect(bm_pml_g.noutage > 0, 0))
         n += bm_pml_failover_progress();
-    if (bm_pml_g.nwatch > 0 && bm_pml_g.restart_timers)
+    if (__atomic_load_n(&bm_pml_g.nwatch, __ATOMIC_RELAXED) > 0 && bm_pml_g.restart_timers)
         n += bm_pml_restart_progress();
     if (bm_pml_g.stripe_on)
         n += bm_pml_stripe_progress();

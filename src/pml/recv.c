@@ -653,6 +653,7 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
         bm_log_ratelimited(BM_LOG_ERROR, "dropped a malformed FRAG from rank %d", d->peer);
         return;
     }
+    bm_pml_restart_heard(d->peer);
     if (__builtin_expect(d->flags != 0, 0)) {
         recv_frag_placed(d, &fh);
         return;
@@ -664,6 +665,12 @@ void bm_pml_recv_frag_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc 
         if (fh.base.flags & BM_PML_HDR_F_RETRANSMIT) {
             /* a resent FRAG whose original arrived and completed the receive */
             bm_log_debug("dropped a resent FRAG from rank %d for a finished receive", d->peer);
+            return;
+        }
+        if (bm_pml_restart_dup_frag(d->peer, fh.rreq)) {
+            /* its bytes came again for a restart (a copy may overtake the
+             * original on another path) and completed the receive */
+            bm_log_debug("dropped a FRAG from rank %d for a receive a restart finished", d->peer);
             return;
         }
         bm_log_ratelimited(BM_LOG_ERROR,

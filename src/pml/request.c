@@ -237,6 +237,11 @@ static inline void request_release(struct bm_pml_request *req)
     req_free = req;
 }
 
+void bm_pml_request_release(struct bm_pml_request *req)
+{
+    request_release(req);
+}
+
 void bm_pml_request_complete_slow(struct bm_pml_request *req)
 {
     /* Read before the state is published: from then on an owner that has
@@ -251,7 +256,7 @@ void bm_pml_request_complete_slow(struct bm_pml_request *req)
     req_state_set(req, BM_PML_REQ_COMPLETE);
     if (freed) {
         if (req->kind == BM_PML_REQ_SEND)
-            bm_pml_g.freed_active--;
+            __atomic_fetch_sub(&bm_pml_g.freed_active, 1, __ATOMIC_RELAXED);
         if (req->outstanding == 0)
             request_release(req);
     }
@@ -342,6 +347,13 @@ void bm_pml_request_free(struct bm_pml_request *req)
         request_release(req);
         return;
     }
+    /* A per-peer send completes under its peer's lock (send.c), wherever
+     * it is found done: its free takes that lock, not the progress lock.
+     * tx_peer is the owner's own write (send.c send_rndv_free). */
+    if (__builtin_expect(req->kind == BM_PML_REQ_SEND && req->tx_peer, 0)) {
+        bm_pml_send_tx_free(req);
+        return;
+    }
     bool taken = bm_pml_enter();
     if (req_state(req) == BM_PML_REQ_COMPLETE) {
         /* An eager send completes once its data is copied; its descriptor
@@ -358,7 +370,7 @@ void bm_pml_request_free(struct bm_pml_request *req)
      * receive may never match. */
     req->user_freed = true;
     if (req->kind == BM_PML_REQ_SEND)
-        bm_pml_g.freed_active++;
+        __atomic_fetch_add(&bm_pml_g.freed_active, 1, __ATOMIC_RELAXED);
     bm_pml_leave(taken);
 }
 

@@ -15,6 +15,17 @@
  * timeout of one message doubles its wait, up to 8 times the parameter.
  * Peers in an outage (failover.c) are not timed: their traffic is held.
  *
+ * Progress is counted per peer too: a sender serves its messages to one
+ * receiver in order, so the last of a long window (64 x 4 MiB take 2 s on
+ * 1 GbE) waits behind the others from the moment its ACK left. Every FRAG
+ * or ACK heard from a peer (bm_pml_restart_heard) resets the timers of the
+ * requests with that peer, so a request times out only when the peer sent
+ * nothing at all for the timeout: a FRAG lost while the peer's other
+ * messages still flow is asked for again once they stop. A restart that
+ * was not needed sends bytes twice; their originals then arrive for a
+ * receive that completed (or a copy arrives first on another path): such a
+ * FRAG is expected, not an error (bm_pml_restart_dup_frag).
+ *
  * The timers are the last resort. A transport whose path fails may drop
  * what it was receiving on it (a fragment half reassembled) while the
  * sender's transport, whose side of the path did not fail, gets the rest
@@ -32,6 +43,7 @@
 #include "util/params.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct restart_params {
@@ -64,6 +76,8 @@ BM_PARAM_TABLE_REGISTER(restart_table);
 #define RESTART_MAX_RANGES 16
 /* Progress passes between two looks at the clock while something is watched. */
 #define RESTART_TICK_MASK 15u
+/* Receives completed after a restart, whose FRAGs may still come twice. */
+#define RESTART_DUP_HISTORY 64
 
 static struct {
     struct restart_params p;
@@ -80,6 +94,12 @@ static struct {
         size_t want;
     } done[RESTART_HISTORY];
     unsigned ndone; /* entries written (the ring's next slot modulo its size) */
+    struct {
+        int peer;
+        bm_pml_reqid_t rreq;
+    } restarted[RESTART_DUP_HISTORY];
+    unsigned nrestarted; /* entries written, as ndone */
+    bool tx_lost;        /* some peer's per-peer sends are marked lost (peer_tx nlost) */
 } rs;
 
 bm_status_t bm_pml_restart_init(void)
@@ -94,43 +114,107 @@ bm_status_t bm_pml_restart_init(void)
     rs.told_fast = false;
     rs.nlost = 0;
     rs.ndone = 0;
+    rs.nrestarted = 0;
+    rs.tx_lost = false;
     bm_pml_g.restart_timers = rs.p.restart_ms > 0;
+    free(bm_pml_g.restart_heard);
+    bm_pml_g.restart_heard = NULL;
+    if (bm_pml_g.restart_timers) {
+        bm_pml_g.restart_heard = calloc((size_t)bm_pml_g.world_size, sizeof(uint16_t));
+        if (!bm_pml_g.restart_heard)
+            return BM_ERR_NO_MEMORY;
+    }
     return BM_OK;
 }
 
-void bm_pml_restart_watch(struct bm_pml_request *req)
+void bm_pml_restart_fini(void)
+{
+    free(bm_pml_g.restart_heard);
+    bm_pml_g.restart_heard = NULL;
+}
+
+/* The peer's arrival count (0 without timers). */
+static inline uint16_t heard_of(int peer_world)
+{
+    return bm_pml_g.restart_heard ? bm_pml_g.restart_heard[peer_world] : 0;
+}
+
+/* A per-peer send (tx_peer is a send's field: a receive's is not cleared). */
+static inline bool watch_tx(const struct bm_pml_request *req)
+{
+    return req->kind == BM_PML_REQ_SEND && req->tx_peer;
+}
+
+/* The list a request is watched on: its peer's for a per-peer send
+ * (under its peer's lock), else the progress lock's. */
+static inline struct bm_pml_request **watch_head(const struct bm_pml_request *req)
+{
+    return watch_tx(req) ? &bm_pml_g.peer_tx[req->peer].watch : &rs.head;
+}
+
+void bm_pml_restart_watch_locked(struct bm_pml_request *req)
 {
     if (req->watched)
         return;
+    struct bm_pml_request **head = watch_head(req);
     req->watched = true;
     req->lost = false;
     req->tries = 0;
     req->watch_ns = bm_util_clock_now_ns();
+    req->watch_heard = heard_of(req->kind == BM_PML_REQ_RECV ? req->src_world : req->peer);
     req->watch_prev = NULL;
-    req->watch_next = rs.head;
-    if (rs.head)
-        rs.head->watch_prev = req;
-    rs.head = req;
-    bm_pml_g.nwatch++;
+    req->watch_next = *head;
+    if (*head)
+        (*head)->watch_prev = req;
+    *head = req;
+    /* atomic: per-peer sends leave their lists without the progress lock */
+    __atomic_fetch_add(&bm_pml_g.nwatch, 1, __ATOMIC_RELAXED);
 }
 
-void bm_pml_restart_unwatch(struct bm_pml_request *req)
+void bm_pml_restart_unwatch_locked(struct bm_pml_request *req)
 {
     if (!req->watched)
         return;
     req->watched = false;
     if (req->lost) {
         req->lost = false;
-        rs.nlost--;
+        if (watch_tx(req))
+            bm_pml_g.peer_tx[req->peer].nlost--;
+        else
+            rs.nlost--;
     }
     if (req->watch_prev)
         req->watch_prev->watch_next = req->watch_next;
     else
-        rs.head = req->watch_next;
+        *watch_head(req) = req->watch_next;
     if (req->watch_next)
         req->watch_next->watch_prev = req->watch_prev;
     req->watch_next = req->watch_prev = NULL;
-    bm_pml_g.nwatch--;
+    __atomic_fetch_sub(&bm_pml_g.nwatch, 1, __ATOMIC_RELAXED);
+}
+
+void bm_pml_restart_watch(struct bm_pml_request *req)
+{
+    if (!watch_tx(req)) {
+        bm_pml_restart_watch_locked(req);
+        return;
+    }
+    struct bm_util_lock *l = &bm_pml_g.peer_tx[req->peer].lock;
+    bm_util_lock_take(l);
+    bm_pml_restart_watch_locked(req);
+    bm_util_lock_give(l);
+}
+
+void bm_pml_restart_unwatch(struct bm_pml_request *req)
+{
+    if (!watch_tx(req)) {
+        bm_pml_restart_unwatch_locked(req);
+        return;
+    }
+    struct bm_util_lock *l = &bm_pml_g.peer_tx[req->peer].lock;
+    bm_util_lock_take(l);
+    bm_pml_restart_unwatch_locked(req);
+    bm_util_lock_give(l);
 }
 
 /* ---- receiver ---------------------------------------------------------------- */
@@ -152,11 +236,28 @@ void bm_pml_restart_recv_finished(int peer_world, bm_pml_reqid_t sreq, size_t wa
     rs.done[i].want = want;
 }
 
+bool bm_pml_restart_dup_frag(int peer_world, bm_pml_reqid_t rreq)
+{
+    size_t n = rs.nrestarted < RESTART_DUP_HISTORY ? rs.nrestarted : RESTART_DUP_HISTORY;
+    for (size_t i = 0; i < n; i++)
+        if (rs.restarted[i].peer == peer_world && rs.restarted[i].rreq == rreq) {
+            bm_pml_g.restart_dup_frags++;
+            return true;
+        }
+    return false;
+}
+
 void bm_pml_restart_recv_done(struct bm_pml_request *req)
 {
     if (!req->watched)
         return;
     bm_pml_restart_recv_finished(req->src_world, req->rndv_sreq, req->want);
+    if (req->restart_seq > 0) {
+        /* restarted: the originals of what came again may still arrive */
+        unsigned i = rs.nrestarted++ % RESTART_DUP_HISTORY;
+        rs.restarted[i].peer = req->src_world;
+        rs.restarted[i].rreq = bm_pml_request_id(req);
+    }
     struct bm_pml_hdr_ack done = {
         .base = {.type = BM_PML_HDR_ACK, .flags = BM_PML_HDR_F_DONE},
         .sreq = req->rndv_sreq,
@@ -316,6 +417,17 @@ static bool timed_out(struct bm_pml_request *req, uint64_t now)
     return now - req->watch_ns >= rs.timeout_ns << shift;
 }
 
+/* Did the peer send anything since the request was last looked at? Then
+ * the request waits behind the peer's other messages: its timer restarts. */
+static bool peer_heard(struct bm_pml_request *req, int peer_world)
+{
+    uint16_t h = heard_of(peer_world);
+    if (h == req->watch_heard)
+        return false;
+    req->watch_heard = h;
+    return true;
+}
+
 static void watch_one(struct bm_pml_request *req, uint64_t now)
 {
     if (req->kind == BM_PML_REQ_RECV) {
@@ -323,6 +435,10 @@ static void watch_one(struct bm_pml_request *req, uint64_t now)
             req->watch_mark = req->arrived;
             req->watch_ns = now;
             req->tries = 0;
+            peer_heard(req, req->src_world);
+        } else if (peer_heard(req, req->src_world)) {
+            req->watch_ns = now; /* its bytes wait behind others from the peer */
+            bm_pml_g.restart_peer_resets++;
         } else if (timed_out(req, now)) {
             recv_restart(req, false);
             bm_pml_g.restart_timeouts++;
@@ -334,6 +450,12 @@ static void watch_one(struct bm_pml_request *req, uint64_t now)
     int waits = bm_pml_send_watch_state(req);
     if (waits == 0 || bm_pml_peer_in_outage(req->peer)) {
         req->watch_ns = now;
+        peer_heard(req, req->peer);
+        return;
+    }
+    if (peer_heard(req, req->peer)) {
+        req->watch_ns = now; /* the receiver answers others first */
+        bm_pml_g.restart_peer_resets++;
         return;
     }
     if (!timed_out(req, now))
@@ -345,6 +467,34 @@ static void watch_one(struct bm_pml_request *req, uint64_t now)
         bm_pml_send_rndv_again(req);
     else
         bm_pml_send_query(req);
+}
+
+/* The timers of one peer's per-peer sends (its lock held; the progress
+ * lock's holder): what watch_one does for a send, but a send that timed out
+ * goes to the kick list for the holder to act on, after the lock is given
+ * back (bm_pml_send_tx_timer_locked), since the list may change as soon as
+ * it is. A send that a worker holds or that waits on the kick list moves. */
+static void watch_peer(int peer, uint64_t now)
+{
+    for (struct bm_pml_request *r = bm_pml_g.peer_tx[peer].watch; r; r = r->watch_next) {
+        int waits = bm_pml_send_watch_state_locked(r);
+        if (waits == 0 || bm_pml_peer_in_outage(peer)) {
+            r->watch_ns = now;
+            peer_heard(r, peer);
+            continue;
+        }
+        if (peer_heard(r, peer)) {
+            r->watch_ns = now;
+            bm_pml_g.restart_peer_resets++;
+            continue;
+        }
+        if (!timed_out(r, now))
+            continue;
+        bm_pml_g.restart_timeouts++;
+        r->tries++;
+        r->watch_ns = now;
+        bm_pml_send_tx_timer_locked(r, waits);
+    }
 }
 
 /* ---- a path failed ----------------------------------------------------------- */
@@ -359,6 +509,17 @@ static void mark_lost(int peer_world, enum bm_pml_req_kind kind)
             rs.nlost++;
         }
     }
+    if (kind != BM_PML_REQ_SEND || !bm_pml_g.peer_tx)
+        return;
+    struct bm_pml_peer_tx *t = &bm_pml_g.peer_tx[peer_world];
+    bm_util_lock_take(&t->lock);
+    for (struct bm_pml_request *r = t->watch; r; r = r->watch_next)
+        if (!r->lost) {
+            r->lost = true;
+            t->nlost++;
+            rs.tx_lost = true;
+        }
+    bm_util_lock_give(&t->lock);
 }
 
 void bm_pml_restart_path_lost(int peer_world)
@@ -421,6 +582,30 @@ static enum lost_action lost_one(struct bm_pml_request *req, uint64_t now)
     return LOST_RESEND;
 }
 
+/* lost_one for the per-peer sends of one peer marked lost (its lock
+ * held): a RNDV to send again goes to the kick list. Returns how many
+ * were done with. */
+static int lost_peer(int peer, uint64_t now)
+{
+    struct bm_pml_peer_tx *t = &bm_pml_g.peer_tx[peer];
+    int n = 0;
+    for (struct bm_pml_request *r = t->watch; r && t->nlost > 0; r = r->watch_next) {
+        if (!r->lost)
+            continue;
+        if (!r->acked && !r->done_rcvd) {
+            if (bm_pml_send_watch_state_locked(r) != 1)
+                continue; /* LOST_KEEP */
+            bm_pml_g.rndv_fast++;
+            r->watch_ns = now;
+            bm_pml_send_tx_timer_locked(r, 1);
+        }
+        r->lost = false;
+        t->nlost--;
+        n++;
+    }
+    return n;
+}
+
 /* Each pass while requests are marked lost. */
 static int lost_scan(void)
 {
@@ -441,9 +626,29 @@ static int lost_scan(void)
     return n;
 }
 
+/* Each pass while per-peer sends are marked lost. */
+static int lost_scan_tx(void)
+{
+    uint64_t now = bm_util_clock_now_ns();
+    int n = 0;
+    bool more = false;
+    for (int p = 0; p < bm_pml_g.world_size; p++) {
+        struct bm_pml_peer_tx *t = &bm_pml_g.peer_tx[p];
+        bm_util_lock_take(&t->lock);
+        if (t->nlost > 0)
+            n += lost_peer(p, now);
+        more = more || t->nlost > 0;
+        bm_util_lock_give(&t->lock);
+    }
+    rs.tx_lost = more;
+    return n;
+}
+
 int bm_pml_restart_progress(void)
 {
     int n = rs.nlost > 0 ? lost_scan() : 0;
+    if (rs.tx_lost)
+        n += lost_scan_tx();
     if ((++rs.tick & RESTART_TICK_MASK) != 0)
         return n;
     uint64_t now = bm_util_clock_now_ns();
@@ -455,6 +660,12 @@ int bm_pml_restart_progress(void)
     for (struct bm_pml_request *r = rs.head; r; r = next) {
         next = r->watch_next; /* a send may complete and leave the list */
         watch_one(r, now);
+    }
+    for (int p = 0; bm_pml_g.peer_tx && p < bm_pml_g.world_size; p++) {
+        struct bm_pml_peer_tx *t = &bm_pml_g.peer_tx[p];
+        bm_util_lock_take(&t->lock); /* once per scan (a quarter of the timeout) */
+        watch_peer(p, now);
+        bm_util_lock_give(&t->lock);
     }
     return n +
            (int)(bm_pml_g.restarts_asked + bm_pml_g.rndv_resent + bm_pml_g.rndv_queries - before);

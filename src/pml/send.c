@@ -51,8 +51,12 @@ _Static_assert(sizeof(uintptr_t) >= 8, "direct sends keep the peer in a descript
  * an event the drainer meets meanwhile changes the fields it owns
  * (outstanding, the ACK's, ranges to resend) under the lock and sets
  * tx_again for the worker. Everything that needs the progress lock
- * (sending the RNDV again, a failed path, the send's completion) is the
- * drainer's: a worker without it queues the request with tx_drain. */
+ * (sending the RNDV again, a failed path, a restart timer's action) is the
+ * drainer's: a worker without it queues the request with tx_drain. The
+ * send's completion is not: such a send is watched on its peer's restart
+ * list (restart.c), completes under its peer's lock in whichever thread
+ * finds it done (tx_finish), and its owner frees it under that lock
+ * (bm_pml_send_tx_free), so neither waits for the progress lock. */
 static BM_PML_TLS uint16_t tx_me_id;
 static uint16_t tx_ids;
 
@@ -950,6 +954,66 @@ static void tx_unqueue(struct bm_pml_request *req)
 
 static void tx_drain_work(struct bm_pml_request *req, bool frags);
 
+/* Complete a per-peer send that is done (its peer's lock held, not busy,
+ * not queued; the lock is given back here), in whichever thread found it
+ * done: the decision, leaving the peer's watch list and the completion's
+ * store are made under the peer's lock, which the owner's free takes too
+ * (bm_pml_send_tx_free), so exactly one of them releases the request.
+ * Nothing here needs the progress lock: a per-peer send has no RGET
+ * registration, and a FRAG packed ahead and never sent is freed after the
+ * lock is given back. req may be gone on return. */
+static void tx_finish(struct bm_pml_request *req)
+{
+    if (__atomic_load_n(&req->state, __ATOMIC_RELAXED) != BM_PML_REQ_ACTIVE ||
+        req->sphase != BM_PML_SPHASE_SENT || (req->rndv && !req->acked) ||
+        (req->need_done && !req->done_rcvd) || req->outstanding > 0) {
+        tx_unlock(req);
+        return;
+    }
+    struct bm_btl_descriptor *ahead = req->ahead_des;
+    struct bm_btl_module *ahead_mod = req->ahead_mod;
+    req->ahead_des = NULL;
+    bool freed = req->user_freed;
+    if (req->watched)
+        bm_pml_restart_unwatch_locked(req);
+    if (!bm_pml_in_drain())
+        __atomic_fetch_add(&bm_pml_g.tx_done_free, 1, __ATOMIC_RELAXED);
+    /* the status and the fields above first (release) */
+    __atomic_store_n(&req->state, BM_PML_REQ_COMPLETE, __ATOMIC_RELEASE);
+    tx_unlock(req); /* from here on the owner may free it, unless it did */
+    if (ahead) {
+        bm_btl_free(ahead_mod, ahead);
+        __atomic_fetch_sub(&ahead_held, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&bm_pml_g.pack_ahead_dropped, 1, __ATOMIC_RELAXED);
+    }
+    if (freed) {
+        __atomic_fetch_sub(&bm_pml_g.freed_active, 1, __ATOMIC_RELAXED);
+        bm_pml_request_release(req);
+    }
+}
+
+void bm_pml_send_tx_free(struct bm_pml_request *req)
+{
+    tx_lock(req);
+    if (__atomic_load_n(&req->state, __ATOMIC_ACQUIRE) == BM_PML_REQ_COMPLETE) {
+        /* nothing refers to it: no descriptor out, off every list */
+        tx_unlock(req);
+        __atomic_fetch_add(&bm_pml_g.tx_freed_free, 1, __ATOMIC_RELAXED);
+        bm_pml_request_release(req);
+        return;
+    }
+    /* MPI lets it finish after the free: whoever completes it releases it */
+    req->user_freed = true;
+    __atomic_fetch_add(&bm_pml_g.freed_active, 1, __ATOMIC_RELAXED);
+    tx_unlock(req);
+}
+
+void bm_pml_send_tx_timer_locked(struct bm_pml_request *req, int waits)
+{
+    req->tx_timer = (uint8_t)waits;
+    tx_queue(req, true);
+}
+
 /* After the drainer changed req (progress lock and peer lock held; the
  * peer lock is given back here): a busy worker looks again; otherwise the
  * drainer sends the RNDV again itself, leaves FRAGs to whoever takes the
@@ -983,8 +1047,7 @@ static void tx_settle(struct bm_pml_request *req)
         tx_wake();
         return;
     }
-    tx_unlock(req);
-    send_check_done(req);
+    tx_finish(req);
 }
 
 /* The progress lock's holder works on req (tx_busy set by it, peer lock
@@ -993,6 +1056,24 @@ static void tx_settle(struct bm_pml_request *req)
  * reports failures; then settles it. */
 static void tx_drain_work(struct bm_pml_request *req, bool frags)
 {
+    tx_lock(req);
+    uint8_t timer = req->tx_timer;
+    req->tx_timer = 0;
+    tx_unlock(req);
+    if (timer == 1) {
+        bm_pml_g.rndv_resent++;
+        bm_log_debug("no ACK from rank %d for a %zu-byte rendezvous (tag %d): sending its RNDV "
+                     "again",
+                     req->peer, req->bytes, req->tag);
+        tx_lock(req);
+        if (!req->acked) {
+            req->retransmit = true;
+            req->sphase = BM_PML_SPHASE_START;
+        }
+        tx_unlock(req);
+    } else if (timer == 2) {
+        bm_pml_send_query(req);
+    }
     req->nest++;
     bm_status_t rc = BM_OK;
     if (req->sphase == BM_PML_SPHASE_START)
@@ -1053,10 +1134,14 @@ static void tx_work(struct bm_pml_request *req)
     }
     req->tx_busy = false;
     bool queued = false;
-    if (req->tx_drain || (req->sphase == BM_PML_SPHASE_SENT && req->outstanding == 0))
-        queued = tx_queue(req, true); /* the send's end is the drainer's */
+    if (req->tx_drain)
+        queued = tx_queue(req, true);
     else if (oor || tx_frag_work(req))
         queued = tx_queue(req, false);
+    else if (req->sphase == BM_PML_SPHASE_SENT && req->outstanding == 0 && !req->tx_queued) {
+        tx_finish(req); /* done, or waits for the drainer's next event */
+        return;
+    }
     tx_unlock(req);
     if (queued)
         tx_wake();
@@ -1208,12 +1293,17 @@ void bm_pml_send_query(struct bm_pml_request *req)
 
 static int watch_state(const struct bm_pml_request *req);
 
+int bm_pml_send_watch_state_locked(const struct bm_pml_request *req)
+{
+    return req->tx_busy || req->tx_queued ? 0 : watch_state(req);
+}
+
 int bm_pml_send_watch_state(const struct bm_pml_request *req)
 {
     if (!req->tx_peer)
         return watch_state(req);
     tx_lock(req);
-    int w = req->tx_busy || req->tx_queued ? 0 : watch_state(req);
+    int w = bm_pml_send_watch_state_locked(req);
     tx_unlock(req);
     return w;
 }
@@ -1712,11 +1802,12 @@ bm_status_t bm_pml_send(const void *buf, size_t bytes, int dst_world, uint32_t c
     return (bm_status_t)st.error;
 }
 
-/* The ACK of a per-peer send (the drainer): its fields change under the
- * peer's lock; the FRAGs it asks for are left to the kick's taker. */
+/* The ACK of a per-peer send (the drainer, the peer's lock held: it
+ * checked under it that the request is still active, since such a send
+ * may complete and be freed in another thread): its fields change under
+ * the lock; the FRAGs it asks for are left to the kick's taker. */
 static void tx_ack(struct bm_pml_request *req, const struct bm_pml_hdr_ack *ah)
 {
-    tx_lock(req);
     if (ah->base.flags & (BM_PML_HDR_F_RESTART | BM_PML_HDR_F_DONE)) {
         bm_pml_restart_ack(req, ah); /* end to end (restart.c) */
         tx_settle(req);
@@ -1727,7 +1818,7 @@ static void tx_ack(struct bm_pml_request *req, const struct bm_pml_hdr_ack *ah)
         return; /* a duplicate after a path failure */
     }
     if (req->start_free && bm_pml_g.restart_timers)
-        bm_pml_restart_watch(req); /* before its RNDV's callback (send_rndv_free) */
+        bm_pml_restart_watch_locked(req); /* before its RNDV's callback (send_rndv_free) */
     req->acked = true;
     req->rreq = ah->rreq;
     req->need_done = req->watched && ah->offset < ah->length;
@@ -1751,12 +1842,25 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
         return;
     }
     memcpy(&ah, d->seg[0].addr, sizeof(ah));
+    bm_pml_restart_heard(d->peer);
     /* The sender of a rendezvous started without the progress lock wrote
      * the request last before its RNDV left (send_rndv_free). */
     bm_util_xproc_acquire();
     struct bm_pml_request *req = bm_pml_request_lookup(ah.sreq, BM_PML_REQ_SEND);
+    /* A per-peer send completes and is freed under its peer's lock, in any
+     * thread: looked at again under that lock (the table's lock, a leaf,
+     * cannot be taken under it: the lock-free check). */
+    struct bm_util_lock *pl = NULL;
+    if (req && bm_pml_g.peer_tx) {
+        pl = &bm_pml_g.peer_tx[d->peer].lock;
+        bm_util_lock_take(pl);
+        if (!bm_pml_request_active(ah.sreq, BM_PML_REQ_SEND))
+            req = NULL;
+    }
     if (!req || req->peer != d->peer || !req->rndv || ah.offset > req->bytes ||
         ah.length > req->bytes) {
+        if (pl)
+            bm_util_lock_give(pl);
         if (ah.base.flags & (BM_PML_HDR_F_RETRANSMIT | BM_PML_HDR_F_RESTART | BM_PML_HDR_F_DONE)) {
             bm_log_debug("dropped a resent ACK from rank %d for a finished send", d->peer);
             return;
@@ -1768,9 +1872,11 @@ void bm_pml_send_ack_cb(struct bm_btl_module *m, const struct bm_btl_recv_desc *
         return;
     }
     if (req->tx_peer) {
-        tx_ack(req, &ah);
+        tx_ack(req, &ah); /* gives the peer's lock back */
         return;
     }
+    if (pl)
+        bm_util_lock_give(pl);
     if (ah.base.flags & (BM_PML_HDR_F_RESTART | BM_PML_HDR_F_DONE)) {
         bm_pml_restart_ack(req, &ah); /* end to end (restart.c) */
         send_kick(req);

@@ -69,3 +69,8 @@ add_executable(mt_frags ${mt_dir}/mt_frags.c)
 target_link_libraries(mt_frags PRIVATE bitmover_internal bm_test_harness Threads::Threads)
 bm_add_mpi_test(mt_frags_tcp_np3 TARGET mt_frags NP 3 BTL self,tcp TIMEOUT 60 LABELS mpi mt tsan)
 bm_add_mpi_test(mt_frags_np3 TARGET mt_frags NP 3 BTL self,sm TIMEOUT 60 LABELS mpi mt tsan ARGS vector)
+# A per-peer send's completion and free need no progress lock: MPI_Wait of a
+# completed one returns while another thread holds that lock.
+add_executable(mt_txfree ${mt_dir}/mt_txfree.c)
+target_link_libraries(mt_txfree PRIVATE bitmover_internal bm_test_harness Threads::Threads)
+bm_add_mpi_test(mt_txfree_tcp_np2 TARGET mt_txfree NP 2 BTL self,tcp TIMEOUT 60 LABELS mpi mt tsan)
