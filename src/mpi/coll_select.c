@@ -196,8 +196,9 @@ static const struct bm_param coll_params[] = {
      "Where ranks share cores (an oversubscribed host, or BM_PML_IDLE_YIELD), shared-memory "
      "collectives whose data per slot exceeds BM_MPI_COLL_SM_SLOT go through a second segment "
      "of larger slots, made at the first such call at this many bytes per communicator (2 x "
-     "ranks x slot; 8 ranks: slots of 1 MiB; smaller, grown as needed, only where that "
-     "cannot be made); larger data takes the point-to-point algorithms. 0: never.",
+     "ranks x slot; 8 ranks: slots of 1 MiB), whose pages come as the calls need them "
+     "(4 x BM_MPI_COLL_SM_SLOT per slot, doubled); larger data takes the point-to-point "
+     "algorithms. 0: never.",
      offsetof(struct bm_mpi_coll_config, sm_large_max), 0},
     {"BM_MPI_COLL_SM_LARGE_ALLTOALL", BM_PARAM_SIZE, "16k", 0, 1LL << 40, NULL,
      "Alltoalls whose block is at least this many bytes times the ranks (4 ranks: 64 KiB) "

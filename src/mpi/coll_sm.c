@@ -48,6 +48,7 @@
 #include "util/shmseg.h"
 #include "util/xproc.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -115,10 +116,13 @@ struct bm_coll_sm {
     /* The large area (see "large data on shared cores" below): a second
      * segment of [parity][rank] slots of large_slot bytes each (0: none
      * yet), which the operation in progress uses instead of the slots'
-     * data when in_large says so (the flags stay in the slots). */
+     * data when in_large says so (the flags stay in the slots). Only the
+     * first large_ready bytes of each slot have their pages (taken as the
+     * calls grow; the same on every rank). */
     struct bm_util_shmseg large_seg;
     char *large;
     size_t large_slot;
+    size_t large_ready;
     size_t large_refused; /* the smallest slot whose area could not be made (0: none) */
     bool in_large;
     /* lines of this rank's slot that its next operation of a parity
@@ -151,7 +155,7 @@ static char *data_of(const struct bm_coll_sm *sm, uint64_t k, int r)
 /* Bytes of data a slot of the operation in progress holds. */
 static size_t room_of(const struct bm_coll_sm *sm)
 {
-    return sm->in_large ? sm->large_slot : sm->slot - DATA_OFF;
+    return sm->in_large ? sm->large_ready : sm->slot - DATA_OFF;
 }
 
 static _Atomic uint64_t *done_of(const struct bm_coll_sm *sm, int r)
@@ -532,7 +536,7 @@ static bool copy_paths(MPI_Comm comm, struct bm_coll_sm *sm)
  * B bcast read 0.77 us instead of 0.19 in one of the quiet runs, 0.53-2.1
  * us in 2 of 6 here. Every rank writes every page once at set-up: each
  * rank's page tables then hold them all, and the host has backed them. */
-static void prefault(char *base, size_t bytes)
+static bool prefault(char *base, size_t bytes)
 {
     long page = sysconf(_SC_PAGESIZE);
 
@@ -540,23 +544,33 @@ static void prefault(char *base, size_t bytes)
      * rank's page tables without a fault per page. The large area (16 MiB:
      * 4096 pages per rank) made coll_check at 9 ranks take 30k more page
      * faults than its 2.3 MiB area before; a fault is a trap to the host
-     * here. Older kernels, or a failure (the pages stay as they are), get
-     * the page-by-page writes. */
+     * here. Where the pages were not reserved (the large area's), a full
+     * /dev/shm fails it (ENOMEM, or EFAULT: a touch would have had
+     * SIGBUS), nothing written: false. Older kernels, or another failure
+     * (the pages stay as they are), get the page-by-page touches: an add
+     * of 0, which keeps what a page holds (a page of the large area being
+     * added may begin with data a rank is reading). */
     if (madvise(base, bytes, MADV_POPULATE_WRITE) == 0)
-        return;
+        return true;
+    if (errno == ENOMEM || errno == EFAULT)
+        return false;
     if (page < (long)sizeof(uint64_t))
         page = 4096;
     for (size_t off = 0; off < bytes; off += (size_t)page)
-        atomic_store_explicit((_Atomic uint64_t *)(void *)(base + off), 0, memory_order_relaxed);
+        atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(base + off), 0,
+                                  memory_order_relaxed);
+    return true;
 }
 
 /* Collective over comm: rank 0 creates a shared-memory segment of bytes
  * (what names it in /dev/shm), the others attach to it; true, with *seg
  * mapped on every rank, when all did. Its name is removed once all have
  * mapped it (the exit hook removes it should the job die before). Every
- * page is touched by every rank before any uses it (prefault). */
-static bool make_segment(MPI_Comm comm, const char *what, size_t bytes, struct bm_util_shmseg *seg,
-                         const char *fn)
+ * page is touched by every rank before any uses it (prefault), except in a
+ * holed segment: its pages are neither reserved nor touched here, and take
+ * memory only when a rank gives them to itself (large_take). */
+static bool make_segment(MPI_Comm comm, const char *what, size_t bytes, bool holed,
+                         struct bm_util_shmseg *seg, const char *fn)
 {
     /* Threads of a MPI_THREAD_MULTIPLE program create communicators at once:
      * each segment takes its own number, and the exit hook is registered once. */
@@ -572,7 +586,8 @@ static bool make_segment(MPI_Comm comm, const char *what, size_t bytes, struct b
                  atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed));
         name[0] = '/';
         ok = bm_rte_job_name(id, name + 1, sizeof(name) - 1) == BM_OK &&
-             bm_util_shmseg_create(seg, name, bytes) == BM_OK;
+             (holed ? bm_util_shmseg_create_holed(seg, name, bytes, 0, bytes)
+                    : bm_util_shmseg_create(seg, name, bytes)) == BM_OK;
         if (!ok)
             name[0] = '\0';
         else if (!atomic_exchange(&cleanup_registered, true))
@@ -589,6 +604,8 @@ static bool make_segment(MPI_Comm comm, const char *what, size_t bytes, struct b
     }
     if (comm->rank == 0)
         bm_util_shmseg_unlink(seg);
+    if (holed)
+        return true;
     prefault(seg->addr, bytes);
     if (!all_agree(comm, true, fn)) {
         bm_util_shmseg_detach(seg);
@@ -621,7 +638,7 @@ static void sm_setup(MPI_Comm comm, struct bm_mpi_coll_comm *cc, const char *fn)
         return;
     }
     bytes = 2 * (size_t)comm->size * slot + ((size_t)comm->size + 1) * LINE;
-    if (!make_segment(comm, "coll", bytes, &sm->seg, fn)) {
+    if (!make_segment(comm, "coll", bytes, false, &sm->seg, fn)) {
         free(sm->world);
         free(sm);
         return;
@@ -683,72 +700,100 @@ void bm_coll_sm_free(struct bm_mpi_coll_comm *cc)
  * each reader copies out whenever it runs (4 ranks on 2 loaded cores,
  * nice -20, bcast 256 KiB: 11 us against 498 through the point-to-point
  * binomial tree and Open MPI's 45). It is a second segment of
- * [parity][rank] slots, made
- * collectively at the first call that needs it, at its full size:
- * BM_MPI_COLL_SM_LARGE_MAX bytes in all (8 ranks: slots of 1 MiB); larger
- * data takes the point-to-point algorithms. Where that cannot be made
- * (/dev/shm full), slots of 4 x BM_MPI_COLL_SM_SLOT doubled until they
- * hold the call's data, made anew when a later call needs more. The
+ * [parity][rank] slots, made collectively at the first call that needs
+ * it, at its full size: BM_MPI_COLL_SM_LARGE_MAX bytes in all (8 ranks:
+ * slots of 1 MiB); larger data takes the point-to-point algorithms. The
  * operations and their flags are those of the slots: only where data_of
  * points changes.
  *
- * Full size at once, not grown as calls need (as before): a program whose
- * sizes grow (bm_coll's sweep) made the area anew at 256 KiB, 512 KiB and
- * 1 MiB, and with two CPU-bound processes on the cores the calls after a
- * remake took seconds (4 ranks on 2 cores, two busy loops, bm_coll -m
- * 256k:1m -t 0.15, 3 interleaved runs each, us per call: bcast 512 KiB
- * 40393-673777 and 1 MiB 920044-1372879, against 24-12214 and 210-10076
- * made at full size; allgather 1 MiB 1132708-1184577 against 3614-19029;
- * Open MPI's yield-when-idle 22683-78801 in the same minutes). The ranks
- * were off their cores for up to 2.5 s at a time (perf sched timehist:
- * all of it runnable time lost to sched_yield, 88-95% of their context
- * switches); made once, the calls before and after are alike. Why a
- * remake leaves the ranks starved this long under EEVDF was not found. */
+ * Made once, at its full size, never anew: a program whose sizes grow
+ * (bm_coll's sweep) made the area anew at 256 KiB, 512 KiB and 1 MiB when
+ * it was made at the size of the call, and with two CPU-bound processes on
+ * the cores the calls after a remake took seconds (4 ranks on 2 cores, two
+ * busy loops, bm_coll -m 256k:1m -t 0.15, 3 interleaved runs each, us per
+ * call: bcast 512 KiB 40393-673777 and 1 MiB 920044-1372879, against
+ * 24-12214 and 210-10076 made at full size; allgather 1 MiB
+ * 1132708-1184577 against 3614-19029; Open MPI's yield-when-idle
+ * 22683-78801 in the same minutes). The ranks were off their cores for up
+ * to 2.5 s at a time (perf sched timehist: all of it runnable time lost to
+ * sched_yield, 88-95% of their context switches). Why a remake leaves the
+ * ranks starved this long under EEVDF was not found.
+ *
+ * But its pages come as the calls need them: the segment is a hole (no
+ * /dev/shm reserved), and each slot's first large_ready bytes have their
+ * pages, 4 x BM_MPI_COLL_SM_SLOT at first, doubled as calls need more. A
+ * call that needs more gives every rank's mapping the pages of each slot up
+ * to the new size (large_take: MADV_POPULATE_WRITE, which takes the pages
+ * from /dev/shm and fills the rank's page tables, as prefault does for a
+ * new segment) and the ranks agree that all got them; one that did not (a
+ * full /dev/shm) leaves that size and larger to the point-to-point
+ * algorithms, as before. Made whole, the area took its 16 MiB of /dev/shm
+ * per communicator and 4096 page-table entries per rank at the first call
+ * larger than a slot, whatever the sizes the program used. */
+
+/* Give this rank's mapping the pages of bytes [from, to) of every slot of
+ * the large area; false when the kernel had no memory for them. */
+static bool large_take(struct bm_coll_sm *sm, size_t from, size_t to)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), end = (uintptr_t)sm->large_seg.addr +
+                                                             sm->large_seg.size;
+    bool ok = true;
+
+    if (page == 0 || (page & (page - 1)) != 0)
+        page = 4096;
+    for (size_t i = 0; i < 2 * (size_t)sm->n && ok; i++) {
+        uintptr_t lo = (uintptr_t)sm->large + i * sm->large_slot + from,
+                  hi = (uintptr_t)sm->large + i * sm->large_slot + to;
+        lo &= ~(page - 1);
+        hi = (hi + page - 1) & ~(page - 1);
+        if (hi > end)
+            hi = end;
+        if (hi > lo)
+            ok = prefault((char *)lo, hi - lo);
+    }
+    return ok;
+}
+
 bool bm_coll_sm_large_ready(MPI_Comm comm, struct bm_mpi_coll_comm *cc, size_t bytes,
                             const char *fn)
 {
     const struct bm_mpi_coll_config *c = bm_mpi_coll_cfg();
     struct bm_coll_sm *sm = cc->sm;
-    size_t max = c->sm_large_max / (2 * (size_t)sm->n) / LINE * LINE, slot = 4 * c->sm_slot;
+    size_t max = c->sm_large_max / (2 * (size_t)sm->n) / LINE * LINE, want = 4 * c->sm_slot;
     struct bm_util_shmseg seg;
 
-    if (bytes <= sm->large_slot)
+    if (bytes <= sm->large_ready)
         return true;
     if (bytes > max)
         return false;
-    while (slot < bytes)
-        slot *= 2;
-    slot = (slot + LINE - 1) / LINE * LINE; /* data aligned as in the slots */
-    if (slot > max)
-        slot = max;
-    if (sm->large_refused && slot >= sm->large_refused)
+    while (want < bytes)
+        want *= 2;
+    want = (want + LINE - 1) / LINE * LINE; /* data aligned as in the slots */
+    if (want > max)
+        want = max;
+    if (sm->large_refused && want >= sm->large_refused)
         return false; /* tried (agreed) and failed: do not ask again */
-    /* Every rank is past the operations that used the old area (they all
-     * took part in make_segment's collectives since), and the old area is
-     * only this rank's mapping. The full size first (above); every rank
-     * agreed on each attempt's outcome, so all try the same sizes. */
-    bool made = false;
-    if (!sm->large && !sm->large_refused) {
-        made = make_segment(comm, "coll-large", 2 * (size_t)sm->n * max, &seg, fn);
-        if (made)
-            slot = max;
-        else
-            sm->large_refused = max;
+    /* Every rank asks at the same calls (the sizes are the call's, agreed),
+     * so all make the area together and all grow it together. */
+    if (sm->large == NULL) {
+        if (!make_segment(comm, "coll-large", 2 * (size_t)sm->n * max, true, &seg, fn)) {
+            sm->large_refused = LINE; /* no size, ever */
+            return false;
+        }
+        sm->large_seg = seg;
+        sm->large = seg.addr;
+        sm->large_slot = max;
     }
-    if (!made && slot < max &&
-        !make_segment(comm, "coll-large", 2 * (size_t)sm->n * slot, &seg, fn)) {
-        sm->large_refused = slot;
+    /* Until all agreed, no rank uses the new part (no rank writes there
+     * before it leaves all_agree, and every rank took its pages before it
+     * entered); what the old part holds stays as it is. */
+    if (!all_agree(comm, large_take(sm, sm->large_ready, want), fn)) {
+        sm->large_refused = want;
         return false;
     }
-    if (!made && slot >= max)
-        return false;
-    if (sm->large)
-        bm_util_shmseg_detach(&sm->large_seg);
-    sm->large_seg = seg;
-    sm->large = seg.addr;
-    sm->large_slot = slot;
-    bm_log_debug("communicator %s: large collective area of %zu bytes per slot",
-                 bm_mpi_comm_label(comm), slot);
+    sm->large_ready = want;
+    bm_log_debug("communicator %s: large collective area with %zu of %zu bytes per slot",
+                 bm_mpi_comm_label(comm), want, max);
     return true;
 }
 

@@ -11,31 +11,42 @@
  * (/proc/self/maps: the unlinked /dev/shm file whose name holds
  * "-coll-large") and its size is the one seen after the first call, which
  * is the full size: BM_MPI_COLL_SM_LARGE_MAX / (2 x ranks), rounded down
- * to 64 bytes, per slot. The sums are checked. */
+ * to 64 bytes, per slot. Its pages come as the calls grow: after the first
+ * call (1 KiB) this rank's mapping has fewer resident pages than the area
+ * (/proc/self/smaps Rss: the pages of each slot's first 4 x
+ * BM_MPI_COLL_SM_SLOT bytes), after the last (a whole slot) all of them.
+ * The sums are checked. */
 #include "bm_test.h"
 
 #include <bitmover.h>
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Mappings of the large area in this process and the bytes of the last. */
-static int large_maps(unsigned long *bytes)
+/* Mappings of the large area in this process, the bytes of the last and
+ * how many of them are resident (Rss). */
+static int large_maps(unsigned long *bytes, unsigned long *rss)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
+    FILE *f = fopen("/proc/self/smaps", "r");
     char line[512];
     int n = 0;
+    bool in = false;
 
-    *bytes = 0;
+    *bytes = *rss = 0;
     if (f == NULL)
         return -1;
     while (fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi;
-        if (strstr(line, "/dev/shm/") && strstr(line, "-coll-large") &&
-            sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-            n++;
-            *bytes = hi - lo;
+        unsigned long lo, hi, kb;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+            in = strstr(line, "/dev/shm/") && strstr(line, "-coll-large");
+            if (in) {
+                n++;
+                *bytes = hi - lo;
+            }
+        } else if (in && sscanf(line, "Rss: %lu kB", &kb) == 1) {
+            *rss = kb * 1024;
         }
     }
     fclose(f);
@@ -46,7 +57,7 @@ int main(int argc, char **argv)
 {
     int rank, size;
     const char *max_env = getenv("BM_MPI_COLL_SM_LARGE_MAX");
-    unsigned long first = 0;
+    unsigned long first = 0, last_rss = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -71,13 +82,19 @@ int main(int argc, char **argv)
         for (int i = 0; i < n && !bad; i++)
             bad = out[i] != size * (size - 1) / 2 + size * i;
         BM_CHECK_MSG(!bad, "rank %d: wrong sum at %zu bytes", rank, bytes);
-        unsigned long got;
-        int maps = large_maps(&got);
+        unsigned long got, rss;
+        int maps = large_maps(&got, &rss);
         BM_CHECK_MSG(maps == 1,
                      "rank %d: %d mappings of the large area after %zu bytes, 1 expected", rank,
                      maps, bytes);
-        if (first == 0)
+        if (first == 0) {
             first = got;
+            BM_CHECK_MSG(rss < got,
+                         "rank %d: the large area took all its %lu bytes at the first call "
+                         "(%zu bytes): %lu resident",
+                         rank, got, bytes, rss);
+        }
+        last_rss = rss;
         BM_CHECK_MSG(got == first,
                      "rank %d: the large area was made anew at %zu bytes: %lu "
                      "bytes, %lu after the first call",
@@ -87,6 +104,9 @@ int main(int argc, char **argv)
     }
     BM_CHECK_MSG(first == want, "rank %d: the large area has %lu bytes, its full size %lu", rank,
                  first, want);
+    BM_CHECK_MSG(last_rss == want,
+                 "rank %d: after a call of a whole slot %lu of the area's %lu bytes are resident",
+                 rank, last_rss, want);
     BM_CHECK_MSG(bm_coll_alg_count("sm.large") > large0,
                  "rank %d: no call went through the large area (sm.large)", rank);
     MPI_Finalize();
