@@ -76,6 +76,11 @@ struct bm_btl_dgram_config {
 /* prepare_src references the caller's data from this size on (eager
  * sends, all below it, are copied: the PML completes them at once). */
 #define BM_DGRAM_INPLACE_MIN (64u << 10)
+/* Capacity of a recycled large fragment: an eager copy (less than
+ * BM_DGRAM_INPLACE_MIN bytes of data) and the caller's header room. */
+#define BM_DGRAM_FRAG_LARGE_CAP (BM_DGRAM_INPLACE_MIN + 1024u)
+/* Recycled large fragments kept per module (a bandwidth window of 64). */
+#define BM_DGRAM_FRAG_LARGE_KEEP 64
 
 /* ---- statistics ------------------------------------------------------- */
 
@@ -488,6 +493,13 @@ struct bm_btl_dgram_module {
     struct bm_btl_dgram_frag **frag_cache;
     int frag_ncache, frag_cache_max;
     size_t frag_small_cap;
+    /* and those of up to frag_large_cap bytes (eager copies: above an
+     * interface-sized datagram, below BM_DGRAM_INPLACE_MIN) here, so that
+     * a window of them is not given back to the kernel by free and faulted
+     * in again by the next window's malloc */
+    struct bm_btl_dgram_frag **frag_lcache;
+    int frag_nlcache, frag_lcache_max;
+    size_t frag_large_cap;
     /* datagram size toward a peer whose route MTU is unknown (interface MTU - 28) */
     size_t if_data_mtu;
     /* The last route MTU the UDP wire asked the kernel for, and where to:

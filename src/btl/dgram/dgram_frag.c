@@ -4,7 +4,8 @@
  * be resent until they are ACKed without the caller keeping anything alive.
  * Small fragments (one segment) use the segment embedded in them; large ones
  * take segments from the module pool as each chunk is posted. Fragments up
- * to one data datagram are recycled through a per-module cache. */
+ * to one interface-sized datagram, and those of an eager copy, are recycled
+ * through two per-module caches. */
 #define BM_LOG_SUBSYS "btl/dgram"
 #include "btl/dgram/dgram.h"
 #include "util/log.h"
@@ -20,6 +21,10 @@ struct bm_btl_dgram_frag *bm_btl_dgram_frag_new(struct bm_btl_dgram_module *m, s
         alloc_cap = m->frag_small_cap;
         if (m->frag_ncache > 0)
             f = m->frag_cache[--m->frag_ncache];
+    } else if (cap <= m->frag_large_cap) {
+        alloc_cap = m->frag_large_cap;
+        if (m->frag_nlcache > 0)
+            f = m->frag_lcache[--m->frag_nlcache];
     }
     if (!f) {
         f = malloc(sizeof(*f) + alloc_cap);
@@ -44,6 +49,10 @@ void bm_btl_dgram_frag_release(struct bm_btl_dgram_module *m, struct bm_btl_dgra
         return;
     if (f->cap == m->frag_small_cap && m->frag_ncache < m->frag_cache_max) {
         m->frag_cache[m->frag_ncache++] = f;
+        return;
+    }
+    if (f->cap == m->frag_large_cap && m->frag_nlcache < m->frag_lcache_max) {
+        m->frag_lcache[m->frag_nlcache++] = f;
         return;
     }
     free(f);

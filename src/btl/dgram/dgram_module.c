@@ -292,7 +292,10 @@ static bm_status_t module_init_channels(struct bm_btl_dgram_module *m, const cha
     m->frag_small_cap = m->if_data_mtu < 9000 - 28 ? m->if_data_mtu : 9000 - 28;
     m->frag_cache_max = 256;
     m->frag_cache = calloc((size_t)m->frag_cache_max, sizeof(*m->frag_cache));
-    if (!m->held || !m->inject_tmp || !m->frag_cache ||
+    m->frag_large_cap = BM_DGRAM_FRAG_LARGE_CAP;
+    m->frag_lcache_max = BM_DGRAM_FRAG_LARGE_KEEP;
+    m->frag_lcache = calloc((size_t)m->frag_lcache_max, sizeof(*m->frag_lcache));
+    if (!m->held || !m->inject_tmp || !m->frag_cache || !m->frag_lcache ||
         bm_btl_dgram_timers_reserve(m, (uint32_t)cfg->window * 2) != BM_OK)
         return BM_ERR_NO_MEMORY;
     return BM_OK;
@@ -359,6 +362,7 @@ static void module_free_partial(struct bm_btl_dgram_module *m)
     if (m->hotel.nodes)
         bm_util_hotel_fini(&m->hotel);
     free(m->frag_cache);
+    free(m->frag_lcache);
     if (m->locking)
         pthread_mutex_destroy(&m->lock);
     free(m);
@@ -461,6 +465,9 @@ void bm_btl_dgram_module_destroy(struct bm_btl_dgram_module *m)
     for (int i = 0; i < m->frag_ncache; i++)
         free(m->frag_cache[i]);
     free(m->frag_cache);
+    for (int i = 0; i < m->frag_nlcache; i++)
+        free(m->frag_lcache[i]);
+    free(m->frag_lcache);
     if (m->locking)
         pthread_mutex_destroy(&m->lock);
     free(m);
