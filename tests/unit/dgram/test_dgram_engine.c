@@ -985,6 +985,34 @@ static void test_flight_cap(void)
     pair_close(&p);
 }
 
+/* Eager copies above an interface-sized datagram are recycled through the
+ * large cache, at most BM_DGRAM_FRAG_LARGE_KEEP of them: freed together, a
+ * window of them once went back to the kernel (glibc's trim) and faulted in
+ * again per window. */
+static void test_frag_recycle(void)
+{
+    struct bm_btl_dgram_config c = base_cfg();
+    struct pair p;
+    pair_open(&p, &c, &c, 1);
+    struct bm_btl_module *bm = &p.a->super;
+    struct bm_btl_endpoint *ep = (struct bm_btl_endpoint *)p.ab;
+    BM_CHECK(p.a->frag_small_cap < 16384 && 16384 < p.a->frag_large_cap);
+    enum { N = BM_DGRAM_FRAG_LARGE_KEEP + 2 };
+    struct bm_btl_descriptor *d[N];
+    for (int i = 0; i < N; i++) {
+        d[i] = bm_btl_dgram_alloc(bm, ep, 0, 1024 + (size_t)i * 700 + p.a->frag_small_cap, 0);
+        BM_CHECK(d[i] != NULL);
+    }
+    for (int i = 0; i < N; i++)
+        bm_btl_dgram_free(bm, d[i]);
+    BM_CHECK_EQ_INT(p.a->frag_nlcache, BM_DGRAM_FRAG_LARGE_KEEP);
+    struct bm_btl_descriptor *again = bm_btl_dgram_alloc(bm, ep, 0, 16384, 0);
+    BM_CHECK(again == d[BM_DGRAM_FRAG_LARGE_KEEP - 1]); /* the last one kept, taken back */
+    BM_CHECK_EQ_INT(p.a->frag_nlcache, BM_DGRAM_FRAG_LARGE_KEEP - 1);
+    bm_btl_dgram_free(bm, again);
+    pair_close(&p);
+}
+
 /* Receive placement (btl.h): with a place callback on the tag, a chunked
  * fragment whose first chunk comes first is written straight into the
  * callback's memory (every byte checked, recv_placed counted); one whose
@@ -1079,6 +1107,7 @@ int main(void)
     BM_RUN(test_mac);
     BM_RUN(test_sizes);
     BM_RUN(test_flight_cap);
+    BM_RUN(test_frag_recycle);
     BM_RUN(test_place);
     BM_RUN(test_faults);
     /* Sequence-number wrap-around is the engine's arithmetic, the same
