@@ -82,6 +82,7 @@ struct bm_btl_sm_endpoint {
     bool fbox_tx_mt;
     uint32_t fbox_wait_mt;
     struct bm_btl_sm_fbox_tx tx; /* our ring in its segment */
+    uint64_t tx_rx_mark;         /* module's rx_count at our last ring send to it */
     struct sockaddr_un bell;     /* its doorbell (sm_bell.c) */
     socklen_t bell_len;          /* 0: unknown */
     bool bell_ring;              /* it may sleep: look at its flag after each send */
@@ -136,6 +137,12 @@ struct bm_btl_sm_module {
     size_t seg_size;
     struct bm_btl_sm_seg_ctl *ctl;
     struct bm_btl_sm_fifo_reader reader;
+    /* Messages taken from our rings (delivered or by recv_take): a ring
+     * send that finds it unchanged since the last one to that peer is in a
+     * stream, and starts its next message on a line of its own
+     * (bm_btl_sm_fbox_reserve's whole). Written by progress's one caller;
+     * relaxed atomic accesses. */
+    uint64_t rx_count;
     /* rank -> base address of that rank's segment here (ours included),
      * NULL for ranks we do not reach. Resolves relative pointers. */
     unsigned char **bases;

@@ -58,11 +58,11 @@ static const struct bm_param sm_params[] = {
      "(milliseconds) whether the peer's process still exists, so that a crashed peer is "
      "reported instead of waited for. 0 disables the check.",
      offsetof(struct sm_params, c.peer_check_ms), 0},
-    {"BM_BTL_SM_FBOX_BYTES", BM_PARAM_SIZE, "64k", 0, 1 << 24, NULL,
+    {"BM_BTL_SM_FBOX_BYTES", BM_PARAM_SIZE, "64k", 0, BM_BTL_SM_FBOX_BYTES_MAX, NULL,
      "Bytes of the fast-box ring of each pair of local processes: messages sent with sendi "
      "are copied straight into the ring in the receiver's segment, packed by length in "
-     "64-byte units, no fragment needed. Rounded up to a multiple of 64, and lowered on wide "
-     "nodes (BM_BTL_SM_FBOX_TOTAL). 0 disables fast boxes.",
+     "32-byte units, no fragment needed. Rounded up to a multiple of 64, and lowered on wide "
+     "nodes (BM_BTL_SM_FBOX_TOTAL). At most 1 MiB. 0 disables fast boxes.",
      offsetof(struct sm_params, c.fbox_bytes), 0},
     {"BM_BTL_SM_FBOX_TOTAL", BM_PARAM_SIZE, "2m", 0, 1LL << 32, NULL,
      "Bytes of fast-box rings one process may hold for all its local peers: each ring is "
@@ -71,7 +71,7 @@ static const struct bm_param sm_params[] = {
      offsetof(struct sm_params, c.fbox_total), 0},
     {"BM_BTL_SM_FBOX_MAX", BM_PARAM_SIZE, "4160", 1, 65535, NULL,
      "Largest message (PML header included) that goes through a fast box; larger ones take "
-     "a fragment. At most half the ring minus 39 bytes (lowered to that).",
+     "a fragment. At most half the ring minus 63 bytes (lowered to that).",
      offsetof(struct sm_params, c.fbox_max), 0},
     {"BM_BTL_SM_FBOX_HINT_MIN", BM_PARAM_INT, "8", 2, 1 << 20, NULL,
      "With at least this many processes on the node, senders flag their fast box in a "
@@ -213,7 +213,7 @@ static void sm_module_free(struct bm_btl_sm_module *sm)
  * warning. */
 static void sm_fbox_params_check(struct bm_btl_sm_config *c, int local_size)
 {
-    const size_t unit = BM_BTL_SM_FBOX_UNIT;
+    const size_t unit = BM_BTL_SM_CACHELINE; /* whole lines: every ring's head line aligned */
     if (c->fbox_bytes == 0)
         return;
     size_t share = c->fbox_total / (size_t)local_size;

@@ -82,8 +82,12 @@ sm_ring_send(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep, const v
                 !(mt ? __atomic_load_n(&ep->failed, __ATOMIC_RELAXED) : ep->failed),
             1)) {
         uint32_t off = bm_btl_sm_fbox_offset(hdr_len, payload_len);
-        unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx, off, len);
+        /* Nothing received since our last message to this peer: a stream,
+         * whose messages take whole lines (bm_btl_sm_fbox_reserve). */
+        uint64_t rx_count = __atomic_load_n(&sm->rx_count, __ATOMIC_RELAXED);
+        unsigned char *p = bm_btl_sm_fbox_reserve(&ep->tx, off, len, rx_count == ep->tx_rx_mark);
         if (__builtin_expect(p != NULL, 1)) {
+            ep->tx_rx_mark = rx_count;
             sm_copy_hdr(p, hdr, hdr_len);
             bm_util_copy(p + hdr_len, payload, payload_len);
             bm_util_xproc_release();
@@ -195,6 +199,8 @@ int bm_btl_sm_fbox_deliver(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoin
     }
     if (--rx->depth == 0)
         bm_btl_sm_fbox_publish(rx);
+    if (n > 0)
+        __atomic_store_n(&sm->rx_count, sm->rx_count + (uint64_t)n, __ATOMIC_RELAXED);
     return n;
 }
 
@@ -271,7 +277,10 @@ int64_t bm_btl_sm_recv_take(struct bm_btl_module *m, struct bm_btl_endpoint *bep
     if (!bm_btl_sm_fbox_ready(rx))
         return bm_btl_sm_fifo_ready(&sm->ctl->fifo, &sm->reader) ? BM_BTL_TAKE_OTHER
                                                                  : BM_BTL_TAKE_NONE;
-    return sm_take(rx, tag, key, key_len, buf, cap);
+    int64_t rc = sm_take(rx, tag, key, key_len, buf, cap);
+    if (rc >= 0)
+        __atomic_store_n(&sm->rx_count, sm->rx_count + 1, __ATOMIC_RELAXED);
+    return rc;
 }
 
 int bm_btl_sm_fbox_drain(struct bm_btl_sm_module *sm, struct bm_btl_sm_endpoint *ep)

@@ -30,8 +30,12 @@
 
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Units per cache line. */
+#define BM_BTL_SM_FBOX_PER_LINE (BM_BTL_SM_CACHELINE / BM_BTL_SM_FBOX_UNIT)
 
 /* The sender's private side of a ring. */
 struct bm_btl_sm_fbox_tx {
@@ -42,6 +46,7 @@ struct bm_btl_sm_fbox_tx {
     uint32_t idx;                     /* tail % nunits, kept so no division is needed */
     uint32_t nunits;
     uint32_t cur_units; /* units of the message reserve made room for */
+    uint32_t cur_pad;   /* 1: a pad unit follows it, so the next message starts a line */
 };
 
 /* The receiver's private side of a ring. */
@@ -78,9 +83,9 @@ static inline void bm_btl_sm_fbox_rx_init(struct bm_btl_sm_fbox_rx *rx,
     *rx = (struct bm_btl_sm_fbox_rx){.ring = r, .units = bm_btl_sm_fbox_unit0(r), .nunits = nunits};
 }
 
-static inline _Atomic uint64_t *bm_btl_sm_fbox_word_at(unsigned char *units, uint32_t idx)
+static inline _Atomic uint32_t *bm_btl_sm_fbox_word_at(unsigned char *units, uint32_t idx)
 {
-    return (_Atomic uint64_t *)(units + (size_t)idx * BM_BTL_SM_FBOX_UNIT);
+    return (_Atomic uint32_t *)(units + (size_t)idx * BM_BTL_SM_FBOX_UNIT + BM_BTL_SM_FBOX_WORD_AT);
 }
 
 /* Room for k units from the current position (one lap at most): checks the
@@ -98,8 +103,19 @@ static inline int bm_btl_sm_fbox_room(struct bm_btl_sm_fbox_tx *tx, uint32_t k)
 /* Space for a message of len bytes at offset off of its first unit, or
  * NULL when the ring is full. Nothing is visible to the receiver until
  * commit. The message must fit in half the ring (see the component's
- * parameter checks), so that a skip never needs the whole ring. */
-static inline void *bm_btl_sm_fbox_reserve(struct bm_btl_sm_fbox_tx *tx, uint32_t off, size_t len)
+ * parameter checks), so that a skip never needs the whole ring.
+ *
+ * whole: end the message's last line with it (a pad unit after a message
+ * that ends mid-line), so that the next message starts a line of its own.
+ * Two small messages share a line, which halves the lines a ping-pong's
+ * answers and a stream's receiver fetch; but in a stream whose receiver
+ * keeps up, the receiver reads each line after its first message and the
+ * sender must then take it back for the second: windows of 64 x 8 B were
+ * slower (p50 per message +23%) while 8-byte latency gained 4-5% (README
+ * "Message rate: two messages per line"). sendi asks for whole lines when
+ * it sends again with nothing received in between (a stream). */
+static inline void *bm_btl_sm_fbox_reserve(struct bm_btl_sm_fbox_tx *tx, uint32_t off, size_t len,
+                                           bool whole)
 {
     uint32_t k = bm_btl_sm_fbox_units(off, len);
     tx->cur_units = k;
@@ -107,32 +123,37 @@ static inline void *bm_btl_sm_fbox_reserve(struct bm_btl_sm_fbox_tx *tx, uint32_
         /* Would run past the end: skip to unit 0 once there is room for
          * the skipped units and the message. */
         uint32_t rest = tx->nunits - tx->idx;
-        if (!bm_btl_sm_fbox_room(tx, rest + k))
+        tx->cur_pad = whole && k % BM_BTL_SM_FBOX_PER_LINE != 0;
+        if (!bm_btl_sm_fbox_room(tx, rest + k + tx->cur_pad))
             return NULL;
         atomic_store_explicit(bm_btl_sm_fbox_word_at(tx->units, tx->idx),
-                              bm_btl_sm_fbox_word(tx->tail, 0, BM_BTL_SM_FBOX_TAG_SKIP, 0),
+                              bm_btl_sm_fbox_word(tx->tail, BM_BTL_SM_FBOX_TAG_SKIP, 0),
                               memory_order_release);
         tx->tail += rest;
         tx->idx = 0;
-    } else if (!bm_btl_sm_fbox_room(tx, k)) {
-        return NULL;
+    } else {
+        /* nunits is whole lines: a pad never runs past the end. */
+        tx->cur_pad = whole && (tx->idx + k) % BM_BTL_SM_FBOX_PER_LINE != 0;
+        if (!bm_btl_sm_fbox_room(tx, k + tx->cur_pad))
+            return NULL;
     }
     return tx->units + (size_t)tx->idx * BM_BTL_SM_FBOX_UNIT + off;
 }
 
 /* Units ahead of the next message whose line the sender asks to own
- * (write prefetch) as it publishes a message. */
-#define BM_BTL_SM_FBOX_AHEAD 4u
+ * (write prefetch) as it publishes a message: 4 lines. */
+#define BM_BTL_SM_FBOX_AHEAD 8u
 /* Units past the next message whose line a receiver in a stream asks for
- * (bm_btl_sm_fbox_deliver): median per 8-byte message in windows of 64, 2
- * units 48.8 ns, 4 39.7, 8 37.1 (none 64.6). */
-#define BM_BTL_SM_FBOX_RX_AHEAD 8u
+ * (bm_btl_sm_fbox_deliver): median per 8-byte message in windows of 64
+ * (with 64-byte units), 2 lines 48.8 ns, 4 39.7, 8 37.1 (none 64.6). 8
+ * lines. */
+#define BM_BTL_SM_FBOX_RX_AHEAD 16u
 
 /* After a message of k > BM_BTL_SM_FBOX_AHEAD units (a payload of a few
  * hundred bytes or more), ask for the lines of the units the next message
- * of a stream of such messages will fill: the k - 1 after the new
- * position, as far as the cached head says they are free. Not the line at
- * the position itself, which an idle receiver polls. Those lines were
+ * of a stream of such messages will fill: those of the k - 1 units after
+ * the new position, as far as the cached head says they are free. Not the
+ * line of the position itself, which an idle receiver polls. Those lines were
  * read and scrubbed by the receiver a lap ago, so each store of the next
  * message would wait for its line to come back from the receiver's core,
  * and stores reach the cache in order: a 2 KiB message (33 lines) held the
@@ -146,16 +167,19 @@ bm_btl_sm_fbox_prefetch_next(struct bm_btl_sm_fbox_tx *tx, uint32_t k)
     uint64_t room = tx->nunits - (tx->tail - tx->head_cache);
     if (k > room)
         k = (uint32_t)room;
-    uint32_t at = tx->idx;
-    for (uint32_t i = 1; i < k; i++) {
-        if (++at == tx->nunits)
-            at = 0;
+    /* From the line after the position's, one request per line. */
+    for (uint32_t i = BM_BTL_SM_FBOX_PER_LINE - tx->idx % BM_BTL_SM_FBOX_PER_LINE; i < k;
+         i += BM_BTL_SM_FBOX_PER_LINE) {
+        uint32_t at = tx->idx + i;
+        if (at >= tx->nunits)
+            at -= tx->nunits;
         bm_util_prefetchw(tx->units + (size_t)at * BM_BTL_SM_FBOX_UNIT);
     }
 }
 
 /* Publish the reserved message: len bytes at offset off (as given to
- * reserve), for receive callback tag. Then ask for the line
+ * reserve: 0 for a short message), for receive callback tag; a long one
+ * gets its second word first. Then ask for the line
  * BM_BTL_SM_FBOX_AHEAD units past the next message: the receiver read it a
  * lap ago, so writing it takes its ownership back from the receiver's
  * core, and a store waiting for that holds every later store in the store
@@ -167,9 +191,21 @@ bm_btl_sm_fbox_prefetch_next(struct bm_btl_sm_fbox_tx *tx, uint32_t k)
 static inline void bm_btl_sm_fbox_commit(struct bm_btl_sm_fbox_tx *tx, uint32_t off, uint32_t len,
                                          uint8_t tag)
 {
-    atomic_store_explicit(bm_btl_sm_fbox_word_at(tx->units, tx->idx),
-                          bm_btl_sm_fbox_word(tx->tail, len, tag, off), memory_order_release);
+    _Atomic uint32_t *w = bm_btl_sm_fbox_word_at(tx->units, tx->idx);
+    uint32_t short_len = len;
     uint32_t k = tx->cur_units;
+    if (__builtin_expect(off != 0, 0)) {
+        atomic_store_explicit(w - 1, bm_btl_sm_fbox_ext(len, off), memory_order_relaxed);
+        short_len = BM_BTL_SM_FBOX_LONG;
+    }
+    if (tx->cur_pad) {
+        /* Before the message's word: seen with it. */
+        atomic_store_explicit(bm_btl_sm_fbox_word_at(tx->units, tx->idx + k),
+                              bm_btl_sm_fbox_word(tx->tail + k, BM_BTL_SM_FBOX_TAG_PAD, 0),
+                              memory_order_relaxed);
+        k++;
+    }
+    atomic_store_explicit(w, bm_btl_sm_fbox_word(tx->tail, tag, short_len), memory_order_release);
     tx->tail += k;
     tx->idx += k;
     if (tx->idx == tx->nunits)
@@ -182,7 +218,7 @@ static inline void bm_btl_sm_fbox_commit(struct bm_btl_sm_fbox_tx *tx, uint32_t 
         bm_btl_sm_fbox_prefetch_next(tx, k);
 }
 
-/* Rewrite the first word of units [idx, idx + n) with words naming their
+/* Rewrite the word of units [idx, idx + n) with words naming their
  * own positions from pos on: no stale bytes there can pass for a message
  * in a later lap (the file comment). */
 static inline void bm_btl_sm_fbox_scrub(struct bm_btl_sm_fbox_rx *rx, uint32_t idx, uint64_t pos,
@@ -190,7 +226,7 @@ static inline void bm_btl_sm_fbox_scrub(struct bm_btl_sm_fbox_rx *rx, uint32_t i
 {
     for (uint32_t i = 0; i < n; i++)
         atomic_store_explicit(bm_btl_sm_fbox_word_at(rx->units, idx + i),
-                              bm_btl_sm_fbox_word(pos + i, 0, BM_BTL_SM_FBOX_TAG_SKIP, 0),
+                              bm_btl_sm_fbox_word(pos + i, BM_BTL_SM_FBOX_TAG_SKIP, 0),
                               memory_order_relaxed);
 }
 
@@ -208,9 +244,9 @@ static inline void bm_btl_sm_fbox_skip(struct bm_btl_sm_fbox_rx *rx)
  * skip): the one load an idle poll makes per ring. */
 static inline int bm_btl_sm_fbox_ready(const struct bm_btl_sm_fbox_rx *rx)
 {
-    uint64_t word =
+    uint32_t word =
         atomic_load_explicit(bm_btl_sm_fbox_word_at(rx->units, rx->idx), memory_order_relaxed);
-    return (uint32_t)word == (uint32_t)(rx->head + 1);
+    return (uint16_t)word == (uint16_t)(rx->head + 1);
 }
 
 /* The next message (its first byte), or NULL when none is there. Follows
@@ -220,27 +256,38 @@ static inline const void *bm_btl_sm_fbox_peek(struct bm_btl_sm_fbox_rx *rx, uint
 {
     for (;;) {
         unsigned char *unit = rx->units + (size_t)rx->idx * BM_BTL_SM_FBOX_UNIT;
-        uint64_t word = atomic_load_explicit((_Atomic uint64_t *)unit, memory_order_acquire);
-        if ((uint32_t)word != (uint32_t)(rx->head + 1))
+        uint32_t word = atomic_load_explicit((_Atomic uint32_t *)(unit + BM_BTL_SM_FBOX_WORD_AT),
+                                             memory_order_acquire);
+        if ((uint16_t)word != (uint16_t)(rx->head + 1))
             return NULL;
-        uint8_t tag = (uint8_t)(word >> 48);
-        if (__builtin_expect(tag != BM_BTL_SM_FBOX_TAG_SKIP, 1)) {
-            uint32_t off = (uint32_t)(word >> 56);
-            uint32_t len = (uint32_t)(word >> 32) & 0xffffu;
-            *len_out = len;
+        uint8_t tag = (uint8_t)(word >> 16);
+        if (__builtin_expect(tag < BM_BTL_SM_FBOX_TAG_PAD, 1)) {
+            uint32_t len = word >> 24;
             *tag_out = tag;
-            rx->cur_units = bm_btl_sm_fbox_units(off, len);
             /* A message address computed from the word would hold every
              * read of the message until the word's load completes; a
-             * predicted branch lets them start with it (measured: 15 ns
-             * of 8-byte latency). The empty asm keeps the branch a
+             * predicted branch (short) lets them start with it (measured:
+             * 15 ns of 8-byte latency). The empty asm keeps the branch a
              * branch, not a conditional move. */
-            unsigned char *msg = unit + BM_BTL_SM_FBOX_WORD;
-            if (__builtin_expect(off != BM_BTL_SM_FBOX_WORD, 0)) {
+            unsigned char *msg = unit;
+            rx->cur_units = 1;
+            if (__builtin_expect(len == BM_BTL_SM_FBOX_LONG, 0)) {
+                uint32_t ext = atomic_load_explicit(
+                    (_Atomic uint32_t *)(unit + BM_BTL_SM_FBOX_EXT_AT), memory_order_relaxed);
+                uint32_t off = (ext >> 16) & 0xffu;
+                len = ext & 0xffffu;
+                rx->cur_units = bm_btl_sm_fbox_units(off, len);
                 msg = unit + off;
                 __asm__("" : "+r"(msg));
             }
+            *len_out = len;
             return msg;
+        }
+        if (tag == BM_BTL_SM_FBOX_TAG_PAD) {
+            rx->head++; /* an unused unit: the next message starts a line */
+            if (++rx->idx == rx->nunits)
+                rx->idx = 0;
+            continue;
         }
         bm_btl_sm_fbox_skip(rx);
     }

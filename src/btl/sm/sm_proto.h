@@ -19,7 +19,7 @@
 
 #define BM_BTL_SM_CACHELINE 64
 #define BM_BTL_SM_MAGIC     0x6765732d6d736d62ull /* "bmsm-seg" */
-#define BM_BTL_SM_VERSION   4u
+#define BM_BTL_SM_VERSION   5u
 
 typedef uint64_t bm_btl_sm_rptr_t;
 #define BM_BTL_SM_RPTR_NONE  ((bm_btl_sm_rptr_t)0)
@@ -67,7 +67,7 @@ struct bm_btl_sm_seg_ctl {
     uint64_t fbox_offset;   /* first ring */
     uint64_t fbox_stride;   /* bytes per ring */
     uint64_t hint_offset;   /* bitmap words (_Atomic uint64_t), on lines of their own */
-    uint32_t fbox_units;    /* 64-byte units per ring (0: no fast boxes) */
+    uint32_t fbox_units;    /* 32-byte units per ring (0: no fast boxes) */
     uint32_t fbox_reserved; /* zero */
     uint32_t local_size;    /* rings (processes on the node) */
     uint32_t fbox_hints;    /* 1: senders set their hint bit; 0: the owner polls every ring */
@@ -138,44 +138,72 @@ struct bm_btl_sm_card {
  * One ring per (sender, receiver) pair of local processes, in the
  * receiver's segment: ctl->fbox_offset + local rank of the sender *
  * ctl->fbox_stride. A ring is a head line (struct bm_btl_sm_fbox_ring)
- * followed by ctl->fbox_units units of 64 bytes (cache lines). A message
- * takes as many consecutive units as it needs, so that an 8-byte message
- * touches one line and a 1 KiB message does not cost a ring of 1 KiB slots.
+ * followed by ctl->fbox_units units of 32 bytes (half cache lines). A
+ * message takes as many consecutive units as it needs, so that an 8-byte
+ * message (20-byte PML MATCH header, payload, 4-byte word: 32 bytes) takes
+ * one unit and two of them share a cache line, while a 1 KiB message does
+ * not cost a ring of 1 KiB slots. Half-line units halve the lines a stream
+ * of small messages moves from the sender's core to the receiver's (Open
+ * MPI's vader packs its 8-byte messages two to a line the same way: 8-byte
+ * fast-box header, 16-byte match header, payload, 32-byte aligned).
  *
- * Its first unit starts with the message word (bm_btl_sm_fbox_word: bits
- * 0-31 sequence, 32-47 length, 48-55 BTL tag, 56-63 offset); the message
- * itself (PML header, then payload) starts at the offset, chosen by the
- * sender so that a payload after its header is 32-byte aligned: vector
- * copies that straddle cache lines of the other core's cache cost more than
- * a few bytes of padding (measured: 256-byte latency 0.21 -> 0.15 us). A
- * message that would run past the end of the ring is preceded by a skip word
- * (tag BM_BTL_SM_FBOX_TAG_SKIP) that sends the receiver back to unit 0.
+ * Every unit ends with a word (bm_btl_sm_fbox_word, 32 bits at
+ * BM_BTL_SM_FBOX_WORD_AT: 0-15 sequence, 16-23 BTL tag, 24-31 short
+ * length); the word of a message's first unit describes the message. A
+ * message of at most BM_BTL_SM_FBOX_SHORT_MAX bytes (PML header included)
+ * whose payload needs no alignment fills the first unit from its start
+ * (32-byte aligned), before the word: the short length is its length. Any
+ * other message has short length BM_BTL_SM_FBOX_LONG and a second word
+ * before the first (bm_btl_sm_fbox_ext at BM_BTL_SM_FBOX_EXT_AT: bits 0-15
+ * length, 16-23 offset); the message itself (PML header, then payload)
+ * starts at the offset from the first unit's start, in the second unit
+ * (BM_BTL_SM_FBOX_LONG_OFF) or, for a payload of BM_BTL_SM_FBOX_ALIGN_MIN
+ * bytes or more, as far into it as makes the payload after its header
+ * 32-byte aligned: vector copies that straddle cache lines of the other
+ * core's cache cost more than a few bytes of padding (measured: 256-byte
+ * latency 0.21 -> 0.15 us). A message that would run past the end of the
+ * ring is preceded by a skip word (tag BM_BTL_SM_FBOX_TAG_SKIP) that sends
+ * the receiver back to unit 0.
  *
- * The sequence field is the low 32 bits of (unit position + 1), positions
+ * The sequence field is the low 16 bits of (unit position + 1), positions
  * counting units since the ring was created: a unit holds a new message
  * only when its word names the position the receiver expects next. Stale
- * words must never pass for new ones, so every unit is rewritten in every
- * lap: the first unit of a message by the sender, and the others (whose
- * first bytes are payload) by the receiver once the message is handled,
- * with a word naming their own position, as are the units a skip jumps
- * over. A word left from the previous lap names a position one ring length
- * back, and a ring is far shorter than 2^32 units. The word is written last
- * by the sender (release store) and read first by the receiver (acquire
- * load); head is written only by the receiver. */
+ * words must never pass for new ones, so every unit's word is rewritten in
+ * every lap: the first unit's by the sender, and the others' (payload
+ * bytes) by the receiver once the message is handled, with a word naming
+ * their own position, as are the units a skip jumps over. A word left from
+ * the previous lap names a position one ring length back, and a ring is
+ * shorter than 2^16 units (BM_BTL_SM_FBOX_BYTES_MAX), so it differs in its
+ * low 16 bits. The word is written last by the sender (release store) and
+ * read first by the receiver (acquire load); head is written only by the
+ * receiver. */
 
-/* Bytes of a ring unit: one cache line. */
-#define BM_BTL_SM_FBOX_UNIT BM_BTL_SM_CACHELINE
-/* Bytes of the message word at the start of a message's first unit. */
-#define BM_BTL_SM_FBOX_WORD 8u
+/* Bytes of a ring unit: half a cache line. */
+#define BM_BTL_SM_FBOX_UNIT 32u
+/* Where a unit's word is: its last 4 bytes. */
+#define BM_BTL_SM_FBOX_WORD_AT (BM_BTL_SM_FBOX_UNIT - 4u)
+/* Largest message that fills its first unit before the word (short). */
+#define BM_BTL_SM_FBOX_SHORT_MAX BM_BTL_SM_FBOX_WORD_AT
+/* Short length of a message whose length and offset are in the second word. */
+#define BM_BTL_SM_FBOX_LONG 0xffu
+/* Where a long message's second word is in its first unit. */
+#define BM_BTL_SM_FBOX_EXT_AT (BM_BTL_SM_FBOX_WORD_AT - 4u)
+/* Where a long message starts at the earliest: its second unit. */
+#define BM_BTL_SM_FBOX_LONG_OFF BM_BTL_SM_FBOX_UNIT
 /* Payloads of at least this many bytes start on this alignment. */
 #define BM_BTL_SM_FBOX_ALIGN     32u
 #define BM_BTL_SM_FBOX_ALIGN_MIN 64u
-/* Largest offset of a message in its first unit (word + alignment pad). */
-#define BM_BTL_SM_FBOX_OFF_MAX (BM_BTL_SM_FBOX_WORD + BM_BTL_SM_FBOX_ALIGN - 1)
+/* Largest offset of a message from its first unit's start (alignment pad). */
+#define BM_BTL_SM_FBOX_OFF_MAX (BM_BTL_SM_FBOX_LONG_OFF + BM_BTL_SM_FBOX_ALIGN - 1)
 /* Smallest ring the node-wide budget may leave a pair. */
 #define BM_BTL_SM_FBOX_BYTES_MIN 4096u
+/* Largest ring: fewer than 2^16 units (the sequence field). */
+#define BM_BTL_SM_FBOX_BYTES_MAX (1u << 20)
 /* Tag of a skip word: the rest of the ring is unused this lap. */
 #define BM_BTL_SM_FBOX_TAG_SKIP 0xffu
+/* Tag of a pad word: this unit is unused (the sender started its next
+ * message on a line of its own, sm_fbox.h "whole lines"). */
+#define BM_BTL_SM_FBOX_TAG_PAD 0xfeu
 
 /* Start of one ring: the receiver's head alone on a line; units follow. */
 struct bm_btl_sm_fbox_ring {
@@ -183,7 +211,13 @@ struct bm_btl_sm_fbox_ring {
     uint8_t pad[BM_BTL_SM_CACHELINE - 8];
 };
 _Static_assert(sizeof(struct bm_btl_sm_fbox_ring) == BM_BTL_SM_CACHELINE, "fbox ring head: a line");
-_Static_assert(BM_BTL_SM_FBOX_OFF_MAX < BM_BTL_SM_FBOX_UNIT, "a message starts in its first unit");
+_Static_assert(BM_BTL_SM_CACHELINE % BM_BTL_SM_FBOX_UNIT == 0, "units tile cache lines");
+_Static_assert(BM_BTL_SM_FBOX_OFF_MAX <= 0xffu, "a long message's offset fits its field");
+_Static_assert(BM_BTL_SM_FBOX_SHORT_MAX < BM_BTL_SM_FBOX_LONG, "short lengths fit the word");
+_Static_assert(BM_BTL_SM_FBOX_BYTES_MAX / BM_BTL_SM_FBOX_UNIT < (1u << 16),
+               "a stale word differs from the expected one in its 16-bit sequence");
+_Static_assert(BM_BTL_SM_FBOX_WORD_AT % 4 == 0 && BM_BTL_SM_FBOX_EXT_AT % 4 == 0,
+               "the words are aligned for atomic access");
 
 /* Bytes of one ring of nunits units. */
 static inline size_t bm_btl_sm_fbox_ring_bytes(uint32_t nunits)
@@ -191,29 +225,44 @@ static inline size_t bm_btl_sm_fbox_ring_bytes(uint32_t nunits)
     return sizeof(struct bm_btl_sm_fbox_ring) + (size_t)nunits * BM_BTL_SM_FBOX_UNIT;
 }
 
-/* Units taken by a message of len bytes at offset off of its first unit. */
+/* Units taken by a message of len bytes at offset off of its first unit:
+ * one for a short message (offset 0, even of 0 bytes: its word is there). */
 static inline uint32_t bm_btl_sm_fbox_units(uint32_t off, size_t len)
 {
+    if (off == 0)
+        return 1;
     return (uint32_t)((off + len + BM_BTL_SM_FBOX_UNIT - 1) / BM_BTL_SM_FBOX_UNIT);
 }
 
 /* Where a message of hdr_len header bytes and payload_len payload bytes
- * starts in its first unit: right after the word, or, for a payload worth
- * a vector copy, so that the payload is aligned. */
+ * starts from its first unit's start: at it when the message fits before
+ * the word (short), else in the second unit, as far in as makes a payload
+ * worth a vector copy aligned. */
 static inline uint32_t bm_btl_sm_fbox_offset(size_t hdr_len, size_t payload_len)
 {
-    if (payload_len < BM_BTL_SM_FBOX_ALIGN_MIN)
-        return BM_BTL_SM_FBOX_WORD;
-    size_t pad = (BM_BTL_SM_FBOX_ALIGN - (BM_BTL_SM_FBOX_WORD + hdr_len) % BM_BTL_SM_FBOX_ALIGN) %
-                 BM_BTL_SM_FBOX_ALIGN;
-    return BM_BTL_SM_FBOX_WORD + (uint32_t)pad;
+    if (payload_len < BM_BTL_SM_FBOX_ALIGN_MIN) {
+        if (hdr_len + payload_len <= BM_BTL_SM_FBOX_SHORT_MAX)
+            return 0;
+        return BM_BTL_SM_FBOX_LONG_OFF;
+    }
+    size_t pad =
+        (BM_BTL_SM_FBOX_ALIGN - (BM_BTL_SM_FBOX_LONG_OFF + hdr_len) % BM_BTL_SM_FBOX_ALIGN) %
+        BM_BTL_SM_FBOX_ALIGN;
+    return BM_BTL_SM_FBOX_LONG_OFF + (uint32_t)pad;
 }
 
-/* Message word: seq (32 bits) | length (16) << 32 | tag (8) << 48 | offset (8) << 56. */
-static inline uint64_t bm_btl_sm_fbox_word(uint64_t pos, uint32_t len, uint8_t tag, uint32_t off)
+/* A unit's word: seq (16 bits) | tag (8) << 16 | short length (8) << 24. A
+ * short message's length is the short length; BM_BTL_SM_FBOX_LONG says
+ * that the second word (bm_btl_sm_fbox_ext) holds length and offset. */
+static inline uint32_t bm_btl_sm_fbox_word(uint64_t pos, uint8_t tag, uint32_t short_len)
 {
-    return (uint64_t)(uint32_t)(pos + 1) | (uint64_t)(len & 0xffffu) << 32 | (uint64_t)tag << 48 |
-           (uint64_t)(off & 0xffu) << 56;
+    return (uint32_t)(uint16_t)(pos + 1) | (uint32_t)tag << 16 | (short_len & 0xffu) << 24;
+}
+
+/* Second word of a long message: length (16 bits) | offset (8) << 16. */
+static inline uint32_t bm_btl_sm_fbox_ext(uint32_t len, uint32_t off)
+{
+    return (len & 0xffffu) | (off & 0xffu) << 16;
 }
 
 _Static_assert(sizeof(struct bm_btl_sm_fifo) == 2 * BM_BTL_SM_CACHELINE, "fifo: two lines");
