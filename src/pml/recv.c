@@ -156,7 +156,7 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
     return st.error == BM_OK ? BM_OK : (bm_status_t)st.error;
 }
 
-/* Only receives of at most BM_PML_RECV_TAKE_MAX (256) bytes wait this way.
+/* Only receives of at most BM_PML_RECV_TAKE_MAX (4096) bytes wait this way.
  * Larger ones measured slower (sm, block minima at load 7: 128 B 0.185 ->
  * 0.237 us, 256 B 0.205 -> 0.256, 64 B 0.172 -> 0.181 when the look did
  * not take it), also with one look per pass and with the take refused for
@@ -175,8 +175,19 @@ bm_status_t bm_pml_recv(void *buf, size_t capacity, uint32_t cid, int src, int t
  * 1437, 128 B 1827 -> 1450, 256 B 1983 -> 1541 (5 rounds at load 30-40;
  * 256 lower in each of the 15 pairs at 64-256 B, also in the round that
  * ran in the VM's ~3x faster state: 530/570/584 -> 483/493/514). So the
- * default is 256 (the parameter stays). 32 bytes of payload fit one
- * 64-byte unit with sm's word and the MATCH header. */
+ * default was 256. On 2026-11-29 (seventh session) the VM's vCPUs moved a
+ * cache line ~3.6x slower again (the cache-line ping-pong 0.26 us), and
+ * the quiet run put sm's 512 B-2 KiB latency at 1.3-1.65 us against
+ * vader's 0.84-1.01: above 256 B every receive went the progress way.
+ * main's release build, bm_latency -m 8:8192 over self,sm, 3 interleaved
+ * rounds at load 1-2, BM_PML_RECV_TAKE_MAX 256 / 2048 / 4096 (us): 512 B
+ * 1.25-1.29 / 0.51-0.56 / 0.54-0.57, 1 KiB 1.47-1.50 / 0.69-0.75 /
+ * 0.72-0.73, 2 KiB 1.37-1.55 / 0.82-1.15 / 0.81-0.84, 4 KiB 1.38-1.59 /
+ * 1.68-2.54 / 1.41-1.51, 8-256 B and 8 KiB the same in all three. So the
+ * default is 4096, the largest a fast box holds (BM_BTL_SM_FBOX_MAX 4160
+ * with the headers); the parameter stays. Why the progress way costs
+ * ~0.8 us more than the take at 512 B but ~0.05 us at 256 B is not known
+ * (non-blocking receives, which never take, still pay it). */
 
 /* A blocking receive taking its message from the transport (btl.h
  * recv_take): req is posted as usual, and while it is the only receive
