@@ -73,10 +73,12 @@ static struct {
 } fo;
 
 /* The peers bm_pml_peers_check looks at: those with a path whose
- * transport can look (btl.h check), made at the first look. */
+ * transport can look (btl.h check), made at the first look under the
+ * progress lock (several threads may wait at once under
+ * MPI_THREAD_MULTIPLE) and published by made. */
 static struct {
     int *v, n;
-    bool made;
+    _Atomic bool made;
 } looked;
 
 bm_status_t bm_pml_failover_init(void)
@@ -296,26 +298,35 @@ bm_status_t bm_pml_peer_check(int peer_world)
     return rc;
 }
 
+/* Under the progress lock: a second thread that waited for it finds the
+ * list made and leaves it. */
 static void looked_make(void)
 {
-    looked.made = true;
-    looked.v = malloc((size_t)bm_pml_g.world_size * sizeof(*looked.v));
-    for (int r = 0; looked.v && r < bm_pml_g.world_size; r++) {
+    if (atomic_load_explicit(&looked.made, memory_order_relaxed))
+        return;
+    int *v = malloc((size_t)bm_pml_g.world_size * sizeof(*v)), n = 0;
+    for (int r = 0; v && r < bm_pml_g.world_size; r++) {
         struct bm_btl_peer *peer = r == bm_pml_g.my_rank ? NULL : bm_btl_base_peer(r);
         for (int i = 0; peer && i < peer->eager.count; i++)
             if (peer->eager.paths[i].module->ops->check) {
-                looked.v[looked.n++] = r;
+                v[n++] = r;
                 break;
             }
     }
+    looked.v = v;
+    looked.n = n;
+    atomic_store_explicit(&looked.made, true, memory_order_release);
 }
 
 void bm_pml_peers_check(void)
 {
     if (!bm_pml_g.initialized)
         return;
-    if (!looked.made)
+    if (!atomic_load_explicit(&looked.made, memory_order_acquire)) {
+        bool taken = bm_pml_enter();
         looked_make();
+        bm_pml_leave(taken);
+    }
     for (int i = 0; i < looked.n; i++)
         bm_pml_peer_check(looked.v[i]);
 }

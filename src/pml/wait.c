@@ -866,9 +866,12 @@ static _Atomic uint64_t live_next;
 static __attribute__((noinline, cold)) void wait_live(void)
 {
     uint64_t now = bm_util_clock_now_ns();
-    if (now < atomic_load_explicit(&live_next, memory_order_relaxed))
+    uint64_t next = atomic_load_explicit(&live_next, memory_order_relaxed);
+    /* one thread per period looks (MPI_THREAD_MULTIPLE: several may wait) */
+    if (now < next ||
+        !atomic_compare_exchange_strong_explicit(&live_next, &next, now + LIVE_NS,
+                                                 memory_order_relaxed, memory_order_relaxed))
         return;
-    atomic_store_explicit(&live_next, now + LIVE_NS, memory_order_relaxed);
     bm_pml_peers_check();
 }
 
