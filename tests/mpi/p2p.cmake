@@ -38,7 +38,7 @@ bm_p2p_test(p2p_cancel NP 2 3)
 bm_p2p_test(p2p_fault NP 2)
 # Blocking receives taken from sm's fast boxes (BM_PML_RECV_TAKE), and the
 # same program with the take off: its counter must then stay 0; a 200-byte
-# receive takes with the default limit (4096) and not with
+# and a 2048-byte receive take with the default limit (4096) and not with
 # BM_PML_RECV_TAKE_MAX=32.
 # (It reads the PML's counter: linked with the library's internals.)
 add_executable(p2p_take ${p2p_dir}/p2p_take.c)

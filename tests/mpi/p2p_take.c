@@ -71,7 +71,7 @@ static void early_len(int len)
 {
     const char *env = getenv("BM_PML_RECV_TAKE");
     bool expect = !(env && strcmp(env, "0") == 0) && (size_t)len <= bm_pml_g.cfg.recv_take_max;
-    unsigned char msg[256], got[256];
+    static unsigned char msg[4096], got[4096];
     int done = 0;
     for (int round = 0; round < 50 && !done; round++) {
         bm_test_fill(msg, (size_t)len, round + len);
@@ -108,6 +108,7 @@ static void test_early(void)
 {
     early_len(8);
     early_len(200);
+    early_len(2048); /* the default limit (4096) covers every fast-box message */
 }
 
 /* A message of the awaited source and tag already waiting unexpected
