@@ -735,8 +735,8 @@ void bm_coll_sm_free(struct bm_mpi_coll_comm *cc)
  * the large area; false when the kernel had no memory for them. */
 static bool large_take(struct bm_coll_sm *sm, size_t from, size_t to)
 {
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), end = (uintptr_t)sm->large_seg.addr +
-                                                             sm->large_seg.size;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE),
+              end = (uintptr_t)sm->large_seg.addr + sm->large_seg.size;
     bool ok = true;
 
     if (page == 0 || (page & (page - 1)) != 0)
