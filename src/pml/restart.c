@@ -428,6 +428,30 @@ static bool peer_heard(struct bm_pml_request *req, int peer_world)
     return true;
 }
 
+/* A send's timer at a scan (waits: bm_pml_send_watch_state): restarted
+ * while it waits for nothing, its peer is in an outage or the peer sent
+ * anything since the last scan; true when it timed out (counted), and the
+ * caller sends its RNDV again (waits 1) or asks the receiver. */
+static bool send_timer_fired(struct bm_pml_request *req, int waits, uint64_t now)
+{
+    if (waits == 0 || bm_pml_peer_in_outage(req->peer)) {
+        req->watch_ns = now;
+        peer_heard(req, req->peer);
+        return false;
+    }
+    if (peer_heard(req, req->peer)) {
+        req->watch_ns = now; /* the receiver answers others first */
+        bm_pml_g.restart_peer_resets++;
+        return false;
+    }
+    if (!timed_out(req, now))
+        return false;
+    bm_pml_g.restart_timeouts++;
+    req->tries++;
+    req->watch_ns = now;
+    return true;
+}
+
 static void watch_one(struct bm_pml_request *req, uint64_t now)
 {
     if (req->kind == BM_PML_REQ_RECV) {
@@ -448,21 +472,8 @@ static void watch_one(struct bm_pml_request *req, uint64_t now)
         return;
     }
     int waits = bm_pml_send_watch_state(req);
-    if (waits == 0 || bm_pml_peer_in_outage(req->peer)) {
-        req->watch_ns = now;
-        peer_heard(req, req->peer);
+    if (!send_timer_fired(req, waits, now))
         return;
-    }
-    if (peer_heard(req, req->peer)) {
-        req->watch_ns = now; /* the receiver answers others first */
-        bm_pml_g.restart_peer_resets++;
-        return;
-    }
-    if (!timed_out(req, now))
-        return;
-    bm_pml_g.restart_timeouts++;
-    req->tries++;
-    req->watch_ns = now;
     if (waits == 1)
         bm_pml_send_rndv_again(req);
     else
@@ -478,22 +489,8 @@ static void watch_peer(int peer, uint64_t now)
 {
     for (struct bm_pml_request *r = bm_pml_g.peer_tx[peer].watch; r; r = r->watch_next) {
         int waits = bm_pml_send_watch_state_locked(r);
-        if (waits == 0 || bm_pml_peer_in_outage(peer)) {
-            r->watch_ns = now;
-            peer_heard(r, peer);
-            continue;
-        }
-        if (peer_heard(r, peer)) {
-            r->watch_ns = now;
-            bm_pml_g.restart_peer_resets++;
-            continue;
-        }
-        if (!timed_out(r, now))
-            continue;
-        bm_pml_g.restart_timeouts++;
-        r->tries++;
-        r->watch_ns = now;
-        bm_pml_send_tx_timer_locked(r, waits);
+        if (send_timer_fired(r, waits, now))
+            bm_pml_send_tx_timer_locked(r, waits);
     }
 }
 
